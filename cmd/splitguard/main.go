@@ -1,0 +1,15 @@
+// Command splitguard runs two-party split learning, attacks it the way the
+// label-leakage papers do, and protects it. See the README for a tour.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	if err := newRootCmd().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "splitguard:", err)
+		os.Exit(1)
+	}
+}

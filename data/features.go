@@ -1,0 +1,82 @@
+// Package data reads and prepares the examples that the two parties hold:
+// Criteo, Avazu and generic CSV tables, images, and synthetic
+// Criteo-shaped data. It keeps features and labels apart: a party without
+// labels only ever handles a [Features] value.
+package data
+
+import (
+	"fmt"
+
+	"github.com/splitguard/splitguard/tensor"
+)
+
+// ImageShape describes how a row of dense features is laid out when the
+// features are an image: Height×Width×Channels values, channel fastest.
+type ImageShape struct{ Height, Width, Channels int }
+
+// Features is an encoded feature table: categorical columns as
+// vocabulary ids and dense columns scaled to [0, 1]. It holds no labels.
+type Features struct {
+	Rows int
+
+	// Categorical columns, row-major Rows×NumCat. Column j's ids lie in
+	// [0, Cardinality[j]).
+	NumCat      int
+	Cat         []int32
+	Cardinality []int
+	CatNames    []string
+
+	// Dense columns, row-major Rows×NumDense.
+	NumDense   int
+	Dense      []float32
+	DenseNames []string
+
+	// Image is set when Dense holds images.
+	Image *ImageShape
+}
+
+// Batch is the rows of a Features table that make up one batch, gathered
+// contiguously: the input of a bottom (or wide) model.
+type Batch struct {
+	Rows  int
+	Cat   []int32        // Rows×NumCat
+	Dense *tensor.Matrix // Rows×NumDense
+}
+
+// Gather copies the given rows of f into dst, reusing dst's storage.
+func (f *Features) Gather(rows []int, dst *Batch) {
+	dst.Rows = len(rows)
+	if cap(dst.Cat) < len(rows)*f.NumCat {
+		dst.Cat = make([]int32, len(rows)*f.NumCat)
+	}
+	dst.Cat = dst.Cat[:len(rows)*f.NumCat]
+	dst.Dense = dst.Dense.Resize(len(rows), f.NumDense)
+	for i, r := range rows {
+		copy(dst.Cat[i*f.NumCat:(i+1)*f.NumCat], f.Cat[r*f.NumCat:(r+1)*f.NumCat])
+		copy(dst.Dense.Row(i), f.Dense[r*f.NumDense:(r+1)*f.NumDense])
+	}
+}
+
+// Validate checks f's internal consistency: slice lengths and id ranges.
+func (f *Features) Validate() error {
+	if len(f.Cat) != f.Rows*f.NumCat || len(f.Cardinality) != f.NumCat {
+		return fmt.Errorf("data: categorical block has %d ids and %d cardinalities for %d rows × %d columns", len(f.Cat), len(f.Cardinality), f.Rows, f.NumCat)
+	}
+	if len(f.Dense) != f.Rows*f.NumDense {
+		return fmt.Errorf("data: dense block has %d values for %d rows × %d columns", len(f.Dense), f.Rows, f.NumDense)
+	}
+	for k, id := range f.Cat {
+		if j := k % f.NumCat; id < 0 || int(id) >= f.Cardinality[j] {
+			return fmt.Errorf("data: row %d, categorical column %d: id %d outside [0, %d)", k/f.NumCat, j, id, f.Cardinality[j])
+		}
+	}
+	return tensor.CheckFiniteSlice("dense features", f.Dense)
+}
+
+// Dataset is one split (train or test) of a table as a single party holds
+// it: example IDs, features, and labels when the party has them.
+type Dataset struct {
+	IDs    []uint64
+	X      *Features
+	Labels []uint8 // 0 or 1 per row; nil for a party without labels
+}

@@ -1,0 +1,55 @@
+package tensor
+
+import "fmt"
+
+// Engine computes single-precision general matrix products on row-major
+// storage: C = alpha·op(A)·op(B) + beta·C, where op(X) is X or Xᵀ, op(A)
+// is m×k, op(B) is k×n and C is m×n. lda, ldb and ldc are the row strides
+// of the stored A, B and C. This is the only place where the project
+// multiplies matrices, so swapping the implementation swaps them all.
+type Engine interface {
+	Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
+	// Name says which implementation this is, for benchmarks and logs.
+	Name() string
+}
+
+// Default is the engine used by MatMul. It is gonum's pure-Go BLAS unless
+// the binary was built with the `openblas` tag.
+var Default Engine = defaultEngine()
+
+// MatMul sets c = alpha·op(a)·op(b) + beta·c through Default, where op
+// transposes its argument when the matching flag is set. With beta == 0,
+// c is resized to the product's shape first (its old contents are
+// ignored); with beta != 0, c must already have that shape.
+func MatMul(c *Matrix, a *Matrix, transA bool, b *Matrix, transB bool, alpha, beta float32) {
+	m, k := a.Rows, a.Cols
+	if transA {
+		m, k = k, m
+	}
+	kb, n := b.Rows, b.Cols
+	if transB {
+		kb, n = n, kb
+	}
+	if k != kb {
+		panic(fmt.Sprintf("tensor: MatMul inner dimensions differ: op(a) is %d×%d, op(b) is %d×%d", m, k, kb, n))
+	}
+	if beta == 0 {
+		c.Resize(m, n)
+	} else if c.Rows != m || c.Cols != n {
+		panic(fmt.Sprintf("tensor: MatMul accumulates into %d×%d, product is %d×%d", c.Rows, c.Cols, m, n))
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		if beta == 0 {
+			c.Zero()
+		} else {
+			for i := range c.Data {
+				c.Data[i] *= beta
+			}
+		}
+		return
+	}
+	Default.Sgemm(transA, transB, m, n, k, alpha, a.Data, max(a.Cols, 1), b.Data, max(b.Cols, 1), beta, c.Data, max(n, 1))
+}

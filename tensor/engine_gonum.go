@@ -1,0 +1,28 @@
+//go:build !openblas
+
+package tensor
+
+import (
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/gonum"
+)
+
+func defaultEngine() Engine { return GonumEngine{} }
+
+// GonumEngine runs products through gonum's pure-Go BLAS.
+type GonumEngine struct{}
+
+// Name implements Engine.
+func (GonumEngine) Name() string { return "gonum" }
+
+// Sgemm implements Engine.
+func (GonumEngine) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	gonum.Implementation{}.Sgemm(trans(transA), trans(transB), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+func trans(t bool) blas.Transpose {
+	if t {
+		return blas.Trans
+	}
+	return blas.NoTrans
+}
