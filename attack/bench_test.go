@@ -1,0 +1,67 @@
+package attack
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// BenchmarkAllAttacks1024x128 runs every registered gradient attack once
+// per iteration on one 1024×128 batch (hints picked once per batch).
+func BenchmarkAllAttacks1024x128(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	g, labels := gradientBatch(r, 1024, 128, 0.25, 0.1)
+	var attacks []Attack
+	for _, n := range Names() {
+		if a, _ := New(n); a.Kind() == Gradient {
+			attacks = append(attacks, a)
+		}
+	}
+	s := make([]float64, g.Rows)
+	f := make([]bool, g.Rows)
+	hints := make([]int, 0, 5)
+	b.ReportAllocs()
+	for b.Loop() {
+		hints = PickHints(labels, 5, r, hints)
+		obs := Observation{Layer: "cut", X: g, Oracle: g.Row(hints[0]), Hints: hints}
+		for _, a := range attacks {
+			if err := a.Score(&obs, s, f); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkAttack times each attack alone on 1024×128 and the spectral
+// attack also at B = 8192.
+func BenchmarkAttack(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 4))
+	g, labels := gradientBatch(r, 8192, 128, 0.25, 0.1)
+	hints := PickHints(labels[:1024], 5, r, nil)
+	small := *g
+	small.Rows, small.Data = 1024, g.Data[:1024*128]
+	for _, n := range append(Names(), "spectral8192") {
+		x := &small
+		if n == "spectral8192" {
+			n, x = "spectral", g
+		}
+		b.Run(n+"/"+itoa(x.Rows), func(b *testing.B) {
+			a, _ := New(n)
+			s := make([]float64, x.Rows)
+			f := make([]bool, x.Rows)
+			obs := &Observation{X: x, Oracle: g.Row(hints[0]), Hints: hints, PositivesMinority: true}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := a.Score(obs, s, f); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func itoa(n int) string {
+	if n == 8192 {
+		return "8192x128"
+	}
+	return "1024x128"
+}

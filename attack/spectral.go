@@ -1,0 +1,255 @@
+package attack
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/splitguard/splitguard/tensor"
+)
+
+func init() {
+	Register("spectral", func() Attack { return &Spectral{} })
+}
+
+// Power-iteration settings of the spectral attack.
+const (
+	// spectralTol stops the iteration once ‖Cv − λv‖ ≤ spectralTol·λ
+	// (C is formed in float32, so its entries carry ~1e-7 relative error
+	// anyway).
+	spectralTol = 1e-7
+	// spectralMaxIter caps the iteration; reaching it means the top two
+	// eigenvalues are nearly equal, and then any vector of their span is
+	// as good a "top direction" as the exact one.
+	spectralMaxIter = 1000
+	// spectralStream is the PCG stream of the fixed start vector.
+	spectralStream = 0x5bec
+)
+
+// Spectral is the spectral attack on a layer's forward output (SPEC §3,
+// 001_… Algorithm 1): centre the batch, E = e − mean(e); take the top
+// right singular vector v of E; s_i = ⟨E_i, v⟩; split s into two clusters
+// by exact 1-D 2-means ([TwoMeans1D]); the positive cluster is the smaller
+// one when Observation.PositivesMinority is set (on equal sizes, and
+// otherwise, the one with the larger mean |s|); the score is s, negated
+// when the positive cluster is the low one, so that the positive cluster
+// scores higher.
+//
+// v is found by power iteration on the d×d matrix C = EᵀE (one
+// tensor.MatMul), started from C·w for a fixed pseudo-random w and
+// stopped when ‖Cv − λv‖ ≤ 1e-7·λ (at most 1000 steps). A constant batch
+// (C = 0) scores every row 0 (AUC ½), as does a batch of one row.
+type Spectral struct {
+	centred tensor.Matrix
+	cov     tensor.Matrix
+	c64     []float64
+	v, u, w []float64
+	mean    []float64
+	s       []float64
+	sorted  []float64
+	// Iterations is the number of power-iteration steps of the last Score
+	// call, for diagnostics.
+	Iterations int
+}
+
+// Name implements Attack.
+func (*Spectral) Name() string { return "spectral" }
+
+// Kind implements Attack.
+func (*Spectral) Kind() Kind { return Embedding }
+
+// Score implements Attack; every row is scored.
+func (a *Spectral) Score(obs *Observation, scores []float64, scored []bool) error {
+	n, err := checkObs(a.Name(), obs, scores, scored)
+	if err != nil {
+		return err
+	}
+	x := obs.X
+	if err := checkFinite(a.Name(), obs.Layer, "embedding", x); err != nil {
+		return err
+	}
+	fill(scored, true)
+	a.Iterations = 0
+	if n == 0 {
+		return nil
+	}
+	a.topDirection(x)
+	v := a.v
+	for i := range n {
+		var s float64
+		for j, e := range a.centred.Row(i) {
+			s += float64(e) * v[j]
+		}
+		a.s[i] = s
+	}
+	a.sorted = grow(a.sorted, n)
+	copy(a.sorted, a.s[:n])
+	slices.Sort(a.sorted)
+	m, ok := TwoMeans1D(a.sorted)
+	if !ok {
+		fill(scores, 0)
+		return nil
+	}
+	var absLo, absHi float64
+	for _, s := range a.sorted[:m] {
+		absLo += math.Abs(s)
+	}
+	for _, s := range a.sorted[m:] {
+		absHi += math.Abs(s)
+	}
+	nLo, nHi := m, n-m
+	var positiveHigh bool
+	switch {
+	case obs.PositivesMinority && nHi < nLo:
+		positiveHigh = true
+	case obs.PositivesMinority && nLo < nHi:
+		positiveHigh = false
+	default:
+		positiveHigh = absHi/float64(nHi) >= absLo/float64(nLo)
+	}
+	for i := range n {
+		if positiveHigh {
+			scores[i] = a.s[i]
+		} else {
+			scores[i] = -a.s[i]
+		}
+	}
+	return nil
+}
+
+// topDirection centres x into a.centred, sets a.s to length n and a.v to
+// the top right singular vector of the centred matrix (all zero when it
+// is 0).
+func (a *Spectral) topDirection(x *tensor.Matrix) {
+	n, d := x.Rows, x.Cols
+	a.mean = grow(a.mean, d)
+	clear(a.mean)
+	for i := range n {
+		for j, v := range x.Row(i) {
+			a.mean[j] += float64(v)
+		}
+	}
+	for j := range a.mean {
+		a.mean[j] /= float64(n)
+	}
+	a.centred.Resize(n, d)
+	for i := range n {
+		src, dst := x.Row(i), a.centred.Row(i)
+		for j, v := range src {
+			dst[j] = float32(float64(v) - a.mean[j])
+		}
+	}
+	a.s = grow(a.s, n)
+	a.v = grow(a.v, d)
+	a.u = grow(a.u, d)
+	tensor.MatMul(&a.cov, &a.centred, true, &a.centred, false, 1, 0)
+	a.c64 = grow(a.c64, d*d)
+	for k, c := range a.cov.Data {
+		a.c64[k] = float64(c)
+	}
+	if len(a.w) != d {
+		a.w = grow(a.w, d)
+		r := rand.New(rand.NewPCG(uint64(d), spectralStream))
+		for j := range a.w {
+			a.w[j] = r.NormFloat64()
+		}
+	}
+	symMatVec(a.v, a.c64, a.w)
+	if normalise(a.v) == 0 {
+		clear(a.v)
+		return
+	}
+	for a.Iterations = 1; a.Iterations <= spectralMaxIter; a.Iterations++ {
+		symMatVec(a.u, a.c64, a.v)
+		var lambda float64
+		for j := range d {
+			lambda += a.u[j] * a.v[j]
+		}
+		var res float64
+		for j := range d {
+			r := a.u[j] - lambda*a.v[j]
+			res += r * r
+		}
+		nu := normalise(a.u)
+		if nu == 0 {
+			// v lies in C's null space: C has no direction left to find.
+			return
+		}
+		a.v, a.u = a.u, a.v
+		if math.Sqrt(res) <= spectralTol*lambda {
+			return
+		}
+	}
+}
+
+// symMatVec sets dst = C·v for the d×d row-major c.
+func symMatVec(dst, c, v []float64) {
+	d := len(v)
+	for i := range d {
+		row := c[i*d : (i+1)*d]
+		var s0, s1 float64
+		j := 0
+		for ; j+2 <= d; j += 2 {
+			s0 += row[j] * v[j]
+			s1 += row[j+1] * v[j+1]
+		}
+		if j < d {
+			s0 += row[j] * v[j]
+		}
+		dst[i] = s0 + s1
+	}
+}
+
+// normalise scales v to unit length and returns its former length (v is
+// left unchanged when that is 0).
+func normalise(v []float64) float64 {
+	var s float64
+	for _, x := range v {
+		s += x * x
+	}
+	s = math.Sqrt(s)
+	if s == 0 {
+		return 0
+	}
+	for i := range v {
+		v[i] /= s
+	}
+	return s
+}
+
+// TwoMeans1D is the exact 1-D 2-means of the ascending values sorted: it
+// returns m such that {sorted[:m]} and {sorted[m:]} is a split with the
+// smallest within-cluster sum of squares Σ(x − mean of x's cluster)².
+// Optimal 1-D clusters are intervals, so scanning every split point of
+// the sorted values finds the optimum; equal values are never separated
+// (only splits with sorted[m−1] < sorted[m] are considered) and the
+// smallest optimal m wins a tie. ok is false when no split exists (fewer
+// than two distinct values). It runs in O(n) and allocates nothing.
+func TwoMeans1D(sorted []float64) (m int, ok bool) {
+	n := len(sorted)
+	var total float64
+	for _, x := range sorted {
+		total += x
+	}
+	// Within SS = Σx² − S_L²/m − S_R²/(n−m): maximise the subtracted part.
+	// Shift by the mean first so the prefix sums stay small.
+	mu := total / float64(n)
+	var shifted float64
+	for _, x := range sorted {
+		shifted += x - mu
+	}
+	best := math.Inf(-1)
+	var left float64
+	for k := 1; k < n; k++ {
+		left += sorted[k-1] - mu
+		if !(sorted[k-1] < sorted[k]) {
+			continue
+		}
+		right := shifted - left
+		between := left*left/float64(k) + right*right/float64(n-k)
+		if between > best {
+			best, m, ok = between, k, true
+		}
+	}
+	return m, ok
+}

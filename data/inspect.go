@@ -1,0 +1,314 @@
+package data
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"math/bits"
+	"strings"
+	"text/tabwriter"
+)
+
+// DefaultCardinalityCap is the number of distinct values per column that
+// [Inspect] counts exactly before switching to an estimate.
+const DefaultCardinalityCap = 100000
+
+// ColumnStats describes one column of an inspected table.
+type ColumnStats struct {
+	Name string
+	Kind ColumnKind
+	// NA counts empty values.
+	NA int64
+	// Distinct is the number of distinct values, NA included as one
+	// value. It is exact when Exact is set, else a HyperLogLog estimate
+	// (relative standard error about 0.8%).
+	Distinct int64
+	Exact    bool
+	// Dense columns: Invalid counts non-empty values that are not finite
+	// numbers; Min, Max and Mean are over the valid non-empty values (NaN
+	// when there are none).
+	Invalid        int64
+	Min, Max, Mean float64
+}
+
+// Report is what [Inspect] learns about a table.
+type Report struct {
+	Path      string
+	Format    string
+	Delimiter byte
+	Header    bool
+	// Rows counts data rows with the right number of fields; BadRows
+	// those without (skipped), BadExamples the first few of them.
+	Rows, BadRows int64
+	BadExamples   []string
+	HasLabels     bool
+	// Positives counts positive labels; BadLabels label values that are
+	// neither positive nor negative.
+	Positives, BadLabels int64
+	CardinalityCap       int
+	Columns              []ColumnStats
+}
+
+// PositiveRate is Positives/Rows (NaN without labels or rows).
+func (r *Report) PositiveRate() float64 {
+	if !r.HasLabels || r.Rows == 0 {
+		return math.NaN()
+	}
+	return float64(r.Positives) / float64(r.Rows)
+}
+
+// Inspect streams the table at path once and reports, per column, its kind
+// (resolved from o exactly as [Load] would, sampling and splitting aside),
+// NA share, cardinality and, for dense columns, min/max/mean. Rows with the
+// wrong number of fields are counted and skipped. Distinct values are
+// counted exactly up to cardCap per column (DefaultCardinalityCap when
+// cardCap ≤ 0), then estimated. Without o.LabelCol, a Criteo file without a
+// label column is inspected as such rather than rejected.
+func Inspect(path string, o Options, cardCap int) (*Report, error) {
+	r, closeFn, err := openTable(path)
+	if err != nil {
+		return nil, fmt.Errorf("data: %w", err)
+	}
+	defer closeFn()
+	return InspectReader(r, path, o, cardCap)
+}
+
+// InspectReader is [Inspect] reading from r; name is used in errors.
+func InspectReader(r io.Reader, name string, o Options, cardCap int) (*Report, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if cardCap <= 0 {
+		cardCap = DefaultCardinalityCap
+	}
+	l := &loader{o: o, name: name, lr: newLineReader(r)}
+	first, err := l.firstLine()
+	if err != nil {
+		return nil, err
+	}
+	delim := sniffDelimiter(o.Format, first)
+	l.fields, err = splitFields(first, delim, l.fields, &l.scratch)
+	if err != nil {
+		return nil, l.lineErr(l.lr.line, "%v", err)
+	}
+	sc, err := resolveSchema(o, delim, l.fields)
+	if err != nil && o.LabelCol == "" && !o.NoLabel && strings.HasPrefix(err.Error(), "label column") {
+		o.NoLabel = true
+		l.o = o
+		sc, err = resolveSchema(o, delim, l.fields)
+	}
+	if err != nil {
+		return nil, l.lineErr(l.lr.line, "%v", err)
+	}
+	rep := &Report{Path: name, Format: o.Format, Delimiter: delim, Header: sc.header, HasLabels: sc.label >= 0, CardinalityCap: cardCap}
+	stats := make([]colStat, len(sc.names))
+	for j := range stats {
+		stats[j].exact = make(map[string]struct{})
+		stats[j].min, stats[j].max = math.Inf(1), math.Inf(-1)
+		stats[j].salt = uint64(j)
+	}
+
+	var pending [][]byte // generic CSV: rows held back for kind detection
+	var pendingLine []int64
+	process := func(line []byte, n int64) {
+		f, err := splitFields(line, delim, l.fields, &l.scratch)
+		l.fields = f
+		if err == nil && len(f) != len(sc.names) {
+			err = fmt.Errorf("%d fields, want %d", len(f), len(sc.names))
+		}
+		if err != nil {
+			rep.BadRows++
+			if len(rep.BadExamples) < maxBadExamples {
+				rep.BadExamples = append(rep.BadExamples, l.lineErr(n, "%v", err).Error())
+			}
+			return
+		}
+		rep.Rows++
+		for j, b := range f {
+			st := &stats[j]
+			st.add(b, cardCap)
+			if sc.kinds[j] == KindDense && len(b) > 0 {
+				v, ok := parseNumber(b)
+				if !ok {
+					st.invalid++
+					continue
+				}
+				st.min, st.max = math.Min(st.min, v), math.Max(st.max, v)
+				st.sum += v
+				st.valid++
+			}
+		}
+		if sc.label >= 0 {
+			v, ok := l.parseLabel(f[sc.label])
+			if !ok {
+				rep.BadLabels++
+			}
+			rep.Positives += int64(v)
+		}
+	}
+	if !sc.header {
+		pending, pendingLine = append(pending, append([]byte(nil), first...)), append(pendingLine, l.lr.line)
+	}
+	for {
+		line, err := l.lr.next()
+		if err != nil && err != io.EOF {
+			return nil, l.errf("%v", err)
+		}
+		if err == nil && len(line) == 0 {
+			continue
+		}
+		if len(sc.pending) > 0 {
+			if err == nil && len(pending) < o.DetectRows {
+				pending, pendingLine = append(pending, append([]byte(nil), line...)), append(pendingLine, l.lr.line)
+				continue
+			}
+			var rows [][][]byte
+			for _, b := range pending {
+				f, ferr := splitFields(b, delim, nil, new([]byte))
+				if ferr == nil && len(f) == len(sc.names) {
+					rows = append(rows, f)
+				}
+			}
+			sc.detectKinds(rows)
+		}
+		for i, b := range pending {
+			process(b, pendingLine[i])
+		}
+		pending = nil
+		if err == io.EOF {
+			break
+		}
+		process(line, l.lr.line)
+	}
+	if rep.Rows == 0 && rep.BadRows == 0 {
+		return nil, l.errf("no data rows")
+	}
+	for j, n := range sc.names {
+		st := &stats[j]
+		cs := ColumnStats{Name: n, Kind: sc.kinds[j], NA: st.na, Invalid: st.invalid, Min: math.NaN(), Max: math.NaN(), Mean: math.NaN()}
+		if st.exact != nil {
+			cs.Distinct, cs.Exact = int64(len(st.exact)), true
+		} else {
+			cs.Distinct = int64(math.Round(st.hll.estimate()))
+		}
+		if st.valid > 0 {
+			cs.Min, cs.Max, cs.Mean = st.min, st.max, st.sum/float64(st.valid)
+		}
+		rep.Columns = append(rep.Columns, cs)
+	}
+	return rep, nil
+}
+
+// colStat accumulates one column's statistics.
+type colStat struct {
+	na, invalid, valid int64
+	min, max, sum      float64
+	exact              map[string]struct{} // nil once the cap is passed
+	hll                *hyperLogLog
+	salt               uint64
+}
+
+// add counts value b: NA, and the distinct-value sketches.
+func (st *colStat) add(b []byte, cardCap int) {
+	if len(b) == 0 {
+		st.na++
+	}
+	if st.exact != nil {
+		if _, ok := st.exact[string(b)]; ok {
+			return
+		}
+		if len(st.exact) < cardCap {
+			st.exact[string(b)] = struct{}{}
+			return
+		}
+		// Past the cap: move to the estimate.
+		st.hll = newHyperLogLog()
+		for k := range st.exact {
+			st.hll.add(hashBytes(st.salt, []byte(k)))
+		}
+		st.exact = nil
+	}
+	st.hll.add(hashBytes(st.salt, b))
+}
+
+// hllPrecision is log2 of the number of HyperLogLog registers.
+const hllPrecision = 14
+
+// hyperLogLog estimates the number of distinct 64-bit hashes seen
+// (Flajolet et al. 2007, with linear counting for small counts).
+type hyperLogLog struct{ reg [1 << hllPrecision]uint8 }
+
+func newHyperLogLog() *hyperLogLog { return new(hyperLogLog) }
+
+// add records hash h.
+func (s *hyperLogLog) add(h uint64) {
+	idx := h >> (64 - hllPrecision)
+	rest := h<<hllPrecision | 1<<(hllPrecision-1) // guard bit bounds the rank
+	rho := uint8(bits.LeadingZeros64(rest) + 1)
+	if rho > s.reg[idx] {
+		s.reg[idx] = rho
+	}
+}
+
+// estimate returns the estimated number of distinct hashes.
+func (s *hyperLogLog) estimate() float64 {
+	const m = float64(1 << hllPrecision)
+	sum, zeros := 0.0, 0
+	for _, r := range s.reg {
+		sum += math.Ldexp(1, -int(r))
+		if r == 0 {
+			zeros++
+		}
+	}
+	e := 0.7213 / (1 + 1.079/m) * m * m / sum
+	if e <= 2.5*m && zeros > 0 {
+		e = m * math.Log(m/float64(zeros))
+	}
+	return e
+}
+
+// WriteText prints the report as a table.
+func (r *Report) WriteText(w io.Writer) error {
+	delim := "comma"
+	if r.Delimiter == '\t' {
+		delim = "tab"
+	}
+	fmt.Fprintf(w, "file:      %s\nformat:    %s (%s-separated, header %v)\nrows:      %d", r.Path, r.Format, delim, r.Header, r.Rows)
+	if r.BadRows > 0 {
+		fmt.Fprintf(w, " (+%d malformed rows skipped)", r.BadRows)
+	}
+	fmt.Fprintln(w)
+	for _, e := range r.BadExamples {
+		fmt.Fprintf(w, "  malformed: %s\n", e)
+	}
+	if r.HasLabels {
+		fmt.Fprintf(w, "positives: %d (rate %.4f)", r.Positives, r.PositiveRate())
+		if r.BadLabels > 0 {
+			fmt.Fprintf(w, ", %d bad label values", r.BadLabels)
+		}
+		fmt.Fprintln(w)
+	} else {
+		fmt.Fprintln(w, "labels:    none")
+	}
+	fmt.Fprintf(w, "cardinality: exact up to %d distinct values per column, HyperLogLog estimate (≈) beyond\n\n", r.CardinalityCap)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "column\tkind\tNA %\tdistinct\tmin\tmax\tmean\tinvalid\t")
+	for _, c := range r.Columns {
+		na := 0.0
+		if r.Rows > 0 {
+			na = 100 * float64(c.NA) / float64(r.Rows)
+		}
+		d := fmt.Sprintf("%d", c.Distinct)
+		if !c.Exact {
+			d = "≈" + d
+		}
+		lo, hi, mean, inv := "", "", "", ""
+		if c.Kind == KindDense {
+			lo, hi, mean = fmt.Sprintf("%g", c.Min), fmt.Sprintf("%g", c.Max), fmt.Sprintf("%.4g", c.Mean)
+			inv = fmt.Sprintf("%d", c.Invalid)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n", c.Name, c.Kind, na, d, lo, hi, mean, inv)
+	}
+	return tw.Flush()
+}

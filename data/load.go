@@ -1,0 +1,496 @@
+package data
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math"
+)
+
+// maxBadExamples bounds how many bad-row messages Info keeps.
+const maxBadExamples = 5
+
+// Load reads the table at path (".gz" is decompressed) and returns its
+// train and test splits, encoded per SPEC §6:
+//
+//   - Rows are streamed; only the sampled rows are kept, already encoded
+//     (int32 category ids, float32 dense values). One pass over the file.
+//   - Sampling and the split are decided by [Assign] on (Seed, example ID).
+//   - An empty categorical value is a category of its own (NA); an empty
+//     dense value is 0.
+//   - Vocabulary mode (HashBuckets == 0): each categorical column's ids are
+//     1, 2, … in order of first appearance in the training split; id 0 is
+//     the out-of-vocabulary id, used for values never seen in training
+//     (or seen fewer than MinCount times there). Values are given
+//     provisional ids as they stream by and renumbered at the end, so the
+//     vocabulary is built from the training split only and the file is
+//     read once.
+//   - Hashing mode (HashBuckets = N > 0): id = FNV-1a(column name, value)
+//     mod N, no vocabulary.
+//   - Dense values: NA ↦ 0, optionally x ↦ sign(x)·ln(1+|x|) (LogDense),
+//     then min-max scaling with the training split's minimum and maximum,
+//     clipped into [0, 1] (test values outside the training range are
+//     clipped; a constant column scales to 0).
+//
+// A malformed row (wrong number of fields, a dense value that is not a
+// number, a bad label, a bad ID) is an error naming the file and its
+// 1-based line number, counting the header; with SkipBadRows it is
+// skipped and counted in Info.BadRows. Rows outside the sample are only
+// checked for their field count and ID. An empty file, a missing label
+// column, no training rows after sampling and a training split with one
+// class are errors.
+func Load(path string, o Options) (*Split, error) {
+	r, closeFn, err := openTable(path)
+	if err != nil {
+		return nil, fmt.Errorf("data: %w", err)
+	}
+	s, err := LoadReader(r, path, o)
+	if cerr := closeFn(); err == nil && cerr != nil {
+		return nil, fmt.Errorf("data: %s: %w", path, cerr)
+	}
+	return s, err
+}
+
+// LoadReader is [Load] reading from r; name is used in errors and Info.
+func LoadReader(r io.Reader, name string, o Options) (*Split, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	l := &loader{o: o, name: name, lr: newLineReader(r)}
+	if err := l.run(); err != nil {
+		return nil, err
+	}
+	return l.finish()
+}
+
+// catCol is the state of one categorical column while loading.
+type catCol struct {
+	field int
+	name  string
+	salt  uint64 // hashing mode
+	// Vocabulary mode: provisional ids in order of first appearance in
+	// any kept row, training counts per provisional id, and provisional
+	// ids in order of first appearance in the training split.
+	vocab      map[string]int32
+	trainCount []uint32
+	trainOrder []int32
+	na         int64
+}
+
+// denseCol is the state of one dense column while loading.
+type denseCol struct {
+	field    int
+	name     string
+	min, max float64 // over the training split
+	na       int64
+}
+
+// part accumulates the encoded rows of one split.
+type part struct {
+	ids    []uint64
+	labels []uint8
+	cat    []int32
+	dense  []float32
+	pos    int
+}
+
+// loader holds the state of one Load.
+type loader struct {
+	o    Options
+	name string
+	lr   *lineReader
+	sc   *schema
+
+	cats  []catCol
+	dense []denseCol
+	train part
+	test  part
+
+	fields  [][]byte
+	scratch []byte
+	vals    []float64 // parsed dense values of the current row
+
+	rowsRead, rowsKept, bad int64
+	badExamples             []string
+}
+
+// errf formats an error about the table as a whole.
+func (l *loader) errf(format string, args ...any) error {
+	return fmt.Errorf("%s: %s: %s", l.o.Format, l.name, fmt.Sprintf(format, args...))
+}
+
+// lineErr formats an error about line n.
+func (l *loader) lineErr(n int64, format string, args ...any) error {
+	return fmt.Errorf("%s: %s line %d: %s", l.o.Format, l.name, n, fmt.Sprintf(format, args...))
+}
+
+// run reads the header (or first row), resolves the schema and streams
+// every row.
+func (l *loader) run() error {
+	first, err := l.firstLine()
+	if err != nil {
+		return err
+	}
+	delim := sniffDelimiter(l.o.Format, first)
+	l.fields, err = splitFields(first, delim, l.fields, &l.scratch)
+	if err != nil {
+		return l.lineErr(l.lr.line, "%v", err)
+	}
+	sc, err := resolveSchema(l.o, delim, l.fields)
+	if err != nil {
+		return l.lineErr(l.lr.line, "%v", err)
+	}
+	l.sc = sc
+	if !sc.header {
+		// The first line is data: keep a copy, it is processed below.
+		first = bytes.Clone(first)
+	}
+	var buffered [][]byte
+	var bufferedLine []int64
+	if !sc.header {
+		buffered, bufferedLine = append(buffered, first), append(bufferedLine, l.lr.line)
+	}
+	if len(sc.pending) > 0 {
+		// Generic CSV: look at the first rows to detect column kinds.
+		var rows [][][]byte
+		for len(buffered) < l.o.DetectRows {
+			line, err := l.lr.next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return l.errf("%v", err)
+			}
+			if len(line) == 0 {
+				continue
+			}
+			buffered, bufferedLine = append(buffered, bytes.Clone(line)), append(bufferedLine, l.lr.line)
+		}
+		for _, b := range buffered {
+			f, err := splitFields(b, delim, nil, new([]byte))
+			if err == nil && len(f) == len(sc.names) {
+				rows = append(rows, f)
+			}
+		}
+		sc.detectKinds(rows)
+	}
+	l.setup()
+	for i, b := range buffered {
+		if err := l.row(b, bufferedLine[i]); err != nil {
+			return err
+		}
+	}
+	for {
+		line, err := l.lr.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return l.errf("%v", err)
+		}
+		if len(line) == 0 {
+			continue
+		}
+		if err := l.row(line, l.lr.line); err != nil {
+			return err
+		}
+	}
+}
+
+// firstLine returns the first non-blank line.
+func (l *loader) firstLine() ([]byte, error) {
+	for {
+		line, err := l.lr.next()
+		if err == io.EOF {
+			return nil, l.errf("empty file")
+		}
+		if err != nil {
+			return nil, l.errf("%v", err)
+		}
+		if len(line) > 0 {
+			return line, nil
+		}
+	}
+}
+
+// setup creates the column states from the schema.
+func (l *loader) setup() {
+	for j, k := range l.sc.kinds {
+		name := l.sc.names[j]
+		switch k {
+		case KindCategorical:
+			c := catCol{field: j, name: name, salt: hashBytes(1, []byte(name))}
+			if l.o.HashBuckets == 0 {
+				c.vocab = make(map[string]int32)
+			}
+			l.cats = append(l.cats, c)
+		case KindDense:
+			l.dense = append(l.dense, denseCol{field: j, name: name, min: math.Inf(1), max: math.Inf(-1)})
+		}
+	}
+	l.vals = make([]float64, len(l.dense))
+}
+
+// row processes one data line. It returns an error only when the row is
+// bad and bad rows are not skipped.
+func (l *loader) row(line []byte, n int64) error {
+	rowNum := l.rowsRead
+	l.rowsRead++
+	msg, err := l.encode(line, uint64(rowNum))
+	if msg == "" && err == nil {
+		return nil
+	}
+	if err == nil {
+		err = l.lineErr(n, "%s", msg)
+	} else {
+		err = l.lineErr(n, "%v", err)
+	}
+	if !l.o.SkipBadRows {
+		return err
+	}
+	l.bad++
+	if len(l.badExamples) < maxBadExamples {
+		l.badExamples = append(l.badExamples, err.Error())
+	}
+	return nil
+}
+
+// encode parses, checks and (if sampled) stores one row. A bad row is
+// reported by a non-empty message or an error, before any state changes.
+func (l *loader) encode(line []byte, rowNum uint64) (string, error) {
+	sc := l.sc
+	var err error
+	l.fields, err = splitFields(line, sc.delim, l.fields, &l.scratch)
+	if err != nil {
+		return "", err
+	}
+	f := l.fields
+	if len(f) != len(sc.names) {
+		return fmt.Sprintf("%d fields, want %d", len(f), len(sc.names)), nil
+	}
+	id := rowNum
+	if sc.id >= 0 {
+		v, ok := parseUint64(f[sc.id])
+		if !ok {
+			if sc.idMode == idUint {
+				return fmt.Sprintf("ID %q in column %q is not an unsigned integer", f[sc.id], sc.names[sc.id]), nil
+			}
+			if len(f[sc.id]) == 0 {
+				return fmt.Sprintf("empty ID in column %q", sc.names[sc.id]), nil
+			}
+			v = hashBytes(0, f[sc.id])
+		}
+		id = v
+	}
+	kept, isTest := Assign(l.o.Seed, id, l.o.Sample, l.o.TestFrac)
+	if !kept {
+		return "", nil
+	}
+	var label uint8
+	if sc.label >= 0 {
+		var ok bool
+		if label, ok = l.parseLabel(f[sc.label]); !ok {
+			return fmt.Sprintf("bad label %q in column %q", f[sc.label], sc.names[sc.label]), nil
+		}
+	}
+	for i := range l.dense {
+		d := &l.dense[i]
+		b := f[d.field]
+		if len(b) == 0 {
+			l.vals[i] = 0
+			continue
+		}
+		v, ok := parseNumber(b)
+		if !ok {
+			hint := ""
+			if l.o.Format == FormatCSV {
+				hint = " (declare the column categorical if it is not numeric)"
+			}
+			return fmt.Sprintf("dense column %q: %q is not a finite number%s", d.name, b, hint), nil
+		}
+		if l.o.LogDense {
+			v = math.Copysign(math.Log1p(math.Abs(v)), v)
+		}
+		l.vals[i] = v
+	}
+
+	// The row is good: commit it.
+	l.rowsKept++
+	p := &l.train
+	if isTest {
+		p = &l.test
+	}
+	p.ids = append(p.ids, id)
+	if sc.label >= 0 {
+		p.labels = append(p.labels, label)
+		p.pos += int(label)
+	}
+	for i := range l.cats {
+		c := &l.cats[i]
+		b := f[c.field]
+		if len(b) == 0 {
+			c.na++
+		}
+		var v int32
+		if l.o.HashBuckets > 0 {
+			v = int32(hashBytes(c.salt, b) % uint64(l.o.HashBuckets))
+		} else {
+			var ok bool
+			v, ok = c.vocab[string(b)]
+			if !ok {
+				v = int32(len(c.trainCount))
+				c.vocab[string(b)] = v
+				c.trainCount = append(c.trainCount, 0)
+			}
+			if !isTest {
+				if c.trainCount[v] == 0 {
+					c.trainOrder = append(c.trainOrder, v)
+				}
+				c.trainCount[v]++
+			}
+		}
+		p.cat = append(p.cat, v)
+	}
+	for i := range l.dense {
+		d := &l.dense[i]
+		v := l.vals[i]
+		if len(f[d.field]) == 0 {
+			d.na++
+		}
+		if !isTest {
+			d.min = math.Min(d.min, v)
+			d.max = math.Max(d.max, v)
+		}
+		p.dense = append(p.dense, float32(v))
+	}
+	return "", nil
+}
+
+// parseLabel maps a label value to 0 or 1 (see Options.Positive).
+func (l *loader) parseLabel(b []byte) (uint8, bool) {
+	if l.o.Positive == "" {
+		v, ok := parseNumber(b)
+		switch {
+		case ok && v == 0:
+			return 0, true
+		case ok && v == 1:
+			return 1, true
+		}
+		return 0, false
+	}
+	switch {
+	case string(b) == l.o.Positive:
+		return 1, true
+	case l.o.Negative != "":
+		return 0, string(b) == l.o.Negative
+	default:
+		return 0, len(b) > 0
+	}
+}
+
+// finish renumbers the vocabularies, scales the dense values and builds
+// the split.
+func (l *loader) finish() (*Split, error) {
+	info := Info{
+		Path: l.name, Format: l.o.Format, Delimiter: l.sc.delim, Header: l.sc.header,
+		RowsRead: l.rowsRead, RowsKept: l.rowsKept, BadRows: l.bad, BadExamples: l.badExamples,
+		Bytes: l.lr.read, HasLabels: l.sc.label >= 0, HashBuckets: l.o.HashBuckets,
+		MinCount: l.o.MinCount, LogDense: l.o.LogDense, Sample: l.o.Sample, TestFrac: l.o.TestFrac, Seed: l.o.Seed,
+		Train: PartInfo{Rows: len(l.train.ids), Positives: l.train.pos},
+		Test:  PartInfo{Rows: len(l.test.ids), Positives: l.test.pos},
+	}
+	switch {
+	case l.rowsRead == 0:
+		return nil, l.errf("no data rows")
+	case l.rowsRead == l.bad:
+		return nil, l.errf("all %d data rows are malformed; first: %s", l.bad, l.badExamples[0])
+	case len(l.train.ids) == 0:
+		return nil, l.errf("no training rows after sampling (%d rows read, %d kept, sample %g, test fraction %g)",
+			l.rowsRead, l.rowsKept, l.o.Sample, l.o.TestFrac)
+	}
+	if info.HasLabels && (l.train.pos == 0 || l.train.pos == len(l.train.ids)) {
+		return nil, l.errf("the training split has only one class (%d rows, %d positives)", len(l.train.ids), l.train.pos)
+	}
+
+	nc, nd := len(l.cats), len(l.dense)
+	card := make([]int, nc)
+	catNames := make([]string, nc)
+	denseNames := make([]string, nd)
+	cols := make(map[int]ColumnInfo, len(l.sc.names))
+	for j, c := range l.cats {
+		ci := ColumnInfo{Name: c.name, Field: c.field, Kind: KindCategorical, NA: c.na}
+		catNames[j] = c.name
+		if l.o.HashBuckets > 0 {
+			card[j] = l.o.HashBuckets
+		} else {
+			remap := make([]int32, len(c.trainCount)) // provisional → final; 0 = OOV
+			next := int32(1)
+			for _, p := range c.trainOrder {
+				if int(c.trainCount[p]) >= l.o.MinCount {
+					remap[p] = next
+					next++
+				} else {
+					ci.Folded++
+				}
+			}
+			for r := j; r < len(l.train.cat); r += nc {
+				l.train.cat[r] = remap[l.train.cat[r]]
+			}
+			for r := j; r < len(l.test.cat); r += nc {
+				v := remap[l.test.cat[r]]
+				l.test.cat[r] = v
+				if v == 0 {
+					ci.TestOOV++
+				}
+			}
+			card[j] = int(next)
+			ci.Seen = len(c.trainOrder)
+			l.cats[j].vocab = nil
+		}
+		ci.Cardinality = card[j]
+		cols[c.field] = ci
+	}
+	for j, d := range l.dense {
+		denseNames[j] = d.name
+		lo, span := d.min, d.max-d.min
+		scale := func(v []float32) {
+			for r := j; r < len(v); r += nd {
+				x := 0.0
+				if span > 0 {
+					x = (float64(v[r]) - lo) / span
+				}
+				v[r] = float32(min(max(x, 0), 1))
+			}
+		}
+		scale(l.train.dense)
+		scale(l.test.dense)
+		cols[d.field] = ColumnInfo{Name: d.name, Field: d.field, Kind: KindDense, NA: d.na, Min: d.min, Max: d.max}
+	}
+	for j, n := range l.sc.names {
+		if _, ok := cols[j]; !ok {
+			cols[j] = ColumnInfo{Name: n, Field: j, Kind: l.sc.kinds[j]}
+		}
+		info.Columns = append(info.Columns, cols[j])
+	}
+	mk := func(p *part) *Dataset {
+		ds := &Dataset{IDs: p.ids, X: &Features{
+			Rows: len(p.ids), NumCat: nc, Cat: p.cat, Cardinality: append([]int(nil), card...), CatNames: catNames,
+			NumDense: nd, Dense: p.dense, DenseNames: denseNames,
+		}}
+		if info.HasLabels {
+			ds.Labels = p.labels
+			if ds.Labels == nil {
+				ds.Labels = []uint8{}
+			}
+		}
+		if ds.X.Cat == nil {
+			ds.X.Cat = []int32{}
+		}
+		if ds.X.Dense == nil {
+			ds.X.Dense = []float32{}
+		}
+		return ds
+	}
+	return &Split{Train: mk(&l.train), Test: mk(&l.test), Info: info}, nil
+}

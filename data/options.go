@@ -1,0 +1,251 @@
+package data
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Table formats understood by [Load] and [Inspect].
+const (
+	// FormatCriteo is Criteo's display-advertising table: label, I1..I13
+	// (integers), C1..C26 (hashed categories). Both the Kaggle train.txt
+	// form (tab-separated, no header) and the CSV-with-header form are
+	// accepted and told apart from the first line.
+	FormatCriteo = "criteo"
+	// FormatAvazu is Avazu's click-through table: CSV with a header, "click"
+	// the label, "id" the example ID (an unsigned 64-bit integer), every
+	// other column categorical.
+	FormatAvazu = "avazu"
+	// FormatCSV is any CSV (or TSV) file with a header: the label column
+	// is named by Options.LabelCol, numeric and categorical columns are
+	// detected from the data unless declared.
+	FormatCSV = "csv"
+)
+
+// Defaults applied by [Load] to zero-valued options.
+const (
+	DefaultTestFrac   = 0.1
+	DefaultDetectRows = 1000
+)
+
+// Options says how [Load] reads and encodes a table. The zero value reads
+// a Criteo file with labels, keeps every row and holds out 10% for test.
+type Options struct {
+	// Format is FormatCriteo (the default when empty), FormatAvazu or
+	// FormatCSV.
+	Format string
+
+	// LabelCol names the label column. Empty means the format's label
+	// ("label" for Criteo, "click" for Avazu); for FormatCSV empty means
+	// the table has no label column. A label column that is asked for
+	// (explicitly, or by the Criteo/Avazu default without NoLabel) and is
+	// missing is an error.
+	LabelCol string
+	// Positive is the label value that means the positive class. Empty
+	// means labels must be 0 or 1 (written as an integer or a decimal such
+	// as "1.0"). When Positive is set and Negative is empty, every
+	// non-empty value other than Positive is negative.
+	Positive string
+	// Negative, if set, is the only label value accepted as negative; any
+	// value other than Positive and Negative is then a bad row.
+	Negative string
+	// NoLabel loads no labels (the party without labels): Dataset.Labels
+	// is nil and a label column, if the file has one, is ignored.
+	NoLabel bool
+
+	// IDCol names the example-ID column. Empty means the format's default
+	// ("id" for Avazu) or, for Criteo and generic CSV, none: the ID is
+	// then the 0-based number of the data row in the file (blank lines
+	// are not data rows; malformed rows are). In a generic CSV an ID that
+	// is not an unsigned decimal integer is hashed with [HashID].
+	IDCol string
+
+	// Columns restricts the feature columns loaded (a party owning only
+	// some columns); nil loads every column. The label and ID columns are
+	// governed by LabelCol/NoLabel and IDCol, not by this list.
+	Columns []string
+	// Dense and Categorical override the kind of the named columns. By
+	// default Criteo's I* columns are dense and C* categorical, every
+	// Avazu column is categorical, and a generic CSV column is dense when
+	// every non-empty value among its first DetectRows data rows is a
+	// finite number, categorical otherwise.
+	Dense, Categorical []string
+	// DetectRows is how many data rows of a generic CSV are examined to
+	// detect column kinds (default DefaultDetectRows). A later value that
+	// does not parse in a column detected as dense makes the row bad.
+	DetectRows int
+
+	// Sample is the fraction of examples kept, in (0, 1]; 0 means 1.
+	Sample float64
+	// TestFrac is the fraction of kept examples put in the test split, in
+	// [0, 1); 0 means DefaultTestFrac and a negative value means no test
+	// split at all.
+	TestFrac float64
+	// Seed keys the sampling and split decisions (see [Assign]).
+	Seed uint64
+
+	// HashBuckets > 0 hashes every category of every column into that
+	// many buckets (one pass, no vocabulary, no out-of-vocabulary id).
+	HashBuckets int
+	// MinCount > 1 folds categories seen fewer than MinCount times in the
+	// training split into the out-of-vocabulary id (vocabulary mode only).
+	MinCount int
+	// LogDense applies x ↦ sign(x)·ln(1+|x|) to dense values (after NA ↦ 0)
+	// before min-max scaling, taming Criteo's heavy-tailed integers. Off
+	// by default: the authors scaled the raw values.
+	LogDense bool
+
+	// SkipBadRows skips malformed rows, counting them in Info.BadRows,
+	// instead of failing on the first one.
+	SkipBadRows bool
+}
+
+// withDefaults returns o with zero values replaced by defaults, or an
+// error naming the first invalid option.
+func (o Options) withDefaults() (Options, error) {
+	o.Format = strings.ToLower(strings.TrimSpace(o.Format))
+	if o.Format == "" {
+		o.Format = FormatCriteo
+	}
+	switch o.Format {
+	case FormatCriteo, FormatAvazu, FormatCSV:
+	default:
+		return o, fmt.Errorf("data: unknown format %q (want %s, %s or %s)", o.Format, FormatCriteo, FormatAvazu, FormatCSV)
+	}
+	if o.Sample == 0 {
+		o.Sample = 1
+	}
+	if !(o.Sample > 0 && o.Sample <= 1) {
+		return o, fmt.Errorf("data: sample fraction %v outside (0, 1]", o.Sample)
+	}
+	if o.TestFrac == 0 {
+		o.TestFrac = DefaultTestFrac
+	}
+	if o.TestFrac >= 1 || o.TestFrac != o.TestFrac {
+		return o, fmt.Errorf("data: test fraction %v outside [0, 1)", o.TestFrac)
+	}
+	if o.TestFrac < 0 {
+		o.TestFrac = 0
+	}
+	if o.HashBuckets < 0 {
+		return o, fmt.Errorf("data: negative hash bucket count %d", o.HashBuckets)
+	}
+	if o.HashBuckets > 1<<31-1 {
+		return o, fmt.Errorf("data: hash bucket count %d exceeds the int32 id range", o.HashBuckets)
+	}
+	if o.MinCount < 0 {
+		return o, fmt.Errorf("data: negative minimum category count %d", o.MinCount)
+	}
+	if o.DetectRows == 0 {
+		o.DetectRows = DefaultDetectRows
+	}
+	if o.DetectRows < 0 {
+		return o, fmt.Errorf("data: negative detection row count %d", o.DetectRows)
+	}
+	if o.NoLabel {
+		o.Positive, o.Negative = "", ""
+	}
+	if o.Negative != "" && o.Positive == "" {
+		return o, fmt.Errorf("data: a negative label value %q needs a positive one", o.Negative)
+	}
+	if o.Negative != "" && o.Negative == o.Positive {
+		return o, fmt.Errorf("data: positive and negative label values are both %q", o.Positive)
+	}
+	for _, d := range o.Dense {
+		for _, c := range o.Categorical {
+			if d == c {
+				return o, fmt.Errorf("data: column %q declared both dense and categorical", d)
+			}
+		}
+	}
+	return o, nil
+}
+
+// ColumnKind is the role of a column in a table.
+type ColumnKind uint8
+
+// Column kinds.
+const (
+	KindIgnored ColumnKind = iota // present in the file, not loaded
+	KindLabel
+	KindID
+	KindDense
+	KindCategorical
+)
+
+// String returns the kind's name as printed by inspect.
+func (k ColumnKind) String() string {
+	switch k {
+	case KindLabel:
+		return "label"
+	case KindID:
+		return "id"
+	case KindDense:
+		return "dense"
+	case KindCategorical:
+		return "categorical"
+	default:
+		return "ignored"
+	}
+}
+
+// Split is a loaded table: its train and test splits and what was learnt
+// while loading it.
+type Split struct {
+	Train, Test *Dataset
+	Info        Info
+}
+
+// PartInfo counts the rows of one split.
+type PartInfo struct {
+	Rows      int
+	Positives int // 0 when the party has no labels
+}
+
+// ColumnInfo describes one column of a loaded table.
+type ColumnInfo struct {
+	Name  string
+	Field int // 0-based position in the file's rows
+	Kind  ColumnKind
+	// NA counts empty values among the kept rows (train and test).
+	NA int64
+
+	// Categorical columns. Seen is the number of distinct values in the
+	// training split (vocabulary mode; 0 with hashing). Cardinality is the
+	// number of ids (Features.Cardinality): Seen−folded+1 in vocabulary
+	// mode, id 0 being the out-of-vocabulary id; the bucket count with
+	// hashing. Folded counts training values folded into id 0 by MinCount;
+	// TestOOV counts test rows whose value maps to id 0.
+	Seen, Cardinality, Folded int
+	TestOOV                   int64
+
+	// Dense columns: the training split's minimum and maximum after NA ↦ 0
+	// (and the log transform when enabled), used for min-max scaling.
+	Min, Max float64
+}
+
+// Info summarises a load for the run summary.
+type Info struct {
+	Path   string
+	Format string
+	// Delimiter is the field separator found (',' or '\t').
+	Delimiter byte
+	Header    bool
+	// RowsRead counts data rows (bad ones included, blank lines not);
+	// RowsKept those in the sample and loaded.
+	RowsRead, RowsKept int64
+	// BadRows counts malformed rows skipped under SkipBadRows; BadExamples
+	// holds the first few of their errors.
+	BadRows     int64
+	BadExamples []string
+	Bytes       int64 // bytes read (uncompressed)
+	Train, Test PartInfo
+	HasLabels   bool
+	Columns     []ColumnInfo
+	HashBuckets int
+	MinCount    int
+	LogDense    bool
+	Sample      float64
+	TestFrac    float64
+	Seed        uint64
+}

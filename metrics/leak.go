@@ -1,0 +1,186 @@
+package metrics
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"strings"
+)
+
+// Key returns the name of a leak series, "ATTACK/LAYER" (e.g. "norm/cut",
+// "hint5_inner/2"), as used in batches.jsonl and summary.json.
+func Key(attack, layer string) string { return attack + "/" + layer }
+
+type leakKey struct{ attack, layer string }
+
+type leakSeries struct {
+	aucs    []float64
+	skipped int
+}
+
+// Leak collects the per-batch leak AUCs of every (attack, layer) pair of a
+// run, in the order they arrive, and summarises each series (SPEC §2). The
+// zero value is not usable; call [NewLeak]. A Leak must not be used from
+// two goroutines at once.
+type Leak struct {
+	series map[leakKey]*leakSeries
+	sc     Scratch
+}
+
+// NewLeak returns an empty accumulator.
+func NewLeak() *Leak { return &Leak{series: make(map[leakKey]*leakSeries)} }
+
+func (l *Leak) get(attack, layer string) *leakSeries {
+	k := leakKey{attack, layer}
+	s := l.series[k]
+	if s == nil {
+		s = &leakSeries{}
+		l.series[k] = s
+	}
+	return s
+}
+
+// Add records one batch's AUC for the series attack/layer. A batch with
+// ok false (AUC undefined: one class only) or a NaN auc is counted as
+// skipped and adds nothing to the series.
+func (l *Leak) Add(attack, layer string, auc float64, ok bool) {
+	s := l.get(attack, layer)
+	if !ok || math.IsNaN(auc) {
+		s.skipped++
+		return
+	}
+	s.aucs = append(s.aucs, auc)
+}
+
+// Observe computes the batch's AUC of scores against labels over the rows
+// that mask selects (see [Scratch.AUC]) with the accumulator's own
+// scratch, records it with [Leak.Add] and returns it.
+func (l *Leak) Observe(attack, layer string, scores []float64, labels []uint8, mask []bool) (auc float64, ok bool) {
+	auc, ok = l.sc.AUC(scores, labels, mask)
+	l.Add(attack, layer, auc, ok)
+	return auc, ok
+}
+
+// Series returns the recorded AUCs of attack/layer in arrival order
+// (skipped batches left out), or nil when there are none. The slice is
+// the accumulator's own: read it, do not modify it; it is valid until the
+// next Add to that series.
+func (l *Leak) Series(attack, layer string) []float64 {
+	if s := l.series[leakKey{attack, layer}]; s != nil {
+		return s.aucs
+	}
+	return nil
+}
+
+// Keys returns the names ([Key]) of every series seen so far, sorted.
+func (l *Leak) Keys() []string {
+	keys := make([]string, 0, len(l.series))
+	for k := range l.series {
+		keys = append(keys, Key(k.attack, k.layer))
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// LeakSummary summarises one leak series over a run.
+type LeakSummary struct {
+	// Q95 is the nearest-rank 95% quantile ([Quantile]) of the raw AUCs.
+	Q95 float64 `json:"q95"`
+	// Q95Abs is the nearest-rank 95% quantile of |AUC − 0.5|.
+	Q95Abs float64 `json:"q95_abs"`
+	// Mean is the mean of the raw AUCs.
+	Mean float64 `json:"mean"`
+	// Batches is the number of batches with a defined AUC.
+	Batches int `json:"batches"`
+	// Skipped is the number of batches whose AUC was undefined.
+	Skipped int `json:"skipped"`
+}
+
+// Summary summarises the series attack/layer. With no defined AUC (no
+// batch, or every batch skipped) Q95, Q95Abs and Mean are NaN, which
+// JSON encodes as null.
+func (l *Leak) Summary(attack, layer string) LeakSummary {
+	s := l.series[leakKey{attack, layer}]
+	if s == nil {
+		return LeakSummary{Q95: math.NaN(), Q95Abs: math.NaN(), Mean: math.NaN()}
+	}
+	return summarise(s)
+}
+
+// Summaries returns the summary of every series, keyed by [Key].
+func (l *Leak) Summaries() map[string]LeakSummary {
+	out := make(map[string]LeakSummary, len(l.series))
+	for k, s := range l.series {
+		out[Key(k.attack, k.layer)] = summarise(s)
+	}
+	return out
+}
+
+func summarise(s *leakSeries) LeakSummary {
+	sum := LeakSummary{Batches: len(s.aucs), Skipped: s.skipped, Q95: math.NaN(), Q95Abs: math.NaN(), Mean: math.NaN()}
+	if len(s.aucs) == 0 {
+		return sum
+	}
+	buf := slices.Clone(s.aucs)
+	slices.Sort(buf)
+	// Add rejects NaN, so these cannot fail.
+	sum.Q95, _ = QuantileSorted(buf, 0.95)
+	var total float64
+	for i, v := range s.aucs {
+		total += v
+		buf[i] = math.Abs(v - 0.5)
+	}
+	sum.Mean = total / float64(len(s.aucs))
+	slices.Sort(buf)
+	sum.Q95Abs, _ = QuantileSorted(buf, 0.95)
+	return sum
+}
+
+// leakSummaryJSON is LeakSummary with nullable numbers.
+type leakSummaryJSON struct {
+	Q95     *float64 `json:"q95"`
+	Q95Abs  *float64 `json:"q95_abs"`
+	Mean    *float64 `json:"mean"`
+	Batches int      `json:"batches"`
+	Skipped int      `json:"skipped"`
+}
+
+func nullable(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+func fromNullable(p *float64) float64 {
+	if p == nil {
+		return math.NaN()
+	}
+	return *p
+}
+
+// MarshalJSON encodes s with the tags q95, q95_abs, mean, batches and
+// skipped; an undefined (NaN) number becomes null.
+func (s LeakSummary) MarshalJSON() ([]byte, error) {
+	return json.Marshal(leakSummaryJSON{
+		Q95: nullable(s.Q95), Q95Abs: nullable(s.Q95Abs), Mean: nullable(s.Mean),
+		Batches: s.Batches, Skipped: s.Skipped,
+	})
+}
+
+// UnmarshalJSON decodes what MarshalJSON writes; null becomes NaN.
+func (s *LeakSummary) UnmarshalJSON(b []byte) error {
+	var j leakSummaryJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*s = LeakSummary{Q95: fromNullable(j.Q95), Q95Abs: fromNullable(j.Q95Abs), Mean: fromNullable(j.Mean),
+		Batches: j.Batches, Skipped: j.Skipped}
+	return nil
+}
+
+// SplitKey splits a series name "ATTACK/LAYER" at its first slash; ok is
+// false when there is none.
+func SplitKey(key string) (attack, layer string, ok bool) {
+	return strings.Cut(key, "/")
+}

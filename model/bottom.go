@@ -1,0 +1,183 @@
+package model
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/nn"
+	"github.com/splitguard/splitguard/tensor"
+)
+
+// DeepBottom is the passive party's model for tabular data: each
+// categorical column's deep embedding (EmbDim wide) concatenated with the
+// dense columns, then Cut Dense+ReLU layers. Its layers' outputs are the
+// observable layers of ARCHITECTURE.md ("first" … "cut"). Parameters are
+// updated by Adam, the embeddings by LazyAdam on the touched rows.
+type DeepBottom struct {
+	cfg    Config
+	schema Schema
+
+	emb    *nn.Embedding // nil without categorical columns
+	embOpt *nn.LazyAdam
+	dense  []*nn.Dense
+	relu   []*nn.ReLU
+	params []*nn.Param
+	opt    *nn.Adam
+
+	x        tensor.Matrix // B × (F·EmbDim + NumDense)
+	outs     []*tensor.Matrix
+	grads    []*tensor.Matrix
+	audGrads []*tensor.Matrix
+	rows     int  // B of the last Forward; 0 before any
+	pending  bool // a Backward not yet consumed by Step
+}
+
+// NewBottom builds the passive model for inputs of schema in.
+func NewBottom(cfg Config, in Schema) (*DeepBottom, error) {
+	cfg, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if err := in.check("passive input"); err != nil {
+		return nil, err
+	}
+	b := &DeepBottom{cfg: cfg, schema: Schema{Cardinality: append([]int(nil), in.Cardinality...), NumDense: in.NumDense}}
+	width := in.NumDense
+	if len(in.Cardinality) > 0 {
+		b.emb, err = nn.NewEmbedding(in.Cardinality, cfg.EmbDim, cfg.EmbInit, rand.New(rand.NewPCG(cfg.Seed, streamBottomEmb)))
+		if err != nil {
+			return nil, fmt.Errorf("model: passive embeddings: %w", err)
+		}
+		b.emb.L2 = cfg.L2
+		b.embOpt = nn.NewLazyAdam(cfg.LR)
+		width += b.emb.Width()
+	}
+	for i, w := range cfg.Widths[:cfg.Cut] {
+		d := nn.NewDense(width, w, nn.HeNormal, rand.New(rand.NewPCG(cfg.Seed, streamBottomDense+uint64(i))))
+		b.dense = append(b.dense, d)
+		b.relu = append(b.relu, &nn.ReLU{})
+		b.params = append(b.params, d.Params()...)
+		width = w
+	}
+	b.dense[0].SkipInputGrad = b.emb == nil
+	b.opt = nn.NewAdam(cfg.LR)
+	b.opt.Init(b.params)
+	b.outs = make([]*tensor.Matrix, cfg.Cut)
+	b.grads = make([]*tensor.Matrix, cfg.Cut)
+	b.audGrads = make([]*tensor.Matrix, cfg.Cut)
+	return b, nil
+}
+
+// CutDim implements Bottom.
+func (b *DeepBottom) CutDim() int { return b.cfg.Widths[b.cfg.Cut-1] }
+
+// Config returns the resolved configuration.
+func (b *DeepBottom) Config() Config { return b.cfg }
+
+// Embedding returns the deep embedding layer (nil without categorical
+// columns), for tests and inspection.
+func (b *DeepBottom) Embedding() *nn.Embedding { return b.emb }
+
+// Dense returns the passive Dense layers, first first.
+func (b *DeepBottom) Dense() []*nn.Dense { return b.dense }
+
+// Forward implements Bottom.
+func (b *DeepBottom) Forward(in *data.Batch) (*tensor.Matrix, error) {
+	if err := checkBatch("passive forward", in, b.schema); err != nil {
+		return nil, err
+	}
+	B := in.Rows
+	ew := 0
+	if b.emb != nil {
+		ew = b.emb.Width()
+	}
+	b.x.Resize(B, ew+b.schema.NumDense)
+	if b.emb != nil {
+		if err := b.emb.Lookup(in.Cat, B, &b.x, 0); err != nil {
+			return nil, fmt.Errorf("model: passive forward: %w", err)
+		}
+	}
+	if nd := b.schema.NumDense; nd > 0 {
+		for i := range B {
+			copy(b.x.Data[i*b.x.Cols+ew:(i+1)*b.x.Cols], in.Dense.Row(i))
+		}
+	}
+	b.forwardFrom(0, &b.x)
+	b.rows = B
+	return b.outs[len(b.outs)-1], nil
+}
+
+// forwardFrom runs layers from..Cut−1 on h, the input of layer from.
+func (b *DeepBottom) forwardFrom(from int, h *tensor.Matrix) {
+	for i := from; i < len(b.dense); i++ {
+		h = b.relu[i].Forward(b.dense[i].Forward(h))
+		b.outs[i] = h
+	}
+}
+
+// Outputs implements Bottom.
+func (b *DeepBottom) Outputs() []*tensor.Matrix { return b.outs }
+
+func (b *DeepBottom) checkGrad(what string, g *tensor.Matrix) error {
+	if b.rows == 0 {
+		return fmt.Errorf("model: passive %s before any Forward", what)
+	}
+	if g == nil || g.Rows != b.rows || g.Cols != b.CutDim() {
+		r, c := -1, -1
+		if g != nil {
+			r, c = g.Rows, g.Cols
+		}
+		return fmt.Errorf("model: passive %s: cut gradient is %d×%d, want %d×%d", what, r, c, b.rows, b.CutDim())
+	}
+	return tensor.CheckFinite("model: passive "+what+": cut gradient", g)
+}
+
+// Backward implements Bottom.
+func (b *DeepBottom) Backward(gCut *tensor.Matrix) ([]*tensor.Matrix, error) {
+	if err := b.checkGrad("backward", gCut); err != nil {
+		return nil, err
+	}
+	L := len(b.dense)
+	b.grads[L-1] = gCut
+	g := gCut
+	for i := L - 1; i >= 0; i-- {
+		g = b.dense[i].Backward(b.relu[i].Backward(g))
+		if i > 0 {
+			b.grads[i-1] = g
+		}
+	}
+	if b.emb != nil {
+		b.emb.Backward(g, 0)
+	}
+	b.pending = true
+	return b.grads, nil
+}
+
+// Backprop implements Bottom.
+func (b *DeepBottom) Backprop(gCut *tensor.Matrix) ([]*tensor.Matrix, error) {
+	if err := b.checkGrad("backprop", gCut); err != nil {
+		return nil, err
+	}
+	L := len(b.dense)
+	b.audGrads[L-1] = gCut
+	g := gCut
+	for i := L - 1; i > 0; i-- {
+		g = b.dense[i].InputGrad(b.relu[i].InputGrad(g))
+		b.audGrads[i-1] = g
+	}
+	return b.audGrads, nil
+}
+
+// Step implements Bottom.
+func (b *DeepBottom) Step() error {
+	if !b.pending {
+		return fmt.Errorf("model: passive Step without a Backward since the last Step")
+	}
+	b.opt.Step(b.params)
+	if b.emb != nil {
+		b.embOpt.Step(b.emb)
+	}
+	b.pending = false
+	return nil
+}

@@ -1,0 +1,123 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/splitguard/splitguard/tensor"
+)
+
+// Init names a weight initialisation scheme for [NewDense].
+type Init int
+
+const (
+	// HeNormal draws W from N(0, 2/in): the usual choice before a ReLU.
+	HeNormal Init = iota
+	// GlorotUniform draws W from U(−a, a) with a = sqrt(6/(in+out)):
+	// Keras' default, used for layers not followed by a ReLU (the logit).
+	GlorotUniform
+)
+
+// Dense is a fully connected layer y = x·W + b with W in×out and b 1×out.
+type Dense struct {
+	W, B   *tensor.Matrix
+	dW, dB *tensor.Matrix
+	// SkipInputGrad makes Backward skip ∂L/∂x (it returns nil), for a
+	// first layer whose input is raw data.
+	SkipInputGrad bool
+
+	params []*Param
+	x      *tensor.Matrix // input of the last Forward (not owned)
+	y      tensor.Matrix
+	dx     tensor.Matrix
+	dxAud  tensor.Matrix
+}
+
+// NewDense returns an in×out layer with weights drawn from rng by init and
+// zero biases.
+func NewDense(in, out int, init Init, rng *rand.Rand) *Dense {
+	if in <= 0 || out <= 0 {
+		panic(fmt.Sprintf("nn: Dense shape %d×%d must be positive", in, out))
+	}
+	d := &Dense{W: tensor.New(in, out), B: tensor.New(1, out), dW: tensor.New(in, out), dB: tensor.New(1, out)}
+	switch init {
+	case HeNormal:
+		s := math.Sqrt(2 / float64(in))
+		for i := range d.W.Data {
+			d.W.Data[i] = float32(rng.NormFloat64() * s)
+		}
+	case GlorotUniform:
+		a := math.Sqrt(6 / float64(in+out))
+		for i := range d.W.Data {
+			d.W.Data[i] = float32((2*rng.Float64() - 1) * a)
+		}
+	default:
+		panic(fmt.Sprintf("nn: unknown Init %d", init))
+	}
+	d.params = []*Param{{Name: "dense.W", W: d.W, G: d.dW}, {Name: "dense.b", W: d.B, G: d.dB}}
+	return d
+}
+
+// In returns the input width.
+func (d *Dense) In() int { return d.W.Rows }
+
+// Out returns the output width.
+func (d *Dense) Out() int { return d.W.Cols }
+
+// Forward implements Layer.
+func (d *Dense) Forward(x *tensor.Matrix) *tensor.Matrix {
+	if x.Cols != d.W.Rows {
+		panic(fmt.Sprintf("nn: Dense %d×%d given input with %d columns", d.W.Rows, d.W.Cols, x.Cols))
+	}
+	d.x = x
+	d.y.Resize(x.Rows, d.W.Cols)
+	for i := range x.Rows {
+		copy(d.y.Row(i), d.B.Data)
+	}
+	tensor.MatMul(&d.y, x, false, d.W, false, 1, 1)
+	return &d.y
+}
+
+// Backward implements Layer: dW = xᵀ·dy, db = Σ_rows dy, dx = dy·Wᵀ.
+func (d *Dense) Backward(dy *tensor.Matrix) *tensor.Matrix {
+	d.checkDy(dy)
+	tensor.MatMul(d.dW, d.x, true, dy, false, 1, 0)
+	ColSums(d.dB.Data, dy)
+	if d.SkipInputGrad {
+		return nil
+	}
+	tensor.MatMul(&d.dx, dy, false, d.W, true, 1, 0)
+	return &d.dx
+}
+
+// InputGrad implements InputGrader.
+func (d *Dense) InputGrad(dy *tensor.Matrix) *tensor.Matrix {
+	d.checkDy(dy)
+	tensor.MatMul(&d.dxAud, dy, false, d.W, true, 1, 0)
+	return &d.dxAud
+}
+
+func (d *Dense) checkDy(dy *tensor.Matrix) {
+	if d.x == nil || dy.Rows != d.x.Rows || dy.Cols != d.W.Cols {
+		panic(fmt.Sprintf("nn: Dense %d×%d Backward given %d×%d gradient after a forward of %d rows", d.W.Rows, d.W.Cols, dy.Rows, dy.Cols, d.y.Rows))
+	}
+}
+
+// Params implements Layer: W then b.
+func (d *Dense) Params() []*Param { return d.params }
+
+// ColSums sets dst[j] = Σ_i m[i][j]; len(dst) must be m.Cols.
+func ColSums(dst []float32, m *tensor.Matrix) {
+	if len(dst) != m.Cols {
+		panic(fmt.Sprintf("nn: ColSums into %d values for %d columns", len(dst), m.Cols))
+	}
+	clear(dst)
+	for i := range m.Rows {
+		r := m.Row(i)
+		r = r[:len(dst)]
+		for j, v := range r {
+			dst[j] += v
+		}
+	}
+}

@@ -1,0 +1,306 @@
+package nn
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/splitguard/splitguard/tensor"
+)
+
+func TestDenseHandComputed(t *testing.T) {
+	d := NewDense(2, 3, HeNormal, rand.New(rand.NewPCG(1, 1)))
+	copy(d.W.Data, []float32{1, 2, 3, 4, 5, 6})
+	copy(d.B.Data, []float32{0.5, -1, 0})
+	x := tensor.FromSlice(2, 2, []float32{1, 0, -1, 2})
+	// Row 0: [1,2,3]+b; row 1: -[1,2,3]+2[4,5,6] = [7,8,9], +b.
+	want := []float32{1.5, 1, 3, 7.5, 7, 9}
+	if y := d.Forward(x); !close(y.Data, want, 0) {
+		t.Fatalf("Forward = %v, want %v", y.Data, want)
+	}
+	dy := tensor.FromSlice(2, 3, []float32{1, 0, -1, 2, 1, 0})
+	dx := d.Backward(dy)
+	// dx = dy·Wᵀ: row 0: [1-3, 4-6] = [-2,-2]; row 1: [2+2, 8+5] = [4, 13].
+	if !close(dx.Data, []float32{-2, -2, 4, 13}, 0) {
+		t.Errorf("dx = %v", dx.Data)
+	}
+	// dW = xᵀ·dy: [1·dy0 − 1·dy1; 0·dy0 + 2·dy1] = [[-1,-1,-1],[4,2,0]].
+	if !close(d.dW.Data, []float32{-1, -1, -1, 4, 2, 0}, 0) {
+		t.Errorf("dW = %v", d.dW.Data)
+	}
+	if !close(d.dB.Data, []float32{3, 1, -1}, 0) {
+		t.Errorf("db = %v", d.dB.Data)
+	}
+}
+
+func TestDenseInitStatistics(t *testing.T) {
+	r := rand.New(rand.NewPCG(2, 1))
+	he := NewDense(200, 300, HeNormal, r)
+	var s2 float64
+	for _, v := range he.W.Data {
+		s2 += float64(v) * float64(v)
+	}
+	if got, want := s2/float64(len(he.W.Data)), 2.0/200; math.Abs(got-want) > 0.05*want {
+		t.Errorf("He variance %v, want %v", got, want)
+	}
+	g := NewDense(100, 200, GlorotUniform, r)
+	a := math.Sqrt(6.0 / 300)
+	for _, v := range g.W.Data {
+		if math.Abs(float64(v)) > a {
+			t.Fatalf("Glorot weight %v outside ±%v", v, a)
+		}
+	}
+}
+
+func close(got, want []float32, tol float64) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		if math.Abs(float64(got[i]-want[i])) > tol {
+			return false
+		}
+	}
+	return true
+}
+
+func TestReLUValues(t *testing.T) {
+	negZero := float32(math.Copysign(0, -1))
+	nan := float32(math.NaN())
+	x := tensor.FromSlice(1, 7, []float32{-2, negZero, 0, 1e-30, 3, float32(math.Inf(-1)), float32(math.Inf(1))})
+	var r ReLU
+	y := r.Forward(x)
+	want := []float32{0, 0, 0, 1e-30, 3, 0, float32(math.Inf(1))}
+	for i, v := range y.Data {
+		if v != want[i] || math.Signbit(float64(v)) {
+			t.Errorf("relu(%v) = %v, want +%v", x.Data[i], v, want[i])
+		}
+	}
+	dy := tensor.FromSlice(1, 7, []float32{1, 2, 3, 4, 5, 6, nan})
+	dx := r.Backward(dy)
+	wantDx := []float32{0, 0, 0, 4, 5, 0}
+	for i, w := range wantDx {
+		if dx.Data[i] != w {
+			t.Errorf("relu'(%v)·%v = %v, want %v", x.Data[i], dy.Data[i], dx.Data[i], w)
+		}
+	}
+	if !math.IsNaN(float64(dx.Data[6])) {
+		t.Errorf("a NaN gradient through an active unit became %v", dx.Data[6])
+	}
+}
+
+func TestSigmoidBCEClosedForm(t *testing.T) {
+	for _, tc := range []struct {
+		logit, label float32
+		loss, grad   float64 // per example (B = 1)
+	}{
+		{0, 1, math.Ln2, -0.5},
+		{0, 0, math.Ln2, 0.5},
+		{2, 1, math.Log1p(math.Exp(-2)), 1/(1+math.Exp(-2)) - 1},
+		{-3, 1, 3 + math.Log1p(math.Exp(-3)), 1/(1+math.Exp(3)) - 1},
+		{100, 0, 100, 1},   // confidently wrong: log(1+e^100) ≈ 100, no overflow
+		{-100, 0, 0, 0},    // confidently right
+		{-800, 1, 800, -1}, // e^800 overflows float64 in the naive form
+	} {
+		d := make([]float32, 1)
+		l, err := SigmoidBCE([]float32{tc.logit}, []float32{tc.label}, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(l-tc.loss) > 1e-12*math.Max(1, tc.loss) || math.Abs(float64(d[0])-tc.grad) > 1e-7 {
+			t.Errorf("BCE(%v, %v) = %v, %v; want %v, %v", tc.logit, tc.label, l, d[0], tc.loss, tc.grad)
+		}
+	}
+	// The mean divides loss and gradient by B.
+	d := make([]float32, 2)
+	l, _ := SigmoidBCE([]float32{0, 0}, []float32{1, 0}, d)
+	if math.Abs(l-math.Ln2) > 1e-12 || d[0] != -0.25 || d[1] != 0.25 {
+		t.Errorf("batch of 2: %v %v", l, d)
+	}
+}
+
+func TestSigmoidBCEErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		logits, labels []float32
+		want           string
+	}{
+		{"empty", nil, nil, "0 logits"},
+		{"lengths", []float32{1, 2}, []float32{1}, "2 logits, 1 labels"},
+		{"nan logit", []float32{0, float32(math.NaN())}, []float32{0, 1}, "logit 1"},
+		{"bad label", []float32{0, 1}, []float32{2, 1}, "label 0 is 2"},
+	} {
+		_, err := SigmoidBCE(tc.logits, tc.labels, make([]float32, len(tc.logits)))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one mentioning %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestSigmoid(t *testing.T) {
+	in := []float32{0, 2, -2, 100, -100}
+	out := make([]float32, len(in))
+	Sigmoid(out, in)
+	for i, x := range in {
+		if w := 1 / (1 + math.Exp(-float64(x))); math.Abs(float64(out[i])-w) > 1e-7 {
+			t.Errorf("σ(%v) = %v, want %v", x, out[i], w)
+		}
+	}
+}
+
+// adamRef runs Adam by the textbook formulas in float64.
+func adamRef(w float64, grads []float64, lr, b1, b2, eps float64) float64 {
+	var m, v float64
+	for t, g := range grads {
+		m = b1*m + (1-b1)*g
+		v = b2*v + (1-b2)*g*g
+		mh := m / (1 - math.Pow(b1, float64(t+1)))
+		vh := v / (1 - math.Pow(b2, float64(t+1)))
+		w -= lr * mh / (math.Sqrt(vh) + eps)
+	}
+	return w
+}
+
+func TestAdamAgainstTextbook(t *testing.T) {
+	grads := [][]float64{{0.5, -2, 1e-3}, {0.1, -1, 3}, {-0.4, 0, 2}}
+	w0 := []float64{1, -1, 0.25}
+	a := NewAdam(1e-2)
+	p := &Param{Name: "w", W: tensor.New(1, 3), G: tensor.New(1, 3)}
+	for j, v := range w0 {
+		p.W.Data[j] = float32(v)
+	}
+	for _, g := range grads {
+		for j := range g {
+			p.G.Data[j] = float32(g[j])
+		}
+		a.Step([]*Param{p})
+	}
+	for j := range w0 {
+		seq := []float64{grads[0][j], grads[1][j], grads[2][j]}
+		want := adamRef(w0[j], seq, 1e-2, 0.9, 0.999, 1e-8)
+		if math.Abs(float64(p.W.Data[j])-want) > 1e-6 {
+			t.Errorf("w[%d] = %v, want %v", j, p.W.Data[j], want)
+		}
+	}
+	// First step moves each weight by lr·sign(g) (here within ε).
+	b := NewAdam(1e-3)
+	q := &Param{W: tensor.FromSlice(1, 2, []float32{0, 0}), G: tensor.FromSlice(1, 2, []float32{5, -0.01})}
+	b.Step([]*Param{q})
+	if !close(q.W.Data, []float32{-1e-3, 1e-3}, 1e-8) || b.T != 1 {
+		t.Errorf("first step %v (T=%d), want ∓1e-3", q.W.Data, b.T)
+	}
+}
+
+func TestEmbeddingLookupAndSparseGrad(t *testing.T) {
+	e, err := NewEmbedding([]int{3, 2}, 2, 0.05, rand.New(rand.NewPCG(3, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for f, c := range []int{3, 2} {
+		for k := range c {
+			w := e.Weight(f, k)
+			w[0], w[1] = float32(10*f+k), float32(-(10*f + k))
+		}
+	}
+	ids := []int32{2, 1, 2, 0, 0, 1} // rows: (2,1) (2,0) (0,1)
+	out := tensor.New(3, 6)
+	for i := range out.Data {
+		out.Data[i] = 99
+	}
+	if err := e.Lookup(ids, 3, out, 1); err != nil {
+		t.Fatal(err)
+	}
+	want := []float32{99, 2, -2, 11, -11, 99, 99, 2, -2, 10, -10, 99, 99, 0, 0, 11, -11, 99}
+	if !close(out.Data, want, 0) {
+		t.Fatalf("Lookup = %v, want %v", out.Data, want)
+	}
+	dy := tensor.New(3, 6)
+	for i := range dy.Data {
+		dy.Data[i] = float32(i)
+	}
+	e.L2 = 0.5 // gradient 2·0.5·w = w, once per distinct row
+	e.Backward(dy, 1)
+	for _, tc := range []struct {
+		f, k int
+		want []float32 // Σ of dy over the rows using it, plus w
+	}{
+		{0, 2, []float32{1 + 7 + 2, 2 + 8 - 2}},
+		{0, 0, []float32{13 + 0, 14 + 0}},
+		{1, 1, []float32{3 + 15 + 11, 4 + 16 - 11}},
+		{1, 0, []float32{9 + 10, 10 - 10}},
+		{0, 1, nil},
+	} {
+		g := e.Grad(tc.f, tc.k)
+		if (g == nil) != (tc.want == nil) || (g != nil && !close(g, tc.want, 0)) {
+			t.Errorf("grad field %d id %d = %v, want %v", tc.f, tc.k, g, tc.want)
+		}
+	}
+	if got, want := e.RegLoss(), 0.5*float64(4+4+0+0+121+121+100+100); math.Abs(got-want) > 1e-9 {
+		t.Errorf("RegLoss = %v, want %v", got, want)
+	}
+	// LazyAdam moves exactly the touched rows, each by lr·sign(g) on step 1.
+	before := e.Weight(0, 1)[0]
+	opt := NewLazyAdam(0.1)
+	opt.Step(e)
+	if e.Weight(0, 1)[0] != before {
+		t.Error("LazyAdam moved an untouched row")
+	}
+	if got := e.Weight(0, 2); !close(got, []float32{2 - 0.1, -2 - 0.1}, 1e-6) {
+		t.Errorf("row (0,2) after one step %v", got)
+	}
+	if got := e.Weight(1, 0); !close(got, []float32{10 - 0.1, -10}, 1e-6) {
+		t.Errorf("row (1,0) after one step %v (zero gradient must not move)", got)
+	}
+	// A second batch forgets the first one's touched set.
+	if err := e.Lookup([]int32{1, 1}, 1, tensor.New(1, 4), 0); err != nil {
+		t.Fatal(err)
+	}
+	e.L2 = 0
+	e.Backward(tensor.New(1, 4), 0)
+	if e.Touched() != 2 || e.Grad(0, 2) != nil || e.Grad(0, 1) == nil {
+		t.Errorf("second batch: %d touched", e.Touched())
+	}
+}
+
+func TestEmbeddingErrors(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 1))
+	if _, err := NewEmbedding([]int{3, 0}, 2, 0.1, r); err == nil || !strings.Contains(err.Error(), "field 1") {
+		t.Errorf("zero cardinality: %v", err)
+	}
+	if _, err := NewEmbedding([]int{3}, 0, 0.1, r); err == nil {
+		t.Error("zero dimension accepted")
+	}
+	e, _ := NewEmbedding([]int{3, 2}, 2, 0.1, r)
+	for _, tc := range []struct {
+		ids  []int32
+		rows int
+		dst  *tensor.Matrix
+		want string
+	}{
+		{[]int32{0, 2}, 1, tensor.New(1, 4), "field 1, batch row 0: id 2"},
+		{[]int32{0, 1, -1, 0}, 2, tensor.New(2, 4), "field 0, batch row 1: id -1"},
+		{[]int32{0, 1, 0}, 2, tensor.New(2, 4), "3 ids"},
+		{[]int32{0, 1}, 1, tensor.New(1, 3), "1×3"},
+	} {
+		err := e.Lookup(tc.ids, tc.rows, tc.dst, 0)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Lookup(%v): %v, want %q", tc.ids, err, tc.want)
+		}
+	}
+}
+
+func BenchmarkDenseReLU1024x128(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	d := NewDense(128, 128, HeNormal, r)
+	var relu ReLU
+	x := tensor.New(1024, 128)
+	for i := range x.Data {
+		x.Data[i] = float32(r.NormFloat64())
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		y := relu.Forward(d.Forward(x))
+		d.Backward(relu.Backward(y))
+	}
+}
