@@ -248,4 +248,7 @@ type Info struct {
 	Sample      float64
 	TestFrac    float64
 	Seed        uint64
+	// Notes are remarks about how the data was prepared that a user
+	// should see (e.g. fewer negatives than rebalancing asked for).
+	Notes []string
 }

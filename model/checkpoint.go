@@ -18,7 +18,8 @@ import (
 //
 // Load checks the kind and every section's name and size against the
 // model it restores into, so a checkpoint only loads into a model of the
-// same config and schema.
+// same config and schema. Embedding sections are nn.Embedding.Store as is
+// (weights, moments, and a scratch slot that Load resets).
 
 const (
 	ckMagic   = "SGMODEL\x00"

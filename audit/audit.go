@@ -1,0 +1,221 @@
+// Package audit measures label leakage where the labels are: given what
+// the passive party received (and, for forward attacks, computed) on one
+// batch, it runs every configured attack at every observable layer and
+// scores it by its exact leak AUC against the true labels (SPEC §2).
+//
+// The in-process simulation audits every passive layer; in a networked run
+// the active party audits what it sends (the cut layer).
+package audit
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/splitguard/splitguard/attack"
+	"github.com/splitguard/splitguard/metrics"
+	"github.com/splitguard/splitguard/tensor"
+)
+
+// streamAudit is the PCG stream of the auditor's choices (oracle example,
+// hints).
+const streamAudit = 0xa0d17
+
+// maxHints is the largest k of the hint attacks.
+const maxHints = 5
+
+// LayerName names passive layer i (1-based) of L: "cut" for the last,
+// "first" for the first, else the index.
+func LayerName(i, L int) string {
+	switch i {
+	case L:
+		return "cut"
+	case 1:
+		return "first"
+	}
+	return strconv.Itoa(i)
+}
+
+// LayerNames names all L passive layers, first to cut.
+func LayerNames(L int) []string {
+	names := make([]string, L)
+	for i := range names {
+		names[i] = LayerName(i+1, L)
+	}
+	return names
+}
+
+// Batch is one training batch as the auditor sees it. Slices indexed by
+// layer follow Layers; an entry may be nil where that view is not
+// available (e.g. in a networked run the active party sees only the cut).
+type Batch struct {
+	Step   int64
+	Epoch  int
+	IDs    []uint64
+	Labels []uint8 // true labels
+	Layers []string
+	// Grads[l]: the gradient the passive holds at layer l, obtained from
+	// the protected gradient it received.
+	Grads []*tensor.Matrix
+	// Outputs[l]: layer l's forward output (for embedding attacks).
+	Outputs []*tensor.Matrix
+	// Clean computes the unprotected gradient at every layer at the same
+	// parameters (the cosine attack's oracle). Nil when unavailable.
+	Clean func() ([]*tensor.Matrix, error)
+}
+
+// Auditor runs the attacks and accumulates their per-batch leak AUCs.
+type Auditor struct {
+	grad, embed []attack.Attack
+	needOracle  bool
+	minority    bool
+	rng         *rand.Rand
+	leak        *metrics.Leak
+
+	scores []float64
+	scored []bool
+	hints  []int
+	result map[string]*float64
+
+	memory    *attack.Memory // nil unless an epoch-memory attack is on
+	memNames  map[string]bool
+	memScores attack.MemoryScores
+	memLabels []uint8
+}
+
+// New returns an auditor running the named attacks (attack.Names lists
+// them). positivesMinority is the spectral attacker's prior.
+func New(names []string, positivesMinority bool, seed uint64) (*Auditor, error) {
+	a := &Auditor{minority: positivesMinority, rng: rand.New(rand.NewPCG(seed, streamAudit)),
+		leak: metrics.NewLeak(), result: map[string]*float64{}}
+	for _, n := range names {
+		if isMemoryAttack(n) {
+			if a.memory == nil {
+				a.memory, a.memNames = attack.NewMemory(), map[string]bool{}
+			}
+			a.memNames[n] = true
+			a.needOracle = a.needOracle || n == attack.MemoryCosineName
+			continue
+		}
+		at, err := attack.New(n)
+		if err != nil {
+			return nil, err
+		}
+		switch at.Kind() {
+		case attack.Gradient:
+			a.grad = append(a.grad, at)
+		case attack.Embedding:
+			a.embed = append(a.embed, at)
+		}
+		if n == "cosine" {
+			a.needOracle = true
+		}
+	}
+	return a, nil
+}
+
+// Observe audits one batch and returns its leak AUCs keyed "ATTACK/LAYER"
+// (nil where the AUC is undefined: a batch of one class). The map is
+// reused by the next call.
+func (a *Auditor) Observe(b *Batch) (map[string]*float64, error) {
+	clear(a.result)
+	n := len(b.Labels)
+	a.scores = grow(a.scores, n)
+	a.scored = grow(a.scored, n)
+	a.hints = attack.PickHints(b.Labels, maxHints, a.rng, a.hints)
+	oracleRow := pickPositive(b.Labels, a.rng)
+	var clean []*tensor.Matrix
+	if a.needOracle && oracleRow >= 0 && b.Clean != nil {
+		var err error
+		if clean, err = b.Clean(); err != nil {
+			return nil, fmt.Errorf("audit: step %d: clean gradients: %w", b.Step, err)
+		}
+	}
+	for l, layer := range b.Layers {
+		ob := &attack.Observation{Layer: layer, Hints: a.hints, PositivesMinority: a.minority}
+		if l < len(b.Grads) && b.Grads[l] != nil {
+			ob.X = b.Grads[l]
+			ob.Oracle = nil
+			if clean != nil && clean[l] != nil {
+				ob.Oracle = clean[l].Row(oracleRow)
+			}
+			if a.memory != nil && memoryLayers[layer] {
+				if err := a.memory.Observe(layer, b.IDs, ob.X, ob.Oracle); err != nil {
+					return nil, fmt.Errorf("audit: step %d: %w", b.Step, err)
+				}
+			}
+			for _, at := range a.grad {
+				if at.Name() == "cosine" && ob.Oracle == nil {
+					// No positive in the batch: no oracle, and no AUC either.
+					a.leak.Add(at.Name(), layer, 0, false)
+					a.result[metrics.Key(at.Name(), layer)] = nil
+					continue
+				}
+				if err := a.run(at, ob, b, layer); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if l < len(b.Outputs) && b.Outputs[l] != nil {
+			ob.X = b.Outputs[l]
+			for _, at := range a.embed {
+				if err := a.run(at, ob, b, layer); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return a.result, nil
+}
+
+func (a *Auditor) run(at attack.Attack, ob *attack.Observation, b *Batch, layer string) error {
+	for i := range a.scored {
+		a.scored[i] = true
+	}
+	if err := at.Score(ob, a.scores, a.scored); err != nil {
+		return fmt.Errorf("audit: step %d: %s at layer %s: %w", b.Step, at.Name(), layer, err)
+	}
+	auc, ok := a.leak.Observe(at.Name(), layer, a.scores, b.Labels, a.scored)
+	key := metrics.Key(at.Name(), layer)
+	if ok {
+		v := auc
+		a.result[key] = &v
+	} else {
+		a.result[key] = nil
+	}
+	return nil
+}
+
+// Summary returns the per-key summaries over every batch audited so far.
+func (a *Auditor) Summary() map[string]metrics.LeakSummary { return a.leak.Summaries() }
+
+// Leak gives access to the accumulated per-batch series.
+func (a *Auditor) Leak() *metrics.Leak { return a.leak }
+
+// pickPositive returns a uniformly chosen positive row, or -1.
+func pickPositive(labels []uint8, r *rand.Rand) int {
+	pos := 0
+	for _, y := range labels {
+		pos += int(y)
+	}
+	if pos == 0 {
+		return -1
+	}
+	k := r.IntN(pos)
+	for i, y := range labels {
+		if y == 1 {
+			if k == 0 {
+				return i
+			}
+			k--
+		}
+	}
+	return -1
+}
+
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/splitguard/splitguard/run"
+)
+
+func init() { subcommands = append(subcommands, newTrainCmd) }
+
+// trainFlags binds the flags of `train` to a run.Config. Every flag has a
+// config-file key of the same name with dashes as underscores.
+func trainFlags(fs *pflag.FlagSet, c *run.Config) {
+	fs.StringVar(&c.Data, "data", c.Data, "training data file")
+	fs.IntVar(&c.SynthRows, "synth-rows", c.SynthRows, "without --data: train on N rows of in-memory synthetic Criteo-shaped data")
+	fs.Float64Var(&c.SynthPosRate, "synth-pos-rate", c.SynthPosRate, "positive rate of --synth-rows data")
+	fs.StringVar(&c.Format, "format", c.Format, "data format: criteo, avazu or csv")
+	fs.StringVar(&c.Label, "label", c.Label, "label column (csv)")
+	fs.StringVar(&c.Positive, "positive", c.Positive, "label value of the positive class (csv)")
+	fs.StringVar(&c.IDCol, "id-col", c.IDCol, "example-ID column (default: the row number)")
+	fs.Float64Var(&c.Sample, "sample", c.Sample, "fraction of the rows to use (seeded)")
+	fs.Float64Var(&c.TestFrac, "test-frac", c.TestFrac, "fraction of the used rows held out for testing (seeded)")
+	fs.IntVar(&c.HashBuckets, "hash-buckets", c.HashBuckets, "hash categories into N buckets instead of building vocabularies (one pass)")
+	fs.BoolVar(&c.SkipBadRows, "skip-bad-rows", c.SkipBadRows, "skip and count malformed rows instead of stopping")
+	fs.StringVar(&c.Model, "model", c.Model, "model: wdl (Wide&Deep) or mlp")
+	fs.IntSliceVar(&c.Layers, "layers", c.Layers, "widths of the deep part's ReLU layers")
+	fs.IntVar(&c.Cut, "cut", c.Cut, "cut after this many deep layers (the passive party's layers)")
+	fs.IntVar(&c.EmbedDim, "embed-dim", c.EmbedDim, "deep embedding dimension")
+	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "training epochs")
+	fs.IntVar(&c.Batch, "batch", c.Batch, "batch size")
+	fs.Float64Var(&c.LR, "lr", c.LR, "Adam learning rate")
+	fs.Float64Var(&c.L2, "l2", c.L2, "L2 regularisation of the embedding rows a batch touches")
+	fs.Uint64Var(&c.Seed, "seed", c.Seed, "random seed (data split, initialisation, schedule, noise)")
+	fs.IntVar(&c.EvalEvery, "eval-every", c.EvalEvery, "evaluate on the test split every N batches (0: at the end only)")
+	fs.IntVar(&c.EvalBatch, "eval-batch", c.EvalBatch, "rows per evaluation message")
+	fs.IntVar(&c.ACEBins, "ace-bins", c.ACEBins, "bins of the adaptive calibration error")
+	fs.StringVar(&c.Protect, "protect", c.Protect, "gradient protection: none, iso, max_norm, max_norm_label, marvell")
+	fs.Float64Var(&c.IsoT, "iso-t", c.IsoT, "iso: noise ratio t")
+	fs.Float64Var(&c.IsoRatio, "iso-ratio", c.IsoRatio, "iso: noise ratio r, t = r²")
+	fs.Float64Var(&c.MarvellS, "marvell-s", c.MarvellS, "marvell: power bound P = s·‖Δ‖²")
+	fs.Float64Var(&c.MarvellErrorBound, "marvell-error-bound", c.MarvellErrorBound, "marvell target mode: error lower bound L")
+	fs.Float64Var(&c.MarvellSumKL, "marvell-sumkl", c.MarvellSumKL, "marvell target mode: sumKL target τ")
+	fs.Float64Var(&c.DCorAlpha, "dcor-alpha", c.DCorAlpha, "distance-correlation defence weight α_d (0: off)")
+	fs.Float64Var(&c.LabelDPEps, "label-dp-eps", c.LabelDPEps, "label DP ε, randomized response with prior (0: off)")
+	fs.StringSliceVar(&c.Attacks, "attacks", c.Attacks, "attacks to audit every batch (\"all\" for every one)")
+	fs.BoolVar(&c.PositivesMinority, "positives-minority", c.PositivesMinority, "spectral attacker's prior: positives are the minority")
+	fs.StringVar(&c.Out, "out", c.Out, "run directory to write")
+	fs.StringVar(&c.Dump, "dump", c.Dump, "write per-batch .npy dumps (gradients, embeddings, labels, IDs) here")
+	fs.IntVar(&c.DumpBatches, "dump-batches", c.DumpBatches, "how many batches --dump writes")
+	fs.Int64Var(&c.MaxSteps, "max-steps", c.MaxSteps, "stop after N training steps (0: all epochs)")
+}
+
+func newTrainCmd() *cobra.Command {
+	cfg := run.Default()
+	var configFile string
+	cmd := &cobra.Command{
+		Use:   "train --data PATH --out DIR [flags]",
+		Short: "Run two-party split training in one process, auditing label leakage every batch",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			final, err := resolveConfig(cmd.Flags(), configFile, cfg)
+			if err != nil {
+				return err
+			}
+			return trainAndReport(cmd.Context(), final, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	trainFlags(cmd.Flags(), &cfg)
+	cmd.Flags().StringVar(&configFile, "config", "", "YAML config file; its keys mirror the flags, flags given on the command line win")
+	return cmd
+}
+
+// resolveConfig applies, in order: defaults, the config file, then the
+// flags the user set explicitly.
+func resolveConfig(fs *pflag.FlagSet, configFile string, fromFlags run.Config) (run.Config, error) {
+	if configFile == "" {
+		return fromFlags, nil
+	}
+	fileCfg, err := run.LoadConfigFile(configFile, run.Default())
+	if err != nil {
+		return fromFlags, err
+	}
+	// Re-apply the explicitly set flags over the file's values.
+	over := pflag.NewFlagSet("over", pflag.ContinueOnError)
+	trainFlags(over, &fileCfg)
+	var perr error
+	fs.Visit(func(f *pflag.Flag) {
+		if f.Name == "config" || perr != nil {
+			return
+		}
+		if g := over.Lookup(f.Name); g != nil {
+			if sv, ok := f.Value.(pflag.SliceValue); ok {
+				perr = g.Value.(pflag.SliceValue).Replace(sv.GetSlice())
+			} else {
+				perr = g.Value.Set(f.Value.String())
+			}
+		}
+	})
+	return fileCfg, perr
+}
+
+func trainAndReport(ctx context.Context, cfg run.Config, stdout, stderr io.Writer) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
+	prog := newProgress(stderr, cfg.Batch)
+	sum, err := run.Train(ctx, cfg, run.Options{Log: prog.logWriter(), Progress: prog.update})
+	prog.finish()
+	if err != nil {
+		return err
+	}
+	printSummary(stdout, cfg, sum)
+	return nil
+}
+
+func printSummary(w io.Writer, cfg run.Config, s *run.Summary) {
+	fmt.Fprintf(w, "\nrun %s — protection %s, %d steps, %.0f examples/s (%s)\n", cfg.Out, s.Protect, s.Steps, s.ExamplesPerS, s.Engine)
+	fmt.Fprintf(w, "test AUC best %.4f (step %d), final %.4f; test loss %.4f; ACE %.4f\n",
+		s.TestAUCBest, s.BestStep, s.TestAUCFinal, s.TestLossFinal, s.ACEFinal)
+	keys := make([]string, 0, len(s.Leak))
+	for k := range s.Leak {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	fmt.Fprintf(w, "%-26s %8s %8s %8s %8s\n", "leak (attack/layer)", "q95", "q95|-.5|", "mean", "batches")
+	fmt.Fprintln(w, strings.Repeat("-", 62))
+	for _, k := range keys {
+		l := s.Leak[k]
+		fmt.Fprintf(w, "%-26s %8.4f %8.4f %8.4f %8d\n", k, l.Q95, l.Q95Abs, l.Mean, l.Batches)
+	}
+}

@@ -1,0 +1,248 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/splitguard/splitguard/tensor"
+)
+
+// DefaultConvColFloats bounds the im2col buffer of a [Conv2D] (in
+// float32 values, 16 MiB): a batch is processed in chunks of whole images
+// whose unfolded patches fit in it, so memory stays bounded whatever the
+// batch size while each chunk's product is still large enough for the
+// BLAS kernels to run near full speed.
+const DefaultConvColFloats = 1 << 22
+
+// Conv2D is a 2-D convolution (cross-correlation, as in every deep
+// learning library) with a square K×K kernel, stride 1 and 'same' zero
+// padding, so the output keeps the input's height and width:
+//
+//	y[b, r, c, o] = bias[o] + Σ_{i,j,ch} x[b, r+i−P, c+j−P, ch] · W[(i·K+j)·Cin+ch, o]
+//
+// with P = (K−1)/2 and x taken as zero outside the image (for an even K
+// the extra padding row and column are at the bottom and right, as in
+// TensorFlow's 'same').
+//
+// Images are rows of a matrix in NHWC order: a batch is B×(H·W·Cin), row
+// b holding image b with the channel index fastest, then the column, then
+// the row; the output is B×(H·W·Cout) in the same layout. W is
+// (K·K·Cin)×Cout, so that unfolding the K×K patches of an image into the
+// rows of a (H·W)×(K·K·Cin) matrix (im2col) turns the convolution into one
+// matrix product whose result is already the NHWC output. Forward runs one
+// [tensor.MatMul] per chunk of images (a single one when the batch's
+// patches fit in MaxColFloats); Backward computes dW = colᵀ·dy and the
+// input gradient dcol = dy·Wᵀ folded back onto the image (col2im).
+type Conv2D struct {
+	H, W, Cin, Cout, K int
+	// Weight is (K·K·Cin)×Cout, Bias 1×Cout.
+	Weight, Bias *tensor.Matrix
+	dW, dB       *tensor.Matrix
+	// SkipInputGrad makes Backward skip ∂L/∂x (it returns nil), for a
+	// first layer whose input is raw data.
+	SkipInputGrad bool
+	// MaxColFloats bounds the im2col buffer (DefaultConvColFloats when 0);
+	// a chunk always holds at least one image.
+	MaxColFloats int
+
+	params []*Param
+	x      *tensor.Matrix // input of the last Forward (not owned)
+	y      tensor.Matrix
+	dx     tensor.Matrix
+	dxAud  tensor.Matrix
+	col    tensor.Matrix // im2col of one chunk
+	dcol   tensor.Matrix // gradient w.r.t. col of one chunk
+	view   tensor.Matrix // header over part of another buffer
+	view2  tensor.Matrix
+}
+
+// NewConv2D returns a convolution of h×w×cin images to h×w×cout with a
+// k×k kernel, weights drawn from the He normal distribution N(0, 2/fanIn)
+// with fanIn = k·k·cin, and zero biases.
+func NewConv2D(h, w, cin, cout, k int, rng *rand.Rand) *Conv2D {
+	if h <= 0 || w <= 0 || cin <= 0 || cout <= 0 || k <= 0 {
+		panic(fmt.Sprintf("nn: Conv2D %d×%d×%d → %d channels with a %d×%d kernel: sizes must be positive", h, w, cin, cout, k, k))
+	}
+	c := &Conv2D{H: h, W: w, Cin: cin, Cout: cout, K: k,
+		Weight: tensor.New(k*k*cin, cout), Bias: tensor.New(1, cout),
+		dW: tensor.New(k*k*cin, cout), dB: tensor.New(1, cout)}
+	s := math.Sqrt(2 / float64(k*k*cin))
+	for i := range c.Weight.Data {
+		c.Weight.Data[i] = float32(rng.NormFloat64() * s)
+	}
+	c.params = []*Param{{Name: "conv.W", W: c.Weight, G: c.dW}, {Name: "conv.b", W: c.Bias, G: c.dB}}
+	return c
+}
+
+// In returns the input width H·W·Cin.
+func (c *Conv2D) In() int { return c.H * c.W * c.Cin }
+
+// Out returns the output width H·W·Cout.
+func (c *Conv2D) Out() int { return c.H * c.W * c.Cout }
+
+// Params implements Layer: the weight, then the bias.
+func (c *Conv2D) Params() []*Param { return c.params }
+
+// chunk returns how many images one im2col buffer holds.
+func (c *Conv2D) chunk() int {
+	lim := c.MaxColFloats
+	if lim <= 0 {
+		lim = DefaultConvColFloats
+	}
+	return max(1, lim/(c.H*c.W*c.K*c.K*c.Cin))
+}
+
+// Forward implements Layer.
+func (c *Conv2D) Forward(x *tensor.Matrix) *tensor.Matrix {
+	if x.Cols != c.In() {
+		panic(fmt.Sprintf("nn: Conv2D on %d×%d×%d images given input with %d columns, want %d", c.H, c.W, c.Cin, x.Cols, c.In()))
+	}
+	c.x = x
+	B := x.Rows
+	c.y.Resize(B, c.Out())
+	hw, kk := c.H*c.W, c.K*c.K*c.Cin
+	n := c.chunk()
+	for b0 := 0; b0 < B; b0 += n {
+		nb := min(n, B-b0)
+		c.col.Resize(nb*hw, kk)
+		c.im2col(x.Data[b0*c.In():(b0+nb)*c.In()], nb, c.col.Data)
+		// The chunk's output rows (nb·H·W)×Cout are the images' NHWC rows.
+		out := c.y.Data[b0*c.Out() : (b0+nb)*c.Out()]
+		c.view = tensor.Matrix{Rows: nb * hw, Cols: c.Cout, Data: out}
+		for p := range nb * hw {
+			copy(out[p*c.Cout:(p+1)*c.Cout], c.Bias.Data)
+		}
+		tensor.MatMul(&c.view, &c.col, false, c.Weight, false, 1, 1)
+	}
+	return &c.y
+}
+
+// Backward implements Layer: db = Σ dy over images and positions,
+// dW = colᵀ·dy (col recomputed chunk by chunk), dx = col2im(dy·Wᵀ).
+func (c *Conv2D) Backward(dy *tensor.Matrix) *tensor.Matrix {
+	c.checkDy(dy)
+	B := dy.Rows
+	hw, kk := c.H*c.W, c.K*c.K*c.Cin
+	c.view = tensor.Matrix{Rows: B * hw, Cols: c.Cout, Data: dy.Data}
+	ColSums(c.dB.Data, &c.view)
+	if !c.SkipInputGrad {
+		c.dx.Resize(B, c.In())
+	}
+	n := c.chunk()
+	for b0 := 0; b0 < B; b0 += n {
+		nb := min(n, B-b0)
+		c.col.Resize(nb*hw, kk)
+		c.im2col(c.x.Data[b0*c.In():(b0+nb)*c.In()], nb, c.col.Data)
+		c.view = tensor.Matrix{Rows: nb * hw, Cols: c.Cout, Data: dy.Data[b0*c.Out() : (b0+nb)*c.Out()]}
+		beta := float32(1)
+		if b0 == 0 {
+			beta = 0
+		}
+		tensor.MatMul(c.dW, &c.col, true, &c.view, false, 1, beta)
+		if !c.SkipInputGrad {
+			tensor.MatMul(&c.dcol, &c.view, false, c.Weight, true, 1, 0)
+			c.col2im(c.dcol.Data, nb, c.dx.Data[b0*c.In():(b0+nb)*c.In()])
+		}
+	}
+	if c.SkipInputGrad {
+		return nil
+	}
+	return &c.dx
+}
+
+// InputGrad implements InputGrader: dx = col2im(dy·Wᵀ), leaving the
+// parameter gradients alone.
+func (c *Conv2D) InputGrad(dy *tensor.Matrix) *tensor.Matrix {
+	c.checkDy(dy)
+	B := dy.Rows
+	hw := c.H * c.W
+	c.dxAud.Resize(B, c.In())
+	n := c.chunk()
+	for b0 := 0; b0 < B; b0 += n {
+		nb := min(n, B-b0)
+		c.view2 = tensor.Matrix{Rows: nb * hw, Cols: c.Cout, Data: dy.Data[b0*c.Out() : (b0+nb)*c.Out()]}
+		tensor.MatMul(&c.dcol, &c.view2, false, c.Weight, true, 1, 0)
+		c.col2im(c.dcol.Data, nb, c.dxAud.Data[b0*c.In():(b0+nb)*c.In()])
+	}
+	return &c.dxAud
+}
+
+func (c *Conv2D) checkDy(dy *tensor.Matrix) {
+	if c.x == nil || dy.Rows != c.x.Rows || dy.Cols != c.Out() {
+		rows := 0
+		if c.x != nil {
+			rows = c.x.Rows
+		}
+		panic(fmt.Sprintf("nn: Conv2D %d×%d×%d→%d Backward given %d×%d gradient after a forward of %d rows (want %d columns)", c.H, c.W, c.Cin, c.Cout, dy.Rows, dy.Cols, rows, c.Out()))
+	}
+}
+
+// im2col writes the patches of nb images (x, NHWC rows) into col, one
+// row of K·K·Cin values per output position, zero outside the image.
+// Each (kernel row, kernel column) contributes a run of Cin contiguous
+// values, copied whole; a kernel row falling outside the image is one
+// zeroed run of K·Cin values.
+func (c *Conv2D) im2col(x []float32, nb int, col []float32) {
+	H, W, C, K := c.H, c.W, c.Cin, c.K
+	P := (K - 1) / 2
+	kc := K * C
+	kk := K * kc
+	img := H * W * C
+	for b := range nb {
+		xi := x[b*img : (b+1)*img]
+		for r := range H {
+			for q := range W {
+				dst := col[((b*H+r)*W+q)*kk:][:kk]
+				for i := range K {
+					rr := r + i - P
+					seg := dst[i*kc : (i+1)*kc]
+					if rr < 0 || rr >= H {
+						clear(seg)
+						continue
+					}
+					// Columns q−P … q−P+K−1 of image row rr; those inside
+					// [0, W) are contiguous in x.
+					lo, hi := q-P, q-P+K
+					j0, j1 := max(0, -lo), K-max(0, hi-W)
+					clear(seg[:j0*C])
+					copy(seg[j0*C:j1*C], xi[(rr*W+lo+j0)*C:(rr*W+lo+j1)*C])
+					clear(seg[j1*C:])
+				}
+			}
+		}
+	}
+}
+
+// col2im sets dx (nb images) to the sum, over the patches that contain
+// each pixel, of the matching entries of dcol: the adjoint of im2col.
+func (c *Conv2D) col2im(dcol []float32, nb int, dx []float32) {
+	H, W, C, K := c.H, c.W, c.Cin, c.K
+	P := (K - 1) / 2
+	kc := K * C
+	kk := K * kc
+	img := H * W * C
+	clear(dx[:nb*img])
+	for b := range nb {
+		xi := dx[b*img : (b+1)*img]
+		for r := range H {
+			for q := range W {
+				src := dcol[((b*H+r)*W+q)*kk:][:kk]
+				for i := range K {
+					rr := r + i - P
+					if rr < 0 || rr >= H {
+						continue
+					}
+					lo, hi := q-P, q-P+K
+					j0, j1 := max(0, -lo), K-max(0, hi-W)
+					s := src[i*kc+j0*C : i*kc+j1*C]
+					d := xi[(rr*W+lo+j0)*C : (rr*W+lo+j1)*C]
+					d = d[:len(s)]
+					for t, v := range s {
+						d[t] += v
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,120 @@
+package nn
+
+import (
+	"fmt"
+
+	"github.com/splitguard/splitguard/tensor"
+)
+
+// MaxPool2D is 2×2 max pooling with stride 2 on NHWC image rows (see
+// [Conv2D] for the layout): a B×(H·W·C) input gives a B×(H/2·W/2·C)
+// output, the divisions rounding down as in Keras' 'valid' padding, so the
+// last row or column of an odd-sized image is dropped (it gets a zero
+// gradient). Each output remembers where its maximum came from; Backward
+// routes the gradient there. Among equal values the first in the window's
+// row-major order wins.
+type MaxPool2D struct {
+	H, W, C int
+
+	arg   []int32 // per output element: index of the maximum in its input row
+	y     tensor.Matrix
+	dx    tensor.Matrix
+	dxAud tensor.Matrix
+	rows  int
+}
+
+// NewMaxPool2D returns 2×2 max pooling of h×w×c images.
+func NewMaxPool2D(h, w, c int) *MaxPool2D {
+	if h < 2 || w < 2 || c <= 0 {
+		panic(fmt.Sprintf("nn: MaxPool2D on %d×%d×%d images: need at least 2×2 and one channel", h, w, c))
+	}
+	return &MaxPool2D{H: h, W: w, C: c}
+}
+
+// OutH returns the output height ⌊H/2⌋.
+func (p *MaxPool2D) OutH() int { return p.H / 2 }
+
+// OutW returns the output width ⌊W/2⌋.
+func (p *MaxPool2D) OutW() int { return p.W / 2 }
+
+// In returns the input width H·W·C.
+func (p *MaxPool2D) In() int { return p.H * p.W * p.C }
+
+// Out returns the output width ⌊H/2⌋·⌊W/2⌋·C.
+func (p *MaxPool2D) Out() int { return p.OutH() * p.OutW() * p.C }
+
+// Params implements Layer; pooling has none.
+func (p *MaxPool2D) Params() []*Param { return nil }
+
+// Forward implements Layer.
+func (p *MaxPool2D) Forward(x *tensor.Matrix) *tensor.Matrix {
+	if x.Cols != p.In() {
+		panic(fmt.Sprintf("nn: MaxPool2D on %d×%d×%d images given input with %d columns, want %d", p.H, p.W, p.C, x.Cols, p.In()))
+	}
+	B, out := x.Rows, p.Out()
+	p.y.Resize(B, out)
+	if cap(p.arg) < B*out {
+		p.arg = make([]int32, B*out)
+	}
+	p.arg = p.arg[:B*out]
+	p.rows = B
+	W, C, oh, ow := p.W, p.C, p.OutH(), p.OutW()
+	for b := range B {
+		xi := x.Row(b)
+		yi := p.y.Row(b)
+		ai := p.arg[b*out : (b+1)*out]
+		for r := range oh {
+			for q := range ow {
+				o := (r*ow + q) * C
+				i00 := ((2*r)*W + 2*q) * C
+				i01 := i00 + C
+				i10 := i00 + W*C
+				i11 := i10 + C
+				for ch := range C {
+					best, at := xi[i00+ch], i00+ch
+					if v := xi[i01+ch]; v > best {
+						best, at = v, i01+ch
+					}
+					if v := xi[i10+ch]; v > best {
+						best, at = v, i10+ch
+					}
+					if v := xi[i11+ch]; v > best {
+						best, at = v, i11+ch
+					}
+					yi[o+ch] = best
+					ai[o+ch] = int32(at)
+				}
+			}
+		}
+	}
+	return &p.y
+}
+
+// Backward implements Layer: each output's gradient goes to the input
+// element that was its maximum; every other input gets 0.
+func (p *MaxPool2D) Backward(dy *tensor.Matrix) *tensor.Matrix {
+	p.route(dy, &p.dx)
+	return &p.dx
+}
+
+// InputGrad implements InputGrader.
+func (p *MaxPool2D) InputGrad(dy *tensor.Matrix) *tensor.Matrix {
+	p.route(dy, &p.dxAud)
+	return &p.dxAud
+}
+
+func (p *MaxPool2D) route(dy, dx *tensor.Matrix) {
+	if p.rows == 0 || dy.Rows != p.rows || dy.Cols != p.Out() {
+		panic(fmt.Sprintf("nn: MaxPool2D Backward given %d×%d gradient after a forward of %d rows (want %d columns)", dy.Rows, dy.Cols, p.rows, p.Out()))
+	}
+	out := p.Out()
+	dx.Resize(dy.Rows, p.In())
+	dx.Zero()
+	for b := range dy.Rows {
+		g := dy.Row(b)
+		d := dx.Row(b)
+		for o, at := range p.arg[b*out : (b+1)*out] {
+			d[at] = g[o] // windows do not overlap: one writer per element
+		}
+	}
+}

@@ -1,0 +1,319 @@
+// Package active is the active (label) party: it holds the labels, the top
+// model h and, for Wide&Deep, the wide part's features. For every training
+// batch it computes the loss, the gradient g = ∂L/∂e with respect to the
+// embedding it received, applies the configured protection and answers
+// with g̃. It scores test embeddings and keeps the utility metrics; no
+// label, prediction or loss value ever leaves it.
+package active
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"time"
+
+	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/metrics"
+	"github.com/splitguard/splitguard/model"
+	"github.com/splitguard/splitguard/nn"
+	"github.com/splitguard/splitguard/protect"
+	"github.com/splitguard/splitguard/schedule"
+	"github.com/splitguard/splitguard/tensor"
+	"github.com/splitguard/splitguard/transport"
+)
+
+// PCG streams of the active party's random draws.
+const streamProtect = 0xac71e0
+
+// Config is the active party's configuration.
+type Config struct {
+	// Protector perturbs the gradient before it is sent (required; use
+	// protect "none" for no protection).
+	Protector protect.Protector
+	// DCor, when set, adds the distance-correlation loss to every batch.
+	DCor *protect.DCor
+	// TrainLabels, when set, replace the true training labels in the loss
+	// (label DP); metrics always use the true labels.
+	TrainLabels []uint8
+	// Wide says whether the top model reads the active party's own
+	// features (Wide&Deep); without it the top gets a nil wide batch.
+	Wide bool
+	// ACEBins is the number of bins of the adaptive calibration error.
+	ACEBins int
+	Seed    uint64
+	// Observer, when set, is called after every training batch.
+	Observer func(*Observation) error
+	// EvalObserver, when set, is called after every evaluation round.
+	EvalObserver func(*EvalResult) error
+}
+
+// Observation is what the active party knows after one training batch.
+// Its matrices are reused: copy what must outlive the call.
+type Observation struct {
+	Step         int64
+	Epoch, Batch int
+	Rows         []int          // rows of the training split
+	Labels       []uint8        // true labels
+	LossLabels   []float32      // labels the loss used (noisy under label DP)
+	Probs        []float32      // σ(logit)
+	Loss         float64        // mean BCE on LossLabels
+	DCorLoss     float64        // α·log dCor, when the defence is on
+	Clean        *tensor.Matrix // g = ∂L/∂e before protection
+	Protected    *tensor.Matrix // g̃, what was sent
+	Stats        protect.Stats
+	ProtectTime  time.Duration
+}
+
+// EvalResult is one evaluation of the test split.
+type EvalResult struct {
+	Step int64
+	AUC  float64
+	// Loss is the mean BCE of the predictions on the test split, without
+	// regularisers.
+	Loss float64
+	ACE  float64
+	Rows int
+}
+
+// Active is the active party.
+type Active struct {
+	top         model.Top
+	train, test *data.Dataset
+	sched       *schedule.Schedule
+	cfg         Config
+	rng         *rand.Rand
+	cutDim      int
+
+	step      int64
+	order     []int
+	wide      data.Batch
+	labels    []uint8
+	lossY     []float32
+	probs     []float32
+	dLogits   []float32
+	protected *tensor.Matrix
+	wantIDs   []uint64
+
+	evalProbs []float32
+	evalSeen  int
+}
+
+// New returns an active party training top on train (whose labels it
+// holds) and scoring test, for embeddings of width cutDim.
+func New(top model.Top, train, test *data.Dataset, sched *schedule.Schedule, cutDim int, cfg Config) (*Active, error) {
+	if train.Labels == nil || len(train.Labels) != len(train.IDs) {
+		return nil, errors.New("active: the training split has no labels")
+	}
+	if cfg.Protector == nil {
+		return nil, errors.New("active: no protection configured (use \"none\" explicitly)")
+	}
+	if cfg.TrainLabels != nil && len(cfg.TrainLabels) != len(train.Labels) {
+		return nil, fmt.Errorf("active: %d loss labels for %d training rows", len(cfg.TrainLabels), len(train.Labels))
+	}
+	if sched.N != len(train.IDs) {
+		return nil, fmt.Errorf("active: schedule covers %d examples, training split has %d", sched.N, len(train.IDs))
+	}
+	if cfg.ACEBins <= 0 {
+		cfg.ACEBins = 15
+	}
+	return &Active{
+		top: top, train: train, test: test, sched: sched, cfg: cfg, cutDim: cutDim,
+		rng:       rand.New(rand.NewPCG(cfg.Seed, streamProtect)),
+		protected: &tensor.Matrix{},
+	}, nil
+}
+
+// Step is the number of training steps done.
+func (a *Active) Step() int64 { return a.step }
+
+// Serve answers the passive party's messages until it closes the
+// connection. A message that fails validation ends the run with an error
+// and is never applied.
+func (a *Active) Serve(ctx context.Context, conn transport.ActiveConn) error {
+	for {
+		f, err := conn.Recv(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("active: %w", err)
+		}
+		var b *transport.Backward
+		switch f.Phase {
+		case transport.Train:
+			b, err = a.TrainStep(f)
+		case transport.Eval:
+			b, err = a.EvalBatch(f)
+		default:
+			err = fmt.Errorf("active: message of unknown phase %v", f.Phase)
+		}
+		if err != nil {
+			return err
+		}
+		if err := conn.Reply(ctx, b); err != nil {
+			return fmt.Errorf("active: step %d: %w", f.Step, err)
+		}
+	}
+}
+
+// TrainStep runs one training step on a validated forward message and
+// returns the protected gradient to send back.
+func (a *Active) TrainStep(f *transport.Forward) (*transport.Backward, error) {
+	epoch, b := a.sched.Position(a.step)
+	if b == 0 || a.order == nil {
+		a.order = a.sched.Order(epoch, a.order)
+	}
+	rows := a.sched.Rows(a.order, b)
+	a.wantIDs = a.wantIDs[:0]
+	for _, r := range rows {
+		a.wantIDs = append(a.wantIDs, a.train.IDs[r])
+	}
+	if err := transport.ValidateForward(f, transport.Train, a.step, b, a.wantIDs, a.cutDim); err != nil {
+		return nil, fmt.Errorf("active: refusing the batch: %w", err)
+	}
+	n := len(rows)
+	a.labels = grow(a.labels, n)
+	a.lossY = grow(a.lossY, n)
+	lossSrc := a.train.Labels
+	if a.cfg.TrainLabels != nil {
+		lossSrc = a.cfg.TrainLabels
+	}
+	for i, r := range rows {
+		a.labels[i] = a.train.Labels[r]
+		a.lossY[i] = float32(lossSrc[r])
+	}
+	logits, err := a.top.Forward(f.Embedding, a.wideBatch(a.train.X, rows))
+	if err != nil {
+		return nil, fmt.Errorf("active: step %d: %w", a.step, err)
+	}
+	a.probs = grow(a.probs, n)
+	a.dLogits = grow(a.dLogits, n)
+	loss, err := nn.SigmoidBCE(logits, a.lossY, a.dLogits)
+	if err != nil {
+		return nil, fmt.Errorf("active: step %d: %w", a.step, err)
+	}
+	nn.Sigmoid(a.probs, logits)
+	clean, err := a.top.Backward(a.dLogits)
+	if err != nil {
+		return nil, fmt.Errorf("active: step %d: %w", a.step, err)
+	}
+	var dcorLoss float64
+	if a.cfg.DCor != nil {
+		if dcorLoss, err = a.cfg.DCor.AddLossGrad(f.Embedding, a.lossY, clean); err != nil {
+			return nil, fmt.Errorf("active: step %d: distance correlation: %w", a.step, err)
+		}
+	}
+	if err := tensor.CheckFinite(fmt.Sprintf("active: step %d: cut-layer gradient", a.step), clean); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	stats, err := a.cfg.Protector.Protect(&protect.Batch{Grad: clean, Labels: a.lossY, Probs: a.probs, Step: a.step}, a.protected, a.rng)
+	elapsed := time.Since(start)
+	if err != nil {
+		return nil, fmt.Errorf("active: step %d: protection %s: %w", a.step, a.cfg.Protector.Name(), err)
+	}
+	if err := tensor.CheckFinite(fmt.Sprintf("active: step %d: protected gradient", a.step), a.protected); err != nil {
+		return nil, err
+	}
+	if a.cfg.Observer != nil {
+		ob := &Observation{Step: a.step, Epoch: epoch, Batch: b, Rows: rows, Labels: a.labels,
+			LossLabels: a.lossY, Probs: a.probs, Loss: loss, DCorLoss: dcorLoss,
+			Clean: clean, Protected: a.protected, Stats: stats, ProtectTime: elapsed}
+		if err := a.cfg.Observer(ob); err != nil {
+			return nil, err
+		}
+	}
+	if err := a.top.Step(); err != nil {
+		return nil, fmt.Errorf("active: step %d: %w", a.step, err)
+	}
+	a.step++
+	return &transport.Backward{Step: f.Step, Batch: b, Grad: a.protected}, nil
+}
+
+// EvalBatch scores one batch of test embeddings; after the round's last
+// batch it computes the test metrics and reports them to the EvalObserver.
+func (a *Active) EvalBatch(f *transport.Forward) (*transport.Backward, error) {
+	n := len(a.test.IDs)
+	if f.Batch == 0 {
+		a.evalProbs = grow(a.evalProbs, n)
+		a.evalSeen = 0
+	}
+	start := a.evalSeen
+	end := start + len(f.IDs)
+	if end > n {
+		return nil, fmt.Errorf("active: evaluation at step %d sends %d rows past the %d test rows", f.Step, end-n, n)
+	}
+	if f.Step != a.step {
+		return nil, fmt.Errorf("active: evaluation for step %d after %d training steps", f.Step, a.step)
+	}
+	if err := transport.ValidateForward(f, transport.Eval, a.step, f.Batch, a.test.IDs[start:end], a.cutDim); err != nil {
+		return nil, fmt.Errorf("active: refusing the evaluation batch: %w", err)
+	}
+	rows := make([]int, end-start)
+	for i := range rows {
+		rows[i] = start + i
+	}
+	logits, err := a.top.Forward(f.Embedding, a.wideBatch(a.test.X, rows))
+	if err != nil {
+		return nil, fmt.Errorf("active: evaluation at step %d: %w", f.Step, err)
+	}
+	nn.Sigmoid(a.evalProbs[start:end], logits)
+	a.evalSeen = end
+	if f.Last {
+		if end != n {
+			return nil, fmt.Errorf("active: evaluation at step %d ended after %d of %d test rows", f.Step, end, n)
+		}
+		if err := a.finishEval(); err != nil {
+			return nil, err
+		}
+	}
+	return &transport.Backward{Step: f.Step, Batch: f.Batch}, nil
+}
+
+// wideBatch gathers the active party's own features of rows, or returns
+// nil for a top without a wide part.
+func (a *Active) wideBatch(x *data.Features, rows []int) *data.Batch {
+	if !a.cfg.Wide {
+		return nil
+	}
+	x.Gather(rows, &a.wide)
+	return &a.wide
+}
+
+func (a *Active) finishEval() error {
+	probs := toFloat64(a.evalProbs)
+	auc, ok := metrics.AUC(probs, a.test.Labels, nil)
+	if !ok {
+		return errors.New("active: the test split has a single class; its AUC is undefined")
+	}
+	loss, err := metrics.BCE(probs, a.test.Labels)
+	if err != nil {
+		return fmt.Errorf("active: test loss: %w", err)
+	}
+	ace, err := metrics.ACE(probs, a.test.Labels, a.cfg.ACEBins)
+	if err != nil {
+		return fmt.Errorf("active: test calibration: %w", err)
+	}
+	res := &EvalResult{Step: a.step, AUC: auc, Rows: len(a.test.IDs), Loss: loss, ACE: ace}
+	if a.cfg.EvalObserver != nil {
+		return a.cfg.EvalObserver(res)
+	}
+	return nil
+}
+
+func toFloat64(p []float32) []float64 {
+	out := make([]float64, len(p))
+	for i, v := range p {
+		out[i] = float64(v)
+	}
+	return out
+}
+
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}

@@ -1,0 +1,209 @@
+// Package passive is the passive (non-label) party: it holds the features
+// and the bottom model f, sends cut-layer embeddings e = f(X) and applies
+// the gradient it gets back. Nothing in this package or below it can read
+// a label: it is built from data.Features and example IDs only, and the
+// only thing it receives is the protected gradient g̃.
+package passive
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/model"
+	"github.com/splitguard/splitguard/schedule"
+	"github.com/splitguard/splitguard/tensor"
+	"github.com/splitguard/splitguard/transport"
+)
+
+// Split is the passive party's share of one split of the data: example IDs
+// and features, row-aligned.
+type Split struct {
+	IDs []uint64
+	X   *data.Features
+}
+
+// Config controls the passive party's training loop.
+type Config struct {
+	Epochs int
+	// MaxSteps, when positive, ends training after that many steps.
+	MaxSteps int64
+	// EvalEvery runs a test evaluation after every EvalEvery training
+	// steps (0: only at the end). A final evaluation always runs.
+	EvalEvery int
+	// EvalBatch is the number of test rows per evaluation message.
+	EvalBatch int
+	// Observer, when set, is called after every training batch's backward
+	// pass and before the bottom model's update.
+	Observer func(*Observation) error
+	// EvalObserver, when set, is called after every evaluation round.
+	EvalObserver func(step int64)
+}
+
+// Observation is what the passive party holds after backpropagating one
+// batch's gradient, before it updates its parameters: everything a
+// passive-side attacker could look at.
+type Observation struct {
+	Step         int64
+	Epoch, Batch int
+	IDs          []uint64
+	Rows         []int // rows of the training split
+	// Outputs[i] is passive layer i's output (last: the cut embedding).
+	Outputs []*tensor.Matrix
+	// Grads[i] is the gradient with respect to Outputs[i] obtained by
+	// backpropagating the received g̃ (last: g̃ itself).
+	Grads []*tensor.Matrix
+}
+
+// Passive is the passive party.
+type Passive struct {
+	bottom      model.Bottom
+	train, test Split
+	sched       *schedule.Schedule
+	cfg         Config
+
+	step  int64
+	order []int
+	batch data.Batch
+	ids   []uint64
+}
+
+// New returns a passive party training bottom on train, evaluating on test,
+// in the order sched gives.
+func New(bottom model.Bottom, train, test Split, sched *schedule.Schedule, cfg Config) (*Passive, error) {
+	if len(train.IDs) != train.X.Rows || (test.X != nil && len(test.IDs) != test.X.Rows) {
+		return nil, fmt.Errorf("passive: IDs and feature rows differ (train %d/%d)", len(train.IDs), train.X.Rows)
+	}
+	if sched.N != train.X.Rows {
+		return nil, fmt.Errorf("passive: schedule covers %d examples, training split has %d", sched.N, train.X.Rows)
+	}
+	if cfg.Epochs < 1 {
+		return nil, fmt.Errorf("passive: %d epochs, want at least 1", cfg.Epochs)
+	}
+	if cfg.EvalBatch <= 0 {
+		cfg.EvalBatch = 8192
+	}
+	return &Passive{bottom: bottom, train: train, test: test, sched: sched, cfg: cfg}, nil
+}
+
+// Step is the number of training steps done.
+func (p *Passive) Step() int64 { return p.step }
+
+// TotalSteps is the number of training steps the run takes.
+func (p *Passive) TotalSteps() int64 {
+	n := int64(p.cfg.Epochs) * int64(p.sched.BatchesPerEpoch())
+	if p.cfg.MaxSteps > 0 {
+		n = min(n, p.cfg.MaxSteps)
+	}
+	return n
+}
+
+// Run trains for the configured epochs through conn, evaluating on the
+// test split as configured, and closes conn when done.
+func (p *Passive) Run(ctx context.Context, conn transport.PassiveConn) error {
+	defer conn.Close()
+	total := p.TotalSteps()
+	lastEval := int64(-1)
+	for p.step < total {
+		if err := p.trainStep(ctx, conn); err != nil {
+			return err
+		}
+		if p.cfg.EvalEvery > 0 && p.step%int64(p.cfg.EvalEvery) == 0 {
+			if err := p.Evaluate(ctx, conn); err != nil {
+				return err
+			}
+			lastEval = p.step
+		}
+	}
+	if lastEval != p.step {
+		return p.Evaluate(ctx, conn)
+	}
+	return nil
+}
+
+func (p *Passive) trainStep(ctx context.Context, conn transport.PassiveConn) error {
+	epoch, b := p.sched.Position(p.step)
+	if b == 0 || p.order == nil {
+		p.order = p.sched.Order(epoch, p.order)
+	}
+	rows := p.sched.Rows(p.order, b)
+	p.train.X.Gather(rows, &p.batch)
+	p.ids = gatherIDs(p.ids, p.train.IDs, rows)
+
+	e, err := p.bottom.Forward(&p.batch)
+	if err != nil {
+		return fmt.Errorf("passive: step %d: %w", p.step, err)
+	}
+	if err := tensor.CheckFinite(fmt.Sprintf("passive: step %d: cut-layer embedding", p.step), e); err != nil {
+		return err
+	}
+	bw, err := conn.Exchange(ctx, &transport.Forward{
+		Phase: transport.Train, Step: p.step, Epoch: epoch, Batch: b, IDs: p.ids, Embedding: e,
+	})
+	if err != nil {
+		return fmt.Errorf("passive: step %d: %w", p.step, err)
+	}
+	if err := transport.ValidateBackward(bw, p.step, b, e.Rows, e.Cols); err != nil {
+		return fmt.Errorf("passive: refusing the answer: %w", err)
+	}
+	grads, err := p.bottom.Backward(bw.Grad)
+	if err != nil {
+		return fmt.Errorf("passive: step %d: %w", p.step, err)
+	}
+	if p.cfg.Observer != nil {
+		ob := &Observation{Step: p.step, Epoch: epoch, Batch: b, IDs: p.ids, Rows: rows,
+			Outputs: p.bottom.Outputs(), Grads: grads}
+		if err := p.cfg.Observer(ob); err != nil {
+			return err
+		}
+	}
+	if err := p.bottom.Step(); err != nil {
+		return fmt.Errorf("passive: step %d: %w", p.step, err)
+	}
+	p.step++
+	return nil
+}
+
+// Evaluate sends the embeddings of the whole test split, in order, in
+// messages of EvalBatch rows; the active party scores them.
+func (p *Passive) Evaluate(ctx context.Context, conn transport.PassiveConn) error {
+	if p.test.X == nil || p.test.X.Rows == 0 {
+		return nil
+	}
+	n := p.test.X.Rows
+	rows := make([]int, 0, p.cfg.EvalBatch)
+	for b, start := 0, 0; start < n; b, start = b+1, start+p.cfg.EvalBatch {
+		end := min(start+p.cfg.EvalBatch, n)
+		rows = rows[:0]
+		for r := start; r < end; r++ {
+			rows = append(rows, r)
+		}
+		p.test.X.Gather(rows, &p.batch)
+		e, err := p.bottom.Forward(&p.batch)
+		if err != nil {
+			return fmt.Errorf("passive: evaluation at step %d: %w", p.step, err)
+		}
+		if err := tensor.CheckFinite(fmt.Sprintf("passive: evaluation at step %d: test embedding", p.step), e); err != nil {
+			return err
+		}
+		_, err = conn.Exchange(ctx, &transport.Forward{
+			Phase: transport.Eval, Step: p.step, Batch: b, Last: end == n,
+			IDs: p.test.IDs[start:end], Embedding: e,
+		})
+		if err != nil {
+			return fmt.Errorf("passive: evaluation at step %d: %w", p.step, err)
+		}
+	}
+	if p.cfg.EvalObserver != nil {
+		p.cfg.EvalObserver(p.step)
+	}
+	return nil
+}
+
+func gatherIDs(dst, ids []uint64, rows []int) []uint64 {
+	dst = dst[:0]
+	for _, r := range rows {
+		dst = append(dst, ids[r])
+	}
+	return dst
+}

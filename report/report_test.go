@@ -1,0 +1,270 @@
+package report
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestSettingOf(t *testing.T) {
+	nan := math.NaN()
+	tests := []struct {
+		name   string
+		cfg    map[string]any
+		method string
+		param  string
+		value  float64
+		data   string
+	}{
+		{"none", map[string]any{"protect": "none", "synth_rows": 200000}, "none", "", nan, "synth 200000"},
+		{"empty protect", map[string]any{"data": "/d/train.txt"}, "none", "", nan, "train.txt"},
+		{"iso t", map[string]any{"protect": "iso", "iso_t": 9}, "iso", "t=9", 9, "?"},
+		{"iso ratio r=3 gives t=9", map[string]any{"protect": "iso", "iso_ratio": 3.0}, "iso", "t=9", 9, "?"},
+		{"marvell s", map[string]any{"protect": "marvell", "marvell_s": 0.1}, "marvell", "s=0.1", 0.1, "?"},
+		{"marvell target", map[string]any{"protect": "marvell", "marvell_error_bound": 0.3}, "marvell", "L=0.3", 0.3, "?"},
+		{"dcor alone", map[string]any{"protect": "none", "dcor_alpha": 0.002}, "dcor", "α=0.002", 0.002, "?"},
+		{"marvell + dcor", map[string]any{"protect": "marvell", "marvell_s": 4, "dcor_alpha": 0.005}, "marvell+dcor", "s=4, α=0.005", 4, "?"},
+		{"label dp", map[string]any{"protect": "none", "label_dp_eps": "2"}, "label_dp", "ε=2", 2, "?"},
+		{"max_norm", map[string]any{"protect": "max_norm"}, "max_norm", "", nan, "?"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := SettingOf(tc.cfg)
+			if s.Method != tc.method || s.Param != tc.param {
+				t.Errorf("method/param = %q/%q, want %q/%q", s.Method, s.Param, tc.method, tc.param)
+			}
+			if !(s.Value == tc.value || math.IsNaN(s.Value) && math.IsNaN(tc.value)) {
+				t.Errorf("value = %g, want %g", s.Value, tc.value)
+			}
+			if s.Dataset != tc.data {
+				t.Errorf("dataset = %q, want %q", s.Dataset, tc.data)
+			}
+		})
+	}
+	if s := SettingOf(nil); s.Method != "?" {
+		t.Errorf("nil config: method %q, want ?", s.Method)
+	}
+}
+
+func TestBinned(t *testing.T) {
+	xs := []float64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+	ys := []float64{1, 3, 5, 7, 9, 11, 13, 15, 17, 19}
+	tests := []struct {
+		n      int
+		bx, by []float64
+	}{
+		// 5 bins of width 1.8 over [0,9]: {0,1}, {2,3}, {4,5}, {6,7}, {8,9}
+		{5, []float64{0.5, 2.5, 4.5, 6.5, 8.5}, []float64{2, 6, 10, 14, 18}},
+		// 2 bins of width 4.5: {0..4}, {5..9}
+		{2, []float64{2, 7}, []float64{5, 15}},
+		{10, xs, ys},
+		{50, xs, ys},
+	}
+	for _, tc := range tests {
+		bx, by := binned(xs, ys, tc.n)
+		if len(bx) != len(tc.bx) {
+			t.Fatalf("n=%d: %d bins, want %d", tc.n, len(bx), len(tc.bx))
+		}
+		for i := range bx {
+			if math.Abs(bx[i]-tc.bx[i]) > 1e-12 || math.Abs(by[i]-tc.by[i]) > 1e-12 {
+				t.Errorf("n=%d bin %d = (%g, %g), want (%g, %g)", tc.n, i, bx[i], by[i], tc.bx[i], tc.by[i])
+			}
+		}
+	}
+}
+
+func TestMeanAtSteps(t *testing.T) {
+	xs, ys := meanAtSteps([][2][]float64{{{10, 20}, {0.7, 0.8}}, {{10, 20, 30}, {0.5, 0.6, 0.9}}})
+	want := [][2]float64{{10, 0.6}, {20, 0.7}, {30, 0.9}}
+	if len(xs) != len(want) {
+		t.Fatalf("%d points, want %d", len(xs), len(want))
+	}
+	for i, w := range want {
+		if xs[i] != w[0] || math.Abs(ys[i]-w[1]) > 1e-12 {
+			t.Errorf("point %d = (%g, %g), want (%g, %g)", i, xs[i], ys[i], w[0], w[1])
+		}
+	}
+}
+
+func TestLeakKeysOrder(t *testing.T) {
+	r := &Run{Summary: &Summary{Leak: map[string]LeakStat{
+		"norm/first": {}, "norm/cut": {}, "cosine/cut": {}, "norm/2": {}, "hint5_inner/3": {}, "spectral/first": {},
+	}}}
+	got := strings.Join(leakKeys([]*Run{r}), " ")
+	want := "norm/cut cosine/cut norm/first spectral/first norm/2 hint5_inner/3"
+	if got != want {
+		t.Errorf("leakKeys = %q, want %q", got, want)
+	}
+}
+
+func TestReadJSONL(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name, text string
+		n          int
+		err        string
+	}{
+		{"nulls", `{"step":1,"leak":{"norm/cut":null,"cosine/cut":0.7}}` + "\n" + `{"step":2,"leak":{}}` + "\n", 2, ""},
+		{"partial last line", `{"step":1,"leak":{}}` + "\n" + `{"step":2,"le`, 1, ""},
+		{"blank lines", "\n" + `{"step":1}` + "\n\n", 1, ""},
+		{"malformed", `{"step":1}` + "\n" + `{"step":"x"}` + "\n", 1, "batches.jsonl line 2"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, "batches.jsonl")
+			writeFile(t, p, tc.text)
+			got, err := readJSONL[Batch](p)
+			if len(got) != tc.n {
+				t.Errorf("%d records, want %d", len(got), tc.n)
+			}
+			if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+				t.Errorf("error %v, want one containing %q", err, tc.err)
+			}
+		})
+	}
+	p := filepath.Join(dir, "batches.jsonl")
+	writeFile(t, p, `{"step":3,"leak":{"norm/cut":null,"cosine/cut":0.25}}`+"\n")
+	got, _ := readJSONL[Batch](p)
+	if got[0].Leak["norm/cut"] != nil || *got[0].Leak["cosine/cut"] != 0.25 {
+		t.Errorf("leak = %v, want norm/cut nil and cosine/cut 0.25", got[0].Leak)
+	}
+}
+
+func TestLoadSweep(t *testing.T) {
+	dir := t.TempDir()
+	writeFakeSweep(t, dir, 60)
+	set, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !set.Sweep || len(set.Runs) != 10 {
+		t.Fatalf("sweep %v with %d runs, want a sweep of 10", set.Sweep, len(set.Runs))
+	}
+	gs := groups(set.Runs)
+	var labels []string
+	for _, g := range gs {
+		labels = append(labels, g.Setting.Label())
+	}
+	want := "none|iso t=1|iso t=9|iso t=100|max_norm|marvell s=0.1|marvell s=1|marvell s=4|dcor α=0.005"
+	if got := strings.Join(labels, "|"); got != want {
+		t.Errorf("settings %q, want %q", got, want)
+	}
+	for _, g := range gs {
+		if g.Setting.Param == "s=1" && len(g.Runs) != 2 {
+			t.Errorf("marvell s=1 has %d runs, want 2 seeds", len(g.Runs))
+		}
+	}
+	var failed *Run
+	for _, r := range set.Runs {
+		if r.Name == "iso-t100-s1" {
+			failed = r
+		}
+	}
+	if failed == nil || failed.Status != "failed: exit status 2" || failed.Summary != nil {
+		t.Errorf("failed run = %+v, want status from results.csv and no summary", failed)
+	}
+	// mean over the two seeds of marvell s=1
+	for _, g := range gs {
+		if g.Setting.Param == "s=1" {
+			v, ok := stat(g.Runs, func(s *Summary) *float64 { return s.TestAUCBest })
+			if !ok || math.Abs(v-0.770) > 1e-12 {
+				t.Errorf("mean best AUC %g, want 0.770", v)
+			}
+		}
+	}
+}
+
+func TestGenerateSweep(t *testing.T) {
+	dir := t.TempDir()
+	writeFakeSweep(t, dir, 400)
+	index, err := Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html, err := os.ReadFile(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(html)
+	for _, want := range []string{
+		"tradeoff_norm_cut", "leak_norm_cut", "leak_cosine_first", "layers", "marvell_marvell_s_1", "utility",
+		`id="runs-table"`, "iso-t100-s1", "failed: exit status 2", "data:image/png;base64,",
+		"hint1_inner/cut q95", // all-null leak key: a column of dashes
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("index.html lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"http://", "https://", "<script src", "<link"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("index.html is not self-contained: contains %q", bad)
+		}
+	}
+	for _, f := range []string{"tradeoff_norm_cut", "leak_norm_cut", "layers", "utility", "marvell_marvell_s_0.1"} {
+		for _, ext := range []string{".png", ".svg"} {
+			st, err := os.Stat(filepath.Join(dir, "report", f+ext))
+			if err != nil || st.Size() < 1000 {
+				t.Errorf("%s%s: %v (size %v)", f, ext, err, st)
+			}
+		}
+	}
+	if got := strings.Count(page, "<tr>"); got != 11 { // header + 10 runs
+		t.Errorf("%d table rows, want 11", got)
+	}
+}
+
+func TestGenerateSingleRunWithMissingFiles(t *testing.T) {
+	dir := t.TempDir()
+	writeFakeRun(t, dir, fakeRun{name: "x", config: "synth_rows: 1000\nprotect: marvell\nmarvell_s: 4\nseed: 3\n",
+		leak: 0.6, auc: 0.7, steps: 300, marvell: true, noEval: true})
+	index, err := Write(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := os.ReadFile(index)
+	for _, want := range []string{"eval.jsonl: missing", "No evaluation found", "leak_norm_cut", "marvell_marvell_s_4", "q95 |AUC−½| norm/cut"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("index.html lacks %q", want)
+		}
+	}
+
+	// A run directory with only a config (a run that just started).
+	dir2 := t.TempDir()
+	writeFile(t, filepath.Join(dir2, "config.yaml"), "protect: none\n")
+	index, err = Write(dir2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ = os.ReadFile(index)
+	for _, want := range []string{"summary.json: missing", "batches.jsonl: missing", "No per-batch leak AUC"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("index.html of an empty run lacks %q", want)
+		}
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	if _, err := Load(filepath.Join(t.TempDir(), "nope")); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("missing directory: error %v, want one naming it", err)
+	}
+	empty := t.TempDir()
+	if _, err := Load(empty); err == nil || !strings.Contains(err.Error(), "no run directory") {
+		t.Errorf("empty directory: error %v", err)
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "summary.json"), "{not json")
+	writeFile(t, filepath.Join(dir, "config.yaml"), "protect: [")
+	set, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := strings.Join(set.Runs[0].Notes, "\n")
+	if !strings.Contains(notes, "summary.json") || !strings.Contains(notes, "config.yaml") {
+		t.Errorf("notes %q, want the broken summary.json and config.yaml named", notes)
+	}
+	if _, err := Generate(set, filepath.Join(dir, "report")); err != nil {
+		t.Errorf("generate with broken files: %v", err)
+	}
+}

@@ -1,0 +1,103 @@
+package run
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/sbinet/npyio"
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/splitguard/splitguard/party/active"
+	"github.com/splitguard/splitguard/party/passive"
+	"github.com/splitguard/splitguard/tensor"
+)
+
+// dumper writes, for the first few training batches, what an offline
+// attacker would want: the received cut-layer gradients, the first
+// layer's gradients, the cut-layer embeddings, the labels and the example
+// IDs, as NumPy .npy files, with index.jsonl listing them. Labels appear
+// only here, in simulation output, never on a wire.
+type dumper struct {
+	dir   string
+	limit int
+	n     int
+	index *jsonLines
+}
+
+// dumpEntry is one line of index.jsonl; paths are relative to the dump
+// directory.
+type dumpEntry struct {
+	Step         int64  `json:"step"`
+	Epoch        int    `json:"epoch"`
+	Labels       string `json:"labels"`
+	IDs          string `json:"ids"`
+	CutGrad      string `json:"cut_grad"`
+	FirstGrad    string `json:"first_grad"`
+	CutEmbedding string `json:"cut_embedding"`
+}
+
+func newDumper(dir string, limit int) (*dumper, error) {
+	if limit <= 0 {
+		limit = 10
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	idx, err := createJSONLines(filepath.Join(dir, "index.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	return &dumper{dir: dir, limit: limit, index: idx}, nil
+}
+
+func (d *dumper) close() { d.index.Close() }
+
+func (d *dumper) batch(ob *passive.Observation, a *active.Observation) error {
+	if d.n >= d.limit {
+		return nil
+	}
+	d.n++
+	e := dumpEntry{Step: ob.Step, Epoch: ob.Epoch}
+	name := func(what string) string { return fmt.Sprintf("step%06d_%s.npy", ob.Step, what) }
+	L := len(ob.Grads)
+	e.Labels, e.IDs, e.CutGrad, e.FirstGrad, e.CutEmbedding = name("labels"), name("ids"), name("cut_grad"), name("first_grad"), name("cut_embedding")
+	writes := []struct {
+		path string
+		val  any
+	}{
+		{e.Labels, a.Labels},
+		{e.IDs, ob.IDs},
+		{e.CutGrad, d.dense(ob.Grads[L-1])},
+		{e.FirstGrad, d.dense(ob.Grads[0])},
+		{e.CutEmbedding, d.dense(ob.Outputs[L-1])},
+	}
+	for _, w := range writes {
+		if err := writeNPY(filepath.Join(d.dir, w.path), w.val); err != nil {
+			return err
+		}
+	}
+	return d.index.Write(e)
+}
+
+// dense converts m to a float64 gonum matrix (exact: every float32 is a
+// float64), the 2-D form npyio writes with its shape.
+func (d *dumper) dense(m *tensor.Matrix) *mat.Dense {
+	buf := make([]float64, len(m.Data))
+	for i, v := range m.Data {
+		buf[i] = float64(v)
+	}
+	return mat.NewDense(m.Rows, m.Cols, buf)
+}
+
+func writeNPY(path string, val any) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := npyio.Write(f, val); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
+}

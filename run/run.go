@@ -1,0 +1,162 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/splitguard/splitguard/audit"
+	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/party/active"
+	"github.com/splitguard/splitguard/party/passive"
+	"github.com/splitguard/splitguard/schedule"
+	"github.com/splitguard/splitguard/tensor"
+	"github.com/splitguard/splitguard/transport/inproc"
+	"gopkg.in/yaml.v3"
+)
+
+// Options are the parts of a run that are not configuration: where
+// progress goes.
+type Options struct {
+	// Log receives plain progress lines (nil: none).
+	Log io.Writer
+	// Progress, when set, is told about every batch (for a progress bar).
+	Progress func(p Progress)
+}
+
+// Progress is a snapshot handed to Options.Progress after every batch.
+type Progress struct {
+	Step, Total  int64
+	Loss         float64
+	ExamplesPerS float64
+	// LastLeak is the last batch's first audited key and its AUC.
+	LeakKey string
+	Leak    *float64
+}
+
+// Train runs one in-process split-training run as cfg describes, writing
+// the run directory cfg.Out, and returns its summary.
+func Train(ctx context.Context, cfg Config, opt Options) (*Summary, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		return nil, err
+	}
+	resolved, err := yaml.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomic(filepath.Join(cfg.Out, "config.yaml"), resolved); err != nil {
+		return nil, err
+	}
+	split, err := loadData(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	logf(opt.Log, "data: %d training rows (%.1f%% positive), %d test rows", len(split.Train.IDs),
+		100*posRate(split.Train.Labels), len(split.Test.IDs))
+	return trainSplit(ctx, cfg, split, opt)
+}
+
+func trainSplit(ctx context.Context, cfg Config, split *data.Split, opt Options) (*Summary, error) {
+	bottom, top, wide, err := buildModels(&cfg, split.Train.X)
+	if err != nil {
+		return nil, err
+	}
+	sched, err := schedule.New(len(split.Train.IDs), cfg.Batch, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	protector, dcor, lossLabels, err := buildProtection(&cfg, split.Train)
+	if err != nil {
+		return nil, err
+	}
+	aud, err := audit.New(expandAttacks(cfg.Attacks), cfg.PositivesMinority, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := newRecorder(cfg, split, aud, opt)
+	if err != nil {
+		return nil, err
+	}
+	defer rec.close()
+
+	act, err := active.New(top, split.Train, split.Test, sched, bottom.CutDim(), active.Config{
+		Protector: protector, DCor: dcor, TrainLabels: lossLabels, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
+		Observer: rec.activeBatch, EvalObserver: rec.eval,
+	})
+	if err != nil {
+		return nil, err
+	}
+	pas, err := passive.New(bottom,
+		passive.Split{IDs: split.Train.IDs, X: split.Train.X},
+		passive.Split{IDs: split.Test.IDs, X: split.Test.X},
+		sched, passive.Config{Epochs: cfg.Epochs, MaxSteps: cfg.MaxSteps, EvalEvery: cfg.EvalEvery, EvalBatch: cfg.EvalBatch,
+			Observer: func(ob *passive.Observation) error { return rec.passiveBatch(ob, bottom) }})
+	if err != nil {
+		return nil, err
+	}
+	rec.total = pas.TotalSteps()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pConn, aConn := inproc.Pipe()
+	activeErr := make(chan error, 1)
+	go func() {
+		err := act.Serve(ctx, aConn)
+		if err != nil {
+			cancel()
+		}
+		activeErr <- err
+	}()
+	start := time.Now()
+	perr := pas.Run(ctx, pConn)
+	pConn.Close()
+	aerr := <-activeErr
+	if aerr != nil {
+		return nil, aerr
+	}
+	if perr != nil {
+		if ctx.Err() != nil && rec.err != nil {
+			return nil, rec.err
+		}
+		return nil, perr
+	}
+	return rec.finish(time.Since(start), pas.Step())
+}
+
+func loadData(cfg *Config) (*data.Split, error) {
+	if cfg.Data == "" {
+		return data.Generate(cfg.SynthRows, cfg.SynthPosRate, cfg.Seed, dataOptions(cfg))
+	}
+	return data.Load(cfg.Data, dataOptions(cfg))
+}
+
+func dataOptions(cfg *Config) data.Options {
+	return data.Options{
+		Format: cfg.Format, LabelCol: cfg.Label, Positive: cfg.Positive, IDCol: cfg.IDCol,
+		Sample: cfg.Sample, TestFrac: cfg.TestFrac, Seed: cfg.Seed,
+		HashBuckets: cfg.HashBuckets, SkipBadRows: cfg.SkipBadRows,
+	}
+}
+
+func posRate(labels []uint8) float64 {
+	s := 0
+	for _, y := range labels {
+		s += int(y)
+	}
+	return float64(s) / float64(max(len(labels), 1))
+}
+
+func logf(w io.Writer, format string, a ...any) {
+	if w != nil {
+		fmt.Fprintf(w, format+"\n", a...)
+	}
+}
+
+// engineName names the matrix-product engine in use.
+func engineName() string { return tensor.Default.Name() }

@@ -1,0 +1,301 @@
+// Package sweep runs a grid of training runs (datasets × protections ×
+// parameters × seeds) as child processes, resumably, and collects every
+// run's summary into results.csv.
+//
+// A sweep file is YAML:
+//
+//	base: {synth_rows: 200000, epochs: 1, batch: 1024, attacks: [norm, cosine, spectral]}
+//	seeds: [1, 2]
+//	datasets:                 # optional; each entry's keys go over base
+//	  - {name: criteo, data: /data/criteo/train.txt, format: criteo}
+//	grid:
+//	  - {protect: none}
+//	  - {protect: marvell, marvell_s: [0.1, 1, 4]}
+//	  - {protect: iso, iso_t: [1, 9]}
+//	  - {protect: none, dcor_alpha: [0.002, 0.005]}
+//
+// base, datasets and grid use the keys of a run's config.yaml (the flags of
+// `splitguard train`). In a grid entry a list expands: the entry stands for
+// the Cartesian product of its lists (for the list-valued keys attacks and
+// layers, a list of lists). Every point is run once per dataset and seed.
+package sweep
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Spec is a parsed sweep file.
+type Spec struct {
+	// Base is the configuration every run starts from.
+	Base map[string]any `yaml:"base"`
+	// Seeds are the seeds every grid point runs with (empty: base's seed).
+	Seeds []uint64 `yaml:"seeds"`
+	// Datasets each override base (Name names the runs); empty: base alone.
+	Datasets []Dataset `yaml:"datasets"`
+	// Grid is the list of grid entries, each an ordered mapping.
+	Grid []yaml.Node `yaml:"grid"`
+}
+
+// Dataset is one entry of a sweep's datasets: a name and config keys.
+type Dataset struct {
+	Name   string
+	Config map[string]any
+}
+
+// UnmarshalYAML reads a dataset entry: a mapping with "name" and config keys.
+func (d *Dataset) UnmarshalYAML(n *yaml.Node) error {
+	var m map[string]any
+	if err := n.Decode(&m); err != nil {
+		return err
+	}
+	name, _ := m["name"].(string)
+	if name == "" {
+		return fmt.Errorf("line %d: a dataset needs a name", n.Line)
+	}
+	delete(m, "name")
+	d.Name, d.Config = name, m
+	return nil
+}
+
+// Param is one parameter of a run: a config key and its value.
+type Param struct {
+	Key   string
+	Value any
+}
+
+// RunSpec is one run of a sweep.
+type RunSpec struct {
+	// Name is the run's directory name under the sweep directory.
+	Name string
+	// Dataset is the dataset's name ("" without a datasets list).
+	Dataset string
+	// Params are the grid point's keys in file order, then seed.
+	Params []Param
+	// Config is the run's whole configuration (base, dataset, grid point,
+	// seed), without out.
+	Config map[string]any
+}
+
+// listKeys are config keys whose value is itself a list.
+var listKeys = map[string]bool{"attacks": true, "layers": true}
+
+// LoadSpec reads and checks a sweep file.
+func LoadSpec(path string) (*Spec, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("sweep: %w", err)
+	}
+	return ParseSpec(raw, path)
+}
+
+// ParseSpec parses a sweep file's text; name is used in errors.
+func ParseSpec(raw []byte, name string) (*Spec, error) {
+	var s Spec
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&s); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("sweep %s: empty file", name)
+		}
+		return nil, fmt.Errorf("sweep %s: %w", name, err)
+	}
+	if len(s.Grid) == 0 {
+		return nil, fmt.Errorf("sweep %s: no grid: give at least one entry, e.g. grid: [{protect: none}]", name)
+	}
+	if s.Base == nil {
+		s.Base = map[string]any{}
+	}
+	if _, ok := s.Base["out"]; ok {
+		return nil, fmt.Errorf("sweep %s: base sets out: the sweep decides each run's directory (give --out to sweep)", name)
+	}
+	seen := map[string]bool{}
+	for _, d := range s.Datasets {
+		if seen[d.Name] {
+			return nil, fmt.Errorf("sweep %s: dataset %q given twice", name, d.Name)
+		}
+		seen[d.Name] = true
+	}
+	return &s, nil
+}
+
+// Expand lists the runs of the sweep: datasets × grid points × seeds, in
+// file order. Names are unique; an error names the grid entry at fault.
+func (s *Spec) Expand() ([]RunSpec, error) {
+	var points [][]Param
+	for i := range s.Grid {
+		n := &s.Grid[i]
+		if n.Kind != yaml.MappingNode {
+			return nil, fmt.Errorf("sweep: grid entry %d (line %d): want a mapping such as {protect: iso, iso_t: [1, 9]}", i+1, n.Line)
+		}
+		var keys []string
+		var choices [][]any
+		for j := 0; j+1 < len(n.Content); j += 2 {
+			k := n.Content[j].Value
+			if k == "out" || k == "seed" {
+				return nil, fmt.Errorf("sweep: grid entry %d (line %d): %s is set by the sweep (use seeds: for seeds)", i+1, n.Line, k)
+			}
+			var v any
+			if err := n.Content[j+1].Decode(&v); err != nil {
+				return nil, fmt.Errorf("sweep: grid entry %d key %s: %w", i+1, k, err)
+			}
+			vals := []any{v}
+			if l, ok := v.([]any); ok && (!listKeys[k] || len(l) > 0 && isList(l[0])) {
+				if len(l) == 0 {
+					return nil, fmt.Errorf("sweep: grid entry %d (line %d): %s is an empty list", i+1, n.Line, k)
+				}
+				vals = l
+			}
+			keys = append(keys, k)
+			choices = append(choices, vals)
+		}
+		// Cartesian product, first key outermost.
+		idx := make([]int, len(keys))
+		for {
+			pt := make([]Param, len(keys))
+			for j, k := range keys {
+				pt[j] = Param{k, choices[j][idx[j]]}
+			}
+			points = append(points, pt)
+			j := len(keys) - 1
+			for ; j >= 0; j-- {
+				idx[j]++
+				if idx[j] < len(choices[j]) {
+					break
+				}
+				idx[j] = 0
+			}
+			if j < 0 {
+				break
+			}
+		}
+	}
+	datasets := s.Datasets
+	if len(datasets) == 0 {
+		datasets = []Dataset{{}}
+	}
+	seeds := s.Seeds
+	var runs []RunSpec
+	names := map[string]int{}
+	for _, d := range datasets {
+		for _, pt := range points {
+			ss := seeds
+			if len(ss) == 0 {
+				ss = []uint64{0}
+			}
+			for _, seed := range ss {
+				cfg := map[string]any{}
+				for k, v := range s.Base {
+					cfg[k] = v
+				}
+				for k, v := range d.Config {
+					cfg[k] = v
+				}
+				params := append([]Param(nil), pt...)
+				for _, p := range pt {
+					cfg[p.Key] = p.Value
+				}
+				if len(seeds) > 0 {
+					cfg["seed"] = seed
+					params = append(params, Param{"seed", seed})
+				}
+				name := runName(d.Name, params)
+				if c := names[name]; c > 0 {
+					return nil, fmt.Errorf("sweep: two grid points give the same run %q: remove the duplicate", name)
+				}
+				names[name]++
+				runs = append(runs, RunSpec{Name: name, Dataset: d.Name, Params: params, Config: cfg})
+			}
+		}
+	}
+	return runs, nil
+}
+
+func isList(v any) bool { _, ok := v.([]any); return ok }
+
+// FormatValue prints a parameter value for names and CSV cells.
+func FormatValue(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case float64:
+		if math.IsNaN(x) {
+			return ""
+		}
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = FormatValue(e)
+		}
+		return strings.Join(parts, "+")
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+// runName builds a directory name such as "marvell-marvell_s=1-seed=2":
+// the protect value first, then the other parameters in file order.
+func runName(dataset string, params []Param) string {
+	var parts []string
+	if dataset != "" {
+		parts = append(parts, dataset)
+	}
+	for _, p := range params {
+		if p.Key == "protect" {
+			parts = append(parts, FormatValue(p.Value))
+		}
+	}
+	for _, p := range params {
+		if p.Key != "protect" {
+			parts = append(parts, p.Key+"="+FormatValue(p.Value))
+		}
+	}
+	if len(parts) == 0 {
+		parts = []string{"run"}
+	}
+	return sanitize(strings.Join(parts, "-"))
+}
+
+func sanitize(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', strings.ContainsRune("-_=.+", r):
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// ConfigYAML renders a run's configuration with out set, keys sorted.
+func ConfigYAML(cfg map[string]any, out string) ([]byte, error) {
+	m := make(map[string]any, len(cfg)+1)
+	for k, v := range cfg {
+		m[k] = v
+	}
+	m["out"] = out
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(m); err != nil {
+		return nil, fmt.Errorf("sweep: config for %s: %w", out, err)
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,370 @@
+package grpcnet
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/splitguard/splitguard/proto/splitguardpb"
+	"github.com/splitguard/splitguard/psi"
+	"github.com/splitguard/splitguard/transport"
+)
+
+// ClientOptions configure Dial. Zero durations and counts take the
+// defaults given.
+type ClientOptions struct {
+	// TLS is the client's mutual-TLS configuration (pki.ClientTLSConfig).
+	TLS *tls.Config
+	// InsecureLoopback dials in plaintext; only loopback addresses are
+	// accepted. Exactly one of TLS and InsecureLoopback must be set.
+	InsecureLoopback bool
+	// MaxMessageBytes bounds one sent or received message;
+	// DefaultMaxMessageBytes when 0.
+	MaxMessageBytes int
+	// ExchangeTimeout bounds one attempt of one Forward/Backward exchange
+	// (default 2 minutes).
+	ExchangeTimeout time.Duration
+	// CallTimeout bounds each control call (default 10 minutes: a PSI
+	// round over millions of IDs takes minutes).
+	CallTimeout time.Duration
+	// MaxRetries is how often one exchange is re-sent after a transient
+	// failure (default 6; negative: never).
+	MaxRetries int
+	// BackoffBase and BackoffMax shape the exponential backoff between
+	// attempts: BackoffBase·2^attempt, capped at BackoffMax (defaults
+	// 100 ms and 10 s).
+	BackoffBase, BackoffMax time.Duration
+	// Logger receives retries and refusals; slog.Default() when nil.
+	Logger *slog.Logger
+}
+
+// ErrClientClosed is returned by calls after Close.
+var ErrClientClosed = errors.New("grpcnet: client closed")
+
+// Client is the passive party's end: a gRPC client of the active party's
+// SplitLearning service and a transport.PassiveConn. Create it with Dial.
+type Client struct {
+	o    ClientOptions
+	log  *slog.Logger
+	conn *grpc.ClientConn
+	rpc  pb.SplitLearningClient
+	cnt  counters
+	max  int
+
+	mu     sync.Mutex // serialises Exchange and Close (lock-step)
+	closed bool
+	stream pb.SplitLearning_TrainClient
+	cancel context.CancelFunc // cancels stream
+}
+
+var _ transport.PassiveConn = (*Client)(nil)
+
+// Dial prepares a connection to the active party at addr ("host:port").
+// The connection is made lazily and re-made after failures; the first call
+// (normally Hello) waits for it up to CallTimeout.
+func Dial(addr string, o ClientOptions) (*Client, error) {
+	var creds credentials.TransportCredentials
+	switch {
+	case o.TLS != nil && o.InsecureLoopback:
+		return nil, errors.New("grpcnet: client: set either TLS or InsecureLoopback, not both")
+	case o.TLS != nil:
+		if o.TLS.ServerName == "" || len(o.TLS.Certificates) == 0 {
+			return nil, errors.New("grpcnet: client: the TLS config must pin the server name and carry a client certificate (use pki.ClientTLSConfig)")
+		}
+		creds = credentials.NewTLS(o.TLS)
+	case o.InsecureLoopback:
+		if err := CheckLoopback(addr); err != nil {
+			return nil, err
+		}
+		creds = insecure.NewCredentials()
+	default:
+		return nil, errors.New("grpcnet: client: no TLS config (mutual TLS is required; InsecureLoopback is for loopback tests only)")
+	}
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if o.ExchangeTimeout <= 0 {
+		o.ExchangeTimeout = 2 * time.Minute
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = 10 * time.Minute
+	}
+	if o.MaxRetries == 0 {
+		o.MaxRetries = 6
+	}
+	if o.BackoffBase <= 0 {
+		o.BackoffBase = 100 * time.Millisecond
+	}
+	if o.BackoffMax <= 0 {
+		o.BackoffMax = 10 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	c := &Client{o: o, log: o.Logger.With("side", "passive", "addr", addr), max: o.MaxMessageBytes / 4}
+	conn, err := grpc.NewClient(addr,
+		grpc.WithTransportCredentials(creds),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(o.MaxMessageBytes), grpc.MaxCallSendMsgSize(o.MaxMessageBytes)),
+		grpc.WithStatsHandler(&statsHandler{c: &c.cnt}),
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 20 * time.Second}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("grpcnet: dial %s: %w", addr, err)
+	}
+	c.conn, c.rpc = conn, pb.NewSplitLearningClient(conn)
+	return c, nil
+}
+
+// Stats returns the client's traffic counters.
+func (c *Client) Stats() Stats { return c.cnt.snapshot() }
+
+func (c *Client) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.o.CallTimeout)
+}
+
+// Hello sends the passive party's greeting and returns the active party's
+// view. It fails when the active refuses or when the views disagree
+// (version or config fingerprint), naming every difference.
+func (c *Client) Hello(ctx context.Context, local Hello) (*Hello, error) {
+	local = local.withDefaults()
+	fp, err := local.Config.toPB()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	resp, err := c.rpc.Hello(ctx, &pb.HelloRequest{ProtocolVersion: local.Version, Party: local.Party, Config: fp}, grpc.WaitForReady(true))
+	if err != nil {
+		return nil, fmt.Errorf("grpcnet: hello: %w", err)
+	}
+	remote := &Hello{Version: resp.GetProtocolVersion(), Party: resp.GetParty(), Config: fingerprintFromPB(resp.GetConfig())}
+	if !resp.GetAccepted() {
+		c.log.Warn("grpcnet: the active party refused the run", "reason", resp.GetReason())
+		return remote, fmt.Errorf("grpcnet: hello: the active party %q refused the run: %s", remote.Party, resp.GetReason())
+	}
+	if reason := local.mismatch(*remote); reason != "" {
+		c.log.Warn("grpcnet: refusing the run", "reason", reason)
+		return remote, fmt.Errorf("grpcnet: hello: the active party %q accepted but disagrees: %s", remote.Party, reason)
+	}
+	return remote, nil
+}
+
+// PSI sends one PSI round; it fits psi.Run as
+// func(r *psi.Request) (*psi.Response, error) { return c.PSI(ctx, r) }.
+func (c *Client) PSI(ctx context.Context, req *psi.Request) (*psi.Response, error) {
+	if req.Round < 0 {
+		return nil, fmt.Errorf("grpcnet: PSI: negative round %d", req.Round)
+	}
+	ctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	resp, err := c.rpc.PSI(ctx, &pb.PSIRequest{Round: uint32(req.Round), Elements: req.Elements, Digest: req.Digest}, grpc.WaitForReady(true))
+	if err != nil {
+		return nil, fmt.Errorf("grpcnet: PSI round %d: %w", req.Round, err)
+	}
+	return &psi.Response{Round: int(resp.GetRound()), Elements: resp.GetElements(), Own: resp.GetOwn(), Digest: resp.GetDigest()}, nil
+}
+
+// Checkpoint asks the active party to checkpoint after step training
+// steps; it returns once the active has agreed (and checkpointed).
+func (c *Client) Checkpoint(ctx context.Context, step int64) error {
+	ctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	resp, err := c.rpc.Checkpoint(ctx, &pb.CheckpointRequest{Step: step}, grpc.WaitForReady(true))
+	if err != nil {
+		return fmt.Errorf("grpcnet: checkpoint at step %d: %w", step, err)
+	}
+	if resp.GetStep() != step {
+		return fmt.Errorf("grpcnet: checkpoint at step %d: the active party confirmed step %d", step, resp.GetStep())
+	}
+	return nil
+}
+
+// Shutdown tells the active party that the run is over; a non-empty reason
+// marks an abort. Call it before Close.
+func (c *Client) Shutdown(ctx context.Context, reason string) error {
+	ctx, cancel := c.callCtx(ctx)
+	defer cancel()
+	if _, err := c.rpc.Shutdown(ctx, &pb.ShutdownRequest{Reason: reason}); err != nil {
+		return fmt.Errorf("grpcnet: shutdown: %w", err)
+	}
+	return nil
+}
+
+// Exchange sends f on the Train stream and waits for the answer, retrying
+// transient failures as the package doc describes. The answer is checked
+// (step, batch, shape, finiteness) before it is returned.
+func (c *Client) Exchange(ctx context.Context, f *transport.Forward) (*transport.Backward, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClientClosed
+	}
+	m, err := encodeForward(f)
+	if err != nil {
+		return nil, err
+	}
+	where := fmt.Sprintf("%v step %d batch %d", f.Phase, f.Step, f.Batch)
+	for attempt := 0; ; attempt++ {
+		reply, err := c.attempt(ctx, m)
+		if err == nil {
+			b, err := decodeBackward(reply, f, c.max)
+			if err != nil {
+				c.cnt.rejected.Add(1)
+				c.log.Warn("grpcnet: refused the active party's answer", "msg", where, "err", err)
+				return nil, fmt.Errorf("grpcnet: %s: refused the answer: %w", where, err)
+			}
+			c.cnt.exchanges.Add(1)
+			return b, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("grpcnet: %s: %w", where, ctx.Err())
+		}
+		if !transient(err) || attempt >= c.o.MaxRetries {
+			c.log.Warn("grpcnet: exchange failed", "msg", where, "attempts", attempt+1, "err", err)
+			return nil, fmt.Errorf("grpcnet: %s: %w", where, err)
+		}
+		delay := min(c.o.BackoffBase<<min(attempt, 30), c.o.BackoffMax)
+		c.log.Warn("grpcnet: exchange failed, re-sending", "msg", where, "attempt", attempt+1, "in", delay, "err", err)
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("grpcnet: %s: %w", where, ctx.Err())
+		}
+		c.cnt.retries.Add(1)
+	}
+}
+
+// attempt sends m once on the current stream (opening one if needed) and
+// waits for the answer within ExchangeTimeout. On failure the stream is
+// dropped.
+func (c *Client) attempt(ctx context.Context, m *pb.Forward) (*pb.Backward, error) {
+	var timedOut atomic.Bool
+	var streamCancel context.CancelFunc
+	var mu sync.Mutex // guards streamCancel against the timer
+	cancelStream := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if streamCancel != nil {
+			streamCancel()
+		}
+	}
+	timer := time.AfterFunc(c.o.ExchangeTimeout, func() { timedOut.Store(true); cancelStream() })
+	defer timer.Stop()
+	stop := context.AfterFunc(ctx, cancelStream)
+	defer stop()
+
+	if c.stream == nil {
+		sctx, cancel := context.WithCancel(context.Background())
+		mu.Lock()
+		streamCancel = cancel
+		mu.Unlock()
+		if timedOut.Load() || ctx.Err() != nil {
+			cancel()
+		}
+		st, err := c.rpc.Train(sctx, grpc.WaitForReady(true))
+		if err != nil {
+			cancel()
+			return nil, c.attemptErr(err, timedOut.Load())
+		}
+		c.stream, c.cancel = st, cancel
+	} else {
+		mu.Lock()
+		streamCancel = c.cancel
+		mu.Unlock()
+		if timedOut.Load() || ctx.Err() != nil {
+			c.cancel()
+		}
+	}
+	err := c.stream.Send(m)
+	var reply *pb.Backward
+	if err == nil {
+		reply, err = c.stream.Recv()
+	} else if errors.Is(err, io.EOF) {
+		// The stream has ended; Recv returns the real status.
+		_, err = c.stream.Recv()
+	}
+	if err != nil {
+		c.dropStream()
+		return nil, c.attemptErr(err, timedOut.Load())
+	}
+	return reply, nil
+}
+
+func (c *Client) attemptErr(err error, timedOut bool) error {
+	if timedOut {
+		return status.Errorf(codes.DeadlineExceeded, "grpcnet: no answer within %v", c.o.ExchangeTimeout)
+	}
+	if errors.Is(err, io.EOF) {
+		return status.Error(codes.Unavailable, "grpcnet: the stream ended without a status")
+	}
+	return err
+}
+
+func (c *Client) dropStream() {
+	if c.cancel != nil {
+		c.cancel()
+	}
+	c.stream, c.cancel = nil, nil
+}
+
+// transient reports whether an exchange that failed with err may be
+// re-sent.
+func transient(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted, codes.Canceled:
+		return true
+	}
+	return false
+}
+
+// Close ends the Train stream, which tells the active party that no more
+// batches follow (its Recv returns io.EOF), and closes the connection.
+// Send Shutdown first when the active should also be told why.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	var err error
+	if c.stream != nil {
+		if err = c.stream.CloseSend(); err == nil {
+			// Wait (briefly) for the server to end the stream, so that it
+			// has seen the end before the connection goes away.
+			st, done := c.stream, make(chan struct{})
+			go func() {
+				for {
+					if _, rerr := st.Recv(); rerr != nil {
+						break
+					}
+				}
+				close(done)
+			}()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+			}
+		}
+		c.dropStream()
+	}
+	if cerr := c.conn.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("grpcnet: close: %w", cerr)
+	}
+	return err
+}

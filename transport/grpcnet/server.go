@@ -1,0 +1,525 @@
+package grpcnet
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/stats"
+	"google.golang.org/grpc/status"
+
+	"github.com/splitguard/splitguard/pki"
+	pb "github.com/splitguard/splitguard/proto/splitguardpb"
+	"github.com/splitguard/splitguard/psi"
+	"github.com/splitguard/splitguard/tensor"
+	"github.com/splitguard/splitguard/transport"
+)
+
+// Handlers are the active party's answers to the control calls. A nil
+// handler makes its call fail with codes.Unimplemented, except Hello
+// (version and fingerprint are always checked; a nil Hello accepts any
+// peer that matches them) and Shutdown (a nil Shutdown only ends the run).
+type Handlers struct {
+	// Hello may refuse a peer whose version and fingerprint matched, e.g. by
+	// party name; its error message is sent back as the reason.
+	Hello func(ctx context.Context, peer Hello) error
+	// PSI answers one PSI round; (*psi.Responder).Handle fits after
+	// wrapping.
+	PSI func(ctx context.Context, req *psi.Request) (*psi.Response, error)
+	// Checkpoint is asked to checkpoint after step training steps; an error
+	// refuses.
+	Checkpoint func(ctx context.Context, step int64) error
+	// Shutdown is told that the passive ends the run; reason is empty for a
+	// normal end.
+	Shutdown func(ctx context.Context, reason string) error
+}
+
+// ServerOptions configure Listen.
+type ServerOptions struct {
+	// TLS is the server's mutual-TLS configuration (pki.ServerTLSConfig).
+	TLS *tls.Config
+	// InsecureLoopback serves plaintext; only loopback addresses are
+	// accepted. Exactly one of TLS and InsecureLoopback must be set.
+	InsecureLoopback bool
+	// Local is the active party's own Hello (its view of the config).
+	Local Hello
+	// Handlers answer the control calls.
+	Handlers Handlers
+	// MaxMessageBytes bounds one received or sent message;
+	// DefaultMaxMessageBytes when 0.
+	MaxMessageBytes int
+	// Logger receives refusals and connection events; slog.Default() when
+	// nil.
+	Logger *slog.Logger
+}
+
+// ErrServerClosed is returned by Recv after Close.
+var ErrServerClosed = errors.New("grpcnet: server closed")
+
+// Server is the active party's end: a gRPC server of SplitLearning and a
+// transport.ActiveConn. Create it with Listen.
+type Server struct {
+	o         ServerOptions
+	log       *slog.Logger
+	maxValues int
+	lis       net.Listener
+	grpc      *grpc.Server
+	seed      maphash.Seed
+	cnt       counters
+	helloOK   atomic.Bool
+	serveErr  chan error
+	closeOnce sync.Once
+	closeErr  error
+
+	mu        sync.Mutex
+	have      bool // a message has been admitted
+	lastKey   key
+	lastSum   uint64
+	lastRows  int // shape of the last embedding
+	lastCols  int
+	lastPhase transport.Phase
+	lastReply *pb.Backward  // nil while the last message is unanswered
+	ready     chan struct{} // closed when lastReply is set
+	incoming  chan *transport.Forward
+	ended     chan struct{} // closed by end
+	endErr    error
+}
+
+var _ transport.ActiveConn = (*Server)(nil)
+
+// key orders the messages of a run.
+type key struct {
+	step  int64
+	phase transport.Phase
+	batch int
+}
+
+func (k key) rank() int {
+	if k.phase == transport.Eval {
+		return 0
+	}
+	return 1
+}
+
+func (k key) less(o key) bool {
+	if k.step != o.step {
+		return k.step < o.step
+	}
+	if k.rank() != o.rank() {
+		return k.rank() < o.rank()
+	}
+	return k.batch < o.batch
+}
+
+func (k key) String() string { return fmt.Sprintf("%v step %d batch %d", k.phase, k.step, k.batch) }
+
+// Listen starts serving on addr ("host:port"; port 0 picks a free port) in
+// the background.
+func Listen(addr string, o ServerOptions) (*Server, error) {
+	creds, err := serverCreds(addr, o)
+	if err != nil {
+		return nil, err
+	}
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	o.Local = o.Local.withDefaults()
+	s := &Server{
+		o: o, log: o.Logger.With("side", "active"), maxValues: o.MaxMessageBytes / 4,
+		seed: maphash.MakeSeed(), serveErr: make(chan error, 1),
+		incoming: make(chan *transport.Forward, 1), ended: make(chan struct{}),
+	}
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("grpcnet: listen on %s: %w", addr, err)
+	}
+	if o.InsecureLoopback {
+		if err := CheckLoopback(lis.Addr().String()); err != nil {
+			lis.Close()
+			return nil, err
+		}
+	}
+	s.lis = lis
+	if o.TLS != nil {
+		creds = credentials.NewTLS(s.loggingTLS(o.TLS))
+	}
+	s.grpc = grpc.NewServer(
+		grpc.Creds(creds),
+		grpc.MaxRecvMsgSize(o.MaxMessageBytes),
+		grpc.MaxSendMsgSize(o.MaxMessageBytes),
+		grpc.StatsHandler(&statsHandler{c: &s.cnt}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 20 * time.Second}),
+	)
+	pb.RegisterSplitLearningServer(s.grpc, &service{s: s})
+	go func() { s.serveErr <- s.grpc.Serve(lis) }()
+	s.log.Info("grpcnet: serving", "addr", lis.Addr().String(), "tls", o.TLS != nil)
+	return s, nil
+}
+
+// loggingTLS returns a copy of cfg that logs every refused client with the
+// server's logger (gRPC itself only logs handshake failures to grpclog).
+func (s *Server) loggingTLS(cfg *tls.Config) *tls.Config {
+	c := cfg.Clone()
+	verify := cfg.VerifyConnection
+	c.VerifyConnection = func(cs tls.ConnectionState) error {
+		var err error
+		if verify != nil {
+			err = verify(cs)
+		}
+		if err != nil {
+			s.cnt.rejected.Add(1)
+			s.log.Warn("grpcnet: refused a TLS client", "err", err)
+		}
+		return err
+	}
+	return c
+}
+
+func serverCreds(addr string, o ServerOptions) (credentials.TransportCredentials, error) {
+	switch {
+	case o.TLS != nil && o.InsecureLoopback:
+		return nil, errors.New("grpcnet: server: set either TLS or InsecureLoopback, not both")
+	case o.TLS != nil:
+		if o.TLS.ClientAuth != tls.RequireAndVerifyClientCert && (o.TLS.ClientAuth != tls.RequireAnyClientCert || o.TLS.VerifyConnection == nil) {
+			return nil, errors.New("grpcnet: server: the TLS config must require and verify client certificates (use pki.ServerTLSConfig)")
+		}
+		return credentials.NewTLS(o.TLS), nil
+	case o.InsecureLoopback:
+		if err := CheckLoopback(addr); err != nil {
+			return nil, err
+		}
+		return insecure.NewCredentials(), nil
+	}
+	return nil, errors.New("grpcnet: server: no TLS config (mutual TLS is required; InsecureLoopback is for loopback tests only)")
+}
+
+// Addr returns the address the server listens on.
+func (s *Server) Addr() string { return s.lis.Addr().String() }
+
+// Stats returns the server's traffic counters.
+func (s *Server) Stats() Stats { return s.cnt.snapshot() }
+
+// Close stops the server: open calls get a little time to finish, then
+// the connections are closed. Recv returns ErrServerClosed afterwards
+// (unless the run had already ended). Calling Close again returns the
+// first call's result.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.close() })
+	return s.closeErr
+}
+
+func (s *Server) close() error {
+	s.end(ErrServerClosed)
+	done := make(chan struct{})
+	go func() { s.grpc.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		s.grpc.Stop()
+		<-done
+	}
+	if err := <-s.serveErr; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		return fmt.Errorf("grpcnet: serve: %w", err)
+	}
+	return nil
+}
+
+// end marks the run over; the first reason wins.
+func (s *Server) end(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.ended:
+	default:
+		s.endErr = err
+		close(s.ended)
+	}
+}
+
+// Recv waits for the next forward message. It returns io.EOF once the
+// passive party has closed its stream or sent a normal Shutdown, and an
+// error naming the reason after an aborting Shutdown.
+func (s *Server) Recv(ctx context.Context) (*transport.Forward, error) {
+	select {
+	case f := <-s.incoming:
+		return f, nil
+	default:
+	}
+	select {
+	case f := <-s.incoming:
+		return f, nil
+	case <-s.ended:
+		return nil, s.endErr
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Reply answers the message last received. b must name its step and
+// batch; a Train answer carries a finite gradient of the embedding's
+// shape, an Eval answer none.
+func (s *Server) Reply(ctx context.Context, b *transport.Backward) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.have || s.lastReply != nil {
+		return errors.New("grpcnet: Reply without an unanswered message")
+	}
+	k := s.lastKey
+	if b == nil {
+		return fmt.Errorf("grpcnet: Reply to %v: nil answer", k)
+	}
+	if b.Step != k.step || b.Batch != k.batch {
+		return fmt.Errorf("grpcnet: Reply for step %d batch %d, the unanswered message is %v", b.Step, b.Batch, k)
+	}
+	m := &pb.Backward{Step: b.Step, Batch: int64(b.Batch)}
+	switch k.phase {
+	case transport.Eval:
+		if b.Grad != nil {
+			return fmt.Errorf("grpcnet: Reply to %v carries a gradient; an evaluation batch is answered without one", k)
+		}
+	default:
+		if b.Grad == nil || b.Grad.Rows != s.lastRows || b.Grad.Cols != s.lastCols {
+			return fmt.Errorf("grpcnet: Reply to %v: gradient shape %s, the embedding was %d×%d", k, shapeOf(b.Grad), s.lastRows, s.lastCols)
+		}
+		if err := tensor.CheckFinite(fmt.Sprintf("grpcnet: Reply to %v: gradient", k), b.Grad); err != nil {
+			return err
+		}
+		g, err := encodeTensor(b.Grad)
+		if err != nil {
+			return fmt.Errorf("grpcnet: Reply to %v: %w", k, err)
+		}
+		m.Grad = g
+	}
+	s.lastReply = m
+	close(s.ready)
+	return nil
+}
+
+// admit applies the ordering rules of the package doc to an incoming
+// message and returns the answer to send.
+func (s *Server) admit(ctx context.Context, f *transport.Forward, sum uint64) (*pb.Backward, error) {
+	k := key{step: f.Step, phase: f.Phase, batch: f.Batch}
+	s.mu.Lock()
+	select {
+	case <-s.ended:
+		s.mu.Unlock()
+		return nil, statusf(codes.FailedPrecondition, "%v refused: the run has ended (%v)", k, s.endErr)
+	default:
+	}
+	switch {
+	case s.have && k == s.lastKey:
+		if sum != s.lastSum {
+			s.mu.Unlock()
+			return nil, statusf(codes.InvalidArgument, "%v re-sent with different content", k)
+		}
+		s.cnt.retries.Add(1)
+		s.log.Info("grpcnet: answering a re-sent message without re-applying it", "msg", k.String())
+	case s.have && k.less(s.lastKey):
+		last := s.lastKey
+		s.mu.Unlock()
+		return nil, statusf(codes.FailedPrecondition, "replayed old message %v refused: %v was already received", k, last)
+	case s.have && s.lastReply == nil:
+		last := s.lastKey
+		s.mu.Unlock()
+		return nil, statusf(codes.FailedPrecondition, "%v arrived while %v is unanswered (the protocol is lock-step)", k, last)
+	default:
+		s.have, s.lastKey, s.lastSum, s.lastPhase = true, k, sum, f.Phase
+		s.lastRows, s.lastCols = f.Embedding.Rows, f.Embedding.Cols
+		s.lastReply, s.ready = nil, make(chan struct{})
+		s.incoming <- f // never blocks: the previous message was received and answered
+	}
+	ready := s.ready
+	s.mu.Unlock()
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		return nil, statusf(codes.Canceled, "%v: stream ended before the answer was ready", k)
+	case <-s.ended:
+		return nil, statusf(codes.FailedPrecondition, "%v: the run ended before the answer was ready", k)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastReply, nil
+}
+
+// service implements the generated server interface.
+type service struct {
+	pb.UnimplementedSplitLearningServer
+	s *Server
+}
+
+// peerName names the caller in logs: its certificate's party name, or its
+// address.
+func peerName(ctx context.Context) string {
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return "unknown"
+	}
+	if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok {
+		if n := pki.PeerName(ti.State); n != "" {
+			return n
+		}
+	}
+	return p.Addr.String()
+}
+
+func (v *service) Hello(ctx context.Context, req *pb.HelloRequest) (*pb.HelloResponse, error) {
+	s := v.s
+	local := s.o.Local
+	fp, err := local.Config.toPB()
+	if err != nil {
+		return nil, toStatus(err, codes.Internal, "hello")
+	}
+	resp := &pb.HelloResponse{ProtocolVersion: local.Version, Party: local.Party, Config: fp}
+	remote := Hello{Version: req.GetProtocolVersion(), Party: req.GetParty(), Config: fingerprintFromPB(req.GetConfig())}
+	reason := local.mismatch(remote)
+	if reason == "" && s.o.Handlers.Hello != nil {
+		if err := s.o.Handlers.Hello(ctx, remote); err != nil {
+			reason = err.Error()
+		}
+	}
+	if reason != "" {
+		resp.Reason = reason
+		s.log.Warn("grpcnet: refused the run", "peer", peerName(ctx), "party", remote.Party, "reason", reason)
+		return resp, nil
+	}
+	resp.Accepted = true
+	s.helloOK.Store(true)
+	s.log.Info("grpcnet: hello", "peer", peerName(ctx), "party", remote.Party)
+	return resp, nil
+}
+
+func (v *service) PSI(ctx context.Context, req *pb.PSIRequest) (*pb.PSIResponse, error) {
+	s := v.s
+	if !s.helloOK.Load() {
+		return nil, statusf(codes.FailedPrecondition, "PSI before a successful Hello")
+	}
+	if s.o.Handlers.PSI == nil {
+		return nil, statusf(codes.Unimplemented, "this active party does not run PSI")
+	}
+	resp, err := s.o.Handlers.PSI(ctx, &psi.Request{Round: int(req.GetRound()), Elements: req.GetElements(), Digest: req.GetDigest()})
+	if err != nil {
+		s.cnt.rejected.Add(1)
+		s.log.Warn("grpcnet: PSI round failed", "peer", peerName(ctx), "round", req.GetRound(), "err", err)
+		return nil, toStatus(err, codes.InvalidArgument, fmt.Sprintf("PSI round %d", req.GetRound()))
+	}
+	return &pb.PSIResponse{Round: uint32(resp.Round), Elements: resp.Elements, Own: resp.Own, Digest: resp.Digest}, nil
+}
+
+func (v *service) Checkpoint(ctx context.Context, req *pb.CheckpointRequest) (*pb.CheckpointResponse, error) {
+	s := v.s
+	if s.o.Handlers.Checkpoint == nil {
+		return nil, statusf(codes.Unimplemented, "this active party does not checkpoint")
+	}
+	if req.GetStep() < 0 {
+		return nil, statusf(codes.InvalidArgument, "checkpoint at negative step %d", req.GetStep())
+	}
+	if err := s.o.Handlers.Checkpoint(ctx, req.GetStep()); err != nil {
+		s.log.Warn("grpcnet: checkpoint refused", "peer", peerName(ctx), "step", req.GetStep(), "err", err)
+		return nil, toStatus(err, codes.FailedPrecondition, fmt.Sprintf("checkpoint at step %d", req.GetStep()))
+	}
+	return &pb.CheckpointResponse{Step: req.GetStep()}, nil
+}
+
+func (v *service) Shutdown(ctx context.Context, req *pb.ShutdownRequest) (*pb.ShutdownResponse, error) {
+	s := v.s
+	reason := req.GetReason()
+	s.log.Info("grpcnet: shutdown requested", "peer", peerName(ctx), "reason", reason)
+	var herr error
+	if s.o.Handlers.Shutdown != nil {
+		herr = s.o.Handlers.Shutdown(ctx, reason)
+	}
+	if reason == "" {
+		s.end(io.EOF)
+	} else {
+		s.end(fmt.Errorf("grpcnet: the passive party aborted the run: %s", reason))
+	}
+	if herr != nil {
+		return nil, toStatus(herr, codes.Internal, "shutdown")
+	}
+	return &pb.ShutdownResponse{}, nil
+}
+
+func (v *service) Train(stream pb.SplitLearning_TrainServer) error {
+	s := v.s
+	ctx := stream.Context()
+	who := peerName(ctx)
+	if !s.helloOK.Load() {
+		return statusf(codes.FailedPrecondition, "Train before a successful Hello")
+	}
+	s.log.Debug("grpcnet: train stream opened", "peer", who)
+	for {
+		m, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			s.log.Info("grpcnet: the passive party closed the train stream", "peer", who)
+			s.end(io.EOF)
+			return nil
+		}
+		if err != nil {
+			// A broken connection: the passive may reconnect and re-send.
+			s.log.Info("grpcnet: train stream broken", "peer", who, "err", err)
+			return err
+		}
+		f, err := decodeForward(m, s.maxValues)
+		if err != nil {
+			s.cnt.rejected.Add(1)
+			s.log.Warn("grpcnet: refused a forward message", "peer", who, "err", err)
+			return statusf(codes.InvalidArgument, "refused forward message: %v", err)
+		}
+		reply, err := s.admit(ctx, f, checksum(s.seed, m))
+		if status.Code(err) == codes.Canceled {
+			s.log.Info("grpcnet: train stream ended while a step was in flight", "peer", who, "err", err)
+			return err
+		}
+		if err != nil {
+			s.cnt.rejected.Add(1)
+			s.log.Warn("grpcnet: refused a forward message", "peer", who, "err", err)
+			return err
+		}
+		if err := stream.Send(reply); err != nil {
+			s.log.Info("grpcnet: train stream broken while answering", "peer", who, "err", err)
+			return err
+		}
+		s.cnt.exchanges.Add(1)
+	}
+}
+
+// statsHandler counts message bytes for Stats.
+type statsHandler struct{ c *counters }
+
+func (h *statsHandler) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+func (h *statsHandler) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
+	return ctx
+}
+func (h *statsHandler) HandleConn(context.Context, stats.ConnStats) {}
+func (h *statsHandler) HandleRPC(_ context.Context, st stats.RPCStats) {
+	switch p := st.(type) {
+	case *stats.InPayload:
+		h.c.bytesRecv.Add(int64(p.WireLength))
+		h.c.msgsRecv.Add(1)
+	case *stats.OutPayload:
+		h.c.bytesSent.Add(int64(p.WireLength))
+		h.c.msgsSent.Add(1)
+	}
+}
