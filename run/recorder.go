@@ -122,6 +122,9 @@ func (r *recorder) passiveBatch(ob *passive.Observation, bottom model.Bottom) er
 	if err := r.batches.Write(rec); err != nil {
 		return r.fail(err)
 	}
+	if r.opt.OnBatch != nil {
+		r.opt.OnBatch(rec)
+	}
 	if r.dump != nil {
 		if err := r.dump.batch(ob, a); err != nil {
 			return r.fail(err)
@@ -157,6 +160,9 @@ func (r *recorder) eval(res *active.EvalResult) error {
 	e := EvalRecord{Step: res.Step, TestAUC: res.AUC, TestLoss: res.Loss, ACE: res.ACE}
 	if err := r.evals.Write(e); err != nil {
 		return r.fail(err)
+	}
+	if r.opt.OnEval != nil {
+		r.opt.OnEval(e)
 	}
 	r.evalsSeen = append(r.evalsSeen, e)
 	if e.TestAUC > r.best.TestAUC {

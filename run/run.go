@@ -25,6 +25,12 @@ type Options struct {
 	Log io.Writer
 	// Progress, when set, is told about every batch (for a progress bar).
 	Progress func(p Progress)
+	// OnBatch, when set, is called with every batches.jsonl record after
+	// it is written (its Leak map is reused afterwards: copy what you keep).
+	OnBatch func(BatchRecord)
+	// OnEval, when set, is called with every eval.jsonl record after it
+	// is written.
+	OnEval func(EvalRecord)
 }
 
 // Progress is a snapshot handed to Options.Progress after every batch.

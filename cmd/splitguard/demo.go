@@ -13,7 +13,7 @@ func init() { subcommands = append(subcommands, newDemoCmd) }
 
 func newDemoCmd() *cobra.Command {
 	var out string
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Train on in-memory Criteo-shaped data and show what leaks (no files needed)",
 		Long: `demo generates 200,000 rows of Criteo-shaped synthetic data in memory, trains the
@@ -38,11 +38,13 @@ gradients the passive party received.`,
 					cfg.MarvellS = 4
 				}
 				cfg.Out = filepath.Join(out, protect)
-				if err := trainAndReport(cmd.Context(), cfg, cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
+				if err := trainAndReport(cmd.Context(), cfg, "", cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
 					return err
 				}
 			}
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&out, "out", "", "where to keep the two run directories (default: a new temporary directory)")
+	return cmd
 }

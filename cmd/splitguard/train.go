@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/ui"
 )
 
 func init() { subcommands = append(subcommands, newTrainCmd) }
@@ -61,7 +62,7 @@ func trainFlags(fs *pflag.FlagSet, c *run.Config) {
 
 func newTrainCmd() *cobra.Command {
 	cfg := run.Default()
-	var configFile string
+	var configFile, uiAddr string
 	cmd := &cobra.Command{
 		Use:   "train --data PATH --out DIR [flags]",
 		Short: "Run two-party split training in one process, auditing label leakage every batch",
@@ -71,11 +72,13 @@ func newTrainCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return trainAndReport(cmd.Context(), final, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return trainAndReport(cmd.Context(), final, uiAddr, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	trainFlags(cmd.Flags(), &cfg)
 	cmd.Flags().StringVar(&configFile, "config", "", "YAML config file; its keys mirror the flags, flags given on the command line win")
+	cmd.Flags().StringVar(&uiAddr, "ui", "", "serve a live page with loss, test AUC and leak AUC charts on ADDR (default "+ui.DefaultAddr+" when given without a value)")
+	cmd.Flags().Lookup("ui").NoOptDefVal = ui.DefaultAddr
 	return cmd
 }
 
@@ -108,20 +111,67 @@ func resolveConfig(fs *pflag.FlagSet, configFile string, fromFlags run.Config) (
 	return fileCfg, perr
 }
 
-func trainAndReport(ctx context.Context, cfg run.Config, stdout, stderr io.Writer) error {
+func trainAndReport(ctx context.Context, cfg run.Config, uiAddr string, stdout, stderr io.Writer) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
 	prog := newProgress(stderr, cfg.Batch)
-	sum, err := run.Train(ctx, cfg, run.Options{Log: prog.logWriter(), Progress: prog.update})
+	opts := run.Options{Log: prog.logWriter(), Progress: prog.update}
+	var feed *ui.Feed
+	if uiAddr != "" {
+		feed = ui.NewFeed(ui.Info{Title: cfg.Out, Protect: protectLabel(cfg), Method: cfg.Protect})
+		srv, err := ui.Start(ctx, uiAddr, feed)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stderr, "live page:", srv.URL)
+		opts.OnBatch = func(r run.BatchRecord) { feed.Batch(ui.Batch{Step: r.Step, Loss: r.Loss, Leak: r.Leak}) }
+		opts.OnEval = func(r run.EvalRecord) {
+			feed.Eval(ui.Eval{Step: r.Step, TestAUC: r.TestAUC, TestLoss: r.TestLoss, ACE: r.ACE})
+		}
+		opts.Progress = func(p run.Progress) { feed.SetTotal(p.Total); prog.update(p) }
+	}
+	sum, err := run.Train(ctx, cfg, opts)
 	prog.finish()
+	if feed != nil {
+		feed.Done(err)
+	}
 	if err != nil {
 		return err
 	}
 	printSummary(stdout, cfg, sum)
 	return nil
+}
+
+// protectLabel describes the protection setting, e.g. "marvell s=4".
+func protectLabel(c run.Config) string {
+	label := c.Protect
+	switch c.Protect {
+	case "marvell":
+		switch {
+		case c.MarvellErrorBound > 0:
+			label += fmt.Sprintf(" L=%g", c.MarvellErrorBound)
+		case c.MarvellSumKL > 0:
+			label += fmt.Sprintf(" τ=%g", c.MarvellSumKL)
+		default:
+			label += fmt.Sprintf(" s=%g", c.MarvellS)
+		}
+	case "iso":
+		if c.IsoRatio > 0 {
+			label += fmt.Sprintf(" r=%g", c.IsoRatio)
+		} else {
+			label += fmt.Sprintf(" t=%g", c.IsoT)
+		}
+	}
+	if c.DCorAlpha > 0 {
+		label += fmt.Sprintf(" + dCor α=%g", c.DCorAlpha)
+	}
+	if c.LabelDPEps > 0 {
+		label += fmt.Sprintf(" + label DP ε=%g", c.LabelDPEps)
+	}
+	return label
 }
 
 func printSummary(w io.Writer, cfg run.Config, s *run.Summary) {
