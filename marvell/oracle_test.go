@@ -199,10 +199,8 @@ func alternating(pr Problem, rng *rand.Rand) float64 {
 	q, p, dm, P := 1-pr.Pos, pr.Pos, float64(pr.D-1), pr.Power
 	// w = (λ₁⁰, λ₂⁰, λ₁¹, λ₂¹); coefficient of each in the constraint.
 	coef := [4]float64{q, q * dm, p, p * dm}
-	free := []int{0, 1, 2}
-	if pr.U <= pr.V {
-		free = []int{0, 1, 2} // λ₂¹ = 0
-	} else {
+	free := []int{0, 1, 2} // u ≤ v: λ₂¹ = 0
+	if pr.U > pr.V {
 		free = []int{0, 2, 3} // λ₂⁰ = 0
 	}
 	if pr.D == 1 || pr.U == pr.V {

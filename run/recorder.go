@@ -38,7 +38,6 @@ type recorder struct {
 	protectMS float64
 	evalsSeen []EvalRecord
 	best      EvalRecord
-	bestACE   float64
 	err       error
 	dump      *dumper
 }
