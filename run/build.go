@@ -13,8 +13,15 @@ import (
 // buildModels builds the split model cfg names over the training features.
 // In the simulation both parties see the same columns: the passive's deep
 // part and the active's wide part read the same features, as in the
-// authors' experiments.
+// authors' experiments. The CNN's input shape is the images' shape.
 func buildModels(cfg *Config, x *data.Features) (model.Bottom, model.Top, bool, error) {
+	if cfg.Model == "cnn" {
+		b, t, err := buildCNN(cfg, x)
+		return b, t, false, err
+	}
+	if x.Image != nil {
+		return nil, nil, false, fmt.Errorf("run: --model %s reads tables but the data are %d×%d×%d images; use --model cnn", cfg.Model, x.Image.Height, x.Image.Width, x.Image.Channels)
+	}
 	mc := model.Config{Widths: cfg.Layers, Cut: cfg.Cut, EmbDim: cfg.EmbedDim, L2: float32(cfg.L2),
 		LR: float32(cfg.LR), Seed: cfg.Seed}
 	if cfg.L2 == 0 {
@@ -30,6 +37,23 @@ func buildModels(cfg *Config, x *data.Features) (model.Bottom, model.Top, bool, 
 		return b, t, false, err
 	}
 	return nil, nil, false, fmt.Errorf("run: unknown model %q (want wdl or mlp)", cfg.Model)
+}
+
+// buildCNN builds the split CNN over images of x's shape.
+func buildCNN(cfg *Config, x *data.Features) (model.Bottom, model.Top, error) {
+	if x.Image == nil {
+		return nil, nil, fmt.Errorf("run: --model cnn reads images but the data are a table of %d columns", x.NumCat+x.NumDense)
+	}
+	im := x.Image
+	b, t, err := model.NewCNN(model.CNNConfig{
+		Height: im.Height, Width: im.Width, Channels: im.Channels,
+		Blocks: cfg.CNNBlocks, Filters: cfg.CNNChannels, Kernel: cfg.CNNKernel, Dense: cfg.CNNDense,
+		Cut: cfg.Cut, LR: float32(cfg.LR), Seed: cfg.Seed,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("run: %w", err)
+	}
+	return b, t, nil
 }
 
 // buildProtection builds the gradient protection, the optional

@@ -13,40 +13,89 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/model"
 )
 
 // Config is everything a training run needs. Its YAML keys mirror the
 // command-line flags of `splitguard train` (a flag named --test-frac is the
 // key test_frac).
+//
+// Several fields have a zero value meaning "the default of the model or
+// the data format" (LR, Cut, EvalBatch, TestFrac, the image and CNN
+// sizes); [Config.Resolve] replaces them, and the run directory's
+// config.yaml holds the resolved values.
 type Config struct {
-	// Data
-	Data        string  `yaml:"data"`
-	Format      string  `yaml:"format"`
-	Label       string  `yaml:"label,omitempty"`
-	Positive    string  `yaml:"positive,omitempty"`
-	IDCol       string  `yaml:"id_col,omitempty"`
-	Sample      float64 `yaml:"sample"`
+	// Data. Format is a table (criteo, avazu, csv) or an image set
+	// (fashion-mnist, isic; see data.IsImageFormat). For fashion-mnist an
+	// empty Data means data.FashionMNISTDir.
+	Data   string `yaml:"data"`
+	Format string `yaml:"format"`
+	// Label, Positive, IDCol, Sample, HashBuckets and SkipBadRows apply
+	// to tables only.
+	Label    string  `yaml:"label,omitempty"`
+	Positive string  `yaml:"positive,omitempty"`
+	IDCol    string  `yaml:"id_col,omitempty"`
+	Sample   float64 `yaml:"sample"`
+	// TestFrac is the held-out fraction: 0 means 0.1 for tables and 0.2
+	// for isic; fashion-mnist uses its own test files and needs 0.
 	TestFrac    float64 `yaml:"test_frac"`
 	HashBuckets int     `yaml:"hash_buckets,omitempty"`
 	SkipBadRows bool    `yaml:"skip_bad_rows,omitempty"`
+
+	// Images (fashion-mnist and isic only).
+	// PositiveClass is the Fashion-MNIST class (0…9) labelled positive.
+	PositiveClass int `yaml:"positive_class"`
+	// PosRate subsamples Fashion-MNIST positives to this share of each
+	// split (0: the natural rate, 10% for one class).
+	PosRate float64 `yaml:"pos_rate,omitempty"`
+	// ImageSize is the side of the square images fed to the model (0:
+	// the set's own, 28 for fashion-mnist and 84 for isic); other sizes
+	// are resized with a cubic kernel, or with ImagePad a smaller
+	// Fashion-MNIST image is centred on a black canvas.
+	ImageSize int  `yaml:"image_size,omitempty"`
+	ImagePad  bool `yaml:"image_pad,omitempty"`
+	// ImageChannels is 1 (grey) or 3 (RGB); 0: the set's own (1 for
+	// fashion-mnist, 3 for isic).
+	ImageChannels int `yaml:"image_channels,omitempty"`
+	// NegPerPos is how many benign images ISIC keeps per malignant one
+	// (0: 9, the paper's 10% positives; negative: all).
+	NegPerPos int `yaml:"neg_per_pos,omitempty"`
 	// SynthRows, when Data is empty, trains on that many rows of
 	// in-memory synthetic Criteo-shaped data (the demo).
 	SynthRows    int     `yaml:"synth_rows,omitempty"`
 	SynthPosRate float64 `yaml:"synth_pos_rate,omitempty"`
 
-	// Model and training
-	Model     string  `yaml:"model"`
-	Layers    []int   `yaml:"layers,flow"`
-	Cut       int     `yaml:"cut"`
-	EmbedDim  int     `yaml:"embed_dim"`
-	Epochs    int     `yaml:"epochs"`
-	Batch     int     `yaml:"batch"`
+	// Model and training. Model is wdl (Wide&Deep) or mlp for tables and
+	// cnn for images. Layers, EmbedDim and L2 are Wide&Deep/MLP settings
+	// (the resolved config of a CNN run clears them).
+	Model  string `yaml:"model"`
+	Layers []int  `yaml:"layers,flow"`
+	// Cut is how many passive layers there are: deep ReLU layers for
+	// wdl/mlp (0: 3), convolutional blocks for cnn (0: min(4, CNNBlocks)).
+	Cut      int `yaml:"cut"`
+	EmbedDim int `yaml:"embed_dim"`
+	// CNNBlocks, CNNChannels, CNNKernel and CNNDense shape the CNN: that
+	// many [conv K×K, ReLU, maxpool 2×2] blocks of CNNChannels filters,
+	// then a Dense+ReLU layer of CNNDense units and the logit (0: the ISIC
+	// model of SPEC §6, 6 blocks, 64 channels, 3×3, dense 64).
+	CNNBlocks   int `yaml:"cnn_blocks,omitempty"`
+	CNNChannels int `yaml:"cnn_channels,omitempty"`
+	CNNKernel   int `yaml:"cnn_kernel,omitempty"`
+	CNNDense    int `yaml:"cnn_dense,omitempty"`
+	Epochs      int `yaml:"epochs"`
+	Batch       int `yaml:"batch"`
+	// LR is Adam's learning rate (0: the model's default, 1e-4 for
+	// wdl/mlp and 1e-5 for cnn, SPEC §6).
 	LR        float64 `yaml:"lr"`
 	L2        float64 `yaml:"l2"`
 	Seed      uint64  `yaml:"seed"`
 	EvalEvery int     `yaml:"eval_every"`
-	EvalBatch int     `yaml:"eval_batch"`
-	ACEBins   int     `yaml:"ace_bins"`
+	// EvalBatch is the rows per test-evaluation message (0: 8192 for
+	// wdl/mlp, Batch for cnn, whose activations are large).
+	EvalBatch int `yaml:"eval_batch"`
+	ACEBins   int `yaml:"ace_bins"`
 
 	// Protection
 	Protect           string  `yaml:"protect"`
@@ -73,15 +122,99 @@ type Config struct {
 }
 
 // Default returns the configuration of the authors' Criteo experiment
-// (SPEC §6) with no protection and the norm attack.
+// (SPEC §6) with no protection and the norm attack. The fields whose
+// default depends on the model or format are left zero ([Config.Resolve]
+// fills them).
 func Default() Config {
 	return Config{
-		Format: "criteo", Sample: 1, TestFrac: 0.1,
-		Model: "wdl", Layers: []int{128, 128, 128, 128, 128, 128}, Cut: 3, EmbedDim: 4,
-		Epochs: 1, Batch: 1024, LR: 1e-4, L2: 0.01, Seed: 1, EvalEvery: 100, EvalBatch: 8192, ACEBins: 15,
+		Format: "criteo", Sample: 1,
+		Model: "wdl", Layers: []int{128, 128, 128, 128, 128, 128}, EmbedDim: 4,
+		Epochs: 1, Batch: 1024, L2: 0.01, Seed: 1, EvalEvery: 100, ACEBins: 15,
 		Protect: "none", Attacks: []string{"norm"}, PositivesMinority: true,
-		SynthPosRate: 0.25,
+		SynthPosRate: 0.25, PositiveClass: 1,
 	}
+}
+
+// Model defaults that [Config.Resolve] applies.
+const (
+	// DefaultDeepLR is the Adam learning rate of Wide&Deep and the MLP
+	// (SPEC §6).
+	DefaultDeepLR = 1e-4
+	// DefaultDeepCut is the Wide&Deep/MLP cut: after the 3rd ReLU layer.
+	DefaultDeepCut = 3
+	// DefaultDeepEvalBatch is the Wide&Deep/MLP evaluation message size.
+	DefaultDeepEvalBatch = 8192
+)
+
+// isCNN reports whether the config names the convolutional model.
+func (c *Config) isCNN() bool { return c.Model == "cnn" }
+
+// Resolve replaces the zero values that mean "the model's or the
+// format's default" with those defaults (see the fields of [Config]). It
+// is idempotent; Train calls it before writing config.yaml.
+func (c *Config) Resolve() {
+	image := data.IsImageFormat(c.Format)
+	if c.Format == data.FormatFashionMNIST && c.Data == "" {
+		c.Data = data.FashionMNISTDir
+	}
+	if c.TestFrac == 0 && c.Format != data.FormatFashionMNIST {
+		c.TestFrac = data.DefaultTestFrac
+		if c.Format == data.FormatISIC {
+			c.TestFrac = data.DefaultISICTestFrac
+		}
+	}
+	if image {
+		if c.ImageSize == 0 {
+			c.ImageSize = data.FashionSize
+			if c.Format == data.FormatISIC {
+				c.ImageSize = data.ISICSize
+			}
+		}
+		if c.ImageChannels == 0 {
+			c.ImageChannels = 1
+			if c.Format == data.FormatISIC {
+				c.ImageChannels = 3
+			}
+		}
+		if c.NegPerPos == 0 && c.Format == data.FormatISIC {
+			c.NegPerPos = data.DefaultNegPerPos
+		}
+	}
+	if !c.isCNN() {
+		if c.LR == 0 {
+			c.LR = DefaultDeepLR
+		}
+		if c.Cut == 0 {
+			c.Cut = DefaultDeepCut
+		}
+		if c.EvalBatch == 0 {
+			c.EvalBatch = DefaultDeepEvalBatch
+		}
+		return
+	}
+	d := model.DefaultCNNConfig()
+	if c.CNNBlocks == 0 {
+		c.CNNBlocks = d.Blocks
+	}
+	if c.CNNChannels == 0 {
+		c.CNNChannels = d.Filters
+	}
+	if c.CNNKernel == 0 {
+		c.CNNKernel = d.Kernel
+	}
+	if c.CNNDense == 0 {
+		c.CNNDense = d.Dense
+	}
+	if c.Cut == 0 {
+		c.Cut = min(d.Cut, c.CNNBlocks)
+	}
+	if c.LR == 0 {
+		c.LR = float64(d.LR)
+	}
+	if c.EvalBatch == 0 {
+		c.EvalBatch = c.Batch
+	}
+	c.Layers, c.EmbedDim, c.L2 = nil, 0, 0
 }
 
 // LoadConfigFile reads a YAML config over base: keys present in the file
@@ -99,13 +232,24 @@ func LoadConfigFile(path string, base Config) (Config, error) {
 	return base, nil
 }
 
-// Validate checks the configuration for values that cannot work.
+// Validate checks the configuration for values that cannot work. It
+// checks the resolved values (see [Config.Resolve]) without changing c, so
+// a config with defaults still to fill is valid.
 func (c *Config) Validate() error {
+	r := *c
+	r.Layers = append([]int(nil), c.Layers...)
+	r.Resolve()
+	return r.validate()
+}
+
+func (c *Config) validate() error {
 	var errs []string
 	bad := func(f string, a ...any) { errs = append(errs, fmt.Sprintf(f, a...)) }
 	if c.Data == "" && c.SynthRows <= 0 {
 		bad("no data: give --data PATH")
 	}
+	c.validateData(bad)
+	c.validateModel(bad)
 	if c.Out == "" {
 		bad("no output directory: give --out DIR")
 	}
@@ -116,16 +260,10 @@ func (c *Config) Validate() error {
 		bad("batch %d, want at least 2", c.Batch)
 	}
 	if c.LR <= 0 {
-		bad("learning rate %g, want > 0", c.LR)
+		bad("learning rate %g, want > 0 (or 0 for the model's default)", c.LR)
 	}
 	if c.Sample <= 0 || c.Sample > 1 {
 		bad("sample %g, want a fraction in (0, 1]", c.Sample)
-	}
-	if c.TestFrac <= 0 || c.TestFrac >= 1 {
-		bad("test fraction %g, want a fraction in (0, 1)", c.TestFrac)
-	}
-	if len(c.Layers) == 0 || c.Cut < 1 || c.Cut >= len(c.Layers)+1 {
-		bad("cut after layer %d of %d: the passive needs at least one layer and the cut must be a layer", c.Cut, len(c.Layers))
 	}
 	if c.LabelDPEps < 0 {
 		bad("label DP epsilon %g, want > 0 (or 0 for off)", c.LabelDPEps)
@@ -140,4 +278,127 @@ func (c *Config) Validate() error {
 		return errors.New("config: " + strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// validateData checks the data settings against the format.
+func (c *Config) validateData(bad func(string, ...any)) {
+	image := data.IsImageFormat(c.Format)
+	if image && c.Data == "" && c.SynthRows > 0 {
+		bad("format %s reads images from --data DIR; --synth-rows makes tabular data", c.Format)
+	}
+	if !image {
+		if c.TestFrac <= 0 || c.TestFrac >= 1 {
+			bad("test fraction %g, want a fraction in (0, 1)", c.TestFrac)
+		}
+		for _, f := range []struct {
+			set  bool
+			flag string
+		}{
+			{c.PosRate != 0, "pos-rate"}, {c.ImageSize != 0, "image-size"}, {c.ImagePad, "image-pad"},
+			{c.ImageChannels != 0, "image-channels"}, {c.NegPerPos != 0, "neg-per-pos"},
+		} {
+			if f.set {
+				bad("--%s applies to the image formats (fashion-mnist, isic), not %s", f.flag, c.Format)
+			}
+		}
+		return
+	}
+	for _, f := range []struct {
+		set  bool
+		flag string
+	}{
+		{c.Label != "", "label"}, {c.Positive != "", "positive"}, {c.IDCol != "", "id-col"},
+		{c.Sample != 1, "sample"}, {c.HashBuckets != 0, "hash-buckets"}, {c.SkipBadRows, "skip-bad-rows"},
+	} {
+		if f.set {
+			bad("--%s applies to tables, not the image format %s", f.flag, c.Format)
+		}
+	}
+	switch c.Format {
+	case data.FormatFashionMNIST:
+		if c.TestFrac != 0 {
+			bad("fashion-mnist uses its own test files: drop test fraction %g", c.TestFrac)
+		}
+		if c.PositiveClass < 0 || c.PositiveClass > 9 {
+			bad("positive class %d, want a Fashion-MNIST class 0…9", c.PositiveClass)
+		}
+		if c.NegPerPos != 0 {
+			bad("--neg-per-pos applies to isic; fashion-mnist takes --pos-rate")
+		}
+	case data.FormatISIC:
+		if c.TestFrac <= 0 || c.TestFrac >= 1 {
+			bad("test fraction %g, want a fraction in (0, 1)", c.TestFrac)
+		}
+		if c.PosRate != 0 {
+			bad("--pos-rate applies to fashion-mnist; isic takes --neg-per-pos")
+		}
+		if c.ImagePad {
+			bad("--image-pad applies to fashion-mnist; isic images are resized")
+		}
+	}
+	if !(c.PosRate >= 0 && c.PosRate < 1) {
+		bad("positive rate %g, want a fraction in [0, 1) (0: the natural rate)", c.PosRate)
+	}
+	if c.ImageSize < 1 || c.ImageSize > 4096 {
+		bad("image size %d, want 1…4096 (or 0 for the set's own)", c.ImageSize)
+	}
+	if c.ImageChannels != 1 && c.ImageChannels != 3 {
+		bad("%d image channels, want 1 or 3 (or 0 for the set's own)", c.ImageChannels)
+	}
+}
+
+// validateModel checks the model settings and that the model reads the
+// kind of data the format gives.
+func (c *Config) validateModel(bad func(string, ...any)) {
+	image := data.IsImageFormat(c.Format)
+	switch c.Model {
+	case "wdl", "mlp":
+		if image {
+			bad("--model %s reads tables; the image format %s needs --model cnn", c.Model, c.Format)
+		}
+		for _, f := range []struct {
+			set  bool
+			flag string
+		}{
+			{c.CNNBlocks != 0, "cnn-blocks"}, {c.CNNChannels != 0, "cnn-channels"},
+			{c.CNNKernel != 0, "cnn-kernel"}, {c.CNNDense != 0, "cnn-dense"},
+		} {
+			if f.set {
+				bad("--%s applies to --model cnn, not %s", f.flag, c.Model)
+			}
+		}
+		if len(c.Layers) == 0 || c.Cut < 1 || c.Cut >= len(c.Layers)+1 {
+			bad("cut after layer %d of %d: the passive needs at least one layer and the cut must be a layer", c.Cut, len(c.Layers))
+		}
+	case "cnn":
+		if !image {
+			what := "format " + c.Format
+			if c.Data == "" {
+				what = "synthetic tabular data (--synth-rows)"
+			}
+			bad("--model cnn reads images (--format fashion-mnist or isic), not %s", what)
+		}
+		if c.CNNBlocks < 1 || c.CNNChannels < 1 || c.CNNKernel < 1 || c.CNNDense < 1 {
+			bad("CNN of %d blocks, %d channels, kernel %d, dense %d: every size must be positive", c.CNNBlocks, c.CNNChannels, c.CNNKernel, c.CNNDense)
+		}
+		if c.Cut < 1 || c.Cut > c.CNNBlocks {
+			bad("cut after block %d of %d: the CNN's cut counts convolutional blocks, 1…%d", c.Cut, c.CNNBlocks, c.CNNBlocks)
+		}
+		if image && c.ImageSize >= 1 && c.CNNBlocks >= 1 {
+			if most := maxBlocks(c.ImageSize); c.CNNBlocks > most {
+				bad("%d CNN blocks on %d×%d images: each block halves the side, so at most %d fit (lower --cnn-blocks or raise --image-size)", c.CNNBlocks, c.ImageSize, c.ImageSize, most)
+			}
+		}
+	default:
+		bad("unknown model %q (want wdl, mlp or cnn)", c.Model)
+	}
+}
+
+// maxBlocks returns how many 2×2 poolings an s×s image allows.
+func maxBlocks(s int) int {
+	n := 0
+	for ; s >= 2; s /= 2 {
+		n++
+	}
+	return n
 }

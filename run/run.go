@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/splitguard/splitguard/audit"
@@ -46,7 +47,9 @@ type Progress struct {
 // Train runs one in-process split-training run as cfg describes, writing
 // the run directory cfg.Out, and returns its summary.
 func Train(ctx context.Context, cfg Config, opt Options) (*Summary, error) {
-	if err := cfg.Validate(); err != nil {
+	cfg.Layers = slices.Clone(cfg.Layers)
+	cfg.Resolve()
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
@@ -61,6 +64,9 @@ func Train(ctx context.Context, cfg Config, opt Options) (*Summary, error) {
 	}
 	split, err := loadData(&cfg)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkClasses(split); err != nil {
 		return nil, err
 	}
 	logf(opt.Log, "data: %d training rows (%.1f%% positive), %d test rows", len(split.Train.IDs),
@@ -135,11 +141,27 @@ func trainSplit(ctx context.Context, cfg Config, split *data.Split, opt Options)
 	return rec.finish(time.Since(start), pas.Step())
 }
 
+// loadData reads the (resolved) configuration's data: an image set, a
+// table, or synthetic Criteo-shaped rows.
 func loadData(cfg *Config) (*data.Split, error) {
-	if cfg.Data == "" {
+	switch {
+	case cfg.Format == data.FormatFashionMNIST:
+		return data.LoadFashionMNIST(cfg.Data, imageOptions(cfg))
+	case cfg.Format == data.FormatISIC:
+		return data.LoadISIC(cfg.Data, imageOptions(cfg))
+	case cfg.Data == "":
 		return data.Generate(cfg.SynthRows, cfg.SynthPosRate, cfg.Seed, dataOptions(cfg))
 	}
 	return data.Load(cfg.Data, dataOptions(cfg))
+}
+
+// imageOptions maps the run's image settings to the loaders' options.
+func imageOptions(cfg *Config) data.ImageOptions {
+	return data.ImageOptions{
+		PositiveClass: cfg.PositiveClass, PosRate: cfg.PosRate,
+		Size: cfg.ImageSize, Pad: cfg.ImagePad, Channels: cfg.ImageChannels,
+		Seed: cfg.Seed, NegPerPos: cfg.NegPerPos, TestFrac: cfg.TestFrac,
+	}
 }
 
 func dataOptions(cfg *Config) data.Options {
@@ -148,6 +170,26 @@ func dataOptions(cfg *Config) data.Options {
 		Sample: cfg.Sample, TestFrac: cfg.TestFrac, Seed: cfg.Seed,
 		HashBuckets: cfg.HashBuckets, SkipBadRows: cfg.SkipBadRows,
 	}
+}
+
+// checkClasses refuses, before any training, a split whose AUCs would be
+// undefined: a test (or training) split with a single class.
+func checkClasses(split *data.Split) error {
+	for _, part := range []struct {
+		name string
+		d    *data.Dataset
+	}{{"training", split.Train}, {"test", split.Test}} {
+		n := len(part.d.Labels)
+		pos := int(posRate(part.d.Labels)*float64(n) + 0.5)
+		if n == 0 || pos == 0 || pos == n {
+			class := "negative"
+			if pos == n && n > 0 {
+				class = "positive"
+			}
+			return fmt.Errorf("run: the %s split's %d rows are all %s, so its AUC is undefined; use more data or a larger --test-frac", part.name, n, class)
+		}
+	}
+	return nil
 }
 
 func posRate(labels []uint8) float64 {

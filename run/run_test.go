@@ -178,3 +178,43 @@ func TestConfigFileKeysMirrorFlags(t *testing.T) {
 		t.Fatal("an unknown key was accepted")
 	}
 }
+
+func TestSharedSamplesTrain(t *testing.T) {
+	for _, tc := range []struct {
+		path, format string
+		testFrac     float64
+		batch        int
+	}{
+		{"../../shared/data/criteo_sample.txt", "criteo", 0.1, 32},
+		{"../../shared/data/avazu_sample.txt", "avazu", 0.2, 16},
+	} {
+		if _, err := os.Stat(tc.path); err != nil {
+			t.Skipf("%s not here: %v", tc.path, err)
+		}
+		cfg := Default()
+		cfg.Data, cfg.Format, cfg.TestFrac, cfg.Batch, cfg.Epochs = tc.path, tc.format, tc.testFrac, tc.batch, 2
+		cfg.Attacks = []string{"norm", "cosine", "spectral"}
+		cfg.Out = t.TempDir()
+		if _, err := Train(context.Background(), cfg, Options{}); err != nil {
+			t.Fatalf("%s: %v", tc.path, err)
+		}
+	}
+}
+
+func TestOneClassTestSplitIsRefusedUpFront(t *testing.T) {
+	path := "../../shared/data/avazu_sample.txt"
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("%s not here: %v", path, err)
+	}
+	cfg := Default()
+	cfg.Data, cfg.Format, cfg.Batch, cfg.Out = path, "avazu", 16, t.TempDir()
+	// With the default 10% the 100-row sample leaves 5 test rows, all
+	// negative under seed 1.
+	_, err := Train(context.Background(), cfg, Options{})
+	if err == nil || !strings.Contains(err.Error(), "test split") {
+		t.Fatalf("error %v, want one about the test split", err)
+	}
+	if _, serr := os.Stat(filepath.Join(cfg.Out, "batches.jsonl")); serr == nil {
+		t.Fatal("training started before the check")
+	}
+}
