@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sbinet/npyio"
+	"gonum.org/v1/gonum/mat"
 )
 
 func smallConfig(t *testing.T) Config {
@@ -216,5 +219,62 @@ func TestOneClassTestSplitIsRefusedUpFront(t *testing.T) {
 	}
 	if _, serr := os.Stat(filepath.Join(cfg.Out, "batches.jsonl")); serr == nil {
 		t.Fatal("training started before the check")
+	}
+}
+
+func TestDumpWritesNumPyFilesForOfflineAttacks(t *testing.T) {
+	cfg := smallConfig(t)
+	cfg.Epochs, cfg.Dump, cfg.DumpBatches = 1, filepath.Join(t.TempDir(), "dump"), 3
+	sum, err := Train(context.Background(), cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	index := readLines(t, filepath.Join(cfg.Dump, "index.jsonl"))
+	if len(index) != 3 {
+		t.Fatalf("%d dumped batches, want 3", len(index))
+	}
+	batches := readLines(t, filepath.Join(cfg.Out, "batches.jsonl"))
+	for i, e := range index {
+		var labels []uint8
+		readNPY(t, filepath.Join(cfg.Dump, e["labels"].(string)), &labels)
+		var ids []uint64
+		readNPY(t, filepath.Join(cfg.Dump, e["ids"].(string)), &ids)
+		pos := 0
+		for _, y := range labels {
+			pos += int(y)
+		}
+		if len(labels) != cfg.Batch || len(ids) != cfg.Batch || pos != int(batches[i]["positives"].(float64)) {
+			t.Fatalf("batch %d: %d labels (%d positive), %d ids; batches.jsonl says %v positives", i, len(labels), pos, len(ids), batches[i]["positives"])
+		}
+		for _, k := range []string{"cut_grad", "first_grad", "cut_embedding"} {
+			var m mat.Dense
+			readNPY(t, filepath.Join(cfg.Dump, e[k].(string)), &m)
+			if r, c := m.Dims(); r != cfg.Batch || c != cfg.Layers[k2layer(k, cfg.Cut)] {
+				t.Fatalf("batch %d: %s is %d×%d", i, k, r, c)
+			}
+		}
+	}
+	if sum.Steps == 0 {
+		t.Fatal("no training steps")
+	}
+}
+
+// k2layer gives the index into Layers of the layer a dump file describes.
+func k2layer(k string, cut int) int {
+	if k == "first_grad" {
+		return 0
+	}
+	return cut - 1
+}
+
+func readNPY(t *testing.T, path string, dst any) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := npyio.Read(f, dst); err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
 }
