@@ -69,6 +69,7 @@ type Auditor struct {
 	grad, embed []attack.Attack
 	needOracle  bool
 	minority    bool
+	pcg         *rand.PCG // rng's source, saved by MarshalBinary
 	rng         *rand.Rand
 	leak        *metrics.Leak
 
@@ -86,7 +87,8 @@ type Auditor struct {
 // New returns an auditor running the named attacks (attack.Names lists
 // them). positivesMinority is the spectral attacker's prior.
 func New(names []string, positivesMinority bool, seed uint64) (*Auditor, error) {
-	a := &Auditor{minority: positivesMinority, rng: rand.New(rand.NewPCG(seed, streamAudit)),
+	pcg := rand.NewPCG(seed, streamAudit)
+	a := &Auditor{minority: positivesMinority, pcg: pcg, rng: rand.New(pcg),
 		leak: metrics.NewLeak(), result: map[string]*float64{}}
 	for _, n := range names {
 		if isMemoryAttack(n) {

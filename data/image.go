@@ -52,6 +52,19 @@ type ImageOptions struct {
 	Workers int
 }
 
+// Image set formats: the values of a run's format that [LoadFashionMNIST]
+// and [LoadISIC] read (the table formats are in options.go).
+const (
+	FormatFashionMNIST = "fashion-mnist"
+	FormatISIC         = "isic"
+)
+
+// IsImageFormat reports whether format names an image set rather than a
+// table.
+func IsImageFormat(format string) bool {
+	return format == FormatFashionMNIST || format == FormatISIC
+}
+
 // Defaults of [ImageOptions].
 const (
 	FashionSize                = 28

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 
 	"github.com/splitguard/splitguard/tensor"
 )
@@ -30,10 +31,13 @@ const DefaultConvColFloats = 1 << 22
 // the row; the output is B×(H·W·Cout) in the same layout. W is
 // (K·K·Cin)×Cout, so that unfolding the K×K patches of an image into the
 // rows of a (H·W)×(K·K·Cin) matrix (im2col) turns the convolution into one
-// matrix product whose result is already the NHWC output. Forward runs one
-// [tensor.MatMul] per chunk of images (a single one when the batch's
-// patches fit in MaxColFloats); Backward computes dW = colᵀ·dy and the
-// input gradient dcol = dy·Wᵀ folded back onto the image (col2im).
+// matrix product whose result is already the NHWC output. The batch is
+// split in two halves run on two goroutines, each with its own im2col
+// buffer; each half runs one [tensor.MatMul] per chunk of images (a single
+// one when its patches fit in half of MaxColFloats). Backward computes
+// dW = colᵀ·dy (a partial sum per half, added in a fixed order, so results
+// are deterministic) and the input gradient dcol = dy·Wᵀ folded back onto
+// the image (col2im).
 type Conv2D struct {
 	H, W, Cin, Cout, K int
 	// Weight is (K·K·Cin)×Cout, Bias 1×Cout.
@@ -42,8 +46,9 @@ type Conv2D struct {
 	// SkipInputGrad makes Backward skip ∂L/∂x (it returns nil), for a
 	// first layer whose input is raw data.
 	SkipInputGrad bool
-	// MaxColFloats bounds the im2col buffer (DefaultConvColFloats when 0);
-	// a chunk always holds at least one image.
+	// MaxColFloats bounds the im2col buffers (DefaultConvColFloats when
+	// 0), shared between the two workers; a chunk always holds at least
+	// one image.
 	MaxColFloats int
 
 	params []*Param
@@ -51,10 +56,25 @@ type Conv2D struct {
 	y      tensor.Matrix
 	dx     tensor.Matrix
 	dxAud  tensor.Matrix
-	col    tensor.Matrix // im2col of one chunk
-	dcol   tensor.Matrix // gradient w.r.t. col of one chunk
-	view   tensor.Matrix // header over part of another buffer
-	view2  tensor.Matrix
+	view   tensor.Matrix // header over dy for the bias gradient
+	ws     [convWorkers]convScratch
+	wg     sync.WaitGroup
+}
+
+// convWorkers is how many goroutines a Conv2D splits a batch over: the
+// images [0, B/2) go to one and [B/2, B) to the other (a batch of one
+// image runs on one). The split depends only on B, never on timing, and
+// the weight gradient's two partial sums are added in a fixed order, so
+// results are deterministic.
+const convWorkers = 2
+
+// convScratch is one worker's buffers.
+type convScratch struct {
+	col   tensor.Matrix // im2col of one chunk
+	dcol  tensor.Matrix // gradient w.r.t. col of one chunk
+	view  tensor.Matrix // header over part of another buffer
+	dW    tensor.Matrix // worker 1's partial weight gradient
+	first bool          // no chunk accumulated into dW yet
 }
 
 // NewConv2D returns a convolution of h×w×cin images to h×w×cout with a
@@ -84,13 +104,30 @@ func (c *Conv2D) Out() int { return c.H * c.W * c.Cout }
 // Params implements Layer: the weight, then the bias.
 func (c *Conv2D) Params() []*Param { return c.params }
 
-// chunk returns how many images one im2col buffer holds.
+// chunk returns how many images one worker's im2col buffer holds.
 func (c *Conv2D) chunk() int {
 	lim := c.MaxColFloats
 	if lim <= 0 {
 		lim = DefaultConvColFloats
 	}
-	return max(1, lim/(c.H*c.W*c.K*c.K*c.Cin))
+	return max(1, lim/convWorkers/(c.H*c.W*c.K*c.K*c.Cin))
+}
+
+// parallel runs f(w, lo, hi) for worker w's images [lo, hi) of a batch of
+// B, on two goroutines when B ≥ 2 (worker 0 on the caller's).
+func (c *Conv2D) parallel(B int, f func(w, lo, hi int)) {
+	if B < 2 {
+		f(0, 0, B)
+		return
+	}
+	h := B / 2
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		f(1, h, B)
+	}()
+	f(0, 0, h)
+	c.wg.Wait()
 }
 
 // Forward implements Layer.
@@ -99,50 +136,53 @@ func (c *Conv2D) Forward(x *tensor.Matrix) *tensor.Matrix {
 		panic(fmt.Sprintf("nn: Conv2D on %d×%d×%d images given input with %d columns, want %d", c.H, c.W, c.Cin, x.Cols, c.In()))
 	}
 	c.x = x
-	B := x.Rows
-	c.y.Resize(B, c.Out())
-	hw, kk := c.H*c.W, c.K*c.K*c.Cin
-	n := c.chunk()
-	for b0 := 0; b0 < B; b0 += n {
-		nb := min(n, B-b0)
-		c.col.Resize(nb*hw, kk)
-		c.im2col(x.Data[b0*c.In():(b0+nb)*c.In()], nb, c.col.Data)
-		// The chunk's output rows (nb·H·W)×Cout are the images' NHWC rows.
-		out := c.y.Data[b0*c.Out() : (b0+nb)*c.Out()]
-		c.view = tensor.Matrix{Rows: nb * hw, Cols: c.Cout, Data: out}
-		for p := range nb * hw {
-			copy(out[p*c.Cout:(p+1)*c.Cout], c.Bias.Data)
-		}
-		tensor.MatMul(&c.view, &c.col, false, c.Weight, false, 1, 1)
-	}
+	c.y.Resize(x.Rows, c.Out())
+	c.parallel(x.Rows, c.forwardImages)
 	return &c.y
 }
 
+// forwardImages computes the output of images [lo, hi) with worker w's
+// buffers, chunk by chunk.
+func (c *Conv2D) forwardImages(w, lo, hi int) {
+	s := &c.ws[w]
+	hw, kk := c.H*c.W, c.K*c.K*c.Cin
+	n := c.chunk()
+	for b0 := lo; b0 < hi; b0 += n {
+		nb := min(n, hi-b0)
+		s.col.Resize(nb*hw, kk)
+		c.im2col(c.x.Data[b0*c.In():(b0+nb)*c.In()], nb, s.col.Data)
+		// The chunk's output rows (nb·H·W)×Cout are the images' NHWC rows.
+		out := c.y.Data[b0*c.Out() : (b0+nb)*c.Out()]
+		s.view = tensor.Matrix{Rows: nb * hw, Cols: c.Cout, Data: out}
+		for p := range nb * hw {
+			copy(out[p*c.Cout:(p+1)*c.Cout], c.Bias.Data)
+		}
+		tensor.MatMul(&s.view, &s.col, false, c.Weight, false, 1, 1)
+	}
+}
+
 // Backward implements Layer: db = Σ dy over images and positions,
-// dW = colᵀ·dy (col recomputed chunk by chunk), dx = col2im(dy·Wᵀ).
+// dW = colᵀ·dy (col recomputed chunk by chunk; each worker sums its own
+// images, then worker 1's sum is added to worker 0's), dx = col2im(dy·Wᵀ).
 func (c *Conv2D) Backward(dy *tensor.Matrix) *tensor.Matrix {
 	c.checkDy(dy)
 	B := dy.Rows
-	hw, kk := c.H*c.W, c.K*c.K*c.Cin
-	c.view = tensor.Matrix{Rows: B * hw, Cols: c.Cout, Data: dy.Data}
+	c.view = tensor.Matrix{Rows: B * c.H * c.W, Cols: c.Cout, Data: dy.Data}
 	ColSums(c.dB.Data, &c.view)
 	if !c.SkipInputGrad {
 		c.dx.Resize(B, c.In())
 	}
-	n := c.chunk()
-	for b0 := 0; b0 < B; b0 += n {
-		nb := min(n, B-b0)
-		c.col.Resize(nb*hw, kk)
-		c.im2col(c.x.Data[b0*c.In():(b0+nb)*c.In()], nb, c.col.Data)
-		c.view = tensor.Matrix{Rows: nb * hw, Cols: c.Cout, Data: dy.Data[b0*c.Out() : (b0+nb)*c.Out()]}
-		beta := float32(1)
-		if b0 == 0 {
-			beta = 0
-		}
-		tensor.MatMul(c.dW, &c.col, true, &c.view, false, 1, beta)
-		if !c.SkipInputGrad {
-			tensor.MatMul(&c.dcol, &c.view, false, c.Weight, true, 1, 0)
-			c.col2im(c.dcol.Data, nb, c.dx.Data[b0*c.In():(b0+nb)*c.In()])
+	c.ws[1].dW.Resize(c.dW.Rows, c.dW.Cols)
+	for w := range c.ws {
+		c.ws[w].first = true
+	}
+	c.parallel(B, func(w, lo, hi int) { c.backwardImages(w, lo, hi, dy) })
+	if c.ws[0].first {
+		c.dW.Zero() // B = 0: no image contributed
+	}
+	if !c.ws[1].first {
+		for i, v := range c.ws[1].dW.Data {
+			c.dW.Data[i] += v
 		}
 	}
 	if c.SkipInputGrad {
@@ -151,20 +191,49 @@ func (c *Conv2D) Backward(dy *tensor.Matrix) *tensor.Matrix {
 	return &c.dx
 }
 
+// backwardImages accumulates images [lo, hi)'s weight gradient into
+// worker w's sum (c.dW for worker 0) and writes their input gradient.
+func (c *Conv2D) backwardImages(w, lo, hi int, dy *tensor.Matrix) {
+	s := &c.ws[w]
+	dW := c.dW
+	if w == 1 {
+		dW = &s.dW
+	}
+	hw, kk := c.H*c.W, c.K*c.K*c.Cin
+	n := c.chunk()
+	for b0 := lo; b0 < hi; b0 += n {
+		nb := min(n, hi-b0)
+		s.col.Resize(nb*hw, kk)
+		c.im2col(c.x.Data[b0*c.In():(b0+nb)*c.In()], nb, s.col.Data)
+		s.view = tensor.Matrix{Rows: nb * hw, Cols: c.Cout, Data: dy.Data[b0*c.Out() : (b0+nb)*c.Out()]}
+		beta := float32(1)
+		if s.first {
+			beta, s.first = 0, false
+		}
+		tensor.MatMul(dW, &s.col, true, &s.view, false, 1, beta)
+		if !c.SkipInputGrad {
+			tensor.MatMul(&s.dcol, &s.view, false, c.Weight, true, 1, 0)
+			c.col2im(s.dcol.Data, nb, c.dx.Data[b0*c.In():(b0+nb)*c.In()])
+		}
+	}
+}
+
 // InputGrad implements InputGrader: dx = col2im(dy·Wᵀ), leaving the
 // parameter gradients alone.
 func (c *Conv2D) InputGrad(dy *tensor.Matrix) *tensor.Matrix {
 	c.checkDy(dy)
-	B := dy.Rows
-	hw := c.H * c.W
-	c.dxAud.Resize(B, c.In())
-	n := c.chunk()
-	for b0 := 0; b0 < B; b0 += n {
-		nb := min(n, B-b0)
-		c.view2 = tensor.Matrix{Rows: nb * hw, Cols: c.Cout, Data: dy.Data[b0*c.Out() : (b0+nb)*c.Out()]}
-		tensor.MatMul(&c.dcol, &c.view2, false, c.Weight, true, 1, 0)
-		c.col2im(c.dcol.Data, nb, c.dxAud.Data[b0*c.In():(b0+nb)*c.In()])
-	}
+	c.dxAud.Resize(dy.Rows, c.In())
+	c.parallel(dy.Rows, func(w, lo, hi int) {
+		s := &c.ws[w]
+		hw := c.H * c.W
+		n := c.chunk()
+		for b0 := lo; b0 < hi; b0 += n {
+			nb := min(n, hi-b0)
+			s.view = tensor.Matrix{Rows: nb * hw, Cols: c.Cout, Data: dy.Data[b0*c.Out() : (b0+nb)*c.Out()]}
+			tensor.MatMul(&s.dcol, &s.view, false, c.Weight, true, 1, 0)
+			c.col2im(s.dcol.Data, nb, c.dxAud.Data[b0*c.In():(b0+nb)*c.In()])
+		}
+	})
 	return &c.dxAud
 }
 

@@ -1,6 +1,7 @@
 package protect
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -165,6 +166,33 @@ func BenchmarkDCor1024(b *testing.B) {
 		if _, err := dc.AddLossGrad(e, y, grad); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkDCorCut times one dCor loss-and-gradient call at the authors'
+// cut width d = 128 for the batch sizes of the experiments (1024 and 8192):
+// experiments/results.md quotes it as the per-batch cost of dCor.
+func BenchmarkDCorCut(b *testing.B) {
+	for _, n := range []int{1024, 8192} {
+		b.Run(fmt.Sprintf("B=%d", n), func(b *testing.B) {
+			rng := newRNG(5)
+			e := tensor.New(n, 128)
+			for k := range e.Data {
+				e.Data[k] = float32(rng.NormFloat64())
+			}
+			y := make([]float32, n)
+			for i := range y {
+				y[i] = float32(i % 4 / 3)
+			}
+			dc, _ := NewDCor(0.005)
+			grad := tensor.New(n, 128)
+			b.ResetTimer()
+			for range b.N {
+				if _, err := dc.AddLossGrad(e, y, grad); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

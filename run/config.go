@@ -209,7 +209,7 @@ func (c *Config) Resolve() {
 		c.Cut = min(d.Cut, c.CNNBlocks)
 	}
 	if c.LR == 0 {
-		c.LR = float64(d.LR)
+		c.LR = model.DefaultCNNLR
 	}
 	if c.EvalBatch == 0 {
 		c.EvalBatch = c.Batch

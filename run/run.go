@@ -66,6 +66,7 @@ func Train(ctx context.Context, cfg Config, opt Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	canonicalOrder(split) // canonical.go
 	if err := checkClasses(split); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/run"
 	"github.com/splitguard/splitguard/ui"
 )
@@ -21,28 +22,38 @@ func init() { subcommands = append(subcommands, newTrainCmd) }
 // trainFlags binds the flags of `train` to a run.Config. Every flag has a
 // config-file key of the same name with dashes as underscores.
 func trainFlags(fs *pflag.FlagSet, c *run.Config) {
-	fs.StringVar(&c.Data, "data", c.Data, "training data file")
+	fs.StringVar(&c.Data, "data", c.Data, "training data: a table file, or the image folder of fashion-mnist (default "+data.FashionMNISTDir+") or isic")
 	fs.IntVar(&c.SynthRows, "synth-rows", c.SynthRows, "without --data: train on N rows of in-memory synthetic Criteo-shaped data")
 	fs.Float64Var(&c.SynthPosRate, "synth-pos-rate", c.SynthPosRate, "positive rate of --synth-rows data")
-	fs.StringVar(&c.Format, "format", c.Format, "data format: criteo, avazu or csv")
+	fs.StringVar(&c.Format, "format", c.Format, "data format: criteo, avazu or csv (tables), fashion-mnist or isic (images)")
 	fs.StringVar(&c.Label, "label", c.Label, "label column (csv)")
 	fs.StringVar(&c.Positive, "positive", c.Positive, "label value of the positive class (csv)")
 	fs.StringVar(&c.IDCol, "id-col", c.IDCol, "example-ID column (default: the row number)")
 	fs.Float64Var(&c.Sample, "sample", c.Sample, "fraction of the rows to use (seeded)")
-	fs.Float64Var(&c.TestFrac, "test-frac", c.TestFrac, "fraction of the used rows held out for testing (seeded)")
+	fs.Float64Var(&c.TestFrac, "test-frac", c.TestFrac, "fraction of the used rows held out for testing, seeded (0: 0.1 for tables, 0.2 for isic; fashion-mnist has its own test files)")
 	fs.IntVar(&c.HashBuckets, "hash-buckets", c.HashBuckets, "hash categories into N buckets instead of building vocabularies (one pass)")
 	fs.BoolVar(&c.SkipBadRows, "skip-bad-rows", c.SkipBadRows, "skip and count malformed rows instead of stopping")
-	fs.StringVar(&c.Model, "model", c.Model, "model: wdl (Wide&Deep) or mlp")
-	fs.IntSliceVar(&c.Layers, "layers", c.Layers, "widths of the deep part's ReLU layers")
-	fs.IntVar(&c.Cut, "cut", c.Cut, "cut after this many deep layers (the passive party's layers)")
-	fs.IntVar(&c.EmbedDim, "embed-dim", c.EmbedDim, "deep embedding dimension")
+	fs.IntVar(&c.PositiveClass, "positive-class", c.PositiveClass, "fashion-mnist: the class (0…9) labelled positive")
+	fs.Float64Var(&c.PosRate, "pos-rate", c.PosRate, "fashion-mnist: subsample positives to this share of each split (0: natural, 10%)")
+	fs.IntVar(&c.NegPerPos, "neg-per-pos", c.NegPerPos, "isic: benign images kept per malignant one (0: 9; negative: all)")
+	fs.IntVar(&c.ImageSize, "image-size", c.ImageSize, "images: side of the square model input, resized with a cubic kernel (0: 28 fashion-mnist, 84 isic)")
+	fs.BoolVar(&c.ImagePad, "image-pad", c.ImagePad, "fashion-mnist: centre the 28×28 images on a black --image-size canvas instead of resizing")
+	fs.IntVar(&c.ImageChannels, "image-channels", c.ImageChannels, "images: 1 (grey) or 3 (RGB) channels (0: 1 fashion-mnist, 3 isic)")
+	fs.StringVar(&c.Model, "model", c.Model, "model: wdl (Wide&Deep) or mlp for tables, cnn for images")
+	fs.IntSliceVar(&c.Layers, "layers", c.Layers, "wdl/mlp: widths of the deep part's ReLU layers")
+	fs.IntVar(&c.Cut, "cut", c.Cut, "the passive party's layers: wdl/mlp deep layers (0: 3), cnn convolutional blocks (0: min(4, --cnn-blocks))")
+	fs.IntVar(&c.EmbedDim, "embed-dim", c.EmbedDim, "wdl/mlp: deep embedding dimension")
+	fs.IntVar(&c.CNNBlocks, "cnn-blocks", c.CNNBlocks, "cnn: [conv, ReLU, maxpool 2×2] blocks, each halving the image side (0: 6)")
+	fs.IntVar(&c.CNNChannels, "cnn-channels", c.CNNChannels, "cnn: filters of every convolution (0: 64)")
+	fs.IntVar(&c.CNNKernel, "cnn-kernel", c.CNNKernel, "cnn: convolution kernel side K, 'same' padding (0: 3)")
+	fs.IntVar(&c.CNNDense, "cnn-dense", c.CNNDense, "cnn: width of the Dense+ReLU layer before the logit (0: 64)")
 	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "training epochs")
 	fs.IntVar(&c.Batch, "batch", c.Batch, "batch size")
-	fs.Float64Var(&c.LR, "lr", c.LR, "Adam learning rate")
-	fs.Float64Var(&c.L2, "l2", c.L2, "L2 regularisation of the embedding rows a batch touches")
+	fs.Float64Var(&c.LR, "lr", c.LR, "Adam learning rate (0: the model's default, 1e-4 wdl/mlp, 1e-5 cnn)")
+	fs.Float64Var(&c.L2, "l2", c.L2, "wdl/mlp: L2 regularisation of the embedding rows a batch touches")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "random seed (data split, initialisation, schedule, noise)")
 	fs.IntVar(&c.EvalEvery, "eval-every", c.EvalEvery, "evaluate on the test split every N batches (0: at the end only)")
-	fs.IntVar(&c.EvalBatch, "eval-batch", c.EvalBatch, "rows per evaluation message")
+	fs.IntVar(&c.EvalBatch, "eval-batch", c.EvalBatch, "rows per evaluation message (0: 8192 wdl/mlp, --batch for cnn)")
 	fs.IntVar(&c.ACEBins, "ace-bins", c.ACEBins, "bins of the adaptive calibration error")
 	fs.StringVar(&c.Protect, "protect", c.Protect, "gradient protection: none, iso, max_norm, max_norm_label, marvell")
 	fs.Float64Var(&c.IsoT, "iso-t", c.IsoT, "iso: noise ratio t")

@@ -83,6 +83,7 @@ type Active struct {
 	train, test *data.Dataset
 	sched       *schedule.Schedule
 	cfg         Config
+	pcg         *rand.PCG // rng's source, saved by SaveState
 	rng         *rand.Rand
 	cutDim      int
 
@@ -118,9 +119,10 @@ func New(top model.Top, train, test *data.Dataset, sched *schedule.Schedule, cut
 	if cfg.ACEBins <= 0 {
 		cfg.ACEBins = 15
 	}
+	pcg := rand.NewPCG(cfg.Seed, streamProtect)
 	return &Active{
 		top: top, train: train, test: test, sched: sched, cfg: cfg, cutDim: cutDim,
-		rng:       rand.New(rand.NewPCG(cfg.Seed, streamProtect)),
+		pcg: pcg, rng: rand.New(pcg),
 		protected: &tensor.Matrix{},
 	}, nil
 }

@@ -38,6 +38,10 @@ type Config struct {
 	Observer func(*Observation) error
 	// EvalObserver, when set, is called after every evaluation round.
 	EvalObserver func(step int64)
+	// AfterStep, when set, is called after every training step and the
+	// evaluation that follows it, if any, with the number of steps done
+	// (a networked run checkpoints here). An error ends Run.
+	AfterStep func(ctx context.Context, step int64) error
 }
 
 // Observation is what the passive party holds after backpropagating one
@@ -62,10 +66,11 @@ type Passive struct {
 	sched       *schedule.Schedule
 	cfg         Config
 
-	step  int64
-	order []int
-	batch data.Batch
-	ids   []uint64
+	step     int64
+	lastEval int64 // steps done at the last evaluation, -1 before the first
+	order    []int
+	batch    data.Batch
+	ids      []uint64
 }
 
 // New returns a passive party training bottom on train, evaluating on test,
@@ -83,7 +88,7 @@ func New(bottom model.Bottom, train, test Split, sched *schedule.Schedule, cfg C
 	if cfg.EvalBatch <= 0 {
 		cfg.EvalBatch = 8192
 	}
-	return &Passive{bottom: bottom, train: train, test: test, sched: sched, cfg: cfg}, nil
+	return &Passive{bottom: bottom, train: train, test: test, sched: sched, cfg: cfg, lastEval: -1}, nil
 }
 
 // Step is the number of training steps done.
@@ -102,8 +107,14 @@ func (p *Passive) TotalSteps() int64 {
 // test split as configured, and closes conn when done.
 func (p *Passive) Run(ctx context.Context, conn transport.PassiveConn) error {
 	defer conn.Close()
+	return p.Train(ctx, conn)
+}
+
+// Train is Run without closing conn: it trains from the current step (0,
+// or the step of a restored state) to the end, evaluating as configured,
+// and runs the final evaluation unless it has already been done.
+func (p *Passive) Train(ctx context.Context, conn transport.PassiveConn) error {
 	total := p.TotalSteps()
-	lastEval := int64(-1)
 	for p.step < total {
 		if err := p.trainStep(ctx, conn); err != nil {
 			return err
@@ -112,10 +123,14 @@ func (p *Passive) Run(ctx context.Context, conn transport.PassiveConn) error {
 			if err := p.Evaluate(ctx, conn); err != nil {
 				return err
 			}
-			lastEval = p.step
+		}
+		if p.cfg.AfterStep != nil {
+			if err := p.cfg.AfterStep(ctx, p.step); err != nil {
+				return err
+			}
 		}
 	}
-	if lastEval != p.step {
+	if p.lastEval != p.step {
 		return p.Evaluate(ctx, conn)
 	}
 	return nil
@@ -194,6 +209,7 @@ func (p *Passive) Evaluate(ctx context.Context, conn transport.PassiveConn) erro
 			return fmt.Errorf("passive: evaluation at step %d: %w", p.step, err)
 		}
 	}
+	p.lastEval = p.step
 	if p.cfg.EvalObserver != nil {
 		p.cfg.EvalObserver(p.step)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -328,6 +329,29 @@ func transient(err error) bool {
 	switch status.Code(err) {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted, codes.Canceled:
 		return true
+	}
+	return false
+}
+
+// NeedsNewSession reports whether an error of Exchange means that the
+// connection to the active party was lost beyond the retries, or that the
+// active party restarted and no longer knows this session (it refuses
+// Train before a Hello): the passive may start a new session (Hello, PSI,
+// resume from a common checkpoint). Refusals of a message's content are
+// not session errors.
+func NeedsNewSession(err error) bool {
+	if err == nil || errors.Is(err, ErrClientClosed) {
+		return false
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return false
+	}
+	switch st.Code() {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted, codes.Canceled:
+		return true
+	case codes.FailedPrecondition:
+		return strings.Contains(st.Message(), errBeforeHello)
 	}
 	return false
 }

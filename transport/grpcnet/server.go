@@ -67,6 +67,9 @@ type ServerOptions struct {
 	Logger *slog.Logger
 }
 
+// errBeforeHello is the text of the refusal of a call that needs a Hello.
+const errBeforeHello = "before a successful Hello"
+
 // ErrServerClosed is returned by Recv after Close.
 var ErrServerClosed = errors.New("grpcnet: server closed")
 
@@ -92,8 +95,10 @@ type Server struct {
 	lastRows  int // shape of the last embedding
 	lastCols  int
 	lastPhase transport.Phase
-	lastReply *pb.Backward  // nil while the last message is unanswered
-	ready     chan struct{} // closed when lastReply is set
+	lastReply *pb.Backward       // nil while the last message is unanswered
+	delivered bool               // the last message was handed out by Recv
+	pending   *transport.Forward // the last admitted message; nil after ResetOrder
+	ready     chan struct{}      // closed when lastReply is set
 	incoming  chan *transport.Forward
 	ended     chan struct{} // closed by end
 	endErr    error
@@ -226,20 +231,75 @@ func (s *Server) Close() error {
 	return s.closeErr
 }
 
+// Bounds of Close: how long open calls get to finish before the
+// connections are cut, and how long Close then waits for the handlers and
+// the serving goroutine before it gives up on them. Variables so that tests
+// can shorten them.
+var (
+	closeGrace = 2 * time.Second
+	closeWait  = 5 * time.Second
+)
+
+// close stops the gRPC server. GracefulStop waits for every handler to
+// return, and a handler that ignores its context (a control hook blocked on
+// something else) would make it, and with it Close, wait forever; Stop
+// cuts the connections but does not wait for handlers. So Close waits a
+// bounded time at every stage, logs what it stopped waiting for, and
+// returns.
 func (s *Server) close() error {
 	s.end(ErrServerClosed)
 	done := make(chan struct{})
 	go func() { s.grpc.GracefulStop(); close(done) }()
+	var stuck error
 	select {
 	case <-done:
-	case <-time.After(2 * time.Second):
+	case <-time.After(closeGrace):
 		s.grpc.Stop()
-		<-done
+		select {
+		case <-done:
+		case <-time.After(closeWait):
+			stuck = errors.New("grpcnet: close: a call handler did not return after the server stopped; not waiting for it")
+			s.log.Warn(stuck.Error())
+		}
 	}
-	if err := <-s.serveErr; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-		return fmt.Errorf("grpcnet: serve: %w", err)
+	select {
+	case err := <-s.serveErr:
+		if err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			return fmt.Errorf("grpcnet: serve: %w", err)
+		}
+	case <-time.After(closeWait):
+		err := errors.New("grpcnet: close: the serving goroutine did not return; not waiting for it")
+		s.log.Warn(err.Error())
+		return err
 	}
-	return nil
+	return stuck
+}
+
+// Abort ends the run with err: Recv returns err from now on, the message in
+// flight (if any) and every later one are refused with err's text, so that
+// the passive party's log names the reason too. The server keeps running
+// until Close (control calls still work).
+func (s *Server) Abort(err error) {
+	if err == nil {
+		err = errors.New("grpcnet: the active party aborted the run")
+	}
+	s.log.Warn("grpcnet: aborting the run", "err", err)
+	s.end(err)
+}
+
+// ResetOrder forgets the last message, so that the next Forward may have
+// any key. The active party calls it after it has rolled back to a
+// checkpoint both parties hold (a restarted passive resumes at an earlier
+// step, which the replay protection would otherwise refuse). It must not be
+// called while a message is being processed.
+func (s *Server) ResetOrder() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.have, s.lastReply, s.delivered, s.pending = false, nil, false, nil
+	select {
+	case <-s.incoming: // an admitted message nobody received: drop it
+	default:
+	}
 }
 
 // end marks the run over; the first reason wins.
@@ -258,18 +318,36 @@ func (s *Server) end(err error) {
 // passive party has closed its stream or sent a normal Shutdown, and an
 // error naming the reason after an aborting Shutdown.
 func (s *Server) Recv(ctx context.Context) (*transport.Forward, error) {
-	select {
-	case f := <-s.incoming:
-		return f, nil
-	default:
+	// deliver hands f out unless ResetOrder dropped it after it was taken
+	// from the queue.
+	deliver := func(f *transport.Forward) bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if f != s.pending {
+			return false
+		}
+		s.delivered = true
+		return true
 	}
 	select {
 	case f := <-s.incoming:
-		return f, nil
-	case <-s.ended:
-		return nil, s.endErr
-	case <-ctx.Done():
-		return nil, ctx.Err()
+		if deliver(f) {
+			return f, nil
+		}
+	default:
+	}
+	for {
+		select {
+		case f := <-s.incoming:
+			if deliver(f) {
+				return f, nil
+			}
+			continue
+		case <-s.ended:
+			return nil, s.endErr
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 }
 
@@ -282,7 +360,7 @@ func (s *Server) Reply(ctx context.Context, b *transport.Backward) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.have || s.lastReply != nil {
+	if !s.have || s.lastReply != nil || !s.delivered {
 		return errors.New("grpcnet: Reply without an unanswered message")
 	}
 	k := s.lastKey
@@ -346,8 +424,13 @@ func (s *Server) admit(ctx context.Context, f *transport.Forward, sum uint64) (*
 	default:
 		s.have, s.lastKey, s.lastSum, s.lastPhase = true, k, sum, f.Phase
 		s.lastRows, s.lastCols = f.Embedding.Rows, f.Embedding.Cols
-		s.lastReply, s.ready = nil, make(chan struct{})
-		s.incoming <- f // never blocks: the previous message was received and answered
+		s.lastReply, s.ready, s.delivered, s.pending = nil, make(chan struct{}), false, f
+		select {
+		case s.incoming <- f: // the previous message was received and answered
+		default:
+			s.mu.Unlock()
+			return nil, statusf(codes.Internal, "%v refused: an earlier message is still queued", k)
+		}
 	}
 	ready := s.ready
 	s.mu.Unlock()
@@ -356,7 +439,10 @@ func (s *Server) admit(ctx context.Context, f *transport.Forward, sum uint64) (*
 	case <-ctx.Done():
 		return nil, statusf(codes.Canceled, "%v: stream ended before the answer was ready", k)
 	case <-s.ended:
-		return nil, statusf(codes.FailedPrecondition, "%v: the run ended before the answer was ready", k)
+		s.mu.Lock()
+		reason := s.endErr
+		s.mu.Unlock()
+		return nil, statusf(codes.FailedPrecondition, "%v: the run ended before the answer was ready: %v", k, reason)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -466,7 +552,7 @@ func (v *service) Train(stream pb.SplitLearning_TrainServer) error {
 	ctx := stream.Context()
 	who := peerName(ctx)
 	if !s.helloOK.Load() {
-		return statusf(codes.FailedPrecondition, "Train before a successful Hello")
+		return statusf(codes.FailedPrecondition, "Train %s", errBeforeHello)
 	}
 	s.log.Debug("grpcnet: train stream opened", "peer", who)
 	for {

@@ -1,0 +1,142 @@
+package audit
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/splitguard/splitguard/metrics"
+)
+
+// stateTag versions the auditor's checkpoint encoding.
+const stateTag = "splitguard/audit/v1"
+
+// MarshalBinary returns the auditor's accumulated state for a checkpoint:
+// its random stream (oracle and hint choices) and every leak series so
+// far. An auditor restored with UnmarshalBinary continues exactly as the
+// saved one would have. The epoch-memory attacks keep a running sum per
+// example; their state is not saved, so MarshalBinary refuses when one is
+// configured.
+func (a *Auditor) MarshalBinary() ([]byte, error) {
+	if a.memory != nil {
+		return nil, errors.New("audit: the epoch-memory attacks cannot be checkpointed")
+	}
+	rs, err := a.pcg.MarshalBinary()
+	if err != nil {
+		return nil, fmt.Errorf("audit: random state: %w", err)
+	}
+	b := appendStr(nil, stateTag)
+	b = appendStr(b, string(rs))
+	keys := a.leak.Keys()
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(keys)))
+	for _, k := range keys {
+		at, layer, _ := strings.Cut(k, "/")
+		s := a.leak.Summary(at, layer)
+		series := a.leak.Series(at, layer)
+		b = appendStr(b, k)
+		b = binary.LittleEndian.AppendUint32(b, uint32(s.Skipped))
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(series)))
+		for _, v := range series {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+		}
+	}
+	return b, nil
+}
+
+// UnmarshalBinary restores a state saved by MarshalBinary into an auditor
+// made by New with the same attacks and seed that has observed nothing.
+func (a *Auditor) UnmarshalBinary(data []byte) error {
+	if a.memory != nil {
+		return errors.New("audit: the epoch-memory attacks cannot be restored from a checkpoint")
+	}
+	if len(a.leak.Keys()) != 0 {
+		return errors.New("audit: restoring a checkpoint into an auditor that has already observed batches")
+	}
+	r := reader{b: data}
+	if tag := r.str(); r.err == nil && tag != stateTag {
+		return fmt.Errorf("audit: checkpoint state %q, want %q", tag, stateTag)
+	}
+	rs := r.str()
+	n := r.u32()
+	leak := metrics.NewLeak()
+	for i := 0; i < n && r.err == nil; i++ {
+		k := r.str()
+		skipped, m := r.u32(), r.u32()
+		at, layer, ok := strings.Cut(k, "/")
+		if r.err == nil && !ok {
+			r.err = fmt.Errorf("series name %q has no layer", k)
+		}
+		if m > len(r.b)/8 {
+			r.err = errors.New("truncated")
+		}
+		for range m {
+			if r.err != nil {
+				break
+			}
+			v := math.Float64frombits(r.u64())
+			if math.IsNaN(v) || v < 0 || v > 1 {
+				r.err = fmt.Errorf("series %s holds AUC %v", k, v)
+				break
+			}
+			leak.Add(at, layer, v, true)
+		}
+		for range skipped {
+			if r.err != nil {
+				break
+			}
+			leak.Add(at, layer, 0, false)
+		}
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.err = fmt.Errorf("%d trailing bytes", len(r.b))
+	}
+	if r.err != nil {
+		return fmt.Errorf("audit: checkpoint state: %w", r.err)
+	}
+	if err := a.pcg.UnmarshalBinary([]byte(rs)); err != nil {
+		return fmt.Errorf("audit: checkpoint random state: %w", err)
+	}
+	a.leak = leak
+	return nil
+}
+
+func appendStr(b []byte, s string) []byte {
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(s)))
+	return append(b, s...)
+}
+
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) take(n int) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n < 0 || n > len(r.b) {
+		r.err = errors.New("truncated")
+		return nil
+	}
+	out := r.b[:n]
+	r.b = r.b[n:]
+	return out
+}
+
+func (r *reader) u32() int {
+	if b := r.take(4); b != nil {
+		return int(binary.LittleEndian.Uint32(b))
+	}
+	return 0
+}
+
+func (r *reader) u64() uint64 {
+	if b := r.take(8); b != nil {
+		return binary.LittleEndian.Uint64(b)
+	}
+	return 0
+}
+
+func (r *reader) str() string { return string(r.take(r.u32())) }

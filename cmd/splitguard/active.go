@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/splitguard/splitguard/netrun"
+)
+
+func init() { subcommands = append(subcommands, newActiveCmd) }
+
+// netFlags binds the flags of `active` and `passive` to a netrun.Config:
+// the training flags of `train` plus the network, security and checkpoint
+// settings. Every flag has a config-file key of the same name with dashes
+// as underscores.
+func netFlags(fs *pflag.FlagSet, c *netrun.Config) {
+	trainFlags(fs, &c.Config)
+	fs.StringVar(&c.Addr, "addr", c.Addr, "active: address to listen on; passive: the active party's address (HOST:PORT)")
+	fs.StringVar(&c.Name, "name", c.Name, "this party's certificate name (with --cert-dir)")
+	fs.StringVar(&c.PeerName, "peer-name", c.PeerName, "name the peer's certificate must carry (pinned)")
+	fs.StringVar(&c.Cert, "cert", c.Cert, "this party's certificate (PEM)")
+	fs.StringVar(&c.Key, "key", c.Key, "this party's private key (PEM)")
+	fs.StringVar(&c.CA, "ca", c.CA, "CA bundle the peer's certificate must chain to (PEM)")
+	fs.StringVar(&c.CertDir, "cert-dir", c.CertDir, "directory made by `splitguard certs` (NAME.crt, NAME.key, ca.crt)")
+	fs.BoolVar(&c.InsecureLoopback, "insecure-loopback", c.InsecureLoopback, "no TLS; refuses any non-loopback address (tests and demos on one machine)")
+	fs.StringSliceVar(&c.Columns, "columns", c.Columns, "feature columns this party loads (default: all)")
+	fs.IntVar(&c.CheckpointEvery, "checkpoint-every", c.CheckpointEvery, "checkpoint both parties every N steps (0: never)")
+	fs.StringVar(&c.CheckpointDir, "checkpoint-dir", c.CheckpointDir, "checkpoint directory (default OUT/checkpoints)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "active: serve Prometheus metrics on http://ADDR/metrics")
+	fs.BoolVar(&c.RedTeam, "red-team", c.RedTeam, "passive: run the label-free attacks on what it receives, log to OUT/redteam.jsonl")
+	fs.DurationVar(&c.PeerTimeout, "peer-timeout", c.PeerTimeout, "end the run (saving the model) after the peer has been away this long")
+	fs.DurationVar(&c.ExchangeTimeout, "exchange-timeout", c.ExchangeTimeout, "passive: bound on one training exchange before it is re-sent")
+	fs.IntVar(&c.MaxMessageMB, "max-message-mb", c.MaxMessageMB, "largest gRPC message in MiB")
+}
+
+// resolveNetConfig applies, in order: defaults, the config file, then the
+// flags the user set explicitly.
+func resolveNetConfig(fs *pflag.FlagSet, configFile string, fromFlags netrun.Config) (netrun.Config, error) {
+	if configFile == "" {
+		return fromFlags, nil
+	}
+	fileCfg, err := netrun.LoadConfigFile(configFile, netrun.Default())
+	if err != nil {
+		return fromFlags, err
+	}
+	over := pflag.NewFlagSet("over", pflag.ContinueOnError)
+	netFlags(over, &fileCfg)
+	var perr error
+	fs.Visit(func(f *pflag.Flag) {
+		if f.Name == "config" || perr != nil {
+			return
+		}
+		if g := over.Lookup(f.Name); g != nil {
+			if sv, ok := f.Value.(pflag.SliceValue); ok {
+				perr = g.Value.(pflag.SliceValue).Replace(sv.GetSlice())
+			} else {
+				perr = g.Value.Set(f.Value.String())
+			}
+		}
+	})
+	return fileCfg, perr
+}
+
+func signalContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return signal.NotifyContext(ctx, os.Interrupt)
+}
+
+func newActiveCmd() *cobra.Command {
+	cfg := netrun.Default()
+	var configFile string
+	cmd := &cobra.Command{
+		Use:   "active --data PATH --out DIR --addr HOST:PORT [flags]",
+		Short: "Run the active (label) party of a two-process run: gRPC server with mutual TLS",
+		Long: "active loads its data file (with labels), listens on --addr, aligns example IDs with the passive\n" +
+			"party by private set intersection, answers its training batches with protected gradients, audits\n" +
+			"what it sends (leak AUCs at the cut layer) and writes the run directory like `train`.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			final, err := resolveNetConfig(cmd.Flags(), configFile, cfg)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signalContext(cmd)
+			defer stop()
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+			sum, err := netrun.RunActive(ctx, final, netrun.Options{Logger: log,
+				Ready: func(addr string) { fmt.Fprintln(cmd.ErrOrStderr(), "active party listening on", addr) }})
+			if err != nil {
+				return err
+			}
+			printSummary(cmd.OutOrStdout(), final.Config, sum)
+			return nil
+		},
+	}
+	netFlags(cmd.Flags(), &cfg)
+	cmd.Flags().StringVar(&configFile, "config", "", "YAML config file; its keys mirror the flags, flags given on the command line win")
+	return cmd
+}

@@ -1,0 +1,163 @@
+package netrun
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// checkpointMagic starts every checkpoint file.
+const checkpointMagic = "splitguard-checkpoint/v1\n"
+
+// keepCheckpoints is how many checkpoints a party keeps. The active party
+// checkpoints before the passive, so the last common checkpoint is the
+// passive's newest, which is the active's newest or the one before.
+const keepCheckpoints = 3
+
+// store keeps one party's checkpoints in a directory: files
+// ROLE-STEP.ckpt, each written to a temporary name and renamed into place,
+// made of named sections and ending in a SHA-256 of everything before it.
+type store struct {
+	dir, role string
+}
+
+func (s *store) path(step int64) string {
+	return filepath.Join(s.dir, fmt.Sprintf("%s-%012d.ckpt", s.role, step))
+}
+
+// save writes the checkpoint of step atomically and prunes old ones.
+func (s *store) save(step int64, sections map[string][]byte) error {
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	names := make([]string, 0, len(sections))
+	for n := range sections {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	b := []byte(checkpointMagic)
+	b = binary.LittleEndian.AppendUint64(b, uint64(step))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(names)))
+	for _, n := range names {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(n)))
+		b = append(b, n...)
+		b = binary.LittleEndian.AppendUint64(b, uint64(len(sections[n])))
+		b = append(b, sections[n]...)
+	}
+	sum := sha256.Sum256(b)
+	b = append(b, sum[:]...)
+	path := s.path(step)
+	tmp, err := os.CreateTemp(s.dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	_, werr := tmp.Write(b)
+	serr := tmp.Sync()
+	cerr := tmp.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	steps, err := s.steps()
+	if err != nil {
+		return err
+	}
+	for len(steps) > keepCheckpoints {
+		if steps[0] != step {
+			_ = os.Remove(s.path(steps[0]))
+		}
+		steps = steps[1:]
+	}
+	return nil
+}
+
+// steps lists the steps of the checkpoints present, oldest first.
+func (s *store) steps() ([]int64, error) {
+	entries, err := os.ReadDir(s.dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	var out []int64
+	for _, e := range entries {
+		name, ok := strings.CutPrefix(e.Name(), s.role+"-")
+		if !ok {
+			continue
+		}
+		name, ok = strings.CutSuffix(name, ".ckpt")
+		if !ok {
+			continue
+		}
+		if st, err := strconv.ParseInt(name, 10, 64); err == nil && st >= 0 {
+			out = append(out, st)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// has reports whether a checkpoint of step is present.
+func (s *store) has(step int64) bool {
+	_, err := os.Stat(s.path(step))
+	return err == nil
+}
+
+// load reads and checks the checkpoint of step.
+func (s *store) load(step int64) (map[string][]byte, error) {
+	path := s.path(step)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	fail := func(why string) (map[string][]byte, error) {
+		return nil, fmt.Errorf("checkpoint %s: %s", path, why)
+	}
+	if len(b) < len(checkpointMagic)+12+sha256.Size || !bytes.HasPrefix(b, []byte(checkpointMagic)) {
+		return fail("not a splitguard checkpoint")
+	}
+	body, sum := b[:len(b)-sha256.Size], b[len(b)-sha256.Size:]
+	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
+		return fail("checksum mismatch (corrupted or truncated)")
+	}
+	body = body[len(checkpointMagic):]
+	if got := int64(binary.LittleEndian.Uint64(body)); got != step {
+		return fail(fmt.Sprintf("holds step %d", got))
+	}
+	n := binary.LittleEndian.Uint32(body[8:])
+	body = body[12:]
+	out := map[string][]byte{}
+	for range n {
+		if len(body) < 4 {
+			return fail("truncated section header")
+		}
+		l := int(binary.LittleEndian.Uint32(body))
+		if len(body) < 4+l+8 {
+			return fail("truncated section name")
+		}
+		name := string(body[4 : 4+l])
+		body = body[4+l:]
+		m := binary.LittleEndian.Uint64(body)
+		if m > uint64(len(body)-8) {
+			return fail("section " + name + " overruns the file")
+		}
+		out[name] = body[8 : 8+m]
+		body = body[8+m:]
+	}
+	if len(body) != 0 {
+		return fail("trailing bytes")
+	}
+	return out, nil
+}

@@ -1,0 +1,218 @@
+// Package netrun runs the two parties of split learning as separate
+// processes over the network: `splitguard active` (the label party, a gRPC
+// server) and `splitguard passive` (the feature party, its client).
+//
+// A run goes through these phases:
+//
+//  1. Each party loads its own data file (the passive without labels) and
+//     puts its rows in the canonical order (sorted by example ID; run.SortByID,
+//     the same order the in-process run uses).
+//  2. Hello: the passive sends its config fingerprint (cut width, batch
+//     size, seed, epochs and a digest of every setting both must share,
+//     SharedDigest); the active refuses a mismatch, naming the difference.
+//  3. Private ID alignment: the passive (psi.Initiator, over the PSI control
+//     call) and the active (psi.Responder) compute the intersection of their
+//     example IDs; neither learns the other's IDs outside it. Both keep only
+//     the rows in the intersection; the train/test split is data.Assign's
+//     keyed hash of (seed, ID), so both agree on it, and both derive the same
+//     seeded schedule (package schedule) over the training rows. The passive
+//     learns nothing about labels from which batches exist.
+//  4. Resume: the passive proposes the step it is at (Checkpoint control
+//     call); the active is either at that step or rolls back to its
+//     checkpoint of that step, else refuses and the passive proposes an
+//     older checkpoint, down to step 0.
+//  5. Training and evaluation over one Train stream (transport/grpcnet),
+//     with every protection and attack of the in-process mode. Every N steps
+//     the two agree on a checkpoint (Checkpoint control call: the active
+//     saves first, then the passive), so that a restarted party resumes
+//     with its peer from the last common checkpoint.
+//
+// Only the protected gradient crosses the wire towards the passive: no
+// label, prediction or loss value. The active audits what it sends (leak
+// AUCs at the cut layer) and exposes Prometheus metrics; it writes the same
+// run directory files as the in-process run. The passive may run the
+// attacks on what it receives (red-team mode) and log label-free scores.
+package netrun
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/splitguard/splitguard/pki"
+	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/transport/grpcnet"
+)
+
+// Config is one party's configuration. The training keys are those of the
+// in-process run (run.Config, inline); the rest are this party's network,
+// security and deployment settings. YAML keys mirror the command-line flags
+// (--checkpoint-every is checkpoint_every).
+type Config struct {
+	run.Config `yaml:",inline"`
+
+	// Addr is where the active party listens, or the address the passive
+	// party dials ("host:port").
+	Addr string `yaml:"addr"`
+	// Name is this party's name (its certificate's DNS name), PeerName the
+	// name the peer's certificate must carry.
+	Name     string `yaml:"name"`
+	PeerName string `yaml:"peer_name"`
+	// Cert, Key and CA are PEM files: this party's certificate and key and
+	// the CA bundle the peer's certificate must chain to. CertDir, when
+	// set, fills the ones left empty from a directory made by `splitguard
+	// certs` (NAME.crt, NAME.key, ca.crt).
+	Cert    string `yaml:"cert,omitempty"`
+	Key     string `yaml:"key,omitempty"`
+	CA      string `yaml:"ca,omitempty"`
+	CertDir string `yaml:"cert_dir,omitempty"`
+	// InsecureLoopback runs without TLS; only loopback addresses are
+	// accepted.
+	InsecureLoopback bool `yaml:"insecure_loopback,omitempty"`
+	// Columns restricts the feature columns this party loads (nil: all).
+	Columns []string `yaml:"columns,flow,omitempty"`
+	// CheckpointEvery N > 0 checkpoints both parties every N steps into
+	// CheckpointDir (default Out/checkpoints).
+	CheckpointEvery int    `yaml:"checkpoint_every"`
+	CheckpointDir   string `yaml:"checkpoint_dir,omitempty"`
+	// MetricsAddr, on the active party, serves Prometheus metrics on
+	// http://ADDR/metrics.
+	MetricsAddr string `yaml:"metrics_addr,omitempty"`
+	// RedTeam, on the passive party, runs the attacks on what it receives
+	// and logs label-free scores to Out/redteam.jsonl.
+	RedTeam bool `yaml:"red_team,omitempty"`
+	// PeerTimeout is how long a party waits for a peer that went away
+	// before it ends the run, saving what was learned.
+	PeerTimeout time.Duration `yaml:"peer_timeout"`
+	// ExchangeTimeout bounds one training exchange (passive).
+	ExchangeTimeout time.Duration `yaml:"exchange_timeout"`
+	// MaxMessageMB bounds one gRPC message.
+	MaxMessageMB int `yaml:"max_message_mb"`
+}
+
+// Default returns the default configuration of a party: the in-process
+// defaults plus a 5-minute peer timeout and checkpoints every 1000 steps.
+func Default() Config {
+	return Config{Config: run.Default(), PeerTimeout: 5 * time.Minute, ExchangeTimeout: 2 * time.Minute,
+		CheckpointEvery: 1000, MaxMessageMB: 64}
+}
+
+// LoadConfigFile reads a YAML config over base: keys present in the file
+// replace base's values; unknown keys are an error.
+func LoadConfigFile(path string, base Config) (Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return base, fmt.Errorf("config: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&base); err != nil && !errors.Is(err, io.EOF) {
+		return base, fmt.Errorf("config %s: %w", path, err)
+	}
+	return base, nil
+}
+
+// validate checks the settings of a party; role is "active" or "passive".
+func (c *Config) validate(role string) error {
+	if err := c.Config.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", role, err)
+	}
+	var errs []string
+	bad := func(f string, a ...any) { errs = append(errs, fmt.Sprintf(f, a...)) }
+	if c.Data == "" {
+		bad("no data file: give --data PATH (each party reads its own file)")
+	}
+	if c.Model != "wdl" && c.Model != "mlp" {
+		bad("model %q: the networked parties run wdl or mlp", c.Model)
+	}
+	if c.Addr == "" {
+		bad("no address: give --addr HOST:PORT")
+	}
+	if c.InsecureLoopback {
+		if c.Addr != "" {
+			if err := grpcnet.CheckLoopback(c.Addr); err != nil {
+				bad("%v", err)
+			}
+		}
+	} else {
+		if c.PeerName == "" {
+			bad("no peer name: give --peer-name (the name the peer's certificate must carry)")
+		}
+		if c.CertDir == "" && (c.Cert == "" || c.Key == "" || c.CA == "") {
+			bad("no certificates: give --cert, --key and --ca, or --cert-dir (or --insecure-loopback on one machine)")
+		}
+		if c.CertDir != "" && c.Name == "" && (c.Cert == "" || c.Key == "") {
+			bad("--cert-dir needs --name (this party's certificate name)")
+		}
+	}
+	if c.CheckpointEvery < 0 {
+		bad("checkpoint every %d steps, want ≥ 0", c.CheckpointEvery)
+	}
+	if c.PeerTimeout <= 0 {
+		bad("peer timeout %v, want > 0", c.PeerTimeout)
+	}
+	if c.MaxMessageMB <= 0 {
+		bad("max message size %d MB, want > 0", c.MaxMessageMB)
+	}
+	if c.DumpBatches > 0 || c.Dump != "" {
+		bad("--dump is an in-process option")
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s: config: %s", role, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// tlsFiles resolves the PEM files of this party.
+func (c *Config) tlsFiles() pki.Files {
+	f := pki.Files{Cert: c.Cert, Key: c.Key, CA: c.CA}
+	if c.CertDir != "" {
+		d := pki.FilesIn(c.CertDir, c.Name)
+		if f.Cert == "" {
+			f.Cert = d.Cert
+		}
+		if f.Key == "" {
+			f.Key = d.Key
+		}
+		if f.CA == "" {
+			f.CA = d.CA
+		}
+	}
+	return f
+}
+
+func (c *Config) checkpointDir() string {
+	if c.CheckpointDir != "" {
+		return c.CheckpointDir
+	}
+	return c.Out + "/checkpoints"
+}
+
+// CutDim is the width d of the cut layer.
+func (c *Config) CutDim() int { return c.Layers[c.Cut-1] }
+
+// SharedDigest is a SHA-256 over every setting the two parties must agree
+// on: the model's architecture and optimiser, the data split and sampling,
+// the schedule, the evaluation cadence and the checkpoint cadence. Each
+// party's own settings (files, columns, protection, attacks, addresses)
+// are not part of it.
+func (c *Config) SharedDigest() []byte {
+	s := fmt.Sprintf("model=%s layers=%v cut=%d embed_dim=%d lr=%x l2=%x batch=%d epochs=%d seed=%d "+
+		"eval_every=%d eval_batch=%d max_steps=%d sample=%x test_frac=%x checkpoint_every=%d",
+		c.Model, c.Layers, c.Cut, c.EmbedDim, c.LR, c.L2, c.Batch, c.Epochs, c.Seed,
+		c.EvalEvery, c.EvalBatch, c.MaxSteps, c.Sample, c.TestFrac, c.CheckpointEvery)
+	d := sha256.Sum256([]byte(s))
+	return d[:]
+}
+
+// fingerprint is what Hello compares.
+func (c *Config) fingerprint() grpcnet.Fingerprint {
+	return grpcnet.Fingerprint{CutDim: c.CutDim(), BatchSize: c.Batch, Seed: c.Seed, Epochs: c.Epochs, Digest: c.SharedDigest()}
+}

@@ -1,0 +1,107 @@
+package netrun
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/splitguard/splitguard/audit"
+	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/transport/grpcnet"
+)
+
+// activeMetrics are the active party's Prometheus metrics, in a registry
+// of their own (served on --metrics-addr at /metrics).
+type activeMetrics struct {
+	reg               *prometheus.Registry
+	step, loss        prometheus.Gauge
+	leak, leakQ95     *prometheus.GaugeVec
+	testAUC, testLoss prometheus.Gauge
+	stepSeconds       prometheus.Histogram
+	lastStepSeconds   prometheus.Gauge
+}
+
+func newActiveMetrics(cfg Config, stats func() grpcnet.Stats) *activeMetrics {
+	m := &activeMetrics{reg: prometheus.NewRegistry()}
+	g := func(name, help string) prometheus.Gauge {
+		x := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+		m.reg.MustRegister(x)
+		return x
+	}
+	m.step = g("splitguard_step", "Training steps done.")
+	m.loss = g("splitguard_train_loss", "Mean BCE of the last training batch (active party only; never sent).")
+	m.testAUC = g("splitguard_test_auc", "Test AUC of the last evaluation.")
+	m.testLoss = g("splitguard_test_loss", "Test BCE of the last evaluation.")
+	m.lastStepSeconds = g("splitguard_step_seconds_last", "Active-side time of the last training step (top model, protection, audit).")
+	m.leak = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "splitguard_leak_auc",
+		Help: "Leak AUC of the last training batch per attack and layer (what the active party sent)."}, []string{"attack", "layer"})
+	m.leakQ95 = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "splitguard_leak_auc_q95",
+		Help: "Running 95% quantile (nearest rank) of the per-batch leak AUC."}, []string{"attack", "layer"})
+	m.stepSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "splitguard_step_seconds",
+		Help: "Active-side time per training step.", Buckets: prometheus.ExponentialBuckets(1e-4, 2, 18)})
+	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "splitguard_protection_info",
+		Help: "The configured protection (value 1)."}, []string{"protect"})
+	info.WithLabelValues(cfg.Protect).Set(1)
+	m.reg.MustRegister(m.leak, m.leakQ95, m.stepSeconds, info)
+	counter := func(name, help string, f func(grpcnet.Stats) int64) {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
+			func() float64 { return float64(f(stats())) }))
+	}
+	counter("splitguard_bytes_sent_total", "gRPC message bytes sent (incl. 5-byte frame headers).", func(s grpcnet.Stats) int64 { return s.BytesSent })
+	counter("splitguard_bytes_received_total", "gRPC message bytes received.", func(s grpcnet.Stats) int64 { return s.BytesReceived })
+	counter("splitguard_exchanges_total", "Forward/backward exchanges answered.", func(s grpcnet.Stats) int64 { return s.Exchanges })
+	counter("splitguard_rejected_messages_total", "Messages refused by validation or ordering.", func(s grpcnet.Stats) int64 { return s.Rejected })
+	counter("splitguard_retries_total", "Re-sent messages answered without re-applying them.", func(s grpcnet.Stats) int64 { return s.Retries })
+	return m
+}
+
+func (m *activeMetrics) setStep(step int64) { m.step.Set(float64(step)) }
+
+func (m *activeMetrics) batch(b run.BatchRecord, aud *audit.Auditor, took time.Duration) {
+	m.step.Set(float64(b.Step + 1))
+	m.loss.Set(b.Loss)
+	for k, v := range b.Leak {
+		at, layer, _ := strings.Cut(k, "/")
+		if v != nil {
+			m.leak.WithLabelValues(at, layer).Set(*v)
+		}
+		if s := aud.Leak().Summary(at, layer); s.Batches > 0 {
+			m.leakQ95.WithLabelValues(at, layer).Set(s.Q95)
+		}
+	}
+	m.stepSeconds.Observe(took.Seconds())
+	m.lastStepSeconds.Set(took.Seconds())
+}
+
+func (m *activeMetrics) eval(e run.EvalRecord) {
+	m.testAUC.Set(e.TestAUC)
+	m.testLoss.Set(e.TestLoss)
+}
+
+// serve serves /metrics on addr; it returns a function that stops the
+// server and the address actually listened on.
+func (m *activeMetrics) serve(addr string) (func(), string, error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			_ = err
+		}
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, lis.Addr().String(), nil
+}

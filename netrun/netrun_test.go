@@ -1,0 +1,191 @@
+package netrun
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/pki"
+	"github.com/splitguard/splitguard/run"
+)
+
+// synthFile writes n synthetic Criteo rows (IDs are row numbers).
+func synthFile(t testing.TB, n int) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "synth.txt")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := data.WriteSynth(f, int64(n), 0.25, 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func smallConfig(dataPath, out string) run.Config {
+	c := run.Default()
+	c.Data, c.Out = dataPath, out
+	c.Layers, c.Cut, c.EmbedDim = []int{16, 8, 8}, 2, 2
+	c.Batch, c.Epochs, c.EvalEvery, c.LR, c.Seed = 64, 2, 7, 1e-3, 3
+	c.TestFrac, c.HashBuckets = 0.2, 1000
+	c.Protect, c.MarvellS = "marvell", 2
+	c.Attacks = []string{"norm", "cosine", "majority_cosine", "hint3_distance", "spectral"}
+	return c
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// pair runs both parties in this process over loopback and returns the
+// active party's summary.
+func pair(t *testing.T, act, pas Config) *run.Summary {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	addr := make(chan string, 1)
+	type result struct {
+		s   *run.Summary
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		s, err := RunActive(ctx, act, Options{Logger: testLogger(t), Ready: func(a string) { addr <- a }})
+		done <- result{s, err}
+	}()
+	var a string
+	select {
+	case a = <-addr:
+	case r := <-done:
+		t.Fatalf("active: %v", r.err)
+	}
+	pas.Addr = a
+	if _, err := RunPassive(ctx, pas, Options{Logger: testLogger(t)}); err != nil {
+		t.Fatalf("passive: %v", err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("active: %v", r.err)
+	}
+	return r.s
+}
+
+func newTestPKI(t *testing.T) string {
+	dir := t.TempDir()
+	if err := pki.InitCA(dir, pki.CAOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"active", "passive", "mallory"} {
+		if _, _, err := pki.Issue(dir, n, pki.IssueOptions{Hosts: []string{"127.0.0.1"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func partyConfigs(base run.Config, root, certs string) (act, pas Config) {
+	act, pas = Default(), Default()
+	act.Config, pas.Config = base, base
+	act.Out, pas.Out = filepath.Join(root, "active"), filepath.Join(root, "passive")
+	act.Addr = "127.0.0.1:0"
+	act.Name, act.PeerName, act.CertDir = "active", "passive", certs
+	pas.Name, pas.PeerName, pas.CertDir = "passive", "active", certs
+	act.PeerTimeout, pas.PeerTimeout = 20*time.Second, 20*time.Second
+	act.CheckpointEvery, pas.CheckpointEvery = 5, 5
+	return act, pas
+}
+
+func readLines[T any](t *testing.T, path string) []T {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []T
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		var v T
+		if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// cutOnly keeps the leak keys of the cut layer (what the active sees).
+func cutOnly[V any](m map[string]V) map[string]V {
+	out := map[string]V{}
+	for k, v := range m {
+		if strings.HasSuffix(k, "/cut") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// TestNetworkedMatchesInProcess trains the same configuration in process
+// and as two parties over mutual TLS on loopback (the passive loading the
+// file without labels) and checks that every evaluation, every batch's
+// loss, protection figures and cut-layer leak AUCs, and the summary agree
+// bit for bit.
+func TestNetworkedMatchesInProcess(t *testing.T) {
+	path := synthFile(t, 900)
+	root := t.TempDir()
+	base := smallConfig(path, filepath.Join(root, "inproc"))
+	want, err := run.Train(context.Background(), base, run.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	act, pas := partyConfigs(base, root, newTestPKI(t))
+	got := pair(t, act, pas)
+
+	if g, w := readLines[run.EvalRecord](t, filepath.Join(act.Out, "eval.jsonl")), readLines[run.EvalRecord](t, filepath.Join(base.Out, "eval.jsonl")); !reflect.DeepEqual(g, w) || len(w) < 3 {
+		t.Fatalf("evaluations differ:\n got %v\nwant %v", g, w)
+	}
+	gb := readLines[run.BatchRecord](t, filepath.Join(act.Out, "batches.jsonl"))
+	wb := readLines[run.BatchRecord](t, filepath.Join(base.Out, "batches.jsonl"))
+	if len(gb) != len(wb) || len(wb) == 0 {
+		t.Fatalf("%d batches over the network, %d in process", len(gb), len(wb))
+	}
+	for i := range wb {
+		g, w := gb[i], wb[i]
+		delete(g.Protection, "solve_ms") // a timing
+		delete(w.Protection, "solve_ms")
+		if g.Step != w.Step || g.Loss != w.Loss || g.Positives != w.Positives || !reflect.DeepEqual(g.Protection, w.Protection) ||
+			!reflect.DeepEqual(g.Leak, cutOnly(w.Leak)) {
+			t.Fatalf("batch %d differs:\n got %+v\nwant %+v", i, g, w)
+		}
+	}
+	if got.TestAUCFinal != want.TestAUCFinal || got.TestLossFinal != want.TestLossFinal || got.ACEFinal != want.ACEFinal ||
+		got.TrainLossFinal != want.TrainLossFinal || got.Steps != want.Steps || got.TrainRows != want.TrainRows {
+		t.Fatalf("summaries differ:\n got %+v\nwant %+v", got, want)
+	}
+	if !reflect.DeepEqual(got.Leak, cutOnly(want.Leak)) {
+		t.Fatalf("leak summaries differ:\n got %v\nwant %v", got.Leak, cutOnly(want.Leak))
+	}
+	for _, f := range []string{filepath.Join(act.Out, "top.model"), filepath.Join(pas.Out, "bottom.model"), filepath.Join(act.Out, "summary.json")} {
+		if _, err := os.Stat(f); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Logf("test AUC %.6f in both modes; %d steps", got.TestAUCFinal, got.Steps)
+}

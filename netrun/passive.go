@@ -1,0 +1,267 @@
+package netrun
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/party/passive"
+	"github.com/splitguard/splitguard/pki"
+	"github.com/splitguard/splitguard/psi"
+	"github.com/splitguard/splitguard/schedule"
+	"github.com/splitguard/splitguard/transport/grpcnet"
+)
+
+// passiveRun is the state of the passive party's process.
+type passiveRun struct {
+	cfg    Config
+	opt    Options
+	pd     *partyData
+	client *grpcnet.Client
+	store  store
+	split  *data.Split
+	common []uint64
+	party  *passive.Passive
+	red    *redTeam
+	// progress is when the run last made progress (a step, a session).
+	progress time.Time
+}
+
+// PassiveResult reports a finished passive run.
+type PassiveResult struct {
+	Steps    int64
+	Sessions int
+	Stats    grpcnet.Stats
+}
+
+// RunPassive runs the passive party: it loads its data (without labels),
+// connects to the active party, aligns IDs by PSI, resumes from the last
+// common checkpoint and trains, checkpointing every cfg.CheckpointEvery
+// steps. A lost connection or a restarted active party starts a new session
+// (with backoff); after cfg.PeerTimeout without progress the run ends with
+// an error wrapping ErrPeerGone, the model saved. The bottom model is
+// written to cfg.Out/bottom.model at the end.
+func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, error) {
+	if err := cfg.validate("passive"); err != nil {
+		return nil, err
+	}
+	log := opt.logger().With("party", "passive")
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		return nil, err
+	}
+	pd, err := loadParty(&cfg, false)
+	if err != nil {
+		return nil, fmt.Errorf("passive: %w", err)
+	}
+	log.Info("data loaded", "train", len(pd.split.Train.IDs), "test", len(pd.split.Test.IDs))
+	co := grpcnet.ClientOptions{InsecureLoopback: cfg.InsecureLoopback, Logger: opt.logger(),
+		MaxMessageBytes: cfg.MaxMessageMB << 20, ExchangeTimeout: cfg.ExchangeTimeout, CallTimeout: cfg.PeerTimeout}
+	if !cfg.InsecureLoopback {
+		if co.TLS, err = pki.ClientTLSConfig(cfg.tlsFiles(), cfg.PeerName); err != nil {
+			return nil, fmt.Errorf("passive: %w", err)
+		}
+	}
+	client, err := grpcnet.Dial(cfg.Addr, co)
+	if err != nil {
+		return nil, fmt.Errorf("passive: %w", err)
+	}
+	p := &passiveRun{cfg: cfg, opt: opt, pd: pd, client: client, store: store{dir: cfg.checkpointDir(), role: "passive"}, progress: time.Now()}
+	if cfg.RedTeam {
+		if p.red, err = newRedTeam(filepath.Join(cfg.Out, "redteam.jsonl"), cfg.Attacks, cfg.PositivesMinority); err != nil {
+			client.Close()
+			return nil, err
+		}
+		defer p.red.close()
+	}
+	res := &PassiveResult{}
+	backoff := 200 * time.Millisecond
+	for {
+		res.Sessions++
+		err = p.session(ctx)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil || !grpcnet.NeedsNewSession(err) {
+			log.Error("run failed", "err", err)
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = client.Shutdown(sctx, err.Error())
+			cancel()
+			client.Close()
+			return nil, err
+		}
+		if time.Since(p.progress) > cfg.PeerTimeout {
+			client.Close()
+			if p.party != nil {
+				if serr := p.saveFinal(); serr != nil {
+					return nil, errors.Join(err, serr)
+				}
+				return nil, fmt.Errorf("passive: %w: no progress for %v (last error: %v); the model after %d steps is saved in %s",
+					ErrPeerGone, cfg.PeerTimeout, err, p.party.Step(), cfg.Out)
+			}
+			return nil, fmt.Errorf("passive: %w: no progress for %v: %v", ErrPeerGone, cfg.PeerTimeout, err)
+		}
+		log.Warn("session lost; starting a new one", "in", backoff, "err", err)
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			client.Close()
+			return nil, ctx.Err()
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+	res.Steps = p.party.Step()
+	if err := p.saveFinal(); err != nil {
+		client.Close()
+		return nil, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = client.Shutdown(sctx, "")
+	cancel()
+	res.Stats = client.Stats()
+	if cerr := client.Close(); err == nil {
+		err = cerr
+	}
+	return res, err
+}
+
+// session runs one session: Hello, PSI, resume, training to the end.
+func (p *passiveRun) session(ctx context.Context) error {
+	log := p.opt.logger().With("party", "passive")
+	if _, err := p.client.Hello(ctx, grpcnet.Hello{Party: partyName(p.cfg.Name, "passive"), Config: p.cfg.fingerprint()}); err != nil {
+		return err
+	}
+	keys, err := psi.RunUint64(p.pd.ids(), nil, func(r *psi.Request) (*psi.Response, error) { return p.client.PSI(ctx, r) })
+	if err != nil {
+		return fmt.Errorf("passive: private ID alignment: %w", err)
+	}
+	if p.common == nil {
+		p.common, p.split = keys, p.pd.restrict(keys)
+		log.Info("IDs aligned", "intersection", len(keys), "train", len(p.split.Train.IDs), "test", len(p.split.Test.IDs))
+	} else if !slices.Equal(keys, p.common) {
+		return fmt.Errorf("passive: the ID intersection changed between sessions (%d IDs, was %d)", len(keys), len(p.common))
+	}
+	p.progress = time.Now()
+	if err := p.resume(ctx); err != nil {
+		return err
+	}
+	return p.party.Train(ctx, p.client)
+}
+
+// resume agrees with the active party on the step to continue from: the
+// current step, else the newest common checkpoint, else step 0.
+func (p *passiveRun) resume(ctx context.Context) error {
+	var cands []int64
+	if p.party != nil {
+		cands = append(cands, p.party.Step())
+	}
+	steps, err := p.store.steps()
+	if err != nil {
+		return err
+	}
+	if p.cfg.CheckpointEvery > 0 {
+		for i := len(steps) - 1; i >= 0; i-- {
+			cands = append(cands, steps[i])
+		}
+	}
+	cands = append(cands, 0)
+	log := p.opt.logger().With("party", "passive")
+	tried := map[int64]bool{}
+	var last error
+	for _, s := range cands {
+		if tried[s] {
+			continue
+		}
+		tried[s] = true
+		if err := p.client.Checkpoint(ctx, s); err != nil {
+			if grpcnet.NeedsNewSession(err) {
+				return err
+			}
+			log.Info("the active party cannot resume here", "step", s, "err", err)
+			last = err
+			continue
+		}
+		if p.party == nil || p.party.Step() != s {
+			if err := p.build(s); err != nil {
+				return err
+			}
+		}
+		log.Info("resuming", "step", s)
+		return nil
+	}
+	return fmt.Errorf("passive: no step to resume from: %w", last)
+}
+
+// build makes the party afresh and, for step > 0, restores its checkpoint.
+func (p *passiveRun) build(step int64) error {
+	cfg := &p.cfg
+	bottom, err := newBottom(cfg, p.split.Train.X)
+	if err != nil {
+		return err
+	}
+	sched, err := schedule.New(len(p.split.Train.IDs), cfg.Batch, cfg.Seed)
+	if err != nil {
+		return err
+	}
+	pc := passive.Config{Epochs: cfg.Epochs, MaxSteps: cfg.MaxSteps, EvalEvery: cfg.EvalEvery, EvalBatch: cfg.EvalBatch,
+		AfterStep: p.afterStep}
+	if p.red != nil {
+		pc.Observer = p.red.observe
+	}
+	party, err := passive.New(bottom, passive.Split{IDs: p.split.Train.IDs, X: p.split.Train.X},
+		passive.Split{IDs: p.split.Test.IDs, X: p.split.Test.X}, sched, pc)
+	if err != nil {
+		return err
+	}
+	if step > 0 {
+		secs, err := p.store.load(step)
+		if err != nil {
+			return err
+		}
+		if err := party.LoadState(bytes.NewReader(secs["passive"])); err != nil {
+			return err
+		}
+		if party.Step() != step {
+			return fmt.Errorf("passive: checkpoint of step %d holds step %d", step, party.Step())
+		}
+	}
+	if p.red != nil {
+		if err := p.red.rewind(step); err != nil {
+			return err
+		}
+	}
+	p.party = party
+	return nil
+}
+
+// afterStep checkpoints at every checkpoint step: the active party first
+// (Checkpoint call), then the passive.
+func (p *passiveRun) afterStep(ctx context.Context, step int64) error {
+	p.progress = time.Now()
+	n := int64(p.cfg.CheckpointEvery)
+	if n <= 0 || step%n != 0 || step >= p.party.TotalSteps() {
+		return nil
+	}
+	if err := p.client.Checkpoint(ctx, step); err != nil {
+		return err
+	}
+	var st bytes.Buffer
+	if err := p.party.SaveState(&st); err != nil {
+		return err
+	}
+	return p.store.save(step, map[string][]byte{"passive": st.Bytes()})
+}
+
+// saveFinal writes the bottom model.
+func (p *passiveRun) saveFinal() error {
+	var b bytes.Buffer
+	if err := p.party.SaveModel(&b); err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(p.cfg.Out, "bottom.model"), b.Bytes())
+}

@@ -1,0 +1,106 @@
+package active
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/splitguard/splitguard/protect"
+)
+
+// stateTag versions the active party's checkpoint encoding.
+const stateTag = "splitguard/active/v1"
+
+// SaveState writes what the active party needs to resume training
+// bit-identically between two steps: the step count, the random stream of
+// the protection, the protection's own state (protect.Stateful) and the
+// top model's parameters and optimiser state. It must not be called while
+// a step is in progress.
+func (a *Active) SaveState(w io.Writer) error {
+	rs, err := a.pcg.MarshalBinary()
+	if err != nil {
+		return fmt.Errorf("active: saving the random state: %w", err)
+	}
+	ps, err := protect.State(a.cfg.Protector)
+	if err != nil {
+		return fmt.Errorf("active: saving the state of protection %s: %w", a.cfg.Protector.Name(), err)
+	}
+	var model bytes.Buffer
+	if err := a.top.Save(&model); err != nil {
+		return fmt.Errorf("active: saving the top model: %w", err)
+	}
+	var b []byte
+	b = appendBlob(b, []byte(stateTag))
+	b = binary.LittleEndian.AppendUint64(b, uint64(a.step))
+	b = appendBlob(b, rs)
+	b = appendBlob(b, ps)
+	b = appendBlob(b, model.Bytes())
+	_, err = w.Write(b)
+	return err
+}
+
+// LoadState restores a state written by SaveState into an active party
+// built with the same configuration. On error the party must not be used.
+func (a *Active) LoadState(r io.Reader) error {
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return fmt.Errorf("active: reading the state: %w", err)
+	}
+	tag, raw, err := takeBlob(raw)
+	if err == nil && string(tag) != stateTag {
+		err = fmt.Errorf("state of %q, want %q", tag, stateTag)
+	}
+	if err != nil {
+		return fmt.Errorf("active: state: %w", err)
+	}
+	if len(raw) < 8 {
+		return errors.New("active: state: truncated step")
+	}
+	step := int64(binary.LittleEndian.Uint64(raw))
+	raw = raw[8:]
+	var rs, ps, model []byte
+	for _, dst := range []*[]byte{&rs, &ps, &model} {
+		if *dst, raw, err = takeBlob(raw); err != nil {
+			return fmt.Errorf("active: state: %w", err)
+		}
+	}
+	if len(raw) != 0 {
+		return fmt.Errorf("active: state: %d trailing bytes", len(raw))
+	}
+	if step < 0 {
+		return fmt.Errorf("active: state: negative step %d", step)
+	}
+	if err := a.pcg.UnmarshalBinary(rs); err != nil {
+		return fmt.Errorf("active: state: random stream: %w", err)
+	}
+	if err := protect.SetState(a.cfg.Protector, ps); err != nil {
+		return fmt.Errorf("active: state: %w", err)
+	}
+	if err := a.top.Load(bytes.NewReader(model)); err != nil {
+		return fmt.Errorf("active: state: top model: %w", err)
+	}
+	a.step, a.order = step, nil
+	return nil
+}
+
+// SaveModel writes the top model's parameters and optimiser state (for
+// serving predictions after training).
+func (a *Active) SaveModel(w io.Writer) error { return a.top.Save(w) }
+
+func appendBlob(b, blob []byte) []byte {
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(blob)))
+	return append(b, blob...)
+}
+
+func takeBlob(b []byte) (blob, rest []byte, err error) {
+	if len(b) < 8 {
+		return nil, nil, errors.New("truncated")
+	}
+	n := binary.LittleEndian.Uint64(b)
+	if n > uint64(len(b)-8) {
+		return nil, nil, fmt.Errorf("a section of %d bytes overruns the %d left", n, len(b)-8)
+	}
+	return b[8 : 8+n], b[8+n:], nil
+}

@@ -1,0 +1,63 @@
+package run
+
+import (
+	"slices"
+
+	"github.com/splitguard/splitguard/data"
+)
+
+// SortByID puts d's rows in ascending order of example ID (stable: rows
+// with equal IDs keep their file order). Both the in-process run and the
+// networked parties use this canonical order, so that the shared seeded
+// schedule picks the same examples whatever order each party's file has.
+func SortByID(d *data.Dataset) {
+	if d == nil || slices.IsSorted(d.IDs) {
+		return
+	}
+	rows := make([]int, len(d.IDs))
+	for i := range rows {
+		rows[i] = i
+	}
+	slices.SortStableFunc(rows, func(a, b int) int {
+		switch {
+		case d.IDs[a] < d.IDs[b]:
+			return -1
+		case d.IDs[a] > d.IDs[b]:
+			return 1
+		}
+		return 0
+	})
+	*d = *SelectRows(d, rows)
+}
+
+// SelectRows returns a new dataset made of d's given rows, in that order.
+func SelectRows(d *data.Dataset, rows []int) *data.Dataset {
+	out := &data.Dataset{IDs: make([]uint64, len(rows))}
+	for i, r := range rows {
+		out.IDs[i] = d.IDs[r]
+	}
+	if d.Labels != nil {
+		out.Labels = make([]uint8, len(rows))
+		for i, r := range rows {
+			out.Labels[i] = d.Labels[r]
+		}
+	}
+	if d.X != nil {
+		x := *d.X
+		x.Rows = len(rows)
+		x.Cat = make([]int32, len(rows)*x.NumCat)
+		x.Dense = make([]float32, len(rows)*x.NumDense)
+		for i, r := range rows {
+			copy(x.Cat[i*x.NumCat:(i+1)*x.NumCat], d.X.Cat[r*x.NumCat:(r+1)*x.NumCat])
+			copy(x.Dense[i*x.NumDense:(i+1)*x.NumDense], d.X.Dense[r*x.NumDense:(r+1)*x.NumDense])
+		}
+		out.X = &x
+	}
+	return out
+}
+
+// canonicalOrder sorts both splits by example ID.
+func canonicalOrder(s *data.Split) {
+	SortByID(s.Train)
+	SortByID(s.Test)
+}

@@ -1,0 +1,94 @@
+package grpcnet
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/splitguard/splitguard/transport"
+)
+
+// TestCloseReturnsWithStuckHandler: a control hook that ignores its
+// context made GracefulStop (which waits for every handler) and so Close
+// wait forever. Close must return within its bounds and say why.
+func TestCloseReturnsWithStuckHandler(t *testing.T) {
+	oldGrace, oldWait := closeGrace, closeWait
+	closeGrace, closeWait = 100*time.Millisecond, 200*time.Millisecond
+	t.Cleanup(func() { closeGrace, closeWait = oldGrace, oldWait })
+
+	release := make(chan struct{})
+	defer close(release)
+	entered := make(chan struct{})
+	s, err := Listen("127.0.0.1:0", ServerOptions{InsecureLoopback: true, Logger: quietLogger(t),
+		Local: Hello{Party: "active", Config: fp},
+		Handlers: Handlers{Checkpoint: func(context.Context, int64) error {
+			close(entered)
+			<-release // ignores the context: stuck until the test ends
+			return nil
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, s.Addr(), ClientOptions{InsecureLoopback: true, CallTimeout: 5 * time.Second})
+	go func() { _ = c.Checkpoint(context.Background(), 3) }()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the checkpoint call never reached the handler")
+	}
+	start := time.Now()
+	errc := make(chan error, 1)
+	go func() { errc <- s.Close() }()
+	select {
+	case err := <-errc:
+		if err == nil || !strings.Contains(err.Error(), "did not return") {
+			t.Errorf("Close: %v, want an error naming the stuck handler", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close hung")
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Close took %v", d)
+	}
+}
+
+// TestReplyNeedsRecv: a Reply to a message that Recv never handed out is
+// refused (it used to be accepted, leaving the message queued so that the
+// next one blocked the handler, holding the server's lock, for good).
+func TestReplyNeedsRecv(t *testing.T) {
+	s := startServer(t, ServerOptions{InsecureLoopback: true})
+	c := dial(t, s.Addr(), ClientOptions{InsecureLoopback: true})
+	ctx := context.Background()
+	if _, err := c.Hello(ctx, Hello{Party: "passive", Config: fp}); err != nil {
+		t.Fatal(err)
+	}
+	f := forward(transport.Train, 0, 0, 2, 2)
+	go func() { _, _ = c.Exchange(ctx, f) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := s.Reply(ctx, &transport.Backward{Step: 0, Batch: 0, Grad: f.Embedding})
+		if err == nil {
+			t.Fatal("Reply before Recv accepted")
+		}
+		s.mu.Lock()
+		have := s.have
+		s.mu.Unlock()
+		if have || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := s.Reply(ctx, &transport.Backward{Step: 0, Batch: 0, Grad: f.Embedding}); err == nil {
+		t.Fatal("Reply before Recv accepted")
+	}
+	// Abort names its reason to the passive party.
+	s.Abort(errors.New("schedule mismatch at step 0"))
+	if got, err := s.Recv(ctx); err != nil || got.Step != 0 {
+		t.Fatalf("Recv of the queued message: %v, %v", got, err)
+	}
+	if _, err := s.Recv(ctx); err == nil || !strings.Contains(err.Error(), "schedule mismatch") {
+		t.Fatalf("Recv after Abort: %v", err)
+	}
+}
