@@ -10,6 +10,8 @@ import (
 	"slices"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/party/passive"
 	"github.com/splitguard/splitguard/pki"
@@ -60,6 +62,14 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 		return nil, fmt.Errorf("passive: %w", err)
 	}
 	log.Info("data loaded", "train", len(pd.split.Train.IDs), "test", len(pd.split.Test.IDs))
+	if b, err := yaml.Marshal(cfg); err == nil {
+		if err := writeFileAtomic(filepath.Join(cfg.Out, "config.yaml"), b); err != nil {
+			return nil, err
+		}
+	}
+	if err := writeEncoding(cfg.Out, &pd.split.Info); err != nil {
+		return nil, fmt.Errorf("passive: %w", err)
+	}
 	co := grpcnet.ClientOptions{InsecureLoopback: cfg.InsecureLoopback, Logger: opt.logger(),
 		MaxMessageBytes: cfg.MaxMessageMB << 20, ExchangeTimeout: cfg.ExchangeTimeout, CallTimeout: cfg.PeerTimeout}
 	if !cfg.InsecureLoopback {

@@ -104,5 +104,6 @@ func newActiveCmd() *cobra.Command {
 	}
 	netFlags(cmd.Flags(), &cfg)
 	cmd.Flags().StringVar(&configFile, "config", "", "YAML config file; its keys mirror the flags, flags given on the command line win")
+	cmd.AddCommand(newActiveServeCmd())
 	return cmd
 }

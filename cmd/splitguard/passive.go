@@ -40,5 +40,6 @@ func newPassiveCmd() *cobra.Command {
 	}
 	netFlags(cmd.Flags(), &cfg)
 	cmd.Flags().StringVar(&configFile, "config", "", "YAML config file; its keys mirror the flags, flags given on the command line win")
+	cmd.AddCommand(newPassiveScoreCmd())
 	return cmd
 }

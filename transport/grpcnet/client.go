@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -64,6 +65,10 @@ type Client struct {
 	rpc  pb.SplitLearningClient
 	cnt  counters
 	max  int
+	addr string
+	// tlsErr is the last refusal of the active party's certificate by
+	// this client's TLS verification (an error, or nil).
+	tlsErr atomic.Pointer[error]
 
 	mu     sync.Mutex // serialises Exchange and Close (lock-step)
 	closed bool
@@ -115,18 +120,79 @@ func Dial(addr string, o ClientOptions) (*Client, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	c := &Client{o: o, log: o.Logger.With("side", "passive", "addr", addr), max: o.MaxMessageBytes / 4}
+	c := &Client{o: o, log: o.Logger.With("side", "passive", "addr", addr), max: o.MaxMessageBytes / 4, addr: addr}
+	if o.TLS != nil {
+		creds = credentials.NewTLS(c.recordingTLS(o.TLS))
+	}
 	conn, err := grpc.NewClient(addr,
 		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(o.MaxMessageBytes), grpc.MaxCallSendMsgSize(o.MaxMessageBytes)),
 		grpc.WithStatsHandler(&statsHandler{c: &c.cnt}),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 20 * time.Second}),
+		// Reconnect quickly after the active party restarts (gRPC's default
+		// backoff grows to two minutes).
+		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: 5 * time.Second,
+			Backoff: backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second}}),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("grpcnet: dial %s: %w", addr, err)
 	}
 	c.conn, c.rpc = conn, pb.NewSplitLearningClient(conn)
 	return c, nil
+}
+
+// ErrHandshake is wrapped by the error of a call that failed because the
+// TLS handshake with the active party failed: its certificate was refused
+// by this party, or this party's certificate by it. Retrying cannot help,
+// so the Client does not retry it.
+var ErrHandshake = errors.New("grpcnet: TLS handshake with the active party failed")
+
+// recordingTLS returns a copy of cfg that remembers why it refused the
+// active party's certificate, so that the error can name the cause.
+func (c *Client) recordingTLS(cfg *tls.Config) *tls.Config {
+	cl := cfg.Clone()
+	verify := cfg.VerifyConnection
+	cl.VerifyConnection = func(cs tls.ConnectionState) error {
+		var err error
+		if verify != nil {
+			err = verify(cs)
+		}
+		if err != nil {
+			c.tlsErr.Store(&err)
+		}
+		return err
+	}
+	return cl
+}
+
+// handshakeErr returns an error wrapping ErrHandshake, naming the cause,
+// when err is a failed TLS handshake, else nil.
+func (c *Client) handshakeErr(err error) error {
+	if status.Code(err) != codes.Unavailable {
+		return nil
+	}
+	msg := status.Convert(err).Message()
+	switch {
+	case strings.Contains(msg, "remote error: tls:"):
+		return fmt.Errorf("%w: the active party at %s refused this party's certificate (%s): check that it was issued by the CA the active party trusts (its --ca) and carries the name the active party expects (its --peer-name)",
+			ErrHandshake, c.addr, tlsCause(msg))
+	case strings.Contains(msg, "authentication handshake failed"):
+		cause := tlsCause(msg)
+		if p := c.tlsErr.Load(); p != nil {
+			cause = (*p).Error()
+		}
+		return fmt.Errorf("%w: the certificate of the server at %s was refused: %s; check --ca (the CA that issued the active party's certificate) and --peer-name (the name it must carry)",
+			ErrHandshake, c.addr, cause)
+	}
+	return nil
+}
+
+// tlsCause extracts the TLS part of a gRPC connection error message.
+func tlsCause(msg string) string {
+	if i := strings.Index(msg, "tls: "); i >= 0 {
+		return strings.TrimRight(msg[i:], `"`)
+	}
+	return msg
 }
 
 // Stats returns the client's traffic counters.
@@ -147,9 +213,31 @@ func (c *Client) Hello(ctx context.Context, local Hello) (*Hello, error) {
 	}
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
-	resp, err := c.rpc.Hello(ctx, &pb.HelloRequest{ProtocolVersion: local.Version, Party: local.Party, Config: fp}, grpc.WaitForReady(true))
-	if err != nil {
-		return nil, fmt.Errorf("grpcnet: hello: %w", err)
+	req := &pb.HelloRequest{ProtocolVersion: local.Version, Party: local.Party, Config: fp}
+	// Not WaitForReady: a connection that cannot be made fails the call at
+	// once, so that a refused TLS handshake (which no retry can fix) is
+	// reported now instead of after CallTimeout. An active party that is
+	// not listening yet is waited for here, with backoff.
+	var resp *pb.HelloResponse
+	for delay := 50 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
+		resp, err = c.rpc.Hello(ctx, req)
+		if err == nil {
+			break
+		}
+		if herr := c.handshakeErr(err); herr != nil {
+			c.log.Error("grpcnet: TLS handshake failed; not retrying", "err", herr)
+			return nil, herr
+		}
+		if status.Code(err) != codes.Unavailable {
+			return nil, fmt.Errorf("grpcnet: hello: %w", err)
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("grpcnet: hello: the active party at %s was not reachable within %v: %w", c.addr, c.o.CallTimeout, err)
+		}
 	}
 	remote := &Hello{Version: resp.GetProtocolVersion(), Party: resp.GetParty(), Config: fingerprintFromPB(resp.GetConfig())}
 	if !resp.GetAccepted() {

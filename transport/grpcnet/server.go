@@ -46,6 +46,12 @@ type Handlers struct {
 	// Shutdown is told that the passive ends the run; reason is empty for a
 	// normal end.
 	Shutdown func(ctx context.Context, reason string) error
+	// Score, when set, makes the server an inference server: it answers
+	// Score calls (each batch handed to Score once, in order; a re-sent
+	// batch gets the remembered answer) and refuses Train streams. When
+	// nil, Score calls are refused. The result's Scores must be nil unless
+	// the active party shares its scores.
+	Score func(ctx context.Context, b *ScoreBatch) (*ScoreResult, error)
 }
 
 // ServerOptions configure Listen.
@@ -102,6 +108,9 @@ type Server struct {
 	incoming  chan *transport.Forward
 	ended     chan struct{} // closed by end
 	endErr    error
+
+	scoreMu sync.Mutex // serialises Score calls
+	score   scoreState
 }
 
 var _ transport.ActiveConn = (*Server)(nil)
@@ -491,6 +500,7 @@ func (v *service) Hello(ctx context.Context, req *pb.HelloRequest) (*pb.HelloRes
 		return resp, nil
 	}
 	resp.Accepted = true
+	s.resetScore()
 	s.helloOK.Store(true)
 	s.log.Info("grpcnet: hello", "peer", peerName(ctx), "party", remote.Party)
 	return resp, nil
@@ -551,6 +561,10 @@ func (v *service) Train(stream pb.SplitLearning_TrainServer) error {
 	s := v.s
 	ctx := stream.Context()
 	who := peerName(ctx)
+	if s.o.Handlers.Score != nil {
+		s.cnt.rejected.Add(1)
+		return statusf(codes.FailedPrecondition, "Train refused: this active party serves scoring, not training")
+	}
 	if !s.helloOK.Load() {
 		return statusf(codes.FailedPrecondition, "Train %s", errBeforeHello)
 	}
