@@ -120,17 +120,23 @@ func (b *DeepBottom) forwardFrom(from int, h *tensor.Matrix) {
 func (b *DeepBottom) Outputs() []*tensor.Matrix { return b.outs }
 
 func (b *DeepBottom) checkGrad(what string, g *tensor.Matrix) error {
-	if b.rows == 0 {
-		return fmt.Errorf("model: passive %s before any Forward", what)
+	return checkCutGrad("passive "+what, b.rows, b.CutDim(), g)
+}
+
+// checkCutGrad checks a cut-layer gradient handed to a bottom model:
+// after a Forward of rows rows, of shape rows×dim, all finite.
+func checkCutGrad(what string, rows, dim int, g *tensor.Matrix) error {
+	if rows == 0 {
+		return fmt.Errorf("model: %s before any Forward", what)
 	}
-	if g == nil || g.Rows != b.rows || g.Cols != b.CutDim() {
+	if g == nil || g.Rows != rows || g.Cols != dim {
 		r, c := -1, -1
 		if g != nil {
 			r, c = g.Rows, g.Cols
 		}
-		return fmt.Errorf("model: passive %s: cut gradient is %d×%d, want %d×%d", what, r, c, b.rows, b.CutDim())
+		return fmt.Errorf("model: %s: cut gradient is %d×%d, want %d×%d", what, r, c, rows, dim)
 	}
-	return tensor.CheckFinite("model: passive "+what+": cut gradient", g)
+	return tensor.CheckFinite("model: "+what+": cut gradient", g)
 }
 
 // Backward implements Bottom.

@@ -258,17 +258,7 @@ func (b *CNNBottom) Forward(in *data.Batch) (*tensor.Matrix, error) {
 func (b *CNNBottom) Outputs() []*tensor.Matrix { return b.outs }
 
 func (b *CNNBottom) checkGrad(what string, g *tensor.Matrix) error {
-	if b.rows == 0 {
-		return fmt.Errorf("model: passive CNN %s before any Forward", what)
-	}
-	if g == nil || g.Rows != b.rows || g.Cols != b.CutDim() {
-		r, c := -1, -1
-		if g != nil {
-			r, c = g.Rows, g.Cols
-		}
-		return fmt.Errorf("model: passive CNN %s: cut gradient is %d×%d, want %d×%d", what, r, c, b.rows, b.CutDim())
-	}
-	return tensor.CheckFinite("model: passive CNN "+what+": cut gradient", g)
+	return checkCutGrad("passive CNN "+what, b.rows, b.CutDim(), g)
 }
 
 // Backward implements Bottom.
