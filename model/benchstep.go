@@ -89,29 +89,37 @@ func NewStepBench(spec BenchSpec) (*StepBench, error) {
 func (sb *StepBench) Step() (float64, error) {
 	in, y := sb.batches[sb.next], sb.labels[sb.next]
 	sb.next = (sb.next + 1) % len(sb.batches)
-	e, err := sb.Bottom.Forward(in)
+	return splitStep(sb.Bottom, sb.Top, in, in, y, sb.dLogits)
+}
+
+// splitStep is one full split training step without a transport in
+// between: passive forward, active forward on the cut embedding (and wide,
+// which may be nil), BCE, active backward, passive backward with the cut
+// gradient, and both sides' optimisers. It returns the batch's loss.
+func splitStep(bottom Bottom, top Top, in, wide *data.Batch, y, dLogits []float32) (float64, error) {
+	e, err := bottom.Forward(in)
 	if err != nil {
 		return 0, err
 	}
-	logits, err := sb.Top.Forward(e, in)
+	logits, err := top.Forward(e, wide)
 	if err != nil {
 		return 0, err
 	}
-	loss, err := nn.SigmoidBCE(logits, y, sb.dLogits)
+	loss, err := nn.SigmoidBCE(logits, y, dLogits)
 	if err != nil {
 		return 0, err
 	}
-	g, err := sb.Top.Backward(sb.dLogits)
+	g, err := top.Backward(dLogits)
 	if err != nil {
 		return 0, err
 	}
-	if _, err := sb.Bottom.Backward(g); err != nil {
+	if _, err := bottom.Backward(g); err != nil {
 		return 0, err
 	}
-	if err := sb.Top.Step(); err != nil {
+	if err := top.Step(); err != nil {
 		return 0, err
 	}
-	if err := sb.Bottom.Step(); err != nil {
+	if err := bottom.Step(); err != nil {
 		return 0, err
 	}
 	return loss, nil

@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 
 	"github.com/splitguard/splitguard/data"
-	"github.com/splitguard/splitguard/nn"
 	"github.com/splitguard/splitguard/tensor"
 )
 
@@ -91,29 +90,8 @@ func (sb *CNNStepBench) FLOPs() float64 {
 func (sb *CNNStepBench) Step() (float64, error) {
 	in, y := sb.batches[sb.next], sb.labels[sb.next]
 	sb.next = (sb.next + 1) % len(sb.batches)
-	e, err := sb.Bottom.Forward(in)
+	loss, err := splitStep(sb.Bottom, sb.Top, in, nil, y, sb.dLogits)
 	if err != nil {
-		return 0, err
-	}
-	logits, err := sb.Top.Forward(e, nil)
-	if err != nil {
-		return 0, err
-	}
-	loss, err := nn.SigmoidBCE(logits, y, sb.dLogits)
-	if err != nil {
-		return 0, err
-	}
-	g, err := sb.Top.Backward(sb.dLogits)
-	if err != nil {
-		return 0, err
-	}
-	if _, err := sb.Bottom.Backward(g); err != nil {
-		return 0, err
-	}
-	if err := sb.Top.Step(); err != nil {
-		return 0, err
-	}
-	if err := sb.Bottom.Step(); err != nil {
 		return 0, fmt.Errorf("model: CNN benchmark: %w", err)
 	}
 	return loss, nil
