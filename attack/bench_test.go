@@ -1,8 +1,11 @@
 package attack
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/splitguard/splitguard/tensor"
 )
 
 // BenchmarkAllAttacks1024x128 runs every registered gradient attack once
@@ -64,4 +67,31 @@ func itoa(n int) string {
 		return "8192x128"
 	}
 	return "1024x128"
+}
+
+// BenchmarkSpectralShapes times the spectral attack on isotropic Gaussian
+// batches, whose flat spectrum makes the power iteration run to its cap:
+// the authors' cut (B = 8192, d = 128) and an image cut embedding
+// (B = 128, d = 1600, where the iteration runs on the 128×128 EEᵀ).
+func BenchmarkSpectralShapes(b *testing.B) {
+	for _, sz := range [][2]int{{8192, 128}, {128, 1600}} {
+		b.Run(fmt.Sprintf("%dx%d", sz[0], sz[1]), func(b *testing.B) {
+			r := rand.New(rand.NewPCG(5, 6))
+			x := tensor.New(sz[0], sz[1])
+			for k := range x.Data {
+				x.Data[k] = float32(r.NormFloat64())
+			}
+			a := &Spectral{}
+			s := make([]float64, sz[0])
+			f := make([]bool, sz[0])
+			obs := &Observation{X: x, PositivesMinority: true}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := a.Score(obs, s, f); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(a.Iterations), "iterations")
+		})
+	}
 }

@@ -37,13 +37,16 @@ const (
 //
 // v is found by power iteration on the d×d matrix C = EᵀE (one
 // tensor.MatMul), started from C·w for a fixed pseudo-random w and
-// stopped when ‖Cv − λv‖ ≤ 1e-7·λ (at most 1000 steps). A constant batch
-// (C = 0) scores every row 0 (AUC ½), as does a batch of one row.
+// stopped when ‖Cv − λv‖ ≤ 1e-7·λ (at most 1000 steps); when the batch has
+// fewer rows than columns it iterates on the n×n matrix EEᵀ instead and
+// maps its top eigenvector u to v = Eᵀu/‖Eᵀu‖. A constant batch (C = 0)
+// scores every row 0 (AUC ½), as does a batch of one row.
 type Spectral struct {
 	centred tensor.Matrix
 	cov     tensor.Matrix
 	c64     []float64
-	v, u, w []float64
+	v       []float64 // the top direction (length d)
+	q, u, w []float64 // power-iteration vectors (length min(n, d))
 	mean    []float64
 	s       []float64
 	sorted  []float64
@@ -118,8 +121,14 @@ func (a *Spectral) Score(obs *Observation, scores []float64, scored []bool) erro
 }
 
 // topDirection centres x into a.centred, sets a.s to length n and a.v to
-// the top right singular vector of the centred matrix (all zero when it
+// the top right singular vector of the centred matrix E (all zero when it
 // is 0).
+//
+// The power iteration runs on the smaller of the two Gram matrices:
+// C = EᵀE (d×d) when n ≥ d, else K = EEᵀ (n×n), whose top eigenvector u
+// gives v = Eᵀu/‖Eᵀu‖. Both have the same non-zero eigenvalues, so the
+// stopping rule means the same; the image models' cut embeddings (d in the
+// thousands, batch 128) would otherwise cost d² per step.
 func (a *Spectral) topDirection(x *tensor.Matrix) {
 	n, d := x.Rows, x.Cols
 	a.mean = grow(a.mean, d)
@@ -141,62 +150,90 @@ func (a *Spectral) topDirection(x *tensor.Matrix) {
 	}
 	a.s = grow(a.s, n)
 	a.v = grow(a.v, d)
-	a.u = grow(a.u, d)
-	tensor.MatMul(&a.cov, &a.centred, true, &a.centred, false, 1, 0)
-	a.c64 = grow(a.c64, d*d)
+	dual := n < d
+	m := d
+	if dual {
+		m = n
+		tensor.MatMul(&a.cov, &a.centred, false, &a.centred, true, 1, 0)
+	} else {
+		tensor.MatMul(&a.cov, &a.centred, true, &a.centred, false, 1, 0)
+	}
+	a.q = grow(a.q, m)
+	a.u = grow(a.u, m)
+	a.c64 = grow(a.c64, m*m)
 	for k, c := range a.cov.Data {
 		a.c64[k] = float64(c)
 	}
-	if len(a.w) != d {
-		a.w = grow(a.w, d)
-		r := rand.New(rand.NewPCG(uint64(d), spectralStream))
+	if len(a.w) != m {
+		a.w = grow(a.w, m)
+		r := rand.New(rand.NewPCG(uint64(m), spectralStream))
 		for j := range a.w {
 			a.w[j] = r.NormFloat64()
 		}
 	}
-	symMatVec(a.v, a.c64, a.w)
-	if normalise(a.v) == 0 {
+	defer func() {
+		if !dual {
+			copy(a.v, a.q)
+			return
+		}
+		// v = Eᵀu / ‖Eᵀu‖.
 		clear(a.v)
+		for i := range n {
+			ui := a.q[i]
+			for j, e := range a.centred.Row(i) {
+				a.v[j] += ui * float64(e)
+			}
+		}
+		if normalise(a.v) == 0 {
+			clear(a.v)
+		}
+	}()
+	symMatVec(a.q, a.c64, a.w)
+	if normalise(a.q) == 0 {
+		clear(a.q)
 		return
 	}
 	for a.Iterations = 1; a.Iterations <= spectralMaxIter; a.Iterations++ {
-		symMatVec(a.u, a.c64, a.v)
+		symMatVec(a.u, a.c64, a.q)
 		var lambda float64
-		for j := range d {
-			lambda += a.u[j] * a.v[j]
+		for j := range m {
+			lambda += a.u[j] * a.q[j]
 		}
 		var res float64
-		for j := range d {
-			r := a.u[j] - lambda*a.v[j]
+		for j := range m {
+			r := a.u[j] - lambda*a.q[j]
 			res += r * r
 		}
 		nu := normalise(a.u)
 		if nu == 0 {
-			// v lies in C's null space: C has no direction left to find.
+			// q lies in the null space: there is no direction left to find.
 			return
 		}
-		a.v, a.u = a.u, a.v
+		a.q, a.u = a.u, a.q
 		if math.Sqrt(res) <= spectralTol*lambda {
 			return
 		}
 	}
 }
 
-// symMatVec sets dst = C·v for the d×d row-major c.
+// symMatVec sets dst = C·v for the d×d row-major c (four independent
+// accumulators, so that the additions overlap).
 func symMatVec(dst, c, v []float64) {
 	d := len(v)
 	for i := range d {
 		row := c[i*d : (i+1)*d]
-		var s0, s1 float64
+		var s0, s1, s2, s3 float64
 		j := 0
-		for ; j+2 <= d; j += 2 {
+		for ; j+4 <= d; j += 4 {
 			s0 += row[j] * v[j]
 			s1 += row[j+1] * v[j+1]
+			s2 += row[j+2] * v[j+2]
+			s3 += row[j+3] * v[j+3]
 		}
-		if j < d {
+		for ; j < d; j++ {
 			s0 += row[j] * v[j]
 		}
-		dst[i] = s0 + s1
+		dst[i] = (s0 + s1) + (s2 + s3)
 	}
 }
 

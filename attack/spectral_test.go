@@ -293,3 +293,72 @@ func TestMultiClassAccuracy(t *testing.T) {
 		t.Error("k = 0: no error")
 	}
 }
+
+// TestSpectralTopDirectionWide checks the n < d path (power iteration on
+// EEᵀ, then v = Eᵀu/‖Eᵀu‖) against gonum's eigendecomposition of the d×d
+// covariance EᵀE, and that every row's score is its projection on v.
+func TestSpectralTopDirectionWide(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	const n, d = 40, 100
+	x := tensor.New(n, d)
+	dir := make([]float64, d)
+	for j := range dir {
+		dir[j] = r.NormFloat64()
+	}
+	for i := range n {
+		c := 3 * r.NormFloat64()
+		for j := range d {
+			x.Set(i, j, float32(c*dir[j]+r.NormFloat64()+2))
+		}
+	}
+	a := &Spectral{}
+	s := make([]float64, n)
+	f := make([]bool, n)
+	if err := a.Score(&Observation{X: x}, s, f); err != nil {
+		t.Fatal(err)
+	}
+	mean := make([]float64, d)
+	for i := range n {
+		for j := range d {
+			mean[j] += float64(x.At(i, j)) / n
+		}
+	}
+	c := gmat.NewSymDense(d, nil)
+	for p := range d {
+		for q := p; q < d; q++ {
+			var v float64
+			for i := range n {
+				v += (float64(x.At(i, p)) - mean[p]) * (float64(x.At(i, q)) - mean[q])
+			}
+			c.SetSym(p, q, v)
+		}
+	}
+	var eig gmat.EigenSym
+	if !eig.Factorize(c, true) {
+		t.Fatal("EigenSym failed")
+	}
+	var vecs gmat.Dense
+	eig.VectorsTo(&vecs)
+	top := gmat.Col(nil, d-1, &vecs)
+	var cos float64
+	for j := range d {
+		cos += top[j] * a.v[j]
+	}
+	if math.Abs(cos) < 1-1e-6 {
+		t.Errorf("|cos(v, reference)| = %v after %d iterations", math.Abs(cos), a.Iterations)
+	}
+	// Scores are ±⟨E_i, v⟩ with one sign for all rows.
+	sign := 0.0
+	for i := range n {
+		var p float64
+		for j := range d {
+			p += (float64(x.At(i, j)) - mean[j]) * a.v[j]
+		}
+		if sign == 0 && math.Abs(p) > 1e-3 {
+			sign = math.Copysign(1, s[i]*p)
+		}
+		if math.Abs(s[i]-sign*p) > 1e-4*(1+math.Abs(p)) {
+			t.Fatalf("row %d: score %v, projection %v", i, s[i], p)
+		}
+	}
+}

@@ -109,6 +109,135 @@ func TestDCorAgainstDirect(t *testing.T) {
 	}
 }
 
+// directDCorGrad is ∂ log dCor(e, y)/∂e in float64 straight from the
+// definition: explicit double-centred matrices A and B, and the chain rule
+// through every a_ij = ‖e_i − e_j‖ (both (i, j) and (j, i)).
+func directDCorGrad(e [][]float64, y []float64) [][]float64 {
+	n, d := len(e), len(e[0])
+	a := make([][]float64, n)
+	A := make([][]float64, n)
+	B := make([][]float64, n)
+	for i := range n {
+		a[i], A[i], B[i] = make([]float64, n), make([]float64, n), make([]float64, n)
+		for j := range n {
+			var s float64
+			for k := range d {
+				s += (e[i][k] - e[j][k]) * (e[i][k] - e[j][k])
+			}
+			a[i][j] = math.Sqrt(s)
+			A[i][j] = a[i][j]
+			B[i][j] = math.Abs(y[i] - y[j])
+		}
+	}
+	for _, m := range [][][]float64{A, B} {
+		row := make([]float64, n)
+		var all float64
+		for i := range n {
+			for j := range n {
+				row[i] += m[i][j] / float64(n)
+				all += m[i][j] / float64(n*n)
+			}
+		}
+		for i := range n {
+			for j := range n {
+				m[i][j] += -row[i] - row[j] + all
+			}
+		}
+	}
+	var ab, aa float64
+	for i := range n {
+		for j := range n {
+			ab += A[i][j] * B[i][j]
+			aa += A[i][j] * A[i][j]
+		}
+	}
+	g := make([][]float64, n)
+	for i := range n {
+		g[i] = make([]float64, d)
+		for j := range n {
+			if a[i][j] == 0 {
+				continue
+			}
+			// ∂ log dCor/∂a_ij = B_ij/Σ AB − A_ij/Σ AA, and a_ij = a_ji.
+			w := 2 * (B[i][j]/ab - A[i][j]/aa) / a[i][j]
+			for k := range d {
+				g[i][k] += w * (e[i][k] - e[j][k])
+			}
+		}
+	}
+	return g
+}
+
+// TestDCorRandomBatch checks the blocked, two-worker path (300 rows span two
+// row blocks) against the float64 definition: the loss to 1e-5 relative and
+// the gradient to 1e-5 of its largest entry, and that a second call gives
+// bit-identical results.
+func TestDCorRandomBatch(t *testing.T) {
+	const n, d, alpha = 300, 16, 0.3
+	rng := newRNG(7)
+	e := tensor.New(n, d)
+	e64 := make([][]float64, n)
+	y := make([]float32, n)
+	y64 := make([]float64, n)
+	for i := range n {
+		if rng.Float64() < 0.3 {
+			y[i], y64[i] = 1, 1
+		}
+		e64[i] = make([]float64, d)
+		for k := range d {
+			x := float32(rng.NormFloat64() + 0.5*float64(y[i])*float64(k%3))
+			e.Row(i)[k], e64[i][k] = x, float64(x)
+		}
+	}
+	dc, _ := NewDCor(alpha)
+	grad := tensor.New(n, d)
+	loss, err := dc.AddLossGrad(e, y, grad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := alpha * directLogDCor(e64, y64)
+	if math.Abs(loss-want) > 1e-5*math.Abs(want) {
+		t.Errorf("loss %v, want %v", loss, want)
+	}
+	g := directDCorGrad(e64, y64)
+	var maxErr, maxG float64
+	for i := range n {
+		for k := range d {
+			maxErr = math.Max(maxErr, math.Abs(float64(grad.Row(i)[k])-alpha*g[i][k]))
+			maxG = math.Max(maxG, math.Abs(alpha*g[i][k]))
+		}
+	}
+	if maxErr > 1e-5*maxG {
+		t.Errorf("gradient error %v (max |grad| %v)", maxErr, maxG)
+	}
+	t.Logf("loss %v (direct %v), gradient error %.3g of max %.3g", loss, want, maxErr, maxG)
+	grad2 := tensor.New(n, d)
+	loss2, _ := dc.AddLossGrad(e, y, grad2)
+	if loss2 != loss {
+		t.Errorf("second call: loss %v, first %v", loss2, loss)
+	}
+	for k := range grad.Data {
+		if grad.Data[k] != grad2.Data[k] {
+			t.Fatalf("second call: gradient differs at %d: %v vs %v", k, grad2.Data[k], grad.Data[k])
+		}
+	}
+}
+
+// TestDCorNonBinaryLabels: the closed form needs 0/1 labels; anything
+// else (a soft label, NaN) is an error, not a silent wrong answer.
+func TestDCorNonBinaryLabels(t *testing.T) {
+	dc, _ := NewDCor(1)
+	e := tensor.New(4, 2)
+	for k := range e.Data {
+		e.Data[k] = float32(k)
+	}
+	for _, y := range [][]float32{{0, 1, 0.5, 0}, {0, 1, 2, 0}, {0, 1, float32(math.NaN()), 1}} {
+		if _, err := dc.AddLossGrad(e, y, tensor.New(4, 2)); err == nil {
+			t.Errorf("labels %v accepted", y)
+		}
+	}
+}
+
 func TestDCorDegenerate(t *testing.T) {
 	dc, _ := NewDCor(1)
 	rng := newRNG(2)
