@@ -49,22 +49,8 @@ func resolveNetConfig(fs *pflag.FlagSet, configFile string, fromFlags netrun.Con
 	if err != nil {
 		return fromFlags, err
 	}
-	over := pflag.NewFlagSet("over", pflag.ContinueOnError)
-	netFlags(over, &fileCfg)
-	var perr error
-	fs.Visit(func(f *pflag.Flag) {
-		if f.Name == "config" || perr != nil {
-			return
-		}
-		if g := over.Lookup(f.Name); g != nil {
-			if sv, ok := f.Value.(pflag.SliceValue); ok {
-				perr = g.Value.(pflag.SliceValue).Replace(sv.GetSlice())
-			} else {
-				perr = g.Value.Set(f.Value.String())
-			}
-		}
-	})
-	return fileCfg, perr
+	err = reapplyFlags(fs, func(over *pflag.FlagSet) { netFlags(over, &fileCfg) })
+	return fileCfg, err
 }
 
 func signalContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {

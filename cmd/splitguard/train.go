@@ -103,23 +103,30 @@ func resolveConfig(fs *pflag.FlagSet, configFile string, fromFlags run.Config) (
 	if err != nil {
 		return fromFlags, err
 	}
-	// Re-apply the explicitly set flags over the file's values.
+	err = reapplyFlags(fs, func(over *pflag.FlagSet) { trainFlags(over, &fileCfg) })
+	return fileCfg, err
+}
+
+// reapplyFlags sets every flag the user gave explicitly on fs (except
+// --config) again on a fresh flag set that bind binds to the config read
+// from the file, so that command-line flags win over the file.
+func reapplyFlags(fs *pflag.FlagSet, bind func(*pflag.FlagSet)) error {
 	over := pflag.NewFlagSet("over", pflag.ContinueOnError)
-	trainFlags(over, &fileCfg)
-	var perr error
+	bind(over)
+	var err error
 	fs.Visit(func(f *pflag.Flag) {
-		if f.Name == "config" || perr != nil {
+		if f.Name == "config" || err != nil {
 			return
 		}
 		if g := over.Lookup(f.Name); g != nil {
 			if sv, ok := f.Value.(pflag.SliceValue); ok {
-				perr = g.Value.(pflag.SliceValue).Replace(sv.GetSlice())
+				err = g.Value.(pflag.SliceValue).Replace(sv.GetSlice())
 			} else {
-				perr = g.Value.Set(f.Value.String())
+				err = g.Value.Set(f.Value.String())
 			}
 		}
 	})
-	return fileCfg, perr
+	return err
 }
 
 func trainAndReport(ctx context.Context, cfg run.Config, uiAddr string, stdout, stderr io.Writer) error {
