@@ -3,13 +3,16 @@ package netrun
 import (
 	"context"
 	"errors"
+	"math"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/splitguard/splitguard/audit"
 	"github.com/splitguard/splitguard/run"
@@ -17,8 +20,12 @@ import (
 )
 
 // activeMetrics are the active party's Prometheus metrics, in a registry
-// of their own (served on --metrics-addr at /metrics).
+// of their own (served on --metrics-addr at /metrics). A scrape sees the
+// gauges of one step: the updates of a step and a scrape's gathering hold
+// mu, so a scrape never mixes the step counter of one batch with the loss
+// or leak AUCs of another.
 type activeMetrics struct {
+	mu                sync.Mutex
 	reg               *prometheus.Registry
 	step, loss        prometheus.Gauge
 	leak, leakQ95     *prometheus.GaugeVec
@@ -61,15 +68,27 @@ func newActiveMetrics(cfg Config, stats func() grpcnet.Stats) *activeMetrics {
 	return m
 }
 
-func (m *activeMetrics) setStep(step int64) { m.step.Set(float64(step)) }
+// setStep sets the step counter (after a resume or rollback).
+func (m *activeMetrics) setStep(step int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.step.Set(float64(step))
+}
 
+// batch records a training batch: the step counter is b.Step+1 (steps
+// done), the leak gauge of a batch whose AUC is undefined (one class) is
+// NaN rather than the previous batch's value.
 func (m *activeMetrics) batch(b run.BatchRecord, aud *audit.Auditor, took time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.step.Set(float64(b.Step + 1))
 	m.loss.Set(b.Loss)
 	for k, v := range b.Leak {
 		at, layer, _ := strings.Cut(k, "/")
 		if v != nil {
 			m.leak.WithLabelValues(at, layer).Set(*v)
+		} else {
+			m.leak.WithLabelValues(at, layer).Set(math.NaN())
 		}
 		if s := aud.Leak().Summary(at, layer); s.Batches > 0 {
 			m.leakQ95.WithLabelValues(at, layer).Set(s.Q95)
@@ -79,7 +98,10 @@ func (m *activeMetrics) batch(b run.BatchRecord, aud *audit.Auditor, took time.D
 	m.lastStepSeconds.Set(took.Seconds())
 }
 
+// eval records an evaluation.
 func (m *activeMetrics) eval(e run.EvalRecord) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.testAUC.Set(e.TestAUC)
 	m.testLoss.Set(e.TestLoss)
 }
@@ -92,7 +114,12 @@ func (m *activeMetrics) serve(addr string) (func(), string, error) {
 		return nil, "", err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	gather := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.reg.Gather()
+	})
+	mux.Handle("/metrics", promhttp.HandlerFor(gather, promhttp.HandlerOpts{}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {

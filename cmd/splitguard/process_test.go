@@ -451,3 +451,54 @@ func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
 }
+
+// TestColumnsProcesses runs the two parties as processes with the feature
+// columns split by --columns (the passive I1..I13, the active C1..C26 for
+// its wide part): the run trains and each party's encoding.json lists
+// exactly its columns. A passive party asking for a column its file does
+// not hold exits at once with an error naming the column.
+func TestColumnsProcesses(t *testing.T) {
+	f := getFixture(t)
+	var dense, cats []string
+	for i := 1; i <= 13; i++ {
+		dense = append(dense, fmt.Sprintf("I%d", i))
+	}
+	for i := 1; i <= 26; i++ {
+		cats = append(cats, fmt.Sprintf("C%d", i))
+	}
+	addr := freeAddr(t)
+	a := start(t, f.dir, "active", activeArgs(f, "cols-active", addr, "--columns", strings.Join(cats, ","))...)
+	a.await(func(l string) bool { return strings.Contains(l, "listening on") }, 20*time.Second)
+	p := start(t, f.dir, "passive", passiveArgs(f, "cols-passive", addr, "--columns", strings.Join(dense, ","))...)
+	if err := p.wait(60 * time.Second); err != nil {
+		t.Fatalf("passive: %v\n%s", err, p.logText())
+	}
+	if err := a.wait(30 * time.Second); err != nil {
+		t.Fatalf("active: %v\n%s", err, a.logText())
+	}
+	sum := readJSON(t, filepath.Join(f.dir, "cols-active", "summary.json"))
+	if auc, ok := sum["test_auc_final"].(float64); !ok || !(auc > 0 && auc < 1) || sum["steps"] != float64(100) {
+		t.Errorf("summary: test AUC %v, %v steps (want 100)", sum["test_auc_final"], sum["steps"])
+	}
+	for dir, want := range map[string][]string{"cols-active": cats, "cols-passive": dense} {
+		var enc struct {
+			Columns []struct{ Name string } `json:"columns"`
+		}
+		if err := json.Unmarshal(readFile(t, filepath.Join(f.dir, dir, "encoding.json")), &enc); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range enc.Columns {
+			got = append(got, c.Name)
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("%s/encoding.json lists %v, want %v", dir, got, want)
+		}
+	}
+
+	p = start(t, f.dir, "passive", passiveArgs(f, "cols-missing", addr, "--columns", "I1,I2,C27")...)
+	err := p.wait(15 * time.Second)
+	if log := p.logText(); err == nil || !strings.Contains(log, `requested column "C27" not found`) || !strings.Contains(log, "data.txt") {
+		t.Errorf("passive asking for a missing column: %v\n%s", err, log)
+	}
+}

@@ -1,0 +1,185 @@
+package netrun
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/splitguard/splitguard/model"
+)
+
+// criteoNames returns prefix1..prefixN for i in [from, to].
+func criteoNames(prefix string, from, to int) []string {
+	var out []string
+	for i := from; i <= to; i++ {
+		out = append(out, fmt.Sprintf("%s%d", prefix, i))
+	}
+	return out
+}
+
+// modelSections reads the header of a model file (model/checkpoint.go's
+// format, parsed here independently) and returns its kind and the name
+// and float count of every section.
+func modelSections(t *testing.T, raw []byte) (kind string, names []string, sizes []uint64) {
+	t.Helper()
+	le := binary.LittleEndian
+	if !bytes.HasPrefix(raw, []byte("SGMODEL\x00")) {
+		t.Fatal("not a model file")
+	}
+	b := raw[8+4:] // magic, version
+	str := func() string {
+		n := le.Uint32(b)
+		s := string(b[4 : 4+n])
+		b = b[4+n:]
+		return s
+	}
+	kind = str()
+	n := le.Uint32(b)
+	b = b[4:]
+	for range n {
+		names = append(names, str())
+		sizes = append(sizes, le.Uint64(b))
+		b = b[8:]
+	}
+	return kind, names, sizes
+}
+
+// TestColumnsSplit trains over loopback with the features split between
+// the parties by --columns: the passive party loads I1..I13 and C1..C3 of
+// a Criteo file, the active party the label and C4..C26 (its Wide&Deep
+// wide part). It checks that the run trains, that each party's
+// encoding.json lists exactly its columns, and that each saved model's
+// input width is that of its columns: the bottom's first dense layer reads
+// 13 dense values and 3 embeddings, the top's wide part 23 columns. A model
+// built for the whole file does not load either file.
+func TestColumnsSplit(t *testing.T) {
+	path := synthFile(t, 900)
+	root := t.TempDir()
+	base := smallConfig(path, filepath.Join(root, "unused"))
+	base.Attacks = []string{"norm"}
+	act, pas := partyConfigs(base, root, "")
+	act.InsecureLoopback, pas.InsecureLoopback = true, true
+	pas.Columns = append(criteoNames("I", 1, 13), criteoNames("C", 1, 3)...)
+	act.Columns = criteoNames("C", 4, 26)
+	sum := pair(t, act, pas)
+
+	wantSteps := int64(base.Epochs) * int64((sum.TrainRows+base.Batch-1)/base.Batch)
+	if sum.Steps != wantSteps || math.IsNaN(sum.TestAUCFinal) || !(sum.TestAUCFinal > 0 && sum.TestAUCFinal < 1) || math.IsNaN(sum.TrainLossFinal) {
+		t.Fatalf("the run did not train: %d steps (want %d), test AUC %v, train loss %v", sum.Steps, wantSteps, sum.TestAUCFinal, sum.TrainLossFinal)
+	}
+
+	for _, p := range []struct {
+		dir  string
+		cols []string
+	}{{pas.Out, pas.Columns}, {act.Out, act.Columns}} {
+		var e encoding
+		if err := json.Unmarshal(mustRead(t, filepath.Join(p.dir, encodingFile)), &e); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, c := range e.Columns {
+			names = append(names, c.Name)
+			want := "categorical"
+			if strings.HasPrefix(c.Name, "I") {
+				want = "dense"
+			}
+			if c.Kind != want || (want == "categorical" && c.Cardinality != base.HashBuckets) {
+				t.Errorf("%s: column %+v, want a %s column (cardinality %d if categorical)", p.dir, c, want, base.HashBuckets)
+			}
+		}
+		if !slices.Equal(names, p.cols) {
+			t.Errorf("%s/%s lists columns %v, want %v", p.dir, encodingFile, names, p.cols)
+		}
+	}
+
+	// The bottom: its first section is the first dense layer's weight,
+	// (13 dense + 3 columns × embedding width) × first layer width.
+	bottomRaw := mustRead(t, filepath.Join(pas.Out, "bottom.model"))
+	kind, names, sizes := modelSections(t, bottomRaw)
+	if in := 13 + 3*base.EmbedDim; kind != "bottom" || sizes[0] != uint64(in*base.Layers[0]) {
+		t.Errorf("bottom.model: kind %q, first section %s of %d floats, want %d×%d", kind, names[0], sizes[0], in, base.Layers[0])
+	}
+	hashed := func(n int) []int {
+		c := make([]int, n)
+		for i := range c {
+			c[i] = base.HashBuckets
+		}
+		return c
+	}
+	mc := modelConfig(&act)
+	for _, tc := range []struct {
+		schema model.Schema
+		ok     bool
+	}{{model.Schema{Cardinality: hashed(3), NumDense: 13}, true}, {model.Schema{Cardinality: hashed(26), NumDense: 13}, false}} {
+		b, err := model.NewBottom(mc, tc.schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Load(bytes.NewReader(bottomRaw)); (err == nil) != tc.ok {
+			t.Errorf("bottom.model into a bottom over %d categorical columns: %v", len(tc.schema.Cardinality), err)
+		}
+	}
+	topRaw := mustRead(t, filepath.Join(act.Out, "top.model"))
+	for _, tc := range []struct {
+		schema model.Schema
+		ok     bool
+	}{{model.Schema{Cardinality: hashed(23)}, true}, {model.Schema{Cardinality: hashed(26), NumDense: 13}, false}} {
+		top, err := model.NewTop(mc, &tc.schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := top.Load(bytes.NewReader(topRaw)); (err == nil) != tc.ok {
+			t.Errorf("top.model into a top whose wide part has %d categorical columns: %v", len(tc.schema.Cardinality), err)
+		}
+	}
+	t.Logf("%d steps, test AUC %.4f; bottom input %d×%d", sum.Steps, sum.TestAUCFinal, 13+3*base.EmbedDim, base.Layers[0])
+}
+
+// TestColumnsMissing: a column asked for with --columns that the party's
+// file does not hold ends the run before any connection, with an error
+// naming the party, the file and the column; so does a feature list that
+// names the label column.
+func TestColumnsMissing(t *testing.T) {
+	path := synthFile(t, 50)
+	root := t.TempDir()
+	base := smallConfig(path, filepath.Join(root, "unused"))
+	act, pas := partyConfigs(base, root, "")
+	act.InsecureLoopback, pas.InsecureLoopback = true, true
+	pas.Addr = "127.0.0.1:1" // never dialled: the data fails first
+	ctx := context.Background()
+
+	pas.Columns = []string{"I1", "C99"}
+	_, err := RunPassive(ctx, pas, Options{Logger: testLogger(t)})
+	want := []string{"passive", path, `requested column "C99" not found`}
+	if err == nil || !containsAll(err.Error(), want) {
+		t.Errorf("passive with a missing column: %v, want an error naming %q", err, want)
+	}
+	act.Columns = []string{"C4", "X1"}
+	_, err = RunActive(ctx, act, Options{Logger: testLogger(t)})
+	want = []string{"active", path, `requested column "X1" not found`}
+	if err == nil || !containsAll(err.Error(), want) {
+		t.Errorf("active with a missing column: %v, want an error naming %q", err, want)
+	}
+	act.Columns = []string{"label", "C4"}
+	_, err = RunActive(ctx, act, Options{Logger: testLogger(t)})
+	want = []string{"active", `"label" is the label column`}
+	if err == nil || !containsAll(err.Error(), want) {
+		t.Errorf("active asking for the label as a feature: %v, want an error naming %q", err, want)
+	}
+}
+
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}
