@@ -139,20 +139,28 @@ func checkCutGrad(what string, rows, dim int, g *tensor.Matrix) error {
 	return tensor.CheckFinite("model: "+what+": cut gradient", g)
 }
 
+// layerGrads fills grads, one per observable layer of a bottom, with the
+// gradients with respect to each layer's output: grads[L−1] = gCut, then
+// grads[i−1] = back(i, grads[i]) from the cut down to layer 1. back(i, g)
+// takes the gradient at layer i's output to the one at its input. Layer 0
+// is left to the caller: Backward runs it too (for its parameter
+// gradients), Backprop has nothing more to compute.
+func layerGrads(grads []*tensor.Matrix, gCut *tensor.Matrix, back func(i int, g *tensor.Matrix) *tensor.Matrix) {
+	L := len(grads)
+	grads[L-1] = gCut
+	for i := L - 1; i > 0; i-- {
+		grads[i-1] = back(i, grads[i])
+	}
+}
+
 // Backward implements Bottom.
 func (b *DeepBottom) Backward(gCut *tensor.Matrix) ([]*tensor.Matrix, error) {
 	if err := b.checkGrad("backward", gCut); err != nil {
 		return nil, err
 	}
-	L := len(b.dense)
-	b.grads[L-1] = gCut
-	g := gCut
-	for i := L - 1; i >= 0; i-- {
-		g = b.dense[i].Backward(b.relu[i].Backward(g))
-		if i > 0 {
-			b.grads[i-1] = g
-		}
-	}
+	back := func(i int, g *tensor.Matrix) *tensor.Matrix { return b.dense[i].Backward(b.relu[i].Backward(g)) }
+	layerGrads(b.grads, gCut, back)
+	g := back(0, b.grads[0])
 	if b.emb != nil {
 		b.emb.Backward(g, 0)
 	}
@@ -165,13 +173,9 @@ func (b *DeepBottom) Backprop(gCut *tensor.Matrix) ([]*tensor.Matrix, error) {
 	if err := b.checkGrad("backprop", gCut); err != nil {
 		return nil, err
 	}
-	L := len(b.dense)
-	b.audGrads[L-1] = gCut
-	g := gCut
-	for i := L - 1; i > 0; i-- {
-		g = b.dense[i].InputGrad(b.relu[i].InputGrad(g))
-		b.audGrads[i-1] = g
-	}
+	layerGrads(b.audGrads, gCut, func(i int, g *tensor.Matrix) *tensor.Matrix {
+		return b.dense[i].InputGrad(b.relu[i].InputGrad(g))
+	})
 	return b.audGrads, nil
 }
 

@@ -170,16 +170,14 @@ func NewCNN(cfg CNNConfig) (*CNNBottom, *CNNTop, error) {
 // convolutional blocks. Each block's (flattened) output is an observable
 // layer of ARCHITECTURE.md, the last being the cut embedding.
 type CNNBottom struct {
+	cnnSide
 	cfg    CNNConfig
 	blocks []convBlock
-	params []*nn.Param
-	opt    *nn.Adam
 
 	outs     []*tensor.Matrix
 	grads    []*tensor.Matrix
 	audGrads []*tensor.Matrix
 	rows     int
-	pending  bool
 }
 
 // NewCNNBottom builds the passive side of the CNN.
@@ -188,7 +186,7 @@ func NewCNNBottom(cfg CNNConfig) (*CNNBottom, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &CNNBottom{cfg: cfg}
+	b := &CNNBottom{cfg: cfg, cnnSide: cnnSide{kind: "cnn_bottom", who: "passive"}}
 	for i := range cfg.Cut {
 		blk := newBlock(cfg, i)
 		b.blocks = append(b.blocks, blk)
@@ -196,8 +194,7 @@ func NewCNNBottom(cfg CNNConfig) (*CNNBottom, error) {
 	}
 	// The first block's input is raw pixels: nobody needs its gradient.
 	b.blocks[0].conv.SkipInputGrad = true
-	b.opt = nn.NewAdam(cfg.LR)
-	b.opt.Init(b.params)
+	b.initOpt(cfg.LR)
 	b.outs = make([]*tensor.Matrix, cfg.Cut)
 	b.grads = make([]*tensor.Matrix, cfg.Cut)
 	b.audGrads = make([]*tensor.Matrix, cfg.Cut)
@@ -266,15 +263,9 @@ func (b *CNNBottom) Backward(gCut *tensor.Matrix) ([]*tensor.Matrix, error) {
 	if err := b.checkGrad("backward", gCut); err != nil {
 		return nil, err
 	}
-	L := len(b.blocks)
-	b.grads[L-1] = gCut
-	g := gCut
-	for i := L - 1; i >= 0; i-- {
-		g = b.blocks[i].backward(g)
-		if i > 0 {
-			b.grads[i-1] = g
-		}
-	}
+	back := func(i int, g *tensor.Matrix) *tensor.Matrix { return b.blocks[i].backward(g) }
+	layerGrads(b.grads, gCut, back)
+	back(0, b.grads[0]) // the first block's parameter gradients; its input (pixels) needs none
 	b.pending = true
 	return b.grads, nil
 }
@@ -285,51 +276,33 @@ func (b *CNNBottom) Backprop(gCut *tensor.Matrix) ([]*tensor.Matrix, error) {
 	if err := b.checkGrad("backprop", gCut); err != nil {
 		return nil, err
 	}
-	L := len(b.blocks)
-	b.audGrads[L-1] = gCut
-	g := gCut
-	for i := L - 1; i > 0; i-- {
-		g = b.blocks[i].inputGrad(g)
-		b.audGrads[i-1] = g
-	}
+	layerGrads(b.audGrads, gCut, func(i int, g *tensor.Matrix) *tensor.Matrix { return b.blocks[i].inputGrad(g) })
 	return b.audGrads, nil
 }
 
 // Step implements Bottom.
-func (b *CNNBottom) Step() error {
-	if !b.pending {
-		return fmt.Errorf("model: passive CNN Step without a Backward since the last Step")
-	}
-	b.opt.Step(b.params)
-	b.pending = false
-	return nil
-}
+func (b *CNNBottom) Step() error { return b.step() }
 
 // Save implements Bottom: parameters, Adam moments and the step count.
-func (b *CNNBottom) Save(w io.Writer) error { return save(w, cnnState("cnn_bottom", b.params, b.opt)) }
+func (b *CNNBottom) Save(w io.Writer) error { return b.save(w) }
 
 // Load implements Bottom. On error the model's state is unspecified.
-func (b *CNNBottom) Load(r io.Reader) error {
-	b.pending = false
-	return load(r, cnnState("cnn_bottom", b.params, b.opt))
-}
+func (b *CNNBottom) Load(r io.Reader) error { return b.load(r) }
 
 // CNNTop is the active party's part of the CNN: blocks Cut+1…Blocks,
 // flatten, a Dense+ReLU layer and the logit. It has no wide part.
 type CNNTop struct {
+	cnnSide
 	cfg     CNNConfig
 	blocks  []convBlock
 	flatten *nn.Flatten
 	dense   *nn.Dense
 	relu    *nn.ReLU
 	logit   *nn.Dense
-	params  []*nn.Param
-	opt     *nn.Adam
 
-	logits  []float32
-	dOut    tensor.Matrix
-	rows    int
-	pending bool
+	logits []float32
+	dOut   tensor.Matrix
+	rows   int
 }
 
 // NewCNNTop builds the active side of the CNN.
@@ -338,7 +311,7 @@ func NewCNNTop(cfg CNNConfig) (*CNNTop, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &CNNTop{cfg: cfg}
+	t := &CNNTop{cfg: cfg, cnnSide: cnnSide{kind: "cnn_top", who: "active"}}
 	for i := cfg.Cut; i < cfg.Blocks; i++ {
 		blk := newBlock(cfg, i)
 		t.blocks = append(t.blocks, blk)
@@ -351,8 +324,7 @@ func NewCNNTop(cfg CNNConfig) (*CNNTop, error) {
 	t.logit = nn.NewDense(cfg.Dense, 1, nn.GlorotUniform, rand.New(rand.NewPCG(cfg.Seed, streamCNNLogit)))
 	t.params = append(t.params, t.dense.Params()...)
 	t.params = append(t.params, t.logit.Params()...)
-	t.opt = nn.NewAdam(cfg.LR)
-	t.opt.Init(t.params)
+	t.initOpt(cfg.LR)
 	return t, nil
 }
 
@@ -414,22 +386,45 @@ func (t *CNNTop) Backward(dLogits []float32) (*tensor.Matrix, error) {
 }
 
 // Step implements Top.
-func (t *CNNTop) Step() error {
-	if !t.pending {
-		return fmt.Errorf("model: active CNN Step without a Backward since the last Step")
+func (t *CNNTop) Step() error { return t.step() }
+
+// Save implements Top.
+func (t *CNNTop) Save(w io.Writer) error { return t.save(w) }
+
+// Load implements Top. On error the model's state is unspecified.
+func (t *CNNTop) Load(r io.Reader) error { return t.load(r) }
+
+// cnnSide is what the two sides of the CNN train and checkpoint alike:
+// their parameters, the Adam optimiser over them and whether a Backward
+// awaits its Step.
+type cnnSide struct {
+	kind    string // checkpoint kind: "cnn_bottom" or "cnn_top"
+	who     string // "passive" or "active", for errors
+	params  []*nn.Param
+	opt     *nn.Adam
+	pending bool // a Backward not yet consumed by Step
+}
+
+// initOpt makes the optimiser, once params is complete.
+func (s *cnnSide) initOpt(lr float32) {
+	s.opt = nn.NewAdam(lr)
+	s.opt.Init(s.params)
+}
+
+func (s *cnnSide) step() error {
+	if !s.pending {
+		return fmt.Errorf("model: %s CNN Step without a Backward since the last Step", s.who)
 	}
-	t.opt.Step(t.params)
-	t.pending = false
+	s.opt.Step(s.params)
+	s.pending = false
 	return nil
 }
 
-// Save implements Top.
-func (t *CNNTop) Save(w io.Writer) error { return save(w, cnnState("cnn_top", t.params, t.opt)) }
+func (s *cnnSide) save(w io.Writer) error { return save(w, cnnState(s.kind, s.params, s.opt)) }
 
-// Load implements Top. On error the model's state is unspecified.
-func (t *CNNTop) Load(r io.Reader) error {
-	t.pending = false
-	return load(r, cnnState("cnn_top", t.params, t.opt))
+func (s *cnnSide) load(r io.Reader) error {
+	s.pending = false
+	return load(r, cnnState(s.kind, s.params, s.opt))
 }
 
 // cnnState lists a CNN side's checkpoint: each parameter with its Adam

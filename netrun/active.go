@@ -20,7 +20,6 @@ import (
 	"github.com/splitguard/splitguard/audit"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/party/active"
-	"github.com/splitguard/splitguard/pki"
 	"github.com/splitguard/splitguard/psi"
 	"github.com/splitguard/splitguard/run"
 	"github.com/splitguard/splitguard/schedule"
@@ -115,22 +114,13 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*run.Summary, erro
 	}
 	defer r.rec.close()
 
-	so := grpcnet.ServerOptions{InsecureLoopback: cfg.InsecureLoopback, Logger: opt.logger(),
-		Local:           grpcnet.Hello{Party: partyName(cfg.Name, "active"), Config: cfg.fingerprint()},
-		MaxMessageBytes: cfg.MaxMessageMB << 20,
-		Handlers: grpcnet.Handlers{Hello: r.hello, PSI: r.psi, Checkpoint: r.checkpoint,
-			Shutdown: func(_ context.Context, reason string) error {
-				log.Info("the passive party ends the run", "reason", reason)
-				return nil
-			}},
-	}
-	if !cfg.InsecureLoopback {
-		if so.TLS, err = pki.ServerTLSConfig(cfg.tlsFiles(), cfg.PeerName); err != nil {
-			return nil, fmt.Errorf("active: %w", err)
-		}
-	}
-	if r.srv, err = grpcnet.Listen(cfg.Addr, so); err != nil {
-		return nil, fmt.Errorf("active: %w", err)
+	r.srv, err = listen(&cfg, opt, grpcnet.Handlers{Hello: r.hello, PSI: r.psi, Checkpoint: r.checkpoint,
+		Shutdown: func(_ context.Context, reason string) error {
+			log.Info("the passive party ends the run", "reason", reason)
+			return nil
+		}}, "active")
+	if err != nil {
+		return nil, err
 	}
 	defer r.srv.Close()
 	r.met = newActiveMetrics(cfg, r.srv.Stats)
@@ -242,25 +232,12 @@ func (r *activeRun) hello(_ context.Context, peer grpcnet.Hello) error {
 func (r *activeRun) psi(_ context.Context, req *psi.Request) (*psi.Response, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.responder == nil {
-		return nil, errors.New("active: PSI before Hello")
-	}
-	resp, err := r.responder.Handle(req)
+	resp, common, err := respondPSI("active", r.responder, req)
 	if err != nil {
 		return nil, err
 	}
-	select {
-	case <-r.responder.Done():
-	default:
+	if common == nil { // more rounds to come
 		return resp, nil
-	}
-	keys, err := r.responder.Intersection()
-	if err != nil {
-		return nil, err
-	}
-	common, err := psi.Uint64s(keys)
-	if err != nil {
-		return nil, err
 	}
 	if r.common != nil {
 		if !slices.Equal(common, r.common) {
@@ -354,7 +331,7 @@ func (r *activeRun) build(step int64) error {
 	}
 	r.party, r.aud, r.layers = party, aud, audit.LayerNames(cfg.Cut)
 	r.epoch, _ = sched.Position(step)
-	r.met.setStep(step)
+	r.met.resume(step, aud.Leak())
 	return nil
 }
 
@@ -416,7 +393,7 @@ func (r *activeRun) observe(ob *active.Observation) error {
 	if err := r.rec.batch(rec); err != nil {
 		return err
 	}
-	r.met.batch(rec, r.aud, time.Since(r.stepStart))
+	r.met.batch(rec, time.Since(r.stepStart))
 	return nil
 }
 

@@ -35,16 +35,10 @@
 package netrun
 
 import (
-	"bytes"
 	"crypto/sha256"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"time"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/splitguard/splitguard/pki"
 	"github.com/splitguard/splitguard/run"
@@ -106,18 +100,7 @@ func Default() Config {
 
 // LoadConfigFile reads a YAML config over base: keys present in the file
 // replace base's values; unknown keys are an error.
-func LoadConfigFile(path string, base Config) (Config, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return base, fmt.Errorf("config: %w", err)
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	dec.KnownFields(true)
-	if err := dec.Decode(&base); err != nil && !errors.Is(err, io.EOF) {
-		return base, fmt.Errorf("config %s: %w", path, err)
-	}
-	return base, nil
-}
+func LoadConfigFile(path string, base Config) (Config, error) { return run.LoadYAML(path, base) }
 
 // validate checks the settings of a party; role is "active" or "passive".
 func (c *Config) validate(role string) error {

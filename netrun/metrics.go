@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -14,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/splitguard/splitguard/audit"
+	"github.com/splitguard/splitguard/metrics"
 	"github.com/splitguard/splitguard/run"
 	"github.com/splitguard/splitguard/transport/grpcnet"
 )
@@ -28,11 +29,20 @@ type activeMetrics struct {
 	mu                sync.Mutex
 	reg               *prometheus.Registry
 	step, loss        prometheus.Gauge
-	leak, leakQ95     *prometheus.GaugeVec
+	leak              *prometheus.GaugeVec
 	testAUC, testLoss prometheus.Gauge
 	stepSeconds       prometheus.Histogram
 	lastStepSeconds   prometheus.Gauge
+
+	// leakSeries holds, per (attack, layer), the defined per-batch leak
+	// AUCs since step 0 (the auditor's series); the running 95% quantile
+	// is taken of it when /metrics is read (leakQ95Collector), not at
+	// every step.
+	leakSeries map[leakLabels][]float64
 }
+
+// leakLabels are the label values of a leak metric.
+type leakLabels struct{ attack, layer string }
 
 func newActiveMetrics(cfg Config, stats func() grpcnet.Stats) *activeMetrics {
 	m := &activeMetrics{reg: prometheus.NewRegistry()}
@@ -48,14 +58,15 @@ func newActiveMetrics(cfg Config, stats func() grpcnet.Stats) *activeMetrics {
 	m.lastStepSeconds = g("splitguard_step_seconds_last", "Active-side time of the last training step (top model, protection, audit).")
 	m.leak = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "splitguard_leak_auc",
 		Help: "Leak AUC of the last training batch per attack and layer (what the active party sent)."}, []string{"attack", "layer"})
-	m.leakQ95 = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "splitguard_leak_auc_q95",
-		Help: "Running 95% quantile (nearest rank) of the per-batch leak AUC."}, []string{"attack", "layer"})
+	m.leakSeries = map[leakLabels][]float64{}
+	q95 := &leakQ95Collector{m: m, desc: prometheus.NewDesc("splitguard_leak_auc_q95",
+		"Running 95% quantile (nearest rank) of the per-batch leak AUC.", []string{"attack", "layer"}, nil)}
 	m.stepSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "splitguard_step_seconds",
 		Help: "Active-side time per training step.", Buckets: prometheus.ExponentialBuckets(1e-4, 2, 18)})
 	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "splitguard_protection_info",
 		Help: "The configured protection (value 1)."}, []string{"protect"})
 	info.WithLabelValues(cfg.Protect).Set(1)
-	m.reg.MustRegister(m.leak, m.leakQ95, m.stepSeconds, info)
+	m.reg.MustRegister(m.leak, q95, m.stepSeconds, info)
 	counter := func(name, help string, f func(grpcnet.Stats) int64) {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
 			func() float64 { return float64(f(stats())) }))
@@ -68,31 +79,39 @@ func newActiveMetrics(cfg Config, stats func() grpcnet.Stats) *activeMetrics {
 	return m
 }
 
-// setStep sets the step counter (after a resume or rollback).
-func (m *activeMetrics) setStep(step int64) {
+// resume sets the step counter and the leak series to those of a
+// (re)built party at step: leak holds the auditor's series up to step.
+func (m *activeMetrics) resume(step int64, leak *metrics.Leak) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.step.Set(float64(step))
+	clear(m.leakSeries)
+	for _, k := range leak.Keys() {
+		at, layer, _ := metrics.SplitKey(k)
+		if s := leak.Series(at, layer); len(s) > 0 {
+			m.leakSeries[leakLabels{at, layer}] = slices.Clone(s)
+		}
+	}
 }
 
 // batch records a training batch: the step counter is b.Step+1 (steps
 // done), the leak gauge of a batch whose AUC is undefined (one class) is
-// NaN rather than the previous batch's value.
-func (m *activeMetrics) batch(b run.BatchRecord, aud *audit.Auditor, took time.Duration) {
+// NaN rather than the previous batch's value, and the defined AUCs join
+// their series (as in the auditor, which skips undefined ones).
+func (m *activeMetrics) batch(b run.BatchRecord, took time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.step.Set(float64(b.Step + 1))
 	m.loss.Set(b.Loss)
 	for k, v := range b.Leak {
 		at, layer, _ := strings.Cut(k, "/")
-		if v != nil {
-			m.leak.WithLabelValues(at, layer).Set(*v)
-		} else {
+		if v == nil || math.IsNaN(*v) {
 			m.leak.WithLabelValues(at, layer).Set(math.NaN())
+			continue
 		}
-		if s := aud.Leak().Summary(at, layer); s.Batches > 0 {
-			m.leakQ95.WithLabelValues(at, layer).Set(s.Q95)
-		}
+		m.leak.WithLabelValues(at, layer).Set(*v)
+		l := leakLabels{at, layer}
+		m.leakSeries[l] = append(m.leakSeries[l], *v)
 	}
 	m.stepSeconds.Observe(took.Seconds())
 	m.lastStepSeconds.Set(took.Seconds())
@@ -104,6 +123,30 @@ func (m *activeMetrics) eval(e run.EvalRecord) {
 	defer m.mu.Unlock()
 	m.testAUC.Set(e.TestAUC)
 	m.testLoss.Set(e.TestLoss)
+}
+
+// leakQ95Collector exposes splitguard_leak_auc_q95: the nearest-rank 95%
+// quantile of each leak series, computed when the registry is gathered.
+// Gathering must hold m.mu (as serve's gatherer does).
+type leakQ95Collector struct {
+	m    *activeMetrics
+	desc *prometheus.Desc
+}
+
+// Describe implements prometheus.Collector.
+func (c *leakQ95Collector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector: one gauge per series with at
+// least one defined AUC.
+func (c *leakQ95Collector) Collect(ch chan<- prometheus.Metric) {
+	for l, s := range c.m.leakSeries {
+		q, err := metrics.Quantile(s, 0.95)
+		if err != nil {
+			ch <- prometheus.NewInvalidMetric(c.desc, err)
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, q, l.attack, l.layer)
+	}
 }
 
 // serve serves /metrics on addr; it returns a function that stops the

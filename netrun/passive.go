@@ -14,7 +14,6 @@ import (
 
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/party/passive"
-	"github.com/splitguard/splitguard/pki"
 	"github.com/splitguard/splitguard/psi"
 	"github.com/splitguard/splitguard/schedule"
 	"github.com/splitguard/splitguard/transport/grpcnet"
@@ -70,16 +69,9 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 	if err := writeEncoding(cfg.Out, &pd.split.Info); err != nil {
 		return nil, fmt.Errorf("passive: %w", err)
 	}
-	co := grpcnet.ClientOptions{InsecureLoopback: cfg.InsecureLoopback, Logger: opt.logger(),
-		MaxMessageBytes: cfg.MaxMessageMB << 20, ExchangeTimeout: cfg.ExchangeTimeout, CallTimeout: cfg.PeerTimeout}
-	if !cfg.InsecureLoopback {
-		if co.TLS, err = pki.ClientTLSConfig(cfg.tlsFiles(), cfg.PeerName); err != nil {
-			return nil, fmt.Errorf("passive: %w", err)
-		}
-	}
-	client, err := grpcnet.Dial(cfg.Addr, co)
+	client, err := dial(&cfg, opt, "passive")
 	if err != nil {
-		return nil, fmt.Errorf("passive: %w", err)
+		return nil, err
 	}
 	p := &passiveRun{cfg: cfg, opt: opt, pd: pd, client: client, store: store{dir: cfg.checkpointDir(), role: "passive"}, progress: time.Now()}
 	if cfg.RedTeam {
@@ -99,9 +91,7 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 		}
 		if ctx.Err() != nil || !grpcnet.NeedsNewSession(err) {
 			log.Error("run failed", "err", err)
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = client.Shutdown(sctx, err.Error())
-			cancel()
+			abortSession(client, err)
 			client.Close()
 			return nil, err
 		}

@@ -10,14 +10,12 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"time"
 
 	"log/slog"
 
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/nn"
-	"github.com/splitguard/splitguard/pki"
 	"github.com/splitguard/splitguard/psi"
 	"github.com/splitguard/splitguard/tensor"
 	"github.com/splitguard/splitguard/transport/grpcnet"
@@ -189,20 +187,10 @@ func Serve(ctx context.Context, cfg Config, so ServeOptions, opt Options) (*Serv
 	}
 	log.Info("model and data loaded", "model", so.Model, "rows", len(r.rows), "share_scores", so.ShareScores)
 
-	o := grpcnet.ServerOptions{InsecureLoopback: cfg.InsecureLoopback, Logger: opt.logger(),
-		Local:           grpcnet.Hello{Party: partyName(cfg.Name, "active"), Config: cfg.fingerprint()},
-		MaxMessageBytes: cfg.MaxMessageMB << 20,
-		Handlers: grpcnet.Handlers{Hello: r.hello, PSI: r.psi, Score: r.score,
-			Shutdown: func(_ context.Context, reason string) error { return r.shutdown(reason, log) }},
-	}
-	if !cfg.InsecureLoopback {
-		if o.TLS, err = pki.ServerTLSConfig(cfg.tlsFiles(), cfg.PeerName); err != nil {
-			return nil, fmt.Errorf("active serve: %w", err)
-		}
-	}
-	srv, err := grpcnet.Listen(cfg.Addr, o)
+	srv, err := listen(&cfg, opt, grpcnet.Handlers{Hello: r.hello, PSI: r.psi, Score: r.score,
+		Shutdown: func(_ context.Context, reason string) error { return r.shutdown(reason, log) }}, "active serve")
 	if err != nil {
-		return nil, fmt.Errorf("active serve: %w", err)
+		return nil, err
 	}
 	defer srv.Close()
 	if opt.Ready != nil {
@@ -240,24 +228,12 @@ func (r *serveRun) hello(_ context.Context, peer grpcnet.Hello) error {
 func (r *serveRun) psi(_ context.Context, req *psi.Request) (*psi.Response, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.responder == nil {
-		return nil, errors.New("active serve: PSI before Hello")
-	}
-	resp, err := r.responder.Handle(req)
+	resp, common, err := respondPSI("active serve", r.responder, req)
 	if err != nil {
 		return nil, err
 	}
-	select {
-	case <-r.responder.Done():
-	default:
-		return resp, nil
-	}
-	keys, err := r.responder.Intersection()
-	if err != nil {
-		return nil, err
-	}
-	if r.common, err = psi.Uint64s(keys); err != nil {
-		return nil, err
+	if common != nil {
+		r.common = common
 	}
 	return resp, nil
 }
@@ -435,23 +411,14 @@ func Score(ctx context.Context, cfg Config, so ScoreOptions, opt Options) (*Scor
 	if err := readModel(so.Model, func(r *bufio.Reader) error { return bottom.Load(r) }); err != nil {
 		return nil, fmt.Errorf("passive score: %w", err)
 	}
-	co := grpcnet.ClientOptions{InsecureLoopback: cfg.InsecureLoopback, Logger: opt.logger(),
-		MaxMessageBytes: cfg.MaxMessageMB << 20, ExchangeTimeout: cfg.ExchangeTimeout, CallTimeout: cfg.PeerTimeout}
-	if !cfg.InsecureLoopback {
-		if co.TLS, err = pki.ClientTLSConfig(cfg.tlsFiles(), cfg.PeerName); err != nil {
-			return nil, fmt.Errorf("passive score: %w", err)
-		}
-	}
-	client, err := grpcnet.Dial(cfg.Addr, co)
+	client, err := dial(&cfg, opt, "passive score")
 	if err != nil {
-		return nil, fmt.Errorf("passive score: %w", err)
+		return nil, err
 	}
 	defer client.Close()
 	res, err := scoreSession(ctx, client, &cfg, so, pd, ids, byID, bottom, log)
 	if err != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = client.Shutdown(sctx, err.Error())
-		cancel()
+		abortSession(client, err)
 		return nil, err
 	}
 	if err := client.Shutdown(ctx, ""); err != nil {

@@ -340,26 +340,17 @@ func (f Files) load() (tls.Certificate, *x509.CertPool, error) {
 // party) that requires a client certificate chaining to f.CA, valid for
 // client authentication and carrying peerName as a DNS name. TLS 1.3 only.
 func ServerTLSConfig(f Files, peerName string) (*tls.Config, error) {
-	if err := CheckName(peerName); err != nil {
-		return nil, fmt.Errorf("pki: server TLS config: expected client: %w", err)
-	}
-	cert, pool, err := f.load()
+	cfg, pool, err := pinnedConfig(f, peerName, "server", "client", x509.ExtKeyUsageClientAuth)
 	if err != nil {
 		return nil, err
 	}
-	return &tls.Config{
-		MinVersion:   tls.VersionTLS13,
-		Certificates: []tls.Certificate{cert},
-		// The chain is verified in VerifyConnection (against the same
-		// pool, for client authentication), so that every refusal — an
-		// unknown CA as well as a wrong name — goes through one function
-		// that callers may wrap to log it.
-		ClientAuth: tls.RequireAnyClientCert,
-		ClientCAs:  pool,
-		VerifyConnection: func(cs tls.ConnectionState) error {
-			return verifyPeer(cs, pool, peerName, x509.ExtKeyUsageClientAuth, "client")
-		},
-	}, nil
+	// The chain is verified in VerifyConnection (against the same pool,
+	// for client authentication), so that every refusal — an unknown CA
+	// as well as a wrong name — goes through one function that callers
+	// may wrap to log it.
+	cfg.ClientAuth = tls.RequireAnyClientCert
+	cfg.ClientCAs = pool
+	return cfg, nil
 }
 
 // ClientTLSConfig returns the TLS configuration of a client (the passive
@@ -368,22 +359,35 @@ func ServerTLSConfig(f Files, peerName string) (*tls.Config, error) {
 // carries serverName as a DNS name, whatever address was dialled. TLS 1.3
 // only.
 func ClientTLSConfig(f Files, serverName string) (*tls.Config, error) {
-	if err := CheckName(serverName); err != nil {
-		return nil, fmt.Errorf("pki: client TLS config: expected server: %w", err)
+	cfg, pool, err := pinnedConfig(f, serverName, "client", "server", x509.ExtKeyUsageServerAuth)
+	if err != nil {
+		return nil, err
+	}
+	cfg.RootCAs = pool
+	cfg.ServerName = serverName
+	return cfg, nil
+}
+
+// pinnedConfig is what both sides' TLS configurations share: TLS 1.3, f's
+// certificate presented, and a VerifyConnection that accepts only a peer
+// (of role peerRole) whose certificate chains to f.CA's pool for usage
+// and carries peerName. side names the caller in errors. It returns the
+// pool for the side's own settings.
+func pinnedConfig(f Files, peerName, side, peerRole string, usage x509.ExtKeyUsage) (*tls.Config, *x509.CertPool, error) {
+	if err := CheckName(peerName); err != nil {
+		return nil, nil, fmt.Errorf("pki: %s TLS config: expected %s: %w", side, peerRole, err)
 	}
 	cert, pool, err := f.load()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	return &tls.Config{
 		MinVersion:   tls.VersionTLS13,
 		Certificates: []tls.Certificate{cert},
-		RootCAs:      pool,
-		ServerName:   serverName,
 		VerifyConnection: func(cs tls.ConnectionState) error {
-			return verifyPeer(cs, pool, serverName, x509.ExtKeyUsageServerAuth, "server")
+			return verifyPeer(cs, pool, peerName, usage, peerRole)
 		},
-	}, nil
+	}, pool, nil
 }
 
 // verifyPeer verifies the peer's chain against the pool for the given

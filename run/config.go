@@ -219,7 +219,13 @@ func (c *Config) Resolve() {
 
 // LoadConfigFile reads a YAML config over base: keys present in the file
 // replace base's values; unknown keys are an error.
-func LoadConfigFile(path string, base Config) (Config, error) {
+func LoadConfigFile(path string, base Config) (Config, error) { return LoadYAML(path, base) }
+
+// LoadYAML reads the YAML file path over base, a configuration struct:
+// keys present in the file replace base's values; a key that names no
+// field is an error, and so is a missing or unreadable file. It is the
+// config-file loader of this package's and netrun's Config.
+func LoadYAML[T any](path string, base T) (T, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return base, fmt.Errorf("config: %w", err)

@@ -61,35 +61,52 @@ func signalContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(ctx, os.Interrupt)
 }
 
-func newActiveCmd() *cobra.Command {
+// partyBody is the work of a networked party command (`active`, `passive`
+// and their inference subcommands), given the resolved config, a context
+// cancelled on interrupt and a text logger on stderr.
+type partyBody func(ctx context.Context, cmd *cobra.Command, cfg netrun.Config, log *slog.Logger) error
+
+// runParty resolves the command's config and runs body with it.
+func runParty(cmd *cobra.Command, resolve func() (netrun.Config, error), body partyBody) error {
+	cfg, err := resolve()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signalContext(cmd)
+	defer stop()
+	return body(ctx, cmd, cfg, slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)))
+}
+
+// newPartyCmd completes cmd (its Use and texts set) as `active` or
+// `passive`: the flags of netFlags and --config, sub as its subcommand,
+// and body run with the resolved config.
+func newPartyCmd(cmd, sub *cobra.Command, body partyBody) *cobra.Command {
 	cfg := netrun.Default()
 	var configFile string
-	cmd := &cobra.Command{
+	cmd.Args = cobra.NoArgs
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		return runParty(cmd, func() (netrun.Config, error) { return resolveNetConfig(cmd.Flags(), configFile, cfg) }, body)
+	}
+	netFlags(cmd.Flags(), &cfg)
+	cmd.Flags().StringVar(&configFile, "config", "", "YAML config file; its keys mirror the flags, flags given on the command line win")
+	cmd.AddCommand(sub)
+	return cmd
+}
+
+func newActiveCmd() *cobra.Command {
+	return newPartyCmd(&cobra.Command{
 		Use:   "active --data PATH --out DIR --addr HOST:PORT [flags]",
 		Short: "Run the active (label) party of a two-process run: gRPC server with mutual TLS",
 		Long: "active loads its data file (with labels), listens on --addr, aligns example IDs with the passive\n" +
 			"party by private set intersection, answers its training batches with protected gradients, audits\n" +
 			"what it sends (leak AUCs at the cut layer) and writes the run directory like `train`.",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			final, err := resolveNetConfig(cmd.Flags(), configFile, cfg)
-			if err != nil {
-				return err
-			}
-			ctx, stop := signalContext(cmd)
-			defer stop()
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			sum, err := netrun.RunActive(ctx, final, netrun.Options{Logger: log,
-				Ready: func(addr string) { fmt.Fprintln(cmd.ErrOrStderr(), "active party listening on", addr) }})
-			if err != nil {
-				return err
-			}
-			printSummary(cmd.OutOrStdout(), final.Config, sum)
-			return nil
-		},
-	}
-	netFlags(cmd.Flags(), &cfg)
-	cmd.Flags().StringVar(&configFile, "config", "", "YAML config file; its keys mirror the flags, flags given on the command line win")
-	cmd.AddCommand(newActiveServeCmd())
-	return cmd
+	}, newActiveServeCmd(), func(ctx context.Context, cmd *cobra.Command, cfg netrun.Config, log *slog.Logger) error {
+		sum, err := netrun.RunActive(ctx, cfg, netrun.Options{Logger: log,
+			Ready: func(addr string) { fmt.Fprintln(cmd.ErrOrStderr(), "active party listening on", addr) }})
+		if err != nil {
+			return err
+		}
+		printSummary(cmd.OutOrStdout(), cfg.Config, sum)
+		return nil
+	})
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -83,12 +84,27 @@ func (f *inferenceFlags) resolve(fs *pflag.FlagSet) (netrun.Config, error) {
 	return cfg, nil
 }
 
+// newInferenceCmd completes cmd (its Use and texts set) as `active serve`
+// or `passive score`: the inference flags of role, whose trained model is
+// RUN/modelFile, with --model copied to *model before body runs with the
+// resolved config.
+func newInferenceCmd(cmd *cobra.Command, role, modelFile string, model *string, body partyBody) *cobra.Command {
+	var f inferenceFlags
+	cmd.Args = cobra.NoArgs
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		return runParty(cmd, func() (netrun.Config, error) { return f.resolve(cmd.Flags()) },
+			func(ctx context.Context, cmd *cobra.Command, cfg netrun.Config, log *slog.Logger) error {
+				*model = f.model
+				return body(ctx, cmd, cfg, log)
+			})
+	}
+	f.bind(cmd.Flags(), role, modelFile)
+	return cmd
+}
+
 func newActiveServeCmd() *cobra.Command {
-	var (
-		f  inferenceFlags
-		so netrun.ServeOptions
-	)
-	cmd := &cobra.Command{
+	var so netrun.ServeOptions
+	cmd := newInferenceCmd(&cobra.Command{
 		Use:   "serve --run DIR --addr HOST:PORT --out FILE [flags]",
 		Short: "Score the examples a passive party sends (inference) with the trained top model",
 		Long: "serve loads the top model of a networked training run (RUN/top.model) and its own data file, listens on\n" +
@@ -97,26 +113,15 @@ func newActiveServeCmd() *cobra.Command {
 			"with its own wide features. The scores are written to --out (id,score) on this side; they are returned\n" +
 			"to the passive party only with --share-scores, because predictions of a model fitted to the labels\n" +
 			"reveal the labels the gradient protection kept from it.",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := f.resolve(cmd.Flags())
-			if err != nil {
-				return err
-			}
-			so.Model = f.model
-			ctx, stop := signalContext(cmd)
-			defer stop()
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			res, err := netrun.Serve(ctx, cfg, so, netrun.Options{Logger: log,
-				Ready: func(addr string) { fmt.Fprintln(cmd.ErrOrStderr(), "active party serving on", addr) }})
-			if res != nil {
-				fmt.Fprintf(cmd.OutOrStdout(), "active serve: %d session(s), %d rows scored; scores in %v; shared with the passive party: %v\n",
-					res.Sessions, res.Scored, res.Files, so.ShareScores)
-			}
-			return err
-		},
-	}
-	f.bind(cmd.Flags(), "active", "top.model")
+	}, "active", "top.model", &so.Model, func(ctx context.Context, cmd *cobra.Command, cfg netrun.Config, log *slog.Logger) error {
+		res, err := netrun.Serve(ctx, cfg, so, netrun.Options{Logger: log,
+			Ready: func(addr string) { fmt.Fprintln(cmd.ErrOrStderr(), "active party serving on", addr) }})
+		if res != nil {
+			fmt.Fprintf(cmd.OutOrStdout(), "active serve: %d session(s), %d rows scored; scores in %v; shared with the passive party: %v\n",
+				res.Sessions, res.Scored, res.Files, so.ShareScores)
+		}
+		return err
+	})
 	cmd.Flags().StringVar(&so.Out, "out", "", "CSV file (id,score) for the scores; session k > 1 writes FILE.k")
 	cmd.Flags().BoolVar(&so.ShareScores, "share-scores", false, "return the scores to the passive party (they reveal label information)")
 	cmd.Flags().IntVar(&so.Sessions, "sessions", 1, "scoring sessions to serve before exiting (0: until interrupted)")
@@ -124,49 +129,35 @@ func newActiveServeCmd() *cobra.Command {
 }
 
 func newPassiveScoreCmd() *cobra.Command {
-	var (
-		f  inferenceFlags
-		so netrun.ScoreOptions
-	)
-	cmd := &cobra.Command{
+	var so netrun.ScoreOptions
+	cmd := newInferenceCmd(&cobra.Command{
 		Use:   "score --run DIR --addr HOST:PORT [--data FILE] [--out FILE] [flags]",
 		Short: "Have the active party score this party's examples with the trained models (inference)",
 		Long: "score loads the bottom model of a networked training run (RUN/bottom.model) and the rows of --split of\n" +
 			"its data file, aligns their IDs with the active party by private set intersection, and sends the\n" +
 			"cut-layer embeddings of the rows the active holds (rows it does not hold are reported, not scored).\n" +
 			"The active party keeps the scores unless it runs with --share-scores; then they are written to --out.",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := f.resolve(cmd.Flags())
-			if err != nil {
-				return err
+	}, "passive", "bottom.model", &so.Model, func(ctx context.Context, cmd *cobra.Command, cfg netrun.Config, log *slog.Logger) error {
+		res, err := netrun.Score(ctx, cfg, so, netrun.Options{Logger: log})
+		if err != nil {
+			return err
+		}
+		out := cmd.OutOrStdout()
+		fmt.Fprintf(out, "passive score: %d rows selected, %d scored, %d not held by the active party (not scored)\n",
+			res.Rows, res.Scored, res.Unscored)
+		switch {
+		case res.Shared && so.Out != "":
+			fmt.Fprintf(out, "scores written to %s\n", so.Out)
+		case res.Shared:
+			fmt.Fprintln(out, "the active party shared the scores; give --out FILE to keep them")
+		default:
+			fmt.Fprintln(out, "the active party kept the scores (it runs without --share-scores)")
+			if so.Out != "" {
+				fmt.Fprintf(out, "%s not written\n", so.Out)
 			}
-			so.Model = f.model
-			ctx, stop := signalContext(cmd)
-			defer stop()
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
-			res, err := netrun.Score(ctx, cfg, so, netrun.Options{Logger: log})
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "passive score: %d rows selected, %d scored, %d not held by the active party (not scored)\n",
-				res.Rows, res.Scored, res.Unscored)
-			switch {
-			case res.Shared && so.Out != "":
-				fmt.Fprintf(out, "scores written to %s\n", so.Out)
-			case res.Shared:
-				fmt.Fprintln(out, "the active party shared the scores; give --out FILE to keep them")
-			default:
-				fmt.Fprintln(out, "the active party kept the scores (it runs without --share-scores)")
-				if so.Out != "" {
-					fmt.Fprintf(out, "%s not written\n", so.Out)
-				}
-			}
-			return nil
-		},
-	}
-	f.bind(cmd.Flags(), "passive", "bottom.model")
+		}
+		return nil
+	})
 	cmd.Flags().StringVar(&so.Split, "split", "test", "rows of the data file to score: test, train or all (the split of the training options)")
 	cmd.Flags().StringVar(&so.Out, "out", "", "CSV file (id,score) for the scores, if the active party shares them")
 	cmd.Flags().StringVar(&so.Unscored, "unscored", "", "write the IDs the active party does not hold here (one per line)")

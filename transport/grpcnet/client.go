@@ -306,33 +306,59 @@ func (c *Client) Exchange(ctx context.Context, f *transport.Forward) (*transport
 		return nil, err
 	}
 	where := fmt.Sprintf("%v step %d batch %d", f.Phase, f.Step, f.Batch)
+	var reply *pb.Backward
+	err = c.retry(ctx, where, func() (err error) {
+		reply, err = c.attempt(ctx, m)
+		return err
+	}, func(attempt int, err error, delay time.Duration) {
+		c.log.Warn("grpcnet: exchange failed, re-sending", "msg", where, "attempt", attempt, "in", delay, "err", err)
+	}, func(attempts int, err error) {
+		c.log.Warn("grpcnet: exchange failed", "msg", where, "attempts", attempts, "err", err)
+	})
+	if err != nil {
+		return nil, err
+	}
+	b, err := decodeBackward(reply, f, c.max)
+	if err != nil {
+		c.cnt.rejected.Add(1)
+		c.log.Warn("grpcnet: refused the active party's answer", "msg", where, "err", err)
+		return nil, fmt.Errorf("grpcnet: %s: refused the answer: %w", where, err)
+	}
+	c.cnt.exchanges.Add(1)
+	return b, nil
+}
+
+// retry calls send until it succeeds, and returns nil, or fails for good:
+// ctx ends, the error is not transient, or MaxRetries re-sends were made.
+// Before each re-send it calls resending (the attempt that failed, from 1,
+// its error and the backoff delay), waits the delay (BackoffBase doubling
+// per attempt, at most BackoffMax) and counts a retry. A failure other
+// than ctx ending is passed to failed (nil: none), with the attempts
+// made. The error it returns names where.
+func (c *Client) retry(ctx context.Context, where string, send func() error,
+	resending func(attempt int, err error, delay time.Duration), failed func(attempts int, err error)) error {
 	for attempt := 0; ; attempt++ {
-		reply, err := c.attempt(ctx, m)
+		err := send()
 		if err == nil {
-			b, err := decodeBackward(reply, f, c.max)
-			if err != nil {
-				c.cnt.rejected.Add(1)
-				c.log.Warn("grpcnet: refused the active party's answer", "msg", where, "err", err)
-				return nil, fmt.Errorf("grpcnet: %s: refused the answer: %w", where, err)
-			}
-			c.cnt.exchanges.Add(1)
-			return b, nil
+			return nil
 		}
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("grpcnet: %s: %w", where, ctx.Err())
+			return fmt.Errorf("grpcnet: %s: %w", where, ctx.Err())
 		}
 		if !transient(err) || attempt >= c.o.MaxRetries {
-			c.log.Warn("grpcnet: exchange failed", "msg", where, "attempts", attempt+1, "err", err)
-			return nil, fmt.Errorf("grpcnet: %s: %w", where, err)
+			if failed != nil {
+				failed(attempt+1, err)
+			}
+			return fmt.Errorf("grpcnet: %s: %w", where, err)
 		}
 		delay := min(c.o.BackoffBase<<min(attempt, 30), c.o.BackoffMax)
-		c.log.Warn("grpcnet: exchange failed, re-sending", "msg", where, "attempt", attempt+1, "in", delay, "err", err)
+		resending(attempt+1, err, delay)
 		t := time.NewTimer(delay)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, fmt.Errorf("grpcnet: %s: %w", where, ctx.Err())
+			return fmt.Errorf("grpcnet: %s: %w", where, ctx.Err())
 		}
 		c.cnt.retries.Add(1)
 	}

@@ -136,36 +136,25 @@ func (c *Client) Score(ctx context.Context, b *ScoreBatch) (*ScoreResult, error)
 		return nil, fmt.Errorf("grpcnet: %s: %w", where, err)
 	}
 	req := &pb.ScoreRequest{Batch: int64(b.Batch), Last: b.Last, Ids: b.IDs, Embedding: emb}
-	for attempt := 0; ; attempt++ {
+	var resp *pb.ScoreResponse
+	err = c.retry(ctx, where, func() (err error) {
 		cctx, cancel := context.WithTimeout(ctx, c.o.ExchangeTimeout)
-		resp, err := c.rpc.Score(cctx, req, grpc.WaitForReady(true))
-		cancel()
-		if err == nil {
-			res, err := checkScore(resp, b)
-			if err != nil {
-				c.cnt.rejected.Add(1)
-				return nil, fmt.Errorf("grpcnet: %s: refused the answer: %w", where, err)
-			}
-			c.cnt.exchanges.Add(1)
-			return res, nil
-		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("grpcnet: %s: %w", where, ctx.Err())
-		}
-		if !transient(err) || attempt >= c.o.MaxRetries {
-			return nil, fmt.Errorf("grpcnet: %s: %w", where, err)
-		}
-		delay := min(c.o.BackoffBase<<min(attempt, 30), c.o.BackoffMax)
-		c.log.Warn("grpcnet: score request failed, re-sending", "batch", b.Batch, "attempt", attempt+1, "in", delay, "err", err)
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("grpcnet: %s: %w", where, ctx.Err())
-		}
-		c.cnt.retries.Add(1)
+		defer cancel()
+		resp, err = c.rpc.Score(cctx, req, grpc.WaitForReady(true))
+		return err
+	}, func(attempt int, err error, delay time.Duration) {
+		c.log.Warn("grpcnet: score request failed, re-sending", "batch", b.Batch, "attempt", attempt, "in", delay, "err", err)
+	}, nil)
+	if err != nil {
+		return nil, err
 	}
+	res, err := checkScore(resp, b)
+	if err != nil {
+		c.cnt.rejected.Add(1)
+		return nil, fmt.Errorf("grpcnet: %s: refused the answer: %w", where, err)
+	}
+	c.cnt.exchanges.Add(1)
+	return res, nil
 }
 
 // checkScore validates the active party's answer to b.

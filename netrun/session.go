@@ -1,0 +1,87 @@
+package netrun
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/splitguard/splitguard/pki"
+	"github.com/splitguard/splitguard/psi"
+	"github.com/splitguard/splitguard/transport/grpcnet"
+)
+
+// listen starts the active party's gRPC server on cfg.Addr (mutual TLS
+// unless cfg.InsecureLoopback), announcing cfg's fingerprint in Hello and
+// answering with h. who names the caller in errors ("active", "active
+// serve").
+func listen(cfg *Config, opt Options, h grpcnet.Handlers, who string) (*grpcnet.Server, error) {
+	so := grpcnet.ServerOptions{InsecureLoopback: cfg.InsecureLoopback, Logger: opt.logger(),
+		Local:           grpcnet.Hello{Party: partyName(cfg.Name, "active"), Config: cfg.fingerprint()},
+		MaxMessageBytes: cfg.MaxMessageMB << 20,
+		Handlers:        h,
+	}
+	if !cfg.InsecureLoopback {
+		var err error
+		if so.TLS, err = pki.ServerTLSConfig(cfg.tlsFiles(), cfg.PeerName); err != nil {
+			return nil, fmt.Errorf("%s: %w", who, err)
+		}
+	}
+	srv, err := grpcnet.Listen(cfg.Addr, so)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", who, err)
+	}
+	return srv, nil
+}
+
+// dial connects the passive party to the active party at cfg.Addr (mutual
+// TLS unless cfg.InsecureLoopback). who names the caller in errors
+// ("passive", "passive score").
+func dial(cfg *Config, opt Options, who string) (*grpcnet.Client, error) {
+	co := grpcnet.ClientOptions{InsecureLoopback: cfg.InsecureLoopback, Logger: opt.logger(),
+		MaxMessageBytes: cfg.MaxMessageMB << 20, ExchangeTimeout: cfg.ExchangeTimeout, CallTimeout: cfg.PeerTimeout}
+	if !cfg.InsecureLoopback {
+		var err error
+		if co.TLS, err = pki.ClientTLSConfig(cfg.tlsFiles(), cfg.PeerName); err != nil {
+			return nil, fmt.Errorf("%s: %w", who, err)
+		}
+	}
+	client, err := grpcnet.Dial(cfg.Addr, co)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", who, err)
+	}
+	return client, nil
+}
+
+// abortSession tells the active party that the passive's session ended
+// with err, giving the call 5 seconds whatever the state of the run's
+// context.
+func abortSession(client *grpcnet.Client, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = client.Shutdown(ctx, err.Error())
+}
+
+// respondPSI answers one PSI round of a session's responder (nil before
+// Hello: an error naming who). Once the protocol is done it also returns
+// the ID intersection, never nil then; before that, common is nil.
+func respondPSI(who string, responder *psi.Responder, req *psi.Request) (resp *psi.Response, common []uint64, err error) {
+	if responder == nil {
+		return nil, nil, fmt.Errorf("%s: PSI before Hello", who)
+	}
+	if resp, err = responder.Handle(req); err != nil {
+		return nil, nil, err
+	}
+	select {
+	case <-responder.Done():
+	default:
+		return resp, nil, nil
+	}
+	keys, err := responder.Intersection()
+	if err != nil {
+		return nil, nil, err
+	}
+	if common, err = psi.Uint64s(keys); err != nil {
+		return nil, nil, err
+	}
+	return resp, common, nil
+}
