@@ -83,7 +83,8 @@ func newTrainCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return trainAndReport(cmd.Context(), final, uiAddr, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			_, err = trainAndReport(cmd.Context(), final, uiAddr, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return err
 		},
 	}
 	trainFlags(cmd.Flags(), &cfg)
@@ -129,7 +130,7 @@ func reapplyFlags(fs *pflag.FlagSet, bind func(*pflag.FlagSet)) error {
 	return err
 }
 
-func trainAndReport(ctx context.Context, cfg run.Config, uiAddr string, stdout, stderr io.Writer) error {
+func trainAndReport(ctx context.Context, cfg run.Config, uiAddr string, stdout, stderr io.Writer) (*run.Summary, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -142,7 +143,7 @@ func trainAndReport(ctx context.Context, cfg run.Config, uiAddr string, stdout, 
 		feed = ui.NewFeed(ui.Info{Title: cfg.Out, Protect: protectLabel(cfg), Method: cfg.Protect})
 		srv, err := ui.Start(ctx, uiAddr, feed)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		fmt.Fprintln(stderr, "live page:", srv.URL)
 		opts.OnBatch = func(r run.BatchRecord) { feed.Batch(ui.Batch{Step: r.Step, Loss: r.Loss, Leak: r.Leak}) }
@@ -157,10 +158,10 @@ func trainAndReport(ctx context.Context, cfg run.Config, uiAddr string, stdout, 
 		feed.Done(err)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	printSummary(stdout, cfg, sum)
-	return nil
+	return sum, nil
 }
 
 // protectLabel describes the protection setting, e.g. "marvell s=4".
