@@ -64,25 +64,90 @@ func LoadReader(r io.Reader, name string, o Options) (*Split, error) {
 	return l.finish()
 }
 
+// LoadWith reads the table at path (".gz" is decompressed) and encodes it
+// with enc, the encoding of another load (typically the training data's
+// Split.Encoding), instead of learning one: a trained model can then be
+// applied to it. One streaming pass, like [Load]:
+//
+//   - The feature columns are enc's, in enc's order, found by name (the
+//     file may order its columns differently and hold other columns,
+//     which are ignored). A column of enc missing from the file is an
+//     error naming it.
+//   - A categorical value in enc's vocabulary gets its id; any other value
+//     (never seen in training) gets the out-of-vocabulary id 0. With hash
+//     buckets the id is the hash, as in training.
+//   - A dense value is transformed as in training (NA ↦ 0, the log option)
+//     and scaled with enc's minimum and maximum, clipped to [0, 1].
+//   - The format, the ID column and the label column and values are enc's.
+//
+// From o it takes the sampling and the split (Sample, TestFrac, Seed: the
+// rows fall into Train and Test exactly as [Load] would put them), NoLabel
+// and SkipBadRows. The options that enc determines (Format, LabelCol,
+// Positive, Negative, IDCol, Columns, Dense, Categorical, HashBuckets,
+// MinCount, LogDense) may be left unset; a value that disagrees with enc
+// is an error naming it. Unlike Load, an empty training split and a split
+// with one class are not errors. The returned Split's Encoding is enc; its
+// Info counts per column the rows whose value was out of vocabulary
+// (ColumnInfo.OOV). Loading the training file itself with its own
+// encoding gives exactly the features Load gave.
+func LoadWith(path string, o Options, enc *Encoding) (*Split, error) {
+	r, closeFn, err := openTable(path)
+	if err != nil {
+		return nil, fmt.Errorf("data: %w", err)
+	}
+	s, err := LoadReaderWith(r, path, o, enc)
+	if cerr := closeFn(); err == nil && cerr != nil {
+		return nil, fmt.Errorf("data: %s: %w", path, cerr)
+	}
+	return s, err
+}
+
+// LoadReaderWith is [LoadWith] reading from r; name is used in errors and
+// Info.
+func LoadReaderWith(r io.Reader, name string, o Options, enc *Encoding) (*Split, error) {
+	if enc == nil {
+		return nil, fmt.Errorf("data: %s: no encoding to load with", name)
+	}
+	if err := enc.Validate(); err != nil {
+		return nil, fmt.Errorf("data: %s: %w", name, err)
+	}
+	o, err := enc.options(o)
+	if err != nil {
+		return nil, fmt.Errorf("data: %s: %w", name, err)
+	}
+	if o, err = o.withDefaults(); err != nil {
+		return nil, err
+	}
+	l := &loader{o: o, name: name, lr: newLineReader(r), enc: enc}
+	if err := l.run(); err != nil {
+		return nil, err
+	}
+	return l.finish()
+}
+
 // catCol is the state of one categorical column while loading.
 type catCol struct {
-	field int
-	name  string
-	salt  uint64 // hashing mode
+	field   int
+	name    string
+	salt    uint64 // hashing mode
+	buckets int    // hashing mode: the bucket count; 0 in vocabulary mode
 	// Vocabulary mode: provisional ids in order of first appearance in
 	// any kept row, training counts per provisional id, and provisional
 	// ids in order of first appearance in the training split.
+	// With an encoding (LoadWith), vocab maps the encoding's values to
+	// their final ids and oov counts kept rows whose value is not in it.
 	vocab      map[string]int32
 	trainCount []uint32
 	trainOrder []int32
-	na         int64
+	na, oov    int64
 }
 
 // denseCol is the state of one dense column while loading.
 type denseCol struct {
 	field    int
 	name     string
-	min, max float64 // over the training split
+	min, max float64 // over the training split, or the encoding's
+	log      bool
 	na       int64
 }
 
@@ -101,6 +166,10 @@ type loader struct {
 	name string
 	lr   *lineReader
 	sc   *schema
+	// enc, when set, is the encoding to apply (LoadWith); encFields[i] is
+	// the field of enc.Columns[i].
+	enc       *Encoding
+	encFields []int
 
 	cats  []catCol
 	dense []denseCol
@@ -142,6 +211,11 @@ func (l *loader) run() error {
 		return l.lineErr(l.lr.line, "%v", err)
 	}
 	l.sc = sc
+	if l.enc != nil {
+		if err := l.bindEncoding(); err != nil {
+			return err
+		}
+	}
 	if !sc.header {
 		// The first line is data: keep a copy, it is processed below.
 		first = bytes.Clone(first)
@@ -175,7 +249,13 @@ func (l *loader) run() error {
 		}
 		sc.detectKinds(rows)
 	}
-	l.setup()
+	if l.enc != nil {
+		if err := l.setupEncoding(); err != nil {
+			return err
+		}
+	} else {
+		l.setup()
+	}
 	for i, b := range buffered {
 		if err := l.row(b, bufferedLine[i]); err != nil {
 			return err
@@ -214,19 +294,71 @@ func (l *loader) firstLine() ([]byte, error) {
 	}
 }
 
+// bindEncoding finds the encoding's columns in the schema and gives them
+// the encoding's kinds; every other feature column is ignored and nothing
+// is left to detect.
+func (l *loader) bindEncoding() error {
+	sc := l.sc
+	index := make(map[string]int, len(sc.names))
+	for j, n := range sc.names {
+		index[n] = j
+	}
+	for j, k := range sc.kinds {
+		if k == KindDense || k == KindCategorical {
+			sc.kinds[j] = KindIgnored
+		}
+	}
+	sc.pending = nil
+	l.encFields = make([]int, len(l.enc.Columns))
+	for i, c := range l.enc.Columns {
+		j, ok := index[c.Name]
+		if !ok {
+			return l.errf("column %q (%s, column %d of %d of the encoding) is not in the file", c.Name, c.Kind, i+1, len(l.enc.Columns))
+		}
+		if k := sc.kinds[j]; k == KindLabel || k == KindID {
+			return l.errf("column %q of the encoding is this file's %s column", c.Name, k)
+		}
+		sc.kinds[j] = c.Kind
+		l.encFields[i] = j
+	}
+	return nil
+}
+
+// setupEncoding creates the column states from the encoding, in its order.
+func (l *loader) setupEncoding() error {
+	for i, c := range l.enc.Columns {
+		f := l.encFields[i]
+		switch c.Kind {
+		case KindCategorical:
+			cc := catCol{field: f, name: c.Name, salt: hashBytes(1, []byte(c.Name)), buckets: c.Buckets}
+			if c.Buckets == 0 {
+				var err error
+				if cc.vocab, err = c.vocabIndex(); err != nil {
+					return fmt.Errorf("data: %s: %w", l.name, err)
+				}
+			}
+			l.cats = append(l.cats, cc)
+		case KindDense:
+			l.dense = append(l.dense, denseCol{field: f, name: c.Name, min: c.Min, max: c.Max, log: c.Log})
+		}
+	}
+	l.vals = make([]float64, len(l.dense))
+	return nil
+}
+
 // setup creates the column states from the schema.
 func (l *loader) setup() {
 	for j, k := range l.sc.kinds {
 		name := l.sc.names[j]
 		switch k {
 		case KindCategorical:
-			c := catCol{field: j, name: name, salt: hashBytes(1, []byte(name))}
+			c := catCol{field: j, name: name, salt: hashBytes(1, []byte(name)), buckets: l.o.HashBuckets}
 			if l.o.HashBuckets == 0 {
 				c.vocab = make(map[string]int32)
 			}
 			l.cats = append(l.cats, c)
 		case KindDense:
-			l.dense = append(l.dense, denseCol{field: j, name: name, min: math.Inf(1), max: math.Inf(-1)})
+			l.dense = append(l.dense, denseCol{field: j, name: name, min: math.Inf(1), max: math.Inf(-1), log: l.o.LogDense})
 		}
 	}
 	l.vals = make([]float64, len(l.dense))
@@ -309,7 +441,7 @@ func (l *loader) encode(line []byte, rowNum uint64) (string, error) {
 			}
 			return fmt.Sprintf("dense column %q: %q is not a finite number%s", d.name, b, hint), nil
 		}
-		if l.o.LogDense {
+		if d.log {
 			v = math.Copysign(math.Log1p(math.Abs(v)), v)
 		}
 		l.vals[i] = v
@@ -333,9 +465,15 @@ func (l *loader) encode(line []byte, rowNum uint64) (string, error) {
 			c.na++
 		}
 		var v int32
-		if l.o.HashBuckets > 0 {
-			v = int32(hashBytes(c.salt, b) % uint64(l.o.HashBuckets))
-		} else {
+		switch {
+		case c.buckets > 0:
+			v = int32(hashBytes(c.salt, b) % uint64(c.buckets))
+		case l.enc != nil:
+			var ok bool
+			if v, ok = c.vocab[string(b)]; !ok {
+				c.oov++ // v = 0, the out-of-vocabulary id
+			}
+		default:
 			var ok bool
 			v, ok = c.vocab[string(b)]
 			if !ok {
@@ -357,6 +495,10 @@ func (l *loader) encode(line []byte, rowNum uint64) (string, error) {
 		v := l.vals[i]
 		if len(f[d.field]) == 0 {
 			d.na++
+		}
+		if l.enc != nil {
+			p.dense = append(p.dense, scaleDense(float32(v), d.min, d.max))
+			continue
 		}
 		if !isTest {
 			d.min = math.Min(d.min, v)
@@ -389,8 +531,19 @@ func (l *loader) parseLabel(b []byte) (uint8, bool) {
 	}
 }
 
+// scaleDense min-max scales a dense value with the training range
+// [lo, hi] and clips it into [0, 1]; a constant column scales to 0. The
+// value is stored as float32 before scaling, as Load stores it.
+func scaleDense(v float32, lo, hi float64) float32 {
+	x, span := 0.0, hi-lo
+	if span > 0 {
+		x = (float64(v) - lo) / span
+	}
+	return float32(min(max(x, 0), 1))
+}
+
 // finish renumbers the vocabularies, scales the dense values and builds
-// the split.
+// the split and its encoding (with an encoding given, both are done).
 func (l *loader) finish() (*Split, error) {
 	info := Info{
 		Path: l.name, Format: l.o.Format, Delimiter: l.sc.delim, Header: l.sc.header,
@@ -405,25 +558,47 @@ func (l *loader) finish() (*Split, error) {
 		return nil, l.errf("no data rows")
 	case l.rowsRead == l.bad:
 		return nil, l.errf("all %d data rows are malformed; first: %s", l.bad, l.badExamples[0])
-	case len(l.train.ids) == 0:
+	case len(l.train.ids) == 0 && l.enc == nil:
 		return nil, l.errf("no training rows after sampling (%d rows read, %d kept, sample %g, test fraction %g)",
 			l.rowsRead, l.rowsKept, l.o.Sample, l.o.TestFrac)
 	}
-	if info.HasLabels && (l.train.pos == 0 || l.train.pos == len(l.train.ids)) {
+	if info.HasLabels && l.enc == nil && (l.train.pos == 0 || l.train.pos == len(l.train.ids)) {
 		return nil, l.errf("the training split has only one class (%d rows, %d positives)", len(l.train.ids), l.train.pos)
 	}
 
+	enc := l.enc
+	if enc == nil {
+		enc = &Encoding{Format: l.o.Format, Positive: l.o.Positive, Negative: l.o.Negative, MinCount: l.o.MinCount}
+		if l.sc.id >= 0 {
+			enc.IDCol = l.sc.names[l.sc.id]
+		}
+		if l.sc.label >= 0 {
+			enc.LabelCol = l.sc.names[l.sc.label]
+		}
+	} else {
+		info.HashBuckets, info.MinCount, info.LogDense = 0, enc.MinCount, false
+	}
 	nc, nd := len(l.cats), len(l.dense)
 	card := make([]int, nc)
 	catNames := make([]string, nc)
 	denseNames := make([]string, nd)
 	cols := make(map[int]ColumnInfo, len(l.sc.names))
+	learnt := make(map[int]ColumnEncoding, nc+nd) // by field, when learning
 	for j, c := range l.cats {
-		ci := ColumnInfo{Name: c.name, Field: c.field, Kind: KindCategorical, NA: c.na}
+		ci := ColumnInfo{Name: c.name, Field: c.field, Kind: KindCategorical, NA: c.na, OOV: c.oov}
 		catNames[j] = c.name
-		if l.o.HashBuckets > 0 {
-			card[j] = l.o.HashBuckets
-		} else {
+		switch {
+		case c.buckets > 0:
+			card[j] = c.buckets
+			learnt[c.field] = ColumnEncoding{Name: c.name, Kind: KindCategorical, Buckets: c.buckets}
+			if l.enc != nil {
+				info.HashBuckets = c.buckets
+			}
+		case l.enc != nil:
+			card[j] = len(c.vocab) + 1
+			ci.Seen = len(c.vocab)
+			l.cats[j].vocab = nil
+		default:
 			remap := make([]int32, len(c.trainCount)) // provisional → final; 0 = OOV
 			next := int32(1)
 			for _, p := range c.trainOrder {
@@ -444,6 +619,13 @@ func (l *loader) finish() (*Split, error) {
 					ci.TestOOV++
 				}
 			}
+			vocab := make([]string, next-1)
+			for v, p := range c.vocab {
+				if id := remap[p]; id != 0 {
+					vocab[id-1] = v
+				}
+			}
+			learnt[c.field] = ColumnEncoding{Name: c.name, Kind: KindCategorical, Vocab: vocab}
 			card[j] = int(next)
 			ci.Seen = len(c.trainOrder)
 			l.cats[j].vocab = nil
@@ -453,18 +635,18 @@ func (l *loader) finish() (*Split, error) {
 	}
 	for j, d := range l.dense {
 		denseNames[j] = d.name
-		lo, span := d.min, d.max-d.min
-		scale := func(v []float32) {
-			for r := j; r < len(v); r += nd {
-				x := 0.0
-				if span > 0 {
-					x = (float64(v[r]) - lo) / span
+		if l.enc == nil {
+			scale := func(v []float32) {
+				for r := j; r < len(v); r += nd {
+					v[r] = scaleDense(v[r], d.min, d.max)
 				}
-				v[r] = float32(min(max(x, 0), 1))
 			}
+			scale(l.train.dense)
+			scale(l.test.dense)
+			learnt[d.field] = ColumnEncoding{Name: d.name, Kind: KindDense, Min: d.min, Max: d.max, Log: d.log}
+		} else if d.log {
+			info.LogDense = true
 		}
-		scale(l.train.dense)
-		scale(l.test.dense)
 		cols[d.field] = ColumnInfo{Name: d.name, Field: d.field, Kind: KindDense, NA: d.na, Min: d.min, Max: d.max}
 	}
 	for j, n := range l.sc.names {
@@ -472,6 +654,9 @@ func (l *loader) finish() (*Split, error) {
 			cols[j] = ColumnInfo{Name: n, Field: j, Kind: l.sc.kinds[j]}
 		}
 		info.Columns = append(info.Columns, cols[j])
+		if c, ok := learnt[j]; ok && l.enc == nil {
+			enc.Columns = append(enc.Columns, c)
+		}
 	}
 	mk := func(p *part) *Dataset {
 		ds := &Dataset{IDs: p.ids, X: &Features{
@@ -492,5 +677,5 @@ func (l *loader) finish() (*Split, error) {
 		}
 		return ds
 	}
-	return &Split{Train: mk(&l.train), Test: mk(&l.test), Info: info}, nil
+	return &Split{Train: mk(&l.train), Test: mk(&l.test), Info: info, Encoding: enc}, nil
 }

@@ -194,6 +194,10 @@ func (k ColumnKind) String() string {
 type Split struct {
 	Train, Test *Dataset
 	Info        Info
+	// Encoding is how the features were encoded: learnt from the training
+	// split by Load, the one given to LoadWith. It is nil for images and
+	// data not read from a table.
+	Encoding *Encoding
 }
 
 // PartInfo counts the rows of one split.
@@ -218,6 +222,9 @@ type ColumnInfo struct {
 	// TestOOV counts test rows whose value maps to id 0.
 	Seen, Cardinality, Folded int
 	TestOOV                   int64
+	// OOV (LoadWith) counts kept rows (either split) whose value is not in
+	// the encoding's vocabulary.
+	OOV int64
 
 	// Dense columns: the training split's minimum and maximum after NA ↦ 0
 	// (and the log transform when enabled), used for min-max scaling.
