@@ -105,7 +105,7 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*run.Summary, erro
 		return nil, fmt.Errorf("active: %w", err)
 	}
 	log.Info("data loaded", "train", len(pd.split.Train.IDs), "test", len(pd.split.Test.IDs))
-	if err := writeEncoding(cfg.Out, &pd.split.Info); err != nil {
+	if err := pd.saveEncoding(cfg.Out); err != nil {
 		return nil, fmt.Errorf("active: %w", err)
 	}
 	r := &activeRun{cfg: cfg, log: log, pd: pd, store: store{dir: cfg.checkpointDir(), role: "active"}}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -12,7 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/model"
+	"github.com/splitguard/splitguard/run"
 )
 
 // criteoNames returns prefix1..prefixN for i in [from, to].
@@ -55,7 +56,7 @@ func modelSections(t *testing.T, raw []byte) (kind string, names []string, sizes
 // the parties by --columns: the passive party loads I1..I13 and C1..C3 of
 // a Criteo file, the active party the label and C4..C26 (its Wide&Deep
 // wide part). It checks that the run trains, that each party's
-// encoding.json lists exactly its columns, and that each saved model's
+// encoding lists exactly its columns, and that each saved model's
 // input width is that of its columns: the bottom's first dense layer reads
 // 13 dense values and 3 embeddings, the top's wide part 23 columns. A model
 // built for the whole file does not load either file.
@@ -79,23 +80,23 @@ func TestColumnsSplit(t *testing.T) {
 		dir  string
 		cols []string
 	}{{pas.Out, pas.Columns}, {act.Out, act.Columns}} {
-		var e encoding
-		if err := json.Unmarshal(mustRead(t, filepath.Join(p.dir, encodingFile)), &e); err != nil {
+		e, err := data.LoadEncoding(filepath.Join(p.dir, run.EncodingFile))
+		if err != nil {
 			t.Fatal(err)
 		}
 		var names []string
 		for _, c := range e.Columns {
 			names = append(names, c.Name)
-			want := "categorical"
+			want := data.KindCategorical
 			if strings.HasPrefix(c.Name, "I") {
-				want = "dense"
+				want = data.KindDense
 			}
-			if c.Kind != want || (want == "categorical" && c.Cardinality != base.HashBuckets) {
-				t.Errorf("%s: column %+v, want a %s column (cardinality %d if categorical)", p.dir, c, want, base.HashBuckets)
+			if c.Kind != want || (want == data.KindCategorical && c.Cardinality() != base.HashBuckets) {
+				t.Errorf("%s: column %s (%s, cardinality %d), want a %s column (cardinality %d if categorical)", p.dir, c.Name, c.Kind, c.Cardinality(), want, base.HashBuckets)
 			}
 		}
 		if !slices.Equal(names, p.cols) {
-			t.Errorf("%s/%s lists columns %v, want %v", p.dir, encodingFile, names, p.cols)
+			t.Errorf("%s/%s lists columns %v, want %v", p.dir, run.EncodingFile, names, p.cols)
 		}
 	}
 

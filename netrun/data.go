@@ -2,6 +2,7 @@ package netrun
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 
 	"github.com/splitguard/splitguard/data"
@@ -26,6 +27,35 @@ func loadParty(cfg *Config, labels bool) (*partyData, error) {
 	if err != nil {
 		return nil, err
 	}
+	return canonical(cfg, s)
+}
+
+// saveEncoding writes the encoding of the party's training data into its
+// run directory and drops it from memory (a vocabulary can be large).
+func (p *partyData) saveEncoding(dir string) error {
+	if err := data.SaveEncoding(filepath.Join(dir, run.EncodingFile), p.split.Encoding); err != nil {
+		return err
+	}
+	p.split.Encoding = nil
+	return nil
+}
+
+// loadPartyWith loads cfg's data file as the party to score it: without
+// labels, encoded with enc (the training data's encoding), rows sorted by
+// ID.
+func loadPartyWith(cfg *Config, enc *data.Encoding) (*partyData, error) {
+	o := run.DataOptions(&cfg.Config)
+	o.NoLabel = true
+	o.Columns = cfg.Columns
+	s, err := data.LoadWith(cfg.Data, o, enc)
+	if err != nil {
+		return nil, err
+	}
+	return canonical(cfg, s)
+}
+
+// canonical sorts both splits by ID and refuses a duplicate ID.
+func canonical(cfg *Config, s *data.Split) (*partyData, error) {
 	run.SortByID(s.Train)
 	run.SortByID(s.Test)
 	for _, d := range []*data.Dataset{s.Train, s.Test} {

@@ -10,11 +10,13 @@ import (
 	"github.com/splitguard/splitguard/data"
 )
 
-// encodingFile is the name, in a party's run directory, of the record of
-// how its data file was encoded for training (see encoding).
-const encodingFile = "encoding.json"
+// legacyEncodingFile is the name, in the run directory of a party trained
+// before run.EncodingFile was written, of the summary of how its data file
+// was encoded (see encoding). Such a run can only score files whose
+// encoding happens to match; it is checked, not applied.
+const legacyEncodingFile = "encoding.json"
 
-// encoding records how a party's features were encoded for training: per
+// encoding is the legacy summary of how a party's features were encoded for training: per
 // column its kind and, for categorical columns, the number of ids, for
 // dense columns the training split's minimum and maximum used for scaling.
 // A model only makes sense on features encoded the same way, so scoring
@@ -65,20 +67,11 @@ func (e encoding) diff(t encoding) string {
 	return ""
 }
 
-// writeEncoding records the encoding of a party's training data in dir.
-func writeEncoding(dir string, info *data.Info) error {
-	b, err := json.MarshalIndent(encodingOf(info), "", "  ")
-	if err != nil {
-		return err
-	}
-	return writeFileAtomic(filepath.Join(dir, encodingFile), append(b, '\n'))
-}
-
-// checkEncoding compares the encoding of a loaded file with the training
-// record in dir. A missing record (a run directory from before it was
-// written) is reported as ok=false without an error.
+// checkEncoding compares the encoding of a loaded file with the legacy
+// training record in dir. A missing record is reported as ok=false without
+// an error.
 func checkEncoding(dir string, info *data.Info) (ok bool, err error) {
-	raw, err := os.ReadFile(filepath.Join(dir, encodingFile))
+	raw, err := os.ReadFile(filepath.Join(dir, legacyEncodingFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
@@ -87,7 +80,7 @@ func checkEncoding(dir string, info *data.Info) (ok bool, err error) {
 	}
 	var t encoding
 	if err := json.Unmarshal(raw, &t); err != nil {
-		return false, fmt.Errorf("%s: %w", filepath.Join(dir, encodingFile), err)
+		return false, fmt.Errorf("%s: %w", filepath.Join(dir, legacyEncodingFile), err)
 	}
 	if d := encodingOf(info).diff(t); d != "" {
 		return false, fmt.Errorf("the data file %s is not encoded as the training data was (%s): the model cannot score it; "+

@@ -66,7 +66,7 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 			return nil, err
 		}
 	}
-	if err := writeEncoding(cfg.Out, &pd.split.Info); err != nil {
+	if err := pd.saveEncoding(cfg.Out); err != nil {
 		return nil, fmt.Errorf("passive: %w", err)
 	}
 	client, err := dial(&cfg, opt, "passive")

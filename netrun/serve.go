@@ -17,6 +17,7 @@ import (
 	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/nn"
 	"github.com/splitguard/splitguard/psi"
+	"github.com/splitguard/splitguard/run"
 	"github.com/splitguard/splitguard/tensor"
 	"github.com/splitguard/splitguard/transport/grpcnet"
 )
@@ -25,8 +26,10 @@ import (
 //
 // `splitguard active serve` (Serve) loads the trained top model and its
 // own data file and answers scoring sessions; `splitguard passive score`
-// (Score) loads the trained bottom model and the rows to score. A session
-// is: Hello (the fingerprint of the training configuration, so both models
+// (Score) loads the trained bottom model and the rows to score. The run
+// directory is a networked party's or an in-process `train` run's (which
+// holds both models); each party encodes its file with the training
+// data's encoding saved there (run.EncodingFile). A session is: Hello (the fingerprint of the training configuration, so both models
 // come from the same run's settings), PSI over the IDs to score (the
 // passive's) and every ID the active holds, so that neither learns the
 // other's IDs outside the intersection; then the passive sends the
@@ -91,10 +94,36 @@ type ScoreResult struct {
 	Stats    grpcnet.Stats
 }
 
-// loadForScoring loads cfg's data file with the training options (the
-// passive without labels, the active without them too: serving needs
-// none) and checks its encoding against the training record in runDir.
+// loadForScoring loads cfg's data file to score it (without labels: the
+// passive has none and serving needs none). With the training data's
+// encoding in runDir (run.EncodingFile) the file is encoded with it:
+// values unseen in training map to the out-of-vocabulary id, dense values
+// are scaled with the training range, and a column of the encoding that
+// the file lacks is an error naming it. A run directory without it (from
+// before it was written) falls back to the training options, refusing a
+// file whose legacy encoding summary differs.
 func loadForScoring(cfg *Config, runDir string, log func(msg string, args ...any)) (*partyData, error) {
+	path := filepath.Join(runDir, run.EncodingFile)
+	enc, err := data.LoadEncoding(path)
+	switch {
+	case err == nil:
+		pd, err := loadPartyWith(cfg, enc)
+		if err != nil {
+			return nil, fmt.Errorf("encoding %s with the training encoding %s: %w", cfg.Data, path, err)
+		}
+		var oov []any
+		for _, c := range pd.split.Info.Columns {
+			if c.OOV > 0 {
+				oov = append(oov, c.Name, c.OOV)
+			}
+		}
+		if len(oov) > 0 {
+			log("rows with values not seen in training (scored with the out-of-vocabulary id)", oov...)
+		}
+		return pd, nil
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, err
+	}
 	pd, err := loadParty(cfg, false)
 	if err != nil {
 		return nil, err
@@ -104,7 +133,7 @@ func loadForScoring(cfg *Config, runDir string, log func(msg string, args ...any
 		return nil, err
 	}
 	if !ok {
-		log("no encoding record in the run directory; cannot check that the data is encoded as in training", "dir", runDir)
+		log("no encoding in the run directory; the data is encoded with the training options, unchecked", "dir", runDir)
 	}
 	return pd, nil
 }
@@ -152,8 +181,9 @@ type rowRef struct {
 }
 
 // Serve runs the active party's inference server: it loads the top model
-// and its data file (cfg as trained; cfg.Data may name another file whose
-// encoding matches), listens on cfg.Addr and serves so.Sessions scoring
+// and its data file (cfg as trained; cfg.Data may name another file, which
+// is encoded with the training data's encoding, see loadForScoring),
+// listens on cfg.Addr and serves so.Sessions scoring
 // sessions (see the package's inference notes).
 func Serve(ctx context.Context, cfg Config, so ServeOptions, opt Options) (*ServeResult, error) {
 	cfg.Resolve()
@@ -173,7 +203,7 @@ func Serve(ctx context.Context, cfg Config, so ServeOptions, opt Options) (*Serv
 		return nil, fmt.Errorf("active serve: %w", err)
 	}
 	if so.Model == "" {
-		so.Model = filepath.Join(cfg.Out, "top.model")
+		so.Model = filepath.Join(cfg.Out, run.TopModelFile)
 	}
 	if err := readModel(so.Model, func(r *bufio.Reader) error { return top.Load(r) }); err != nil {
 		return nil, fmt.Errorf("active serve: %w", err)
@@ -406,7 +436,7 @@ func Score(ctx context.Context, cfg Config, so ScoreOptions, opt Options) (*Scor
 		return nil, fmt.Errorf("passive score: %w", err)
 	}
 	if so.Model == "" {
-		so.Model = filepath.Join(cfg.Out, "bottom.model")
+		so.Model = filepath.Join(cfg.Out, run.BottomModelFile)
 	}
 	if err := readModel(so.Model, func(r *bufio.Reader) error { return bottom.Load(r) }); err != nil {
 		return nil, fmt.Errorf("passive score: %w", err)

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/splitguard/splitguard/audit"
 	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/party/active"
 	"github.com/splitguard/splitguard/party/passive"
 	"github.com/splitguard/splitguard/schedule"
@@ -69,6 +71,14 @@ func Train(ctx context.Context, cfg Config, opt Options) (*Summary, error) {
 	canonicalOrder(split) // canonical.go
 	if err := checkClasses(split); err != nil {
 		return nil, err
+	}
+	if split.Encoding != nil {
+		// Written now and dropped: a large vocabulary is not kept in
+		// memory through training.
+		if err := data.SaveEncoding(filepath.Join(cfg.Out, EncodingFile), split.Encoding); err != nil {
+			return nil, fmt.Errorf("run: %w", err)
+		}
+		split.Encoding = nil
 	}
 	logf(opt.Log, "data: %d training rows (%.1f%% positive), %d test rows", len(split.Train.IDs),
 		100*posRate(split.Train.Labels), len(split.Test.IDs))
@@ -139,7 +149,38 @@ func trainSplit(ctx context.Context, cfg Config, split *data.Split, opt Options)
 		}
 		return nil, perr
 	}
-	return rec.finish(time.Since(start), pas.Step())
+	elapsed := time.Since(start)
+	if err := saveModels(cfg.Out, bottom, top); err != nil {
+		return nil, err
+	}
+	return rec.finish(elapsed, pas.Step())
+}
+
+// Files of a run directory that serve trained models (see README.md): the
+// encoding of the training data (data.SaveEncoding) and the final models
+// (model Save: parameters and optimiser state).
+const (
+	EncodingFile    = "encoding"
+	BottomModelFile = "bottom.model"
+	TopModelFile    = "top.model"
+)
+
+// saveModels writes the final bottom and top models into dir, each to a
+// temporary file renamed into place.
+func saveModels(dir string, bottom model.Bottom, top model.Top) error {
+	for _, m := range []struct {
+		file string
+		save func(io.Writer) error
+	}{{BottomModelFile, bottom.Save}, {TopModelFile, top.Save}} {
+		var b bytes.Buffer
+		if err := m.save(&b); err != nil {
+			return fmt.Errorf("run: saving %s: %w", m.file, err)
+		}
+		if err := writeFileAtomic(filepath.Join(dir, m.file), b.Bytes()); err != nil {
+			return fmt.Errorf("run: %w", err)
+		}
+	}
+	return nil
 }
 
 // loadData reads the (resolved) configuration's data: an image set, a

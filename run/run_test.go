@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sbinet/npyio"
+	"github.com/splitguard/splitguard/data"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -115,6 +117,50 @@ func TestTrainWritesTheRunDirectory(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(cfg.Out, "config.yaml")); err != nil {
 		t.Fatal(err)
+	}
+	checkServingFiles(t, cfg)
+}
+
+// checkServingFiles checks the files that serve a run's models: the
+// encoding lists Criteo's 13 dense and 26 categorical columns, and the
+// saved models load into models built as the run built them (a model
+// Load checks every section's name and size).
+func checkServingFiles(t *testing.T, cfg Config) {
+	t.Helper()
+	enc, err := data.LoadEncoding(filepath.Join(cfg.Out, EncodingFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[data.ColumnKind]int{}
+	for _, c := range enc.Columns {
+		kinds[c.Kind]++
+	}
+	if len(enc.Columns) != 39 || kinds[data.KindDense] != 13 || kinds[data.KindCategorical] != 26 || enc.LabelCol != "label" {
+		t.Fatalf("encoding: %d columns (%v), label %q; want 13 dense and 26 categorical, label \"label\"", len(enc.Columns), kinds, enc.LabelCol)
+	}
+	split, err := loadData(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := cfg
+	rc.Resolve()
+	bottom, top, _, err := buildModels(&rc, split.Train.X)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []struct {
+		file string
+		load func(io.Reader) error
+	}{{BottomModelFile, bottom.Load}, {TopModelFile, top.Load}} {
+		f, err := os.Open(filepath.Join(cfg.Out, m.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = m.load(bufio.NewReader(f))
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", m.file, err)
+		}
 	}
 }
 

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/splitguard/splitguard/data"
 )
 
 // binary is the splitguard executable built by TestMain ("" if the build
@@ -454,7 +456,7 @@ func lastLine(s string) string {
 
 // TestColumnsProcesses runs the two parties as processes with the feature
 // columns split by --columns (the passive I1..I13, the active C1..C26 for
-// its wide part): the run trains and each party's encoding.json lists
+// its wide part): the run trains and each party's encoding lists
 // exactly its columns. A passive party asking for a column its file does
 // not hold exits at once with an error naming the column.
 func TestColumnsProcesses(t *testing.T) {
@@ -481,10 +483,8 @@ func TestColumnsProcesses(t *testing.T) {
 		t.Errorf("summary: test AUC %v, %v steps (want 100)", sum["test_auc_final"], sum["steps"])
 	}
 	for dir, want := range map[string][]string{"cols-active": cats, "cols-passive": dense} {
-		var enc struct {
-			Columns []struct{ Name string } `json:"columns"`
-		}
-		if err := json.Unmarshal(readFile(t, filepath.Join(f.dir, dir, "encoding.json")), &enc); err != nil {
+		enc, err := data.LoadEncoding(filepath.Join(f.dir, dir, "encoding"))
+		if err != nil {
 			t.Fatal(err)
 		}
 		var got []string
@@ -492,7 +492,7 @@ func TestColumnsProcesses(t *testing.T) {
 			got = append(got, c.Name)
 		}
 		if strings.Join(got, ",") != strings.Join(want, ",") {
-			t.Errorf("%s/encoding.json lists %v, want %v", dir, got, want)
+			t.Errorf("%s/encoding lists %v, want %v", dir, got, want)
 		}
 	}
 

@@ -26,10 +26,10 @@ type inferenceFlags struct {
 }
 
 func (f *inferenceFlags) bind(fs *pflag.FlagSet, role, modelFile string) {
-	fs.StringVar(&f.run, "run", "", "the party's training run directory ("+role+"'s --out): config.yaml, "+modelFile+", encoding.json")
+	fs.StringVar(&f.run, "run", "", "the party's training run directory ("+role+"'s --out): config.yaml, "+modelFile+", encoding")
 	fs.StringVar(&f.config, "config", "", "training config (default RUN/config.yaml)")
 	fs.StringVar(&f.model, "model", "", "trained model (default RUN/"+modelFile+")")
-	fs.StringVar(&f.data, "data", "", "data file (default: the training config's); its encoding must match the training data's")
+	fs.StringVar(&f.data, "data", "", "data file (default: the training config's); encoded with the training data's encoding (RUN/encoding)")
 	fs.StringVar(&f.addr, "addr", "", "active: address to listen on; passive: the active party's address (HOST:PORT)")
 	fs.StringVar(&f.name, "name", "", "this party's certificate name (with --cert-dir)")
 	fs.StringVar(&f.peer, "peer-name", "", "name the peer's certificate must carry (pinned)")
@@ -107,7 +107,8 @@ func newActiveServeCmd() *cobra.Command {
 	cmd := newInferenceCmd(&cobra.Command{
 		Use:   "serve --run DIR --addr HOST:PORT --out FILE [flags]",
 		Short: "Score the examples a passive party sends (inference) with the trained top model",
-		Long: "serve loads the top model of a networked training run (RUN/top.model) and its own data file, listens on\n" +
+		Long: "serve loads the top model of a training run (RUN/top.model; networked or in-process `train`) and its own\n" +
+			"data file, encoded with the training data's encoding (RUN/encoding), listens on\n" +
 			"--addr and serves scoring sessions: the passive party (`splitguard passive score`) sends cut-layer\n" +
 			"embeddings of the example IDs both hold (aligned by private set intersection) and the active scores them\n" +
 			"with its own wide features. The scores are written to --out (id,score) on this side; they are returned\n" +
@@ -133,11 +134,17 @@ func newPassiveScoreCmd() *cobra.Command {
 	cmd := newInferenceCmd(&cobra.Command{
 		Use:   "score --run DIR --addr HOST:PORT [--data FILE] [--out FILE] [flags]",
 		Short: "Have the active party score this party's examples with the trained models (inference)",
-		Long: "score loads the bottom model of a networked training run (RUN/bottom.model) and the rows of --split of\n" +
-			"its data file, aligns their IDs with the active party by private set intersection, and sends the\n" +
+		Long: "score loads the bottom model of a training run (RUN/bottom.model; networked or in-process `train`) and\n" +
+			"the rows of --split of its data file, encoded with the training data's encoding (RUN/encoding), aligns their IDs with the active party by private set intersection, and sends the\n" +
 			"cut-layer embeddings of the rows the active holds (rows it does not hold are reported, not scored).\n" +
 			"The active party keeps the scores unless it runs with --share-scores; then they are written to --out.",
 	}, "passive", "bottom.model", &so.Model, func(ctx context.Context, cmd *cobra.Command, cfg netrun.Config, log *slog.Logger) error {
+		if so.Split == "" {
+			so.Split = "test"
+			if cmd.Flags().Changed("data") {
+				so.Split = "all"
+			}
+		}
 		res, err := netrun.Score(ctx, cfg, so, netrun.Options{Logger: log})
 		if err != nil {
 			return err
@@ -158,7 +165,8 @@ func newPassiveScoreCmd() *cobra.Command {
 		}
 		return nil
 	})
-	cmd.Flags().StringVar(&so.Split, "split", "test", "rows of the data file to score: test, train or all (the split of the training options)")
+	cmd.Flags().StringVar(&so.Split, "split", "", "rows of the data file to score: test, train or all (the split of the training options;\n"+
+		"default: test of the training data file, all of a file given with --data)")
 	cmd.Flags().StringVar(&so.Out, "out", "", "CSV file (id,score) for the scores, if the active party shares them")
 	cmd.Flags().StringVar(&so.Unscored, "unscored", "", "write the IDs the active party does not hold here (one per line)")
 	return cmd
