@@ -77,7 +77,9 @@ func TestServeNewFileWithTheTrainingEncoding(t *testing.T) {
 	root := t.TempDir()
 	fileA := csvFile(t, 0, 1000)
 	tc := csvConfig(fileA, filepath.Join(root, "train"))
-	tc.HashBuckets = 0
+	// Train on a sample of A: the vocabulary comes from the sampled
+	// training rows, but scoring must still cover every row of B.
+	tc.HashBuckets, tc.Sample = 0, 0.5
 	if _, err := run.Train(context.Background(), tc, run.Options{}); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +99,7 @@ func TestServeNewFileWithTheTrainingEncoding(t *testing.T) {
 	}
 	for _, row := range readTable(t, fileA) {
 		id, _ := strconv.ParseUint(row["id"], 10, 64)
-		if _, test := data.Assign(cfg.Seed, id, 1, cfg.TestFrac); test {
+		if kept, test := data.Assign(cfg.Seed, id, tc.Sample, cfg.TestFrac); !kept || test {
 			continue
 		}
 		for j, n := range names {

@@ -98,8 +98,8 @@ type ScoreResult struct {
 // passive has none and serving needs none). With the training data's
 // encoding in runDir (run.EncodingFile) the file is encoded with it:
 // values unseen in training map to the out-of-vocabulary id, dense values
-// are scaled with the training range, and a column of the encoding that
-// the file lacks is an error naming it. A run directory without it (from
+// are scaled with the training range, a column of the encoding that the
+// file lacks is an error naming it, and no row is sampled away. A run directory without it (from
 // before it was written) falls back to the training options, refusing a
 // file whose legacy encoding summary differs.
 func loadForScoring(cfg *Config, runDir string, log func(msg string, args ...any)) (*partyData, error) {
@@ -107,7 +107,12 @@ func loadForScoring(cfg *Config, runDir string, log func(msg string, args ...any
 	enc, err := data.LoadEncoding(path)
 	switch {
 	case err == nil:
-		pd, err := loadPartyWith(cfg, enc)
+		// Inference scores every row of the file: the training run's
+		// --sample chose which rows to train on, not which to score. Both
+		// parties load this way, so their rows still agree.
+		all := *cfg
+		all.Sample = 1
+		pd, err := loadPartyWith(&all, enc)
 		if err != nil {
 			return nil, fmt.Errorf("encoding %s with the training encoding %s: %w", cfg.Data, path, err)
 		}
