@@ -41,7 +41,9 @@ type Progress struct {
 	Step, Total  int64
 	Loss         float64
 	ExamplesPerS float64
-	// LastLeak is the last batch's first audited key and its AUC.
+	// LeakKey and Leak are one leak AUC of the last batch (norm/cut when
+	// audited, else the first key in sorted order); Leak is nil when the
+	// AUC is undefined.
 	LeakKey string
 	Leak    *float64
 }
