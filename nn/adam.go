@@ -108,9 +108,14 @@ func (a *LazyAdam) Step(e *Embedding) {
 	S := e.stride
 	b1, b2, eps := a.Beta1, a.Beta2, a.Eps
 	e.parallel(func(sh *embShard) {
-		for s, r := range sh.touched {
-			row := e.store[int(r)*S : int(r)*S+3*D]
-			adamUpdate(row[:D], sh.grad[s*D:(s+1)*D], row[D:2*D], row[2*D:], b1, b2, eps, step, vScale)
+		for c := 0; c < len(sh.touched); c += touchChunk {
+			rows := sh.touched[c:min(c+touchChunk, len(sh.touched))]
+			sh.sink += e.touch(rows)
+			for s, r := range rows {
+				s += c
+				row := e.store[int(r)*S : int(r)*S+3*D]
+				adamUpdate(row[:D], sh.grad[s*D:(s+1)*D], row[D:2*D], row[2*D:], b1, b2, eps, step, vScale)
+			}
 		}
 	})
 }

@@ -3,8 +3,10 @@ package nn
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -26,6 +28,20 @@ import (
 // GOMAXPROCS goroutines; fields own disjoint rows, so the split needs no
 // locks and the results do not depend on it.
 //
+// # Batched row access
+//
+// The tables are far larger than the caches and a batch's ids are nearly
+// all different rows, so the cost of a step is dominated by cache and TLB
+// misses on the rows it touches. Lookup therefore sorts each field's
+// (id, batch row) pairs once (a stable radix sort on the id) and reuses
+// that order in Backward and in LazyAdam: every distinct row is read once
+// per pass, in address order, and its repeats are merged without any
+// per-row bookkeeping in the table. Backward writes each distinct row's
+// gradient contiguously and LazyAdam walks that compact list. Repeats of
+// an id are summed in batch-row order, so the results do not depend on
+// the sort either. Before each pass works on a chunk of rows it first
+// loads one float of each (touch), so that their cache misses overlap.
+//
 // # L2 regularisation
 //
 // With L2 = λ > 0, Backward adds the gradient of λ·Σ_r ‖w_r‖² over the
@@ -43,20 +59,56 @@ type Embedding struct {
 
 	cards   []int
 	offsets []int     // len F+1; offsets[F] = total rows
-	stride  int       // floats per row: Dim weights, Dim m, Dim v, the slot, padding
+	stride  int       // floats per row: Dim weights, Dim m, Dim v, an unused slot, padding
 	store   []float32 // total rows × stride, 64-byte aligned
-	gids    []int32   // last Lookup's global rows, B×F
 	rows    int       // B of the last Lookup
 	shards  []embShard
 	wg      sync.WaitGroup
 }
 
-// embShard is the fields [lo, hi) handled by one goroutine and the rows
-// they touched in the last Backward.
+// embShard is the fields [lo, hi) handled by one goroutine, the sorted
+// ids of the last Lookup and the rows touched by the last Backward.
 type embShard struct {
-	lo, hi  int
-	touched []int32   // distinct global rows, in first-touch order
+	lo, hi int
+	// keys holds, for each field f in [lo, hi), a segment of B keys
+	// id<<32 | batch row, sorted by id with ties in batch-row order
+	// (written by Lookup).
+	keys    []uint64
+	scratch []uint64 // the radix sort's second buffer, len B
+	count   []int32  // the radix sort's histogram
+	// Written by Backward:
+	touched []int32   // distinct global rows, field by field, ascending
+	start   []int     // len hi−lo+1: where each field's rows begin in touched
 	grad    []float32 // len(touched)×Dim
+	sink    uint32    // what touch read, kept so that its loads stay
+}
+
+// touchChunk is how many rows touch brings into the cache ahead of the
+// work on them: enough to keep many misses in flight, few enough that
+// the rows are still in L1 when the work reaches them.
+const touchChunk = 64
+
+// touch reads the first float of each of rows and returns a value
+// computed from them, which the caller must keep. Go has no prefetch
+// instruction; a tight loop of independent loads is the next best thing:
+// the CPU overlaps dozens of its cache misses, where a loop doing real
+// work per row fills its reorder window after a few.
+func (e *Embedding) touch(rows []int32) uint32 {
+	var x uint32
+	for _, r := range rows {
+		x += math.Float32bits(e.store[int(r)*e.stride])
+	}
+	return x
+}
+
+// touchKeys is touch for the rows of sorted keys (id<<32 | batch row) of
+// the field whose id 0 is global row off.
+func (e *Embedding) touchKeys(keys []uint64, off int) uint32 {
+	var x uint32
+	for _, k := range keys {
+		x += math.Float32bits(e.store[(off+int(k>>32))*e.stride])
+	}
+	return x
 }
 
 // NewEmbedding returns tables of cards[f] rows each, dim wide, with
@@ -87,11 +139,12 @@ func NewEmbedding(cards []int, dim int, scale float32, rng *rand.Rand) (*Embeddi
 		for k := range w {
 			w[k] = float32(2*rng.Float64()-1) * scale
 		}
-		e.setSlot(int32(r), -1)
+		e.store[r*e.stride+3*dim] = unusedSlot
 	}
 	n := min(runtime.GOMAXPROCS(0), len(cards))
 	for s := range n {
-		e.shards = append(e.shards, embShard{lo: s * len(cards) / n, hi: (s + 1) * len(cards) / n})
+		lo, hi := s*len(cards)/n, (s+1)*len(cards)/n
+		e.shards = append(e.shards, embShard{lo: lo, hi: hi, start: make([]int, hi-lo+1)})
 	}
 	return e, nil
 }
@@ -110,6 +163,12 @@ func rowStride(dim int) int {
 	return s
 }
 
+// unusedSlot fills the float after each row's moments. Earlier versions
+// kept per-row bookkeeping there; it stays in the layout so that Store
+// (and the checkpoints written from it) keeps its format, and always
+// holds this value (the bits of int32 −1).
+var unusedSlot = math.Float32frombits(math.MaxUint32)
+
 // alignedFloats returns n zeroed floats starting on a 64-byte boundary.
 func alignedFloats(n int) []float32 {
 	buf := make([]float32, n+16)
@@ -120,27 +179,18 @@ func alignedFloats(n int) []float32 {
 	return buf[off : off+n : off+n]
 }
 
-// slotIndex is where a row's scratch slot lives, after its weights and moments.
-func (e *Embedding) slotIndex(r int32) int { return int(r)*e.stride + 3*e.Dim }
-
-// getSlot returns row r's index in its shard's touched list, or −1.
-func (e *Embedding) getSlot(r int32) int32 {
-	return int32(math.Float32bits(e.store[e.slotIndex(r)]))
-}
-
-func (e *Embedding) setSlot(r int32, s int32) {
-	e.store[e.slotIndex(r)] = math.Float32frombits(uint32(s))
-}
-
 // ClearTouched forgets the rows of the last Backward (their gradients
-// become unavailable). Load paths call it after overwriting Store.
+// become unavailable). Load paths call it after overwriting Store; it
+// also resets every row's unused slot.
 func (e *Embedding) ClearTouched() {
 	for r := range e.offsets[len(e.cards)] {
-		e.setSlot(int32(r), -1)
+		e.store[r*e.stride+3*e.Dim] = unusedSlot
 	}
 	for i := range e.shards {
-		e.shards[i].touched = e.shards[i].touched[:0]
-		e.shards[i].grad = e.shards[i].grad[:0]
+		sh := &e.shards[i]
+		sh.touched = sh.touched[:0]
+		sh.grad = sh.grad[:0]
+		clear(sh.start)
 	}
 }
 
@@ -158,7 +208,8 @@ func (e *Embedding) Offset(f int) int { return e.offsets[f] }
 
 // Store returns the whole slab: global row r occupies
 // [r·Stride(), (r+1)·Stride()) as Dim weights, then Dim first moments,
-// then Dim second moments, then a scratch slot of Backward's and padding.
+// then Dim second moments, then an unused slot (the bits of int32 −1) and
+// padding.
 // It is the model's own storage, for checkpoints; after writing into it,
 // call ClearTouched.
 func (e *Embedding) Store() []float32 { return e.store }
@@ -175,12 +226,14 @@ func (e *Embedding) Weight(f, k int) []float32 {
 // Grad returns the gradient of field f's id k from the last Backward, or
 // nil when the batch did not touch it. The slice is the layer's own.
 func (e *Embedding) Grad(f, k int) []float32 {
-	s := e.getSlot(int32(e.offsets[f] + k))
-	if s < 0 {
+	sh := &e.shards[e.shardOf(f)]
+	lo, hi := sh.start[f-sh.lo], sh.start[f-sh.lo+1]
+	s, ok := slices.BinarySearch(sh.touched[lo:hi], int32(e.offsets[f]+k))
+	if !ok {
 		return nil
 	}
-	sh := &e.shards[e.shardOf(f)]
-	return sh.grad[int(s)*e.Dim : int(s+1)*e.Dim]
+	s += lo
+	return sh.grad[s*e.Dim : (s+1)*e.Dim]
 }
 
 // Touched returns how many distinct rows the last Backward touched.
@@ -223,8 +276,9 @@ func (e *Embedding) parallel(fn func(sh *embShard)) {
 // and writes field f's vector of batch row i into
 // dst[i][col0+f·Dim : col0+(f+1)·Dim]. dst must already have rows rows
 // and at least col0+F·Dim columns; other columns are left alone. It
-// remembers the rows for Backward. An out-of-range id is an error naming
-// its batch row and field.
+// remembers the batch's ids, sorted per field, for Backward. An
+// out-of-range id is an error naming its batch row and field, and leaves
+// the layer as it was.
 func (e *Embedding) Lookup(ids []int32, rows int, dst *tensor.Matrix, col0 int) error {
 	F := len(e.cards)
 	if len(ids) != rows*F {
@@ -233,27 +287,41 @@ func (e *Embedding) Lookup(ids []int32, rows int, dst *tensor.Matrix, col0 int) 
 	if dst.Rows != rows || col0 < 0 || dst.Cols < col0+F*e.Dim {
 		return fmt.Errorf("nn: embedding lookup into %d×%d at column %d; need %d rows and %d columns", dst.Rows, dst.Cols, col0, rows, col0+F*e.Dim)
 	}
-	if cap(e.gids) < len(ids) {
-		e.gids = make([]int32, len(ids))
-	}
-	e.gids = e.gids[:len(ids)]
 	for k, id := range ids {
-		f := k % F
-		if id < 0 || int(id) >= e.cards[f] {
+		if f := k % F; id < 0 || int(id) >= e.cards[f] {
 			return fmt.Errorf("nn: embedding field %d, batch row %d: id %d outside [0, %d)", f, k/F, id, e.cards[f])
 		}
-		e.gids[k] = id + int32(e.offsets[f])
 	}
 	e.rows = rows
 	D, S := e.Dim, e.stride
 	e.parallel(func(sh *embShard) {
-		for i := range rows {
-			out := dst.Data[i*dst.Cols+col0 : i*dst.Cols+col0+F*D]
-			g := e.gids[i*F : (i+1)*F]
-			for f := sh.lo; f < sh.hi; f++ {
-				r := int(g[f]) * S
-				src := e.store[r : r+D]
-				o := out[f*D : (f+1)*D]
+		n := (sh.hi - sh.lo) * rows
+		if cap(sh.keys) < n {
+			sh.keys = make([]uint64, n)
+		}
+		sh.keys = sh.keys[:n]
+		if cap(sh.scratch) < rows {
+			sh.scratch = make([]uint64, rows)
+		}
+		for f := sh.lo; f < sh.hi; f++ {
+			keys := sh.keys[(f-sh.lo)*rows : (f-sh.lo+1)*rows]
+			for i := range keys {
+				keys[i] = uint64(ids[i*F+f])<<32 | uint64(i)
+			}
+			sh.count = sortByID(keys, sh.scratch[:rows], sh.count, bits.Len(uint(e.cards[f]-1)))
+			prev, off := uint64(math.MaxUint64), e.offsets[f]
+			var src []float32
+			for c, key := range keys {
+				if c%touchChunk == 0 {
+					sh.sink += e.touchKeys(keys[c:min(c+touchChunk, len(keys))], off)
+				}
+				if id := key >> 32; id != prev {
+					r := (off + int(id)) * S
+					src = e.store[r : r+D]
+					prev = id
+				}
+				i := int(uint32(key))
+				o := dst.Data[i*dst.Cols+col0+f*D : i*dst.Cols+col0+(f+1)*D]
 				for k := range o { // a loop, not copy: D is tiny and memmove's call costs more
 					o[k] = src[k]
 				}
@@ -263,42 +331,88 @@ func (e *Embedding) Lookup(ids []int32, rows int, dst *tensor.Matrix, col0 int) 
 	return nil
 }
 
+// sortByID sorts keys (id<<32 | batch row, id < 2^idBits) by id, stably,
+// with an LSD radix sort whose digits are at most 11 bits wide; scratch
+// must be as long as keys. The keys come from a batch in row order, so
+// equal ids stay in batch-row order. count is the histogram buffer,
+// grown as needed and returned for reuse.
+func sortByID(keys, scratch []uint64, count []int32, idBits int) []int32 {
+	if idBits == 0 || len(keys) < 2 {
+		return count
+	}
+	const maxDigit = 11
+	passes := (idBits + maxDigit - 1) / maxDigit
+	width := (idBits + passes - 1) / passes
+	mask := uint64(1)<<width - 1
+	if len(count) < 1<<width {
+		count = make([]int32, 1<<maxDigit)
+	}
+	src, dst := keys, scratch
+	for p := range passes {
+		shift := 32 + p*width
+		c := count[:mask+1]
+		clear(c)
+		for _, k := range src {
+			c[(k>>shift)&mask]++
+		}
+		var sum int32
+		for d, n := range c {
+			c[d] = sum
+			sum += n
+		}
+		for _, k := range src {
+			d := (k >> shift) & mask
+			dst[c[d]] = k
+			c[d]++
+		}
+		src, dst = dst, src
+	}
+	if passes%2 == 1 {
+		copy(keys, src)
+	}
+	return count
+}
+
 // Backward reads ∂L/∂output from dy[:, col0 : col0+F·Dim] (dy must have
 // the rows of the last Lookup) and sets the gradient of every row that
-// Lookup touched, summing repeats and adding the L2 term.
+// Lookup touched, summing repeats in batch-row order and then adding the
+// L2 term.
 func (e *Embedding) Backward(dy *tensor.Matrix, col0 int) {
 	F, D, S := len(e.cards), e.Dim, e.stride
 	if dy.Rows != e.rows || col0 < 0 || dy.Cols < col0+F*D {
 		panic(fmt.Sprintf("nn: embedding backward given %d×%d gradient at column %d after a lookup of %d rows × %d columns", dy.Rows, dy.Cols, col0, e.rows, F*D))
 	}
 	l2 := 2 * e.L2
+	rows := e.rows
 	e.parallel(func(sh *embShard) {
-		for _, r := range sh.touched {
-			e.setSlot(r, -1)
-		}
 		sh.touched = sh.touched[:0]
 		sh.grad = sh.grad[:0]
-		for i := range e.rows {
-			in := dy.Data[i*dy.Cols+col0 : i*dy.Cols+col0+F*D]
-			g := e.gids[i*F : (i+1)*F]
-			for f := sh.lo; f < sh.hi; f++ {
-				r := g[f]
-				s := int(e.getSlot(r))
-				if s < 0 {
-					s = len(sh.touched)
-					e.setSlot(r, int32(s))
-					sh.touched = append(sh.touched, r)
+		for f := sh.lo; f < sh.hi; f++ {
+			sh.start[f-sh.lo] = len(sh.touched)
+			keys := sh.keys[(f-sh.lo)*rows : (f-sh.lo+1)*rows]
+			prev, off := uint64(math.MaxUint64), int32(e.offsets[f])
+			var g []float32
+			for _, key := range keys {
+				if id := key >> 32; id != prev {
+					sh.touched = append(sh.touched, off+int32(id))
+					n := len(sh.grad)
 					sh.grad = append(sh.grad, make([]float32, D)...)
+					g = sh.grad[n : n+D]
+					prev = id
 				}
-				dst := sh.grad[s*D : (s+1)*D]
-				src := in[f*D : (f+1)*D]
-				for k := range dst {
-					dst[k] += src[k]
+				i := int(uint32(key))
+				src := dy.Data[i*dy.Cols+col0+f*D : i*dy.Cols+col0+(f+1)*D]
+				for k := range g {
+					g[k] += src[k]
 				}
 			}
 		}
+		sh.start[sh.hi-sh.lo] = len(sh.touched)
 		if l2 != 0 {
 			for s, r := range sh.touched {
+				if s%touchChunk == 0 {
+					sh.sink += e.touch(sh.touched[s:min(s+touchChunk, len(sh.touched))])
+				}
 				w := e.store[int(r)*S : int(r)*S+D]
 				dst := sh.grad[s*D : (s+1)*D]
 				for k := range dst {

@@ -25,6 +25,8 @@ import "C"
 
 import (
 	"os"
+	"runtime"
+	"sync"
 	"unsafe"
 )
 
@@ -39,13 +41,107 @@ func defaultEngine() Engine {
 }
 
 // OpenBLASEngine runs products through OpenBLAS's cblas_sgemm.
+//
+// OpenBLAS runs single-threaded here (see defaultEngine): its own threads
+// synchronise too often to pay at splitguard's sizes. Instead a large
+// product is cut into two halves along the longer side of C, and the two
+// halves run as concurrent single-threaded calls, one on a helper
+// goroutine. OpenBLAS's kernels may round a half's entries differently
+// from a whole call's, so the cut is fixed by the shapes alone: it is
+// made with one core as well (the halves then run one after the other),
+// and results are bit-identical whatever GOMAXPROCS and timing are.
 type OpenBLASEngine struct{}
 
 // Name implements Engine.
 func (OpenBLASEngine) Name() string { return "openblas" }
 
+// splitFlops is the size (m·n·k) from which Sgemm cuts a product in two;
+// below it the goroutine hand-off costs more than the second core gains.
+const splitFlops = 1 << 20
+
 // Sgemm implements Engine.
 func (OpenBLASEngine) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if m*n*k < splitFlops || max(m, n) < 32 {
+		sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	j := sgemmJob{transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc}
+	if m >= n {
+		h := m / 2 &^ 15 // rows of C in the first half, a multiple of the kernels' blocking
+		j.m, j.c = m-h, c[h*ldc:]
+		if transA {
+			j.a = a[h:]
+		} else {
+			j.a = a[h*lda:]
+		}
+		m = h
+	} else {
+		h := n / 2 &^ 15 // columns of C in the first half
+		j.n, j.c = n-h, c[h:]
+		if transB {
+			j.b = b[h*ldb:]
+		} else {
+			j.b = b[h:]
+		}
+		n = h
+	}
+	if runtime.GOMAXPROCS(0) < 2 {
+		sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		sgemm(j.transA, j.transB, j.m, j.n, j.k, j.alpha, j.a, j.lda, j.b, j.ldb, j.beta, j.c, j.ldc)
+		return
+	}
+	// One helper goroutine serves every caller, one product at a time, so
+	// that the split allocates nothing; a caller that finds it busy waits.
+	half.mu.Lock()
+	defer half.mu.Unlock()
+	half.once.Do(func() {
+		half.start, half.done = make(chan struct{}), make(chan struct{})
+		go half.serve()
+	})
+	half.job = j
+	half.start <- struct{}{}
+	sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	<-half.done
+	half.job = sgemmJob{} // drop the references to the caller's slices
+}
+
+// sgemmJob is one cblas_sgemm call's arguments.
+type sgemmJob struct {
+	transA, transB bool
+	m, n, k        int
+	alpha          float32
+	a              []float32
+	lda            int
+	b              []float32
+	ldb            int
+	beta           float32
+	c              []float32
+	ldc            int
+}
+
+// splitHelper is the goroutine that computes the second half of a split
+// product: start hands it job, done reports it finished.
+type splitHelper struct {
+	mu          sync.Mutex
+	once        sync.Once
+	job         sgemmJob
+	start, done chan struct{}
+}
+
+// half is the one helper, started by the first split product.
+var half splitHelper
+
+// serve runs the helper: each receive on start computes job.
+func (h *splitHelper) serve() {
+	for range h.start {
+		j := &h.job
+		sgemm(j.transA, j.transB, j.m, j.n, j.k, j.alpha, j.a, j.lda, j.b, j.ldb, j.beta, j.c, j.ldc)
+		h.done <- struct{}{}
+	}
+}
+
+// sgemm is one cblas_sgemm call.
+func sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	C.sg_sgemm(cbool(transA), cbool(transB), C.int(m), C.int(n), C.int(k), C.float(alpha),
 		(*C.float)(unsafe.Pointer(&a[0])), C.int(lda), (*C.float)(unsafe.Pointer(&b[0])), C.int(ldb),
 		C.float(beta), (*C.float)(unsafe.Pointer(&c[0])), C.int(ldc))
