@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/splitguard/splitguard/nn"
 	"io"
 	"math"
 )
@@ -39,15 +40,21 @@ type state struct {
 	loaded   []func() // run after a successful Load
 }
 
-func (b *DeepBottom) state() state {
-	s := state{kind: "bottom"}
-	for i, p := range b.params {
+// addAdam appends the dense parameters and their Adam moments and step
+// count to s.
+func (s *state) addAdam(params []*nn.Param, opt *nn.Adam) {
+	for i, p := range params {
 		s.sections = append(s.sections,
 			section{fmt.Sprintf("param%d.%s", i, p.Name), p.W.Data},
-			section{fmt.Sprintf("param%d.adam_m", i), b.opt.M[i].Data},
-			section{fmt.Sprintf("param%d.adam_v", i), b.opt.V[i].Data})
+			section{fmt.Sprintf("param%d.adam_m", i), opt.M[i].Data},
+			section{fmt.Sprintf("param%d.adam_v", i), opt.V[i].Data})
 	}
-	s.counters = append(s.counters, &b.opt.T)
+	s.counters = append(s.counters, &opt.T)
+}
+
+func (b *DeepBottom) state() state {
+	s := state{kind: "bottom"}
+	s.addAdam(b.params, b.opt)
 	if b.emb != nil {
 		s.sections = append(s.sections, section{"embedding.weight_m_v", b.emb.Store()})
 		s.counters = append(s.counters, &b.embOpt.T)
@@ -58,13 +65,7 @@ func (b *DeepBottom) state() state {
 
 func (t *DeepTop) state() state {
 	s := state{kind: "top"}
-	for i, p := range t.params {
-		s.sections = append(s.sections,
-			section{fmt.Sprintf("param%d.%s", i, p.Name), p.W.Data},
-			section{fmt.Sprintf("param%d.adam_m", i), t.opt.M[i].Data},
-			section{fmt.Sprintf("param%d.adam_v", i), t.opt.V[i].Data})
-	}
-	s.counters = append(s.counters, &t.opt.T)
+	s.addAdam(t.params, t.opt)
 	if t.wideEmb != nil {
 		s.sections = append(s.sections, section{"wide_embedding.weight_m_v", t.wideEmb.Store()})
 		s.counters = append(s.counters, &t.wideEmbOpt.T)

@@ -431,13 +431,7 @@ func (s *cnnSide) load(r io.Reader) error {
 // moments, and Adam's step count (format in checkpoint.go).
 func cnnState(kind string, params []*nn.Param, opt *nn.Adam) state {
 	s := state{kind: kind}
-	for i, p := range params {
-		s.sections = append(s.sections,
-			section{fmt.Sprintf("param%d.%s", i, p.Name), p.W.Data},
-			section{fmt.Sprintf("param%d.adam_m", i), opt.M[i].Data},
-			section{fmt.Sprintf("param%d.adam_v", i), opt.V[i].Data})
-	}
-	s.counters = append(s.counters, &opt.T)
+	s.addAdam(params, opt)
 	return s
 }
 

@@ -156,23 +156,7 @@ func TestCNNSplitGradients(t *testing.T) {
 // (f(x+h)−f(x))/h, (f(x)−f(x−h))/h within tol; a wrong gradient matches
 // none of them.
 func checkKinked(name string, f func() float64, x, analytic []float32, idx []int, h float64, tol gradcheck.Tol) error {
-	f0 := f()
-	central := make([]float64, len(idx))
-	left := make([]float64, len(idx))
-	right := make([]float64, len(idx))
-	for k, i := range idx {
-		x0 := x[i]
-		step := h * math.Max(1, math.Abs(float64(x0)))
-		xp, xm := float32(float64(x0)+step), float32(float64(x0)-step)
-		x[i] = xp
-		fp := f()
-		x[i] = xm
-		fm := f()
-		x[i] = x0
-		central[k] = (fp - fm) / (float64(xp) - float64(xm))
-		right[k] = (fp - f0) / (float64(xp) - float64(x0))
-		left[k] = (f0 - fm) / (float64(x0) - float64(xm))
-	}
+	central, left, right := gradcheck.Differences(f, x, idx, h)
 	var scale float64
 	for _, c := range central {
 		scale = math.Max(scale, math.Abs(c))

@@ -49,13 +49,25 @@ func Project(p, y *tensor.Matrix) float64 {
 // loss from the current contents of x; x is restored afterwards. The step
 // is h·max(1, |x[i]|).
 func Numeric(f func() float64, x []float32, idx []int, h float64) []float64 {
+	central, _, _ := Differences(f, x, idx, h)
+	return central
+}
+
+// Differences is Numeric returning also the one-sided differences
+// (f(x+h)−f(x))/h (right) and (f(x)−f(x−h))/h (left), for functions with
+// kinks (max-pooling near a tie, ReLU near zero) where the central
+// difference straddles the kink.
+func Differences(f func() float64, x []float32, idx []int, h float64) (central, left, right []float64) {
 	if idx == nil {
 		idx = make([]int, len(x))
 		for i := range idx {
 			idx[i] = i
 		}
 	}
-	out := make([]float64, len(idx))
+	f0 := f()
+	central = make([]float64, len(idx))
+	left = make([]float64, len(idx))
+	right = make([]float64, len(idx))
 	for k, i := range idx {
 		x0 := x[i]
 		step := h * math.Max(1, math.Abs(float64(x0)))
@@ -65,9 +77,11 @@ func Numeric(f func() float64, x []float32, idx []int, h float64) []float64 {
 		x[i] = xm
 		fm := f()
 		x[i] = x0
-		out[k] = (fp - fm) / (float64(xp) - float64(xm))
+		central[k] = (fp - fm) / (float64(xp) - float64(xm))
+		right[k] = (fp - f0) / (float64(xp) - float64(x0))
+		left[k] = (f0 - fm) / (float64(x0) - float64(xm))
 	}
-	return out
+	return central, left, right
 }
 
 // Tol is the acceptance rule for one component:
