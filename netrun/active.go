@@ -81,6 +81,7 @@ type activeRun struct {
 // when the run fails, or when the passive stayed away longer than
 // cfg.PeerTimeout (an error wrapping ErrPeerGone, after saving a checkpoint).
 func RunActive(ctx context.Context, cfg Config, opt Options) (*run.Summary, error) {
+	cfg.resolveImages()
 	if err := cfg.validate("active"); err != nil {
 		return nil, err
 	}

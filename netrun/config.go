@@ -4,9 +4,10 @@
 //
 // A run goes through these phases:
 //
-//  1. Each party loads its own data file (the passive without labels) and
-//     puts its rows in the canonical order (sorted by example ID; run.SortByID,
-//     the same order the in-process run uses).
+//  1. Each party loads its own data file (the passive without labels; for
+//     an image set the active keeps only the labels, as the CNN's top reads
+//     no features) and puts its rows in the canonical order (sorted by
+//     example ID; run.SortByID, the same order the in-process run uses).
 //  2. Hello: the passive sends its config fingerprint (cut width, batch
 //     size, seed, epochs and a digest of every setting both must share,
 //     SharedDigest); the active refuses a mismatch, naming the difference.
@@ -40,6 +41,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/pki"
 	"github.com/splitguard/splitguard/run"
 	"github.com/splitguard/splitguard/transport/grpcnet"
@@ -112,8 +114,14 @@ func (c *Config) validate(role string) error {
 	if c.Data == "" {
 		bad("no data file: give --data PATH (each party reads its own file)")
 	}
-	if c.Model != "wdl" && c.Model != "mlp" {
-		bad("model %q: the networked parties run wdl or mlp", c.Model)
+	switch {
+	case c.Model == "cnn" && role != "active" && role != "passive":
+		bad("model cnn: %s serves wdl or mlp models; the CNN trains over the network but is not served", role)
+	case c.Model != "wdl" && c.Model != "mlp" && c.Model != "cnn":
+		bad("model %q: the networked parties run wdl, mlp or cnn", c.Model)
+	}
+	if data.IsImageFormat(c.Format) && len(c.Columns) > 0 {
+		bad("--columns applies to tables, not the image format %s", c.Format)
 	}
 	if c.Addr == "" {
 		bad("no address: give --addr HOST:PORT")
@@ -178,8 +186,26 @@ func (c *Config) checkpointDir() string {
 	return c.Out + "/checkpoints"
 }
 
-// CutDim is the width d of the cut layer.
-func (c *Config) CutDim() int { return c.Layers[c.Cut-1] }
+// CutDim is the width d of the cut layer: the cut layer's width for
+// wdl/mlp, the flattened output of block Cut for the CNN (of the resolved
+// configuration).
+func (c *Config) CutDim() int {
+	if c.Model == "cnn" {
+		r := c.Config
+		r.Resolve()
+		return run.CNNConfig(&r).CutDim()
+	}
+	return c.Layers[c.Cut-1]
+}
+
+// resolveImages fills, for an image format or the CNN, the defaults that
+// depend on the model and format (run.Config.Resolve), as the in-process
+// run does; a table run's config is left as given.
+func (c *Config) resolveImages() {
+	if c.Model == "cnn" || data.IsImageFormat(c.Format) {
+		c.Resolve()
+	}
+}
 
 // SharedDigest is a SHA-256 over every setting the two parties must agree
 // on: the model's architecture and optimiser, the data split and sampling,
@@ -191,6 +217,14 @@ func (c *Config) SharedDigest() []byte {
 		"eval_every=%d eval_batch=%d max_steps=%d sample=%x test_frac=%x checkpoint_every=%d",
 		c.Model, c.Layers, c.Cut, c.EmbedDim, c.LR, c.L2, c.Batch, c.Epochs, c.Seed,
 		c.EvalEvery, c.EvalBatch, c.MaxSteps, c.Sample, c.TestFrac, c.CheckpointEvery)
+	if c.Model == "cnn" || data.IsImageFormat(c.Format) {
+		// Images: the selection, shape and CNN settings (absent for
+		// tables, whose digest is unchanged).
+		s += fmt.Sprintf(" format=%s positive_class=%d pos_rate=%x neg_per_pos=%d image_size=%d image_pad=%t "+
+			"image_channels=%d cnn_blocks=%d cnn_channels=%d cnn_kernel=%d cnn_dense=%d",
+			c.Format, c.PositiveClass, c.PosRate, c.NegPerPos, c.ImageSize, c.ImagePad,
+			c.ImageChannels, c.CNNBlocks, c.CNNChannels, c.CNNKernel, c.CNNDense)
+	}
 	d := sha256.Sum256([]byte(s))
 	return d[:]
 }

@@ -20,6 +20,9 @@ type partyData struct {
 // with the in-process run's options; rows sorted by ID. Duplicate example
 // IDs are an error (the parties join on them).
 func loadParty(cfg *Config, labels bool) (*partyData, error) {
+	if data.IsImageFormat(cfg.Format) {
+		return loadImageParty(cfg, labels)
+	}
 	o := run.DataOptions(&cfg.Config)
 	o.NoLabel = !labels
 	o.Columns = cfg.Columns
@@ -30,9 +33,40 @@ func loadParty(cfg *Config, labels bool) (*partyData, error) {
 	return canonical(cfg, s)
 }
 
+// loadImageParty loads cfg's image set (fashion-mnist or isic, cfg
+// resolved) with the in-process run's loader and keeps what the party
+// holds: the images without labels for the passive party, the labels
+// without images for the active party, whose CNN top has no wide part.
+//
+// The active party thus decodes the images only to drop them (the ISIC
+// loader's pixel cache makes a second load cheap): the loaders' selection
+// of examples (ISIC's benign subsampling and its exact-size test split,
+// Fashion-MNIST's positive-rate subsampling) is computed over the whole
+// set's IDs and labels, and reusing it keeps both parties and the
+// in-process run on the same examples. In a real deployment the active
+// party would hold a label file keyed by image ID instead of the images.
+func loadImageParty(cfg *Config, labels bool) (*partyData, error) {
+	s, err := run.LoadData(&cfg.Config)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range []*data.Dataset{s.Train, s.Test} {
+		if labels {
+			d.X = nil
+		} else {
+			d.Labels = nil
+		}
+	}
+	return canonical(cfg, s)
+}
+
 // saveEncoding writes the encoding of the party's training data into its
-// run directory and drops it from memory (a vocabulary can be large).
+// run directory and drops it from memory (a vocabulary can be large); image
+// data have none.
 func (p *partyData) saveEncoding(dir string) error {
+	if p.split.Encoding == nil {
+		return nil // images: no encoding
+	}
 	if err := data.SaveEncoding(filepath.Join(dir, run.EncodingFile), p.split.Encoding); err != nil {
 		return err
 	}
@@ -99,13 +133,24 @@ func modelConfig(cfg *Config) model.Config {
 	return mc
 }
 
-// newBottom builds the passive party's model over its features.
+// newBottom builds the passive party's model over its features (the
+// CNN's bottom over its images, as run.Train builds it).
 func newBottom(cfg *Config, x *data.Features) (model.Bottom, error) {
+	if cfg.Model == "cnn" {
+		if x.Image == nil {
+			return nil, fmt.Errorf("netrun: --model cnn reads images but the data are a table of %d columns", x.NumCat+x.NumDense)
+		}
+		mc := run.CNNConfig(&cfg.Config)
+		if im := *x.Image; im.Height != mc.Height || im.Width != mc.Width || im.Channels != mc.Channels {
+			return nil, fmt.Errorf("netrun: images of %d×%d×%d, the config says %d×%d×%d", im.Height, im.Width, im.Channels, mc.Height, mc.Width, mc.Channels)
+		}
+		return model.NewCNNBottom(mc)
+	}
 	return model.NewBottom(modelConfig(cfg), model.SchemaOf(x))
 }
 
 // newTop builds the active party's model; Wide&Deep's wide part reads the
-// active party's own features.
+// active party's own features (x may be nil for the CNN).
 func newTop(cfg *Config, x *data.Features) (model.Top, bool, error) {
 	switch cfg.Model {
 	case "wdl":
@@ -115,6 +160,11 @@ func newTop(cfg *Config, x *data.Features) (model.Top, bool, error) {
 	case "mlp":
 		t, err := model.NewTop(modelConfig(cfg), nil)
 		return t, false, err
+	case "cnn":
+		// The CNN's top reads only the cut embedding: the active party
+		// needs no features, only the resolved image shape.
+		t, err := model.NewCNNTop(run.CNNConfig(&cfg.Config))
+		return t, false, err
 	}
-	return nil, false, fmt.Errorf("netrun: unknown model %q (want wdl or mlp)", cfg.Model)
+	return nil, false, fmt.Errorf("netrun: unknown model %q (want wdl, mlp or cnn)", cfg.Model)
 }

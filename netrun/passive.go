@@ -49,6 +49,7 @@ type PassiveResult struct {
 // an error wrapping ErrPeerGone, the model saved. The bottom model is
 // written to cfg.Out/bottom.model at the end.
 func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, error) {
+	cfg.resolveImages()
 	if err := cfg.validate("passive"); err != nil {
 		return nil, err
 	}

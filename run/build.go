@@ -44,16 +44,20 @@ func buildCNN(cfg *Config, x *data.Features) (model.Bottom, model.Top, error) {
 	if x.Image == nil {
 		return nil, nil, fmt.Errorf("run: --model cnn reads images but the data are a table of %d columns", x.NumCat+x.NumDense)
 	}
-	im := x.Image
-	b, t, err := model.NewCNN(model.CNNConfig{
-		Height: im.Height, Width: im.Width, Channels: im.Channels,
-		Blocks: cfg.CNNBlocks, Filters: cfg.CNNChannels, Kernel: cfg.CNNKernel, Dense: cfg.CNNDense,
-		Cut: cfg.Cut, LR: float32(cfg.LR), Seed: cfg.Seed,
-	})
+	b, t, err := model.NewCNN(cnnConfig(cfg, *x.Image))
 	if err != nil {
 		return nil, nil, fmt.Errorf("run: %w", err)
 	}
 	return b, t, nil
+}
+
+// cnnConfig is the split CNN of cfg over images of the given shape.
+func cnnConfig(cfg *Config, im data.ImageShape) model.CNNConfig {
+	return model.CNNConfig{
+		Height: im.Height, Width: im.Width, Channels: im.Channels,
+		Blocks: cfg.CNNBlocks, Filters: cfg.CNNChannels, Kernel: cfg.CNNKernel, Dense: cfg.CNNDense,
+		Cut: cfg.Cut, LR: float32(cfg.LR), Seed: cfg.Seed,
+	}
 }
 
 // buildProtection builds the gradient protection, the optional
