@@ -63,10 +63,7 @@ func cnnConfig(cfg *Config, im data.ImageShape) model.CNNConfig {
 // buildProtection builds the gradient protection, the optional
 // distance-correlation loss and, under label DP, the noisy training labels.
 func buildProtection(cfg *Config, train *data.Dataset) (protect.Protector, *protect.DCor, []uint8, error) {
-	p, err := protect.New(cfg.Protect, protect.Options{
-		IsoT: cfg.IsoT, IsoRatio: cfg.IsoRatio, MarvellS: cfg.MarvellS,
-		MarvellErrorBound: cfg.MarvellErrorBound, MarvellSumKL: cfg.MarvellSumKL,
-	})
+	p, err := protect.New(cfg.Protect, cfg.protectOptions())
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -85,6 +82,28 @@ func buildProtection(cfg *Config, train *data.Dataset) (protect.Protector, *prot
 		noisy = dp.Apply(train.IDs, train.Labels, nil)
 	}
 	return p, dcor, noisy, nil
+}
+
+// protectOptions gathers the protection's parameters from the config.
+func (c *Config) protectOptions() protect.Options {
+	return protect.Options{
+		IsoT: c.IsoT, IsoRatio: c.IsoRatio, MarvellS: c.MarvellS,
+		MarvellErrorBound: c.MarvellErrorBound, MarvellSumKL: c.MarvellSumKL,
+	}
+}
+
+// checkAttacks returns an error naming the first attack name that is
+// neither registered nor an epoch-memory attack.
+func checkAttacks(names []string) error {
+	for _, n := range expandAttacks(names) {
+		if n == attack.MemoryNormName || n == attack.MemoryCosineName {
+			continue
+		}
+		if _, err := attack.New(n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // expandAttacks resolves "all" into every registered attack plus the

@@ -16,6 +16,7 @@ import (
 
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/model"
+	"github.com/splitguard/splitguard/protect"
 )
 
 // Config is everything a training run needs. Its YAML keys mirror the
@@ -279,6 +280,13 @@ func (c *Config) validate() error {
 	}
 	if len(c.Attacks) == 0 {
 		bad("no attacks: give at least one with --attacks")
+	} else if err := checkAttacks(c.Attacks); err != nil {
+		bad("%v", err)
+	}
+	// Building the protector checks its name and parameters (e.g. iso
+	// without a noise ratio) before any data is read.
+	if _, err := protect.New(c.Protect, c.protectOptions()); err != nil {
+		bad("%v", err)
 	}
 	if len(errs) > 0 {
 		return errors.New("config: " + strings.Join(errs, "; "))

@@ -324,3 +324,30 @@ func readNPY(t *testing.T, path string, dst any) {
 		t.Fatalf("%s: %v", path, err)
 	}
 }
+
+func TestValidateChecksProtectionAndAttacksBeforeReadingData(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"unknown protection", func(c *Config) { c.Protect = "nope" }, "nope"},
+		{"iso without a ratio", func(c *Config) { c.Protect = "iso" }, "iso"},
+		{"unknown attack", func(c *Config) { c.Attacks = []string{"norm", "telepathy"} }, "telepathy"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Default()
+			cfg.Data, cfg.Out = filepath.Join(t.TempDir(), "does-not-exist.txt"), t.TempDir()
+			tc.edit(&cfg)
+			err := cfg.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate() = %v, want an error mentioning %q", err, tc.want)
+			}
+		})
+	}
+	cfg := Default()
+	cfg.Data, cfg.Out, cfg.Attacks = "x.txt", t.TempDir(), []string{"all"}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("a valid config was refused: %v", err)
+	}
+}
