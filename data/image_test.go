@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -379,7 +380,7 @@ func TestISICFolders(t *testing.T) {
 	if n := isicDecodes.Load() - before; n != 0 {
 		t.Fatalf("second load decoded %d images", n)
 	}
-	if !slicesEqual(s2.Train.X.Dense, tr.X.Dense) || !slicesEqual(s2.Test.X.Dense, te.X.Dense) {
+	if !slices.Equal(s2.Train.X.Dense, tr.X.Dense) || !slices.Equal(s2.Test.X.Dense, te.X.Dense) {
 		t.Fatal("cached pixels differ from decoded ones")
 	}
 	// Another seed selects other negatives and splits differently.
@@ -387,7 +388,7 @@ func TestISICFolders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if slicesEqualU64(s3.Test.IDs, te.IDs) {
+	if slices.Equal(s3.Test.IDs, te.IDs) {
 		t.Fatal("seeds 3 and 4 gave the same test split")
 	}
 	// Changing a kept file invalidates the cache.
@@ -402,30 +403,6 @@ func TestISICFolders(t *testing.T) {
 	if n := isicDecodes.Load() - before; n != 200 {
 		t.Fatalf("after changing a file, %d images decoded, want 200", n)
 	}
-}
-
-func slicesEqual(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func slicesEqualU64(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestISICKaggleLayouts(t *testing.T) {

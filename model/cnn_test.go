@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -106,11 +107,11 @@ func TestCNNSplitGradients(t *testing.T) {
 	gCut := must(top.Backward(p)).Clone()
 	grads := must(bot.Backward(gCut))
 	g1 := grads[0].Clone()
-	if grads[1] != gCut && !equal(grads[1].Data, gCut.Data) {
+	if grads[1] != gCut && !slices.Equal(grads[1].Data, gCut.Data) {
 		t.Fatal("the last activation gradient is not the cut gradient")
 	}
 	aud := must(bot.Backprop(gCut))
-	if !equal(aud[0].Data, g1.Data) {
+	if !slices.Equal(aud[0].Data, g1.Data) {
 		t.Fatal("Backprop's block-1 gradient differs from Backward's")
 	}
 	var paramGrads [][]float32
@@ -174,18 +175,6 @@ func checkKinked(name string, f func() float64, x, analytic []float32, idx []int
 		}
 	}
 	return nil
-}
-
-func equal(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestCNNOutputsShapes(t *testing.T) {

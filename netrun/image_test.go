@@ -3,59 +3,21 @@ package netrun
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
-	"image"
-	"image/color"
-	"image/png"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/splitguard/splitguard/data/datatest"
 	"github.com/splitguard/splitguard/run"
 )
 
-// writeLesionFolders writes nPos malignant and nNeg benign s×s PNGs in the
-// benign/ and malignant/ layout: a dark disc on skin, darker and larger
-// for the malignant ones, at varying places.
+// writeLesionFolders writes the ISIC-layout lesion PNGs of datatest.WriteLesionFolders.
 func writeLesionFolders(t *testing.T, dir string, nPos, nNeg, s int) {
 	t.Helper()
-	for _, c := range []struct {
-		sub string
-		n   int
-		mal bool
-	}{{"malignant", nPos, true}, {"benign", nNeg, false}} {
-		if err := os.MkdirAll(filepath.Join(dir, c.sub), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for i := range c.n {
-			img := image.NewRGBA(image.Rect(0, 0, s, s))
-			blob, r := color.RGBA{150, 100, 80, 255}, s/5
-			if c.mal {
-				blob, r = color.RGBA{50, 25, 20, 255}, s/3
-			}
-			cx, cy := s/2+i%5-2, s/2+i%7-3
-			for y := range s {
-				for x := range s {
-					px := color.RGBA{220, 180, uint8(150 + i%40), 255}
-					if (x-cx)*(x-cx)+(y-cy)*(y-cy) < r*r {
-						px = blob
-					}
-					img.SetRGBA(x, y, px)
-				}
-			}
-			f, err := os.Create(filepath.Join(dir, c.sub, fmt.Sprintf("%s_%04d.png", c.sub, i)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := png.Encode(f, img); err != nil {
-				t.Fatal(err)
-			}
-			if err := f.Close(); err != nil {
-				t.Fatal(err)
-			}
-		}
+	if err := datatest.WriteLesionFolders(dir, nPos, nNeg, s); err != nil {
+		t.Fatal(err)
 	}
 }
 

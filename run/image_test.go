@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"image"
-	"image/color"
-	"image/png"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +14,7 @@ import (
 
 	"github.com/splitguard/splitguard/attack"
 	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/data/datatest"
 )
 
 func TestResolveDefaults(t *testing.T) {
@@ -124,45 +122,11 @@ func TestBuildModelsRejectsTheWrongData(t *testing.T) {
 	}
 }
 
-// writeLesions writes nPos malignant and nNeg benign s×s PNGs: a dark
-// disc on skin, darker and larger for malignant ones, at varying places.
+// writeLesions writes the ISIC-layout lesion PNGs of datatest.WriteLesionFolders.
 func writeLesions(t *testing.T, dir string, nPos, nNeg, s int) {
 	t.Helper()
-	for _, c := range []struct {
-		sub string
-		n   int
-		mal bool
-	}{{"malignant", nPos, true}, {"benign", nNeg, false}} {
-		if err := os.MkdirAll(filepath.Join(dir, c.sub), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		for i := range c.n {
-			img := image.NewRGBA(image.Rect(0, 0, s, s))
-			blob, r := color.RGBA{150, 100, 80, 255}, s/5
-			if c.mal {
-				blob, r = color.RGBA{50, 25, 20, 255}, s/3
-			}
-			cx, cy := s/2+i%5-2, s/2+i%7-3
-			for y := range s {
-				for x := range s {
-					px := color.RGBA{220, 180, uint8(150 + i%40), 255}
-					if (x-cx)*(x-cx)+(y-cy)*(y-cy) < r*r {
-						px = blob
-					}
-					img.SetRGBA(x, y, px)
-				}
-			}
-			f, err := os.Create(filepath.Join(dir, c.sub, fmt.Sprintf("%s_%04d.png", c.sub, i)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := png.Encode(f, img); err != nil {
-				t.Fatal(err)
-			}
-			if err := f.Close(); err != nil {
-				t.Fatal(err)
-			}
-		}
+	if err := datatest.WriteLesionFolders(dir, nPos, nNeg, s); err != nil {
+		t.Fatal(err)
 	}
 }
 
