@@ -149,7 +149,7 @@ func (a *Auditor) Observe(b *Batch) (map[string]*float64, error) {
 			for _, at := range a.grad {
 				if at.Name() == "cosine" && ob.Oracle == nil {
 					// No positive in the batch: no oracle, and no AUC either.
-					a.leak.Add(at.Name(), layer, 0, false)
+					a.leak.Add(at.Name(), layer, 0, 0, 0, false)
 					a.result[metrics.Key(at.Name(), layer)] = nil
 					continue
 				}

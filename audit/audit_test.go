@@ -1,9 +1,11 @@
 package audit
 
 import (
+	"math"
 	"slices"
 	"testing"
 
+	"github.com/splitguard/splitguard/metrics"
 	"github.com/splitguard/splitguard/tensor"
 )
 
@@ -59,6 +61,15 @@ func TestObserveHandComputedAUCs(t *testing.T) {
 	if s.Batches != 1 || s.Skipped != 1 || s.Mean != 0.75 {
 		t.Fatalf("summary %+v, want 1 batch, 1 skipped, mean 0.75", s)
 	}
+	// One batch of 2 positives and 2 negatives: U ∈ 0…4 with counts
+	// 1 1 2 1 1 (of 6), so |A − ½| = ½ has probability ⅓ and the chance
+	// floor is ½.
+	if c := a.Leak().Compositions("norm", "cut"); !slices.Equal(c, []metrics.Composition{{Pos: 2, Neg: 2}}) {
+		t.Fatalf("compositions %v, want [{2 2}]", c)
+	}
+	if math.Abs(s.ChanceQ95Abs-0.5) > 1e-9 {
+		t.Fatalf("chance %v, want ½", s.ChanceQ95Abs)
+	}
 }
 
 func TestCosineWithoutPositivesIsSkipped(t *testing.T) {
@@ -106,6 +117,13 @@ func TestMemoryAttackAtEpochEnd(t *testing.T) {
 	}
 	if got := *leak["memory_norm/first"]; got != 0.25 {
 		t.Fatalf("memory_norm/first = %v, want 0.25", got)
+	}
+	// One AUC per epoch over every example: composition (2, 2), whose
+	// chance floor is ½ (see TestObserveHandComputedAUCs).
+	s := a.Summary()["memory_norm/cut"]
+	if c := a.Leak().Compositions("memory_norm", "cut"); !slices.Equal(c, []metrics.Composition{{Pos: 2, Neg: 2}}) || s.Batches != 1 ||
+		math.Abs(s.ChanceQ95Abs-0.5) > 1e-9 {
+		t.Fatalf("memory_norm/cut: compositions %v, summary %+v; want [{2 2}], chance ½", c, s)
 	}
 	if _, err := a.EndEpoch(func(uint64) (uint8, bool) { return 0, false }); err == nil {
 		t.Fatal("no error for an example without a label")

@@ -10,12 +10,20 @@ import (
 	"github.com/splitguard/splitguard/metrics"
 )
 
-// stateTag versions the auditor's checkpoint encoding.
-const stateTag = "splitguard/audit/v1"
+// stateTag versions the auditor's checkpoint encoding. v2 saves each
+// batch's scored positives and negatives next to its AUC (for the chance
+// floor of the summary); v1 did not.
+const stateTag = "splitguard/audit/v2"
+
+// stateTagV1 is the previous encoding, refused by name: its series lack
+// the batch compositions, and restoring them as anything would make the
+// summary's chance floor wrong.
+const stateTagV1 = "splitguard/audit/v1"
 
 // MarshalBinary returns the auditor's accumulated state for a checkpoint:
 // its random stream (oracle and hint choices) and every leak series so
-// far. An auditor restored with UnmarshalBinary continues exactly as the
+// far (each batch's AUC with its numbers of scored positives and
+// negatives, and the count of skipped batches). An auditor restored with UnmarshalBinary continues exactly as the
 // saved one would have. The epoch-memory attacks keep a running sum per
 // example; their state is not saved, so MarshalBinary refuses when one is
 // configured.
@@ -35,11 +43,14 @@ func (a *Auditor) MarshalBinary() ([]byte, error) {
 		at, layer, _ := strings.Cut(k, "/")
 		s := a.leak.Summary(at, layer)
 		series := a.leak.Series(at, layer)
+		comps := a.leak.Compositions(at, layer)
 		b = appendStr(b, k)
 		b = binary.LittleEndian.AppendUint32(b, uint32(s.Skipped))
 		b = binary.LittleEndian.AppendUint32(b, uint32(len(series)))
-		for _, v := range series {
+		for i, v := range series {
 			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+			b = binary.LittleEndian.AppendUint32(b, uint32(comps[i].Pos))
+			b = binary.LittleEndian.AppendUint32(b, uint32(comps[i].Neg))
 		}
 	}
 	return b, nil
@@ -56,6 +67,9 @@ func (a *Auditor) UnmarshalBinary(data []byte) error {
 	}
 	r := reader{b: data}
 	if tag := r.str(); r.err == nil && tag != stateTag {
+		if tag == stateTagV1 {
+			return fmt.Errorf("audit: checkpoint state %q is from an older splitguard: it lacks the batch compositions that %q records; restart the run from scratch", tag, stateTag)
+		}
 		return fmt.Errorf("audit: checkpoint state %q, want %q", tag, stateTag)
 	}
 	rs := r.str()
@@ -68,7 +82,7 @@ func (a *Auditor) UnmarshalBinary(data []byte) error {
 		if r.err == nil && !ok {
 			r.err = fmt.Errorf("series name %q has no layer", k)
 		}
-		if m > len(r.b)/8 {
+		if m > len(r.b)/16 {
 			r.err = errors.New("truncated")
 		}
 		for range m {
@@ -76,17 +90,25 @@ func (a *Auditor) UnmarshalBinary(data []byte) error {
 				break
 			}
 			v := math.Float64frombits(r.u64())
+			pos, neg := r.u32(), r.u32()
+			if r.err != nil {
+				break
+			}
 			if math.IsNaN(v) || v < 0 || v > 1 {
 				r.err = fmt.Errorf("series %s holds AUC %v", k, v)
 				break
 			}
-			leak.Add(at, layer, v, true)
+			if pos < 1 || neg < 1 {
+				r.err = fmt.Errorf("series %s holds an AUC over %d positives and %d negatives", k, pos, neg)
+				break
+			}
+			leak.Add(at, layer, v, pos, neg, true)
 		}
 		for range skipped {
 			if r.err != nil {
 				break
 			}
-			leak.Add(at, layer, 0, false)
+			leak.Add(at, layer, 0, 0, 0, false)
 		}
 	}
 	if r.err == nil && len(r.b) != 0 {

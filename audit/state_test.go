@@ -1,10 +1,15 @@
 package audit
 
 import (
+	"encoding/binary"
+	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/splitguard/splitguard/metrics"
 	"github.com/splitguard/splitguard/tensor"
 )
 
@@ -72,6 +77,39 @@ func TestStateResume(t *testing.T) {
 	if !reflect.DeepEqual(b.Summary(), ref.Summary()) {
 		t.Errorf("summaries differ:\n%v\n%v", b.Summary(), ref.Summary())
 	}
+	// The compositions survive the checkpoint, so the chance floor is the
+	// same to the bit; the hint series scores fewer positives than norm.
+	for _, k := range []string{"norm/cut", "hint3_distance/cut"} {
+		got, want := b.Summary()[k].ChanceQ95Abs, ref.Summary()[k].ChanceQ95Abs
+		if math.IsNaN(want) || got != want {
+			t.Errorf("%s: chance %v after the restore, %v without", k, got, want)
+		}
+	}
+	for _, at := range []string{"norm", "hint3_distance"} {
+		if got, want := b.Leak().Compositions(at, "cut"), ref.Leak().Compositions(at, "cut"); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: compositions %v after the restore, %v without", at, got, want)
+		}
+	}
+	var wantNorm, wantHint []metrics.Composition
+	for i := range total {
+		pos := 0
+		for _, y := range stateTestBatch(i).Labels {
+			pos += int(y)
+		}
+		if pos == 0 {
+			continue
+		}
+		wantNorm = append(wantNorm, metrics.Composition{Pos: pos, Neg: 16 - pos})
+		if pos > 3 {
+			wantHint = append(wantHint, metrics.Composition{Pos: pos - 3, Neg: 16 - pos})
+		}
+	}
+	if got := ref.Leak().Compositions("norm", "cut"); !reflect.DeepEqual(got, wantNorm) {
+		t.Errorf("norm compositions %v, want %v", got, wantNorm)
+	}
+	if got := ref.Leak().Compositions("hint3_distance", "cut"); !reflect.DeepEqual(got, wantHint) {
+		t.Errorf("hint3 compositions %v, want %v", got, wantHint)
+	}
 	if err := b.UnmarshalBinary(st); err == nil {
 		t.Error("restored into a used auditor")
 	}
@@ -95,4 +133,58 @@ func flat(m map[string]*float64) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// TestStateRefusesBadState checks that a v1 state (no compositions) is
+// refused by name, and that corrupt series are refused.
+func TestStateRefusesBadState(t *testing.T) {
+	a, _ := New([]string{"norm"}, true, 9)
+	if _, err := a.Observe(stateTestBatch(0)); err != nil {
+		t.Fatal(err)
+	}
+	st, err := a.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, _ := rand.NewPCG(9, streamAudit).MarshalBinary()
+	// state builds an encoding with one series "norm/cut" of one batch.
+	state := func(tag string, auc float64, pos, neg uint32) []byte {
+		b := appendStr(nil, tag)
+		b = appendStr(b, string(rs))
+		b = binary.LittleEndian.AppendUint32(b, 1)
+		b = appendStr(b, "norm/cut")
+		b = binary.LittleEndian.AppendUint32(b, 0) // skipped
+		b = binary.LittleEndian.AppendUint32(b, 1) // AUCs
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(auc))
+		b = binary.LittleEndian.AppendUint32(b, pos)
+		return binary.LittleEndian.AppendUint32(b, neg)
+	}
+	fresh := func() *Auditor { x, _ := New([]string{"norm"}, true, 9); return x }
+	if err := fresh().UnmarshalBinary(state(stateTag, 0.7, 4, 12)); err != nil {
+		t.Fatalf("valid hand-built state refused: %v", err)
+	}
+	// A v1 state: the same bytes as a v2 one up to the tag, whose length
+	// is the same.
+	v1 := slices.Clone(st)
+	copy(v1[4:], stateTagV1)
+	err = fresh().UnmarshalBinary(v1)
+	if err == nil || !strings.Contains(err.Error(), "splitguard/audit/v1") || !strings.Contains(err.Error(), "splitguard/audit/v2") {
+		t.Errorf("v1 state: %v, want an error naming both versions", err)
+	}
+	for _, bad := range []struct {
+		name string
+		b    []byte
+	}{
+		{"other tag", state("splitguard/audit/v9", 0.7, 4, 12)},
+		{"no positives", state(stateTag, 0.7, 0, 12)},
+		{"no negatives", state(stateTag, 0.7, 4, 0)},
+		{"NaN AUC", state(stateTag, math.NaN(), 4, 12)},
+		{"AUC above 1", state(stateTag, 1.5, 4, 12)},
+		{"truncated counts", state(stateTag, 0.7, 4, 12)[:len(state(stateTag, 0.7, 4, 12))-4]},
+		{"trailing bytes", append(state(stateTag, 0.7, 4, 12), 0)},
+	} {
+		if err := fresh().UnmarshalBinary(bad.b); err == nil {
+			t.Errorf("%s: accepted", bad.name)
+		}
+	}
 }

@@ -43,6 +43,13 @@ func AUC(scores []float64, labels []uint8, mask []bool) (auc float64, ok bool) {
 // and ties with other NaN scores. It panics when labels or a non-nil mask
 // differ in length from scores, which is a programming error.
 func (sc *Scratch) AUC(scores []float64, labels []uint8, mask []bool) (auc float64, ok bool) {
+	auc, _, _, ok = sc.aucCounts(scores, labels, mask)
+	return auc, ok
+}
+
+// aucCounts is [Scratch.AUC] that also returns the numbers of scored
+// positives and negatives (counted in the same pass).
+func (sc *Scratch) aucCounts(scores []float64, labels []uint8, mask []bool) (auc float64, pos, neg int, ok bool) {
 	if len(labels) != len(scores) {
 		panic(fmt.Sprintf("metrics: AUC of %d scores with %d labels", len(scores), len(labels)))
 	}
@@ -79,7 +86,7 @@ func (sc *Scratch) AUC(scores []float64, labels []uint8, mask []bool) (auc float
 		i = j
 	}
 	if nPos == 0 || nNeg == 0 {
-		return math.NaN(), false
+		return math.NaN(), int(nPos), int(nNeg), false
 	}
-	return float64(twiceU) / (2 * float64(nPos) * float64(nNeg)), true
+	return float64(twiceU) / (2 * float64(nPos) * float64(nNeg)), int(nPos), int(nNeg), true
 }

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ type leakKey struct{ attack, layer string }
 
 type leakSeries struct {
 	aucs    []float64
+	comps   []Composition // comps[i]: the scored positives and negatives of aucs[i]
 	skipped int
 }
 
@@ -25,10 +27,16 @@ type leakSeries struct {
 type Leak struct {
 	series map[leakKey]*leakSeries
 	sc     Scratch
+	// null caches the exact null distributions behind ChanceQ95Abs (the
+	// lower-half CDF of U per (min, max) composition), so that a run whose
+	// batches repeat a composition computes it once.
+	null map[[2]int][]float64
 }
 
 // NewLeak returns an empty accumulator.
-func NewLeak() *Leak { return &Leak{series: make(map[leakKey]*leakSeries)} }
+func NewLeak() *Leak {
+	return &Leak{series: make(map[leakKey]*leakSeries), null: make(map[[2]int][]float64)}
+}
 
 func (l *Leak) get(attack, layer string) *leakSeries {
 	k := leakKey{attack, layer}
@@ -40,24 +48,33 @@ func (l *Leak) get(attack, layer string) *leakSeries {
 	return s
 }
 
-// Add records one batch's AUC for the series attack/layer. A batch with
-// ok false (AUC undefined: one class only) or a NaN auc is counted as
-// skipped and adds nothing to the series.
-func (l *Leak) Add(attack, layer string, auc float64, ok bool) {
+// Add records one batch's AUC for the series attack/layer, computed over
+// pos scored positives and neg scored negatives (the composition that
+// [LeakSummary.ChanceQ95Abs] needs). A batch with ok false (AUC undefined:
+// one class only) or a NaN auc is counted as skipped and adds nothing to
+// the series; its counts are ignored. It panics when a defined AUC comes
+// with pos < 1 or neg < 1, which is a programming error.
+func (l *Leak) Add(attack, layer string, auc float64, pos, neg int, ok bool) {
 	s := l.get(attack, layer)
 	if !ok || math.IsNaN(auc) {
 		s.skipped++
 		return
 	}
+	if pos < 1 || neg < 1 {
+		panic(fmt.Sprintf("metrics: leak AUC of %s with %d positives and %d negatives", Key(attack, layer), pos, neg))
+	}
 	s.aucs = append(s.aucs, auc)
+	s.comps = append(s.comps, Composition{Pos: pos, Neg: neg})
 }
 
 // Observe computes the batch's AUC of scores against labels over the rows
 // that mask selects (see [Scratch.AUC]) with the accumulator's own
-// scratch, records it with [Leak.Add] and returns it.
+// scratch, records it with [Leak.Add] together with the numbers of
+// scored positives and negatives (counted in the same pass), and returns
+// it.
 func (l *Leak) Observe(attack, layer string, scores []float64, labels []uint8, mask []bool) (auc float64, ok bool) {
-	auc, ok = l.sc.AUC(scores, labels, mask)
-	l.Add(attack, layer, auc, ok)
+	auc, pos, neg, ok := l.sc.aucCounts(scores, labels, mask)
+	l.Add(attack, layer, auc, pos, neg, ok)
 	return auc, ok
 }
 
@@ -68,6 +85,17 @@ func (l *Leak) Observe(attack, layer string, scores []float64, labels []uint8, m
 func (l *Leak) Series(attack, layer string) []float64 {
 	if s := l.series[leakKey{attack, layer}]; s != nil {
 		return s.aucs
+	}
+	return nil
+}
+
+// Compositions returns the scored positives and negatives of every
+// recorded AUC of attack/layer, parallel to [Leak.Series], or nil when
+// there are none. The slice is the accumulator's own: read it, do not
+// modify it; it is valid until the next Add to that series.
+func (l *Leak) Compositions(attack, layer string) []Composition {
+	if s := l.series[leakKey{attack, layer}]; s != nil {
+		return s.comps
 	}
 	return nil
 }
@@ -88,6 +116,37 @@ type LeakSummary struct {
 	Q95 float64 `json:"q95"`
 	// Q95Abs is the nearest-rank 95% quantile of |AUC − 0.5|.
 	Q95Abs float64 `json:"q95_abs"`
+	// ChanceQ95Abs is the chance floor of Q95Abs: the 95% quantile of
+	// |AUC − ½| that a scoring function independent of the labels
+	// (continuous scores, no ties) would give over the same batches. With
+	// N the number of batches with a defined AUC (an epoch-memory attack's
+	// epochs count as batches of every example) and A_b the Mann–Whitney
+	// AUC of batch b under that null hypothesis, given the batch's numbers
+	// n1 of scored positives and n0 of scored negatives (the hint attacks
+	// do not score their hints, so the counts are per series), it is the
+	// smallest x ≥ 0 with
+	//
+	//	(1/N) Σ_b P(|A_b − ½| > x) ≤ 0.05,
+	//
+	// i.e. the 95% quantile of the mixture of the batches' null
+	// distributions, found by bisection on x to within 1e-10 (a tail
+	// within 1e-12 of 0.05 counts as ≤ 0.05, so that exact ties are not
+	// decided by rounding). A_b = U/(n1·n0), with U the number of
+	// (positive, negative) pairs in which the positive ranks higher:
+	//   - exact when min(n1, n0) ≤ 10, from the recurrence on the
+	//     top-ranked element P_{m,n}(u) = m/(m+n)·P_{m−1,n}(u−n) +
+	//     n/(m+n)·P_{m,n−1}(u), P_{0,n} and P_{m,0} all mass at U = 0
+	//     (when m(m+1)/2 · n(n+1)/2 > 5·10⁷, m and n the smaller and the
+	//     larger count, the same distribution from the Gaussian-binomial
+	//     product, O(m²n)); the inequality is strict on that discrete
+	//     distribution;
+	//   - otherwise normal with mean ½ and the exact null variance
+	//     (n1+n0+1)/(12·n1·n0), without continuity correction.
+	//
+	// A series whose Q95Abs is near this value shows no more leakage than
+	// sampling noise at its batch size: with 128 rows at 10% positives a
+	// useless score still gives about 0.17.
+	ChanceQ95Abs float64 `json:"chance_q95_abs"`
 	// Mean is the mean of the raw AUCs.
 	Mean float64 `json:"mean"`
 	// Batches is the number of batches with a defined AUC.
@@ -97,27 +156,28 @@ type LeakSummary struct {
 }
 
 // Summary summarises the series attack/layer. With no defined AUC (no
-// batch, or every batch skipped) Q95, Q95Abs and Mean are NaN, which
-// JSON encodes as null.
+// batch, or every batch skipped) Q95, Q95Abs, ChanceQ95Abs and Mean are
+// NaN, which JSON encodes as null.
 func (l *Leak) Summary(attack, layer string) LeakSummary {
 	s := l.series[leakKey{attack, layer}]
 	if s == nil {
-		return LeakSummary{Q95: math.NaN(), Q95Abs: math.NaN(), Mean: math.NaN()}
+		return LeakSummary{Q95: math.NaN(), Q95Abs: math.NaN(), ChanceQ95Abs: math.NaN(), Mean: math.NaN()}
 	}
-	return summarise(s)
+	return l.summarise(s)
 }
 
 // Summaries returns the summary of every series, keyed by [Key].
 func (l *Leak) Summaries() map[string]LeakSummary {
 	out := make(map[string]LeakSummary, len(l.series))
 	for k, s := range l.series {
-		out[Key(k.attack, k.layer)] = summarise(s)
+		out[Key(k.attack, k.layer)] = l.summarise(s)
 	}
 	return out
 }
 
-func summarise(s *leakSeries) LeakSummary {
-	sum := LeakSummary{Batches: len(s.aucs), Skipped: s.skipped, Q95: math.NaN(), Q95Abs: math.NaN(), Mean: math.NaN()}
+func (l *Leak) summarise(s *leakSeries) LeakSummary {
+	sum := LeakSummary{Batches: len(s.aucs), Skipped: s.skipped,
+		Q95: math.NaN(), Q95Abs: math.NaN(), ChanceQ95Abs: math.NaN(), Mean: math.NaN()}
 	if len(s.aucs) == 0 {
 		return sum
 	}
@@ -133,16 +193,18 @@ func summarise(s *leakSeries) LeakSummary {
 	sum.Mean = total / float64(len(s.aucs))
 	slices.Sort(buf)
 	sum.Q95Abs, _ = QuantileSorted(buf, 0.95)
+	sum.ChanceQ95Abs = chanceQ95Abs(s.comps, nil, l.null)
 	return sum
 }
 
 // leakSummaryJSON is LeakSummary with nullable numbers.
 type leakSummaryJSON struct {
-	Q95     *float64 `json:"q95"`
-	Q95Abs  *float64 `json:"q95_abs"`
-	Mean    *float64 `json:"mean"`
-	Batches int      `json:"batches"`
-	Skipped int      `json:"skipped"`
+	Q95          *float64 `json:"q95"`
+	Q95Abs       *float64 `json:"q95_abs"`
+	ChanceQ95Abs *float64 `json:"chance_q95_abs"`
+	Mean         *float64 `json:"mean"`
+	Batches      int      `json:"batches"`
+	Skipped      int      `json:"skipped"`
 }
 
 func nullable(v float64) *float64 {
@@ -159,11 +221,11 @@ func fromNullable(p *float64) float64 {
 	return *p
 }
 
-// MarshalJSON encodes s with the tags q95, q95_abs, mean, batches and
-// skipped; an undefined (NaN) number becomes null.
+// MarshalJSON encodes s with the tags q95, q95_abs, chance_q95_abs, mean,
+// batches and skipped; an undefined (NaN) number becomes null.
 func (s LeakSummary) MarshalJSON() ([]byte, error) {
 	return json.Marshal(leakSummaryJSON{
-		Q95: nullable(s.Q95), Q95Abs: nullable(s.Q95Abs), Mean: nullable(s.Mean),
+		Q95: nullable(s.Q95), Q95Abs: nullable(s.Q95Abs), ChanceQ95Abs: nullable(s.ChanceQ95Abs), Mean: nullable(s.Mean),
 		Batches: s.Batches, Skipped: s.Skipped,
 	})
 }
@@ -174,7 +236,8 @@ func (s *LeakSummary) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*s = LeakSummary{Q95: fromNullable(j.Q95), Q95Abs: fromNullable(j.Q95Abs), Mean: fromNullable(j.Mean),
+	*s = LeakSummary{Q95: fromNullable(j.Q95), Q95Abs: fromNullable(j.Q95Abs),
+		ChanceQ95Abs: fromNullable(j.ChanceQ95Abs), Mean: fromNullable(j.Mean),
 		Batches: j.Batches, Skipped: j.Skipped}
 	return nil
 }

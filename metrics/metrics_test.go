@@ -241,27 +241,30 @@ func TestBCE(t *testing.T) {
 func TestLeakSummary(t *testing.T) {
 	l := NewLeak()
 	for i := range 20 {
-		l.Add("norm", "cut", 0.5+float64(i)/100, true)
+		l.Add("norm", "cut", 0.5+float64(i)/100, 1, 1, true)
 	}
-	l.Add("norm", "cut", 0, false)
+	l.Add("norm", "cut", 0, 0, 0, false)
 	for _, a := range []float64{0.2, 0.6, 0.9, 0.45} {
-		l.Add("cosine", "first", a, true)
+		l.Add("cosine", "first", a, 1, 3, true)
 	}
-	l.Add("spectral", "cut", math.NaN(), true)
-	l.Add("spectral", "cut", 0, false)
+	l.Add("spectral", "cut", math.NaN(), 2, 2, true)
+	l.Add("spectral", "cut", 0, 0, 0, false)
 
 	for _, tc := range []struct {
 		attack, layer string
 		want          LeakSummary
 	}{
 		// 0.50…0.69: rank 19 → 0.68; |·−½| 0…0.19 → 0.18; mean 0.595
-		{"norm", "cut", LeakSummary{Q95: 0.68, Q95Abs: 0.18, Mean: 0.595, Batches: 20, Skipped: 1}},
+		// every batch (1,1): |A − ½| = ½ by chance alone
+		{"norm", "cut", LeakSummary{Q95: 0.68, Q95Abs: 0.18, ChanceQ95Abs: 0.5, Mean: 0.595, Batches: 20, Skipped: 1}},
 		// sorted .2 .45 .6 .9: rank ⌈3.8⌉=4 → .9; |·−½| .05 .1 .3 .4 → .4
-		{"cosine", "first", LeakSummary{Q95: 0.9, Q95Abs: 0.4, Mean: 2.15 / 4, Batches: 4}},
+		// (1,3): |A − ½| = ½ with probability ½
+		{"cosine", "first", LeakSummary{Q95: 0.9, Q95Abs: 0.4, ChanceQ95Abs: 0.5, Mean: 2.15 / 4, Batches: 4}},
 	} {
 		got := l.Summary(tc.attack, tc.layer)
 		w := tc.want
 		if !near(got.Q95, w.Q95, 1e-12) || !near(got.Q95Abs, w.Q95Abs, 1e-12) || !near(got.Mean, w.Mean, 1e-12) ||
+			!near(got.ChanceQ95Abs, w.ChanceQ95Abs, 1e-8) ||
 			got.Batches != w.Batches || got.Skipped != w.Skipped {
 			t.Errorf("%s/%s: %+v, want %+v", tc.attack, tc.layer, got, w)
 		}
@@ -283,11 +286,11 @@ func TestLeakSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	sp := raw["spectral/cut"]
-	if sp["q95"] != nil || sp["q95_abs"] != nil || sp["mean"] != nil || sp["batches"] != 0.0 || sp["skipped"] != 2.0 {
+	if sp["q95"] != nil || sp["q95_abs"] != nil || sp["chance_q95_abs"] != nil || sp["mean"] != nil || sp["batches"] != 0.0 || sp["skipped"] != 2.0 {
 		t.Errorf("all-skipped series encodes as %s", b)
 	}
 	nc := raw["norm/cut"]
-	for _, k := range []string{"q95", "q95_abs", "mean", "batches", "skipped"} {
+	for _, k := range []string{"q95", "q95_abs", "chance_q95_abs", "mean", "batches", "skipped"} {
 		if _, ok := nc[k]; !ok {
 			t.Errorf("JSON lacks %q: %s", k, b)
 		}

@@ -87,9 +87,9 @@ func writeFakeRun(t testing.TB, dir string, f fakeRun) {
 			mean += v
 		}
 		mean /= float64(len(xs))
-		leakSum[k] = map[string]any{"q95": mean + 0.05, "q95_abs": mean - 0.45, "mean": mean, "batches": len(xs), "skipped": f.steps - len(xs)}
+		leakSum[k] = map[string]any{"q95": mean + 0.05, "q95_abs": mean - 0.45, "chance_q95_abs": 0.0417, "mean": mean, "batches": len(xs), "skipped": f.steps - len(xs)}
 	}
-	leakSum["hint1_inner/cut"] = map[string]any{"q95": nil, "q95_abs": nil, "mean": nil, "batches": 0, "skipped": f.steps}
+	leakSum["hint1_inner/cut"] = map[string]any{"q95": nil, "q95_abs": nil, "chance_q95_abs": nil, "mean": nil, "batches": 0, "skipped": f.steps}
 	sum := map[string]any{"test_auc_best": f.auc, "test_auc_final": f.auc - 0.002, "best_step": f.steps, "test_loss_final": 0.45 + (0.8 - f.auc),
 		"test_loss_note": "BCE only", "ace_final": 0.01, "ace_best": 0.009, "ace_bins": 15, "train_loss_final": 0.5,
 		"steps": f.steps, "epochs": 1, "examples": f.steps * 1024, "seconds": 12.5, "examples_per_s": 1000.0,

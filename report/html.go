@@ -365,7 +365,7 @@ func table(set *Set, keys []string) Table {
 		t.Head = append(t.Head, c)
 	}
 	for _, k := range keys {
-		t.Head = append(t.Head, Cell{Text: k + " q95|·−½|"}, Cell{Text: k + " q95"})
+		t.Head = append(t.Head, Cell{Text: k + " q95|·−½|"}, Cell{Text: k + " chance"}, Cell{Text: k + " q95"})
 	}
 	for _, r := range set.Runs {
 		st := r.Setting
@@ -396,7 +396,7 @@ func table(set *Set, keys []string) Table {
 			num(steps, 0), num(s.Seconds, 1), num(rawNum(s.Raw, "protect_ms_mean"), 3))
 		for _, k := range keys {
 			l := s.Leak[k]
-			row = append(row, num(l.Q95Abs, 4), num(l.Q95, 4))
+			row = append(row, num(l.Q95Abs, 4), num(l.ChanceQ95Abs, 4), num(l.Q95, 4))
 		}
 		t.Rows = append(t.Rows, row)
 	}
@@ -427,7 +427,7 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 {{end}}</div>{{else}}<div class="note">{{.Empty}}</div>{{end}}
 </section>
 {{end}}
-<section class="card" id="runs"><h2>Runs</h2><p class="lead">Every run's summary.json (click a column to sort). q95|·−½| is the 95% quantile over batches of |leak AUC − 0.5|; q95 the raw one. — means no value (missing file, null, or the run failed).</p>
+<section class="card" id="runs"><h2>Runs</h2><p class="lead">Every run's summary.json (click a column to sort). q95|·−½| is the 95% quantile over batches of |leak AUC − 0.5|; chance is what a score independent of the labels would give there over the same batches (sampling noise alone: about 0.17 at 128 rows with 10% positives), the floor to read q95|·−½| against; q95 the raw one. — means no value (missing file, null, or the run failed).</p>
 <div class="tablewrap"><table class="runs" id="runs-table"><thead><tr>{{range $i, $h := .Table.Head}}<th class="{{$h.Class}}" data-col="{{$i}}">{{$h.Text}}</th>{{end}}</tr></thead>
 <tbody>{{range .Table.Rows}}<tr>{{range .}}<td class="{{.Class}}" data-v="{{.Sort}}">{{if .Color}}<span class="swatch" style="background:{{.Color}}"></span>{{end}}{{.Text}}</td>{{end}}</tr>
 {{end}}</tbody></table></div></section>

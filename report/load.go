@@ -48,11 +48,14 @@ type Eval struct {
 
 // LeakStat is one entry of summary.json's leak map.
 type LeakStat struct {
-	Q95     *float64 `json:"q95"`
-	Q95Abs  *float64 `json:"q95_abs"`
-	Mean    *float64 `json:"mean"`
-	Batches int      `json:"batches"`
-	Skipped int      `json:"skipped"`
+	Q95    *float64 `json:"q95"`
+	Q95Abs *float64 `json:"q95_abs"`
+	// ChanceQ95Abs is the q95 of |AUC − ½| a label-blind score would give
+	// over the same batches (nil in summaries written before it existed).
+	ChanceQ95Abs *float64 `json:"chance_q95_abs"`
+	Mean         *float64 `json:"mean"`
+	Batches      int      `json:"batches"`
+	Skipped      int      `json:"skipped"`
 }
 
 // Summary is what the report uses of summary.json; Raw holds every field

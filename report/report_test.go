@@ -192,6 +192,7 @@ func TestGenerateSweep(t *testing.T) {
 		"tradeoff_norm_cut", "leak_norm_cut", "leak_cosine_first", "layers", "marvell_marvell_s_1", "utility",
 		`id="runs-table"`, "iso-t100-s1", "failed: exit status 2", "data:image/png;base64,",
 		"hint1_inner/cut q95", // all-null leak key: a column of dashes
+		"norm/cut chance", ">0.0417<", "chance is what a score independent of the labels would give",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("index.html lacks %q", want)

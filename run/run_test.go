@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,6 +112,24 @@ func TestTrainWritesTheRunDirectory(t *testing.T) {
 	}
 	if sum.Leak["memory_norm/cut"].Batches != 2 {
 		t.Fatalf("memory_norm/cut summarised over %d epochs, want 2", sum.Leak["memory_norm/cut"].Batches)
+	}
+	// Every series carries its chance floor, a number in (0, ½].
+	for k, v := range s["leak"].(map[string]any) {
+		c, ok := v.(map[string]any)["chance_q95_abs"].(float64)
+		if !ok || !(c > 0 && c <= 0.5) {
+			t.Fatalf("summary.json leak %s: chance_q95_abs %v", k, v.(map[string]any)["chance_q95_abs"])
+		}
+	}
+	// The epoch-memory AUC is over every training example both epochs:
+	// n1 positives, n0 negatives, normal null with sd √((n+1)/(12·n1·n0)),
+	// whose two-sided 95% point is 1.959964·sd.
+	n1 := math.Round(sum.TrainPosRate * float64(sum.TrainRows))
+	n0 := float64(sum.TrainRows) - n1
+	if n1 > 10 && n0 > 10 {
+		want := 1.959963984540054 * math.Sqrt((n1+n0+1)/(12*n1*n0))
+		if got := sum.Leak["memory_norm/cut"].ChanceQ95Abs; math.Abs(got-want) > 1e-8 {
+			t.Fatalf("memory_norm/cut chance %v, want %v (n1 %v, n0 %v)", got, want, n1, n0)
+		}
 	}
 	if sum.TestAUCBest < 0.6 {
 		t.Fatalf("best test AUC %.3f, want ≥ 0.6", sum.TestAUCBest)

@@ -46,6 +46,7 @@ float64.`,
 			return nil
 		},
 	})
+	cmd.AddCommand(newMarvellExpectCmd())
 	return cmd
 }
 

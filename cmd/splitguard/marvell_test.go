@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
+
+	"github.com/splitguard/splitguard/marvell"
 )
 
 func TestMarvellSolveStream(t *testing.T) {
@@ -59,5 +62,44 @@ func TestMarvellSolveStream(t *testing.T) {
 	}
 	if strings.Count(errb.String(), "\n") != 5 || !strings.Contains(errb.String(), "line 6") {
 		t.Errorf("stderr:\n%s", errb.String())
+	}
+}
+
+func TestMarvellExpectCommand(t *testing.T) {
+	var out bytes.Buffer
+	err := runMarvellExpect(&out, expectOptions{S: []float64{1, 4},
+		Design: marvell.Design{Batch: 256, PosRate: 0.5, Dim: 8, Batches: 200, Seed: 1}, JSON: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want one per s:\n%s", len(lines), out.String())
+	}
+	prev := 1.0
+	for i, l := range lines {
+		var rec map[string]float64
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"s", "batch", "pos_rate", "d", "spread", "batches", "skipped", "lam10", "lam20", "lam11", "lam21",
+			"sumKL", "auc_bound", "projection_auc", "mean", "q95", "q95_abs", "chance_q95_abs"} {
+			if _, ok := rec[k]; !ok {
+				t.Errorf("line %d: no field %q", i+1, k)
+			}
+		}
+		// At p = ½ the λ₁'s equal s (symmetric problem, budget s).
+		if s := rec["s"]; math.Abs(rec["lam10"]-s) > 1e-9*s || math.Abs(rec["lam11"]-s) > 1e-9*s {
+			t.Errorf("s = %v: λ₁ = %v, %v, want s", s, rec["lam10"], rec["lam11"])
+		}
+		if rec["projection_auc"] >= prev {
+			t.Errorf("projection AUC %v at s = %v not below %v at the smaller s", rec["projection_auc"], rec["s"], prev)
+		}
+		prev = rec["projection_auc"]
+	}
+	if err := runMarvellExpect(&out, expectOptions{S: []float64{4},
+		Design: marvell.Design{Batch: 1, PosRate: 0.5, Dim: 8, Batches: 10}}); err == nil ||
+		!strings.Contains(err.Error(), "batch 1") {
+		t.Errorf("batch 1: err %v, want a message naming the batch", err)
 	}
 }

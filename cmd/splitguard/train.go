@@ -202,10 +202,12 @@ func printSummary(w io.Writer, cfg run.Config, s *run.Summary) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	fmt.Fprintf(w, "%-26s %8s %8s %8s %8s\n", "leak (attack/layer)", "q95", "q95|-.5|", "mean", "batches")
-	fmt.Fprintln(w, strings.Repeat("-", 62))
+	// chance: the q95|-.5| a label-blind score would give over the same
+	// batches (metrics.LeakSummary.ChanceQ95Abs).
+	fmt.Fprintf(w, "%-26s %8s %8s %8s %8s %8s\n", "leak (attack/layer)", "q95", "q95|-.5|", "chance", "mean", "batches")
+	fmt.Fprintln(w, strings.Repeat("-", 71))
 	for _, k := range keys {
 		l := s.Leak[k]
-		fmt.Fprintf(w, "%-26s %8.4f %8.4f %8.4f %8d\n", k, l.Q95, l.Q95Abs, l.Mean, l.Batches)
+		fmt.Fprintf(w, "%-26s %8.4f %8.4f %8.4f %8.4f %8d\n", k, l.Q95, l.Q95Abs, l.ChanceQ95Abs, l.Mean, l.Batches)
 	}
 }
