@@ -337,7 +337,11 @@ func kpis(r *Run, keys []string) []KPI {
 			continue
 		}
 		if st, ok := s.Leak[k]; ok {
-			out = append(out, KPI{"q95 |AUC−½| " + k, t(st.Q95Abs, 3)})
+			v := t(st.Q95Abs, 3)
+			if c, key := fmtF(st.ChanceQ95Abs, 3); key != "" {
+				v += " (chance " + c + ")"
+			}
+			out = append(out, KPI{"q95 |AUC−½| " + k, v})
 		}
 		if len(out) >= 7 {
 			break

@@ -269,3 +269,27 @@ func TestLoadErrors(t *testing.T) {
 		t.Errorf("generate with broken files: %v", err)
 	}
 }
+
+func TestKPIsShowTheChanceFloor(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	r := &Run{Summary: &Summary{TestAUCBest: f(0.8), Leak: map[string]LeakStat{
+		"norm/cut":   {Q95Abs: f(0.0581), ChanceQ95Abs: f(0.0409)},
+		"cosine/cut": {Q95Abs: f(0.19)}, // a summary from before the chance floor existed
+		"norm/first": {Q95Abs: f(0.05), ChanceQ95Abs: f(0.04)},
+	}}}
+	got := map[string]string{}
+	for _, k := range kpis(r, []string{"cosine/cut", "norm/cut", "norm/first"}) {
+		got[k.Name] = k.Value
+	}
+	for name, want := range map[string]string{
+		"q95 |AUC−½| norm/cut":   "0.058 (chance 0.041)",
+		"q95 |AUC−½| cosine/cut": "0.190",
+	} {
+		if got[name] != want {
+			t.Errorf("KPI %q = %q, want %q", name, got[name], want)
+		}
+	}
+	if _, ok := got["q95 |AUC−½| norm/first"]; ok {
+		t.Error("KPIs list a layer other than the cut")
+	}
+}
