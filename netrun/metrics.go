@@ -81,10 +81,15 @@ func newActiveMetrics(cfg Config, stats func() grpcnet.Stats) *activeMetrics {
 
 // resume sets the step counter and the leak series to those of a
 // (re)built party at step: leak holds the auditor's series up to step.
+// The last-batch gauges (loss, per-attack leak AUC) described a batch that
+// a rollback may have undone: the loss becomes NaN and the leak gauges are
+// removed until the next batch sets them.
 func (m *activeMetrics) resume(step int64, leak *metrics.Leak) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.step.Set(float64(step))
+	m.loss.Set(math.NaN())
+	m.leak.Reset()
 	clear(m.leakSeries)
 	for _, k := range leak.Keys() {
 		at, layer, _ := metrics.SplitKey(k)

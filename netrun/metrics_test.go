@@ -22,7 +22,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/splitguard/splitguard/metrics"
 	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/transport/grpcnet"
 )
 
 // hookHandler is a slog.Handler that calls on for every record (with the
@@ -388,4 +390,46 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestMetricsResumeClearsLastBatchGauges checks that a resume (after a
+// rollback to a checkpoint) forgets the gauges of the last batch it may
+// have undone, and takes the step counter and running quantiles from the
+// restored series.
+func TestMetricsResumeClearsLastBatchGauges(t *testing.T) {
+	m := newActiveMetrics(Config{}, func() grpcnet.Stats { return grpcnet.Stats{} })
+	gather := func() series {
+		fams, err := m.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		byName := map[string]*dto.MetricFamily{}
+		for _, f := range fams {
+			byName[f.GetName()] = f
+		}
+		return flatten(byName)
+	}
+	v := 0.9
+	m.batch(run.BatchRecord{Step: 41, Loss: 0.5, Leak: map[string]*float64{"norm/cut": &v}}, time.Millisecond)
+	got := gather()
+	if got["splitguard_step"] != 42 || got["splitguard_leak_auc{attack=norm,layer=cut}"] != 0.9 || got["splitguard_train_loss"] != 0.5 {
+		t.Fatalf("after a batch: %v", got)
+	}
+	leak := metrics.NewLeak()
+	leak.Add("norm", "cut", 0.6, 3, 5, true)
+	leak.Add("norm", "cut", 0.7, 3, 5, true)
+	m.resume(30, leak)
+	got = gather()
+	if got["splitguard_step"] != 30 {
+		t.Errorf("step after resume = %v, want 30", got["splitguard_step"])
+	}
+	if v, ok := got["splitguard_leak_auc{attack=norm,layer=cut}"]; ok {
+		t.Errorf("last-batch leak gauge still %v after the rollback", v)
+	}
+	if !math.IsNaN(got["splitguard_train_loss"]) {
+		t.Errorf("last-batch loss %v after the rollback, want NaN", got["splitguard_train_loss"])
+	}
+	if q := got["splitguard_leak_auc_q95{attack=norm,layer=cut}"]; q != 0.7 {
+		t.Errorf("running q95 after resume = %v, want 0.7 (the restored series 0.6, 0.7)", q)
+	}
 }
