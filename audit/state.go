@@ -23,10 +23,10 @@ const stateTagV1 = "splitguard/audit/v1"
 // MarshalBinary returns the auditor's accumulated state for a checkpoint:
 // its random stream (oracle and hint choices) and every leak series so
 // far (each batch's AUC with its numbers of scored positives and
-// negatives, and the count of skipped batches). An auditor restored with UnmarshalBinary continues exactly as the
-// saved one would have. The epoch-memory attacks keep a running sum per
-// example; their state is not saved, so MarshalBinary refuses when one is
-// configured.
+// negatives, and the count of skipped batches). An auditor restored with
+// UnmarshalBinary continues exactly as the saved one would have. The
+// epoch-memory attacks keep a running sum per example; their state is not
+// saved, so MarshalBinary refuses when one is configured.
 func (a *Auditor) MarshalBinary() ([]byte, error) {
 	if a.memory != nil {
 		return nil, errors.New("audit: the epoch-memory attacks cannot be checkpointed")
