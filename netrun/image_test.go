@@ -103,20 +103,7 @@ func TestNetworkedImagesMatchInProcess(t *testing.T) {
 			if !reflect.DeepEqual(ge, we) || len(we) < 3 {
 				t.Fatalf("evaluations differ:\n got %v\nwant %v", ge, we)
 			}
-			gb := readLines[run.BatchRecord](t, filepath.Join(act.Out, "batches.jsonl"))
-			wb := readLines[run.BatchRecord](t, filepath.Join(base.Out, "batches.jsonl"))
-			if len(gb) != len(wb) || len(wb) < 6 {
-				t.Fatalf("%d batches over the network, %d in process", len(gb), len(wb))
-			}
-			for i := range wb {
-				g, w := gb[i], wb[i]
-				delete(g.Protection, "solve_ms") // a timing
-				delete(w.Protection, "solve_ms")
-				if g.Step != w.Step || g.Loss != w.Loss || g.Positives != w.Positives || !reflect.DeepEqual(g.Protection, w.Protection) ||
-					!reflect.DeepEqual(g.Leak, cutOnly(w.Leak)) {
-					t.Fatalf("batch %d differs:\n got %+v\nwant %+v", i, g, w)
-				}
-			}
+			sameBatches(t, act.Out, base.Out, 6)
 			if got.TestAUCBest != want.TestAUCBest || got.TestAUCFinal != want.TestAUCFinal || got.TestLossFinal != want.TestLossFinal ||
 				got.ACEFinal != want.ACEFinal || got.TrainLossFinal != want.TrainLossFinal || got.Steps != want.Steps ||
 				got.TrainRows != want.TrainRows || got.TestRows != want.TestRows || got.TrainPosRate != want.TrainPosRate {
