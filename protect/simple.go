@@ -17,13 +17,13 @@ func init() {
 			{Key: "iso_t", Symbol: "t", Help: "iso: noise ratio t, variance (t/d)·max‖g‖² per coordinate", Min: 0, MinOpen: true, Max: math.Inf(1)},
 			{Key: "iso_ratio", Symbol: "r", Help: "iso: noise ratio r, t = r²", Min: 0, MinOpen: true, Max: math.Inf(1)},
 		},
-		// The strength is t whichever spelling was given.
+		// Legends name t whichever spelling was given, so that every iso
+		// run sits on one axis.
 		Describe: func(p Params) ([]string, float64) {
-			if p.Has("iso_ratio") {
-				r := p.Get("iso_ratio")
-				return []string{"r=" + strconv.FormatFloat(r, 'g', 4, 64)}, r * r
-			}
 			t := p.Get("iso_t")
+			if r := p.Get("iso_ratio"); r != 0 {
+				t = r * r
+			}
 			return []string{"t=" + strconv.FormatFloat(t, 'g', 4, 64)}, t
 		},
 		New: newIso})

@@ -46,7 +46,7 @@ func TestProtectLabel(t *testing.T) {
 		{config.Config{Protect: "none"}, "none"},
 		{config.Config{Protect: "marvell", Params: protect.Params{"marvell_s": 4}}, "marvell s=4"},
 		{config.Config{Protect: "marvell", Params: protect.Params{"marvell_error_bound": 0.3}}, "marvell L=0.3"},
-		{config.Config{Protect: "iso", Params: protect.Params{"iso_ratio": 3}}, "iso r=3"},
+		{config.Config{Protect: "iso", Params: protect.Params{"iso_ratio": 3}}, "iso t=9"},
 		{config.Config{Protect: "max_norm", Params: protect.Params{"dcor_alpha": 0.005, "label_dp_eps": 1}}, "max_norm + dcor α=0.005 + label_dp ε=1"},
 	} {
 		if got := tc.c.Legend().Text; got != tc.want {
