@@ -29,10 +29,10 @@ func ExampleTrain() {
 	if err != nil {
 		panic(err)
 	}
+	// The last batch holds 3585 − 14·256 = 1 row: one class, no AUC.
 	leak := sum.Leak["norm/cut"]
 	fmt.Println(sum.Steps, "steps,", sum.TrainRows, "training rows, protection", sum.Protect)
 	fmt.Println("the norm attack's leak AUC is defined on", leak.Batches, "batches")
-	// (The last batch holds 3585 − 14·256 = 1 row: one class, no AUC.)
 	// Output:
 	// 15 steps, 3585 training rows, protection marvell
 	// the norm attack's leak AUC is defined on 14 batches
