@@ -329,12 +329,12 @@ func (c *Config) validate() error {
 	var errs []string
 	bad := func(f string, a ...any) { errs = append(errs, fmt.Sprintf(f, a...)) }
 	if c.Data == "" && c.SynthRows <= 0 {
-		bad("no data: give --data PATH")
+		bad("no data: set the data path (key data) or synthetic rows (key synth_rows)")
 	}
 	c.validateData(bad)
 	c.validateModel(bad)
 	if c.Out == "" {
-		bad("no output directory: give --out DIR")
+		bad("no output directory (key out)")
 	}
 	if c.Epochs < 1 {
 		bad("epochs %d, want at least 1", c.Epochs)
@@ -349,7 +349,7 @@ func (c *Config) validate() error {
 		bad("sample %g, want a fraction in (0, 1]", c.Sample)
 	}
 	if len(c.Attacks) == 0 {
-		bad("no attacks: give at least one with --attacks")
+		bad("no attacks: name at least one (key attacks)")
 	} else if err := checkAttacks(c.Attacks); err != nil {
 		bad("%v", err)
 	}
@@ -368,34 +368,34 @@ func (c *Config) validate() error {
 func (c *Config) validateData(bad func(string, ...any)) {
 	image := data.IsImageFormat(c.Format)
 	if image && c.Data == "" && c.SynthRows > 0 {
-		bad("format %s reads images from --data DIR; --synth-rows makes tabular data", c.Format)
+		bad("format %s reads images from a folder (key data); synthetic rows (key synth_rows) are tabular", c.Format)
 	}
 	if !image {
 		if c.TestFrac <= 0 || c.TestFrac >= 1 {
 			bad("test fraction %g, want a fraction in (0, 1)", c.TestFrac)
 		}
 		for _, f := range []struct {
-			set  bool
-			flag string
+			set bool
+			key string
 		}{
-			{c.PosRate != 0, "pos-rate"}, {c.ImageSize != 0, "image-size"}, {c.ImagePad, "image-pad"},
-			{c.ImageChannels != 0, "image-channels"}, {c.NegPerPos != 0, "neg-per-pos"},
+			{c.PosRate != 0, "pos_rate"}, {c.ImageSize != 0, "image_size"}, {c.ImagePad, "image_pad"},
+			{c.ImageChannels != 0, "image_channels"}, {c.NegPerPos != 0, "neg_per_pos"},
 		} {
 			if f.set {
-				bad("--%s applies to the image formats (fashion-mnist, isic), not %s", f.flag, c.Format)
+				bad("key %s applies to the image formats (fashion-mnist, isic), not %s", f.key, c.Format)
 			}
 		}
 		return
 	}
 	for _, f := range []struct {
 		set  bool
-		flag string
+		key  string
 	}{
-		{c.Label != "", "label"}, {c.Positive != "", "positive"}, {c.IDCol != "", "id-col"},
-		{c.Sample != 1, "sample"}, {c.HashBuckets != 0, "hash-buckets"}, {c.SkipBadRows, "skip-bad-rows"},
+		{c.Label != "", "label"}, {c.Positive != "", "positive"}, {c.IDCol != "", "id_col"},
+		{c.Sample != 1, "sample"}, {c.HashBuckets != 0, "hash_buckets"}, {c.SkipBadRows, "skip_bad_rows"},
 	} {
 		if f.set {
-			bad("--%s applies to tables, not the image format %s", f.flag, c.Format)
+			bad("key %s applies to tables, not the image format %s", f.key, c.Format)
 		}
 	}
 	switch c.Format {
@@ -407,17 +407,17 @@ func (c *Config) validateData(bad func(string, ...any)) {
 			bad("positive class %d, want a Fashion-MNIST class 0…9", c.PositiveClass)
 		}
 		if c.NegPerPos != 0 {
-			bad("--neg-per-pos applies to isic; fashion-mnist takes --pos-rate")
+			bad("the benign-per-malignant ratio (key neg_per_pos) applies to isic; fashion-mnist takes a positive rate (key pos_rate)")
 		}
 	case data.FormatISIC:
 		if c.TestFrac <= 0 || c.TestFrac >= 1 {
 			bad("test fraction %g, want a fraction in (0, 1)", c.TestFrac)
 		}
 		if c.PosRate != 0 {
-			bad("--pos-rate applies to fashion-mnist; isic takes --neg-per-pos")
+			bad("the positive rate (key pos_rate) applies to fashion-mnist; isic takes a benign-per-malignant ratio (key neg_per_pos)")
 		}
 		if c.ImagePad {
-			bad("--image-pad applies to fashion-mnist; isic images are resized")
+			bad("padding (key image_pad) applies to fashion-mnist; isic images are resized")
 		}
 	}
 	if !(c.PosRate >= 0 && c.PosRate < 1) {
@@ -438,17 +438,17 @@ func (c *Config) validateModel(bad func(string, ...any)) {
 	switch c.Model {
 	case "wdl", "mlp":
 		if image {
-			bad("--model %s reads tables; the image format %s needs --model cnn", c.Model, c.Format)
+			bad("model %s reads tables; the image format %s needs model cnn (key model)", c.Model, c.Format)
 		}
 		for _, f := range []struct {
-			set  bool
-			flag string
+			set bool
+			key string
 		}{
-			{c.CNNBlocks != 0, "cnn-blocks"}, {c.CNNChannels != 0, "cnn-channels"},
-			{c.CNNKernel != 0, "cnn-kernel"}, {c.CNNDense != 0, "cnn-dense"},
+			{c.CNNBlocks != 0, "cnn_blocks"}, {c.CNNChannels != 0, "cnn_channels"},
+			{c.CNNKernel != 0, "cnn_kernel"}, {c.CNNDense != 0, "cnn_dense"},
 		} {
 			if f.set {
-				bad("--%s applies to --model cnn, not %s", f.flag, c.Model)
+				bad("key %s applies to model cnn, not %s", f.key, c.Model)
 			}
 		}
 		if len(c.Layers) == 0 || c.Cut < 1 || c.Cut >= len(c.Layers)+1 {
@@ -458,9 +458,9 @@ func (c *Config) validateModel(bad func(string, ...any)) {
 		if !image {
 			what := "format " + c.Format
 			if c.Data == "" {
-				what = "synthetic tabular data (--synth-rows)"
+				what = "synthetic tabular data (key synth_rows)"
 			}
-			bad("--model cnn reads images (--format fashion-mnist or isic), not %s", what)
+			bad("model cnn reads images (key format: fashion-mnist or isic), not %s", what)
 		}
 		if c.CNNBlocks < 1 || c.CNNChannels < 1 || c.CNNKernel < 1 || c.CNNDense < 1 {
 			bad("CNN of %d blocks, %d channels, kernel %d, dense %d: every size must be positive", c.CNNBlocks, c.CNNChannels, c.CNNKernel, c.CNNDense)
@@ -470,7 +470,7 @@ func (c *Config) validateModel(bad func(string, ...any)) {
 		}
 		if image && c.ImageSize >= 1 && c.CNNBlocks >= 1 {
 			if most := maxBlocks(c.ImageSize); c.CNNBlocks > most {
-				bad("%d CNN blocks on %d×%d images: each block halves the side, so at most %d fit (lower --cnn-blocks or raise --image-size)", c.CNNBlocks, c.ImageSize, c.ImageSize, most)
+				bad("%d CNN blocks on %d×%d images: each block halves the side, so at most %d fit (fewer blocks, key cnn_blocks, or larger images, key image_size)", c.CNNBlocks, c.ImageSize, c.ImageSize, most)
 			}
 		}
 	default:

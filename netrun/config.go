@@ -116,7 +116,7 @@ func (c *Config) validate(role string) error {
 	var errs []string
 	bad := func(f string, a ...any) { errs = append(errs, fmt.Sprintf(f, a...)) }
 	if c.Data == "" {
-		bad("no data file: give --data PATH (each party reads its own file)")
+		bad("no data file (key data): each party reads its own file")
 	}
 	switch {
 	case c.Model == "cnn" && role != "active" && role != "passive":
@@ -125,10 +125,10 @@ func (c *Config) validate(role string) error {
 		bad("model %q: the networked parties run wdl, mlp or cnn", c.Model)
 	}
 	if data.IsImageFormat(c.Format) && len(c.Columns) > 0 {
-		bad("--columns applies to tables, not the image format %s", c.Format)
+		bad("a column list (key columns) applies to tables, not the image format %s", c.Format)
 	}
 	if c.Addr == "" {
-		bad("no address: give --addr HOST:PORT")
+		bad("no address HOST:PORT (key addr)")
 	}
 	if c.InsecureLoopback {
 		if c.Addr != "" {
@@ -138,13 +138,13 @@ func (c *Config) validate(role string) error {
 		}
 	} else {
 		if c.PeerName == "" {
-			bad("no peer name: give --peer-name (the name the peer's certificate must carry)")
+			bad("no peer name (key peer_name): the name the peer's certificate must carry")
 		}
 		if c.CertDir == "" && (c.Cert == "" || c.Key == "" || c.CA == "") {
-			bad("no certificates: give --cert, --key and --ca, or --cert-dir (or --insecure-loopback on one machine)")
+			bad("no certificates: a certificate, key and CA (keys cert, key, ca), or a certificate folder (key cert_dir), or loopback without TLS on one machine (key insecure_loopback)")
 		}
 		if c.CertDir != "" && c.Name == "" && (c.Cert == "" || c.Key == "") {
-			bad("--cert-dir needs --name (this party's certificate name)")
+			bad("a certificate folder (key cert_dir) needs this party's certificate name (key name)")
 		}
 	}
 	if c.CheckpointEvery < 0 {
@@ -157,7 +157,7 @@ func (c *Config) validate(role string) error {
 		bad("max message size %d MB, want > 0", c.MaxMessageMB)
 	}
 	if c.DumpBatches > 0 || c.Dump != "" {
-		bad("--dump is an in-process option")
+		bad("dumps (key dump) are an in-process option")
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%s: config: %s", role, strings.Join(errs, "; "))

@@ -162,10 +162,10 @@ func TestImageConfigChecks(t *testing.T) {
 		edit func(*Config)
 		want string
 	}{
-		{"passive", func(c *Config) { c.Columns = []string{"I1"} }, "--columns applies to tables"},
+		{"passive", func(c *Config) { c.Columns = []string{"I1"} }, "(key columns) applies to tables"},
 		{"active serve", func(*Config) {}, "is not served"},
 		{"passive score", func(*Config) {}, "is not served"},
-		{"active", func(c *Config) { c.Format = "criteo" }, "--model cnn reads images"},
+		{"active", func(c *Config) { c.Format = "criteo" }, "model cnn reads images"},
 	} {
 		bad := c
 		tc.edit(&bad)

@@ -69,17 +69,17 @@ func TestImageConfigErrors(t *testing.T) {
 		edit func(*config.Config)
 		want string
 	}{
-		{"cnn on a table", func(c *config.Config) { c.Data, c.Model = "x.tsv", "cnn" }, "--model cnn reads images"},
+		{"cnn on a table", func(c *config.Config) { c.Data, c.Model = "x.tsv", "cnn" }, "model cnn reads images"},
 		{"cnn on synthetic rows", func(c *config.Config) { c.SynthRows, c.Model = 100, "cnn" }, "synthetic tabular data"},
-		{"wdl on images", func(c *config.Config) { fashion(c); c.Model, c.CNNBlocks = "wdl", 0 }, "needs --model cnn"},
-		{"mlp with a CNN flag", func(c *config.Config) { c.Data, c.Model, c.CNNChannels = "x.tsv", "mlp", 8 }, "--cnn-channels applies to --model cnn"},
+		{"wdl on images", func(c *config.Config) { fashion(c); c.Model, c.CNNBlocks = "wdl", 0 }, "needs model cnn"},
+		{"mlp with a CNN flag", func(c *config.Config) { c.Data, c.Model, c.CNNChannels = "x.tsv", "mlp", 8 }, "key cnn_channels applies to model cnn"},
 		{"too many blocks", func(c *config.Config) { fashion(c); c.CNNBlocks = 6 }, "at most 4 fit"},
 		{"cut beyond the blocks", func(c *config.Config) { fashion(c); c.Cut = 5 }, "cut after block 5 of 4"},
 		{"fashion test fraction", func(c *config.Config) { fashion(c); c.TestFrac = 0.1 }, "own test files"},
 		{"fashion class", func(c *config.Config) { fashion(c); c.PositiveClass = 10 }, "positive class 10"},
-		{"image flag on a table", func(c *config.Config) { c.Data, c.PosRate = "x.tsv", 0.1 }, "--pos-rate applies to the image formats"},
-		{"table flag on images", func(c *config.Config) { fashion(c); c.Sample = 0.5 }, "--sample applies to tables"},
-		{"isic pos rate", func(c *config.Config) { c.Data, c.Format, c.Model, c.PosRate = "d", "isic", "cnn", 0.1 }, "isic takes --neg-per-pos"},
+		{"image flag on a table", func(c *config.Config) { c.Data, c.PosRate = "x.tsv", 0.1 }, "key pos_rate applies to the image formats"},
+		{"table flag on images", func(c *config.Config) { fashion(c); c.Sample = 0.5 }, "key sample applies to tables"},
+		{"isic pos rate", func(c *config.Config) { c.Data, c.Format, c.Model, c.PosRate = "d", "isic", "cnn", 0.1 }, "isic takes a benign-per-malignant ratio (key neg_per_pos)"},
 		{"channels", func(c *config.Config) { fashion(c); c.ImageChannels = 2 }, "2 image channels"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
