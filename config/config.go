@@ -388,8 +388,8 @@ func (c *Config) validateData(bad func(string, ...any)) {
 		return
 	}
 	for _, f := range []struct {
-		set  bool
-		key  string
+		set bool
+		key string
 	}{
 		{c.Label != "", "label"}, {c.Positive != "", "positive"}, {c.IDCol != "", "id_col"},
 		{c.Sample != 1, "sample"}, {c.HashBuckets != 0, "hash_buckets"}, {c.SkipBadRows, "skip_bad_rows"},
