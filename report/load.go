@@ -230,9 +230,6 @@ func str(cfg map[string]any, key string) string {
 	return ""
 }
 
-// fmtParam prints a parameter compactly (0.002, 1, 4, 1e-05).
-func fmtParam(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
-
 // SettingOf derives the protection setting from a run's configuration
 // (config.yaml as a map); nil gives an unknown setting.
 func SettingOf(cfg map[string]any) Setting {
