@@ -8,8 +8,9 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/splitguard/splitguard/atomicfile"
 	"github.com/splitguard/splitguard/data"
-	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/rundir"
 )
 
 // Inference.
@@ -19,7 +20,7 @@ import (
 // (Score) loads the trained bottom model and the rows to score. The run
 // directory is a networked party's or an in-process `train` run's (which
 // holds both models); each party encodes its file with the training
-// data's encoding saved there (run.EncodingFile). A session is: Hello (the fingerprint of the training configuration, so both models
+// data's encoding saved there (rundir.EncodingFile). A session is: Hello (the fingerprint of the training configuration, so both models
 // come from the same run's settings), PSI over the IDs to score (the
 // passive's) and every ID the active holds, so that neither learns the
 // other's IDs outside the intersection; then the passive sends the
@@ -38,14 +39,14 @@ import (
 
 // loadForScoring loads cfg's data file to score it (without labels: the
 // passive has none and serving needs none). With the training data's
-// encoding in runDir (run.EncodingFile) the file is encoded with it:
+// encoding in runDir (rundir.EncodingFile) the file is encoded with it:
 // values unseen in training map to the out-of-vocabulary id, dense values
 // are scaled with the training range, a column of the encoding that the
 // file lacks is an error naming it, and no row is sampled away. A run directory without it (from
 // before it was written) falls back to the training options, refusing a
 // file whose legacy encoding summary differs.
 func loadForScoring(cfg *Config, runDir string, log func(msg string, args ...any)) (*partyData, error) {
-	path := filepath.Join(runDir, run.EncodingFile)
+	path := filepath.Join(runDir, rundir.EncodingFile)
 	enc, err := data.LoadEncoding(path)
 	switch {
 	case err == nil:
@@ -134,7 +135,7 @@ func writeScores(path string, ids []uint64, scores []float32) error {
 			return err
 		}
 	}
-	return writeFileAtomic(path, b)
+	return atomicfile.WriteFile(path, b, 0o644)
 }
 
 func grow[T any](s []T, n int) []T {

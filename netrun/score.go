@@ -11,10 +11,11 @@ import (
 
 	"log/slog"
 
+	"github.com/splitguard/splitguard/atomicfile"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/psi"
-	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/rundir"
 	"github.com/splitguard/splitguard/tensor"
 	"github.com/splitguard/splitguard/transport/grpcnet"
 )
@@ -89,7 +90,7 @@ func Score(ctx context.Context, cfg Config, so ScoreOptions, opt Options) (*Scor
 		return nil, fmt.Errorf("passive score: %w", err)
 	}
 	if so.Model == "" {
-		so.Model = filepath.Join(cfg.Out, run.BottomModelFile)
+		so.Model = filepath.Join(cfg.Out, rundir.BottomModelFile)
 	}
 	if err := readModel(so.Model, func(r *bufio.Reader) error { return bottom.Load(r) }); err != nil {
 		return nil, fmt.Errorf("passive score: %w", err)
@@ -132,7 +133,7 @@ func scoreSession(ctx context.Context, client *grpcnet.Client, cfg *Config, so S
 				missing = append(missing, '\n')
 			}
 		}
-		if err := writeFileAtomic(so.Unscored, missing); err != nil {
+		if err := atomicfile.WriteFile(so.Unscored, missing, 0o644); err != nil {
 			return nil, fmt.Errorf("passive score: %w", err)
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/nn"
 	"github.com/splitguard/splitguard/psi"
-	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/rundir"
 	"github.com/splitguard/splitguard/tensor"
 	"github.com/splitguard/splitguard/transport/grpcnet"
 )
@@ -84,12 +84,12 @@ func Serve(ctx context.Context, cfg Config, so ServeOptions, opt Options) (*Serv
 	if err != nil {
 		return nil, fmt.Errorf("active serve: %w", err)
 	}
-	top, wide, err := newTop(&cfg, pd.split.Train.X)
+	top, wide, err := cfg.BuildTop(pd.split.Train.X)
 	if err != nil {
 		return nil, fmt.Errorf("active serve: %w", err)
 	}
 	if so.Model == "" {
-		so.Model = filepath.Join(cfg.Out, run.TopModelFile)
+		so.Model = filepath.Join(cfg.Out, rundir.TopModelFile)
 	}
 	if err := readModel(so.Model, func(r *bufio.Reader) error { return top.Load(r) }); err != nil {
 		return nil, fmt.Errorf("active serve: %w", err)
