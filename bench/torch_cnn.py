@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """One split training step of the ISIC CNN (SPEC §6) in PyTorch, for
-comparison with `go test -bench CNNStep ./model/` (model/cnn_bench.go).
+comparison with `go test -bench CNNStep ./bench/step/` (bench/step/cnn.go).
 
 Passive: blocks 1..cut of [conv 3x3 'same' 64, ReLU, maxpool 2x2] on
 84x84x3 inputs in [0, 1); active: the remaining blocks, flatten, Dense 64

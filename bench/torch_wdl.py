@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The split Wide&Deep training step of `splitguard bench --model wdl`, in PyTorch.
 
-Same shapes and work as model.StepBench: batch 1024, 26 categorical tables of
+Same shapes and work as step.WDL (bench/step): batch 1024, 26 categorical tables of
 100,000 rows, 13 dense columns; passive = deep embeddings (dim 4) + 3 x
 Dense(128)+ReLU; active = 3 x Dense(128)+ReLU -> logit, plus a wide part
 (dim-1 embeddings + linear on dense); BCE with logits (mean); the gradient at

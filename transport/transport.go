@@ -68,6 +68,40 @@ type Backward struct {
 }
 
 // PassiveConn is the passive party's end of a connection.
+//
+// The contract below holds for every implementation; the conformance suite
+// transport/transporttest checks it. A message is malformed when it is nil,
+// has an unknown phase, a negative step, epoch or batch, no embedding or an
+// empty one, a matrix whose Data does not hold Rows×Cols values, or not one
+// ID per embedding row. NaN and ±Inf values are the parties' to refuse: each
+// checks what it sends (tensor.CheckFinite) and what it receives
+// (ValidateForward, ValidateBackward); a transport may refuse them too
+// (grpcnet does, decoding bytes from another process) or pass them on.
+//
+//   - Fidelity: the active party receives every field of f as sent, and the
+//     passive every field of the answer as replied, bit for bit (-0,
+//     subnormals and the largest finite values included). A batch that is
+//     well formed is never refused or altered, however unusual (one row,
+//     identical rows as in a one-class batch, an all-zero gradient).
+//   - Order and replay: messages are delivered one at a time in the order
+//     sent. A Forward that does not come after the last one handed to the
+//     active party (see Precedes) is not handed to it again: it is refused
+//     with an error, or, when it repeats the last message exactly, may be
+//     answered with that message's answer (a retry). A message sent while
+//     the previous one is unanswered is refused.
+//   - Malformed messages are refused with an error at Exchange and never
+//     reach the active party; a refused message uses up nothing, so the
+//     same step may be sent again correctly. Whether a well-formed message
+//     fits the receiver's schedule is the receiver's to check
+//     (ValidateForward, ValidateBackward): the transport passes it on.
+//   - Cancellation: when ctx ends while Exchange waits, it returns promptly
+//     with an error wrapping ctx.Err(). The message may or may not have
+//     reached the active party; a later Exchange never returns the answer
+//     meant for an abandoned one.
+//   - Close: the active party's Recv returns io.EOF once Close was called
+//     (whether or not any message was exchanged, or the last one refused);
+//     Exchange after Close returns an error; calling Close again returns
+//     nil.
 type PassiveConn interface {
 	// Exchange sends f and waits for the active party's answer.
 	Exchange(ctx context.Context, f *Forward) (*Backward, error)
@@ -76,12 +110,45 @@ type PassiveConn interface {
 }
 
 // ActiveConn is the active party's end of a connection.
+//
+// The contract (checked by transport/transporttest): Recv and Reply return
+// promptly with an error wrapping ctx.Err() when ctx ends while they wait,
+// and Reply with an ended ctx sends nothing. Reply refuses, with an error
+// and without sending anything, an answer when no received message is
+// unanswered, and a malformed answer: nil, naming another step or batch
+// than the message it answers, a Train answer without a gradient of the
+// embedding's shape (or whose Data does not match its shape), an Eval
+// answer with a gradient; the active party may then reply again. Non-finite
+// gradients are treated as non-finite embeddings are (see PassiveConn). A Reply to a message whose sender stopped waiting
+// may return an error or nil; its answer never reaches a later Exchange.
 type ActiveConn interface {
 	// Recv waits for the next forward message; it returns io.EOF once the
 	// passive party has closed the connection.
 	Recv(ctx context.Context) (*Forward, error)
 	// Reply answers the message last received.
 	Reply(ctx context.Context, b *Backward) error
+}
+
+// Precedes reports whether a comes before b in the order of a run's
+// messages: by Step; within one Step, the evaluation round (Eval messages
+// of step S are sent after S training steps) before the Train batch; then
+// by Batch. Epoch, IDs and the embedding do not take part.
+func Precedes(a, b *Forward) bool {
+	if a.Step != b.Step {
+		return a.Step < b.Step
+	}
+	if ra, rb := phaseRank(a.Phase), phaseRank(b.Phase); ra != rb {
+		return ra < rb
+	}
+	return a.Batch < b.Batch
+}
+
+// phaseRank orders the phases within one step.
+func phaseRank(p Phase) int {
+	if p == Eval {
+		return 0
+	}
+	return 1
 }
 
 // ValidateForward checks a forward message against what the receiver

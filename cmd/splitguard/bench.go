@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/splitguard/splitguard/bench/step"
 	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/tensor"
 )
@@ -31,16 +32,16 @@ type benchOptions struct {
 // step of that model; adding a model (e.g. the CNN) is one entry here.
 var benchModels = map[string]func(o benchOptions) (func() error, error){
 	"wdl": func(o benchOptions) (func() error, error) {
-		spec := model.DefaultBenchSpec()
+		spec := step.DefaultSpec()
 		spec.Batch, spec.Vocab = o.Batch, o.Vocab
-		sb, err := model.NewStepBench(spec)
+		sb, err := step.NewWDL(spec)
 		if err != nil {
 			return nil, err
 		}
 		return func() error { _, err := sb.Step(); return err }, nil
 	},
 	"cnn": func(o benchOptions) (func() error, error) {
-		sb, err := model.NewCNNStepBench(model.CNNConfig{}, o.Batch)
+		sb, err := step.NewCNN(model.CNNConfig{}, o.Batch)
 		if err != nil {
 			return nil, err
 		}

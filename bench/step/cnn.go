@@ -1,15 +1,16 @@
-package model
+package step
 
 import (
 	"fmt"
 	"math/rand/v2"
 
 	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/tensor"
 )
 
-// DefaultCNNBenchBatch is the ISIC batch size of SPEC §6.
-const DefaultCNNBenchBatch = 128
+// DefaultCNNBatch is the ISIC batch size of SPEC §6.
+const DefaultCNNBatch = 128
 
 // streamCNNBench seeds the CNN benchmark's synthetic batches.
 const streamCNNBench = 0xbe7d
@@ -18,12 +19,12 @@ const streamCNNBench = 0xbe7d
 // through.
 const cnnBenchBatches = 2
 
-// CNNStepBench runs complete split training steps of the CNN on synthetic
+// CNN runs complete split training steps of the CNN on synthetic
 // images: pixels uniform in [0, 1), labels 10% positive (the ISIC
-// rebalancing). It is the CNN counterpart of [StepBench].
-type CNNStepBench struct {
-	Bottom *CNNBottom
-	Top    *CNNTop
+// rebalancing). It is the CNN counterpart of [WDL].
+type CNN struct {
+	Bottom *model.CNNBottom
+	Top    *model.CNNTop
 	Batch  int
 
 	batches []*data.Batch
@@ -32,20 +33,20 @@ type CNNStepBench struct {
 	next    int
 }
 
-// NewCNNStepBench builds the CNN of cfg (DefaultCNNConfig when the zero
-// value) and synthetic batches of the given size (DefaultCNNBenchBatch
-// when ≤ 0).
-func NewCNNStepBench(cfg CNNConfig, batch int) (*CNNStepBench, error) {
+// NewCNN builds the CNN of cfg (model.DefaultCNNConfig when the zero
+// value) and synthetic batches of the given size (DefaultCNNBatch when
+// ≤ 0).
+func NewCNN(cfg model.CNNConfig, batch int) (*CNN, error) {
 	if batch <= 0 {
-		batch = DefaultCNNBenchBatch
+		batch = DefaultCNNBatch
 	}
-	bot, top, err := NewCNN(cfg)
+	bot, top, err := model.NewCNN(cfg)
 	if err != nil {
 		return nil, err
 	}
 	c := bot.Config()
 	width := c.Height * c.Width * c.Channels
-	sb := &CNNStepBench{Bottom: bot, Top: top, Batch: batch, dLogits: make([]float32, batch)}
+	sb := &CNN{Bottom: bot, Top: top, Batch: batch, dLogits: make([]float32, batch)}
 	r := rand.New(rand.NewPCG(c.Seed, streamCNNBench))
 	for range cnnBenchBatches {
 		b := &data.Batch{Rows: batch, Dense: tensor.New(batch, width)}
@@ -67,11 +68,11 @@ func NewCNNStepBench(cfg CNNConfig, batch int) (*CNNStepBench, error) {
 // FLOPs returns the approximate floating-point operations of one step:
 // the convolutions' and Dense layers' matrix products (forward, weight
 // gradient, input gradient; the first convolution has no input gradient).
-func (sb *CNNStepBench) FLOPs() float64 {
+func (sb *CNN) FLOPs() float64 {
 	c := sb.Bottom.Config()
 	var f float64
 	for i := range c.Blocks {
-		h, w := c.blockShape(i)
+		h, w := blockShape(c, i)
 		cin := c.Filters
 		passes := 3.0
 		if i == 0 {
@@ -79,7 +80,7 @@ func (sb *CNNStepBench) FLOPs() float64 {
 		}
 		f += passes * 2 * float64(sb.Batch*h*w) * float64(c.Kernel*c.Kernel*cin) * float64(c.Filters)
 	}
-	h, w := c.blockShape(c.Blocks)
+	h, w := blockShape(c, c.Blocks)
 	f += 3 * 2 * float64(sb.Batch) * float64(h*w*c.Filters+1) * float64(c.Dense)
 	return f
 }
@@ -87,12 +88,22 @@ func (sb *CNNStepBench) FLOPs() float64 {
 // Step runs one split step on the next batch: passive forward, active
 // forward, BCE, active backward, passive backward with the cut gradient,
 // and both sides' Adam updates. It returns the batch's loss.
-func (sb *CNNStepBench) Step() (float64, error) {
+func (sb *CNN) Step() (float64, error) {
 	in, y := sb.batches[sb.next], sb.labels[sb.next]
 	sb.next = (sb.next + 1) % len(sb.batches)
 	loss, err := splitStep(sb.Bottom, sb.Top, in, nil, y, sb.dLogits)
 	if err != nil {
-		return 0, fmt.Errorf("model: CNN benchmark: %w", err)
+		return 0, fmt.Errorf("step: CNN benchmark: %w", err)
 	}
 	return loss, nil
+}
+
+// blockShape returns the input height and width of block i (0-based) of
+// the resolved config c: every block halves both (its 2×2 max-pool).
+func blockShape(c model.CNNConfig, i int) (h, w int) {
+	h, w = c.Height, c.Width
+	for range i {
+		h, w = h/2, w/2
+	}
+	return h, w
 }

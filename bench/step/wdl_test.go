@@ -1,4 +1,4 @@
-package model
+package step
 
 import (
 	"testing"
@@ -6,8 +6,8 @@ import (
 	"github.com/splitguard/splitguard/tensor"
 )
 
-func benchStep(b *testing.B, spec BenchSpec) {
-	sb, err := NewStepBench(spec)
+func benchStep(b *testing.B, spec Spec) {
+	sb, err := NewWDL(spec)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -29,11 +29,11 @@ func benchStep(b *testing.B, spec BenchSpec) {
 
 // BenchmarkWDLStep is the ENGINE-NOTES step: batch 1024, 26 tables of
 // 100,000 rows, 13 dense, 6×128 cut after 3.
-func BenchmarkWDLStep(b *testing.B) { benchStep(b, DefaultBenchSpec()) }
+func BenchmarkWDLStep(b *testing.B) { benchStep(b, DefaultSpec()) }
 
 // BenchmarkWDLStepSmallVocab is the same with 1,000-row tables.
 func BenchmarkWDLStepSmallVocab(b *testing.B) {
-	s := DefaultBenchSpec()
+	s := DefaultSpec()
 	s.Vocab = 1000
 	b.Run("", func(b *testing.B) { benchStep(b, s) })
 }

@@ -1,0 +1,61 @@
+package step
+
+import (
+	"math"
+	"testing"
+
+	"github.com/splitguard/splitguard/model"
+	"github.com/splitguard/splitguard/tensor"
+)
+
+// tinyCNN is 12×12×2 images, 3 blocks of 4 filters (12→6→3→1), the cut
+// after block 2 (3×3×4 = 36), a Dense layer of 5.
+func tinyCNN() model.CNNConfig {
+	return model.CNNConfig{Height: 12, Width: 12, Channels: 2, Blocks: 3, Filters: 4, Kernel: 3, Dense: 5, Cut: 2, LR: 1e-2, Seed: 3}
+}
+
+func TestCNNSmall(t *testing.T) {
+	sb, err := NewCNN(tinyCNN(), 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		l, err := sb.Step()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.IsNaN(l) || l <= 0 {
+			t.Fatalf("loss %v", l)
+		}
+	}
+	// FLOPs of the tiny model by hand: blocks at 12², 6², 3² pixels with
+	// 9·2, 9·4, 9·4 inputs per filter; the first has no input gradient;
+	// then Dense 4→5 and 5→1 (+1 for the logit's input counted as in FLOPs).
+	want := 2*2*8*144*18*4.0 + 3*2*8*36*36*4.0 + 3*2*8*9*36*4.0 + 3*2*8*5*5.0
+	if got := sb.FLOPs(); got != want {
+		t.Fatalf("FLOPs = %v, want %v", got, want)
+	}
+}
+
+// BenchmarkCNNStep is one full split step of the ISIC CNN (SPEC §6) at
+// batch 128: 6 blocks of 64 3×3 filters on 84×84×3, cut after block 4.
+func BenchmarkCNNStep(b *testing.B) {
+	sb, err := NewCNN(model.CNNConfig{}, DefaultCNNBatch)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := sb.Step(); err != nil { // warm up: grow buffers
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := sb.Step(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s := b.Elapsed().Seconds()
+	b.ReportMetric(float64(sb.Batch)*float64(b.N)/s, "examples/s")
+	b.ReportMetric(sb.FLOPs()*float64(b.N)/s/1e9, "GFLOP/s")
+	b.Logf("engine %s", tensor.Default.Name())
+}
