@@ -101,7 +101,8 @@ type Backward struct {
 //   - Close: the active party's Recv returns io.EOF once Close was called
 //     (whether or not any message was exchanged, or the last one refused);
 //     Exchange after Close returns an error; calling Close again returns
-//     nil.
+//     nil. (grpcnet's Client meets the first part only while a Train stream
+//     is open; its conformance test states this deviation.)
 type PassiveConn interface {
 	// Exchange sends f and waits for the active party's answer.
 	Exchange(ctx context.Context, f *Forward) (*Backward, error)
@@ -119,8 +120,9 @@ type PassiveConn interface {
 // than the message it answers, a Train answer without a gradient of the
 // embedding's shape (or whose Data does not match its shape), an Eval
 // answer with a gradient; the active party may then reply again. Non-finite
-// gradients are treated as non-finite embeddings are (see PassiveConn). A Reply to a message whose sender stopped waiting
-// may return an error or nil; its answer never reaches a later Exchange.
+// gradients are treated as non-finite embeddings are (see PassiveConn). A
+// Reply to a message whose sender stopped waiting may return an error or
+// nil; its answer never reaches a later Exchange.
 type ActiveConn interface {
 	// Recv waits for the next forward message; it returns io.EOF once the
 	// passive party has closed the connection.

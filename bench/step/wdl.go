@@ -56,7 +56,7 @@ type WDL struct {
 // the batches.
 func NewWDL(spec Spec) (*WDL, error) {
 	if spec.Batch <= 0 || spec.Vocab <= 0 || spec.Fields < 0 || spec.Dense < 0 {
-		return nil, fmt.Errorf("step: benchmark spec %+v: batch and vocab must be positive", spec)
+		return nil, fmt.Errorf("step: benchmark spec %+v: batch and vocab must be positive, fields and dense columns non-negative", spec)
 	}
 	s := model.Schema{Cardinality: make([]int, spec.Fields), NumDense: spec.Dense}
 	for i := range s.Cardinality {

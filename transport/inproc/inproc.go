@@ -5,16 +5,20 @@
 // Exchange.
 //
 // It keeps the contract of transport.PassiveConn and transport.ActiveConn
-// (checked by transport/transporttest): malformed messages and answers are
-// refused at the sender with an error, in time independent of their size:
-// NaN and ±Inf values are passed on, for the parties to refuse (each
-// checks what it sends, and transport.ValidateForward and
-// ValidateBackward check what it receives), as scanning every value here
-// again would cost a large batch more than the exchange itself; a Forward that does not come after
-// the last one sent (transport.Precedes) is refused, including an exact
-// repeat (there are no retries in one process); a message sent while the
-// previous one is unanswered is refused; a Reply to a message whose sender
-// stopped waiting (its context ended, or Close) returns an error.
+// (checked by transport/transporttest):
+//
+//   - malformed messages and answers are refused at the sender with an
+//     error, in time independent of their size: NaN and ±Inf values are
+//     passed on for the parties to refuse (each checks what it sends, and
+//     transport.ValidateForward and ValidateBackward check what it
+//     receives), as scanning every value once more here would cost a large
+//     batch more than the exchange itself;
+//   - a Forward that does not come after the last one sent
+//     (transport.Precedes) is refused, an exact repeat included (there are
+//     no retries in one process);
+//   - a message sent while the previous one is unanswered is refused;
+//   - a Reply to a message whose sender stopped waiting (its context
+//     ended, or Close) returns an error.
 package inproc
 
 import (
