@@ -25,6 +25,7 @@ type benchOptions struct {
 	Steps  int
 	Warmup int
 	JSON   bool
+	Engine string
 }
 
 // benchModels maps a --model value to a function that builds one training
@@ -80,6 +81,7 @@ convolutions with 64 channels, ReLU and 2×2 max-pooling, cut after block 4); us
 	f.IntVar(&o.Vocab, "vocab", 100000, "rows of every categorical table")
 	f.IntVar(&o.Steps, "steps", 50, "timed steps (the median is reported)")
 	f.IntVar(&o.Warmup, "warmup", 5, "untimed steps first")
+	f.StringVar(&o.Engine, "engine", "", "matrix engine to time instead of the default (one of those the error for an unknown name lists)")
 	f.BoolVar(&o.JSON, "json", false, `print one JSON object {"ms_per_step":…, "examples_per_s":…, …}`)
 	return cmd
 }
@@ -91,6 +93,13 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 	}
 	if o.Batch <= 0 || o.Vocab <= 0 || o.Steps <= 0 || o.Warmup < 0 {
 		return fmt.Errorf("bench: --batch %d, --vocab %d and --steps %d must be positive, --warmup %d non-negative", o.Batch, o.Vocab, o.Steps, o.Warmup)
+	}
+	if o.Engine != "" {
+		e, err := tensor.EngineByName(o.Engine)
+		if err != nil {
+			return fmt.Errorf("bench: --engine: %w", err)
+		}
+		tensor.Default = e
 	}
 	step, err := build(o)
 	if err != nil {
