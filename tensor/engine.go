@@ -70,8 +70,8 @@ func Engines() []Engine {
 		}
 		es = append(es, e)
 	}
-	for _, k := range supportedKernels() {
-		add(SIMDEngine{k})
+	for _, e := range simdEngines() {
+		add(e)
 	}
 	add(GonumEngine{})
 	return es

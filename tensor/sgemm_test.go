@@ -13,8 +13,8 @@ import (
 // supported micro-kernel (the test hook that forces each), and gonum.
 func testEngines() []Engine {
 	es := []Engine{GonumEngine{}}
-	for _, k := range supportedKernels() {
-		es = append(es, SIMDEngine{k})
+	for _, e := range simdEngines() {
+		es = append(es, e)
 	}
 	return es
 }
@@ -119,8 +119,7 @@ func TestSgemmEnginesAgainstTripleLoop(t *testing.T) {
 }
 
 func TestSgemmZeroK(t *testing.T) {
-	for _, k := range supportedKernels() {
-		e := SIMDEngine{k}
+	for _, e := range simdEngines() {
 		c := []float32{1, 2, 3, 4}
 		e.Sgemm(false, false, 2, 2, 0, 1, nil, 1, nil, 2, 0.5, c, 2)
 		if !slices.Equal(c, []float32{0.5, 1, 1.5, 2}) {
@@ -139,8 +138,7 @@ func TestSgemmZeroK(t *testing.T) {
 // for one shape whatever GOMAXPROCS is (the parallel cut falls on tiles).
 func TestSgemmDeterministic(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	for _, k := range supportedKernels() {
-		e := SIMDEngine{k}
+	for _, e := range simdEngines() {
 		for _, sh := range [][5]int{{1024, 128, 117, 0, 0}, {117, 128, 1024, 1, 0}, {1024, 117, 128, 0, 1}, {50, 1000, 300, 0, 0}} {
 			m, n, kk, ta, tb := sh[0], sh[1], sh[2], sh[3] == 1, sh[4] == 1
 			a, b := randSlice(r, m*kk), randSlice(r, kk*n)
@@ -172,8 +170,7 @@ func TestSgemmDeterministic(t *testing.T) {
 }
 
 func TestSgemmShortOperandPanics(t *testing.T) {
-	for _, k := range supportedKernels() {
-		e := SIMDEngine{k}
+	for _, e := range simdEngines() {
 		func() {
 			defer func() {
 				if recover() == nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -121,9 +120,6 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 	ms := median(times)
 	eps := float64(o.Batch) / ms * 1e3
 	out := cmd.OutOrStdout()
-	if hint := openBLASKernelHint(); hint != "" {
-		fmt.Fprintln(cmd.ErrOrStderr(), hint)
-	}
 	if o.JSON {
 		return json.NewEncoder(out).Encode(map[string]any{
 			"ms_per_step":    ms,
@@ -149,21 +145,4 @@ func median(v []float64) float64 {
 		return v[n/2]
 	}
 	return (v[n/2-1] + v[n/2]) / 2
-}
-
-// openBLASKernelHint suggests OPENBLAS_CORETYPE=SkylakeX when the OpenBLAS
-// engine runs on a CPU with AVX-512 and the variable is unset: Debian's
-// OpenBLAS 0.3.21 does not recognise recent AVX-512 CPUs (Zen 5) and falls
-// back to its AVX2 kernel, about 1.5× slower here (ENGINE-NOTES.md). The
-// kernel is chosen when the library loads, so splitguard cannot set it
-// itself.
-func openBLASKernelHint() string {
-	if tensor.Default.Name() != "openblas" || os.Getenv("OPENBLAS_CORETYPE") != "" {
-		return ""
-	}
-	info, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil || !strings.Contains(string(info), " avx512f") {
-		return ""
-	}
-	return "bench: this CPU has AVX-512; OPENBLAS_CORETYPE=SkylakeX may select a faster OpenBLAS kernel"
 }

@@ -1,4 +1,4 @@
-package tensor
+package sgemm
 
 import "golang.org/x/sys/cpu"
 
@@ -17,14 +17,14 @@ func kern256Cols(k int, a *float32, as int, b *float32, bs int, c *float32, ldc 
 func kern256Rows(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, load int)
 
 var (
-	avx512Kernel = &microKernel{name: "avx512", mr: 8, nr: 32, cols: kern512Cols, rows: kern512Rows}
-	avx2Kernel   = &microKernel{name: "avx2", mr: 6, nr: 16, cols: kern256Cols, rows: kern256Rows}
+	avx512Kernel = &Kernel{name: "avx512", mr: 8, nr: 32, cols: kern512Cols, rows: kern512Rows}
+	avx2Kernel   = &Kernel{name: "avx2", mr: 6, nr: 16, cols: kern256Cols, rows: kern256Rows}
 )
 
-// supportedKernels lists the micro-kernels this CPU (and its operating
+// Kernels lists the micro-kernels this CPU (and its operating
 // system, which must save the wide registers) can run, fastest first.
-func supportedKernels() []*microKernel {
-	var ks []*microKernel
+func Kernels() []*Kernel {
+	var ks []*Kernel
 	if cpu.X86.HasAVX512F {
 		ks = append(ks, avx512Kernel)
 	}

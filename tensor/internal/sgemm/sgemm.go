@@ -1,24 +1,41 @@
-package tensor
+// Package sgemm is splitguard's pure-Go single-precision matrix product:
+// hand-written AVX-512 and AVX2+FMA micro-kernels in Go assembly (amd64),
+// driven by a blocked, packed, parallel loop nest in Go. The tensor
+// package wraps it as its default engine; it is a package of its own
+// because a package using cgo (tensor's OpenBLAS engine) cannot hold Go
+// assembly.
+package sgemm
 
 import (
 	"fmt"
 	"runtime"
 	"sync"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/gonum"
 )
 
 // kernelFunc is an assembly micro-kernel: one mr×nr tile of C from k steps
 // of A and a packed panel of B (see sgemm_amd64.s for the layouts).
 type kernelFunc func(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, load int)
 
-// microKernel is one instruction set's pair of micro-kernels and its tile.
-type microKernel struct {
+// Kernel is one instruction set's pair of micro-kernels, its tile, and
+// the product built on them.
+//
+// Large products are cut into row or column ranges computed on up to
+// GOMAXPROCS goroutines. The cut falls on whole tiles and every entry of
+// C is summed over k in order within one tile, so results are
+// bit-identical whatever GOMAXPROCS is; they differ in the last bits
+// between kernels and from other implementations. Very small or thin
+// products (n ≤ 2) go to gonum.
+type Kernel struct {
 	name   string
 	mr, nr int
 	// cols reads A(i, p) at a[p·as+i], rows at a[i·as+p].
 	cols, rows kernelFunc
 }
 
-// Blocking of SIMDEngine: a panel of kc steps of B for nc columns is packed
+// Blocking of Sgemm: a panel of kc steps of B for nc columns is packed
 // once and swept over all of A in blocks of mc rows; one nr-wide sliver
 // of the panel (kc·nr floats, 32 KiB for AVX-512) stays in L1 while the
 // mc×kc block of A streams from L2 through it.
@@ -28,34 +45,25 @@ const (
 	blockN = 2048
 )
 
+func trans(t bool) blas.Transpose {
+	if t {
+		return blas.Trans
+	}
+	return blas.NoTrans
+}
+
 // Parallel split: a product of at least parFlops multiply-adds per part is
 // cut into parts along the longer side of C, one goroutine each.
 const parFlops = 1 << 19
 
-// SIMDEngine computes products with hand-written AVX-512 or AVX2+FMA
-// micro-kernels in Go assembly: the B panel is packed, A is read in place
-// (only a last partial tile of rows is copied), and large products are
-// cut into row or column ranges computed on up to GOMAXPROCS goroutines.
-// The cut falls on whole tiles and every entry of C is summed over k in
-// order within one tile, so results are bit-identical whatever
-// GOMAXPROCS is; they differ in the last bits between kernels and from
-// other engines. Very small or thin products (n ≤ 2) go to gonum.
-type SIMDEngine struct{ k *microKernel }
+// Name says which instruction set the kernel uses: "avx512" or "avx2".
+func (e *Kernel) Name() string { return e.name }
 
-// Name implements Engine: "go-avx512" or "go-avx2".
-func (e SIMDEngine) Name() string { return "go-" + e.k.name }
-
-// simdEngine returns the fastest SIMD engine the CPU runs, if any.
-func simdEngine() (SIMDEngine, bool) {
-	ks := supportedKernels()
-	if len(ks) == 0 {
-		return SIMDEngine{}, false
-	}
-	return SIMDEngine{ks[0]}, true
-}
-
-// Sgemm implements Engine.
-func (e SIMDEngine) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+// Sgemm sets C = alpha·op(A)·op(B) + beta·C on row-major storage, where
+// op(X) is X or Xᵀ, op(A) is m×k, op(B) k×n, C m×n, and lda, ldb, ldc are
+// the row strides. With beta == 0, C is not read. It panics when a slice
+// is too short for its shape and stride.
+func (e *Kernel) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	ar, ac := m, k
 	if transA {
 		ar, ac = k, m
@@ -75,11 +83,11 @@ func (e SIMDEngine) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []f
 		return
 	}
 	if n <= 2 || m*n*k < 2048 {
-		GonumEngine{}.Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		gonum.Implementation{}.Sgemm(trans(transA), trans(transB), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
 	parts := min(runtime.GOMAXPROCS(0), m*n*k/parFlops)
-	mt, nt := (m+e.k.mr-1)/e.k.mr, (n+e.k.nr-1)/e.k.nr // tiles along each side
+	mt, nt := (m+e.mr-1)/e.mr, (n+e.nr-1)/e.nr // tiles along each side
 	byRows := mt >= nt
 	if byRows {
 		parts = min(parts, mt)
@@ -98,7 +106,7 @@ func (e SIMDEngine) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []f
 	for p := range parts {
 		t0, t1 := tiles*p/parts, tiles*(p+1)/parts
 		if byRows {
-			i0, i1 := t0*e.k.mr, min(t1*e.k.mr, m)
+			i0, i1 := t0*e.mr, min(t1*e.mr, m)
 			var sa []float32
 			if transA {
 				sa = a[i0:]
@@ -112,7 +120,7 @@ func (e SIMDEngine) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []f
 				wg.Go(run)
 			}
 		} else {
-			j0, j1 := t0*e.k.nr, min(t1*e.k.nr, n)
+			j0, j1 := t0*e.nr, min(t1*e.nr, n)
 			var sb []float32
 			if transB {
 				sb = b[j0*ldb:]
@@ -171,8 +179,8 @@ func grow(s []float32, n int) []float32 {
 }
 
 // serial computes the product on the calling goroutine.
-func (e SIMDEngine) serial(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	mr, nr := e.k.mr, e.k.nr
+func (e *Kernel) serial(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	mr, nr := e.mr, e.nr
 	buf := gemmBufs.Get().(*gemmBuf)
 	defer gemmBufs.Put(buf)
 	kcMax, ncMax := min(k, blockK), min(n, blockN)
@@ -202,13 +210,13 @@ func (e SIMDEngine) serial(transA, transB bool, m, n, k int, alpha float32, a []
 					bp := &buf.b[jj*kc]
 					for ii := 0; ii < mc; ii += mr {
 						i := i0 + ii
-						kern, ap, as := e.k.cols, &buf.a[0], mr
+						kern, ap, as := e.cols, &buf.a[0], mr
 						switch {
 						case ii >= full:
 						case transA:
 							ap, as = &a[p0*lda+i], lda
 						default:
-							kern, ap, as = e.k.rows, &a[i*lda+p0], lda
+							kern, ap, as = e.rows, &a[i*lda+p0], lda
 						}
 						if ii < full && ncc == nr {
 							kern(kc, ap, as, bp, nr, &c[i*ldc+j0+jj], ldc, alpha, bt, load)
