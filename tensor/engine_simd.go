@@ -9,7 +9,8 @@ import "github.com/splitguard/splitguard/tensor/internal/sgemm"
 // are cut on whole tiles into row or column ranges computed on up to
 // GOMAXPROCS goroutines. Results are bit-identical whatever GOMAXPROCS is,
 // and differ in the last bits between kernels and from other engines.
-// Very small or thin products (n ≤ 2) go to gonum.
+// Products with one or two columns go through gonum's vectorised dot
+// products or axpys, very small ones to gonum's Sgemm.
 type SIMDEngine struct{ k *sgemm.Kernel }
 
 // Name implements Engine: "go-avx512" or "go-avx2".

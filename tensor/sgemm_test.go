@@ -61,7 +61,7 @@ func randSlice(r *rand.Rand, n int) []float32 {
 func TestSgemmEnginesAgainstTripleLoop(t *testing.T) {
 	shapes := [][3]int{ // m, n, k
 		{1, 1, 1}, {3, 3, 1}, {1, 40, 7}, {40, 1, 7}, {5, 3, 2}, {7, 17, 3},
-		{8, 32, 1}, {6, 16, 5}, {9, 33, 17}, {13, 31, 64}, {24, 48, 33},
+		{8, 32, 1}, {6, 16, 5}, {130, 2, 300}, {3, 2, 1000}, {9, 33, 17}, {13, 31, 64}, {24, 48, 33},
 		{47, 65, 129}, {64, 64, 64}, {117, 128, 100}, {100, 117, 300},
 		{385, 70, 40}, {33, 2100, 9}, {130, 50, 600},
 	}
@@ -185,6 +185,7 @@ func TestSgemmShortOperandPanics(t *testing.T) {
 func BenchmarkSgemmEngines(b *testing.B) {
 	shapes := [][5]int{ // m, n, k, transA, transB: the WDL step's products
 		{1024, 128, 117, 0, 0}, {1024, 128, 128, 0, 0}, {117, 128, 1024, 1, 0}, {1024, 117, 128, 0, 1}, {512, 512, 512, 0, 0},
+		{1024, 1, 128, 0, 0}, {128, 1, 1024, 1, 0}, {1024, 128, 1, 0, 1},
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, e := range testEngines() {

@@ -26,8 +26,9 @@ type kernelFunc func(k int, a *float32, as int, b *float32, bs int, c *float32, 
 // GOMAXPROCS goroutines. The cut falls on whole tiles and every entry of
 // C is summed over k in order within one tile, so results are
 // bit-identical whatever GOMAXPROCS is; they differ in the last bits
-// between kernels and from other implementations. Very small or thin
-// products (n ≤ 2) go to gonum.
+// between kernels and from other implementations. Products with one or
+// two columns go through vectorised dot products or axpys, very small
+// ones to gonum's Sgemm.
 type Kernel struct {
 	name   string
 	mr, nr int
@@ -82,7 +83,11 @@ func (e *Kernel) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []floa
 		scaleC(m, n, beta, c, ldc)
 		return
 	}
-	if n <= 2 || m*n*k < 2048 {
+	if n <= 2 {
+		thin(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	if m*n*k < 2048 {
 		gonum.Implementation{}.Sgemm(trans(transA), trans(transB), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
@@ -136,6 +141,49 @@ func (e *Kernel) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []floa
 		}
 	}
 	wg.Wait()
+}
+
+// thin computes a product with one or two columns (a logit layer and its
+// gradients) one column at a time with gonum's vectorised dot products
+// (A row by row) or axpys (Aᵀ, step by step); as tiles these would waste
+// most of each register, and gonum's own Sgemm is slow at these shapes.
+func thin(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	impl := gonum.Implementation{}
+	var tmp []float32
+	if transA {
+		buf := gemmBufs.Get().(*gemmBuf)
+		defer gemmBufs.Put(buf)
+		buf.tile = grow(buf.tile, m)
+		tmp = buf.tile
+	}
+	for j := range n {
+		bj, inc := b[j:], ldb // column j of op(B)
+		if transB {
+			bj, inc = b[j*ldb:], 1
+		}
+		if !transA {
+			for i := range m {
+				setScaled(&c[i*ldc+j], alpha*impl.Sdot(k, a[i*lda:], 1, bj, inc), beta)
+			}
+			continue
+		}
+		clear(tmp)
+		for p := range k {
+			impl.Saxpy(m, bj[p*inc], a[p*lda:], 1, tmp, 1)
+		}
+		for i, v := range tmp {
+			setScaled(&c[i*ldc+j], alpha*v, beta)
+		}
+	}
+}
+
+// setScaled sets *c = v + beta·*c, or v without reading *c when beta is 0.
+func setScaled(c *float32, v, beta float32) {
+	if beta == 0 {
+		*c = v
+		return
+	}
+	*c = v + beta**c
 }
 
 // checkOperand panics unless x holds an r×c matrix with row stride ld.
