@@ -12,8 +12,11 @@
 // turns them into a leak AUC with metrics.Scratch.AUC, passing the scored
 // mask so that rows an attack leaves out (the hints) are not counted.
 //
-// Adding an attack is one new type implementing [Attack] plus one
-// [Register] call in an init function.
+// Adding an attack is one new file: a type implementing [Attack] (or
+// [EpochAttack]) that declares in [Needs] what it needs beyond the matrix
+// it scores, plus one [Register] (or [RegisterEpoch]) call in an init
+// function. The auditor hands every attack exactly what it declares and
+// never looks at its name.
 //
 // Instances keep scratch buffers between calls and must each be used from
 // one goroutine; create one instance per goroutine with [New].
@@ -75,8 +78,8 @@ type Observation struct {
 type Attack interface {
 	// Name is the attack's registered name, e.g. "norm" or "hint5_inner".
 	Name() string
-	// Kind says whether the attack reads gradients or embeddings.
-	Kind() Kind
+	// Needs declares what the attack reads and what it needs beyond it.
+	Needs() Needs
 	// Score writes a score per row of obs.X into scores (larger = more
 	// likely positive) and sets scored[i] to whether row i was scored;
 	// both must have length obs.X.Rows. It returns an error naming the
@@ -87,16 +90,39 @@ type Attack interface {
 
 var (
 	registryMu sync.RWMutex
-	registry   = map[string]func() Attack{}
+	registry   = map[string]func() Plugin{}
 )
 
-// Register makes an attack constructible by name with [New]. It panics
-// when name is empty or already registered, or f is nil; call it from an
-// init function.
+// Plugin is what every registered attack is: a batch [Attack] or an
+// [EpochAttack].
+type Plugin interface {
+	Name() string
+	Needs() Needs
+}
+
+// Register makes a per-batch attack constructible by name with [New]. It
+// panics when name is empty or already registered, or f is nil; call it
+// from an init function.
 func Register(name string, f func() Attack) {
+	if f == nil {
+		panic("attack: Register needs a name and a constructor")
+	}
+	register(name, func() Plugin { return f() })
+}
+
+// RegisterEpoch makes an epoch attack constructible by name with
+// [NewEpoch]; it panics like [Register].
+func RegisterEpoch(name string, f func() EpochAttack) {
+	if f == nil {
+		panic("attack: RegisterEpoch needs a name and a constructor")
+	}
+	register(name, func() Plugin { return f() })
+}
+
+func register(name string, f func() Plugin) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
-	if name == "" || f == nil {
+	if name == "" {
 		panic("attack: Register needs a name and a constructor")
 	}
 	if _, dup := registry[name]; dup {
@@ -105,15 +131,53 @@ func Register(name string, f func() Attack) {
 	registry[name] = f
 }
 
-// New returns a fresh instance of the attack registered under name.
-func New(name string) (Attack, error) {
+// NewPlugin returns a fresh instance of the attack registered under name,
+// a per-batch [Attack] or an [EpochAttack].
+func NewPlugin(name string) (Plugin, error) {
 	registryMu.RLock()
 	f, ok := registry[name]
 	registryMu.RUnlock()
 	if !ok {
-		return nil, fmt.Errorf("attack: unknown attack %q (known: %s)", name, strings.Join(Names(), ", "))
+		return nil, fmt.Errorf("unknown attack %q (known: %s)", name, strings.Join(Names(), ", "))
 	}
 	return f(), nil
+}
+
+// New returns a fresh instance of the per-batch attack registered under
+// name.
+func New(name string) (Attack, error) {
+	p, err := NewPlugin(name)
+	if err != nil {
+		return nil, err
+	}
+	a, ok := p.(Attack)
+	if !ok {
+		return nil, fmt.Errorf("attack %q scores at the end of an epoch, not per batch", name)
+	}
+	return a, nil
+}
+
+// NewEpoch returns a fresh instance of the epoch attack registered under
+// name.
+func NewEpoch(name string) (EpochAttack, error) {
+	p, err := NewPlugin(name)
+	if err != nil {
+		return nil, err
+	}
+	a, ok := p.(EpochAttack)
+	if !ok {
+		return nil, fmt.Errorf("attack %q scores every batch, not at the end of an epoch", name)
+	}
+	return a, nil
+}
+
+// Describe returns what the attack registered under name needs.
+func Describe(name string) (Needs, error) {
+	p, err := NewPlugin(name)
+	if err != nil {
+		return Needs{}, err
+	}
+	return p.Needs(), nil
 }
 
 // Names returns the registered attack names, sorted.

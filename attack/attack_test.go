@@ -38,21 +38,32 @@ func score(t *testing.T, name string, obs *Observation) ([]float64, []bool) {
 
 func TestRegistry(t *testing.T) {
 	want := []string{"cosine", "hint1_cosine", "hint1_distance", "hint1_inner", "hint3_cosine", "hint3_distance",
-		"hint3_inner", "hint5_cosine", "hint5_distance", "hint5_inner", "majority_cosine", "norm", "spectral"}
+		"hint3_inner", "hint5_cosine", "hint5_distance", "hint5_inner", "majority_cosine", "memory_cosine", "memory_norm", "norm", "spectral"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
+	// What each attack declares, from the papers' definitions (SPEC §3).
+	needs := map[string]Needs{
+		"norm": {Input: Gradient}, "majority_cosine": {Input: Gradient}, "cosine": {Input: Gradient, Oracle: true},
+		"spectral": {Input: Embedding}, "memory_norm": {Input: Gradient, EpochMemory: true},
+		"memory_cosine": {Input: Gradient, Oracle: true, EpochMemory: true},
+	}
+	for _, k := range HintCounts {
+		for _, s := range []HintScoring{HintDistance, HintInner, HintCosine} {
+			needs[HintName(k, s)] = Needs{Input: Gradient, Hints: k}
+		}
+	}
 	for _, n := range want {
-		a, err := New(n)
-		if err != nil || a.Name() != n {
-			t.Fatalf("New(%q) = %v, %v", n, a, err)
+		p, err := NewPlugin(n)
+		if err != nil || p.Name() != n {
+			t.Fatalf("NewPlugin(%q) = %v, %v", n, p, err)
 		}
-		wantKind := Gradient
-		if n == "spectral" {
-			wantKind = Embedding
+		if got := p.Needs(); got != needs[n] {
+			t.Errorf("%s: needs %+v, want %+v", n, got, needs[n])
 		}
-		if a.Kind() != wantKind {
-			t.Errorf("%s: kind %v, want %v", n, a.Kind(), wantKind)
+		_, isEpoch := p.(EpochAttack)
+		if _, err := New(n); (err != nil) != isEpoch {
+			t.Errorf("New(%q): err %v, epoch attack %v", n, err, isEpoch)
 		}
 	}
 	if _, err := New("nope"); err == nil || !strings.Contains(err.Error(), "nope") {
@@ -319,9 +330,9 @@ func TestGradientAttacksSeparate(t *testing.T) {
 	oracle := make([]float32, 16)
 	oracle[0] = 1
 	for _, name := range Names() {
-		a, _ := New(name)
-		if a.Kind() != Gradient {
-			continue
+		a, err := New(name)
+		if err != nil || a.Needs().Input != Gradient {
+			continue // an epoch attack, tested in memory_test.go, or an embedding attack
 		}
 		s := make([]float64, g.Rows)
 		f := make([]bool, g.Rows)
@@ -361,7 +372,10 @@ func TestAttacksAllocateNothing(t *testing.T) {
 		if name == "majority_cosine" || name == "spectral" {
 			continue // their MatMul runs through the engine, which may allocate
 		}
-		a, _ := New(name)
+		a, err := New(name)
+		if err != nil {
+			continue // an epoch attack: it scores once per epoch
+		}
 		_ = a.Score(obs, s, f)
 		if n := testing.AllocsPerRun(10, func() { _ = a.Score(obs, s, f) }); n != 0 {
 			t.Errorf("%s allocates %v times per batch", name, n)

@@ -15,7 +15,7 @@ func BenchmarkAllAttacks1024x128(b *testing.B) {
 	g, labels := gradientBatch(r, 1024, 128, 0.25, 0.1)
 	var attacks []Attack
 	for _, n := range Names() {
-		if a, _ := New(n); a.Kind() == Gradient {
+		if a, err := New(n); err == nil && a.Needs().Input == Gradient {
 			attacks = append(attacks, a)
 		}
 	}

@@ -20,8 +20,8 @@ type Norm struct{}
 // Name implements Attack.
 func (*Norm) Name() string { return "norm" }
 
-// Kind implements Attack.
-func (*Norm) Kind() Kind { return Gradient }
+// Needs implements Attack: the gradient alone.
+func (*Norm) Needs() Needs { return Needs{Input: Gradient} }
 
 // Score implements Attack; every row is scored.
 func (a *Norm) Score(obs *Observation, scores []float64, scored []bool) error {
@@ -46,8 +46,8 @@ type Cosine struct {
 // Name implements Attack.
 func (*Cosine) Name() string { return "cosine" }
 
-// Kind implements Attack.
-func (*Cosine) Kind() Kind { return Gradient }
+// Needs implements Attack: the gradient and the oracle.
+func (*Cosine) Needs() Needs { return Needs{Input: Gradient, Oracle: true} }
 
 // Score implements Attack; every row is scored. It returns an error when
 // the observation carries no oracle or one of the wrong length.
@@ -114,8 +114,8 @@ type MajorityCosine struct {
 // Name implements Attack.
 func (*MajorityCosine) Name() string { return "majority_cosine" }
 
-// Kind implements Attack.
-func (*MajorityCosine) Kind() Kind { return Gradient }
+// Needs implements Attack: the gradient alone.
+func (*MajorityCosine) Needs() Needs { return Needs{Input: Gradient} }
 
 // Score implements Attack; every row is scored.
 func (a *MajorityCosine) Score(obs *Observation, scores []float64, scored []bool) error {

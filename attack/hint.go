@@ -74,8 +74,8 @@ func NewHint(k int, s HintScoring) *Hint {
 // Name implements Attack.
 func (a *Hint) Name() string { return a.name }
 
-// Kind implements Attack.
-func (*Hint) Kind() Kind { return Gradient }
+// Needs implements Attack: the gradient and k hints.
+func (a *Hint) Needs() Needs { return Needs{Input: Gradient, Hints: a.k} }
 
 // K returns the number of hints the attack uses.
 func (a *Hint) K() int { return a.k }

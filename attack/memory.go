@@ -187,3 +187,13 @@ func (m *Memory) Scores(layer string, dst *MemoryScores) error {
 	}
 	return nil
 }
+
+// IDs returns the example IDs remembered at layer, in first-seen order
+// (the order of [Memory.Scores] and [EpochAttack.ScoreEpoch]); the slice
+// is the memory's own and must not be modified.
+func (m *Memory) IDs(layer string) []uint64 {
+	if l := m.layers[layer]; l != nil {
+		return l.ids
+	}
+	return nil
+}

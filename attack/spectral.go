@@ -58,8 +58,8 @@ type Spectral struct {
 // Name implements Attack.
 func (*Spectral) Name() string { return "spectral" }
 
-// Kind implements Attack.
-func (*Spectral) Kind() Kind { return Embedding }
+// Needs implements Attack: the layer output alone.
+func (*Spectral) Needs() Needs { return Needs{Input: Embedding} }
 
 // Score implements Attack; every row is scored.
 func (a *Spectral) Score(obs *Observation, scores []float64, scored []bool) error {

@@ -64,7 +64,9 @@ type Batch struct {
 	Clean func() ([]*tensor.Matrix, error)
 }
 
-// Auditor runs the attacks and accumulates their per-batch leak AUCs.
+// Auditor runs the attacks and accumulates their per-batch leak AUCs. It
+// gives each attack what the attack declares it needs (attack.Needs): the
+// layer's gradient or output, the oracle, hints, the epoch memory.
 type Auditor struct {
 	grad, embed []attack.Attack
 	needOracle  bool
@@ -78,9 +80,9 @@ type Auditor struct {
 	hints  []int
 	result map[string]*float64
 
-	memory    *attack.Memory // nil unless an epoch-memory attack is on
-	memNames  map[string]bool
-	memScores attack.MemoryScores
+	memory    *attack.Memory // nil unless an epoch attack is on
+	epoch     []attack.EpochAttack
+	memScores []float64
 	memLabels []uint8
 }
 
@@ -91,30 +93,37 @@ func New(names []string, positivesMinority bool, seed uint64) (*Auditor, error) 
 	a := &Auditor{minority: positivesMinority, pcg: pcg, rng: rand.New(pcg),
 		leak: metrics.NewLeak(), result: map[string]*float64{}}
 	for _, n := range names {
-		if isMemoryAttack(n) {
-			if a.memory == nil {
-				a.memory, a.memNames = attack.NewMemory(), map[string]bool{}
-			}
-			a.memNames[n] = true
-			a.needOracle = a.needOracle || n == attack.MemoryCosineName
-			continue
-		}
-		at, err := attack.New(n)
+		p, err := attack.NewPlugin(n)
 		if err != nil {
 			return nil, err
 		}
-		switch at.Kind() {
-		case attack.Gradient:
-			a.grad = append(a.grad, at)
-		case attack.Embedding:
-			a.embed = append(a.embed, at)
+		needs := p.Needs()
+		a.needOracle = a.needOracle || needs.Oracle
+		if needs.Hints > maxHints {
+			return nil, fmt.Errorf("attack %s needs %d hints; the auditor provides at most %d", n, needs.Hints, maxHints)
 		}
-		if n == "cosine" {
-			a.needOracle = true
+		switch at := p.(type) {
+		case attack.EpochAttack:
+			if a.memory == nil {
+				a.memory = attack.NewMemory()
+			}
+			a.epoch = append(a.epoch, at)
+		case attack.Attack:
+			if needs.Input == attack.Embedding {
+				a.embed = append(a.embed, at)
+			} else {
+				a.grad = append(a.grad, at)
+			}
+		default:
+			return nil, fmt.Errorf("attack %s is neither a per-batch nor an epoch attack", n)
 		}
 	}
 	return a, nil
 }
+
+// HasEpochMemory reports whether an attack of the auditor remembers every
+// example across the epoch (its state is not checkpointed).
+func (a *Auditor) HasEpochMemory() bool { return a.memory != nil }
 
 // Observe audits one batch and returns its leak AUCs keyed "ATTACK/LAYER"
 // (nil where the AUC is undefined: a batch of one class). The map is
@@ -130,7 +139,7 @@ func (a *Auditor) Observe(b *Batch) (map[string]*float64, error) {
 	if a.needOracle && oracleRow >= 0 && b.Clean != nil {
 		var err error
 		if clean, err = b.Clean(); err != nil {
-			return nil, fmt.Errorf("audit: step %d: clean gradients: %w", b.Step, err)
+			return nil, fmt.Errorf("step %d: clean gradients: %w", b.Step, err)
 		}
 	}
 	for l, layer := range b.Layers {
@@ -143,11 +152,11 @@ func (a *Auditor) Observe(b *Batch) (map[string]*float64, error) {
 			}
 			if a.memory != nil && memoryLayers[layer] {
 				if err := a.memory.Observe(layer, b.IDs, ob.X, ob.Oracle); err != nil {
-					return nil, fmt.Errorf("audit: step %d: %w", b.Step, err)
+					return nil, fmt.Errorf("step %d: %w", b.Step, err)
 				}
 			}
 			for _, at := range a.grad {
-				if at.Name() == "cosine" && ob.Oracle == nil {
+				if at.Needs().Oracle && ob.Oracle == nil {
 					// No positive in the batch: no oracle, and no AUC either.
 					a.leak.Add(at.Name(), layer, 0, 0, 0, false)
 					a.result[metrics.Key(at.Name(), layer)] = nil
@@ -175,7 +184,7 @@ func (a *Auditor) run(at attack.Attack, ob *attack.Observation, b *Batch, layer 
 		a.scored[i] = true
 	}
 	if err := at.Score(ob, a.scores, a.scored); err != nil {
-		return fmt.Errorf("audit: step %d: %s at layer %s: %w", b.Step, at.Name(), layer, err)
+		return fmt.Errorf("step %d: %w", b.Step, err)
 	}
 	auc, ok := a.leak.Observe(at.Name(), layer, a.scores, b.Labels, a.scored)
 	key := metrics.Key(at.Name(), layer)

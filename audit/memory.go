@@ -3,7 +3,6 @@ package audit
 import (
 	"fmt"
 
-	"github.com/splitguard/splitguard/attack"
 	"github.com/splitguard/splitguard/metrics"
 )
 
@@ -13,14 +12,10 @@ import (
 // papers report.
 var memoryLayers = map[string]bool{"cut": true, "first": true}
 
-func isMemoryAttack(name string) bool {
-	return name == attack.MemoryNormName || name == attack.MemoryCosineName
-}
-
-// EndEpoch scores the epoch-memory attacks over every example seen so far
+// EndEpoch scores the epoch attacks over every example seen so far
 // against the true labels (labelOf maps an example ID to its label) and
 // records one AUC per attack and layer for the epoch. It returns those
-// AUCs keyed "ATTACK/LAYER" (nil where undefined), or nil when no memory
+// AUCs keyed "ATTACK/LAYER" (nil where undefined), or nil when no epoch
 // attack is configured.
 func (a *Auditor) EndEpoch(labelOf func(id uint64) (uint8, bool)) (map[string]*float64, error) {
 	if a.memory == nil {
@@ -28,26 +23,26 @@ func (a *Auditor) EndEpoch(labelOf func(id uint64) (uint8, bool)) (map[string]*f
 	}
 	out := map[string]*float64{}
 	for _, layer := range a.memory.Layers() {
-		if err := a.memory.Scores(layer, &a.memScores); err != nil {
-			return nil, err
-		}
-		a.memLabels = grow(a.memLabels, len(a.memScores.IDs))
-		for i, id := range a.memScores.IDs {
+		ids := a.memory.IDs(layer)
+		a.memLabels = grow(a.memLabels, len(ids))
+		for i, id := range ids {
 			y, ok := labelOf(id)
 			if !ok {
-				return nil, fmt.Errorf("audit: memory attack: no label for example %d", id)
+				return nil, fmt.Errorf("epoch attacks: no label for example %d", id)
 			}
 			a.memLabels[i] = y
 		}
-		for _, s := range []struct {
-			name   string
-			scores []float64
-		}{{attack.MemoryNormName, a.memScores.Norm}, {attack.MemoryCosineName, a.memScores.Cosine}} {
-			if !a.memNames[s.name] || s.scores == nil {
+		for _, at := range a.epoch {
+			scores, err := at.ScoreEpoch(a.memory, layer, a.memScores)
+			if err != nil {
+				return nil, fmt.Errorf("%s at layer %s: %w", at.Name(), layer, err)
+			}
+			if scores == nil {
 				continue
 			}
-			auc, ok := a.leak.Observe(s.name, layer, s.scores, a.memLabels, nil)
-			key := metrics.Key(s.name, layer)
+			a.memScores = scores
+			auc, ok := a.leak.Observe(at.Name(), layer, scores, a.memLabels, nil)
+			key := metrics.Key(at.Name(), layer)
 			out[key] = nil
 			if ok {
 				v := auc

@@ -10,9 +10,10 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/splitguard/splitguard/atomicfile"
 )
 
 // Encoding is how a party's feature columns are encoded: the columns in
@@ -365,21 +366,11 @@ func noEOF(err error) error {
 // same directory, synced, then renamed, so readers see either no file (or
 // the old one) or the whole new one.
 func SaveEncoding(path string, e *Encoding) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	err := atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		_, err := e.WriteTo(w)
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("encoding: %w", err)
-	}
-	_, werr := e.WriteTo(tmp)
-	serr := tmp.Sync()
-	cerr := tmp.Close()
-	for _, err := range []error{werr, serr, cerr} {
-		if err != nil {
-			os.Remove(tmp.Name())
-			return fmt.Errorf("encoding %s: %w", path, err)
-		}
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
 		return fmt.Errorf("encoding: %w", err)
 	}
 	return nil

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/splitguard/splitguard/atomicfile"
 )
 
 // isicDecodes counts images decoded by LoadISIC (tests check cache hits).
@@ -326,29 +328,19 @@ func readISICCache(path string, key uint64, n, s, c int) ([]byte, bool) {
 // writeISICCache writes the cache to a temporary name and renames it;
 // failures leave no cache behind and are otherwise ignored.
 func writeISICCache(path string, key uint64, n, s, c int, pix []byte) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".splitguard-cache-*.tmp")
-	if err != nil {
-		return
-	}
 	le := binary.LittleEndian
 	hdr := append([]byte(isicCacheMagic), make([]byte, 20)...)
 	le.PutUint64(hdr[8:], key)
 	le.PutUint32(hdr[16:], uint32(n))
 	le.PutUint32(hdr[20:], uint32(s))
 	le.PutUint32(hdr[24:], uint32(c))
-	_, err = tmp.Write(hdr)
-	if err == nil {
-		_, err = tmp.Write(pix)
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-	}
+	_ = atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		if _, err := w.Write(hdr); err != nil {
+			return err
+		}
+		_, err := w.Write(pix)
+		return err
+	})
 }
 
 // decodeAll decodes and resizes sel into pix (one s·s·c block each) with

@@ -3,25 +3,22 @@ package netrun
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
+	"github.com/splitguard/splitguard/atomicfile"
+	"github.com/splitguard/splitguard/attack"
 	"github.com/splitguard/splitguard/audit"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/party/active"
 	"github.com/splitguard/splitguard/psi"
-	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/rundir"
 	"github.com/splitguard/splitguard/schedule"
 	"github.com/splitguard/splitguard/tensor"
 	"github.com/splitguard/splitguard/transport"
@@ -57,7 +54,7 @@ type activeRun struct {
 	srv   *grpcnet.Server
 	store store
 	met   *activeMetrics
-	rec   *recorder
+	rec   *rundir.Recorder
 
 	// mu is held while a message is processed and during control calls,
 	// so that a checkpoint or rollback never overlaps a step.
@@ -72,6 +69,7 @@ type activeRun struct {
 	ids       []uint64
 	epoch     int
 	stepStart time.Time
+	start     time.Time
 }
 
 // RunActive runs the active party: it loads its data, listens, aligns IDs
@@ -80,26 +78,21 @@ type activeRun struct {
 // summary.json, top.model). It returns when the passive party ends the run,
 // when the run fails, or when the passive stayed away longer than
 // cfg.PeerTimeout (an error wrapping ErrPeerGone, after saving a checkpoint).
-func RunActive(ctx context.Context, cfg Config, opt Options) (*run.Summary, error) {
+func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, error) {
 	cfg.resolveImages()
 	if err := cfg.validate("active"); err != nil {
 		return nil, err
 	}
 	if cfg.CheckpointEvery > 0 {
-		for _, a := range run.ExpandAttacks(cfg.Attacks) {
-			if a == "memory_norm" || a == "memory_cosine" {
-				return nil, fmt.Errorf("active: the epoch-memory attack %s cannot be checkpointed; use --checkpoint-every 0", a)
+		for _, a := range cfg.AttackNames() {
+			if needs, err := attack.Describe(a); err == nil && needs.EpochMemory {
+				return nil, fmt.Errorf("active: the epoch attack %s cannot be checkpointed; run it without checkpoints", a)
 			}
 		}
 	}
 	log := opt.logger().With("party", "active")
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+	if err := writeConfig(&cfg); err != nil {
 		return nil, err
-	}
-	if b, err := yaml.Marshal(cfg); err == nil {
-		if err := writeFileAtomic(filepath.Join(cfg.Out, "config.yaml"), b); err != nil {
-			return nil, err
-		}
 	}
 	pd, err := loadParty(&cfg, true)
 	if err != nil {
@@ -109,11 +102,13 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*run.Summary, erro
 	if err := pd.saveEncoding(cfg.Out); err != nil {
 		return nil, fmt.Errorf("active: %w", err)
 	}
-	r := &activeRun{cfg: cfg, log: log, pd: pd, store: store{dir: cfg.checkpointDir(), role: "active"}}
-	if r.rec, err = openRecorder(cfg.Out); err != nil {
+	r := &activeRun{cfg: cfg, log: log, pd: pd, start: time.Now(), store: store{dir: cfg.checkpointDir(), role: "active"}}
+	// Keep what a previous process of this run wrote: the resume step,
+	// known later, decides what stays (build rewinds to it).
+	if r.rec, err = rundir.Open(cfg.Config, true, rundir.Hooks{}); err != nil {
 		return nil, err
 	}
-	defer r.rec.close()
+	defer r.rec.Close()
 
 	r.srv, err = listen(&cfg, opt, grpcnet.Handlers{Hello: r.hello, PSI: r.psi, Checkpoint: r.checkpoint,
 		Shutdown: func(_ context.Context, reason string) error {
@@ -169,51 +164,91 @@ func partyName(name, def string) string {
 	return def
 }
 
-// serve handles the training stream until the passive ends the run.
+// serve handles the training stream until the passive ends the run, with
+// the active party's one message loop (active.Serve) over a connection
+// that applies the peer timeout and holds r.mu from a message's arrival
+// to its answer.
 func (r *activeRun) serve(ctx context.Context) error {
-	for {
-		rctx, cancel := context.WithTimeout(ctx, r.cfg.PeerTimeout)
-		f, err := r.srv.Recv(rctx)
-		cancel()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-				return fmt.Errorf("%w: no message for %v", ErrPeerGone, r.cfg.PeerTimeout)
-			}
-			return fmt.Errorf("active: %w", err)
-		}
-		r.mu.Lock()
-		b, err := r.handle(f)
-		if err != nil {
-			r.mu.Unlock()
-			r.log.Error("refusing a message; ending the run", "err", err)
-			r.srv.Abort(err)
-			return err
-		}
-		err = r.srv.Reply(ctx, b)
+	conn := &heldConn{r: r, ctx: ctx}
+	err := active.Serve(ctx, conn, r)
+	if conn.held {
+		conn.held = false
 		r.mu.Unlock()
-		if err != nil {
-			r.log.Warn("could not answer", "step", f.Step, "err", err)
-		}
 	}
+	if err != nil && !errors.Is(err, ErrPeerGone) && ctx.Err() == nil && !conn.recvFailed {
+		r.log.Error("refusing a message; ending the run", "err", err)
+		r.srv.Abort(err)
+	}
+	return err
 }
 
-// handle processes one message; r.mu is held.
-func (r *activeRun) handle(f *transport.Forward) (*transport.Backward, error) {
+// heldConn is the active party's side of the training stream as
+// active.Serve sees it: a receive that waits at most the peer timeout and
+// then takes r.mu (so that no control call runs during a step), and a
+// reply that releases it.
+type heldConn struct {
+	r          *activeRun
+	ctx        context.Context
+	held       bool
+	recvFailed bool
+}
+
+func (c *heldConn) Recv(ctx context.Context) (*transport.Forward, error) {
+	r := c.r
+	rctx, cancel := context.WithTimeout(ctx, r.cfg.PeerTimeout)
+	f, err := r.srv.Recv(rctx)
+	cancel()
+	if err != nil {
+		c.recvFailed = true
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return nil, fmt.Errorf("%w: no message for %v", ErrPeerGone, r.cfg.PeerTimeout)
+		}
+		if errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("active: %w", err)
+	}
+	r.mu.Lock()
+	c.held = true
+	return f, nil
+}
+
+func (c *heldConn) Reply(ctx context.Context, b *transport.Backward) error {
+	err := c.r.srv.Reply(ctx, b)
+	c.held = false
+	c.r.mu.Unlock()
+	if err != nil {
+		// The passive retries or resumes; the step stands.
+		c.r.log.Warn("could not answer", "step", b.Step, "err", err)
+	}
+	return nil
+}
+
+// TrainStep implements active.Handler with the current party (r.mu is
+// held).
+func (r *activeRun) TrainStep(f *transport.Forward) (*transport.Backward, error) {
+	if err := r.started(f); err != nil {
+		return nil, err
+	}
+	r.embedding, r.ids = f.Embedding, f.IDs
+	r.stepStart = time.Now()
+	return r.party.TrainStep(f)
+}
+
+// EvalBatch implements active.Handler with the current party (r.mu is
+// held).
+func (r *activeRun) EvalBatch(f *transport.Forward) (*transport.Backward, error) {
+	if err := r.started(f); err != nil {
+		return nil, err
+	}
+	return r.party.EvalBatch(f)
+}
+
+func (r *activeRun) started(f *transport.Forward) error {
 	if r.party == nil {
-		return nil, fmt.Errorf("active: %v step %d arrived before the ID alignment and resume were done", f.Phase, f.Step)
+		return fmt.Errorf("active: %v step %d arrived before the ID alignment and resume were done", f.Phase, f.Step)
 	}
-	switch f.Phase {
-	case transport.Train:
-		r.embedding, r.ids = f.Embedding, f.IDs
-		r.stepStart = time.Now()
-		return r.party.TrainStep(f)
-	case transport.Eval:
-		return r.party.EvalBatch(f)
-	}
-	return nil, fmt.Errorf("active: message of unknown phase %v", f.Phase)
+	return nil
 }
 
 // hello starts a new session: a fresh PSI responder.
@@ -289,11 +324,11 @@ func (r *activeRun) checkpoint(_ context.Context, step int64) error {
 // build makes the party afresh and, for step > 0, restores its checkpoint.
 func (r *activeRun) build(step int64) error {
 	cfg := &r.cfg
-	top, wide, err := newTop(cfg, r.split.Train.X)
+	top, wide, err := cfg.BuildTop(r.split.Train.X)
 	if err != nil {
 		return err
 	}
-	prot, dcor, lossLabels, err := run.BuildProtection(&cfg.Config, r.split.Train)
+	def, err := cfg.BuildDefences(r.split.Train)
 	if err != nil {
 		return err
 	}
@@ -301,12 +336,12 @@ func (r *activeRun) build(step int64) error {
 	if err != nil {
 		return err
 	}
-	aud, err := audit.New(run.ExpandAttacks(cfg.Attacks), cfg.PositivesMinority, cfg.Seed)
+	aud, err := cfg.NewAuditor()
 	if err != nil {
 		return err
 	}
 	party, err := active.New(top, r.split.Train, r.split.Test, sched, cfg.CutDim(), active.Config{
-		Protector: prot, DCor: dcor, TrainLabels: lossLabels, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
+		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
 		Observer: r.observe, EvalObserver: r.evalDone,
 	})
 	if err != nil {
@@ -327,9 +362,10 @@ func (r *activeRun) build(step int64) error {
 			return fmt.Errorf("active: checkpoint of step %d holds step %d", step, party.Step())
 		}
 	}
-	if err := r.rec.rewind(step); err != nil {
+	if err := r.rec.Rewind(step); err != nil {
 		return err
 	}
+	r.rec.Start(r.split, aud, int64(cfg.Epochs)*int64(sched.BatchesPerEpoch()))
 	r.party, r.aud, r.layers = party, aud, audit.LayerNames(cfg.Cut)
 	r.epoch, _ = sched.Position(step)
 	r.met.resume(step, aud.Leak())
@@ -354,44 +390,25 @@ func (r *activeRun) saveCheckpoint(step int64) error {
 
 // saveFinal writes the top model for serving.
 func (r *activeRun) saveFinal() error {
-	var b bytes.Buffer
-	if err := r.party.SaveModel(&b); err != nil {
-		return err
-	}
-	return writeFileAtomic(filepath.Join(r.cfg.Out, "top.model"), b.Bytes())
+	return atomicfile.Write(filepath.Join(r.cfg.Out, rundir.TopModelFile), 0o644, r.party.SaveModel)
 }
 
-// observe audits one training batch (cut layer) and records it.
+// observe audits and records one training batch: the cut layer, which is
+// what the active party sent.
 func (r *activeRun) observe(ob *active.Observation) error {
 	n := len(r.layers)
 	grads := make([]*tensor.Matrix, n)
 	outs := make([]*tensor.Matrix, n)
 	grads[n-1], outs[n-1] = ob.Protected, r.embedding
 	clean := ob.Clean
-	leak, err := r.aud.Observe(&audit.Batch{Step: ob.Step, Epoch: ob.Epoch, IDs: r.ids, Labels: ob.Labels,
-		Layers: r.layers, Grads: grads, Outputs: outs,
+	rec, err := r.rec.Batch(rundir.Observation{Active: ob, Audit: &audit.Batch{Step: ob.Step, Epoch: ob.Epoch, IDs: r.ids,
+		Labels: ob.Labels, Layers: r.layers, Grads: grads, Outputs: outs,
 		Clean: func() ([]*tensor.Matrix, error) {
 			c := make([]*tensor.Matrix, n)
 			c[n-1] = clean
 			return c, nil
-		}})
+		}}})
 	if err != nil {
-		return err
-	}
-	pos := 0
-	for _, y := range ob.Labels {
-		pos += int(y)
-	}
-	rec := run.BatchRecord{Step: ob.Step, Epoch: ob.Epoch, Loss: ob.Loss, Positives: pos, Size: len(ob.Labels),
-		Leak: maps.Clone(leak), ProtectMS: float64(ob.ProtectTime.Microseconds()) / 1000}
-	if r.cfg.DCorAlpha > 0 {
-		v := ob.DCorLoss
-		rec.DCorLoss = &v
-	}
-	if len(ob.Stats) > 0 {
-		rec.Protection = maps.Clone(ob.Stats)
-	}
-	if err := r.rec.batch(rec); err != nil {
 		return err
 	}
 	r.met.batch(rec, time.Since(r.stepStart))
@@ -399,8 +416,8 @@ func (r *activeRun) observe(ob *active.Observation) error {
 }
 
 func (r *activeRun) evalDone(res *active.EvalResult) error {
-	e := run.EvalRecord{Step: res.Step, TestAUC: res.AUC, TestLoss: res.Loss, ACE: res.ACE}
-	if err := r.rec.eval(e); err != nil {
+	e, err := r.rec.Eval(res)
+	if err != nil {
 		return err
 	}
 	r.met.eval(e)
@@ -410,46 +427,10 @@ func (r *activeRun) evalDone(res *active.EvalResult) error {
 
 // finish writes summary.json like the in-process run (leak keys at the cut
 // layer only: that is what the active party sees).
-func (r *activeRun) finish() (*run.Summary, error) {
-	rec := r.rec
-	if len(rec.evalsSeen) == 0 {
-		return nil, errors.New("active: no evaluation was recorded")
-	}
-	last := rec.evalsSeen[len(rec.evalsSeen)-1]
-	steps := r.party.Step()
-	elapsed := time.Since(rec.start)
-	train := r.split.Train
-	examples := int64(0)
-	if steps > 0 {
-		examples = min(steps*int64(r.cfg.Batch), int64(r.cfg.Epochs)*int64(len(train.IDs)))
-	}
-	pos := 0
-	for _, y := range train.Labels {
-		pos += int(y)
-	}
-	s := &run.Summary{
-		TestAUCBest: rec.best.TestAUC, TestAUCFinal: last.TestAUC, BestStep: rec.best.Step,
-		TestLossFinal: last.TestLoss, TestLossNote: "mean binary cross-entropy on the test split, without regularisers",
-		ACEFinal: last.ACE, ACEBest: rec.best.ACE, ACEBins: r.cfg.ACEBins, TrainLossFinal: rec.lastLoss,
-		Steps: steps, Epochs: r.cfg.Epochs, Examples: examples, Seconds: elapsed.Seconds(),
-		Leak: r.aud.Summary(), TrainRows: len(train.IDs), TestRows: len(r.split.Test.IDs),
-		TrainPosRate: float64(pos) / float64(max(len(train.IDs), 1)), BadRowsSkipped: r.split.Info.BadRows,
-		Engine: tensor.Default.Name(), Protect: r.cfg.Protect,
-		Truncated: r.cfg.MaxSteps > 0 && steps < int64(r.cfg.Epochs)*int64((len(train.IDs)+r.cfg.Batch-1)/r.cfg.Batch),
-	}
-	if elapsed > 0 {
-		s.ExamplesPerS = float64(examples) / elapsed.Seconds()
-	}
-	if steps > 0 {
-		s.ProtectMSMean = rec.protMS / float64(steps)
-		s.StepMSMean = 1000 * elapsed.Seconds() / float64(steps)
-	}
-	b, err := json.MarshalIndent(s, "", "  ")
+func (r *activeRun) finish() (*rundir.Summary, error) {
+	s, err := r.rec.Finish(r.party.Step(), time.Since(r.start))
 	if err != nil {
-		return nil, err
-	}
-	if err := writeFileAtomic(filepath.Join(r.cfg.Out, "summary.json"), append(b, '\n')); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("active: %w", err)
 	}
 	return s, nil
 }

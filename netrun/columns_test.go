@@ -13,7 +13,7 @@ import (
 
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/model"
-	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/rundir"
 )
 
 // criteoNames returns prefix1..prefixN for i in [from, to].
@@ -80,7 +80,7 @@ func TestColumnsSplit(t *testing.T) {
 		dir  string
 		cols []string
 	}{{pas.Out, pas.Columns}, {act.Out, act.Columns}} {
-		e, err := data.LoadEncoding(filepath.Join(p.dir, run.EncodingFile))
+		e, err := data.LoadEncoding(filepath.Join(p.dir, rundir.EncodingFile))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +96,7 @@ func TestColumnsSplit(t *testing.T) {
 			}
 		}
 		if !slices.Equal(names, p.cols) {
-			t.Errorf("%s/%s lists columns %v, want %v", p.dir, run.EncodingFile, names, p.cols)
+			t.Errorf("%s/%s lists columns %v, want %v", p.dir, rundir.EncodingFile, names, p.cols)
 		}
 	}
 
@@ -114,7 +114,7 @@ func TestColumnsSplit(t *testing.T) {
 		}
 		return c
 	}
-	mc := modelConfig(&act)
+	mc := act.ModelConfig()
 	for _, tc := range []struct {
 		schema model.Schema
 		ok     bool

@@ -7,7 +7,7 @@
 //  1. Each party loads its own data file (the passive without labels; for
 //     an image set the active keeps only the labels, as the CNN's top reads
 //     no features) and puts its rows in the canonical order (sorted by
-//     example ID; run.SortByID, the same order the in-process run uses).
+//     example ID; data.SortByID, the same order the in-process run uses).
 //  2. Hello: the passive sends its config fingerprint (cut width, batch
 //     size, seed, epochs and a digest of every setting both must share,
 //     SharedDigest); the active refuses a mismatch, naming the difference.
@@ -38,21 +38,25 @@ package netrun
 import (
 	"crypto/sha256"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/splitguard/splitguard/atomicfile"
+	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/pki"
-	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/rundir"
 	"github.com/splitguard/splitguard/transport/grpcnet"
 )
 
 // Config is one party's configuration. The training keys are those of the
-// in-process run (run.Config, inline); the rest are this party's network,
+// in-process run (config.Config, inline); the rest are this party's network,
 // security and deployment settings. YAML keys mirror the command-line flags
 // (--checkpoint-every is checkpoint_every).
 type Config struct {
-	run.Config `yaml:",inline"`
+	config.Config `yaml:",inline"`
 
 	// Addr is where the active party listens, or the address the passive
 	// party dials ("host:port").
@@ -96,13 +100,13 @@ type Config struct {
 // Default returns the default configuration of a party: the in-process
 // defaults plus a 5-minute peer timeout and checkpoints every 1000 steps.
 func Default() Config {
-	return Config{Config: run.Default(), PeerTimeout: 5 * time.Minute, ExchangeTimeout: 2 * time.Minute,
+	return Config{Config: config.Default(), PeerTimeout: 5 * time.Minute, ExchangeTimeout: 2 * time.Minute,
 		CheckpointEvery: 1000, MaxMessageMB: 64}
 }
 
 // LoadConfigFile reads a YAML config over base: keys present in the file
 // replace base's values; unknown keys are an error.
-func LoadConfigFile(path string, base Config) (Config, error) { return run.LoadYAML(path, base) }
+func LoadConfigFile(path string, base Config) (Config, error) { return config.LoadYAML(path, base) }
 
 // validate checks the settings of a party; role is "active" or "passive".
 func (c *Config) validate(role string) error {
@@ -112,7 +116,7 @@ func (c *Config) validate(role string) error {
 	var errs []string
 	bad := func(f string, a ...any) { errs = append(errs, fmt.Sprintf(f, a...)) }
 	if c.Data == "" {
-		bad("no data file: give --data PATH (each party reads its own file)")
+		bad("no data file (key data): each party reads its own file")
 	}
 	switch {
 	case c.Model == "cnn" && role != "active" && role != "passive":
@@ -121,10 +125,10 @@ func (c *Config) validate(role string) error {
 		bad("model %q: the networked parties run wdl, mlp or cnn", c.Model)
 	}
 	if data.IsImageFormat(c.Format) && len(c.Columns) > 0 {
-		bad("--columns applies to tables, not the image format %s", c.Format)
+		bad("a column list (key columns) applies to tables, not the image format %s", c.Format)
 	}
 	if c.Addr == "" {
-		bad("no address: give --addr HOST:PORT")
+		bad("no address HOST:PORT (key addr)")
 	}
 	if c.InsecureLoopback {
 		if c.Addr != "" {
@@ -134,13 +138,13 @@ func (c *Config) validate(role string) error {
 		}
 	} else {
 		if c.PeerName == "" {
-			bad("no peer name: give --peer-name (the name the peer's certificate must carry)")
+			bad("no peer name (key peer_name): the name the peer's certificate must carry")
 		}
 		if c.CertDir == "" && (c.Cert == "" || c.Key == "" || c.CA == "") {
-			bad("no certificates: give --cert, --key and --ca, or --cert-dir (or --insecure-loopback on one machine)")
+			bad("no certificates: a certificate, key and CA (keys cert, key, ca), or a certificate folder (key cert_dir), or loopback without TLS on one machine (key insecure_loopback)")
 		}
 		if c.CertDir != "" && c.Name == "" && (c.Cert == "" || c.Key == "") {
-			bad("--cert-dir needs --name (this party's certificate name)")
+			bad("a certificate folder (key cert_dir) needs this party's certificate name (key name)")
 		}
 	}
 	if c.CheckpointEvery < 0 {
@@ -153,7 +157,7 @@ func (c *Config) validate(role string) error {
 		bad("max message size %d MB, want > 0", c.MaxMessageMB)
 	}
 	if c.DumpBatches > 0 || c.Dump != "" {
-		bad("--dump is an in-process option")
+		bad("dumps (key dump) are an in-process option")
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%s: config: %s", role, strings.Join(errs, "; "))
@@ -186,20 +190,8 @@ func (c *Config) checkpointDir() string {
 	return c.Out + "/checkpoints"
 }
 
-// CutDim is the width d of the cut layer: the cut layer's width for
-// wdl/mlp, the flattened output of block Cut for the CNN (of the resolved
-// configuration).
-func (c *Config) CutDim() int {
-	if c.Model == "cnn" {
-		r := c.Config
-		r.Resolve()
-		return run.CNNConfig(&r).CutDim()
-	}
-	return c.Layers[c.Cut-1]
-}
-
 // resolveImages fills, for an image format or the CNN, the defaults that
-// depend on the model and format (run.Config.Resolve), as the in-process
+// depend on the model and format (config.Config.Resolve), as the in-process
 // run does; a table run's config is left as given.
 func (c *Config) resolveImages() {
 	if c.Model == "cnn" || data.IsImageFormat(c.Format) {
@@ -232,4 +224,17 @@ func (c *Config) SharedDigest() []byte {
 // fingerprint is what Hello compares.
 func (c *Config) fingerprint() grpcnet.Fingerprint {
 	return grpcnet.Fingerprint{CutDim: c.CutDim(), BatchSize: c.Batch, Seed: c.Seed, Epochs: c.Epochs, Digest: c.SharedDigest()}
+}
+
+// writeConfig writes the party's resolved configuration into its run
+// directory.
+func writeConfig(cfg *Config) error {
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		return err
+	}
+	b, err := config.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(filepath.Join(cfg.Out, rundir.ConfigFile), b, 0o644)
 }

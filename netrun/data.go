@@ -7,7 +7,7 @@ import (
 
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/model"
-	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/rundir"
 )
 
 // partyData is one party's rows: both splits in canonical (ID) order.
@@ -23,7 +23,7 @@ func loadParty(cfg *Config, labels bool) (*partyData, error) {
 	if data.IsImageFormat(cfg.Format) {
 		return loadImageParty(cfg, labels)
 	}
-	o := run.DataOptions(&cfg.Config)
+	o := cfg.DataOptions()
 	o.NoLabel = !labels
 	o.Columns = cfg.Columns
 	s, err := data.Load(cfg.Data, o)
@@ -46,7 +46,7 @@ func loadParty(cfg *Config, labels bool) (*partyData, error) {
 // in-process run on the same examples. In a real deployment the active
 // party would hold a label file keyed by image ID instead of the images.
 func loadImageParty(cfg *Config, labels bool) (*partyData, error) {
-	s, err := run.LoadData(&cfg.Config)
+	s, err := cfg.LoadData()
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func (p *partyData) saveEncoding(dir string) error {
 	if p.split.Encoding == nil {
 		return nil // images: no encoding
 	}
-	if err := data.SaveEncoding(filepath.Join(dir, run.EncodingFile), p.split.Encoding); err != nil {
+	if err := data.SaveEncoding(filepath.Join(dir, rundir.EncodingFile), p.split.Encoding); err != nil {
 		return err
 	}
 	p.split.Encoding = nil
@@ -78,7 +78,7 @@ func (p *partyData) saveEncoding(dir string) error {
 // labels, encoded with enc (the training data's encoding), rows sorted by
 // ID.
 func loadPartyWith(cfg *Config, enc *data.Encoding) (*partyData, error) {
-	o := run.DataOptions(&cfg.Config)
+	o := cfg.DataOptions()
 	o.NoLabel = true
 	o.Columns = cfg.Columns
 	s, err := data.LoadWith(cfg.Data, o, enc)
@@ -90,8 +90,7 @@ func loadPartyWith(cfg *Config, enc *data.Encoding) (*partyData, error) {
 
 // canonical sorts both splits by ID and refuses a duplicate ID.
 func canonical(cfg *Config, s *data.Split) (*partyData, error) {
-	run.SortByID(s.Train)
-	run.SortByID(s.Test)
+	s.SortByID()
 	for _, d := range []*data.Dataset{s.Train, s.Test} {
 		for i := 1; i < len(d.IDs); i++ {
 			if d.IDs[i] == d.IDs[i-1] {
@@ -118,53 +117,16 @@ func (p *partyData) restrict(common []uint64) *data.Split {
 				rows = append(rows, i)
 			}
 		}
-		return run.SelectRows(d, rows)
+		return data.SelectRows(d, rows)
 	}
 	return &data.Split{Train: keep(p.split.Train), Test: keep(p.split.Test), Info: p.split.Info}
 }
 
-// modelConfig is the model.Config the in-process run builds from cfg.
-func modelConfig(cfg *Config) model.Config {
-	mc := model.Config{Widths: cfg.Layers, Cut: cfg.Cut, EmbDim: cfg.EmbedDim, L2: float32(cfg.L2),
-		LR: float32(cfg.LR), Seed: cfg.Seed}
-	if cfg.L2 == 0 {
-		mc.L2 = -1 // model.Config reads 0 as "default"; the run's 0 means off
-	}
-	return mc
-}
-
-// newBottom builds the passive party's model over its features (the
-// CNN's bottom over its images, as run.Train builds it).
+// newBottom builds the passive party's model over its features.
 func newBottom(cfg *Config, x *data.Features) (model.Bottom, error) {
-	if cfg.Model == "cnn" {
-		if x.Image == nil {
-			return nil, fmt.Errorf("netrun: --model cnn reads images but the data are a table of %d columns", x.NumCat+x.NumDense)
-		}
-		mc := run.CNNConfig(&cfg.Config)
-		if im := *x.Image; im.Height != mc.Height || im.Width != mc.Width || im.Channels != mc.Channels {
-			return nil, fmt.Errorf("netrun: images of %d×%d×%d, the config says %d×%d×%d", im.Height, im.Width, im.Channels, mc.Height, mc.Width, mc.Channels)
-		}
-		return model.NewCNNBottom(mc)
+	b, err := cfg.BuildBottom(x)
+	if err != nil {
+		return nil, fmt.Errorf("passive: %w", err)
 	}
-	return model.NewBottom(modelConfig(cfg), model.SchemaOf(x))
-}
-
-// newTop builds the active party's model; Wide&Deep's wide part reads the
-// active party's own features (x may be nil for the CNN).
-func newTop(cfg *Config, x *data.Features) (model.Top, bool, error) {
-	switch cfg.Model {
-	case "wdl":
-		s := model.SchemaOf(x)
-		t, err := model.NewTop(modelConfig(cfg), &s)
-		return t, true, err
-	case "mlp":
-		t, err := model.NewTop(modelConfig(cfg), nil)
-		return t, false, err
-	case "cnn":
-		// The CNN's top reads only the cut embedding: the active party
-		// needs no features, only the resolved image shape.
-		t, err := model.NewCNNTop(run.CNNConfig(&cfg.Config))
-		return t, false, err
-	}
-	return nil, false, fmt.Errorf("netrun: unknown model %q (want wdl, mlp or cnn)", cfg.Model)
+	return b, nil
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // legacyEncodingFile is the name, in the run directory of a party trained
-// before run.EncodingFile was written, of the summary of how its data file
+// before rundir.EncodingFile was written, of the summary of how its data file
 // was encoded (see encoding). Such a run can only score files whose
 // encoding happens to match; it is checked, not applied.
 const legacyEncodingFile = "encoding.json"

@@ -9,8 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data/datatest"
+	"github.com/splitguard/splitguard/protect"
 	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/rundir"
 )
 
 // writeLesionFolders writes the ISIC-layout lesion PNGs of datatest.WriteLesionFolders.
@@ -69,14 +72,14 @@ func TestNetworkedImagesMatchInProcess(t *testing.T) {
 	certs := newTestPKI(t)
 	for _, tc := range []struct {
 		name string
-		edit func(t *testing.T, c *run.Config)
+		edit func(t *testing.T, c *config.Config)
 	}{
-		{"isic", func(t *testing.T, c *run.Config) {
+		{"isic", func(t *testing.T, c *config.Config) {
 			c.Data, c.Format = t.TempDir(), "isic"
 			writeLesionFolders(t, c.Data, 20, 120, 20)
 			c.ImageSize = 16
 		}},
-		{"fashion-mnist", func(t *testing.T, c *run.Config) {
+		{"fashion-mnist", func(t *testing.T, c *config.Config) {
 			c.Data, c.Format = t.TempDir(), "fashion-mnist"
 			writeFashionIDX(t, c.Data, 150, 60, 8)
 			c.PositiveClass, c.ImageSize = 3, 8
@@ -84,11 +87,11 @@ func TestNetworkedImagesMatchInProcess(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
-			base := run.Default()
+			base := config.Default()
 			base.Model, base.Out = "cnn", filepath.Join(root, "inproc")
 			base.CNNBlocks, base.CNNChannels, base.CNNDense, base.Cut = 2, 4, 8, 1
 			base.Batch, base.Epochs, base.EvalEvery, base.LR, base.Seed = 16, 2, 3, 1e-3, 5
-			base.Protect, base.MarvellS = "marvell", 2
+			base.Protect, base.Params = "marvell", protect.Params{"marvell_s": 2}
 			base.Attacks = []string{"norm", "cosine"}
 			tc.edit(t, &base)
 			want, err := run.Train(context.Background(), base, run.Options{})
@@ -98,8 +101,8 @@ func TestNetworkedImagesMatchInProcess(t *testing.T) {
 			act, pas := partyConfigs(base, root, certs)
 			got := pair(t, act, pas)
 
-			ge := readLines[run.EvalRecord](t, filepath.Join(act.Out, "eval.jsonl"))
-			we := readLines[run.EvalRecord](t, filepath.Join(base.Out, "eval.jsonl"))
+			ge := readLines[rundir.EvalRecord](t, filepath.Join(act.Out, "eval.jsonl"))
+			we := readLines[rundir.EvalRecord](t, filepath.Join(base.Out, "eval.jsonl"))
 			if !reflect.DeepEqual(ge, we) || len(we) < 3 {
 				t.Fatalf("evaluations differ:\n got %v\nwant %v", ge, we)
 			}
@@ -121,7 +124,7 @@ func TestNetworkedImagesMatchInProcess(t *testing.T) {
 				}
 			}
 			for _, d := range []string{act.Out, pas.Out} {
-				if _, err := os.Stat(filepath.Join(d, run.EncodingFile)); !os.IsNotExist(err) {
+				if _, err := os.Stat(filepath.Join(d, rundir.EncodingFile)); !os.IsNotExist(err) {
 					t.Errorf("%s: an encoding file for images (%v)", d, err)
 				}
 			}
@@ -159,10 +162,10 @@ func TestImageConfigChecks(t *testing.T) {
 		edit func(*Config)
 		want string
 	}{
-		{"passive", func(c *Config) { c.Columns = []string{"I1"} }, "--columns applies to tables"},
+		{"passive", func(c *Config) { c.Columns = []string{"I1"} }, "(key columns) applies to tables"},
 		{"active serve", func(*Config) {}, "is not served"},
 		{"passive score", func(*Config) {}, "is not served"},
-		{"active", func(c *Config) { c.Format = "criteo" }, "--model cnn reads images"},
+		{"active", func(c *Config) { c.Format = "criteo" }, "model cnn reads images"},
 	} {
 		bad := c
 		tc.edit(&bad)

@@ -16,7 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/splitguard/splitguard/metrics"
-	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/rundir"
 	"github.com/splitguard/splitguard/transport/grpcnet"
 )
 
@@ -103,7 +103,7 @@ func (m *activeMetrics) resume(step int64, leak *metrics.Leak) {
 // done), the leak gauge of a batch whose AUC is undefined (one class) is
 // NaN rather than the previous batch's value, and the defined AUCs join
 // their series (as in the auditor, which skips undefined ones).
-func (m *activeMetrics) batch(b run.BatchRecord, took time.Duration) {
+func (m *activeMetrics) batch(b rundir.BatchRecord, took time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.step.Set(float64(b.Step + 1))
@@ -123,7 +123,7 @@ func (m *activeMetrics) batch(b run.BatchRecord, took time.Duration) {
 }
 
 // eval records an evaluation.
-func (m *activeMetrics) eval(e run.EvalRecord) {
+func (m *activeMetrics) eval(e rundir.EvalRecord) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.testAUC.Set(e.TestAUC)

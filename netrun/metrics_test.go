@@ -23,7 +23,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/splitguard/splitguard/metrics"
-	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/rundir"
 	"github.com/splitguard/splitguard/transport/grpcnet"
 )
 
@@ -121,7 +121,7 @@ func nearestRankQ95(x []float64) float64 {
 // last batch's loss and leak AUCs, the running 95% quantile of each leak
 // series, and the candidates for the test AUC (the last evaluation at a
 // step before steps, and the one at steps, which may or may not have run).
-func expectFromFiles(t *testing.T, batches []run.BatchRecord, evals []run.EvalRecord, steps int) (want series, testAUC []float64) {
+func expectFromFiles(t *testing.T, batches []rundir.BatchRecord, evals []rundir.EvalRecord, steps int) (want series, testAUC []float64) {
 	t.Helper()
 	if steps > len(batches) {
 		t.Fatalf("the metrics report %d steps, batches.jsonl has %d lines", steps, len(batches))
@@ -219,7 +219,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	defer cancel()
 	addr := make(chan string, 1)
 	type result struct {
-		s   *run.Summary
+		s   *rundir.Summary
 		err error
 	}
 	done := make(chan result, 1)
@@ -281,8 +281,8 @@ func TestMetricsEndpoint(t *testing.T) {
 		t.Fatalf("no scrape when the passive party ended the run: %v", finalErr)
 	}
 
-	batches := readLines[run.BatchRecord](t, filepath.Join(act.Out, "batches.jsonl"))
-	evals := readLines[run.EvalRecord](t, filepath.Join(act.Out, "eval.jsonl"))
+	batches := readLines[rundir.BatchRecord](t, filepath.Join(act.Out, "batches.jsonl"))
+	evals := readLines[rundir.EvalRecord](t, filepath.Join(act.Out, "eval.jsonl"))
 	if len(batches) == 0 || len(evals) < 2 {
 		t.Fatalf("%d batches, %d evaluations", len(batches), len(evals))
 	}
@@ -410,7 +410,7 @@ func TestMetricsResumeClearsLastBatchGauges(t *testing.T) {
 		return flatten(byName)
 	}
 	v := 0.9
-	m.batch(run.BatchRecord{Step: 41, Loss: 0.5, Leak: map[string]*float64{"norm/cut": &v}}, time.Millisecond)
+	m.batch(rundir.BatchRecord{Step: 41, Loss: 0.5, Leak: map[string]*float64{"norm/cut": &v}}, time.Millisecond)
 	got := gather()
 	if got["splitguard_step"] != 42 || got["splitguard_leak_auc{attack=norm,layer=cut}"] != 0.9 || got["splitguard_train_loss"] != 0.5 {
 		t.Fatalf("after a batch: %v", got)

@@ -13,9 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/pki"
+	"github.com/splitguard/splitguard/protect"
 	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/rundir"
 )
 
 // synthFile writes n synthetic Criteo rows (IDs are row numbers).
@@ -35,13 +38,13 @@ func synthFile(t testing.TB, n int) string {
 	return path
 }
 
-func smallConfig(dataPath, out string) run.Config {
-	c := run.Default()
+func smallConfig(dataPath, out string) config.Config {
+	c := config.Default()
 	c.Data, c.Out = dataPath, out
 	c.Layers, c.Cut, c.EmbedDim = []int{16, 8, 8}, 2, 2
 	c.Batch, c.Epochs, c.EvalEvery, c.LR, c.Seed = 64, 2, 7, 1e-3, 3
 	c.TestFrac, c.HashBuckets = 0.2, 1000
-	c.Protect, c.MarvellS = "marvell", 2
+	c.Protect, c.Params = "marvell", protect.Params{"marvell_s": 2}
 	c.Attacks = []string{"norm", "cosine", "majority_cosine", "hint3_distance", "spectral"}
 	return c
 }
@@ -55,13 +58,13 @@ func testLogger(t testing.TB) *slog.Logger {
 
 // pair runs both parties in this process over loopback and returns the
 // active party's summary.
-func pair(t *testing.T, act, pas Config) *run.Summary {
+func pair(t *testing.T, act, pas Config) *rundir.Summary {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	addr := make(chan string, 1)
 	type result struct {
-		s   *run.Summary
+		s   *rundir.Summary
 		err error
 	}
 	done := make(chan result, 1)
@@ -99,7 +102,7 @@ func newTestPKI(t *testing.T) string {
 	return dir
 }
 
-func partyConfigs(base run.Config, root, certs string) (act, pas Config) {
+func partyConfigs(base config.Config, root, certs string) (act, pas Config) {
 	act, pas = Default(), Default()
 	act.Config, pas.Config = base, base
 	act.Out, pas.Out = filepath.Join(root, "active"), filepath.Join(root, "passive")
@@ -158,7 +161,7 @@ func TestNetworkedMatchesInProcess(t *testing.T) {
 	act, pas := partyConfigs(base, root, newTestPKI(t))
 	got := pair(t, act, pas)
 
-	if g, w := readLines[run.EvalRecord](t, filepath.Join(act.Out, "eval.jsonl")), readLines[run.EvalRecord](t, filepath.Join(base.Out, "eval.jsonl")); !reflect.DeepEqual(g, w) || len(w) < 3 {
+	if g, w := readLines[rundir.EvalRecord](t, filepath.Join(act.Out, "eval.jsonl")), readLines[rundir.EvalRecord](t, filepath.Join(base.Out, "eval.jsonl")); !reflect.DeepEqual(g, w) || len(w) < 3 {
 		t.Fatalf("evaluations differ:\n got %v\nwant %v", g, w)
 	}
 	sameBatches(t, act.Out, base.Out, 1)
@@ -183,8 +186,8 @@ func TestNetworkedMatchesInProcess(t *testing.T) {
 // aside), and the cut layer's leak AUCs of the in-process run.
 func sameBatches(t *testing.T, got, want string, minLines int) {
 	t.Helper()
-	gb := readLines[run.BatchRecord](t, filepath.Join(got, "batches.jsonl"))
-	wb := readLines[run.BatchRecord](t, filepath.Join(want, "batches.jsonl"))
+	gb := readLines[rundir.BatchRecord](t, filepath.Join(got, "batches.jsonl"))
+	wb := readLines[rundir.BatchRecord](t, filepath.Join(want, "batches.jsonl"))
 	if len(gb) != len(wb) || len(wb) < minLines {
 		t.Fatalf("%d batches over the network, %d in process", len(gb), len(wb))
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/rundir"
 )
 
 // newDataFile writes rows with IDs [lo, hi) of a table like csvFile's but
@@ -131,14 +132,14 @@ func TestServeNewFileWithTheTrainingEncoding(t *testing.T) {
 	}
 	// The saved models, run directly.
 	schema := model.SchemaOf(x)
-	bottom, top, err := model.NewWideDeep(modelConfig(&cfg), schema, schema)
+	bottom, top, err := model.NewWideDeep(cfg.ModelConfig(), schema, schema)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range []struct {
 		file string
 		load func(f *os.File) error
-	}{{run.BottomModelFile, func(f *os.File) error { return bottom.Load(f) }}, {run.TopModelFile, func(f *os.File) error { return top.Load(f) }}} {
+	}{{rundir.BottomModelFile, func(f *os.File) error { return bottom.Load(f) }}, {rundir.TopModelFile, func(f *os.File) error { return top.Load(f) }}} {
 		f, err := os.Open(filepath.Join(tc.Out, m.file))
 		if err != nil {
 			t.Fatal(err)
@@ -201,7 +202,7 @@ func TestServeNewFileWithTheTrainingEncoding(t *testing.T) {
 	bad.Data = cfg.Data
 	bad.Layers = []int{16, 16, 8}
 	if _, err := Score(context.Background(), bad, ScoreOptions{Split: "all"}, Options{Logger: testLogger(t)}); err == nil ||
-		!strings.Contains(err.Error(), run.BottomModelFile) {
+		!strings.Contains(err.Error(), rundir.BottomModelFile) {
 		t.Errorf("scoring with another model config: %v", err)
 	}
 }

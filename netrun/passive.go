@@ -10,11 +10,11 @@ import (
 	"slices"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
+	"github.com/splitguard/splitguard/atomicfile"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/party/passive"
 	"github.com/splitguard/splitguard/psi"
+	"github.com/splitguard/splitguard/rundir"
 	"github.com/splitguard/splitguard/schedule"
 	"github.com/splitguard/splitguard/transport/grpcnet"
 )
@@ -62,10 +62,8 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 		return nil, fmt.Errorf("passive: %w", err)
 	}
 	log.Info("data loaded", "train", len(pd.split.Train.IDs), "test", len(pd.split.Test.IDs))
-	if b, err := yaml.Marshal(cfg); err == nil {
-		if err := writeFileAtomic(filepath.Join(cfg.Out, "config.yaml"), b); err != nil {
-			return nil, err
-		}
+	if err := writeConfig(&cfg); err != nil {
+		return nil, err
 	}
 	if err := pd.saveEncoding(cfg.Out); err != nil {
 		return nil, fmt.Errorf("passive: %w", err)
@@ -260,9 +258,5 @@ func (p *passiveRun) afterStep(ctx context.Context, step int64) error {
 
 // saveFinal writes the bottom model.
 func (p *passiveRun) saveFinal() error {
-	var b bytes.Buffer
-	if err := p.party.SaveModel(&b); err != nil {
-		return err
-	}
-	return writeFileAtomic(filepath.Join(p.cfg.Out, "bottom.model"), b.Bytes())
+	return atomicfile.Write(filepath.Join(p.cfg.Out, rundir.BottomModelFile), 0o644, p.party.SaveModel)
 }

@@ -6,16 +6,14 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/splitguard/splitguard/attack"
 	"github.com/splitguard/splitguard/audit"
 	"github.com/splitguard/splitguard/metrics"
 	"github.com/splitguard/splitguard/party/passive"
+	"github.com/splitguard/splitguard/rundir"
 )
-
-// labelFree are the attacks a passive party can run on its own: no
-// oracle gradient and no known positives.
-var labelFree = map[string]bool{"norm": true, "majority_cosine": true, "spectral": true}
 
 // redTeam runs the label-free attacks on what the passive party actually
 // receives and computes, and logs per batch, for every attack and layer,
@@ -53,32 +51,44 @@ type RedTeamRecord struct {
 
 func newRedTeam(path string, names []string, minority bool) (*redTeam, error) {
 	r := &redTeam{path: path, minority: minority}
-	for _, n := range names {
-		if n == "all" {
-			names = []string{"norm", "majority_cosine", "spectral"}
-			break
-		}
+	if slices.Contains(names, "all") {
+		names = attack.Names()
 	}
 	for _, n := range names {
-		if !labelFree[n] {
-			continue // needs labels or the active party's help
-		}
-		a, err := attack.New(n)
+		p, err := attack.NewPlugin(n)
 		if err != nil {
 			return nil, err
 		}
-		r.attacks = append(r.attacks, a)
+		// A passive party alone runs the per-batch attacks that need no
+		// label: no oracle, no hints.
+		if a, ok := p.(attack.Attack); ok && p.Needs().LabelFree() {
+			r.attacks = append(r.attacks, a)
+		}
 	}
 	if len(r.attacks) == 0 {
-		return nil, fmt.Errorf("passive: --red-team needs at least one label-free attack (norm, majority_cosine, spectral) in --attacks")
+		return nil, fmt.Errorf("passive: the red team needs at least one label-free attack (%s)", strings.Join(LabelFreeAttacks(), ", "))
 	}
 	return r, r.rewind(math.MaxInt64) // the resume step decides what stays
+}
+
+// LabelFreeAttacks lists the registered per-batch attacks a party without
+// labels can run on its own (the red team's choice).
+func LabelFreeAttacks() []string {
+	var out []string
+	for _, n := range attack.Names() {
+		if p, err := attack.NewPlugin(n); err == nil {
+			if _, ok := p.(attack.Attack); ok && p.Needs().LabelFree() {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }
 
 // rewind keeps the records of steps before step and reopens the file.
 func (r *redTeam) rewind(step int64) error {
 	r.close()
-	f, err := rewrite(r.path, func(line []byte) (bool, error) {
+	f, err := rundir.KeepLines(r.path, func(line []byte) (bool, error) {
 		var rec RedTeamRecord
 		if err := json.Unmarshal(line, &rec); err != nil {
 			return false, err
@@ -105,7 +115,7 @@ func (r *redTeam) observe(ob *passive.Observation) error {
 	for l, layer := range layers {
 		for _, a := range r.attacks {
 			x := ob.Grads[l]
-			if a.Kind() == attack.Embedding {
+			if a.Needs().Input == attack.Embedding {
 				x = ob.Outputs[l]
 			}
 			for i := range r.scored {
@@ -123,7 +133,7 @@ func (r *redTeam) observe(ob *passive.Observation) error {
 			rec.Scores[metrics.Key(a.Name(), layer)] = summariseScores(s)
 		}
 	}
-	return writeLine(r.f, rec)
+	return rundir.AppendLine(r.f, rec)
 }
 
 // summariseScores returns the quantiles of s and its 1-D 2-means split

@@ -13,11 +13,12 @@ import (
 
 	"log/slog"
 
+	"github.com/splitguard/splitguard/atomicfile"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/nn"
 	"github.com/splitguard/splitguard/psi"
-	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/rundir"
 	"github.com/splitguard/splitguard/tensor"
 	"github.com/splitguard/splitguard/transport/grpcnet"
 )
@@ -29,7 +30,7 @@ import (
 // (Score) loads the trained bottom model and the rows to score. The run
 // directory is a networked party's or an in-process `train` run's (which
 // holds both models); each party encodes its file with the training
-// data's encoding saved there (run.EncodingFile). A session is: Hello (the fingerprint of the training configuration, so both models
+// data's encoding saved there (rundir.EncodingFile). A session is: Hello (the fingerprint of the training configuration, so both models
 // come from the same run's settings), PSI over the IDs to score (the
 // passive's) and every ID the active holds, so that neither learns the
 // other's IDs outside the intersection; then the passive sends the
@@ -96,14 +97,14 @@ type ScoreResult struct {
 
 // loadForScoring loads cfg's data file to score it (without labels: the
 // passive has none and serving needs none). With the training data's
-// encoding in runDir (run.EncodingFile) the file is encoded with it:
+// encoding in runDir (rundir.EncodingFile) the file is encoded with it:
 // values unseen in training map to the out-of-vocabulary id, dense values
 // are scaled with the training range, a column of the encoding that the
 // file lacks is an error naming it, and no row is sampled away. A run directory without it (from
 // before it was written) falls back to the training options, refusing a
 // file whose legacy encoding summary differs.
 func loadForScoring(cfg *Config, runDir string, log func(msg string, args ...any)) (*partyData, error) {
-	path := filepath.Join(runDir, run.EncodingFile)
+	path := filepath.Join(runDir, rundir.EncodingFile)
 	enc, err := data.LoadEncoding(path)
 	switch {
 	case err == nil:
@@ -203,12 +204,12 @@ func Serve(ctx context.Context, cfg Config, so ServeOptions, opt Options) (*Serv
 	if err != nil {
 		return nil, fmt.Errorf("active serve: %w", err)
 	}
-	top, wide, err := newTop(&cfg, pd.split.Train.X)
+	top, wide, err := cfg.BuildTop(pd.split.Train.X)
 	if err != nil {
 		return nil, fmt.Errorf("active serve: %w", err)
 	}
 	if so.Model == "" {
-		so.Model = filepath.Join(cfg.Out, run.TopModelFile)
+		so.Model = filepath.Join(cfg.Out, rundir.TopModelFile)
 	}
 	if err := readModel(so.Model, func(r *bufio.Reader) error { return top.Load(r) }); err != nil {
 		return nil, fmt.Errorf("active serve: %w", err)
@@ -393,7 +394,7 @@ func writeScores(path string, ids []uint64, scores []float32) error {
 			return err
 		}
 	}
-	return writeFileAtomic(path, b)
+	return atomicfile.WriteFile(path, b, 0o644)
 }
 
 // Score runs the passive party's side of a scoring session: it loads the
@@ -441,7 +442,7 @@ func Score(ctx context.Context, cfg Config, so ScoreOptions, opt Options) (*Scor
 		return nil, fmt.Errorf("passive score: %w", err)
 	}
 	if so.Model == "" {
-		so.Model = filepath.Join(cfg.Out, run.BottomModelFile)
+		so.Model = filepath.Join(cfg.Out, rundir.BottomModelFile)
 	}
 	if err := readModel(so.Model, func(r *bufio.Reader) error { return bottom.Load(r) }); err != nil {
 		return nil, fmt.Errorf("passive score: %w", err)
@@ -484,7 +485,7 @@ func scoreSession(ctx context.Context, client *grpcnet.Client, cfg *Config, so S
 				missing = append(missing, '\n')
 			}
 		}
-		if err := writeFileAtomic(so.Unscored, missing); err != nil {
+		if err := atomicfile.WriteFile(so.Unscored, missing, 0o644); err != nil {
 			return nil, fmt.Errorf("passive score: %w", err)
 		}
 	}

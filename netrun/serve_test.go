@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/run"
 )
@@ -42,10 +43,10 @@ func csvFile(t testing.TB, lo, hi uint64) string {
 	return path
 }
 
-func csvConfig(path, out string) run.Config {
+func csvConfig(path, out string) config.Config {
 	c := smallConfig(path, out)
 	c.Format, c.Label, c.IDCol = "csv", "label", "id"
-	c.Protect, c.Attacks, c.Epochs = "none", []string{"norm"}, 2
+	c.Protect, c.Params, c.Attacks, c.Epochs = "none", nil, []string{"norm"}, 2
 	return c
 }
 
@@ -164,7 +165,7 @@ func TestServeScoresLikeTheFinalEvaluation(t *testing.T) {
 	act, pas := partyConfigs(base, root, newTestPKI(t))
 	sum := pair(t, act, pas)
 
-	full, err := data.Load(base.Data, run.DataOptions(&base))
+	full, err := data.Load(base.Data, base.DataOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

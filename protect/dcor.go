@@ -113,6 +113,15 @@ type dcorWorker struct {
 	sumSq      float64   // Σ_{i<j} a_ij²
 }
 
+func init() {
+	Register(Spec{Name: "dcor", Role: AddOn, Help: "distance-correlation loss between the cut embedding and the labels",
+		Params:  []Param{{Key: "dcor_alpha", Symbol: "α", Help: "distance-correlation defence weight α_d", Min: 0, MinOpen: true, Max: math.Inf(1)}},
+		NewLoss: func(p Params) (LossTerm, error) { return NewDCor(p.Get("dcor_alpha")) }})
+}
+
+// Name returns "dcor".
+func (*DCor) Name() string { return "dcor" }
+
 // NewDCor returns the distance-correlation loss with weight alpha > 0.
 func NewDCor(alpha float64) (*DCor, error) {
 	if !(alpha > 0) || math.IsInf(alpha, 0) {

@@ -327,7 +327,7 @@ func BenchmarkDCorCut(b *testing.B) {
 
 func BenchmarkMarvellProtect(b *testing.B) {
 	g, y := twoClassBatch(1, 512, make([]float64, 128), append([]float64{1}, make([]float64, 127)...), 0.3, 0.2)
-	p, _ := New("marvell", Options{MarvellS: 4})
+	p, _ := New("marvell", Params{"marvell_s": 4})
 	out := &tensor.Matrix{}
 	rng := newRNG(2)
 	b.ReportAllocs()

@@ -23,6 +23,12 @@ type LabelDP struct {
 	key  uint64
 }
 
+func init() {
+	Register(Spec{Name: "label_dp", Role: AddOn, Help: "label differential privacy by randomized response",
+		Params:    []Param{{Key: "label_dp_eps", Symbol: "ε", Help: "label DP ε, randomized response with prior", Min: 0, MinOpen: true, Max: math.Inf(1)}},
+		NewLabels: func(p Params, seed uint64) (LabelNoise, error) { return NewLabelDP(p.Get("label_dp_eps"), seed) }})
+}
+
 // NewLabelDP returns randomized response with privacy parameter ε > 0
 // (+Inf keeps every label), keyed by seed.
 func NewLabelDP(eps float64, seed uint64) (*LabelDP, error) {

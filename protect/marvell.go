@@ -5,13 +5,32 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/splitguard/splitguard/marvell"
 	"github.com/splitguard/splitguard/tensor"
 )
 
-func init() { Register("marvell", newMarvell) }
+func init() {
+	Register(Spec{Name: "marvell", Help: "Marvell: the optimal Gaussian noise for a power budget (or a leak target)",
+		Params: []Param{
+			{Key: "marvell_s", Symbol: "s", Help: "marvell: power bound P = s·‖Δ‖² (in target mode the starting s₀)", Min: 0, MinOpen: true, Max: math.Inf(1)},
+			{Key: "marvell_error_bound", Symbol: "L", Help: "marvell target mode: error lower bound L", Min: 0, MinOpen: true, Max: 0.5, MaxOpen: true},
+			{Key: "marvell_sumkl", Symbol: "τ", Help: "marvell target mode: sumKL target τ", Min: 0, MinOpen: true, Max: math.Inf(1)},
+		},
+		// The legend names the mode's own parameter, as the papers do.
+		Describe: func(p Params) ([]string, float64) {
+			for _, k := range []struct{ key, sym string }{{"marvell_error_bound", "L"}, {"marvell_sumkl", "τ"}, {"marvell_s", "s"}} {
+				if p.Has(k.key) {
+					v := p.Get(k.key)
+					return []string{k.sym + "=" + strconv.FormatFloat(v, 'g', 4, 64)}, v
+				}
+			}
+			return []string{"s=0"}, 0
+		},
+		New: newMarvell})
+}
 
 // marvellMaxTargetIters caps the P ← 1.5·P search of target mode:
 // 1.5^200 ≈ 1e35 times the starting budget.
@@ -57,23 +76,16 @@ type Marvell struct {
 	stats             Stats
 }
 
-func newMarvell(o Options) (Protector, error) {
-	bad := func(x float64) bool { return math.IsNaN(x) || math.IsInf(x, 0) || x < 0 }
-	if bad(o.MarvellS) || bad(o.MarvellErrorBound) || bad(o.MarvellSumKL) {
-		return nil, fmt.Errorf("marvell options must be finite and ≥ 0: s = %v, error bound = %v, sumKL target = %v",
-			o.MarvellS, o.MarvellErrorBound, o.MarvellSumKL)
-	}
-	m := &Marvell{s: o.MarvellS, stats: Stats{}, lastStats: Stats{}}
+func newMarvell(p Params) (Protector, error) {
+	errBound, sumKL := p.Get("marvell_error_bound"), p.Get("marvell_sumkl")
+	m := &Marvell{s: p.Get("marvell_s"), stats: Stats{}, lastStats: Stats{}}
 	switch {
-	case o.MarvellErrorBound != 0 && o.MarvellSumKL != 0:
+	case errBound != 0 && sumKL != 0:
 		return nil, errors.New("both a Marvell error bound and a sumKL target are set; give one")
-	case o.MarvellErrorBound != 0:
-		if o.MarvellErrorBound >= 0.5 {
-			return nil, fmt.Errorf("marvell error bound %v: want 0 < L < ½", o.MarvellErrorBound)
-		}
-		m.target = marvell.TargetSumKL(o.MarvellErrorBound)
-	case o.MarvellSumKL != 0:
-		m.target = o.MarvellSumKL
+	case errBound != 0:
+		m.target = marvell.TargetSumKL(errBound)
+	case sumKL != 0:
+		m.target = sumKL
 	}
 	if m.target > 0 {
 		if m.s == 0 {

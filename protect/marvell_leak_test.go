@@ -30,7 +30,7 @@ func TestMarvellCosineLeakClosedForm(t *testing.T) {
 		batches   = 60
 		sd        = 0.005 // per-coordinate within-class sd: trace spread 0.0032 ≪ ‖Δ‖² = 1
 	)
-	p, err := New("marvell", Options{MarvellS: 4})
+	p, err := New("marvell", Params{"marvell_s": 4})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ var marvellKeys = []string{"u", "v", "delta2", "P", "lam10", "lam20", "lam11", "
 func TestMarvellStatsAndCovariance(t *testing.T) {
 	mu0, mu1 := []float64{-1, 0, 0.5, 0}, []float64{2, 1, 0.5, 0}
 	g, y := twoClassBatch(1, 3000, mu0, mu1, 0.5, 0.2)
-	p, _ := New("marvell", Options{MarvellS: 2})
+	p, _ := New("marvell", Params{"marvell_s": 2})
 	out := &tensor.Matrix{}
 	st, err := p.Protect(&Batch{Grad: g, Labels: y}, out, newRNG(2))
 	if err != nil {
@@ -123,7 +123,7 @@ func TestMarvellOneClassAndDeterminism(t *testing.T) {
 	mu0, mu1 := []float64{-1, 0, 0.5}, []float64{2, 1, 0.5}
 	g, y := twoClassBatch(3, 500, mu0, mu1, 0.3, 0.1)
 	run := func(seed uint64) (*tensor.Matrix, Stats) {
-		p, _ := New("marvell", Options{MarvellS: 1})
+		p, _ := New("marvell", Params{"marvell_s": 1})
 		out := &tensor.Matrix{}
 		st, err := p.Protect(&Batch{Grad: g, Labels: y}, out, newRNG(seed))
 		if err != nil {
@@ -137,7 +137,7 @@ func TestMarvellOneClassAndDeterminism(t *testing.T) {
 		t.Error("same seed, different output")
 	}
 	// One class after a valid batch: reuse λ's and direction.
-	p, _ := New("marvell", Options{MarvellS: 1})
+	p, _ := New("marvell", Params{"marvell_s": 1})
 	out := &tensor.Matrix{}
 	if _, err := p.Protect(&Batch{Grad: g, Labels: y}, out, newRNG(9)); err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func TestMarvellOneClassAndDeterminism(t *testing.T) {
 		t.Errorf("fallback noise variance along Δ̂ %v, want λ₁⁰ = %v", along, sa["lam10"])
 	}
 	// Start-up with one class, and a zero batch: finite, no NaN.
-	q, _ := New("marvell", Options{MarvellErrorBound: 0.4})
+	q, _ := New("marvell", Params{"marvell_error_bound": 0.4})
 	st, err = q.Protect(&Batch{Grad: neg, Labels: make([]float32, n)}, out, newRNG(11))
 	if err != nil || st["one_class"] != 1 {
 		t.Fatalf("start-up: %v %v", st, err)
@@ -191,13 +191,13 @@ func TestMarvellOneClassAndDeterminism(t *testing.T) {
 func TestMarvellTargetMode(t *testing.T) {
 	mu0, mu1 := []float64{-1, 0, 0.5, 0, 1}, []float64{2, 1, 0.5, 0, 1}
 	g, y := twoClassBatch(5, 300, mu0, mu1, 0.3, 0.2)
-	for _, o := range []Options{{MarvellErrorBound: 0.4}, {MarvellSumKL: 0.5, MarvellS: 0.01}} {
+	for _, o := range []Params{{"marvell_error_bound": 0.4}, {"marvell_sumkl": 0.5, "marvell_s": 0.01}} {
 		p, _ := New("marvell", o)
 		st, err := p.Protect(&Batch{Grad: g, Labels: y}, &tensor.Matrix{}, newRNG(1))
 		if err != nil {
 			t.Fatal(err)
 		}
-		tau := o.MarvellSumKL
+		tau := o["marvell_sumkl"]
 		if tau == 0 {
 			tau = 0.16
 		}

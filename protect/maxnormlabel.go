@@ -8,7 +8,8 @@ import (
 )
 
 func init() {
-	Register("max_norm_label", func(Options) (Protector, error) { return &MaxNormLabel{stats: Stats{}}, nil })
+	Register(Spec{Name: "max_norm_label", Help: "max_norm applied to the positives only (needs labels)",
+		New: func(Params) (Protector, error) { return &MaxNormLabel{stats: Stats{}}, nil }})
 }
 
 // MaxNormLabel is max_norm aligned to the least confident positive

@@ -22,15 +22,19 @@
 //
 // # Adding a protection
 //
-// Write one type that implements [Protector] and register its constructor
-// in an init function with [Register]; nothing else changes.
+// Write one file: a type that implements [Protector] and an init function
+// that calls [Register] with its [Spec] — its name, its parameters (key,
+// help, default, range) and its legend label. The command line's flags,
+// config keys, validation, config.yaml, the sweep grid, results.csv and
+// the report's legends are all generated from the registry; nothing else
+// changes. A defence that is combined with the gradient protection (a
+// loss term such as dCor, or label noise such as label DP) registers an
+// [AddOn] spec instead.
 package protect
 
 import (
 	"fmt"
 	"math/rand/v2"
-	"sort"
-	"sync"
 
 	"github.com/splitguard/splitguard/tensor"
 )
@@ -54,72 +58,6 @@ type Protector interface {
 	// per-batch fields for batches.jsonl. The Stats map is owned by the
 	// protector and valid until its next Protect call.
 	Protect(b *Batch, out *tensor.Matrix, rng *rand.Rand) (Stats, error)
-}
-
-// Options configure the protections; each constructor reads the fields
-// that concern it and rejects contradictory settings. A zero value means
-// "not set".
-type Options struct {
-	// IsoT is iso's t: noise variance (t/d)·max_i‖g_i‖² per coordinate.
-	IsoT float64
-	// IsoRatio is the authors' spelling of iso's strength: t = IsoRatio².
-	// Setting both IsoT and IsoRatio is an error.
-	IsoRatio float64
-	// MarvellS is Marvell's s, the power budget P = s·‖Δ‖². In target mode
-	// it is the starting s₀ (default 1, the technical report's P ← ‖Δ‖²).
-	MarvellS float64
-	// MarvellErrorBound is a target error lower bound L ∈ [0, ½): Marvell
-	// then grows P until sumKL* ≤ (2 − 4L)².
-	MarvellErrorBound float64
-	// MarvellSumKL is a target τ > 0 for sumKL* directly (the alternative
-	// to MarvellErrorBound; setting both is an error).
-	MarvellSumKL float64
-}
-
-var (
-	regMu    sync.RWMutex
-	registry = map[string]func(Options) (Protector, error){}
-)
-
-// Register makes a protection constructor available under name. It panics
-// when the name is empty or taken, which is a programming error.
-func Register(name string, f func(Options) (Protector, error)) {
-	regMu.Lock()
-	defer regMu.Unlock()
-	if name == "" || f == nil {
-		panic("protect: Register with an empty name or nil constructor")
-	}
-	if _, dup := registry[name]; dup {
-		panic(fmt.Sprintf("protect: %q registered twice", name))
-	}
-	registry[name] = f
-}
-
-// New returns a new instance of the protection registered under name.
-func New(name string, o Options) (Protector, error) {
-	regMu.RLock()
-	f, ok := registry[name]
-	regMu.RUnlock()
-	if !ok {
-		return nil, fmt.Errorf("protect: unknown protection %q (have %v)", name, Names())
-	}
-	p, err := f(o)
-	if err != nil {
-		return nil, fmt.Errorf("protect: %s: %w", name, err)
-	}
-	return p, nil
-}
-
-// Names returns the registered protection names, sorted.
-func Names() []string {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	names := make([]string, 0, len(registry))
-	for n := range registry {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // checkBatch validates the parts of b that a protection needs and resizes

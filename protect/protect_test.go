@@ -19,16 +19,16 @@ func TestRegistry(t *testing.T) {
 	}
 	bad := []struct {
 		name string
-		o    Options
+		o    Params
 	}{
-		{"nope", Options{}},
-		{"iso", Options{}},
-		{"iso", Options{IsoT: 1, IsoRatio: 1}},
-		{"iso", Options{IsoT: -1}},
-		{"marvell", Options{}},
-		{"marvell", Options{MarvellErrorBound: 0.3, MarvellSumKL: 0.5}},
-		{"marvell", Options{MarvellErrorBound: 0.5}},
-		{"marvell", Options{MarvellS: math.NaN()}},
+		{"nope", Params{}},
+		{"iso", Params{}},
+		{"iso", Params{"iso_t": 1, "iso_ratio": 1}},
+		{"iso", Params{"iso_t": -1}},
+		{"marvell", Params{}},
+		{"marvell", Params{"marvell_error_bound": 0.3, "marvell_sumkl": 0.5}},
+		{"marvell", Params{"marvell_error_bound": 0.5}},
+		{"marvell", Params{"marvell_s": math.NaN()}},
 	}
 	for _, c := range bad {
 		if _, err := New(c.name, c.o); err == nil {
@@ -37,8 +37,8 @@ func TestRegistry(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name string
-		o    Options
-	}{{"iso", Options{IsoRatio: 2}}, {"marvell", Options{MarvellS: 1}}, {"marvell", Options{MarvellErrorBound: 0.3}}, {"none", Options{}}} {
+		o    Params
+	}{{"iso", Params{"iso_ratio": 2}}, {"marvell", Params{"marvell_s": 1}}, {"marvell", Params{"marvell_error_bound": 0.3}}, {"none", Params{}}} {
 		if p, err := New(c.name, c.o); err != nil || p.Name() != c.name {
 			t.Errorf("New(%q, %+v) = %v, %v", c.name, c.o, p, err)
 		}
@@ -49,14 +49,14 @@ func TestBadBatch(t *testing.T) {
 	g := tensor.New(2, 3)
 	g.Data[4] = float32(math.NaN())
 	for _, n := range Names() {
-		p, _ := New(n, Options{IsoT: 1, MarvellS: 1})
+		p, _ := New(n, map[string]Params{"iso": {"iso_t": 1}, "marvell": {"marvell_s": 1}}[n])
 		if _, err := p.Protect(&Batch{Grad: g, Labels: []float32{0, 1}, Probs: []float32{0.2, 0.3}}, &tensor.Matrix{}, newRNG(1)); err == nil {
 			t.Errorf("%s: NaN gradient accepted", n)
 		}
 	}
 	ok := tensor.New(2, 3)
 	for _, n := range []string{"max_norm_label", "marvell"} {
-		p, _ := New(n, Options{MarvellS: 1})
+		p, _ := New(n, map[string]Params{"marvell": {"marvell_s": 1}}[n])
 		if _, err := p.Protect(&Batch{Grad: ok, Labels: []float32{0}, Probs: []float32{0.2, 0.3}}, &tensor.Matrix{}, newRNG(1)); err == nil {
 			t.Errorf("%s: short labels accepted", n)
 		}
@@ -87,7 +87,7 @@ func TestNone(t *testing.T) {
 func TestIsoVariance(t *testing.T) {
 	// Rows of norm 1 and 5 (max² = 25), d = 8, t = 2: variance 2/8·25 = 6.25.
 	g := repeatRows(2000, []float32{1, 0, 0, 0, 0, 0, 0, 0}, []float32{3, 4, 0, 0, 0, 0, 0, 0})
-	for _, o := range []Options{{IsoT: 2}, {IsoRatio: math.Sqrt2}} {
+	for _, o := range []Params{{"iso_t": 2}, {"iso_ratio": math.Sqrt2}} {
 		p, err := New("iso", o)
 		if err != nil {
 			t.Fatal(err)
@@ -118,7 +118,7 @@ func TestMaxNorm(t *testing.T) {
 	// Norms 1 and 3 and a zero row: σ² = 9/1 − 1 = 8 for the first,
 	// E‖g̃‖² = ‖g‖²(1 + σ²) = 9 for every non-zero row.
 	g := repeatRows(4000, []float32{0.6, 0.8, 0}, []float32{0, 0, 3}, []float32{0, 0, 0})
-	p, _ := New("max_norm", Options{})
+	p, _ := New("max_norm", Params{})
 	out := &tensor.Matrix{}
 	st, err := p.Protect(&Batch{Grad: g}, out, newRNG(4))
 	if err != nil {
@@ -160,7 +160,7 @@ func TestMaxNormLabel(t *testing.T) {
 		labels[i] = []float32{1, 1, 0}[i%3]
 		probs[i] = []float32{0.2, 0.6, 0.4}[i%3]
 	}
-	p, _ := New("max_norm_label", Options{})
+	p, _ := New("max_norm_label", Params{})
 	out := &tensor.Matrix{}
 	st, err := p.Protect(&Batch{Grad: g, Labels: labels, Probs: probs}, out, newRNG(5))
 	if err != nil {
@@ -202,7 +202,7 @@ func TestMaxNormLabel(t *testing.T) {
 		t.Errorf("fallback scale variance %v, want 3", v)
 	}
 	// Start-up with only negatives: T = max p̃ = 0.4, so no noise at all here.
-	q, _ := New("max_norm_label", Options{})
+	q, _ := New("max_norm_label", Params{})
 	st, _ = q.Protect(&Batch{Grad: neg, Labels: nl, Probs: np}, out, newRNG(7))
 	if math.Abs(st["target"]-0.4) > 1e-7 || st["one_class"] != 1 || !slices.Equal(out.Data, neg.Data) {
 		t.Errorf("start-up: %v", st)

@@ -4,14 +4,31 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"strconv"
 
 	"github.com/splitguard/splitguard/tensor"
 )
 
 func init() {
-	Register("none", func(Options) (Protector, error) { return None{}, nil })
-	Register("iso", newIso)
-	Register("max_norm", func(Options) (Protector, error) { return &MaxNorm{stats: Stats{}}, nil })
+	Register(Spec{Name: "none", Help: "no noise: the clean gradient",
+		New: func(Params) (Protector, error) { return None{}, nil }})
+	Register(Spec{Name: "iso", Help: "isotropic Gaussian noise scaled to the batch's largest gradient",
+		Params: []Param{
+			{Key: "iso_t", Symbol: "t", Help: "iso: noise ratio t, variance (t/d)·max‖g‖² per coordinate", Min: 0, MinOpen: true, Max: math.Inf(1)},
+			{Key: "iso_ratio", Symbol: "r", Help: "iso: noise ratio r, t = r²", Min: 0, MinOpen: true, Max: math.Inf(1)},
+		},
+		// Legends name t whichever spelling was given, so that every iso
+		// run sits on one axis.
+		Describe: func(p Params) ([]string, float64) {
+			t := p.Get("iso_t")
+			if r := p.Get("iso_ratio"); r != 0 {
+				t = r * r
+			}
+			return []string{"t=" + strconv.FormatFloat(t, 'g', 4, 64)}, t
+		},
+		New: newIso})
+	Register(Spec{Name: "max_norm", Help: "noise that lifts every gradient to the batch's largest norm",
+		New: func(Params) (Protector, error) { return &MaxNorm{stats: Stats{}}, nil }})
 }
 
 // None sends the clean gradient (SPEC "no_noise").
@@ -36,20 +53,16 @@ type Iso struct {
 	stats Stats
 }
 
-func newIso(o Options) (Protector, error) {
+func newIso(p Params) (Protector, error) {
 	switch {
-	case o.IsoT != 0 && o.IsoRatio != 0:
+	case p.Has("iso_t") && p.Has("iso_ratio"):
 		return nil, errors.New("both iso t and iso ratio are set; give one (t = ratio²)")
-	case o.IsoT < 0 || math.IsNaN(o.IsoT) || math.IsInf(o.IsoT, 0):
-		return nil, errors.New("iso t must be a finite number ≥ 0")
-	case o.IsoRatio < 0 || math.IsNaN(o.IsoRatio) || math.IsInf(o.IsoRatio, 0):
-		return nil, errors.New("iso ratio must be a finite number ≥ 0")
-	case o.IsoT == 0 && o.IsoRatio == 0:
+	case !p.Has("iso_t") && !p.Has("iso_ratio"):
 		return nil, errors.New("iso needs t (or ratio, t = ratio²) > 0")
 	}
-	t := o.IsoT
-	if o.IsoRatio != 0 {
-		t = o.IsoRatio * o.IsoRatio
+	t := p.Get("iso_t")
+	if r := p.Get("iso_ratio"); r != 0 {
+		t = r * r
 	}
 	return &Iso{T: t, stats: Stats{}}, nil
 }

@@ -33,8 +33,8 @@ func stateBatch(i int) *Batch {
 func TestStateResume(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		o    Options
-	}{{"marvell", Options{MarvellS: 2}}, {"marvell", Options{MarvellErrorBound: 0.3}}, {"max_norm_label", Options{}}} {
+		o    Params
+	}{{"marvell", Params{"marvell_s": 2}}, {"marvell", Params{"marvell_error_bound": 0.3}}, {"max_norm_label", Params{}}} {
 		const total, cutAt = 7, 3
 		ref, _ := New(c.name, c.o)
 		rngRef := rand.New(rand.NewPCG(1, 2))
@@ -82,15 +82,15 @@ func TestStateResume(t *testing.T) {
 			t.Errorf("%s: truncated state accepted", c.name)
 		}
 	}
-	none, _ := New("none", Options{})
+	none, _ := New("none", Params{})
 	if st, err := State(none); st != nil || err != nil {
 		t.Errorf("none: state %v, %v", st, err)
 	}
 	if err := SetState(none, []byte{1}); err == nil {
 		t.Error("none accepted a state")
 	}
-	mnl, _ := New("max_norm_label", Options{})
-	mv, _ := New("marvell", Options{MarvellS: 1})
+	mnl, _ := New("max_norm_label", Params{})
+	mv, _ := New("marvell", Params{"marvell_s": 1})
 	st, _ := State(mv)
 	if err := SetState(mnl, st); err == nil {
 		t.Error("max_norm_label accepted Marvell's state")

@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/splitguard/splitguard/protect"
 	"gopkg.in/yaml.v3"
 )
 
@@ -229,9 +230,6 @@ func str(cfg map[string]any, key string) string {
 	return ""
 }
 
-// fmtParam prints a parameter compactly (0.002, 1, 4, 1e-05).
-func fmtParam(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
-
 // SettingOf derives the protection setting from a run's configuration
 // (config.yaml as a map); nil gives an unknown setting.
 func SettingOf(cfg map[string]any) Setting {
@@ -246,58 +244,20 @@ func SettingOf(cfg map[string]any) Setting {
 	} else {
 		s.Dataset = "?"
 	}
-	var methods, params []string
-	first := func(v float64) {
-		if math.IsNaN(s.Value) {
-			s.Value = v
+	// The legend comes from the defences' registry (package protect), so a
+	// protection registered by a plug-in is named like the built-in ones.
+	protection := str(cfg, "protect")
+	if protection == "" {
+		protection = "none"
+	}
+	params := protect.Params{}
+	for _, par := range protect.AllParams() {
+		if v, ok := cfg[par.Key]; ok && v != nil {
+			params[par.Key] = num(cfg, par.Key)
 		}
 	}
-	protect := str(cfg, "protect")
-	if protect == "" {
-		protect = "none"
-	}
-	switch protect {
-	case "iso":
-		t := num(cfg, "iso_t")
-		if r := num(cfg, "iso_ratio"); t == 0 && r != 0 {
-			t = r * r
-		}
-		params = append(params, "t="+fmtParam(t))
-		first(t)
-	case "marvell":
-		switch {
-		case num(cfg, "marvell_error_bound") > 0:
-			v := num(cfg, "marvell_error_bound")
-			params = append(params, "L="+fmtParam(v))
-			first(v)
-		case num(cfg, "marvell_sumkl") > 0:
-			v := num(cfg, "marvell_sumkl")
-			params = append(params, "τ="+fmtParam(v))
-			first(v)
-		default:
-			v := num(cfg, "marvell_s")
-			params = append(params, "s="+fmtParam(v))
-			first(v)
-		}
-	}
-	if protect != "none" {
-		methods = append(methods, protect)
-	}
-	if a := num(cfg, "dcor_alpha"); a > 0 {
-		methods = append(methods, "dcor")
-		params = append(params, "α="+fmtParam(a))
-		first(a)
-	}
-	if e := num(cfg, "label_dp_eps"); e > 0 {
-		methods = append(methods, "label_dp")
-		params = append(params, "ε="+fmtParam(e))
-		first(e)
-	}
-	if len(methods) == 0 {
-		methods = []string{"none"}
-	}
-	s.Method = strings.Join(methods, "+")
-	s.Param = strings.Join(params, ", ")
+	l := protect.Describe(protection, params)
+	s.Method, s.Param, s.Value = l.Method, strings.Join(l.Parts, ", "), l.Strength
 	return s
 }
 

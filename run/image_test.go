@@ -13,23 +13,25 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/splitguard/splitguard/attack"
+	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/data/datatest"
+	"github.com/splitguard/splitguard/protect"
 )
 
 func TestResolveDefaults(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		edit func(*Config)
-		want func(*Config) string // "" when c is as expected
+		edit func(*config.Config)
+		want func(*config.Config) string // "" when c is as expected
 	}{
-		{"criteo wdl", func(c *Config) {}, func(c *Config) string {
+		{"criteo wdl", func(c *config.Config) {}, func(c *config.Config) string {
 			if c.LR != 1e-4 || c.Cut != 3 || c.EvalBatch != 8192 || c.TestFrac != 0.1 || len(c.Layers) != 6 || c.ImageSize != 0 || c.CNNBlocks != 0 {
 				return "want lr 1e-4, cut 3, eval batch 8192, test 0.1, 6 layers, no image or CNN sizes"
 			}
 			return ""
 		}},
-		{"isic cnn", func(c *Config) { c.Format, c.Model, c.Data, c.Batch = "isic", "cnn", "d", 128 }, func(c *Config) string {
+		{"isic cnn", func(c *config.Config) { c.Format, c.Model, c.Data, c.Batch = "isic", "cnn", "d", 128 }, func(c *config.Config) string {
 			if c.LR != 1e-5 || c.Cut != 4 || c.CNNBlocks != 6 || c.CNNChannels != 64 || c.CNNKernel != 3 || c.CNNDense != 64 ||
 				c.ImageSize != 84 || c.ImageChannels != 3 || c.NegPerPos != 9 || c.TestFrac != 0.2 || c.EvalBatch != 128 ||
 				c.Layers != nil || c.EmbedDim != 0 || c.L2 != 0 {
@@ -37,7 +39,7 @@ func TestResolveDefaults(t *testing.T) {
 			}
 			return ""
 		}},
-		{"fashion cnn", func(c *Config) { c.Format, c.Model, c.CNNBlocks, c.LR = "fashion-mnist", "cnn", 3, 1e-3 }, func(c *Config) string {
+		{"fashion cnn", func(c *config.Config) { c.Format, c.Model, c.CNNBlocks, c.LR = "fashion-mnist", "cnn", 3, 1e-3 }, func(c *config.Config) string {
 			if c.Data != data.FashionMNISTDir || c.ImageSize != 28 || c.ImageChannels != 1 || c.TestFrac != 0 || c.Cut != 3 || c.LR != 1e-3 || c.NegPerPos != 0 {
 				return "want the Debian folder, 28×28×1, no test fraction, cut = all 3 blocks, lr kept"
 			}
@@ -45,7 +47,7 @@ func TestResolveDefaults(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := Default()
+			c := config.Default()
 			tc.edit(&c)
 			c.Resolve()
 			if msg := tc.want(&c); msg != "" {
@@ -61,27 +63,27 @@ func TestResolveDefaults(t *testing.T) {
 }
 
 func TestImageConfigErrors(t *testing.T) {
-	fashion := func(c *Config) { c.Format, c.Model, c.CNNBlocks = "fashion-mnist", "cnn", 4 }
+	fashion := func(c *config.Config) { c.Format, c.Model, c.CNNBlocks = "fashion-mnist", "cnn", 4 }
 	for _, tc := range []struct {
 		name string
-		edit func(*Config)
+		edit func(*config.Config)
 		want string
 	}{
-		{"cnn on a table", func(c *Config) { c.Data, c.Model = "x.tsv", "cnn" }, "--model cnn reads images"},
-		{"cnn on synthetic rows", func(c *Config) { c.SynthRows, c.Model = 100, "cnn" }, "synthetic tabular data"},
-		{"wdl on images", func(c *Config) { fashion(c); c.Model, c.CNNBlocks = "wdl", 0 }, "needs --model cnn"},
-		{"mlp with a CNN flag", func(c *Config) { c.Data, c.Model, c.CNNChannels = "x.tsv", "mlp", 8 }, "--cnn-channels applies to --model cnn"},
-		{"too many blocks", func(c *Config) { fashion(c); c.CNNBlocks = 6 }, "at most 4 fit"},
-		{"cut beyond the blocks", func(c *Config) { fashion(c); c.Cut = 5 }, "cut after block 5 of 4"},
-		{"fashion test fraction", func(c *Config) { fashion(c); c.TestFrac = 0.1 }, "own test files"},
-		{"fashion class", func(c *Config) { fashion(c); c.PositiveClass = 10 }, "positive class 10"},
-		{"image flag on a table", func(c *Config) { c.Data, c.PosRate = "x.tsv", 0.1 }, "--pos-rate applies to the image formats"},
-		{"table flag on images", func(c *Config) { fashion(c); c.Sample = 0.5 }, "--sample applies to tables"},
-		{"isic pos rate", func(c *Config) { c.Data, c.Format, c.Model, c.PosRate = "d", "isic", "cnn", 0.1 }, "isic takes --neg-per-pos"},
-		{"channels", func(c *Config) { fashion(c); c.ImageChannels = 2 }, "2 image channels"},
+		{"cnn on a table", func(c *config.Config) { c.Data, c.Model = "x.tsv", "cnn" }, "model cnn reads images"},
+		{"cnn on synthetic rows", func(c *config.Config) { c.SynthRows, c.Model = 100, "cnn" }, "synthetic tabular data"},
+		{"wdl on images", func(c *config.Config) { fashion(c); c.Model, c.CNNBlocks = "wdl", 0 }, "needs model cnn"},
+		{"mlp with a CNN flag", func(c *config.Config) { c.Data, c.Model, c.CNNChannels = "x.tsv", "mlp", 8 }, "key cnn_channels applies to model cnn"},
+		{"too many blocks", func(c *config.Config) { fashion(c); c.CNNBlocks = 6 }, "at most 4 fit"},
+		{"cut beyond the blocks", func(c *config.Config) { fashion(c); c.Cut = 5 }, "cut after block 5 of 4"},
+		{"fashion test fraction", func(c *config.Config) { fashion(c); c.TestFrac = 0.1 }, "own test files"},
+		{"fashion class", func(c *config.Config) { fashion(c); c.PositiveClass = 10 }, "positive class 10"},
+		{"image flag on a table", func(c *config.Config) { c.Data, c.PosRate = "x.tsv", 0.1 }, "key pos_rate applies to the image formats"},
+		{"table flag on images", func(c *config.Config) { fashion(c); c.Sample = 0.5 }, "key sample applies to tables"},
+		{"isic pos rate", func(c *config.Config) { c.Data, c.Format, c.Model, c.PosRate = "d", "isic", "cnn", 0.1 }, "isic takes a benign-per-malignant ratio (key neg_per_pos)"},
+		{"channels", func(c *config.Config) { fashion(c); c.ImageChannels = 2 }, "2 image channels"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := Default()
+			c := config.Default()
 			c.Out = "out"
 			tc.edit(&c)
 			err := c.Validate()
@@ -91,7 +93,7 @@ func TestImageConfigErrors(t *testing.T) {
 		})
 	}
 	// Valid image configs, and Validate leaves the config as it was.
-	c := Default()
+	c := config.Default()
 	c.Out = "out"
 	fashion(&c)
 	if err := c.Validate(); err != nil {
@@ -105,18 +107,19 @@ func TestImageConfigErrors(t *testing.T) {
 func TestBuildModelsRejectsTheWrongData(t *testing.T) {
 	img := &data.Features{Rows: 1, NumDense: 16, Dense: make([]float32, 16), Image: &data.ImageShape{Height: 4, Width: 4, Channels: 1}}
 	table := &data.Features{Rows: 1, NumDense: 16, Dense: make([]float32, 16)}
-	c := Default()
+	c := config.Default()
 	c.Resolve()
-	if _, _, _, err := buildModels(&c, img); err == nil || !strings.Contains(err.Error(), "use --model cnn") {
+	if _, _, _, err := c.BuildModels(img); err == nil || !strings.Contains(err.Error(), "need model cnn") {
 		t.Fatalf("wdl on images: %v", err)
 	}
-	c = Default()
+	c = config.Default()
 	c.Model, c.CNNBlocks = "cnn", 2
 	c.Resolve()
-	if _, _, _, err := buildModels(&c, table); err == nil || !strings.Contains(err.Error(), "reads images") {
+	c.ImageSize, c.ImageChannels = 4, 1
+	if _, _, _, err := c.BuildModels(table); err == nil || !strings.Contains(err.Error(), "reads images") {
 		t.Fatalf("cnn on a table: %v", err)
 	}
-	b, _, wide, err := buildModels(&c, img)
+	b, _, wide, err := c.BuildModels(img)
 	if err != nil || wide || b.CutDim() != 1*1*64 {
 		t.Fatalf("cnn on 4×4 images: cut dim %v, wide %v, err %v; want 64, false, nil", b.CutDim(), wide, err)
 	}
@@ -139,17 +142,19 @@ func TestTrainISICEndToEnd(t *testing.T) {
 	writeLesions(t, imgDir, 30, 270, 20)
 	protections := []struct {
 		name string
-		edit func(*Config)
+		edit func(*config.Config)
 	}{
-		{"none", func(*Config) {}},
-		{"iso", func(c *Config) { c.Protect, c.IsoT = "iso", 1 }},
-		{"max_norm", func(c *Config) { c.Protect = "max_norm" }},
-		{"max_norm_label", func(c *Config) { c.Protect = "max_norm_label" }},
-		{"marvell+dcor+dp", func(c *Config) { c.Protect, c.MarvellS, c.DCorAlpha, c.LabelDPEps = "marvell", 4, 0.01, 2 }},
+		{"none", func(*config.Config) {}},
+		{"iso", func(c *config.Config) { c.Protect, c.Params = "iso", protect.Params{"iso_t": 1} }},
+		{"max_norm", func(c *config.Config) { c.Protect = "max_norm" }},
+		{"max_norm_label", func(c *config.Config) { c.Protect = "max_norm_label" }},
+		{"marvell+dcor+dp", func(c *config.Config) {
+			c.Protect, c.Params = "marvell", protect.Params{"marvell_s": 4, "dcor_alpha": 0.01, "label_dp_eps": 2}
+		}},
 	}
 	for _, p := range protections {
 		t.Run(p.name, func(t *testing.T) {
-			c := Default()
+			c := config.Default()
 			c.Data, c.Format, c.Model = imgDir, "isic", "cnn"
 			c.ImageSize, c.CNNBlocks, c.CNNChannels, c.CNNDense, c.Cut = 16, 3, 4, 8, 2
 			c.Batch, c.EvalEvery, c.MaxSteps, c.LR = 64, 2, 3, 1e-3
@@ -168,7 +173,7 @@ func TestTrainISICEndToEnd(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got Config
+			var got config.Config
 			if err := yaml.Unmarshal(raw, &got); err != nil {
 				t.Fatal(err)
 			}
@@ -181,6 +186,9 @@ func TestTrainISICEndToEnd(t *testing.T) {
 			}
 			// Every per-batch attack reports at both passive blocks.
 			for _, name := range attack.Names() {
+				if needs, _ := attack.Describe(name); needs.EpochMemory {
+					continue // scored at the end of each epoch, in epochs.jsonl
+				}
 				for _, layer := range []string{"first", "cut"} {
 					k := name + "/" + layer
 					if _, ok := batches[0]["leak"].(map[string]any)[k]; !ok {

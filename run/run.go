@@ -1,7 +1,10 @@
+// Package run is the in-process simulation of split learning: it loads the
+// data, builds both parties (package config), connects them through
+// transport/inproc, and records every step (package rundir), whose audit
+// alone sees both the labels and what the passive party received.
 package run
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,15 +13,18 @@ import (
 	"slices"
 	"time"
 
+	"github.com/splitguard/splitguard/atomicfile"
 	"github.com/splitguard/splitguard/audit"
+	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/dump"
 	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/party/active"
 	"github.com/splitguard/splitguard/party/passive"
+	"github.com/splitguard/splitguard/rundir"
 	"github.com/splitguard/splitguard/schedule"
 	"github.com/splitguard/splitguard/tensor"
 	"github.com/splitguard/splitguard/transport/inproc"
-	"gopkg.in/yaml.v3"
 )
 
 // Options are the parts of a run that are not configuration: where
@@ -27,58 +33,46 @@ type Options struct {
 	// Log receives plain progress lines (nil: none).
 	Log io.Writer
 	// Progress, when set, is told about every batch (for a progress bar).
-	Progress func(p Progress)
+	Progress func(p rundir.Progress)
 	// OnBatch, when set, is called with every batches.jsonl record after
 	// it is written (its Leak map is reused afterwards: copy what you keep).
-	OnBatch func(BatchRecord)
+	OnBatch func(rundir.BatchRecord)
 	// OnEval, when set, is called with every eval.jsonl record after it
 	// is written.
-	OnEval func(EvalRecord)
-}
-
-// Progress is a snapshot handed to Options.Progress after every batch.
-type Progress struct {
-	Step, Total  int64
-	Loss         float64
-	ExamplesPerS float64
-	// LeakKey and Leak are one leak AUC of the last batch (norm/cut when
-	// audited, else the first key in sorted order); Leak is nil when the
-	// AUC is undefined.
-	LeakKey string
-	Leak    *float64
+	OnEval func(rundir.EvalRecord)
 }
 
 // Train runs one in-process split-training run as cfg describes, writing
 // the run directory cfg.Out, and returns its summary.
-func Train(ctx context.Context, cfg Config, opt Options) (*Summary, error) {
+func Train(ctx context.Context, cfg config.Config, opt Options) (*rundir.Summary, error) {
 	cfg.Layers = slices.Clone(cfg.Layers)
 	cfg.Resolve()
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return nil, err
 	}
-	resolved, err := yaml.Marshal(cfg)
+	resolved, err := config.Marshal(&cfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(filepath.Join(cfg.Out, "config.yaml"), resolved); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(cfg.Out, rundir.ConfigFile), resolved, 0o644); err != nil {
 		return nil, err
 	}
-	split, err := loadData(&cfg)
+	split, err := cfg.LoadData()
 	if err != nil {
 		return nil, err
 	}
-	canonicalOrder(split) // canonical.go
+	split.SortByID()
 	if err := checkClasses(split); err != nil {
 		return nil, err
 	}
 	if split.Encoding != nil {
 		// Written now and dropped: a large vocabulary is not kept in
 		// memory through training.
-		if err := data.SaveEncoding(filepath.Join(cfg.Out, EncodingFile), split.Encoding); err != nil {
-			return nil, fmt.Errorf("run: %w", err)
+		if err := data.SaveEncoding(filepath.Join(cfg.Out, rundir.EncodingFile), split.Encoding); err != nil {
+			return nil, err
 		}
 		split.Encoding = nil
 	}
@@ -87,8 +81,8 @@ func Train(ctx context.Context, cfg Config, opt Options) (*Summary, error) {
 	return trainSplit(ctx, cfg, split, opt)
 }
 
-func trainSplit(ctx context.Context, cfg Config, split *data.Split, opt Options) (*Summary, error) {
-	bottom, top, wide, err := buildModels(&cfg, split.Train.X)
+func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, opt Options) (*rundir.Summary, error) {
+	bottom, top, wide, err := cfg.BuildModels(split.Train.X)
 	if err != nil {
 		return nil, err
 	}
@@ -96,23 +90,31 @@ func trainSplit(ctx context.Context, cfg Config, split *data.Split, opt Options)
 	if err != nil {
 		return nil, err
 	}
-	protector, dcor, lossLabels, err := buildProtection(&cfg, split.Train)
+	def, err := cfg.BuildDefences(split.Train)
 	if err != nil {
 		return nil, err
 	}
-	aud, err := audit.New(expandAttacks(cfg.Attacks), cfg.PositivesMinority, cfg.Seed)
+	aud, err := cfg.NewAuditor()
 	if err != nil {
 		return nil, err
 	}
-	rec, err := newRecorder(cfg, split, aud, opt)
+	rec, err := rundir.Open(cfg, false, rundir.Hooks{OnBatch: opt.OnBatch, OnEval: opt.OnEval, Progress: opt.Progress,
+		Log: func(f string, a ...any) { logf(opt.Log, f, a...) }})
 	if err != nil {
 		return nil, err
 	}
-	defer rec.close()
+	defer rec.Close()
+	j := &joiner{rec: rec, bottom: bottom}
+	if cfg.Dump != "" {
+		if j.dump, err = dump.NewWriter(cfg.Dump, cfg.DumpBatches); err != nil {
+			return nil, err
+		}
+		defer j.dump.Close()
+	}
 
 	act, err := active.New(top, split.Train, split.Test, sched, bottom.CutDim(), active.Config{
-		Protector: protector, DCor: dcor, TrainLabels: lossLabels, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
-		Observer: rec.activeBatch, EvalObserver: rec.eval,
+		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
+		Observer: j.active, EvalObserver: func(res *active.EvalResult) error { _, err := rec.Eval(res); return err },
 	})
 	if err != nil {
 		return nil, err
@@ -121,11 +123,12 @@ func trainSplit(ctx context.Context, cfg Config, split *data.Split, opt Options)
 		passive.Split{IDs: split.Train.IDs, X: split.Train.X},
 		passive.Split{IDs: split.Test.IDs, X: split.Test.X},
 		sched, passive.Config{Epochs: cfg.Epochs, MaxSteps: cfg.MaxSteps, EvalEvery: cfg.EvalEvery, EvalBatch: cfg.EvalBatch,
-			Observer: func(ob *passive.Observation) error { return rec.passiveBatch(ob, bottom) }})
+			Observer: j.passive})
 	if err != nil {
 		return nil, err
 	}
-	rec.total = pas.TotalSteps()
+	rec.Start(split, aud, pas.TotalSteps())
+	j.layers = audit.LayerNames(cfg.Cut)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -146,8 +149,8 @@ func trainSplit(ctx context.Context, cfg Config, split *data.Split, opt Options)
 		return nil, aerr
 	}
 	if perr != nil {
-		if ctx.Err() != nil && rec.err != nil {
-			return nil, rec.err
+		if ctx.Err() != nil && j.err != nil {
+			return nil, j.err
 		}
 		return nil, perr
 	}
@@ -155,65 +158,70 @@ func trainSplit(ctx context.Context, cfg Config, split *data.Split, opt Options)
 	if err := saveModels(cfg.Out, bottom, top); err != nil {
 		return nil, err
 	}
-	return rec.finish(elapsed, pas.Step())
+	return rec.Finish(pas.Step(), elapsed)
 }
 
-// Files of a run directory that serve trained models (see README.md): the
-// encoding of the training data (data.SaveEncoding) and the final models
-// (model Save: parameters and optimiser state).
-const (
-	EncodingFile    = "encoding"
-	BottomModelFile = "bottom.model"
-	TopModelFile    = "top.model"
-)
+// joiner joins the two parties' views of every step into one
+// rundir.Observation. The active party's observation of a step always
+// arrives before the passive party's (the passive cannot backprop before
+// the answer arrives), so the passive's completes the step.
+type joiner struct {
+	rec    *rundir.Recorder
+	bottom model.Bottom
+	dump   *dump.Writer
+	layers []string
 
-// saveModels writes the final bottom and top models into dir, each to a
-// temporary file renamed into place.
-func saveModels(dir string, bottom model.Bottom, top model.Top) error {
-	for _, m := range []struct {
-		file string
-		save func(io.Writer) error
-	}{{BottomModelFile, bottom.Save}, {TopModelFile, top.Save}} {
-		var b bytes.Buffer
-		if err := m.save(&b); err != nil {
-			return fmt.Errorf("run: saving %s: %w", m.file, err)
-		}
-		if err := writeFileAtomic(filepath.Join(dir, m.file), b.Bytes()); err != nil {
-			return fmt.Errorf("run: %w", err)
+	act *active.Observation // this step's active view
+	err error
+}
+
+func (j *joiner) active(ob *active.Observation) error {
+	j.act = ob
+	return nil
+}
+
+func (j *joiner) passive(ob *passive.Observation) error {
+	a := j.act
+	if a == nil || a.Step != ob.Step {
+		return j.fail(fmt.Errorf("step %d: no active-party record", ob.Step))
+	}
+	ab := &audit.Batch{
+		Step: ob.Step, Epoch: ob.Epoch, IDs: ob.IDs, Labels: a.Labels, Layers: j.layers,
+		Grads: ob.Grads, Outputs: ob.Outputs,
+		// The cosine oracle: the clean gradient backpropagated through the
+		// passive's layers at the same parameters.
+		Clean: func() ([]*tensor.Matrix, error) { return j.bottom.Backprop(a.Clean) },
+	}
+	if _, err := j.rec.Batch(rundir.Observation{Active: a, Audit: ab}); err != nil {
+		return j.fail(err)
+	}
+	if j.dump != nil {
+		if err := j.dump.Batch(ab); err != nil {
+			return j.fail(err)
 		}
 	}
 	return nil
 }
 
-// loadData reads the (resolved) configuration's data: an image set, a
-// table, or synthetic Criteo-shaped rows.
-func loadData(cfg *Config) (*data.Split, error) {
-	switch {
-	case cfg.Format == data.FormatFashionMNIST:
-		return data.LoadFashionMNIST(cfg.Data, imageOptions(cfg))
-	case cfg.Format == data.FormatISIC:
-		return data.LoadISIC(cfg.Data, imageOptions(cfg))
-	case cfg.Data == "":
-		return data.Generate(cfg.SynthRows, cfg.SynthPosRate, cfg.Seed, dataOptions(cfg))
+func (j *joiner) fail(err error) error {
+	if j.err == nil {
+		j.err = err
 	}
-	return data.Load(cfg.Data, dataOptions(cfg))
+	return err
 }
 
-// imageOptions maps the run's image settings to the loaders' options.
-func imageOptions(cfg *Config) data.ImageOptions {
-	return data.ImageOptions{
-		PositiveClass: cfg.PositiveClass, PosRate: cfg.PosRate,
-		Size: cfg.ImageSize, Pad: cfg.ImagePad, Channels: cfg.ImageChannels,
-		Seed: cfg.Seed, NegPerPos: cfg.NegPerPos, TestFrac: cfg.TestFrac,
+// saveModels writes the final bottom and top models into dir, each
+// streamed to a temporary file renamed into place.
+func saveModels(dir string, bottom model.Bottom, top model.Top) error {
+	for _, m := range []struct {
+		file string
+		save func(io.Writer) error
+	}{{rundir.BottomModelFile, bottom.Save}, {rundir.TopModelFile, top.Save}} {
+		if err := atomicfile.Write(filepath.Join(dir, m.file), 0o644, m.save); err != nil {
+			return fmt.Errorf("saving %s: %w", m.file, err)
+		}
 	}
-}
-
-func dataOptions(cfg *Config) data.Options {
-	return data.Options{
-		Format: cfg.Format, LabelCol: cfg.Label, Positive: cfg.Positive, IDCol: cfg.IDCol,
-		Sample: cfg.Sample, TestFrac: cfg.TestFrac, Seed: cfg.Seed,
-		HashBuckets: cfg.HashBuckets, SkipBadRows: cfg.SkipBadRows,
-	}
+	return nil
 }
 
 // checkClasses refuses, before any training, a split whose AUCs would be
@@ -230,7 +238,7 @@ func checkClasses(split *data.Split) error {
 			if pos == n && n > 0 {
 				class = "positive"
 			}
-			return fmt.Errorf("run: the %s split's %d rows are all %s, so its AUC is undefined; use more data or a larger --test-frac", part.name, n, class)
+			return fmt.Errorf("the %s split's %d rows are all %s, so its AUC is undefined; it needs more rows or a larger test fraction", part.name, n, class)
 		}
 	}
 	return nil
@@ -249,6 +257,3 @@ func logf(w io.Writer, format string, a ...any) {
 		fmt.Fprintf(w, format+"\n", a...)
 	}
 }
-
-// engineName names the matrix-product engine in use.
-func engineName() string { return tensor.Default.Name() }

@@ -12,13 +12,16 @@ import (
 	"testing"
 
 	"github.com/sbinet/npyio"
+	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/protect"
+	"github.com/splitguard/splitguard/rundir"
 	"gonum.org/v1/gonum/mat"
 )
 
-func smallConfig(t *testing.T) Config {
+func smallConfig(t *testing.T) config.Config {
 	t.Helper()
-	c := Default()
+	c := config.Default()
 	c.SynthRows, c.Batch, c.Epochs, c.LR, c.EvalEvery = 20000, 256, 2, 3e-3, 25
 	c.Layers, c.Cut = []int{32, 32, 32, 32}, 2
 	c.Attacks = []string{"norm", "cosine", "memory_norm", "spectral"}
@@ -144,9 +147,9 @@ func TestTrainWritesTheRunDirectory(t *testing.T) {
 // encoding lists Criteo's 13 dense and 26 categorical columns, and the
 // saved models load into models built as the run built them (a model
 // Load checks every section's name and size).
-func checkServingFiles(t *testing.T, cfg Config) {
+func checkServingFiles(t *testing.T, cfg config.Config) {
 	t.Helper()
-	enc, err := data.LoadEncoding(filepath.Join(cfg.Out, EncodingFile))
+	enc, err := data.LoadEncoding(filepath.Join(cfg.Out, rundir.EncodingFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,20 +160,20 @@ func checkServingFiles(t *testing.T, cfg Config) {
 	if len(enc.Columns) != 39 || kinds[data.KindDense] != 13 || kinds[data.KindCategorical] != 26 || enc.LabelCol != "label" {
 		t.Fatalf("encoding: %d columns (%v), label %q; want 13 dense and 26 categorical, label \"label\"", len(enc.Columns), kinds, enc.LabelCol)
 	}
-	split, err := loadData(&cfg)
+	split, err := cfg.LoadData()
 	if err != nil {
 		t.Fatal(err)
 	}
 	rc := cfg
 	rc.Resolve()
-	bottom, top, _, err := buildModels(&rc, split.Train.X)
+	bottom, top, _, err := rc.BuildModels(split.Train.X)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range []struct {
 		file string
 		load func(io.Reader) error
-	}{{BottomModelFile, bottom.Load}, {TopModelFile, top.Load}} {
+	}{{rundir.BottomModelFile, bottom.Load}, {rundir.TopModelFile, top.Load}} {
 		f, err := os.Open(filepath.Join(cfg.Out, m.file))
 		if err != nil {
 			t.Fatal(err)
@@ -187,7 +190,7 @@ func TestTrainIsDeterministicForASeed(t *testing.T) {
 	var got [2][]map[string]any
 	for i := range got {
 		cfg := smallConfig(t)
-		cfg.Epochs, cfg.Protect, cfg.MarvellS = 1, "marvell", 1
+		cfg.Epochs, cfg.Protect, cfg.Params = 1, "marvell", protect.Params{"marvell_s": 1}
 		if _, err := Train(context.Background(), cfg, Options{}); err != nil {
 			t.Fatal(err)
 		}
@@ -209,15 +212,15 @@ func TestTrainIsDeterministicForASeed(t *testing.T) {
 func TestConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		edit func(*Config)
+		edit func(*config.Config)
 		want string
 	}{
-		{"no data", func(c *Config) { c.SynthRows = 0 }, "no data"},
-		{"batch", func(c *Config) { c.Batch = 1 }, "batch"},
-		{"cut", func(c *Config) { c.Cut = 9 }, "cut"},
-		{"protection", func(c *Config) { c.Protect = "nope" }, "nope"},
-		{"attack", func(c *Config) { c.Attacks = []string{"nope"} }, "nope"},
-		{"model", func(c *Config) { c.Model = "nope" }, "nope"},
+		{"no data", func(c *config.Config) { c.SynthRows = 0 }, "no data"},
+		{"batch", func(c *config.Config) { c.Batch = 1 }, "batch"},
+		{"cut", func(c *config.Config) { c.Cut = 9 }, "cut"},
+		{"protection", func(c *config.Config) { c.Protect = "nope" }, "nope"},
+		{"attack", func(c *config.Config) { c.Attacks = []string{"nope"} }, "nope"},
+		{"model", func(c *config.Config) { c.Model = "nope" }, "nope"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := smallConfig(t)
@@ -234,15 +237,15 @@ func TestConfigErrors(t *testing.T) {
 func TestConfigFileKeysMirrorFlags(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.yaml")
 	os.WriteFile(path, []byte("batch: 512\nprotect: marvell\nmarvell_s: 4\nattacks: [norm, cosine]\n"), 0o644)
-	c, err := LoadConfigFile(path, Default())
+	c, err := config.LoadFile(path, config.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Batch != 512 || c.Protect != "marvell" || c.MarvellS != 4 || len(c.Attacks) != 2 || c.Epochs != 1 {
+	if c.Batch != 512 || c.Protect != "marvell" || c.Params["marvell_s"] != 4 || len(c.Attacks) != 2 || c.Epochs != 1 {
 		t.Fatalf("got %+v", c)
 	}
 	os.WriteFile(path, []byte("batchsize: 512\n"), 0o644)
-	if _, err := LoadConfigFile(path, Default()); err == nil {
+	if _, err := config.LoadFile(path, config.Default()); err == nil {
 		t.Fatal("an unknown key was accepted")
 	}
 }
@@ -259,7 +262,7 @@ func TestSharedSamplesTrain(t *testing.T) {
 		if _, err := os.Stat(tc.path); err != nil {
 			t.Skipf("%s not here: %v", tc.path, err)
 		}
-		cfg := Default()
+		cfg := config.Default()
 		cfg.Data, cfg.Format, cfg.TestFrac, cfg.Batch, cfg.Epochs = tc.path, tc.format, tc.testFrac, tc.batch, 2
 		cfg.Attacks = []string{"norm", "cosine", "spectral"}
 		cfg.Out = t.TempDir()
@@ -274,7 +277,7 @@ func TestOneClassTestSplitIsRefusedUpFront(t *testing.T) {
 	if _, err := os.Stat(path); err != nil {
 		t.Skipf("%s not here: %v", path, err)
 	}
-	cfg := Default()
+	cfg := config.Default()
 	cfg.Data, cfg.Format, cfg.Batch, cfg.Out = path, "avazu", 16, t.TempDir()
 	// With the default 10% the 100-row sample leaves 5 test rows, all
 	// negative under seed 1.
@@ -347,15 +350,15 @@ func readNPY(t *testing.T, path string, dst any) {
 func TestValidateChecksProtectionAndAttacksBeforeReadingData(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		edit func(*Config)
+		edit func(*config.Config)
 		want string
 	}{
-		{"unknown protection", func(c *Config) { c.Protect = "nope" }, "nope"},
-		{"iso without a ratio", func(c *Config) { c.Protect = "iso" }, "iso"},
-		{"unknown attack", func(c *Config) { c.Attacks = []string{"norm", "telepathy"} }, "telepathy"},
+		{"unknown protection", func(c *config.Config) { c.Protect = "nope" }, "nope"},
+		{"iso without a ratio", func(c *config.Config) { c.Protect = "iso" }, "iso"},
+		{"unknown attack", func(c *config.Config) { c.Attacks = []string{"norm", "telepathy"} }, "telepathy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := Default()
+			cfg := config.Default()
 			cfg.Data, cfg.Out = filepath.Join(t.TempDir(), "does-not-exist.txt"), t.TempDir()
 			tc.edit(&cfg)
 			err := cfg.Validate()
@@ -364,7 +367,7 @@ func TestValidateChecksProtectionAndAttacksBeforeReadingData(t *testing.T) {
 			}
 		})
 	}
-	cfg := Default()
+	cfg := config.Default()
 	cfg.Data, cfg.Out, cfg.Attacks = "x.txt", t.TempDir(), []string{"all"}
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("a valid config was refused: %v", err)

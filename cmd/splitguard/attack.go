@@ -11,7 +11,7 @@ import (
 
 	"github.com/splitguard/splitguard/audit"
 	"github.com/splitguard/splitguard/data"
-	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/dump"
 )
 
 func init() { subcommands = append(subcommands, newAttackCmd) }
@@ -22,8 +22,8 @@ func newAttackCmd() *cobra.Command {
 		Short: "Offline attacks on a run's --dump directory",
 	}
 	var (
-		dump, labels, fashion, on string
-		seed                      uint64
+		dumpDir, labels, fashion, on string
+		seed                         uint64
 	)
 	mc := &cobra.Command{
 		Use:   "multiclass",
@@ -43,32 +43,32 @@ files (IDs as the run assigned them: training row i has ID i), so a binary
 Fashion-MNIST run can be attacked on all ten classes.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if dump == "" {
+			if dumpDir == "" {
 				return fmt.Errorf("attack multiclass: --dump is required")
 			}
 			if (labels == "") == (fashion == "") {
 				return fmt.Errorf("attack multiclass: give exactly one of --labels and --fashion-mnist")
 			}
-			if !slices.Contains(run.DumpArrays, on) {
-				return fmt.Errorf("attack multiclass: --on %q, want one of %s", on, strings.Join(run.DumpArrays, ", "))
+			if !slices.Contains(dump.Arrays, on) {
+				return fmt.Errorf("attack multiclass: --on %q, want one of %s", on, strings.Join(dump.Arrays, ", "))
 			}
 			var classes []uint8
 			var err error
 			if labels != "" {
-				classes, err = run.ReadClassesNPY(labels)
+				classes, err = dump.ReadClassesNPY(labels)
 			} else {
 				classes, err = data.FashionMNISTClasses(fashion)
 			}
 			if err != nil {
 				return fmt.Errorf("attack multiclass: %w", err)
 			}
-			return attackMultiClass(cmd.OutOrStdout(), dump, classes, on, seed)
+			return attackMultiClass(cmd.OutOrStdout(), dumpDir, classes, on, seed)
 		},
 	}
-	mc.Flags().StringVar(&dump, "dump", "", "dump directory of a run (train --dump DIR)")
+	mc.Flags().StringVar(&dumpDir, "dump", "", "dump directory of a run (train --dump DIR)")
 	mc.Flags().StringVar(&labels, "labels", "", "1-D integer .npy of classes indexed by example ID")
 	mc.Flags().StringVar(&fashion, "fashion-mnist", "", "Fashion-MNIST directory whose label files give the classes")
-	mc.Flags().StringVar(&on, "on", "cut_embedding", "array attacked: "+strings.Join(run.DumpArrays, ", "))
+	mc.Flags().StringVar(&on, "on", "cut_embedding", "array attacked: "+strings.Join(dump.Arrays, ", "))
 	mc.Flags().Uint64Var(&seed, "seed", 1, "seed of the k-means seeding")
 	cmd.AddCommand(mc)
 	return cmd
@@ -83,10 +83,10 @@ type multiClassSummary struct {
 
 // attackMultiClass runs audit.MultiClass on array `on` of every batch of
 // the dump and writes the JSON lines.
-func attackMultiClass(w io.Writer, dump string, classes []uint8, on string, seed uint64) error {
+func attackMultiClass(w io.Writer, dumpDir string, classes []uint8, on string, seed uint64) error {
 	enc := json.NewEncoder(w)
 	var sum multiClassSummary
-	err := run.ReadDump(dump, func(b *run.DumpBatch) error {
+	err := dump.Read(dumpDir, func(b *dump.Batch) error {
 		res, err := audit.MultiClass(b.Step, b.Arrays[on], b.IDs, classes, seed)
 		if err != nil {
 			return err
@@ -100,7 +100,7 @@ func attackMultiClass(w io.Writer, dump string, classes []uint8, on string, seed
 		return fmt.Errorf("attack multiclass: %w", err)
 	}
 	if sum.Batches == 0 {
-		return fmt.Errorf("attack multiclass: %s holds no batches", dump)
+		return fmt.Errorf("attack multiclass: %s holds no batches", dumpDir)
 	}
 	sum.MeanAccuracy /= float64(sum.Batches)
 	sum.MeanMajority /= float64(sum.Batches)

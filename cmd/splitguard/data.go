@@ -2,11 +2,12 @@ package main
 
 import (
 	"fmt"
-	"os"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/splitguard/splitguard/atomicfile"
 	"github.com/splitguard/splitguard/data"
 )
 
@@ -51,21 +52,8 @@ The same flags always give the same bytes. --out - writes to standard output.`,
 			if out == "-" {
 				return data.WriteSynth(cmd.OutOrStdout(), rows, posRate, seed)
 			}
-			tmp := out + ".tmp"
-			f, err := os.Create(tmp)
+			err := atomicfile.Write(out, 0o644, func(w io.Writer) error { return data.WriteSynth(w, rows, posRate, seed) })
 			if err != nil {
-				return fmt.Errorf("data synth: %w", err)
-			}
-			if err := data.WriteSynth(f, rows, posRate, seed); err != nil {
-				f.Close()
-				os.Remove(tmp)
-				return fmt.Errorf("data synth: %s: %w", out, err)
-			}
-			if err := f.Close(); err != nil {
-				os.Remove(tmp)
-				return fmt.Errorf("data synth: %s: %w", out, err)
-			}
-			if err := os.Rename(tmp, out); err != nil {
 				return fmt.Errorf("data synth: %w", err)
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d rows to %s in %.1fs\n", rows, out, time.Since(start).Seconds())

@@ -7,8 +7,9 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
-
-	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/config"
+	"github.com/splitguard/splitguard/protect"
+	"github.com/splitguard/splitguard/rundir"
 )
 
 func init() { subcommands = append(subcommands, newDemoCmd) }
@@ -32,16 +33,16 @@ gradients the passive party received.`,
 				out = dir
 			}
 			settings := []string{"none", "marvell"}
-			sums := make([]*run.Summary, len(settings))
-			for i, protect := range settings {
-				cfg := run.Default()
+			sums := make([]*rundir.Summary, len(settings))
+			for i, name := range settings {
+				cfg := config.Default()
 				cfg.SynthRows, cfg.Epochs, cfg.Batch, cfg.LR = 200000, 1, 1024, 1e-3
 				cfg.Attacks = []string{"norm", "cosine"}
-				cfg.Protect = protect
-				if protect == "marvell" {
-					cfg.MarvellS = 4
+				cfg.Protect = name
+				if name == "marvell" {
+					cfg.Params = protect.Params{"marvell_s": 4}
 				}
-				cfg.Out = filepath.Join(out, protect)
+				cfg.Out = filepath.Join(out, name)
 				sum, err := trainAndReport(cmd.Context(), cfg, "", cmd.OutOrStdout(), cmd.ErrOrStderr())
 				if err != nil {
 					return err
@@ -59,8 +60,8 @@ gradients the passive party received.`,
 // printDemoVerdict puts the two demo runs side by side: how well the
 // passive party could tell positives from negatives by looking at the
 // gradients it received, and what the protection cost in test AUC.
-func printDemoVerdict(w io.Writer, dir string, none, marvell *run.Summary) {
-	leak := func(s *run.Summary, key string) string {
+func printDemoVerdict(w io.Writer, dir string, none, marvell *rundir.Summary) {
+	leak := func(s *rundir.Summary, key string) string {
 		l, ok := s.Leak[key]
 		if !ok || l.Batches == 0 {
 			return "   —  "
@@ -73,7 +74,7 @@ func printDemoVerdict(w io.Writer, dir string, none, marvell *run.Summary) {
 	fmt.Fprintf(w, "%-18s %10s %12s %10s %13s %9s\n", "", "norm/cut", "cosine/cut", "norm/first", "cosine/first", "test AUC")
 	for _, r := range []struct {
 		name string
-		s    *run.Summary
+		s    *rundir.Summary
 	}{{"no protection", none}, {"Marvell s = 4", marvell}} {
 		fmt.Fprintf(w, "%-18s %10s %12s %10s %13s %9.4f\n", r.name, leak(r.s, "norm/cut"), leak(r.s, "cosine/cut"),
 			leak(r.s, "norm/first"), leak(r.s, "cosine/first"), r.s.TestAUCBest)

@@ -8,8 +8,8 @@ import (
 )
 
 func main() {
-	if err := newRootCmd().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "splitguard:", err)
+	if cmd, err := newRootCmd().ExecuteC(); err != nil {
+		fmt.Fprintln(os.Stderr, "splitguard:", withFlagNames(cmd, err.Error()))
 		os.Exit(1)
 	}
 }

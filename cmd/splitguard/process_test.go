@@ -26,6 +26,12 @@ import (
 var binary, buildErr string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(testCLIEnv) == "1" {
+		// The test binary acting as the CLI, with the plug-ins that test
+		// files register (plugin_test.go): a sweep's child processes.
+		main()
+		os.Exit(0)
+	}
 	dir, err := os.MkdirTemp("", "splitguard-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -7,9 +7,8 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+	"github.com/splitguard/splitguard/rundir"
 	"golang.org/x/term"
-
-	"github.com/splitguard/splitguard/run"
 )
 
 // progress shows training progress on stderr: a progress bar when stderr
@@ -32,7 +31,7 @@ func newProgress(w io.Writer, batch int) *progress {
 	return p
 }
 
-func (p *progress) update(s run.Progress) {
+func (p *progress) update(s rundir.Progress) {
 	leak := "—"
 	if s.Leak != nil {
 		leak = fmt.Sprintf("%.3f", *s.Leak)

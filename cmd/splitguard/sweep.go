@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/sweep"
 )
 
@@ -81,7 +81,7 @@ the others. Then run 'splitguard report DIR'.`,
 // validateRunConfig checks a sweep run's config.yaml the way train will
 // read it, so that a typo fails before any run starts.
 func validateRunConfig(path string) error {
-	cfg, err := run.LoadConfigFile(path, run.Default())
+	cfg, err := config.LoadFile(path, config.Default())
 	if err != nil {
 		return err
 	}

@@ -12,16 +12,20 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/splitguard/splitguard/attack"
+	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/protect"
 	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/rundir"
 	"github.com/splitguard/splitguard/ui"
 )
 
 func init() { subcommands = append(subcommands, newTrainCmd) }
 
-// trainFlags binds the flags of `train` to a run.Config. Every flag has a
+// trainFlags binds the flags of `train` to a config.Config. Every flag has a
 // config-file key of the same name with dashes as underscores.
-func trainFlags(fs *pflag.FlagSet, c *run.Config) {
+func trainFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.Data, "data", c.Data, "training data: a table file, or the image folder of fashion-mnist (default "+data.FashionMNISTDir+") or isic")
 	fs.IntVar(&c.SynthRows, "synth-rows", c.SynthRows, "without --data: train on N rows of in-memory synthetic Criteo-shaped data")
 	fs.Float64Var(&c.SynthPosRate, "synth-pos-rate", c.SynthPosRate, "positive rate of --synth-rows data")
@@ -55,15 +59,9 @@ func trainFlags(fs *pflag.FlagSet, c *run.Config) {
 	fs.IntVar(&c.EvalEvery, "eval-every", c.EvalEvery, "evaluate on the test split every N batches (0: at the end only)")
 	fs.IntVar(&c.EvalBatch, "eval-batch", c.EvalBatch, "rows per evaluation message (0: 8192 wdl/mlp, --batch for cnn)")
 	fs.IntVar(&c.ACEBins, "ace-bins", c.ACEBins, "bins of the adaptive calibration error")
-	fs.StringVar(&c.Protect, "protect", c.Protect, "gradient protection: none, iso, max_norm, max_norm_label, marvell")
-	fs.Float64Var(&c.IsoT, "iso-t", c.IsoT, "iso: noise ratio t")
-	fs.Float64Var(&c.IsoRatio, "iso-ratio", c.IsoRatio, "iso: noise ratio r, t = r²")
-	fs.Float64Var(&c.MarvellS, "marvell-s", c.MarvellS, "marvell: power bound P = s·‖Δ‖²")
-	fs.Float64Var(&c.MarvellErrorBound, "marvell-error-bound", c.MarvellErrorBound, "marvell target mode: error lower bound L")
-	fs.Float64Var(&c.MarvellSumKL, "marvell-sumkl", c.MarvellSumKL, "marvell target mode: sumKL target τ")
-	fs.Float64Var(&c.DCorAlpha, "dcor-alpha", c.DCorAlpha, "distance-correlation defence weight α_d (0: off)")
-	fs.Float64Var(&c.LabelDPEps, "label-dp-eps", c.LabelDPEps, "label DP ε, randomized response with prior (0: off)")
-	fs.StringSliceVar(&c.Attacks, "attacks", c.Attacks, "attacks to audit every batch (\"all\" for every one)")
+	fs.StringVar(&c.Protect, "protect", c.Protect, "gradient protection: "+strings.Join(protect.Names(), ", "))
+	defenceFlags(fs, &c.Params)
+	fs.StringSliceVar(&c.Attacks, "attacks", c.Attacks, "attacks to audit every batch: "+strings.Join(attack.Names(), ", ")+", or all")
 	fs.BoolVar(&c.PositivesMinority, "positives-minority", c.PositivesMinority, "spectral attacker's prior: positives are the minority")
 	fs.StringVar(&c.Out, "out", c.Out, "run directory to write")
 	fs.StringVar(&c.Dump, "dump", c.Dump, "write per-batch .npy dumps (gradients, embeddings, labels, IDs) here")
@@ -72,7 +70,7 @@ func trainFlags(fs *pflag.FlagSet, c *run.Config) {
 }
 
 func newTrainCmd() *cobra.Command {
-	cfg := run.Default()
+	cfg := config.Default()
 	var configFile, uiAddr string
 	cmd := &cobra.Command{
 		Use:   "train --data PATH --out DIR [flags]",
@@ -96,11 +94,11 @@ func newTrainCmd() *cobra.Command {
 
 // resolveConfig applies, in order: defaults, the config file, then the
 // flags the user set explicitly.
-func resolveConfig(fs *pflag.FlagSet, configFile string, fromFlags run.Config) (run.Config, error) {
+func resolveConfig(fs *pflag.FlagSet, configFile string, fromFlags config.Config) (config.Config, error) {
 	if configFile == "" {
 		return fromFlags, nil
 	}
-	fileCfg, err := run.LoadConfigFile(configFile, run.Default())
+	fileCfg, err := config.LoadFile(configFile, config.Default())
 	if err != nil {
 		return fromFlags, err
 	}
@@ -130,7 +128,7 @@ func reapplyFlags(fs *pflag.FlagSet, bind func(*pflag.FlagSet)) error {
 	return err
 }
 
-func trainAndReport(ctx context.Context, cfg run.Config, uiAddr string, stdout, stderr io.Writer) (*run.Summary, error) {
+func trainAndReport(ctx context.Context, cfg config.Config, uiAddr string, stdout, stderr io.Writer) (*rundir.Summary, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -140,17 +138,17 @@ func trainAndReport(ctx context.Context, cfg run.Config, uiAddr string, stdout, 
 	opts := run.Options{Log: prog.logWriter(), Progress: prog.update}
 	var feed *ui.Feed
 	if uiAddr != "" {
-		feed = ui.NewFeed(ui.Info{Title: cfg.Out, Protect: protectLabel(cfg), Method: cfg.Protect})
+		feed = ui.NewFeed(ui.Info{Title: cfg.Out, Protect: cfg.Legend().Text, Method: cfg.Protect})
 		srv, err := ui.Start(ctx, uiAddr, feed)
 		if err != nil {
 			return nil, err
 		}
 		fmt.Fprintln(stderr, "live page:", srv.URL)
-		opts.OnBatch = func(r run.BatchRecord) { feed.Batch(ui.Batch{Step: r.Step, Loss: r.Loss, Leak: r.Leak}) }
-		opts.OnEval = func(r run.EvalRecord) {
+		opts.OnBatch = func(r rundir.BatchRecord) { feed.Batch(ui.Batch{Step: r.Step, Loss: r.Loss, Leak: r.Leak}) }
+		opts.OnEval = func(r rundir.EvalRecord) {
 			feed.Eval(ui.Eval{Step: r.Step, TestAUC: r.TestAUC, TestLoss: r.TestLoss, ACE: r.ACE})
 		}
-		opts.Progress = func(p run.Progress) { feed.SetTotal(p.Total); prog.update(p) }
+		opts.Progress = func(p rundir.Progress) { feed.SetTotal(p.Total); prog.update(p) }
 	}
 	sum, err := run.Train(ctx, cfg, opts)
 	prog.finish()
@@ -164,36 +162,7 @@ func trainAndReport(ctx context.Context, cfg run.Config, uiAddr string, stdout, 
 	return sum, nil
 }
 
-// protectLabel describes the protection setting, e.g. "marvell s=4".
-func protectLabel(c run.Config) string {
-	label := c.Protect
-	switch c.Protect {
-	case "marvell":
-		switch {
-		case c.MarvellErrorBound > 0:
-			label += fmt.Sprintf(" L=%g", c.MarvellErrorBound)
-		case c.MarvellSumKL > 0:
-			label += fmt.Sprintf(" τ=%g", c.MarvellSumKL)
-		default:
-			label += fmt.Sprintf(" s=%g", c.MarvellS)
-		}
-	case "iso":
-		if c.IsoRatio > 0 {
-			label += fmt.Sprintf(" r=%g", c.IsoRatio)
-		} else {
-			label += fmt.Sprintf(" t=%g", c.IsoT)
-		}
-	}
-	if c.DCorAlpha > 0 {
-		label += fmt.Sprintf(" + dCor α=%g", c.DCorAlpha)
-	}
-	if c.LabelDPEps > 0 {
-		label += fmt.Sprintf(" + label DP ε=%g", c.LabelDPEps)
-	}
-	return label
-}
-
-func printSummary(w io.Writer, cfg run.Config, s *run.Summary) {
+func printSummary(w io.Writer, cfg config.Config, s *rundir.Summary) {
 	fmt.Fprintf(w, "\nrun %s — protection %s, %d steps, %.0f examples/s (%s)\n", cfg.Out, s.Protect, s.Steps, s.ExamplesPerS, s.Engine)
 	fmt.Fprintf(w, "test AUC best %.4f (step %d), final %.4f; test loss %.4f; ACE %.4f\n",
 		s.TestAUCBest, s.BestStep, s.TestAUCFinal, s.TestLossFinal, s.ACEFinal)

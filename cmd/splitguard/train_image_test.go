@@ -10,15 +10,16 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
-	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/protect"
 )
 
 // TestEveryTrainFlagIsAConfigKey checks the promise of trainFlags: each
-// flag is the run.Config field whose YAML key is the flag's name with
+// flag is the config.Config field whose YAML key is the flag's name with
 // underscores, bound to that field.
 func TestEveryTrainFlagIsAConfigKey(t *testing.T) {
-	var c run.Config
+	var c config.Config
 	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 	trainFlags(fs, &c)
 	byKey := map[string]reflect.Value{}
@@ -31,6 +32,13 @@ func TestEveryTrainFlagIsAConfigKey(t *testing.T) {
 	fs.VisitAll(func(f *pflag.Flag) {
 		n++
 		key := strings.ReplaceAll(f.Name, "-", "_")
+		if _, ok := protect.ParamOwner(key); ok {
+			// A defence parameter: its value goes to Params[key].
+			if err := f.Value.Set("0.375"); err != nil || c.Params[key] != 0.375 {
+				t.Errorf("--%s 0.375: err %v, Params[%s] = %v", f.Name, err, key, c.Params[key])
+			}
+			return
+		}
 		field, ok := byKey[key]
 		if !ok {
 			t.Errorf("flag --%s has no config key %s", f.Name, key)
@@ -68,7 +76,7 @@ func TestTrainFashionMNISTFromTheCLI(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())
 	}
-	cfg, err := run.LoadConfigFile(filepath.Join(out, "config.yaml"), run.Default())
+	cfg, err := config.LoadFile(filepath.Join(out, "config.yaml"), config.Default())
 	if err != nil {
 		t.Fatal(err)
 	}

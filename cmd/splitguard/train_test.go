@@ -6,7 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/config"
+	"github.com/splitguard/splitguard/protect"
 )
 
 func TestFlagsOverrideTheConfigFile(t *testing.T) {
@@ -20,7 +21,7 @@ func TestFlagsOverrideTheConfigFile(t *testing.T) {
 	}
 	// What the flags parsed into (defaults plus the two flags) is what
 	// resolveConfig receives as fromFlags.
-	fromFlags := run.Default()
+	fromFlags := config.Default()
 	fromFlags.Batch, fromFlags.Attacks, fromFlags.Out = 256, []string{"spectral"}, "x"
 	got, err := resolveConfig(cmd.Flags(), path, fromFlags)
 	if err != nil {
@@ -29,27 +30,27 @@ func TestFlagsOverrideTheConfigFile(t *testing.T) {
 	if got.Batch != 256 || !slices.Equal(got.Attacks, []string{"spectral"}) || got.Out != "x" {
 		t.Fatalf("flags did not win: batch %d attacks %v out %q", got.Batch, got.Attacks, got.Out)
 	}
-	if got.Protect != "marvell" || got.MarvellS != 4 || got.Epochs != 3 {
-		t.Fatalf("file values lost: protect %q s %v epochs %d", got.Protect, got.MarvellS, got.Epochs)
+	if got.Protect != "marvell" || got.Params["marvell_s"] != 4 || got.Epochs != 3 {
+		t.Fatalf("file values lost: protect %q s %v epochs %d", got.Protect, got.Params["marvell_s"], got.Epochs)
 	}
-	if got.LR != run.Default().LR {
-		t.Fatalf("a key in neither kept %v, want the default %v", got.LR, run.Default().LR)
+	if got.LR != config.Default().LR {
+		t.Fatalf("a key in neither kept %v, want the default %v", got.LR, config.Default().LR)
 	}
 }
 
 func TestProtectLabel(t *testing.T) {
 	for _, tc := range []struct {
-		c    run.Config
+		c    config.Config
 		want string
 	}{
-		{run.Config{Protect: "none"}, "none"},
-		{run.Config{Protect: "marvell", MarvellS: 4}, "marvell s=4"},
-		{run.Config{Protect: "marvell", MarvellErrorBound: 0.3}, "marvell L=0.3"},
-		{run.Config{Protect: "iso", IsoRatio: 3}, "iso r=3"},
-		{run.Config{Protect: "max_norm", DCorAlpha: 0.005, LabelDPEps: 1}, "max_norm + dCor α=0.005 + label DP ε=1"},
+		{config.Config{Protect: "none"}, "none"},
+		{config.Config{Protect: "marvell", Params: protect.Params{"marvell_s": 4}}, "marvell s=4"},
+		{config.Config{Protect: "marvell", Params: protect.Params{"marvell_error_bound": 0.3}}, "marvell L=0.3"},
+		{config.Config{Protect: "iso", Params: protect.Params{"iso_ratio": 3}}, "iso t=9"},
+		{config.Config{Protect: "max_norm", Params: protect.Params{"dcor_alpha": 0.005, "label_dp_eps": 1}}, "max_norm + dcor α=0.005 + label_dp ε=1"},
 	} {
-		if got := protectLabel(tc.c); got != tc.want {
-			t.Errorf("protectLabel(%+v) = %q, want %q", tc.c, got, tc.want)
+		if got := tc.c.Legend().Text; got != tc.want {
+			t.Errorf("Legend(%+v) = %q, want %q", tc.c, got, tc.want)
 		}
 	}
 }

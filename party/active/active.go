@@ -32,8 +32,9 @@ type Config struct {
 	// Protector perturbs the gradient before it is sent (required; use
 	// protect "none" for no protection).
 	Protector protect.Protector
-	// DCor, when set, adds the distance-correlation loss to every batch.
-	DCor *protect.DCor
+	// Loss are add-on loss terms (e.g. the distance-correlation defence)
+	// added to every batch's loss.
+	Loss []protect.LossTerm
 	// TrainLabels, when set, replace the true training labels in the loss
 	// (label DP); metrics always use the true labels.
 	TrainLabels []uint8
@@ -59,7 +60,8 @@ type Observation struct {
 	LossLabels   []float32      // labels the loss used (noisy under label DP)
 	Probs        []float32      // σ(logit)
 	Loss         float64        // mean BCE on LossLabels
-	DCorLoss     float64        // α·log dCor, when the defence is on
+	LossTerms    float64        // sum of the add-on loss terms (α·log dCor), when any is on
+	HasLossTerms bool           // whether any add-on loss term is on
 	Clean        *tensor.Matrix // g = ∂L/∂e before protection
 	Protected    *tensor.Matrix // g̃, what was sent
 	Stats        protect.Stats
@@ -130,24 +132,40 @@ func New(top model.Top, train, test *data.Dataset, sched *schedule.Schedule, cut
 // Step is the number of training steps done.
 func (a *Active) Step() int64 { return a.step }
 
+// Handler answers the passive party's messages: an [Active], or a
+// deployment's wrapper that delegates to its current Active.
+type Handler interface {
+	TrainStep(f *transport.Forward) (*transport.Backward, error)
+	EvalBatch(f *transport.Forward) (*transport.Backward, error)
+}
+
 // Serve answers the passive party's messages until it closes the
 // connection. A message that fails validation ends the run with an error
 // and is never applied.
 func (a *Active) Serve(ctx context.Context, conn transport.ActiveConn) error {
+	return Serve(ctx, conn, a)
+}
+
+// Serve is the active party's message loop, the same in every
+// deployment: it receives each message from conn, has h answer it by its
+// phase and replies, until the passive party closes the connection
+// (nil) or a message is refused (the handler's error; the message is
+// never applied).
+func Serve(ctx context.Context, conn transport.ActiveConn, h Handler) error {
 	for {
 		f, err := conn.Recv(ctx)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("active: %w", err)
+			return err
 		}
 		var b *transport.Backward
 		switch f.Phase {
 		case transport.Train:
-			b, err = a.TrainStep(f)
+			b, err = h.TrainStep(f)
 		case transport.Eval:
-			b, err = a.EvalBatch(f)
+			b, err = h.EvalBatch(f)
 		default:
 			err = fmt.Errorf("active: message of unknown phase %v", f.Phase)
 		}
@@ -201,11 +219,13 @@ func (a *Active) TrainStep(f *transport.Forward) (*transport.Backward, error) {
 	if err != nil {
 		return nil, fmt.Errorf("active: step %d: %w", a.step, err)
 	}
-	var dcorLoss float64
-	if a.cfg.DCor != nil {
-		if dcorLoss, err = a.cfg.DCor.AddLossGrad(f.Embedding, a.lossY, clean); err != nil {
-			return nil, fmt.Errorf("active: step %d: distance correlation: %w", a.step, err)
+	var extraLoss float64
+	for _, term := range a.cfg.Loss {
+		v, err := term.AddLossGrad(f.Embedding, a.lossY, clean)
+		if err != nil {
+			return nil, fmt.Errorf("active: step %d: loss term %s: %w", a.step, term.Name(), err)
 		}
+		extraLoss += v
 	}
 	if err := tensor.CheckFinite(fmt.Sprintf("active: step %d: cut-layer gradient", a.step), clean); err != nil {
 		return nil, err
@@ -221,7 +241,7 @@ func (a *Active) TrainStep(f *transport.Forward) (*transport.Backward, error) {
 	}
 	if a.cfg.Observer != nil {
 		ob := &Observation{Step: a.step, Epoch: epoch, Batch: b, Rows: rows, Labels: a.labels,
-			LossLabels: a.lossY, Probs: a.probs, Loss: loss, DCorLoss: dcorLoss,
+			LossLabels: a.lossY, Probs: a.probs, Loss: loss, LossTerms: extraLoss, HasLossTerms: len(a.cfg.Loss) > 0,
 			Clean: clean, Protected: a.protected, Stats: stats, ProtectTime: elapsed}
 		if err := a.cfg.Observer(ob); err != nil {
 			return nil, err

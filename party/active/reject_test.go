@@ -31,7 +31,7 @@ func newTestActive(t *testing.T, n int) (*Active, *schedule.Schedule) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prot, err := protect.New("iso", protect.Options{IsoT: 1})
+	prot, err := protect.New("iso", protect.Params{"iso_t": 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,16 +1,14 @@
-package run
+package data
 
 import (
 	"slices"
-
-	"github.com/splitguard/splitguard/data"
 )
 
 // SortByID puts d's rows in ascending order of example ID (stable: rows
 // with equal IDs keep their file order). Both the in-process run and the
 // networked parties use this canonical order, so that the shared seeded
 // schedule picks the same examples whatever order each party's file has.
-func SortByID(d *data.Dataset) {
+func SortByID(d *Dataset) {
 	if d == nil || slices.IsSorted(d.IDs) {
 		return
 	}
@@ -31,8 +29,8 @@ func SortByID(d *data.Dataset) {
 }
 
 // SelectRows returns a new dataset made of d's given rows, in that order.
-func SelectRows(d *data.Dataset, rows []int) *data.Dataset {
-	out := &data.Dataset{IDs: make([]uint64, len(rows))}
+func SelectRows(d *Dataset, rows []int) *Dataset {
+	out := &Dataset{IDs: make([]uint64, len(rows))}
 	for i, r := range rows {
 		out.IDs[i] = d.IDs[r]
 	}
@@ -56,8 +54,8 @@ func SelectRows(d *data.Dataset, rows []int) *data.Dataset {
 	return out
 }
 
-// canonicalOrder sorts both splits by example ID.
-func canonicalOrder(s *data.Split) {
+// SortByID puts both splits' rows in the canonical order (see [SortByID]).
+func (s *Split) SortByID() {
 	SortByID(s.Train)
 	SortByID(s.Test)
 }

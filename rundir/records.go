@@ -1,4 +1,4 @@
-package run
+package rundir
 
 import "github.com/splitguard/splitguard/metrics"
 
@@ -58,4 +58,11 @@ type Summary struct {
 	Engine         string  `json:"engine"`
 	Protect        string  `json:"protect"`
 	Truncated      bool    `json:"truncated,omitempty"`
+}
+
+// EpochRecord is one line of epochs.jsonl: the epoch attacks' leak AUCs
+// over every example seen up to the end of the epoch.
+type EpochRecord struct {
+	Epoch int                 `json:"epoch"`
+	Leak  map[string]*float64 `json:"leak"`
 }

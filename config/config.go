@@ -1,8 +1,11 @@
-// Package run is the in-process simulation of split learning: it loads the
-// data, builds both parties, connects them through transport/inproc, audits
-// every batch for label leakage (it alone sees both the labels and what the
-// passive party received) and writes the run directory.
-package run
+// Package config is the configuration of a training run and the one place
+// that builds what a configuration names: the data options and loaders,
+// the split model (both halves or either), the defences (from package
+// protect's registry) and the auditor (from package attack's registry).
+// The in-process simulation (package run), the two-party deployment
+// (package netrun), inference, sweeps and benchmarks all build through it,
+// so one configuration gives the same run in every mode.
+package config
 
 import (
 	"bytes"
@@ -98,15 +101,13 @@ type Config struct {
 	EvalBatch int `yaml:"eval_batch"`
 	ACEBins   int `yaml:"ace_bins"`
 
-	// Protection
-	Protect           string  `yaml:"protect"`
-	IsoT              float64 `yaml:"iso_t,omitempty"`
-	IsoRatio          float64 `yaml:"iso_ratio,omitempty"`
-	MarvellS          float64 `yaml:"marvell_s,omitempty"`
-	MarvellErrorBound float64 `yaml:"marvell_error_bound,omitempty"`
-	MarvellSumKL      float64 `yaml:"marvell_sumkl,omitempty"`
-	DCorAlpha         float64 `yaml:"dcor_alpha,omitempty"`
-	LabelDPEps        float64 `yaml:"label_dp_eps,omitempty"`
+	// Protect names the gradient protection (protect.Names); Params holds
+	// the parameters of it and of the add-on defences (dCor, label DP),
+	// keyed by the registry's config keys (protect.AllParams). In YAML the
+	// parameters are top-level keys like the others ("marvell_s: 4"):
+	// [LoadYAML] and [Marshal] move them in and out of Params.
+	Protect string         `yaml:"protect"`
+	Params  protect.Params `yaml:"-"`
 
 	// Audit
 	Attacks []string `yaml:"attacks,flow"`
@@ -218,25 +219,100 @@ func (c *Config) Resolve() {
 	c.Layers, c.EmbedDim, c.L2 = nil, 0, 0
 }
 
-// LoadConfigFile reads a YAML config over base: keys present in the file
+// LoadFile reads a YAML config over base: keys present in the file
 // replace base's values; unknown keys are an error.
-func LoadConfigFile(path string, base Config) (Config, error) { return LoadYAML(path, base) }
+func LoadFile(path string, base Config) (Config, error) { return LoadYAML(path, base) }
 
-// LoadYAML reads the YAML file path over base, a configuration struct:
-// keys present in the file replace base's values; a key that names no
-// field is an error, and so is a missing or unreadable file. It is the
-// config-file loader of this package's and netrun's Config.
+// ParamHolder is a configuration struct that carries defence parameters
+// (Config, and any struct embedding it).
+type ParamHolder interface {
+	DefenceParams() *protect.Params
+}
+
+// DefenceParams returns the defence parameters, for [LoadYAML].
+func (c *Config) DefenceParams() *protect.Params { return &c.Params }
+
+// LoadYAML reads the YAML file path over base, a configuration struct
+// (a pointer to it must implement [ParamHolder]): keys present in the file
+// replace base's values; the registered defence parameters go to its
+// Params; a key that names no field and no parameter is an error, and so
+// is a missing or unreadable file.
 func LoadYAML[T any](path string, base T) (T, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return base, fmt.Errorf("config: %w", err)
+		return base, err
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	dec.KnownFields(true)
-	if err := dec.Decode(&base); err != nil && !errors.Is(err, io.EOF) {
-		return base, fmt.Errorf("config %s: %w", path, err)
+	if err := DecodeYAML(raw, &base); err != nil {
+		return base, fmt.Errorf("%s: %w", path, err)
 	}
 	return base, nil
+}
+
+// DecodeYAML decodes a YAML mapping into *v as [LoadYAML] does.
+func DecodeYAML[T any](raw []byte, v *T) error {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return err
+	}
+	if len(doc.Content) == 0 {
+		return nil // an empty file sets nothing
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: want a mapping of keys to values", root.Line)
+	}
+	holder, _ := any(v).(ParamHolder)
+	kept := root.Content[:0:0]
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, val := root.Content[i], root.Content[i+1]
+		if _, isParam := protect.ParamOwner(k.Value); isParam && holder != nil {
+			var x float64
+			if err := val.Decode(&x); err != nil {
+				return fmt.Errorf("line %d: %s: %w", k.Line, k.Value, err)
+			}
+			p := holder.DefenceParams()
+			if *p == nil {
+				*p = protect.Params{}
+			}
+			(*p)[k.Value] = x
+			continue
+		}
+		kept = append(kept, k, val)
+	}
+	root.Content = kept
+	rest, err := yaml.Marshal(root)
+	if err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(rest))
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
+}
+
+// Marshal renders a configuration struct as YAML with its defence
+// parameters as top-level keys, the form [LoadYAML] reads.
+func Marshal[T any](v *T) ([]byte, error) {
+	var root yaml.Node
+	if err := root.Encode(v); err != nil {
+		return nil, err
+	}
+	if h, ok := any(v).(ParamHolder); ok && root.Kind == yaml.MappingNode {
+		p := *h.DefenceParams()
+		for _, par := range protect.AllParams() {
+			if x, ok := p[par.Key]; ok {
+				var kn, vn yaml.Node
+				kn.SetString(par.Key)
+				if err := vn.Encode(x); err != nil {
+					return nil, err
+				}
+				root.Content = append(root.Content, &kn, &vn)
+			}
+		}
+	}
+	return yaml.Marshal(&root)
 }
 
 // Validate checks the configuration for values that cannot work. It
@@ -253,12 +329,12 @@ func (c *Config) validate() error {
 	var errs []string
 	bad := func(f string, a ...any) { errs = append(errs, fmt.Sprintf(f, a...)) }
 	if c.Data == "" && c.SynthRows <= 0 {
-		bad("no data: give --data PATH")
+		bad("no data: set the data path (key data) or synthetic rows (key synth_rows)")
 	}
 	c.validateData(bad)
 	c.validateModel(bad)
 	if c.Out == "" {
-		bad("no output directory: give --out DIR")
+		bad("no output directory (key out)")
 	}
 	if c.Epochs < 1 {
 		bad("epochs %d, want at least 1", c.Epochs)
@@ -272,20 +348,14 @@ func (c *Config) validate() error {
 	if c.Sample <= 0 || c.Sample > 1 {
 		bad("sample %g, want a fraction in (0, 1]", c.Sample)
 	}
-	if c.LabelDPEps < 0 {
-		bad("label DP epsilon %g, want > 0 (or 0 for off)", c.LabelDPEps)
-	}
-	if c.DCorAlpha < 0 {
-		bad("dCor alpha %g, want ≥ 0", c.DCorAlpha)
-	}
 	if len(c.Attacks) == 0 {
-		bad("no attacks: give at least one with --attacks")
+		bad("no attacks: name at least one (key attacks)")
 	} else if err := checkAttacks(c.Attacks); err != nil {
 		bad("%v", err)
 	}
 	// Building the protector checks its name and parameters (e.g. iso
 	// without a noise ratio) before any data is read.
-	if _, err := protect.New(c.Protect, c.protectOptions()); err != nil {
+	if _, err := protect.New(c.Protect, c.Params); err != nil {
 		bad("%v", err)
 	}
 	if len(errs) > 0 {
@@ -298,34 +368,34 @@ func (c *Config) validate() error {
 func (c *Config) validateData(bad func(string, ...any)) {
 	image := data.IsImageFormat(c.Format)
 	if image && c.Data == "" && c.SynthRows > 0 {
-		bad("format %s reads images from --data DIR; --synth-rows makes tabular data", c.Format)
+		bad("format %s reads images from a folder (key data); synthetic rows (key synth_rows) are tabular", c.Format)
 	}
 	if !image {
 		if c.TestFrac <= 0 || c.TestFrac >= 1 {
 			bad("test fraction %g, want a fraction in (0, 1)", c.TestFrac)
 		}
 		for _, f := range []struct {
-			set  bool
-			flag string
+			set bool
+			key string
 		}{
-			{c.PosRate != 0, "pos-rate"}, {c.ImageSize != 0, "image-size"}, {c.ImagePad, "image-pad"},
-			{c.ImageChannels != 0, "image-channels"}, {c.NegPerPos != 0, "neg-per-pos"},
+			{c.PosRate != 0, "pos_rate"}, {c.ImageSize != 0, "image_size"}, {c.ImagePad, "image_pad"},
+			{c.ImageChannels != 0, "image_channels"}, {c.NegPerPos != 0, "neg_per_pos"},
 		} {
 			if f.set {
-				bad("--%s applies to the image formats (fashion-mnist, isic), not %s", f.flag, c.Format)
+				bad("key %s applies to the image formats (fashion-mnist, isic), not %s", f.key, c.Format)
 			}
 		}
 		return
 	}
 	for _, f := range []struct {
-		set  bool
-		flag string
+		set bool
+		key string
 	}{
-		{c.Label != "", "label"}, {c.Positive != "", "positive"}, {c.IDCol != "", "id-col"},
-		{c.Sample != 1, "sample"}, {c.HashBuckets != 0, "hash-buckets"}, {c.SkipBadRows, "skip-bad-rows"},
+		{c.Label != "", "label"}, {c.Positive != "", "positive"}, {c.IDCol != "", "id_col"},
+		{c.Sample != 1, "sample"}, {c.HashBuckets != 0, "hash_buckets"}, {c.SkipBadRows, "skip_bad_rows"},
 	} {
 		if f.set {
-			bad("--%s applies to tables, not the image format %s", f.flag, c.Format)
+			bad("key %s applies to tables, not the image format %s", f.key, c.Format)
 		}
 	}
 	switch c.Format {
@@ -337,17 +407,17 @@ func (c *Config) validateData(bad func(string, ...any)) {
 			bad("positive class %d, want a Fashion-MNIST class 0…9", c.PositiveClass)
 		}
 		if c.NegPerPos != 0 {
-			bad("--neg-per-pos applies to isic; fashion-mnist takes --pos-rate")
+			bad("the benign-per-malignant ratio (key neg_per_pos) applies to isic; fashion-mnist takes a positive rate (key pos_rate)")
 		}
 	case data.FormatISIC:
 		if c.TestFrac <= 0 || c.TestFrac >= 1 {
 			bad("test fraction %g, want a fraction in (0, 1)", c.TestFrac)
 		}
 		if c.PosRate != 0 {
-			bad("--pos-rate applies to fashion-mnist; isic takes --neg-per-pos")
+			bad("the positive rate (key pos_rate) applies to fashion-mnist; isic takes a benign-per-malignant ratio (key neg_per_pos)")
 		}
 		if c.ImagePad {
-			bad("--image-pad applies to fashion-mnist; isic images are resized")
+			bad("padding (key image_pad) applies to fashion-mnist; isic images are resized")
 		}
 	}
 	if !(c.PosRate >= 0 && c.PosRate < 1) {
@@ -368,17 +438,17 @@ func (c *Config) validateModel(bad func(string, ...any)) {
 	switch c.Model {
 	case "wdl", "mlp":
 		if image {
-			bad("--model %s reads tables; the image format %s needs --model cnn", c.Model, c.Format)
+			bad("model %s reads tables; the image format %s needs model cnn (key model)", c.Model, c.Format)
 		}
 		for _, f := range []struct {
-			set  bool
-			flag string
+			set bool
+			key string
 		}{
-			{c.CNNBlocks != 0, "cnn-blocks"}, {c.CNNChannels != 0, "cnn-channels"},
-			{c.CNNKernel != 0, "cnn-kernel"}, {c.CNNDense != 0, "cnn-dense"},
+			{c.CNNBlocks != 0, "cnn_blocks"}, {c.CNNChannels != 0, "cnn_channels"},
+			{c.CNNKernel != 0, "cnn_kernel"}, {c.CNNDense != 0, "cnn_dense"},
 		} {
 			if f.set {
-				bad("--%s applies to --model cnn, not %s", f.flag, c.Model)
+				bad("key %s applies to model cnn, not %s", f.key, c.Model)
 			}
 		}
 		if len(c.Layers) == 0 || c.Cut < 1 || c.Cut >= len(c.Layers)+1 {
@@ -388,9 +458,9 @@ func (c *Config) validateModel(bad func(string, ...any)) {
 		if !image {
 			what := "format " + c.Format
 			if c.Data == "" {
-				what = "synthetic tabular data (--synth-rows)"
+				what = "synthetic tabular data (key synth_rows)"
 			}
-			bad("--model cnn reads images (--format fashion-mnist or isic), not %s", what)
+			bad("model cnn reads images (key format: fashion-mnist or isic), not %s", what)
 		}
 		if c.CNNBlocks < 1 || c.CNNChannels < 1 || c.CNNKernel < 1 || c.CNNDense < 1 {
 			bad("CNN of %d blocks, %d channels, kernel %d, dense %d: every size must be positive", c.CNNBlocks, c.CNNChannels, c.CNNKernel, c.CNNDense)
@@ -400,7 +470,7 @@ func (c *Config) validateModel(bad func(string, ...any)) {
 		}
 		if image && c.ImageSize >= 1 && c.CNNBlocks >= 1 {
 			if most := maxBlocks(c.ImageSize); c.CNNBlocks > most {
-				bad("%d CNN blocks on %d×%d images: each block halves the side, so at most %d fit (lower --cnn-blocks or raise --image-size)", c.CNNBlocks, c.ImageSize, c.ImageSize, most)
+				bad("%d CNN blocks on %d×%d images: each block halves the side, so at most %d fit (fewer blocks, key cnn_blocks, or larger images, key image_size)", c.CNNBlocks, c.ImageSize, c.ImageSize, most)
 			}
 		}
 	default:

@@ -1,4 +1,4 @@
-package run
+package dump
 
 import (
 	"bufio"
@@ -13,10 +13,10 @@ import (
 	"github.com/splitguard/splitguard/tensor"
 )
 
-// DumpBatch is one batch of a --dump directory as an offline attacker
+// Batch is one batch of a --dump directory as an offline attacker
 // reads it back: the binary labels, the example IDs and the three arrays
 // the run wrote (see dumper).
-type DumpBatch struct {
+type Batch struct {
 	Step   int64
 	Epoch  int
 	Labels []uint8
@@ -26,12 +26,12 @@ type DumpBatch struct {
 	Arrays map[string]*tensor.Matrix
 }
 
-// DumpArrays are the index.jsonl keys of a dump's matrices.
-var DumpArrays = []string{"cut_grad", "first_grad", "cut_embedding"}
+// Arrays are the index.jsonl keys of a dump's matrices.
+var Arrays = []string{"cut_grad", "first_grad", "cut_embedding"}
 
-// ReadDump calls fn for every batch of the dump directory dir in the order
+// Read calls fn for every batch of the dump directory dir in the order
 // of its index.jsonl. The batch passed to fn is valid only during the call.
-func ReadDump(dir string, fn func(*DumpBatch) error) error {
+func Read(dir string, fn func(*Batch) error) error {
 	f, err := os.Open(filepath.Join(dir, "index.jsonl"))
 	if err != nil {
 		return fmt.Errorf("run: dump: %w", err)
@@ -42,11 +42,11 @@ func ReadDump(dir string, fn func(*DumpBatch) error) error {
 		if len(sc.Bytes()) == 0 {
 			continue
 		}
-		var e dumpEntry
+		var e entry
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			return fmt.Errorf("run: dump: index.jsonl line %d: %w", line, err)
 		}
-		b := &DumpBatch{Step: e.Step, Epoch: e.Epoch, Arrays: map[string]*tensor.Matrix{}}
+		b := &Batch{Step: e.Step, Epoch: e.Epoch, Arrays: map[string]*tensor.Matrix{}}
 		if err := readDumpNPY(dir, e.Labels, &b.Labels); err != nil {
 			return err
 		}
@@ -54,7 +54,7 @@ func ReadDump(dir string, fn func(*DumpBatch) error) error {
 			return err
 		}
 		paths := map[string]string{"cut_grad": e.CutGrad, "first_grad": e.FirstGrad, "cut_embedding": e.CutEmbedding}
-		for _, k := range DumpArrays {
+		for _, k := range Arrays {
 			p := paths[k]
 			var m mat.Dense
 			if err := readDumpNPY(dir, p, &m); err != nil {

@@ -1,6 +1,10 @@
-package run
+// Package dump writes and reads per-batch NumPy dumps of what an offline
+// attacker would want (gradients, embeddings, labels, IDs) for the
+// `attack` command and for analysis outside splitguard.
+package dump
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,26 +12,25 @@ import (
 	"github.com/sbinet/npyio"
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/splitguard/splitguard/party/active"
-	"github.com/splitguard/splitguard/party/passive"
+	"github.com/splitguard/splitguard/audit"
 	"github.com/splitguard/splitguard/tensor"
 )
 
-// dumper writes, for the first few training batches, what an offline
+// Writer writes, for the first few training batches, what an offline
 // attacker would want: the received cut-layer gradients, the first
 // layer's gradients, the cut-layer embeddings, the labels and the example
 // IDs, as NumPy .npy files, with index.jsonl listing them. Labels appear
 // only here, in simulation output, never on a wire.
-type dumper struct {
+type Writer struct {
 	dir   string
 	limit int
 	n     int
-	index *jsonLines
+	index *os.File
 }
 
-// dumpEntry is one line of index.jsonl; paths are relative to the dump
+// entry is one line of index.jsonl; paths are relative to the dump
 // directory.
-type dumpEntry struct {
+type entry struct {
 	Step         int64  `json:"step"`
 	Epoch        int    `json:"epoch"`
 	Labels       string `json:"labels"`
@@ -37,28 +40,32 @@ type dumpEntry struct {
 	CutEmbedding string `json:"cut_embedding"`
 }
 
-func newDumper(dir string, limit int) (*dumper, error) {
+// NewWriter returns a writer of the first limit batches (0: 10) into dir.
+func NewWriter(dir string, limit int) (*Writer, error) {
 	if limit <= 0 {
 		limit = 10
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	idx, err := createJSONLines(filepath.Join(dir, "index.jsonl"))
+	idx, err := os.Create(filepath.Join(dir, "index.jsonl"))
 	if err != nil {
 		return nil, err
 	}
-	return &dumper{dir: dir, limit: limit, index: idx}, nil
+	return &Writer{dir: dir, limit: limit, index: idx}, nil
 }
 
-func (d *dumper) close() { d.index.Close() }
+// Close closes the index.
+func (d *Writer) Close() error { return d.index.Close() }
 
-func (d *dumper) batch(ob *passive.Observation, a *active.Observation) error {
+// Batch dumps one audited batch (every passive layer's gradient and
+// output, the labels and IDs) while fewer than the limit were written.
+func (d *Writer) Batch(ob *audit.Batch) error {
 	if d.n >= d.limit {
 		return nil
 	}
 	d.n++
-	e := dumpEntry{Step: ob.Step, Epoch: ob.Epoch}
+	e := entry{Step: ob.Step, Epoch: ob.Epoch}
 	name := func(what string) string { return fmt.Sprintf("step%06d_%s.npy", ob.Step, what) }
 	L := len(ob.Grads)
 	e.Labels, e.IDs, e.CutGrad, e.FirstGrad, e.CutEmbedding = name("labels"), name("ids"), name("cut_grad"), name("first_grad"), name("cut_embedding")
@@ -66,7 +73,7 @@ func (d *dumper) batch(ob *passive.Observation, a *active.Observation) error {
 		path string
 		val  any
 	}{
-		{e.Labels, a.Labels},
+		{e.Labels, ob.Labels},
 		{e.IDs, ob.IDs},
 		{e.CutGrad, d.dense(ob.Grads[L-1])},
 		{e.FirstGrad, d.dense(ob.Grads[0])},
@@ -77,12 +84,17 @@ func (d *dumper) batch(ob *passive.Observation, a *active.Observation) error {
 			return err
 		}
 	}
-	return d.index.Write(e)
+	line, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	_, err = d.index.Write(append(line, '\n'))
+	return err
 }
 
 // dense converts m to a float64 gonum matrix (exact: every float32 is a
 // float64), the 2-D form npyio writes with its shape.
-func (d *dumper) dense(m *tensor.Matrix) *mat.Dense {
+func (d *Writer) dense(m *tensor.Matrix) *mat.Dense {
 	buf := make([]float64, len(m.Data))
 	for i, v := range m.Data {
 		buf[i] = float64(v)

@@ -1,0 +1,84 @@
+// Package atomicfile writes files so that a reader (or a process started
+// after a crash) sees either the old file or the whole new one, never a
+// part: the content goes to a temporary file beside the target, is synced,
+// and is renamed into place. It is the one place in splitguard that does
+// this; every package that saves a file uses it.
+package atomicfile
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// tempPrefix starts the name of every temporary file this package makes,
+// so that [CleanTemps] can find the ones an interrupted write left behind.
+const tempPrefix = ".tmp-"
+
+// WriteFile atomically replaces path with data, with permissions perm.
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	return Write(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// Write atomically replaces path with what fill writes, streamed through
+// a buffer to a temporary file beside path (nothing is held in memory but
+// the buffer), with permissions perm. When fill or any step fails, path is
+// untouched and the temporary file is removed.
+func Write(path string, perm os.FileMode, fill func(w io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), tempPrefix+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(tmp, 1<<20)
+	ferr := fill(bw)
+	if ferr == nil {
+		ferr = bw.Flush()
+	}
+	cherr := tmp.Chmod(perm)
+	serr := tmp.Sync()
+	cerr := tmp.Close()
+	if err := errors.Join(ferr, cherr, serr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
+}
+
+// IsTemp reports whether a file name is one of this package's temporary
+// files.
+func IsTemp(name string) bool { return strings.HasPrefix(filepath.Base(name), tempPrefix) }
+
+// CleanTemps removes the temporary files that interrupted writes left in
+// dir (not recursively) and returns their names. Call it only where no
+// other process writes into dir at the same time.
+func CleanTemps(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var removed []string
+	for _, e := range entries {
+		if e.Type().IsRegular() && IsTemp(e.Name()) {
+			p := filepath.Join(dir, e.Name())
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return removed, err
+			}
+			removed = append(removed, p)
+		}
+	}
+	return removed, nil
+}

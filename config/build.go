@@ -1,0 +1,167 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/splitguard/splitguard/attack"
+	"github.com/splitguard/splitguard/audit"
+	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/model"
+	"github.com/splitguard/splitguard/protect"
+)
+
+// ModelConfig is the Wide&Deep/MLP model.Config of c.
+func (c *Config) ModelConfig() model.Config {
+	mc := model.Config{Widths: c.Layers, Cut: c.Cut, EmbDim: c.EmbedDim, L2: float32(c.L2),
+		LR: float32(c.LR), Seed: c.Seed}
+	if c.L2 == 0 {
+		mc.L2 = -1 // model.Config reads 0 as "default"; the run's 0 means off
+	}
+	return mc
+}
+
+// CNNConfig is the split CNN of the resolved configuration c, over images
+// of its ImageSize and ImageChannels (the shape the image loaders give).
+// A party without the images (the active party) builds its top from it.
+func (c *Config) CNNConfig() model.CNNConfig {
+	return model.CNNConfig{
+		Height: c.ImageSize, Width: c.ImageSize, Channels: c.ImageChannels,
+		Blocks: c.CNNBlocks, Filters: c.CNNChannels, Kernel: c.CNNKernel, Dense: c.CNNDense,
+		Cut: c.Cut, LR: float32(c.LR), Seed: c.Seed,
+	}
+}
+
+// CutDim is the width d of the cut layer of the configuration once
+// resolved: the cut layer's width for wdl/mlp, the flattened output of
+// block Cut for the CNN. It is 0 when the configuration names no valid
+// cut (Validate says why).
+func (c *Config) CutDim() int {
+	r := *c
+	r.Layers = slices.Clone(c.Layers)
+	r.Resolve()
+	if r.Model == "cnn" {
+		return r.CNNConfig().CutDim()
+	}
+	if r.Cut < 1 || r.Cut > len(r.Layers) {
+		return 0
+	}
+	return r.Layers[r.Cut-1]
+}
+
+// BuildBottom builds the passive party's model over its features x: the
+// deep part for wdl/mlp, the CNN's blocks over images of x's shape.
+func (c *Config) BuildBottom(x *data.Features) (model.Bottom, error) {
+	if c.Model == "cnn" {
+		if x.Image == nil {
+			return nil, fmt.Errorf("model cnn reads images but the data are a table of %d columns", x.NumCat+x.NumDense)
+		}
+		mc := c.CNNConfig()
+		if im := *x.Image; im.Height != mc.Height || im.Width != mc.Width || im.Channels != mc.Channels {
+			return nil, fmt.Errorf("images of %d×%d×%d, the configuration says %d×%d×%d", im.Height, im.Width, im.Channels, mc.Height, mc.Width, mc.Channels)
+		}
+		return model.NewCNNBottom(mc)
+	}
+	if x.Image != nil {
+		return nil, fmt.Errorf("model %s reads tables but the data are %d×%d×%d images; the images need model cnn", c.Model, x.Image.Height, x.Image.Width, x.Image.Channels)
+	}
+	return model.NewBottom(c.ModelConfig(), model.SchemaOf(x))
+}
+
+// BuildTop builds the active party's model. For Wide&Deep the wide part
+// reads the active party's own features x; the MLP and the CNN read only
+// the cut embedding (x may be nil). wide reports whether the top reads x.
+func (c *Config) BuildTop(x *data.Features) (top model.Top, wide bool, err error) {
+	switch c.Model {
+	case "wdl":
+		if x == nil || x.Image != nil {
+			return nil, false, fmt.Errorf("model wdl: the wide part needs the active party's table features")
+		}
+		s := model.SchemaOf(x)
+		t, err := model.NewTop(c.ModelConfig(), &s)
+		return t, true, err
+	case "mlp":
+		t, err := model.NewTop(c.ModelConfig(), nil)
+		return t, false, err
+	case "cnn":
+		t, err := model.NewCNNTop(c.CNNConfig())
+		return t, false, err
+	}
+	return nil, false, fmt.Errorf("unknown model %q (want wdl, mlp or cnn)", c.Model)
+}
+
+// BuildModels builds both halves of the split model over the training
+// features, as the in-process run does: the passive's deep part and the
+// active's wide part read the same features, as in the authors'
+// experiments.
+func (c *Config) BuildModels(x *data.Features) (model.Bottom, model.Top, bool, error) {
+	b, err := c.BuildBottom(x)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	topX := x
+	if c.Model != "wdl" {
+		topX = nil
+	}
+	t, wide, err := c.BuildTop(topX)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	return b, t, wide, nil
+}
+
+// Defences are a run's defences, built from protect's registry: the
+// gradient protection, the add-on loss terms and, under label noise, the
+// labels the loss uses.
+type Defences struct {
+	*protect.Set
+	// TrainLabels replace the training labels in the loss (label DP);
+	// nil without label noise.
+	TrainLabels []uint8
+}
+
+// BuildDefences builds the configuration's defences for the training
+// split train.
+func (c *Config) BuildDefences(train *data.Dataset) (*Defences, error) {
+	set, err := protect.Build(c.Protect, c.Params, c.Seed)
+	if err != nil {
+		return nil, err
+	}
+	d := &Defences{Set: set}
+	if set.Labels != nil {
+		d.TrainLabels = set.Labels.Apply(train.IDs, train.Labels, nil)
+	}
+	return d, nil
+}
+
+// Legend names the configuration's defences for tables and figures.
+func (c *Config) Legend() protect.Legend { return protect.Describe(c.Protect, c.Params) }
+
+// AttackNames resolves "all" in the attack list into every registered
+// attack.
+func (c *Config) AttackNames() []string { return ExpandAttacks(c.Attacks) }
+
+// ExpandAttacks resolves "all" in an attack list into every registered
+// attack.
+func ExpandAttacks(names []string) []string {
+	if slices.Contains(names, "all") {
+		return attack.Names()
+	}
+	return names
+}
+
+// NewAuditor returns the auditor of the configuration's attacks.
+func (c *Config) NewAuditor() (*audit.Auditor, error) {
+	return audit.New(c.AttackNames(), c.PositivesMinority, c.Seed)
+}
+
+// checkAttacks returns an error naming the first attack name that is not
+// registered.
+func checkAttacks(names []string) error {
+	for _, n := range ExpandAttacks(names) {
+		if _, err := attack.Describe(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}

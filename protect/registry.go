@@ -1,0 +1,384 @@
+package protect
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/splitguard/splitguard/tensor"
+)
+
+// Param describes one parameter of a defence. Its Key is the config key
+// (e.g. "marvell_s"); the command line's flag is the key with dashes
+// ("--marvell-s").
+type Param struct {
+	Key  string
+	Help string
+	// Symbol names the parameter in legends ("s" in "marvell s=4").
+	Symbol string
+	// Int says the parameter takes whole numbers only.
+	Int bool
+	// Min and Max bound a value that is set (inclusive unless MinOpen or
+	// MaxOpen); ±Inf for no bound.
+	Min, Max         float64
+	MinOpen, MaxOpen bool
+}
+
+// Check returns an error when v is not a valid value of the parameter.
+func (p Param) Check(v float64) error {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return fmt.Errorf("%s = %v, want a finite number", p.Key, v)
+	case p.Int && v != math.Trunc(v):
+		return fmt.Errorf("%s = %v, want a whole number", p.Key, v)
+	case v < p.Min || (p.MinOpen && v == p.Min) || v > p.Max || (p.MaxOpen && v == p.Max):
+		return fmt.Errorf("%s = %v, want a value in %s", p.Key, v, p.Range())
+	}
+	return nil
+}
+
+// Range renders the parameter's valid range, e.g. "(0, 0.5)" or "[0, ∞)".
+func (p Param) Range() string {
+	num := func(x float64) string {
+		switch {
+		case math.IsInf(x, 1):
+			return "∞"
+		case math.IsInf(x, -1):
+			return "−∞"
+		}
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	lo, hi := "[", "]"
+	if p.MinOpen || math.IsInf(p.Min, -1) {
+		lo = "("
+	}
+	if p.MaxOpen || math.IsInf(p.Max, 1) {
+		hi = ")"
+	}
+	return lo + num(p.Min) + ", " + num(p.Max) + hi
+}
+
+// Params are defence parameter values keyed by [Param.Key]; a key that is
+// absent is not set.
+type Params map[string]float64
+
+// Get returns the value of key, 0 when it is not set.
+func (p Params) Get(key string) float64 { return p[key] }
+
+// Has reports whether key is set.
+func (p Params) Has(key string) bool { _, ok := p[key]; return ok }
+
+// Role says how a defence combines with the others.
+type Role int
+
+const (
+	// GradientRole protections perturb the gradient sent to the passive
+	// party; a run has exactly one, chosen by name ("none" for no noise).
+	GradientRole Role = iota
+	// AddOn defences combine with the gradient protection and are on when
+	// their first parameter is set: a loss term added at the active party
+	// (dCor) or noise on the training labels (label DP).
+	AddOn
+)
+
+// LossTerm is an add-on defence's term of the active party's loss: it
+// returns the term's value on a batch and adds its gradient with respect
+// to the cut embedding e into grad.
+type LossTerm interface {
+	Name() string
+	AddLossGrad(e *tensor.Matrix, y []float32, grad *tensor.Matrix) (float64, error)
+}
+
+// LabelNoise is an add-on defence that replaces the training labels the
+// loss uses (evaluation keeps the true ones).
+type LabelNoise interface {
+	// Apply writes the labels the loss uses for examples ids with true
+	// labels y into dst (grown as needed) and returns it.
+	Apply(ids []uint64, y []uint8, dst []uint8) []uint8
+}
+
+// Spec is a defence's entry in the registry.
+type Spec struct {
+	Name string
+	Role Role
+	// Help is one line for the command line's help.
+	Help string
+	// Params are the defence's parameters; an AddOn is on when its first
+	// parameter is set.
+	Params []Param
+	// Describe returns the legend parts of the defence at p ("s=4") and its
+	// strength, the x value of the report's privacy–utility curves (nil:
+	// every parameter that is set, as Symbol=value, and the first one's
+	// value).
+	Describe func(p Params) (parts []string, strength float64)
+	// New builds a gradient protection (GradientRole).
+	New func(p Params) (Protector, error)
+	// NewLoss builds an add-on's loss term, NewLabels an add-on's label
+	// noise (keyed by the run's seed); an AddOn sets one of them.
+	NewLoss   func(p Params) (LossTerm, error)
+	NewLabels func(p Params, seed uint64) (LabelNoise, error)
+}
+
+var (
+	regMu    sync.RWMutex
+	registry = map[string]*Spec{}
+	byKey    = map[string]*Spec{}
+)
+
+// Register adds a defence to the registry. It panics when the name or a
+// parameter key is empty or taken, or the spec has no constructor for its
+// role: programming errors.
+func Register(s Spec) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	switch {
+	case s.Name == "":
+		panic("protect: Register with an empty name")
+	case registry[s.Name] != nil:
+		panic(fmt.Sprintf("protect: %q registered twice", s.Name))
+	case s.Role == GradientRole && s.New == nil:
+		panic(fmt.Sprintf("protect: gradient protection %q without a constructor", s.Name))
+	case s.Role == AddOn && (len(s.Params) == 0 || (s.NewLoss == nil) == (s.NewLabels == nil)):
+		panic(fmt.Sprintf("protect: add-on %q needs a parameter and exactly one of NewLoss and NewLabels", s.Name))
+	}
+	for _, p := range s.Params {
+		if p.Key == "" || byKey[p.Key] != nil {
+			panic(fmt.Sprintf("protect: %q: parameter key %q empty or taken", s.Name, p.Key))
+		}
+	}
+	sp := s
+	registry[s.Name] = &sp
+	for _, p := range s.Params {
+		byKey[p.Key] = &sp
+	}
+}
+
+// Lookup returns the spec registered under name.
+func Lookup(name string) (*Spec, bool) {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	s, ok := registry[name]
+	return s, ok
+}
+
+// Specs returns every registered spec: gradient protections first, each
+// group sorted by name.
+func Specs() []*Spec {
+	regMu.RLock()
+	out := make([]*Spec, 0, len(registry))
+	for _, s := range registry {
+		out = append(out, s)
+	}
+	regMu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Role != out[j].Role {
+			return out[i].Role < out[j].Role
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// Names returns the registered gradient protections' names, sorted.
+func Names() []string {
+	var names []string
+	for _, s := range Specs() {
+		if s.Role == GradientRole {
+			names = append(names, s.Name)
+		}
+	}
+	return names
+}
+
+// AddOnNames returns the registered add-on defences' names, sorted.
+func AddOnNames() []string {
+	var names []string
+	for _, s := range Specs() {
+		if s.Role == AddOn {
+			names = append(names, s.Name)
+		}
+	}
+	return names
+}
+
+// ParamOwner returns the spec a parameter key belongs to.
+func ParamOwner(key string) (*Spec, bool) {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	s, ok := byKey[key]
+	return s, ok
+}
+
+// AllParams returns every registered parameter, in [Specs] order.
+func AllParams() []Param {
+	var out []Param
+	for _, s := range Specs() {
+		out = append(out, s.Params...)
+	}
+	return out
+}
+
+// Check validates a choice of gradient protection and parameters without
+// building anything: the protection exists, every parameter is known,
+// belongs to that protection or to an add-on, and is in its range.
+func Check(name string, p Params) error {
+	spec, ok := Lookup(name)
+	if !ok || spec.Role != GradientRole {
+		return fmt.Errorf("unknown protection %q (have %s)", name, strings.Join(Names(), ", "))
+	}
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var errs []error
+	for _, k := range keys {
+		owner, ok := ParamOwner(k)
+		if !ok {
+			errs = append(errs, fmt.Errorf("unknown defence parameter %q", k))
+			continue
+		}
+		if owner.Role == GradientRole && owner != spec {
+			errs = append(errs, fmt.Errorf("parameter %s belongs to protection %s, but the protection is %s", k, owner.Name, name))
+			continue
+		}
+		for _, par := range owner.Params {
+			if par.Key == k {
+				if err := par.Check(p[k]); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// New returns a new instance of the gradient protection registered under
+// name with parameters p (checked by [Check]).
+func New(name string, p Params) (Protector, error) {
+	if err := Check(name, p); err != nil {
+		return nil, err
+	}
+	spec, _ := Lookup(name)
+	pr, err := spec.New(p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return pr, nil
+}
+
+// Set is every defence of a run, built from the registry.
+type Set struct {
+	// Protector perturbs the gradient (never nil).
+	Protector Protector
+	// Loss are the add-on loss terms, in registry order.
+	Loss []LossTerm
+	// Labels is the add-on label noise, or nil.
+	Labels LabelNoise
+}
+
+// Build returns the defences of a run: the gradient protection name with
+// parameters p, and every add-on whose first parameter p sets. seed keys
+// the add-ons' draws.
+func Build(name string, p Params, seed uint64) (*Set, error) {
+	pr, err := New(name, p)
+	if err != nil {
+		return nil, err
+	}
+	s := &Set{Protector: pr}
+	for _, spec := range Specs() {
+		if spec.Role != AddOn || !p.Has(spec.Params[0].Key) {
+			continue
+		}
+		switch {
+		case spec.NewLoss != nil:
+			t, err := spec.NewLoss(p)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", spec.Name, err)
+			}
+			s.Loss = append(s.Loss, t)
+		default:
+			if s.Labels != nil {
+				return nil, fmt.Errorf("%s: a second label-noise defence; combine at most one", spec.Name)
+			}
+			l, err := spec.NewLabels(p, seed)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", spec.Name, err)
+			}
+			s.Labels = l
+		}
+	}
+	return s, nil
+}
+
+// Legend is how figures and tables name a run's defences.
+type Legend struct {
+	// Method names the defences joined by "+", e.g. "marvell+dcor"
+	// ("none" without any): the key of the report's colours.
+	Method string
+	// Parts are the parameter settings, e.g. ["s=4", "α=0.005"].
+	Parts []string
+	// Strength is the first defence's strength (NaN without parameters).
+	Strength float64
+	// Text is the whole legend, e.g. "marvell s=4 + dcor α=0.005".
+	Text string
+}
+
+// Describe returns the legend of a run's defences: the gradient
+// protection name with parameters p, and every add-on p turns on.
+func Describe(name string, p Params) Legend {
+	l := Legend{Strength: math.NaN()}
+	var methods, texts []string
+	add := func(spec *Spec, fallback string) {
+		parts, strength := []string(nil), math.NaN()
+		if spec != nil {
+			parts, strength = spec.describe(p)
+		}
+		methods = append(methods, fallback)
+		texts = append(texts, strings.TrimSpace(fallback+" "+strings.Join(parts, " ")))
+		l.Parts = append(l.Parts, parts...)
+		if math.IsNaN(l.Strength) {
+			l.Strength = strength
+		}
+	}
+	spec, _ := Lookup(name)
+	if name != "none" && name != "" {
+		add(spec, name)
+	}
+	for _, s := range Specs() {
+		if s.Role == AddOn && p.Has(s.Params[0].Key) {
+			add(s, s.Name)
+		}
+	}
+	if len(methods) == 0 {
+		methods, texts = []string{"none"}, []string{"none"}
+	}
+	l.Method = strings.Join(methods, "+")
+	l.Text = strings.Join(texts, " + ")
+	return l
+}
+
+func (s *Spec) describe(p Params) ([]string, float64) {
+	if s.Describe != nil {
+		return s.Describe(p)
+	}
+	var parts []string
+	strength := math.NaN()
+	for _, par := range s.Params {
+		if p.Has(par.Key) {
+			sym := par.Symbol
+			if sym == "" {
+				sym = par.Key
+			}
+			parts = append(parts, sym+"="+strconv.FormatFloat(p[par.Key], 'g', 4, 64))
+			if math.IsNaN(strength) {
+				strength = p[par.Key]
+			}
+		}
+	}
+	return parts, strength
+}

@@ -1,0 +1,296 @@
+package rundir
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/splitguard/splitguard/audit"
+	"github.com/splitguard/splitguard/config"
+	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/party/active"
+	"github.com/splitguard/splitguard/tensor"
+)
+
+// Observation is one training step as the run directory records it, the
+// same in every mode: what the active party knows of the step, and what
+// the passive party holds at each of its layers (in a networked run, the
+// cut layer only: that is what the active party sent).
+type Observation struct {
+	Active *active.Observation
+	Audit  *audit.Batch
+}
+
+// Hooks are told about the run as it is recorded (each may be nil). The
+// record's maps are the recorder's and are reused: copy what you keep.
+type Hooks struct {
+	OnBatch  func(BatchRecord)
+	OnEval   func(EvalRecord)
+	Progress func(Progress)
+	// Log receives one line per evaluation.
+	Log func(format string, a ...any)
+}
+
+// Progress is a snapshot handed to Hooks.Progress after every batch.
+type Progress struct {
+	Step, Total  int64
+	Loss         float64
+	ExamplesPerS float64
+	// LeakKey and Leak are one leak AUC of the last batch (norm/cut when
+	// audited, else the first key in sorted order); Leak is nil when the
+	// AUC is undefined.
+	LeakKey string
+	Leak    *float64
+}
+
+// Recorder writes the records of one run into its directory.
+type Recorder struct {
+	cfg   config.Config
+	split *data.Split // the training split's IDs and labels are the epoch attacks' truth
+	aud   *audit.Auditor
+	hooks Hooks
+
+	batches, evals, epochs *jsonLines
+	epoch                  int
+	labelByID              map[uint64]uint8
+
+	total     int64
+	start     time.Time
+	lastLoss  float64
+	protectMS float64
+	evalsSeen []EvalRecord
+	best      EvalRecord
+}
+
+// Open starts recording the run cfg describes into cfg.Out. With resume,
+// what a previous process of the run wrote is kept until
+// [Recorder.Rewind] says which step the run resumes from; otherwise the
+// files start empty. Call [Recorder.Start] before the first step.
+func Open(cfg config.Config, resume bool, hooks Hooks) (*Recorder, error) {
+	r := &Recorder{cfg: cfg, hooks: hooks, start: time.Now(), best: EvalRecord{TestAUC: -1}}
+	if resume {
+		return r, r.Rewind(1<<63 - 1)
+	}
+	return r, r.open(nil, nil, nil)
+}
+
+// Start sets what the run trains on (the training split's IDs and labels
+// are the epoch attacks' truth), the auditor that scores every step (a
+// resumed run restores one from its checkpoint) and the planned number of
+// steps, for progress.
+func (r *Recorder) Start(split *data.Split, aud *audit.Auditor, total int64) {
+	r.split, r.aud, r.total = split, aud, total
+}
+
+// Rewind keeps the batch records of steps < step, the evaluations of
+// steps ≤ step and the epoch records of the epochs finished before step,
+// and carries on recording from there.
+func (r *Recorder) Rewind(step int64) error {
+	r.lastLoss, r.protectMS, r.evalsSeen, r.best = 0, 0, nil, EvalRecord{TestAUC: -1}
+	epochsBefore := 0
+	keepBatch := func(line []byte) (bool, error) {
+		var b BatchRecord
+		if err := json.Unmarshal(line, &b); err != nil {
+			return false, err
+		}
+		if b.Step >= step {
+			return false, nil
+		}
+		r.lastLoss = b.Loss
+		r.protectMS += b.ProtectMS
+		epochsBefore = b.Epoch
+		return true, nil
+	}
+	keepEval := func(line []byte) (bool, error) {
+		var e EvalRecord
+		if err := json.Unmarshal(line, &e); err != nil {
+			return false, err
+		}
+		if e.Step > step {
+			return false, nil
+		}
+		r.addEval(e)
+		return true, nil
+	}
+	keepEpoch := func(line []byte) (bool, error) {
+		var e EpochRecord
+		if err := json.Unmarshal(line, &e); err != nil {
+			return false, err
+		}
+		return e.Epoch < epochsBefore, nil
+	}
+	r.epoch = epochsBefore
+	return r.open(keepBatch, keepEval, keepEpoch)
+}
+
+func (r *Recorder) open(keepBatch, keepEval, keepEpoch func([]byte) (bool, error)) error {
+	r.Close()
+	var err error
+	if r.batches, err = openLines(filepath.Join(r.cfg.Out, BatchesFile), keepBatch); err != nil {
+		return err
+	}
+	if r.evals, err = openLines(filepath.Join(r.cfg.Out, EvalFile), keepEval); err != nil {
+		return err
+	}
+	r.epochs, err = openLines(filepath.Join(r.cfg.Out, EpochsFile), keepEpoch)
+	return err
+}
+
+// Close closes the record files.
+func (r *Recorder) Close() {
+	for _, w := range []*jsonLines{r.batches, r.evals, r.epochs} {
+		w.Close()
+	}
+	r.batches, r.evals, r.epochs = nil, nil, nil
+}
+
+// Batch audits one training step, appends its record to batches.jsonl
+// and returns it. A step of a new epoch first closes the previous epoch
+// (the epoch attacks' records).
+func (r *Recorder) Batch(ob Observation) (BatchRecord, error) {
+	a := ob.Active
+	if a.Epoch != r.epoch {
+		if err := r.endEpoch(); err != nil {
+			return BatchRecord{}, err
+		}
+		r.epoch = a.Epoch
+	}
+	leak, err := r.aud.Observe(ob.Audit)
+	if err != nil {
+		return BatchRecord{}, fmt.Errorf("audit: %w", err)
+	}
+	pos := 0
+	for _, y := range a.Labels {
+		pos += int(y)
+	}
+	rec := BatchRecord{Step: a.Step, Epoch: a.Epoch, Loss: a.Loss, Positives: pos, Size: len(a.Labels),
+		Leak: leak, ProtectMS: float64(a.ProtectTime.Microseconds()) / 1000}
+	if a.HasLossTerms {
+		v := a.LossTerms
+		rec.DCorLoss = &v
+	}
+	if len(a.Stats) > 0 {
+		rec.Protection = maps.Clone(a.Stats)
+	}
+	if err := r.batches.Write(rec); err != nil {
+		return BatchRecord{}, err
+	}
+	r.lastLoss = a.Loss
+	r.protectMS += rec.ProtectMS
+	if r.hooks.OnBatch != nil {
+		r.hooks.OnBatch(rec)
+	}
+	r.progress(a.Step+1, leak)
+	return rec, nil
+}
+
+func (r *Recorder) progress(done int64, leak map[string]*float64) {
+	if r.hooks.Progress == nil {
+		return
+	}
+	elapsed := time.Since(r.start).Seconds()
+	p := Progress{Step: done, Total: r.total, Loss: r.lastLoss}
+	if elapsed > 0 {
+		p.ExamplesPerS = float64(done) * float64(r.cfg.Batch) / elapsed
+	}
+	keys := make([]string, 0, len(leak))
+	for k := range leak {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if k == "norm/cut" || p.LeakKey == "" {
+			p.LeakKey, p.Leak = k, leak[k]
+		}
+	}
+	r.hooks.Progress(p)
+}
+
+// Eval appends one evaluation to eval.jsonl and returns its record.
+func (r *Recorder) Eval(res *active.EvalResult) (EvalRecord, error) {
+	e := EvalRecord{Step: res.Step, TestAUC: res.AUC, TestLoss: res.Loss, ACE: res.ACE}
+	if err := r.evals.Write(e); err != nil {
+		return e, err
+	}
+	r.addEval(e)
+	if r.hooks.OnEval != nil {
+		r.hooks.OnEval(e)
+	}
+	if r.hooks.Log != nil {
+		r.hooks.Log("eval: step %d  test AUC %.4f  test loss %.4f  ACE %.4f", e.Step, e.TestAUC, e.TestLoss, e.ACE)
+	}
+	return e, nil
+}
+
+func (r *Recorder) addEval(e EvalRecord) {
+	r.evalsSeen = append(r.evalsSeen, e)
+	if e.TestAUC > r.best.TestAUC {
+		r.best = e
+	}
+}
+
+// endEpoch runs the end-of-epoch audit (the epoch attacks).
+func (r *Recorder) endEpoch() error {
+	if r.aud == nil || !r.aud.HasEpochMemory() {
+		return nil
+	}
+	if r.labelByID == nil {
+		train := r.split.Train
+		r.labelByID = make(map[uint64]uint8, len(train.IDs))
+		for i, id := range train.IDs {
+			r.labelByID[id] = train.Labels[i]
+		}
+	}
+	leak, err := r.aud.EndEpoch(func(id uint64) (uint8, bool) { y, ok := r.labelByID[id]; return y, ok })
+	if err != nil || leak == nil {
+		return err
+	}
+	return r.epochs.Write(EpochRecord{Epoch: r.epoch, Leak: leak})
+}
+
+// Finish closes the last epoch and writes summary.json for a run that
+// made steps training steps in elapsed.
+func (r *Recorder) Finish(steps int64, elapsed time.Duration) (*Summary, error) {
+	if len(r.evalsSeen) == 0 {
+		return nil, errors.New("no evaluation was recorded")
+	}
+	if err := r.endEpoch(); err != nil {
+		return nil, err
+	}
+	cfg, train := &r.cfg, r.split.Train
+	last := r.evalsSeen[len(r.evalsSeen)-1]
+	examples := int64(0)
+	if steps > 0 {
+		examples = min(steps*int64(cfg.Batch), int64(cfg.Epochs)*int64(len(train.IDs)))
+	}
+	pos := 0
+	for _, y := range train.Labels {
+		pos += int(y)
+	}
+	planned := int64(cfg.Epochs) * int64((len(train.IDs)+cfg.Batch-1)/cfg.Batch)
+	s := &Summary{
+		TestAUCBest: r.best.TestAUC, TestAUCFinal: last.TestAUC, BestStep: r.best.Step,
+		TestLossFinal: last.TestLoss, TestLossNote: "mean binary cross-entropy on the test split, without regularisers",
+		ACEFinal: last.ACE, ACEBest: r.best.ACE, ACEBins: cfg.ACEBins, TrainLossFinal: r.lastLoss,
+		Steps: steps, Epochs: cfg.Epochs, Examples: examples, Seconds: elapsed.Seconds(),
+		Leak: r.aud.Summary(), TrainRows: len(train.IDs), TestRows: len(r.split.Test.IDs),
+		TrainPosRate: float64(pos) / float64(max(len(train.IDs), 1)), BadRowsSkipped: r.split.Info.BadRows,
+		Engine: tensor.Default.Name(), Protect: cfg.Protect,
+		Truncated: cfg.MaxSteps > 0 && steps < planned,
+	}
+	if elapsed > 0 {
+		s.ExamplesPerS = float64(examples) / elapsed.Seconds()
+	}
+	if steps > 0 {
+		s.ProtectMSMean = r.protectMS / float64(steps)
+		s.StepMSMean = 1000 * elapsed.Seconds() / float64(steps)
+	}
+	if err := WriteJSON(filepath.Join(cfg.Out, SummaryFile), s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
