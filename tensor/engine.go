@@ -1,6 +1,9 @@
 package tensor
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Engine computes single-precision general matrix products on row-major
 // storage: C = alpha·op(A)·op(B) + beta·C, where op(X) is X or Xᵀ, op(A)
@@ -52,4 +55,36 @@ func MatMul(c *Matrix, a *Matrix, transA bool, b *Matrix, transB bool, alpha, be
 		return
 	}
 	Default.Sgemm(transA, transB, m, n, k, alpha, a.Data, max(a.Cols, 1), b.Data, max(b.Cols, 1), beta, c.Data, max(n, 1))
+}
+
+// Engines lists the engines this binary can run on this CPU, Default
+// first: the SIMD engine of every instruction set the CPU has (fastest
+// first), gonum, and OpenBLAS in the `openblas` build.
+func Engines() []Engine {
+	es := []Engine{Default}
+	add := func(e Engine) {
+		for _, have := range es {
+			if have.Name() == e.Name() {
+				return
+			}
+		}
+		es = append(es, e)
+	}
+	for _, e := range simdEngines() {
+		add(e)
+	}
+	add(GonumEngine{})
+	return es
+}
+
+// EngineByName returns the engine of Engines called name.
+func EngineByName(name string) (Engine, error) {
+	var names []string
+	for _, e := range Engines() {
+		if e.Name() == name {
+			return e, nil
+		}
+		names = append(names, e.Name())
+	}
+	return nil, fmt.Errorf("tensor: no engine %q on this machine (available: %s)", name, strings.Join(names, ", "))
 }

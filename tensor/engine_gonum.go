@@ -1,5 +1,3 @@
-//go:build !openblas
-
 package tensor
 
 import (
@@ -7,9 +5,9 @@ import (
 	"gonum.org/v1/gonum/blas/gonum"
 )
 
-func defaultEngine() Engine { return GonumEngine{} }
-
-// GonumEngine runs products through gonum's pure-Go BLAS.
+// GonumEngine runs products through gonum's pure-Go BLAS. It is the
+// default engine on CPUs without AVX2+FMA and on other architectures, and
+// SIMDEngine hands it products too small or thin for its tiles.
 type GonumEngine struct{}
 
 // Name implements Engine.

@@ -5,8 +5,12 @@ package tensor
 import (
 	"math"
 	"math/rand/v2"
+	"os"
 	"runtime"
+	"strings"
 	"testing"
+
+	"golang.org/x/sys/cpu"
 )
 
 // TestOpenBLASSplit checks products large enough to be cut in two, in
@@ -53,5 +57,21 @@ func TestOpenBLASSplit(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestOpenBLASPicksKernel checks that, with no OPENBLAS_CORETYPE set, a
+// CPU with AVX-512 gets OpenBLAS's SkylakeX kernels, and that the engine
+// names the kernel it runs.
+func TestOpenBLASPicksKernel(t *testing.T) {
+	name := Default.Name()
+	if !strings.HasPrefix(name, "openblas-") || len(name) == len("openblas-") {
+		t.Fatalf("engine name %q does not name an OpenBLAS kernel", name)
+	}
+	if os.Getenv("OPENBLAS_CORETYPE") != "" {
+		t.Skip("OPENBLAS_CORETYPE is set")
+	}
+	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512CD && name != "openblas-skylakex" {
+		t.Errorf("on a CPU with AVX-512 the engine is %q, want openblas-skylakex", name)
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -26,6 +25,7 @@ type benchOptions struct {
 	Steps  int
 	Warmup int
 	JSON   bool
+	Engine string
 }
 
 // benchModels maps a --model value to a function that builds one training
@@ -81,6 +81,7 @@ convolutions with 64 channels, ReLU and 2×2 max-pooling, cut after block 4); us
 	f.IntVar(&o.Vocab, "vocab", 100000, "rows of every categorical table")
 	f.IntVar(&o.Steps, "steps", 50, "timed steps (the median is reported)")
 	f.IntVar(&o.Warmup, "warmup", 5, "untimed steps first")
+	f.StringVar(&o.Engine, "engine", "", "matrix engine to time instead of the default (one of those the error for an unknown name lists)")
 	f.BoolVar(&o.JSON, "json", false, `print one JSON object {"ms_per_step":…, "examples_per_s":…, …}`)
 	return cmd
 }
@@ -92,6 +93,13 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 	}
 	if o.Batch <= 0 || o.Vocab <= 0 || o.Steps <= 0 || o.Warmup < 0 {
 		return fmt.Errorf("bench: --batch %d, --vocab %d and --steps %d must be positive, --warmup %d non-negative", o.Batch, o.Vocab, o.Steps, o.Warmup)
+	}
+	if o.Engine != "" {
+		e, err := tensor.EngineByName(o.Engine)
+		if err != nil {
+			return fmt.Errorf("bench: --engine: %w", err)
+		}
+		tensor.Default = e
 	}
 	step, err := build(o)
 	if err != nil {
@@ -113,9 +121,6 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 	ms := median(times)
 	eps := float64(o.Batch) / ms * 1e3
 	out := cmd.OutOrStdout()
-	if hint := openBLASKernelHint(); hint != "" {
-		fmt.Fprintln(cmd.ErrOrStderr(), hint)
-	}
 	if o.JSON {
 		return json.NewEncoder(out).Encode(map[string]any{
 			"ms_per_step":    ms,
@@ -141,21 +146,4 @@ func median(v []float64) float64 {
 		return v[n/2]
 	}
 	return (v[n/2-1] + v[n/2]) / 2
-}
-
-// openBLASKernelHint suggests OPENBLAS_CORETYPE=SkylakeX when the OpenBLAS
-// engine runs on a CPU with AVX-512 and the variable is unset: Debian's
-// OpenBLAS 0.3.21 does not recognise recent AVX-512 CPUs (Zen 5) and falls
-// back to its AVX2 kernel, about 1.5× slower here (ENGINE-NOTES.md). The
-// kernel is chosen when the library loads, so splitguard cannot set it
-// itself.
-func openBLASKernelHint() string {
-	if tensor.Default.Name() != "openblas" || os.Getenv("OPENBLAS_CORETYPE") != "" {
-		return ""
-	}
-	info, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil || !strings.Contains(string(info), " avx512f") {
-		return ""
-	}
-	return "bench: this CPU has AVX-512; OPENBLAS_CORETYPE=SkylakeX may select a faster OpenBLAS kernel"
 }

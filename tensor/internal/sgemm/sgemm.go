@@ -1,0 +1,336 @@
+// Package sgemm is splitguard's pure-Go single-precision matrix product:
+// hand-written AVX-512 and AVX2+FMA micro-kernels in Go assembly (amd64),
+// driven by a blocked, packed, parallel loop nest in Go. The tensor
+// package wraps it as its default engine; it is a package of its own
+// because a package using cgo (tensor's OpenBLAS engine) cannot hold Go
+// assembly.
+package sgemm
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/gonum"
+)
+
+// kernelFunc is an assembly micro-kernel: one mr×nr tile of C from k steps
+// of A and a packed panel of B (see sgemm_amd64.s for the layouts).
+type kernelFunc func(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, load int)
+
+// Kernel is one instruction set's pair of micro-kernels, its tile, and
+// the product built on them.
+//
+// Large products are cut into row or column ranges computed on up to
+// GOMAXPROCS goroutines. The cut falls on whole tiles and every entry of
+// C is summed over k in order within one tile, so results are
+// bit-identical whatever GOMAXPROCS is; they differ in the last bits
+// between kernels and from other implementations. Products with one or
+// two columns go through vectorised dot products or axpys, very small
+// ones to gonum's Sgemm.
+type Kernel struct {
+	name   string
+	mr, nr int
+	// cols reads A(i, p) at a[p·as+i], rows at a[i·as+p].
+	cols, rows kernelFunc
+}
+
+// Blocking of Sgemm: a panel of kc steps of B for nc columns is packed
+// once and swept over all of A in blocks of mc rows; one nr-wide sliver
+// of the panel (kc·nr floats, 32 KiB for AVX-512) stays in L1 while the
+// mc×kc block of A streams from L2 through it.
+const (
+	blockK = 256
+	blockM = 384
+	blockN = 2048
+)
+
+func trans(t bool) blas.Transpose {
+	if t {
+		return blas.Trans
+	}
+	return blas.NoTrans
+}
+
+// Parallel split: a product of at least parFlops multiply-adds per part is
+// cut into parts along the longer side of C, one goroutine each.
+const parFlops = 1 << 19
+
+// Name says which instruction set the kernel uses: "avx512" or "avx2".
+func (e *Kernel) Name() string { return e.name }
+
+// Sgemm sets C = alpha·op(A)·op(B) + beta·C on row-major storage, where
+// op(X) is X or Xᵀ, op(A) is m×k, op(B) k×n, C m×n, and lda, ldb, ldc are
+// the row strides. With beta == 0, C is not read. It panics when a slice
+// is too short for its shape and stride.
+func (e *Kernel) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	ar, ac := m, k
+	if transA {
+		ar, ac = k, m
+	}
+	br, bc := k, n
+	if transB {
+		br, bc = n, k
+	}
+	checkOperand("A", ar, ac, a, lda)
+	checkOperand("B", br, bc, b, ldb)
+	checkOperand("C", m, n, c, ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 || alpha == 0 {
+		scaleC(m, n, beta, c, ldc)
+		return
+	}
+	if n <= 2 {
+		thin(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	if m*n*k < 2048 {
+		gonum.Implementation{}.Sgemm(trans(transA), trans(transB), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	parts := min(runtime.GOMAXPROCS(0), m*n*k/parFlops)
+	mt, nt := (m+e.mr-1)/e.mr, (n+e.nr-1)/e.nr // tiles along each side
+	byRows := mt >= nt
+	if byRows {
+		parts = min(parts, mt)
+	} else {
+		parts = min(parts, nt)
+	}
+	if parts < 2 {
+		e.serial(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	var wg sync.WaitGroup
+	tiles := mt
+	if !byRows {
+		tiles = nt
+	}
+	for p := range parts {
+		t0, t1 := tiles*p/parts, tiles*(p+1)/parts
+		if byRows {
+			i0, i1 := t0*e.mr, min(t1*e.mr, m)
+			var sa []float32
+			if transA {
+				sa = a[i0:]
+			} else {
+				sa = a[i0*lda:]
+			}
+			run := func() { e.serial(transA, transB, i1-i0, n, k, alpha, sa, lda, b, ldb, beta, c[i0*ldc:], ldc) }
+			if p == parts-1 {
+				run()
+			} else {
+				wg.Go(run)
+			}
+		} else {
+			j0, j1 := t0*e.nr, min(t1*e.nr, n)
+			var sb []float32
+			if transB {
+				sb = b[j0*ldb:]
+			} else {
+				sb = b[j0:]
+			}
+			run := func() { e.serial(transA, transB, m, j1-j0, k, alpha, a, lda, sb, ldb, beta, c[j0:], ldc) }
+			if p == parts-1 {
+				run()
+			} else {
+				wg.Go(run)
+			}
+		}
+	}
+	wg.Wait()
+}
+
+// thin computes a product with one or two columns (a logit layer and its
+// gradients) one column at a time with gonum's vectorised dot products
+// (A row by row) or axpys (Aᵀ, step by step); as tiles these would waste
+// most of each register, and gonum's own Sgemm is slow at these shapes.
+func thin(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	impl := gonum.Implementation{}
+	var tmp []float32
+	if transA {
+		buf := gemmBufs.Get().(*gemmBuf)
+		defer gemmBufs.Put(buf)
+		buf.tile = grow(buf.tile, m)
+		tmp = buf.tile
+	}
+	for j := range n {
+		bj, inc := b[j:], ldb // column j of op(B)
+		if transB {
+			bj, inc = b[j*ldb:], 1
+		}
+		if !transA {
+			for i := range m {
+				setScaled(&c[i*ldc+j], alpha*impl.Sdot(k, a[i*lda:], 1, bj, inc), beta)
+			}
+			continue
+		}
+		clear(tmp)
+		for p := range k {
+			impl.Saxpy(m, bj[p*inc], a[p*lda:], 1, tmp, 1)
+		}
+		for i, v := range tmp {
+			setScaled(&c[i*ldc+j], alpha*v, beta)
+		}
+	}
+}
+
+// setScaled sets *c = v + beta·*c, or v without reading *c when beta is 0.
+func setScaled(c *float32, v, beta float32) {
+	if beta == 0 {
+		*c = v
+		return
+	}
+	*c = v + beta**c
+}
+
+// checkOperand panics unless x holds an r×c matrix with row stride ld.
+func checkOperand(name string, r, c int, x []float32, ld int) {
+	if r < 0 || c < 0 {
+		panic(fmt.Sprintf("tensor: Sgemm %s has negative shape %d×%d", name, r, c))
+	}
+	if ld < max(c, 1) {
+		panic(fmt.Sprintf("tensor: Sgemm %s has row stride %d, less than its %d columns", name, ld, c))
+	}
+	if r > 0 && c > 0 && len(x) < (r-1)*ld+c {
+		panic(fmt.Sprintf("tensor: Sgemm %s holds %d values, a %d×%d matrix with row stride %d needs %d", name, len(x), r, c, ld, (r-1)*ld+c))
+	}
+}
+
+// scaleC sets C = beta·C, or C = 0 without reading it when beta is 0.
+func scaleC(m, n int, beta float32, c []float32, ldc int) {
+	for i := range m {
+		row := c[i*ldc : i*ldc+n]
+		if beta == 0 {
+			clear(row)
+			continue
+		}
+		for j := range row {
+			row[j] *= beta
+		}
+	}
+}
+
+// gemmBuf is one goroutine's packing space.
+type gemmBuf struct{ b, a, tile []float32 }
+
+var gemmBufs = sync.Pool{New: func() any { return new(gemmBuf) }}
+
+// grow returns s with length n, reallocating only when it is too short.
+func grow(s []float32, n int) []float32 {
+	if cap(s) < n {
+		return make([]float32, n)
+	}
+	return s[:n]
+}
+
+// serial computes the product on the calling goroutine.
+func (e *Kernel) serial(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	mr, nr := e.mr, e.nr
+	buf := gemmBufs.Get().(*gemmBuf)
+	defer gemmBufs.Put(buf)
+	kcMax, ncMax := min(k, blockK), min(n, blockN)
+	buf.b = grow(buf.b, kcMax*((ncMax+nr-1)/nr*nr))
+	buf.a = grow(buf.a, kcMax*mr)
+	buf.tile = grow(buf.tile, mr*nr)
+	tile := buf.tile
+	for p0 := 0; p0 < k; p0 += blockK {
+		kc := min(blockK, k-p0)
+		bt, load := beta, 1
+		if p0 > 0 {
+			bt = 1
+		} else if beta == 0 {
+			load = 0
+		}
+		for j0 := 0; j0 < n; j0 += blockN {
+			nc := min(blockN, n-j0)
+			packB(transB, b, ldb, p0, kc, j0, nc, nr, buf.b)
+			for i0 := 0; i0 < m; i0 += blockM {
+				mc := min(blockM, m-i0)
+				full := mc / mr * mr // rows in whole tiles
+				if full < mc {
+					packA(transA, a, lda, i0+full, mc-full, p0, kc, mr, buf.a)
+				}
+				for jj := 0; jj < nc; jj += nr {
+					ncc := min(nr, nc-jj)
+					bp := &buf.b[jj*kc]
+					for ii := 0; ii < mc; ii += mr {
+						i := i0 + ii
+						kern, ap, as := e.cols, &buf.a[0], mr
+						switch {
+						case ii >= full:
+						case transA:
+							ap, as = &a[p0*lda+i], lda
+						default:
+							kern, ap, as = e.rows, &a[i*lda+p0], lda
+						}
+						if ii < full && ncc == nr {
+							kern(kc, ap, as, bp, nr, &c[i*ldc+j0+jj], ldc, alpha, bt, load)
+							continue
+						}
+						kern(kc, ap, as, bp, nr, &tile[0], nr, alpha, 0, 0)
+						for r := range min(mr, mc-ii) {
+							row := c[(i+r)*ldc+j0+jj : (i+r)*ldc+j0+jj+ncc]
+							t := tile[r*nr : r*nr+ncc]
+							if load == 0 {
+								copy(row, t)
+								continue
+							}
+							for j, v := range t {
+								row[j] = v + bt*row[j]
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// packB copies op(B)'s kc×nc block at (p0, j0) into dst as nr-wide
+// slivers, each kc rows of nr floats; a last partial sliver is zero-padded.
+func packB(transB bool, b []float32, ldb, p0, kc, j0, nc, nr int, dst []float32) {
+	for s := 0; s < nc; s += nr {
+		w := min(nr, nc-s)
+		d := dst[s*kc : s*kc+kc*nr]
+		if w < nr {
+			clear(d)
+		}
+		if !transB {
+			for p := range kc {
+				off := (p0+p)*ldb + j0 + s
+				copy(d[p*nr:p*nr+w], b[off:off+w])
+			}
+			continue
+		}
+		for j := range w {
+			src := b[(j0+s+j)*ldb+p0:]
+			src = src[:kc]
+			for p, v := range src {
+				d[p*nr+j] = v
+			}
+		}
+	}
+}
+
+// packA copies rows i0 … i0+rows-1 (rows < mr) of op(A), steps p0 … p0+kc-1,
+// into dst as kc groups of mr floats, zero-padded to mr rows.
+func packA(transA bool, a []float32, lda, i0, rows, p0, kc, mr int, dst []float32) {
+	d := dst[:kc*mr]
+	clear(d)
+	for r := range rows {
+		if transA {
+			for p := range kc {
+				d[p*mr+r] = a[(p0+p)*lda+i0+r]
+			}
+			continue
+		}
+		src := a[(i0+r)*lda+p0:]
+		src = src[:kc]
+		for p, v := range src {
+			d[p*mr+r] = v
+		}
+	}
+}
