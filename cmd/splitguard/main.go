@@ -8,8 +8,8 @@ import (
 )
 
 func main() {
-	if cmd, err := newRootCmd().ExecuteC(); err != nil {
-		fmt.Fprintln(os.Stderr, "splitguard:", withFlagNames(cmd, err.Error()))
+	if err := newRootCmd().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "splitguard:", err)
 		os.Exit(1)
 	}
 }

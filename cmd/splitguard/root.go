@@ -16,5 +16,36 @@ func newRootCmd() *cobra.Command {
 	for _, mk := range subcommands {
 		root.AddCommand(mk())
 	}
+	adviseFlags(root)
 	return root
 }
+
+// adviseFlags makes every command's errors name its flags where the
+// library named configuration keys (see withFlagNames).
+func adviseFlags(cmd *cobra.Command) {
+	if run := cmd.RunE; run != nil {
+		cmd.RunE = func(c *cobra.Command, args []string) error {
+			err := run(c, args)
+			if err == nil {
+				return nil
+			}
+			if msg := withFlagNames(c, err.Error()); msg != err.Error() {
+				return &advisedError{msg: msg, err: err}
+			}
+			return err
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		adviseFlags(sub)
+	}
+}
+
+// advisedError is an error whose text names flags; it unwraps to the
+// library's error.
+type advisedError struct {
+	msg string
+	err error
+}
+
+func (e *advisedError) Error() string { return e.msg }
+func (e *advisedError) Unwrap() error { return e.err }

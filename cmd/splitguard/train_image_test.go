@@ -93,7 +93,7 @@ func TestTrainFashionMNISTFromTheCLI(t *testing.T) {
 	cmd.SetOut(&stdout)
 	cmd.SetErr(&stderr)
 	cmd.SetArgs([]string{"train", "--format", "fashion-mnist", "--out", t.TempDir()})
-	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "needs --model cnn") {
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "needs model cnn (--model)") {
 		t.Fatalf("wdl on fashion-mnist: %v", err)
 	}
 }
