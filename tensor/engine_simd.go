@@ -7,10 +7,11 @@ import "github.com/splitguard/splitguard/tensor/internal/sgemm"
 // panel is packed, A is read in place (only a last partial tile of rows is
 // copied), blocks are sized for the L1 and L2 caches, and large products
 // are cut on whole tiles into row or column ranges computed on up to
-// GOMAXPROCS goroutines. Results are bit-identical whatever GOMAXPROCS is,
-// and differ in the last bits between kernels and from other engines.
-// Products with one or two columns go through gonum's vectorised dot
-// products or axpys, very small ones to gonum's Sgemm.
+// GOMAXPROCS goroutines. Results are bit-identical whatever GOMAXPROCS is
+// and wherever the operands sit in memory, and differ in the last bits
+// between kernels and from other engines. Products with one or two columns
+// go through unrolled dot products or axpys, very small ones through a
+// plain loop.
 type SIMDEngine struct{ k *sgemm.Kernel }
 
 // Name implements Engine: "go-avx512" or "go-avx2".

@@ -10,9 +10,6 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/gonum"
 )
 
 // kernelFunc is an assembly micro-kernel: one mr×nr tile of C from k steps
@@ -25,10 +22,13 @@ type kernelFunc func(k int, a *float32, as int, b *float32, bs int, c *float32, 
 // Large products are cut into row or column ranges computed on up to
 // GOMAXPROCS goroutines. The cut falls on whole tiles and every entry of
 // C is summed over k in order within one tile, so results are
-// bit-identical whatever GOMAXPROCS is; they differ in the last bits
-// between kernels and from other implementations. Products with one or
-// two columns go through vectorised dot products or axpys, very small
-// ones to gonum's Sgemm.
+// bit-identical whatever GOMAXPROCS is and wherever the operands sit in
+// memory; they differ in the last bits between kernels and from other
+// implementations. Products with one or two columns go through unrolled
+// dot products or axpys, very small ones through a plain loop: both sum in
+// an order fixed by the indices alone. (gonum's assembly dot product
+// first steps to a 16-byte boundary of one operand, so its sums depend on
+// the operand's address; it is not used here.)
 type Kernel struct {
 	name   string
 	mr, nr int
@@ -45,13 +45,6 @@ const (
 	blockM = 384
 	blockN = 2048
 )
-
-func trans(t bool) blas.Transpose {
-	if t {
-		return blas.Trans
-	}
-	return blas.NoTrans
-}
 
 // Parallel split: a product of at least parFlops multiply-adds per part is
 // cut into parts along the longer side of C, one goroutine each.
@@ -88,7 +81,7 @@ func (e *Kernel) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []floa
 		return
 	}
 	if m*n*k < 2048 {
-		gonum.Implementation{}.Sgemm(trans(transA), trans(transB), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		small(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
 	parts := min(runtime.GOMAXPROCS(0), m*n*k/parFlops)
@@ -144,35 +137,87 @@ func (e *Kernel) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []floa
 }
 
 // thin computes a product with one or two columns (a logit layer and its
-// gradients) one column at a time with gonum's vectorised dot products
-// (A row by row) or axpys (Aᵀ, step by step); as tiles these would waste
-// most of each register, and gonum's own Sgemm is slow at these shapes.
+// gradients) one column at a time with dot products (A row by row) or
+// axpys (Aᵀ, step by step); as tiles these would waste most of each
+// register. Both sum over k in index order, so the result does not depend
+// on where the operands sit in memory.
 func thin(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	impl := gonum.Implementation{}
-	var tmp []float32
-	if transA {
-		buf := gemmBufs.Get().(*gemmBuf)
-		defer gemmBufs.Put(buf)
-		buf.tile = grow(buf.tile, m)
-		tmp = buf.tile
-	}
+	var tmp, col []float32
+	buf := gemmBufs.Get().(*gemmBuf)
+	defer gemmBufs.Put(buf)
+	buf.tile = grow(buf.tile, m+k)
+	tmp, col = buf.tile[:m], buf.tile[m:]
 	for j := range n {
-		bj, inc := b[j:], ldb // column j of op(B)
-		if transB {
-			bj, inc = b[j*ldb:], 1
+		// Column j of op(B), gathered so that the dot products and axpys
+		// read it with unit stride.
+		for p := range k {
+			if transB {
+				col[p] = b[j*ldb+p]
+			} else {
+				col[p] = b[p*ldb+j]
+			}
 		}
 		if !transA {
 			for i := range m {
-				setScaled(&c[i*ldc+j], alpha*impl.Sdot(k, a[i*lda:], 1, bj, inc), beta)
+				setScaled(&c[i*ldc+j], alpha*dot(a[i*lda:i*lda+k], col), beta)
 			}
 			continue
 		}
 		clear(tmp)
-		for p := range k {
-			impl.Saxpy(m, bj[p*inc], a[p*lda:], 1, tmp, 1)
+		for p, bp := range col {
+			axpy(bp, a[p*lda:p*lda+m], tmp)
 		}
 		for i, v := range tmp {
 			setScaled(&c[i*ldc+j], alpha*v, beta)
+		}
+	}
+}
+
+// dot returns Σ x[i]·y[i] over len(x) ≤ len(y), in four interleaved
+// partial sums (x[i] goes to sum i mod 4) added as (s0+s1)+(s2+s3), then
+// the remainder in order: an order fixed by the indices alone.
+func dot(x, y []float32) float32 {
+	y = y[:len(x)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		s0 += x[i] * y[i]
+		s1 += x[i+1] * y[i+1]
+		s2 += x[i+2] * y[i+2]
+		s3 += x[i+3] * y[i+3]
+	}
+	s := (s0 + s1) + (s2 + s3)
+	for ; i < len(x); i++ {
+		s += x[i] * y[i]
+	}
+	return s
+}
+
+// axpy sets y[i] += a·x[i] for i < len(x) ≤ len(y).
+func axpy(a float32, x, y []float32) {
+	y = y[:len(x)]
+	for i, v := range x {
+		y[i] += a * v
+	}
+}
+
+// small computes a product too small to pack (m·n·k < 2048) with a plain
+// loop, each entry summed over k in order.
+func small(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	for i := range m {
+		for j := range n {
+			var s float32
+			for p := range k {
+				ai, bi := i*lda+p, p*ldb+j
+				if transA {
+					ai = p*lda + i
+				}
+				if transB {
+					bi = j*ldb + p
+				}
+				s += a[ai] * b[bi]
+			}
+			setScaled(&c[i*ldc+j], alpha*s, beta)
 		}
 	}
 }
