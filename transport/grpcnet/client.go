@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	pb "github.com/splitguard/splitguard/proto/splitguardpb"
@@ -69,6 +70,10 @@ type Client struct {
 	// tlsErr is the last refusal of the active party's certificate by
 	// this client's TLS verification (an error, or nil).
 	tlsErr atomic.Pointer[error]
+
+	// session is the token of the session the last successful Hello
+	// opened (a string; empty before).
+	session atomic.Value
 
 	mu     sync.Mutex // serialises Exchange and Close (lock-step)
 	closed bool
@@ -219,8 +224,9 @@ func (c *Client) Hello(ctx context.Context, local Hello) (*Hello, error) {
 	// reported now instead of after CallTimeout. An active party that is
 	// not listening yet is waited for here, with backoff.
 	var resp *pb.HelloResponse
+	var header metadata.MD
 	for delay := 50 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
-		resp, err = c.rpc.Hello(ctx, req)
+		resp, err = c.rpc.Hello(c.withSession(ctx), req, grpc.Header(&header))
 		if err == nil {
 			break
 		}
@@ -248,6 +254,15 @@ func (c *Client) Hello(ctx context.Context, local Hello) (*Hello, error) {
 		c.log.Warn("grpcnet: refusing the run", "reason", reason)
 		return remote, fmt.Errorf("grpcnet: hello: the active party %q accepted but disagrees: %s", remote.Party, reason)
 	}
+	tok := header.Get(SessionHeader)
+	if len(tok) != 1 || tok[0] == "" {
+		return remote, errors.New("grpcnet: hello: the active party accepted without opening a session (an active party of an older version?)")
+	}
+	// A stream of the previous session would be refused: start afresh.
+	c.mu.Lock()
+	c.session.Store(tok[0])
+	c.dropStream()
+	c.mu.Unlock()
 	return remote, nil
 }
 
@@ -259,7 +274,7 @@ func (c *Client) PSI(ctx context.Context, req *psi.Request) (*psi.Response, erro
 	}
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
-	resp, err := c.rpc.PSI(ctx, &pb.PSIRequest{Round: uint32(req.Round), Elements: req.Elements, Digest: req.Digest}, grpc.WaitForReady(true))
+	resp, err := c.rpc.PSI(c.withSession(ctx), &pb.PSIRequest{Round: uint32(req.Round), Elements: req.Elements, Digest: req.Digest}, grpc.WaitForReady(true))
 	if err != nil {
 		return nil, fmt.Errorf("grpcnet: PSI round %d: %w", req.Round, err)
 	}
@@ -271,7 +286,7 @@ func (c *Client) PSI(ctx context.Context, req *psi.Request) (*psi.Response, erro
 func (c *Client) Checkpoint(ctx context.Context, step int64) error {
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
-	resp, err := c.rpc.Checkpoint(ctx, &pb.CheckpointRequest{Step: step}, grpc.WaitForReady(true))
+	resp, err := c.rpc.Checkpoint(c.withSession(ctx), &pb.CheckpointRequest{Step: step}, grpc.WaitForReady(true))
 	if err != nil {
 		return fmt.Errorf("grpcnet: checkpoint at step %d: %w", step, err)
 	}
@@ -286,7 +301,7 @@ func (c *Client) Checkpoint(ctx context.Context, step int64) error {
 func (c *Client) Shutdown(ctx context.Context, reason string) error {
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
-	if _, err := c.rpc.Shutdown(ctx, &pb.ShutdownRequest{Reason: reason}); err != nil {
+	if _, err := c.rpc.Shutdown(c.withSession(ctx), &pb.ShutdownRequest{Reason: reason}); err != nil {
 		return fmt.Errorf("grpcnet: shutdown: %w", err)
 	}
 	return nil
@@ -391,7 +406,7 @@ func (c *Client) attempt(ctx context.Context, m *pb.Forward) (*pb.Backward, erro
 		if timedOut.Load() || ctx.Err() != nil {
 			cancel()
 		}
-		st, err := c.rpc.Train(sctx, grpc.WaitForReady(true))
+		st, err := c.rpc.Train(c.withSession(sctx), grpc.WaitForReady(true))
 		if err != nil {
 			cancel()
 			return nil, c.attemptErr(err, timedOut.Load())

@@ -32,6 +32,9 @@ func TestCloseReturnsWithStuckHandler(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := dial(t, s.Addr(), ClientOptions{InsecureLoopback: true, CallTimeout: 5 * time.Second})
+	if _, err := c.Hello(context.Background(), Hello{Party: "passive", Config: fp}); err != nil {
+		t.Fatal(err)
+	}
 	go func() { _ = c.Checkpoint(context.Background(), 3) }()
 	select {
 	case <-entered:

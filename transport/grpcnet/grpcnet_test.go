@@ -362,7 +362,9 @@ func TestInsecureLoopback(t *testing.T) {
 
 // rawStream opens a Train stream with the generated client, so that the
 // test can send messages the Client would never produce.
-func rawStream(t *testing.T, addr string, cfg *tls.Config) pb.SplitLearning_TrainClient {
+// rawStream opens a Train stream on a connection of its own, in the
+// session of c (none when c is nil).
+func rawStream(t *testing.T, addr string, cfg *tls.Config, c *Client) pb.SplitLearning_TrainClient {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
 	if err != nil {
@@ -371,6 +373,9 @@ func rawStream(t *testing.T, addr string, cfg *tls.Config) pb.SplitLearning_Trai
 	t.Cleanup(func() { conn.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
+	if c != nil {
+		ctx = c.withSession(ctx)
+	}
 	st, err := pb.NewSplitLearningClient(conn).Train(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -427,7 +432,7 @@ func TestMalformedForwardRejected(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			st := rawStream(t, s.Addr(), cfg)
+			st := rawStream(t, s.Addr(), cfg, c)
 			if err := st.Send(tc.m); err != nil && !errors.Is(err, io.EOF) {
 				t.Fatal(err)
 			}
@@ -546,7 +551,7 @@ func TestHelloAndControl(t *testing.T) {
 	if _, err := c.Exchange(ctx, forward(transport.Train, 0, 0, 2, 4)); status.Code(errors.Unwrap(err)) != codes.FailedPrecondition {
 		t.Fatalf("Train before Hello: %v", err)
 	}
-	if _, err := c.PSI(ctx, &psi.Request{Round: 1}); err == nil || !strings.Contains(err.Error(), "before a successful Hello") {
+	if _, err := c.PSI(ctx, &psi.Request{Round: 1}); err == nil || !strings.Contains(err.Error(), "without the session of a successful Hello") {
 		t.Fatalf("PSI before Hello: %v", err)
 	}
 	other := fp

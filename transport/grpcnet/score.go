@@ -65,8 +65,8 @@ func (v *service) Score(ctx context.Context, req *pb.ScoreRequest) (*pb.ScoreRes
 	if s.o.Handlers.Score == nil {
 		return nil, refuse(codes.FailedPrecondition, "Score refused: this active party is training, not serving")
 	}
-	if !s.helloOK.Load() {
-		return nil, refuse(codes.FailedPrecondition, "Score %s", errBeforeHello)
+	if err := s.sess.check(ctx, "Score"); err != nil {
+		return nil, s.refuseCall(ctx, err)
 	}
 	where := fmt.Sprintf("score batch %d", req.GetBatch())
 	if req.GetBatch() < 0 || req.GetBatch() > math.MaxInt32 {
@@ -140,7 +140,7 @@ func (c *Client) Score(ctx context.Context, b *ScoreBatch) (*ScoreResult, error)
 	err = c.retry(ctx, where, func() (err error) {
 		cctx, cancel := context.WithTimeout(ctx, c.o.ExchangeTimeout)
 		defer cancel()
-		resp, err = c.rpc.Score(cctx, req, grpc.WaitForReady(true))
+		resp, err = c.rpc.Score(c.withSession(cctx), req, grpc.WaitForReady(true))
 		return err
 	}, func(attempt int, err error, delay time.Duration) {
 		c.log.Warn("grpcnet: score request failed, re-sending", "batch", b.Batch, "attempt", attempt, "in", delay, "err", err)

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -18,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
@@ -74,7 +74,7 @@ type ServerOptions struct {
 }
 
 // errBeforeHello is the text of the refusal of a call that needs a Hello.
-const errBeforeHello = "before a successful Hello"
+const errBeforeHello = "without the session of a successful Hello"
 
 // ErrServerClosed is returned by Recv after Close.
 var ErrServerClosed = errors.New("grpcnet: server closed")
@@ -89,7 +89,8 @@ type Server struct {
 	grpc      *grpc.Server
 	seed      maphash.Seed
 	cnt       counters
-	helloOK   atomic.Bool
+	sess      sessions
+	helloMu   sync.Mutex // serialises Hellos (the session rule, then the handler)
 	serveErr  chan error
 	closeOnce sync.Once
 	closeErr  error
@@ -178,7 +179,7 @@ func Listen(addr string, o ServerOptions) (*Server, error) {
 		grpc.Creds(creds),
 		grpc.MaxRecvMsgSize(o.MaxMessageBytes),
 		grpc.MaxSendMsgSize(o.MaxMessageBytes),
-		grpc.StatsHandler(&statsHandler{c: &s.cnt}),
+		grpc.StatsHandler(&statsHandler{c: &s.cnt, ss: &s.sess}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 20 * time.Second}),
 	)
@@ -464,6 +465,13 @@ type service struct {
 	s *Server
 }
 
+// refuseCall counts and logs a call refused by the session rules.
+func (s *Server) refuseCall(ctx context.Context, err error) error {
+	s.cnt.rejected.Add(1)
+	s.log.Warn("grpcnet: refused a call outside the session", "peer", peerName(ctx), "err", err)
+	return err
+}
+
 // peerName names the caller in logs: its certificate's party name, or its
 // address.
 func peerName(ctx context.Context) string {
@@ -489,6 +497,14 @@ func (v *service) Hello(ctx context.Context, req *pb.HelloRequest) (*pb.HelloRes
 	resp := &pb.HelloResponse{ProtocolVersion: local.Version, Party: local.Party, Config: fp}
 	remote := Hello{Version: req.GetProtocolVersion(), Party: req.GetParty(), Config: fingerprintFromPB(req.GetConfig())}
 	reason := local.mismatch(remote)
+	s.helloMu.Lock()
+	defer s.helloMu.Unlock()
+	if reason == "" {
+		if err := s.sess.admit(ctx); err != nil {
+			reason = err.Error()
+			s.cnt.rejected.Add(1)
+		}
+	}
 	if reason == "" && s.o.Handlers.Hello != nil {
 		if err := s.o.Handlers.Hello(ctx, remote); err != nil {
 			reason = err.Error()
@@ -499,17 +515,23 @@ func (v *service) Hello(ctx context.Context, req *pb.HelloRequest) (*pb.HelloRes
 		s.log.Warn("grpcnet: refused the run", "peer", peerName(ctx), "party", remote.Party, "reason", reason)
 		return resp, nil
 	}
+	tok, err := s.sess.begin(ctx, peerName(ctx))
+	if err != nil {
+		return nil, toStatus(err, codes.Internal, "hello")
+	}
+	if err := grpc.SetHeader(ctx, metadata.Pairs(SessionHeader, tok)); err != nil {
+		return nil, toStatus(err, codes.Internal, "hello")
+	}
 	resp.Accepted = true
 	s.resetScore()
-	s.helloOK.Store(true)
 	s.log.Info("grpcnet: hello", "peer", peerName(ctx), "party", remote.Party)
 	return resp, nil
 }
 
 func (v *service) PSI(ctx context.Context, req *pb.PSIRequest) (*pb.PSIResponse, error) {
 	s := v.s
-	if !s.helloOK.Load() {
-		return nil, statusf(codes.FailedPrecondition, "PSI before a successful Hello")
+	if err := s.sess.check(ctx, "PSI"); err != nil {
+		return nil, s.refuseCall(ctx, err)
 	}
 	if s.o.Handlers.PSI == nil {
 		return nil, statusf(codes.Unimplemented, "this active party does not run PSI")
@@ -525,6 +547,9 @@ func (v *service) PSI(ctx context.Context, req *pb.PSIRequest) (*pb.PSIResponse,
 
 func (v *service) Checkpoint(ctx context.Context, req *pb.CheckpointRequest) (*pb.CheckpointResponse, error) {
 	s := v.s
+	if err := s.sess.check(ctx, "Checkpoint"); err != nil {
+		return nil, s.refuseCall(ctx, err)
+	}
 	if s.o.Handlers.Checkpoint == nil {
 		return nil, statusf(codes.Unimplemented, "this active party does not checkpoint")
 	}
@@ -540,6 +565,10 @@ func (v *service) Checkpoint(ctx context.Context, req *pb.CheckpointRequest) (*p
 
 func (v *service) Shutdown(ctx context.Context, req *pb.ShutdownRequest) (*pb.ShutdownResponse, error) {
 	s := v.s
+	if err := s.sess.check(ctx, "Shutdown"); err != nil {
+		return nil, s.refuseCall(ctx, err)
+	}
+	defer s.sess.end(ctx)
 	reason := req.GetReason()
 	s.log.Info("grpcnet: shutdown requested", "peer", peerName(ctx), "reason", reason)
 	var herr error
@@ -565,8 +594,8 @@ func (v *service) Train(stream pb.SplitLearning_TrainServer) error {
 		s.cnt.rejected.Add(1)
 		return statusf(codes.FailedPrecondition, "Train refused: this active party serves scoring, not training")
 	}
-	if !s.helloOK.Load() {
-		return statusf(codes.FailedPrecondition, "Train %s", errBeforeHello)
+	if err := s.sess.check(ctx, "Train"); err != nil {
+		return s.refuseCall(ctx, err)
 	}
 	s.log.Debug("grpcnet: train stream opened", "peer", who)
 	for {
@@ -580,6 +609,9 @@ func (v *service) Train(stream pb.SplitLearning_TrainServer) error {
 			// A broken connection: the passive may reconnect and re-send.
 			s.log.Info("grpcnet: train stream broken", "peer", who, "err", err)
 			return err
+		}
+		if err := s.sess.check(ctx, "Train"); err != nil {
+			return s.refuseCall(ctx, err)
 		}
 		f, err := decodeForward(m, s.maxValues)
 		if err != nil {
@@ -605,14 +637,25 @@ func (v *service) Train(stream pb.SplitLearning_TrainServer) error {
 	}
 }
 
-// statsHandler counts message bytes for Stats.
-type statsHandler struct{ c *counters }
+// statsHandler counts message bytes for Stats and, on the server,
+// numbers the connections for the session rules (session.go).
+type statsHandler struct {
+	c  *counters
+	ss *sessions // nil on the client
+}
 
 func (h *statsHandler) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
 func (h *statsHandler) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
-	return ctx
+	if h.ss == nil {
+		return ctx
+	}
+	return connTracker{h.ss}.tagConn(ctx)
 }
-func (h *statsHandler) HandleConn(context.Context, stats.ConnStats) {}
+func (h *statsHandler) HandleConn(ctx context.Context, st stats.ConnStats) {
+	if h.ss != nil {
+		connTracker{h.ss}.handleConn(ctx, st)
+	}
+}
 func (h *statsHandler) HandleRPC(_ context.Context, st stats.RPCStats) {
 	switch p := st.(type) {
 	case *stats.InPayload:
