@@ -70,6 +70,13 @@ type activeRun struct {
 	epoch     int
 	stepStart time.Time
 	start     time.Time
+	// planned is the number of training steps of the run.
+	planned int64
+	// saved is the step of the newest checkpoint this party saved or
+	// resumed from; acked the newest one both parties are known to hold
+	// (the passive sent a training step after it). No Checkpoint call may
+	// go back behind acked, which survives restarts (store.acked).
+	saved, acked int64
 }
 
 // RunActive runs the active party: it loads its data, listens, aligns IDs
@@ -103,6 +110,13 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, e
 		return nil, fmt.Errorf("active: %w", err)
 	}
 	r := &activeRun{cfg: cfg, log: log, pd: pd, start: time.Now(), store: store{dir: cfg.checkpointDir(), role: "active"}}
+	if err := cleanOrphans(log, cfg.Out, cfg.checkpointDir()); err != nil {
+		return nil, fmt.Errorf("active: %w", err)
+	}
+	if r.acked, err = r.store.readAcked(); err != nil {
+		return nil, fmt.Errorf("active: %w", err)
+	}
+	r.saved = r.acked
 	// Keep what a previous process of this run wrote: the resume step,
 	// known later, decides what stays (build rewinds to it).
 	if r.rec, err = rundir.Open(cfg.Config, true, rundir.Hooks{}); err != nil {
@@ -134,27 +148,47 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, e
 	serr := r.serve(ctx)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if serr != nil {
-		if errors.Is(serr, ErrPeerGone) && r.party != nil {
-			if err := r.saveFinal(); err != nil {
-				return nil, errors.Join(serr, err)
-			}
-			if r.cfg.CheckpointEvery > 0 {
-				if err := r.saveCheckpoint(r.party.Step()); err != nil {
-					return nil, errors.Join(serr, err)
-				}
-			}
-			return nil, fmt.Errorf("active: %w after %d steps; the model is saved in %s", serr, r.party.Step(), r.cfg.Out)
-		}
-		return nil, serr
-	}
 	if r.party == nil {
+		if serr != nil {
+			return nil, serr
+		}
 		return nil, errors.New("active: the passive party ended the run before training started")
 	}
-	if err := r.saveFinal(); err != nil {
-		return nil, err
+	steps := r.party.Step()
+	if serr == nil && steps >= r.planned {
+		if err := r.saveFinal(); err != nil {
+			return nil, r.endEarly(fmt.Errorf("active: saving the model: %w", err))
+		}
+		return r.finish()
 	}
-	return r.finish()
+	if serr == nil {
+		serr = fmt.Errorf("active: the passive party ended the run after %d of %d planned steps", steps, r.planned)
+	}
+	if errors.Is(serr, ErrPeerGone) {
+		if err := r.saveFinal(); err != nil {
+			return nil, errors.Join(serr, err, r.endEarly(serr))
+		}
+		if r.cfg.CheckpointEvery > 0 {
+			if err := r.saveCheckpoint(steps); err != nil {
+				return nil, errors.Join(serr, err, r.endEarly(serr))
+			}
+		}
+		serr = fmt.Errorf("active: %w after %d steps; the model is saved in %s", serr, steps, r.cfg.Out)
+	}
+	return nil, r.endEarly(serr)
+}
+
+// endEarly records that the run ended before its planned steps because of
+// why: summary.json says so (truncated, with the reason) when there is an
+// evaluation to summarise. It returns why, joined with a failure to write
+// the summary.
+func (r *activeRun) endEarly(why error) error {
+	r.log.Error("the run ended before its planned steps", "steps", r.party.Step(), "planned", r.planned, "err", why)
+	r.rec.Truncate(why.Error())
+	if _, err := r.rec.Finish(r.party.Step(), time.Since(r.start)); err != nil {
+		return errors.Join(why, fmt.Errorf("active: no summary of the truncated run: %w", err))
+	}
+	return why
 }
 
 func partyName(name, def string) string {
@@ -230,6 +264,14 @@ func (r *activeRun) TrainStep(f *transport.Forward) (*transport.Backward, error)
 	if err := r.started(f); err != nil {
 		return nil, err
 	}
+	if r.saved > r.acked && f.Step >= r.saved {
+		// The passive saves its checkpoint before it sends the next
+		// training step: both parties hold r.saved.
+		if err := r.store.writeAcked(r.saved); err != nil {
+			return nil, err
+		}
+		r.acked = r.saved
+	}
 	r.embedding, r.ids = f.Embedding, f.IDs
 	r.stepStart = time.Now()
 	return r.party.TrainStep(f)
@@ -299,6 +341,9 @@ func (r *activeRun) checkpoint(_ context.Context, step int64) error {
 	if r.split == nil {
 		return errors.New("active: checkpoint before the ID alignment")
 	}
+	if step < r.acked {
+		return fmt.Errorf("active: refusing to go back to step %d: both parties acknowledged the checkpoint of step %d; the run's record up to it is kept", step, r.acked)
+	}
 	if r.party == nil || r.party.Step() != step {
 		if step != 0 && !r.store.has(step) {
 			have, _ := r.store.steps()
@@ -367,23 +412,27 @@ func (r *activeRun) build(step int64) error {
 	}
 	r.rec.Start(r.split, aud, int64(cfg.Epochs)*int64(sched.BatchesPerEpoch()))
 	r.party, r.aud, r.layers = party, aud, audit.LayerNames(cfg.Cut)
+	r.planned = int64(cfg.Epochs) * int64(sched.BatchesPerEpoch())
+	if cfg.MaxSteps > 0 {
+		r.planned = min(r.planned, cfg.MaxSteps)
+	}
+	if step > 0 {
+		r.saved = step
+	}
 	r.epoch, _ = sched.Position(step)
 	r.met.resume(step, aud.Leak())
 	return nil
 }
 
 func (r *activeRun) saveCheckpoint(step int64) error {
-	var st bytes.Buffer
-	if err := r.party.SaveState(&st); err != nil {
-		return err
-	}
 	as, err := r.aud.MarshalBinary()
 	if err != nil {
 		return err
 	}
-	if err := r.store.save(step, map[string][]byte{"active": st.Bytes(), "audit": as}); err != nil {
+	if err := r.store.save(step, ckSection{"active", r.party.SaveState}, bytesSection("audit", as)); err != nil {
 		return err
 	}
+	r.saved = step
 	r.log.Info("checkpoint saved", "step", step)
 	return nil
 }

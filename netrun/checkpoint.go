@@ -6,24 +6,55 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/splitguard/splitguard/atomicfile"
 )
 
-// checkpointMagic starts every checkpoint file.
-const checkpointMagic = "splitguard-checkpoint/v1\n"
+// Checkpoint files. Version 2 (written) is
+//
+//	magic "splitguard-checkpoint/v2\n", step uint64, section count uint32,
+//	per section: name (uint32 length + bytes), then chunks (uint32 length
+//	+ bytes) ended by an empty chunk,
+//	and a SHA-256 of everything before it,
+//
+// all little-endian, so that a section is streamed to the file as it is
+// serialised (a save holds no copy of the model). Version 1 (read only)
+// had one uint64 length per section instead of chunks.
+const (
+	checkpointMagic   = "splitguard-checkpoint/v2\n"
+	checkpointMagicV1 = "splitguard-checkpoint/v1\n"
+)
+
+// chunkBytes is the size of a section's chunks.
+const chunkBytes = 1 << 20
 
 // keepCheckpoints is how many checkpoints a party keeps. The active party
 // checkpoints before the passive, so the last common checkpoint is the
 // passive's newest, which is the active's newest or the one before.
 const keepCheckpoints = 3
 
+// ckSection is one named part of a checkpoint, written by write.
+type ckSection struct {
+	name  string
+	write func(w io.Writer) error
+}
+
+// bytesSection is a section holding b.
+func bytesSection(name string, b []byte) ckSection {
+	return ckSection{name, func(w io.Writer) error { _, err := w.Write(b); return err }}
+}
+
 // store keeps one party's checkpoints in a directory: files
-// ROLE-STEP.ckpt, each written to a temporary name and renamed into place,
-// made of named sections and ending in a SHA-256 of everything before it.
+// ROLE-STEP.ckpt, each streamed to a temporary file and renamed into
+// place (package atomicfile), with permissions 0600 (they hold the
+// party's model).
 type store struct {
 	dir, role string
 }
@@ -32,42 +63,84 @@ func (s *store) path(step int64) string {
 	return filepath.Join(s.dir, fmt.Sprintf("%s-%012d.ckpt", s.role, step))
 }
 
+// chunker cuts what is written to it into chunks of at most chunkBytes.
+type chunker struct {
+	w   io.Writer
+	buf []byte
+}
+
+func (c *chunker) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		k := min(len(p), chunkBytes-len(c.buf))
+		c.buf = append(c.buf, p[:k]...)
+		p = p[k:]
+		if len(c.buf) == chunkBytes {
+			if err := c.flush(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return n, nil
+}
+
+func (c *chunker) flush() error {
+	var hdr [4]byte
+	binary.LittleEndian.PutUint32(hdr[:], uint32(len(c.buf)))
+	if _, err := c.w.Write(hdr[:]); err != nil {
+		return err
+	}
+	if _, err := c.w.Write(c.buf); err != nil {
+		return err
+	}
+	c.buf = c.buf[:0]
+	return nil
+}
+
+// close writes the last chunk and the empty chunk that ends the section.
+func (c *chunker) close() error {
+	if len(c.buf) > 0 {
+		if err := c.flush(); err != nil {
+			return err
+		}
+	}
+	return c.flush()
+}
+
 // save writes the checkpoint of step atomically and prunes old ones.
-func (s *store) save(step int64, sections map[string][]byte) error {
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+func (s *store) save(step int64, sections ...ckSection) error {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	names := make([]string, 0, len(sections))
-	for n := range sections {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	b := []byte(checkpointMagic)
-	b = binary.LittleEndian.AppendUint64(b, uint64(step))
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(names)))
-	for _, n := range names {
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(n)))
-		b = append(b, n...)
-		b = binary.LittleEndian.AppendUint64(b, uint64(len(sections[n])))
-		b = append(b, sections[n]...)
-	}
-	sum := sha256.Sum256(b)
-	b = append(b, sum[:]...)
 	path := s.path(step)
-	tmp, err := os.CreateTemp(s.dir, "."+filepath.Base(path)+".*")
+	err := atomicfile.Write(path, 0o600, func(w io.Writer) error {
+		h := sha256.New()
+		mw := io.MultiWriter(w, h)
+		le := binary.LittleEndian
+		hdr := []byte(checkpointMagic)
+		hdr = le.AppendUint64(hdr, uint64(step))
+		hdr = le.AppendUint32(hdr, uint32(len(sections)))
+		if _, err := mw.Write(hdr); err != nil {
+			return err
+		}
+		c := &chunker{w: mw, buf: make([]byte, 0, chunkBytes)}
+		for _, sec := range sections {
+			name := le.AppendUint32(nil, uint32(len(sec.name)))
+			if _, err := mw.Write(append(name, sec.name...)); err != nil {
+				return err
+			}
+			if err := sec.write(c); err != nil {
+				return fmt.Errorf("section %s: %w", sec.name, err)
+			}
+			if err := c.close(); err != nil {
+				return err
+			}
+		}
+		_, err := w.Write(h.Sum(nil))
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
-	}
-	_, werr := tmp.Write(b)
-	serr := tmp.Sync()
-	cerr := tmp.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("checkpoint %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	steps, err := s.steps()
 	if err != nil {
@@ -122,42 +195,148 @@ func (s *store) load(step int64) (map[string][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
-	fail := func(why string) (map[string][]byte, error) {
-		return nil, fmt.Errorf("checkpoint %s: %s", path, why)
+	secs, err := parseCheckpoint(b, step)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
-	if len(b) < len(checkpointMagic)+12+sha256.Size || !bytes.HasPrefix(b, []byte(checkpointMagic)) {
-		return fail("not a splitguard checkpoint")
+	return secs, nil
+}
+
+// parseCheckpoint checks and splits the bytes of the checkpoint of step.
+// Sections alias b where they can (version 1), else are copies.
+func parseCheckpoint(b []byte, step int64) (map[string][]byte, error) {
+	v2 := bytes.HasPrefix(b, []byte(checkpointMagic))
+	if len(b) < len(checkpointMagic)+12+sha256.Size || !(v2 || bytes.HasPrefix(b, []byte(checkpointMagicV1))) {
+		return nil, errors.New("not a splitguard checkpoint")
 	}
 	body, sum := b[:len(b)-sha256.Size], b[len(b)-sha256.Size:]
 	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
-		return fail("checksum mismatch (corrupted or truncated)")
+		return nil, errors.New("checksum mismatch (corrupted or truncated)")
 	}
 	body = body[len(checkpointMagic):]
-	if got := int64(binary.LittleEndian.Uint64(body)); got != step {
-		return fail(fmt.Sprintf("holds step %d", got))
+	le := binary.LittleEndian
+	if got := le.Uint64(body); got != uint64(step) {
+		return nil, fmt.Errorf("holds step %d", int64(got))
 	}
-	n := binary.LittleEndian.Uint32(body[8:])
+	n := le.Uint32(body[8:])
 	body = body[12:]
 	out := map[string][]byte{}
 	for range n {
 		if len(body) < 4 {
-			return fail("truncated section header")
+			return nil, errors.New("truncated section header")
 		}
-		l := int(binary.LittleEndian.Uint32(body))
-		if len(body) < 4+l+8 {
-			return fail("truncated section name")
+		l := uint64(le.Uint32(body))
+		if uint64(len(body)-4) < l {
+			return nil, errors.New("truncated section name")
 		}
 		name := string(body[4 : 4+l])
 		body = body[4+l:]
-		m := binary.LittleEndian.Uint64(body)
-		if m > uint64(len(body)-8) {
-			return fail("section " + name + " overruns the file")
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("section %q twice", name)
 		}
-		out[name] = body[8 : 8+m]
-		body = body[8+m:]
+		if !v2 {
+			if len(body) < 8 {
+				return nil, fmt.Errorf("section %q: truncated length", name)
+			}
+			m := le.Uint64(body)
+			if m > uint64(len(body)-8) {
+				return nil, fmt.Errorf("section %q overruns the file", name)
+			}
+			out[name] = body[8 : 8+m]
+			body = body[8+m:]
+			continue
+		}
+		var data []byte
+		for {
+			if len(body) < 4 {
+				return nil, fmt.Errorf("section %q: truncated chunk header", name)
+			}
+			m := uint64(le.Uint32(body))
+			if m > uint64(len(body)-4) {
+				return nil, fmt.Errorf("section %q: chunk overruns the file", name)
+			}
+			chunk := body[4 : 4+m]
+			body = body[4+m:]
+			if m == 0 {
+				break
+			}
+			data = append(data, chunk...)
+		}
+		out[name] = data
 	}
 	if len(body) != 0 {
-		return fail("trailing bytes")
+		return nil, errors.New("trailing bytes")
 	}
 	return out, nil
+}
+
+// newestGood returns the newest of steps (oldest first) whose checkpoint
+// loads and passes every check, with its sections, logging each one it
+// skips; ok is false when none does. A step of 0 needs no checkpoint.
+func (s *store) newestGood(log *slog.Logger, steps []int64, check func(map[string][]byte) error) (step int64, secs map[string][]byte, ok bool) {
+	for i := len(steps) - 1; i >= 0; i-- {
+		secs, err := s.load(steps[i])
+		if err == nil && check != nil {
+			err = check(secs)
+		}
+		if err == nil {
+			return steps[i], secs, true
+		}
+		log.Warn("skipping a checkpoint that does not verify; falling back to an older one", "step", steps[i], "err", err)
+	}
+	return 0, nil, false
+}
+
+// ackedPath is the file holding the newest checkpoint step both parties
+// are known to hold.
+func (s *store) ackedPath() string { return filepath.Join(s.dir, s.role+".acked") }
+
+// readAcked returns the step in ackedPath (0 when there is none).
+func (s *store) readAcked() (int64, error) {
+	b, err := os.ReadFile(s.ackedPath())
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint: %w", err)
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("checkpoint: %s: %q is not a step", s.ackedPath(), bytes.TrimSpace(b))
+	}
+	return v, nil
+}
+
+// writeAcked records step in ackedPath.
+func (s *store) writeAcked(step int64) error {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := atomicfile.WriteFile(s.ackedPath(), []byte(strconv.FormatInt(step, 10)+"\n"), 0o600); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return nil
+}
+
+// cleanOrphans removes the temporary files that interrupted writes left
+// in the run's directories (atomicfile's, and the checkpoint temporaries
+// of earlier versions, named .ROLE-STEP.ckpt.*), logging each.
+func cleanOrphans(log *slog.Logger, dirs ...string) error {
+	for _, dir := range dirs {
+		removed, err := atomicfile.CleanTemps(dir)
+		if err != nil {
+			return err
+		}
+		old, _ := filepath.Glob(filepath.Join(dir, ".*-*.ckpt.*"))
+		for _, p := range old {
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+			removed = append(removed, p)
+		}
+		for _, p := range removed {
+			log.Info("removed a temporary file an interrupted write left", "file", p)
+		}
+	}
+	return nil
 }

@@ -57,6 +57,9 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return nil, err
 	}
+	if err := cleanOrphans(log, cfg.Out, cfg.checkpointDir()); err != nil {
+		return nil, fmt.Errorf("passive: %w", err)
+	}
 	pd, err := loadParty(&cfg, false)
 	if err != nil {
 		return nil, fmt.Errorf("passive: %w", err)
@@ -177,6 +180,17 @@ func (p *passiveRun) resume(ctx context.Context) error {
 			continue
 		}
 		tried[s] = true
+		// Verify a checkpoint before proposing it: one that does not load
+		// is skipped for the next older one.
+		var party *passive.Passive
+		if p.party == nil || p.party.Step() != s {
+			var err error
+			if party, err = p.build(s); err != nil {
+				log.Warn("skipping a checkpoint that does not verify; falling back to an older one", "step", s, "err", err)
+				last = err
+				continue
+			}
+		}
 		if err := p.client.Checkpoint(ctx, s); err != nil {
 			if grpcnet.NeedsNewSession(err) {
 				return err
@@ -185,10 +199,13 @@ func (p *passiveRun) resume(ctx context.Context) error {
 			last = err
 			continue
 		}
-		if p.party == nil || p.party.Step() != s {
-			if err := p.build(s); err != nil {
-				return err
+		if party != nil {
+			if p.red != nil {
+				if err := p.red.rewind(s); err != nil {
+					return err
+				}
 			}
+			p.party = party
 		}
 		log.Info("resuming", "step", s)
 		return nil
@@ -197,15 +214,15 @@ func (p *passiveRun) resume(ctx context.Context) error {
 }
 
 // build makes the party afresh and, for step > 0, restores its checkpoint.
-func (p *passiveRun) build(step int64) error {
+func (p *passiveRun) build(step int64) (*passive.Passive, error) {
 	cfg := &p.cfg
 	bottom, err := newBottom(cfg, p.split.Train.X)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sched, err := schedule.New(len(p.split.Train.IDs), cfg.Batch, cfg.Seed)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	pc := passive.Config{Epochs: cfg.Epochs, MaxSteps: cfg.MaxSteps, EvalEvery: cfg.EvalEvery, EvalBatch: cfg.EvalBatch,
 		AfterStep: p.afterStep}
@@ -215,27 +232,21 @@ func (p *passiveRun) build(step int64) error {
 	party, err := passive.New(bottom, passive.Split{IDs: p.split.Train.IDs, X: p.split.Train.X},
 		passive.Split{IDs: p.split.Test.IDs, X: p.split.Test.X}, sched, pc)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if step > 0 {
 		secs, err := p.store.load(step)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := party.LoadState(bytes.NewReader(secs["passive"])); err != nil {
-			return err
+			return nil, fmt.Errorf("checkpoint %s: %w", p.store.path(step), err)
 		}
 		if party.Step() != step {
-			return fmt.Errorf("passive: checkpoint of step %d holds step %d", step, party.Step())
+			return nil, fmt.Errorf("passive: checkpoint of step %d holds step %d", step, party.Step())
 		}
 	}
-	if p.red != nil {
-		if err := p.red.rewind(step); err != nil {
-			return err
-		}
-	}
-	p.party = party
-	return nil
+	return party, nil
 }
 
 // afterStep checkpoints at every checkpoint step: the active party first
@@ -249,11 +260,7 @@ func (p *passiveRun) afterStep(ctx context.Context, step int64) error {
 	if err := p.client.Checkpoint(ctx, step); err != nil {
 		return err
 	}
-	var st bytes.Buffer
-	if err := p.party.SaveState(&st); err != nil {
-		return err
-	}
-	return p.store.save(step, map[string][]byte{"passive": st.Bytes()})
+	return p.store.save(step, ckSection{"passive", p.party.SaveState})
 }
 
 // saveFinal writes the bottom model.

@@ -64,7 +64,12 @@ type Recorder struct {
 	protectMS float64
 	evalsSeen []EvalRecord
 	best      EvalRecord
+	truncated string // why the run ended early ("" unless Truncate was called)
 }
+
+// Truncate marks the run as ended before its planned steps for reason;
+// the summary Finish writes says so.
+func (r *Recorder) Truncate(reason string) { r.truncated = reason }
 
 // Open starts recording the run cfg describes into cfg.Out. With resume,
 // what a previous process of the run wrote is kept until
@@ -281,6 +286,12 @@ func (r *Recorder) Finish(steps int64, elapsed time.Duration) (*Summary, error) 
 		TrainPosRate: float64(pos) / float64(max(len(train.IDs), 1)), BadRowsSkipped: r.split.Info.BadRows,
 		Engine: tensor.Default.Name(), Protect: cfg.Protect,
 		Truncated: cfg.MaxSteps > 0 && steps < planned,
+	}
+	switch {
+	case r.truncated != "":
+		s.Truncated, s.TruncatedReason = true, r.truncated
+	case s.Truncated:
+		s.TruncatedReason = fmt.Sprintf("max_steps %d of %d planned steps", cfg.MaxSteps, planned)
 	}
 	if elapsed > 0 {
 		s.ExamplesPerS = float64(examples) / elapsed.Seconds()

@@ -58,6 +58,9 @@ type Summary struct {
 	Engine         string  `json:"engine"`
 	Protect        string  `json:"protect"`
 	Truncated      bool    `json:"truncated,omitempty"`
+	// TruncatedReason says why a truncated run ended before its planned
+	// steps (max_steps, the peer ending the run, an error).
+	TruncatedReason string `json:"truncated_reason,omitempty"`
 }
 
 // EpochRecord is one line of epochs.jsonl: the epoch attacks' leak AUCs

@@ -86,7 +86,7 @@ func TestReplyNeedsRecv(t *testing.T) {
 	if err := s.Reply(ctx, &transport.Backward{Step: 0, Batch: 0, Grad: f.Embedding}); err == nil {
 		t.Fatal("Reply before Recv accepted")
 	}
-	// Abort names its reason to the passive party.
+	// Abort keeps its reason local (Recv returns it).
 	s.Abort(errors.New("schedule mismatch at step 0"))
 	if got, err := s.Recv(ctx); err != nil || got.Step != 0 {
 		t.Fatalf("Recv of the queued message: %v, %v", got, err)

@@ -2,7 +2,9 @@ package grpcnet
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -109,6 +111,7 @@ type Server struct {
 	incoming  chan *transport.Forward
 	ended     chan struct{} // closed by end
 	endErr    error
+	endPeer   error // what the passive party is told of endErr
 
 	scoreMu sync.Mutex // serialises Score calls
 	score   scoreState
@@ -285,16 +288,21 @@ func (s *Server) close() error {
 	return stuck
 }
 
-// Abort ends the run with err: Recv returns err from now on, the message in
-// flight (if any) and every later one are refused with err's text, so that
-// the passive party's log names the reason too. The server keeps running
-// until Close (control calls still work).
+// Abort ends the run with err: Recv returns err from now on, and the
+// message in flight (if any) and every later one are refused. The passive
+// party is not told err's text, which may state facts about the labels
+// ("test split has a single class"): it gets an incident number, which
+// the active party's log shows beside the reason. The server keeps running
+// until Close.
 func (s *Server) Abort(err error) {
 	if err == nil {
 		err = errors.New("grpcnet: the active party aborted the run")
 	}
-	s.log.Warn("grpcnet: aborting the run", "err", err)
-	s.end(err)
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	incident := hex.EncodeToString(b[:])
+	s.log.Warn("grpcnet: aborting the run", "incident", incident, "err", err)
+	s.endWith(err, fmt.Errorf("the active party aborted the run (incident %s; the reason is in its log)", incident))
 }
 
 // ResetOrder forgets the last message, so that the next Forward may have
@@ -313,13 +321,16 @@ func (s *Server) ResetOrder() {
 }
 
 // end marks the run over; the first reason wins.
-func (s *Server) end(err error) {
+func (s *Server) end(err error) { s.endWith(err, err) }
+
+// endWith marks the run over with err, telling the passive party peer.
+func (s *Server) endWith(err, peer error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	select {
 	case <-s.ended:
 	default:
-		s.endErr = err
+		s.endErr, s.endPeer = err, peer
 		close(s.ended)
 	}
 }
@@ -412,7 +423,7 @@ func (s *Server) admit(ctx context.Context, f *transport.Forward, sum uint64) (*
 	select {
 	case <-s.ended:
 		s.mu.Unlock()
-		return nil, statusf(codes.FailedPrecondition, "%v refused: the run has ended (%v)", k, s.endErr)
+		return nil, statusf(codes.FailedPrecondition, "%v refused: the run has ended (%v)", k, s.endPeer)
 	default:
 	}
 	switch {
@@ -450,7 +461,7 @@ func (s *Server) admit(ctx context.Context, f *transport.Forward, sum uint64) (*
 		return nil, statusf(codes.Canceled, "%v: stream ended before the answer was ready", k)
 	case <-s.ended:
 		s.mu.Lock()
-		reason := s.endErr
+		reason := s.endPeer
 		s.mu.Unlock()
 		return nil, statusf(codes.FailedPrecondition, "%v: the run ended before the answer was ready: %v", k, reason)
 	}

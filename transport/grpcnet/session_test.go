@@ -147,3 +147,28 @@ func TestSessionEndsWithShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAbortKeepsReasonLocal: the active party's reason for aborting can
+// state facts about the labels; the passive party gets an incident number
+// instead (the text used to be sent as is).
+func TestAbortKeepsReasonLocal(t *testing.T) {
+	s := startServer(t, ServerOptions{InsecureLoopback: true})
+	c := dial(t, s.Addr(), ClientOptions{InsecureLoopback: true, MaxRetries: -1})
+	ctx := context.Background()
+	if _, err := c.Hello(ctx, Hello{Party: "passive", Config: fp}); err != nil {
+		t.Fatal(err)
+	}
+	secret := "test split has a single class"
+	go func() {
+		if _, err := s.Recv(ctx); err == nil {
+			s.Abort(errors.New(secret))
+		}
+	}()
+	_, err := c.Exchange(ctx, forward(transport.Eval, 0, 0, 2, 2))
+	if err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "incident") {
+		t.Fatalf("the passive saw %v; want an incident number and not the reason", err)
+	}
+	if _, err := s.Recv(ctx); err == nil || !strings.Contains(err.Error(), secret) {
+		t.Fatalf("Recv after Abort: %v, want the reason locally", err)
+	}
+}
