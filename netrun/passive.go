@@ -249,6 +249,11 @@ func (p *passiveRun) build(step int64) (*passive.Passive, error) {
 	return party, nil
 }
 
+// testHookPassiveSaved, when set (by tests), is called after the passive
+// saved its checkpoint of a step, before it sends the next one; an error
+// ends the run there.
+var testHookPassiveSaved func(step int64) error
+
 // afterStep checkpoints at every checkpoint step: the active party first
 // (Checkpoint call), then the passive.
 func (p *passiveRun) afterStep(ctx context.Context, step int64) error {
@@ -260,7 +265,13 @@ func (p *passiveRun) afterStep(ctx context.Context, step int64) error {
 	if err := p.client.Checkpoint(ctx, step); err != nil {
 		return err
 	}
-	return p.store.save(step, ckSection{"passive", p.party.SaveState})
+	if err := p.store.save(step, ckSection{"passive", p.party.SaveState}); err != nil {
+		return err
+	}
+	if testHookPassiveSaved != nil {
+		return testHookPassiveSaved(step)
+	}
+	return nil
 }
 
 // saveFinal writes the bottom model.

@@ -512,8 +512,10 @@ func (v *service) Hello(ctx context.Context, req *pb.HelloRequest) (*pb.HelloRes
 	defer s.helloMu.Unlock()
 	if reason == "" {
 		if err := s.sess.admit(ctx); err != nil {
-			reason = err.Error()
+			// Aborted: the caller may try again once that session is gone.
 			s.cnt.rejected.Add(1)
+			s.log.Warn("grpcnet: refused a Hello", "peer", peerName(ctx), "party", remote.Party, "err", err)
+			return nil, statusf(codes.Aborted, "Hello refused: %v", err)
 		}
 	}
 	if reason == "" && s.o.Handlers.Hello != nil {

@@ -1,0 +1,512 @@
+package netrun
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/splitguard/splitguard/config"
+	"github.com/splitguard/splitguard/psi"
+	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/rundir"
+	"github.com/splitguard/splitguard/tensor"
+	"github.com/splitguard/splitguard/transport"
+	"github.com/splitguard/splitguard/transport/grpcnet"
+)
+
+// proxy relays TCP connections to target on loopback, so that a test can
+// cut the link (a killed or unplugged peer) or stall it (a slow peer).
+type proxy struct {
+	t      *testing.T
+	lis    net.Listener
+	target string
+
+	mu    sync.Mutex
+	down  bool
+	stall bool
+	conns []net.Conn
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{t: t, lis: lis, target: target}
+	t.Cleanup(func() { lis.Close(); p.cut() })
+	go p.accept()
+	return p
+}
+
+func (p *proxy) addr() string { return p.lis.Addr().String() }
+
+func (p *proxy) accept() {
+	for {
+		c, err := p.lis.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.down {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		s, err := net.Dial("tcp", p.target)
+		if err != nil {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		p.conns = append(p.conns, c, s)
+		p.mu.Unlock()
+		go p.pipe(c, s)
+		go p.pipe(s, c)
+	}
+}
+
+// pipe copies src to dst, holding bytes back while the link is stalled.
+func (p *proxy) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		for {
+			p.mu.Lock()
+			stalled := p.stall && !p.down
+			p.mu.Unlock()
+			if !stalled {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				src.Close()
+				return
+			}
+		}
+		if err != nil {
+			dst.Close()
+			return
+		}
+	}
+}
+
+// cut closes every relayed connection and refuses new ones until up.
+func (p *proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = true
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+func (p *proxy) up() { p.mu.Lock(); p.down = false; p.mu.Unlock() }
+
+func (p *proxy) setStall(on bool) { p.mu.Lock(); p.stall = on; p.mu.Unlock() }
+
+// faultRun is one two-party run of the fault tests: the active party in
+// the background, the passive reaching it through a proxy.
+type faultRun struct {
+	t        *testing.T
+	act, pas Config
+	px       *proxy
+	done     chan activeResult
+	log      *strings.Builder
+	logMu    *sync.Mutex
+}
+
+type activeResult struct {
+	s   *rundir.Summary
+	err error
+}
+
+// lockedWriter collects log lines from several goroutines.
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *strings.Builder
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (r *faultRun) logText() string {
+	r.logMu.Lock()
+	defer r.logMu.Unlock()
+	return r.log.String()
+}
+
+// faultBase is the configuration of the fault tests and its in-process
+// reference run (directory ref).
+func faultBase(t *testing.T, root string) (base config.Config, ref string) {
+	t.Helper()
+	base = smallConfig(synthFile(t, 1500), filepath.Join(root, "inproc"))
+	base.Attacks = []string{"norm", "cosine"}
+	if _, err := run.Train(context.Background(), base, run.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return base, base.Out
+}
+
+func startFault(t *testing.T, base config.Config, root string) *faultRun {
+	t.Helper()
+	act, pas := partyConfigs(base, root, newTestPKI(t))
+	r := &faultRun{t: t, act: act, pas: pas, done: make(chan activeResult, 1), log: &strings.Builder{}, logMu: &sync.Mutex{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	t.Cleanup(cancel)
+	addr := make(chan string, 1)
+	go func() {
+		s, err := RunActive(ctx, act, Options{Logger: r.logger(), Ready: func(a string) { addr <- a }})
+		r.done <- activeResult{s, err}
+	}()
+	select {
+	case a := <-addr:
+		r.px = newProxy(t, a)
+		r.pas.Addr = r.px.addr()
+	case res := <-r.done:
+		t.Fatalf("active: %v", res.err)
+	}
+	return r
+}
+
+func (r *faultRun) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(lockedWriter{r.logMu, r.log}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// passive runs the passive party to its end.
+func (r *faultRun) passive(ctx context.Context) (*PassiveResult, error) {
+	return RunPassive(ctx, r.pas, Options{Logger: r.logger()})
+}
+
+func (r *faultRun) activeEnd() activeResult {
+	select {
+	case res := <-r.done:
+		return res
+	case <-time.After(60 * time.Second):
+		r.t.Fatal("the active party did not end")
+	}
+	return activeResult{}
+}
+
+// sameAsReference checks that the run's records equal the in-process
+// reference run's.
+func (r *faultRun) sameAsReference(ref string) {
+	t := r.t
+	t.Helper()
+	g, w := readLines[rundir.EvalRecord](t, filepath.Join(r.act.Out, "eval.jsonl")), readLines[rundir.EvalRecord](t, filepath.Join(ref, "eval.jsonl"))
+	if len(g) != len(w) || len(w) == 0 {
+		t.Fatalf("%d evaluations, the reference %d", len(g), len(w))
+	}
+	for i := range w {
+		if g[i] != w[i] {
+			t.Fatalf("evaluation %d: %+v, the reference %+v", i, g[i], w[i])
+		}
+	}
+	sameBatches(t, r.act.Out, ref, 1)
+}
+
+// kill makes the passive's checkpoint of step its last act: the link is
+// cut (nothing more reaches the active, as when the process is killed) and
+// the passive's run ends.
+var errKilled = errors.New("killed by the test")
+
+func killPassiveAfter(t *testing.T, px *proxy, step int64) {
+	testHookPassiveSaved = func(s int64) error {
+		if s != step {
+			return nil
+		}
+		px.cut()
+		return errKilled
+	}
+	t.Cleanup(func() { testHookPassiveSaved = nil })
+}
+
+// TestPassiveKilledResumes kills the passive party right after it saved
+// its checkpoint of step 10 (the active's acknowledged step is 5), then
+// restarts it: with its checkpoints intact, the run resumes at 10; with
+// its newest checkpoint corrupt, it says so and falls back to 5 (the code
+// before this test aborted the run); with a temporary file an interrupted
+// write left, the file is removed. Each run ends identical to the
+// uninterrupted in-process run.
+func TestPassiveKilledResumes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three two-party runs")
+	}
+	root := t.TempDir()
+	base, ref := faultBase(t, root)
+	tests := []struct {
+		name       string
+		damage     func(t *testing.T, dir string)
+		wantResume string
+		wantLog    string
+	}{
+		{"intact", func(*testing.T, string) {}, "step=10", ""},
+		{"newest checkpoint corrupt", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "passive-000000000010.ckpt")
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b[len(b)/2] ^= 0xff
+			if err := os.WriteFile(p, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "step=5", "skipping a checkpoint that does not verify"},
+		{"orphaned temporary", func(t *testing.T, dir string) {
+			if err := os.WriteFile(filepath.Join(dir, ".tmp-passive-000000000015.ckpt-123"), []byte("half"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "step=10", "removed a temporary file"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := startFault(t, base, filepath.Join(root, strings.ReplaceAll(tc.name, " ", "-")))
+			killPassiveAfter(t, r.px, 10)
+			if _, err := r.passive(context.Background()); !errors.Is(err, errKilled) {
+				t.Fatalf("the killed passive: %v", err)
+			}
+			testHookPassiveSaved = nil
+			tc.damage(t, r.pas.checkpointDir())
+			r.px.up()
+			if _, err := r.passive(context.Background()); err != nil {
+				t.Fatalf("the restarted passive: %v\n%s", err, r.logText())
+			}
+			if res := r.activeEnd(); res.err != nil {
+				t.Fatalf("active: %v", res.err)
+			}
+			log := r.logText()
+			var resumed string
+			for _, l := range strings.Split(log, "\n") {
+				if strings.Contains(l, "party=passive") && strings.Contains(l, "msg=resuming") {
+					resumed = l
+				}
+			}
+			if !strings.Contains(resumed, tc.wantResume) || !strings.Contains(log, tc.wantLog) {
+				t.Fatalf("resumed with %q, want %s and a log line %q", resumed, tc.wantResume, tc.wantLog)
+			}
+			r.sameAsReference(ref)
+		})
+	}
+}
+
+// hookAt runs f when the passive has saved its checkpoint of step.
+func hookAt(t *testing.T, step int64, f func() error) {
+	testHookPassiveSaved = func(s int64) error {
+		if s != step {
+			return nil
+		}
+		return f()
+	}
+	t.Cleanup(func() { testHookPassiveSaved = nil })
+}
+
+// intruder is a second client holding the passive party's certificate,
+// connecting to the active party directly.
+func (r *faultRun) intruder(t *testing.T) *grpcnet.Client {
+	t.Helper()
+	cfg := r.pas
+	cfg.Addr = r.px.target
+	cfg.PeerTimeout = 2 * time.Second
+	c, err := dial(&cfg, Options{Logger: r.logger()}, "intruder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestIntruderCannotRewriteTheRun: while the passive party's session is
+// live, a second client with the passive's certificate tries to roll the
+// run back (Checkpoint 0: on the code before sessions this erased the
+// batch records), to abort it (a Forward for a future step), to end it
+// (Shutdown), and to open a session of its own. Every call is refused and
+// the run ends identical to the uninterrupted in-process run.
+func TestIntruderCannotRewriteTheRun(t *testing.T) {
+	root := t.TempDir()
+	base, ref := faultBase(t, root)
+	r := startFault(t, base, root)
+	m := r.intruder(t)
+	attacked := make(chan []error, 1)
+	hookAt(t, 10, func() error {
+		ctx := context.Background()
+		var errs []error
+		errs = append(errs, m.Checkpoint(ctx, 0), m.Shutdown(ctx, ""))
+		_, err := m.Exchange(ctx, forward(transport.Train, 30, 0, 64, base.CutDim()))
+		errs = append(errs, err)
+		_, err = m.Hello(ctx, grpcnet.Hello{Party: "passive", Config: r.pas.fingerprint()})
+		errs = append(errs, err)
+		attacked <- errs
+		return nil
+	})
+	if _, err := r.passive(context.Background()); err != nil {
+		t.Fatalf("passive: %v\n%s", err, r.logText())
+	}
+	if res := r.activeEnd(); res.err != nil {
+		t.Fatalf("active: %v", res.err)
+	}
+	errs := <-attacked
+	for i, want := range []string{"without the session", "without the session", "without the session", "another session of this run is live"} {
+		if errs[i] == nil || !strings.Contains(errs[i].Error(), want) {
+			t.Errorf("intrusion %d: %v, want a refusal containing %q", i, errs[i], want)
+		}
+	}
+	r.sameAsReference(ref)
+}
+
+// forward is a well-formed training message of rows×cols.
+func forward(phase transport.Phase, step int64, batch, rows, cols int) *transport.Forward {
+	f := &transport.Forward{Phase: phase, Step: step, Batch: batch, Embedding: tensor.New(rows, cols)}
+	for i := range rows {
+		f.IDs = append(f.IDs, uint64(i))
+	}
+	return f
+}
+
+// TestRollbackStopsAtAcknowledged: the passive is killed after its
+// checkpoint of step 15 (both parties acknowledged step 10) and comes back
+// without its checkpoints (a restarted passive that lost its disk, or an
+// impostor with its certificate and data): it asks to start over at step 0.
+// The active refuses to go behind step 10, keeps the records, and ends
+// the run with a truncated summary and an error (the code before this test
+// rolled back to 0 and erased the record).
+func TestRollbackStopsAtAcknowledged(t *testing.T) {
+	root := t.TempDir()
+	base, ref := faultBase(t, root)
+	r := startFault(t, base, root)
+	killPassiveAfter(t, r.px, 15)
+	if _, err := r.passive(context.Background()); !errors.Is(err, errKilled) {
+		t.Fatalf("the killed passive: %v", err)
+	}
+	testHookPassiveSaved = nil
+	if err := os.RemoveAll(r.pas.checkpointDir()); err != nil {
+		t.Fatal(err)
+	}
+	r.px.up()
+	_, err := r.passive(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "refusing to go back to step 0: both parties acknowledged the checkpoint of step 10") {
+		t.Fatalf("the passive without checkpoints: %v", err)
+	}
+	res := r.activeEnd()
+	if res.err == nil {
+		t.Fatal("the active party ended without an error")
+	}
+	got := readLines[rundir.BatchRecord](t, filepath.Join(r.act.Out, "batches.jsonl"))
+	want := readLines[rundir.BatchRecord](t, filepath.Join(ref, "batches.jsonl"))
+	if len(got) < 15 {
+		t.Fatalf("%d batch records kept, want the 15 steps done", len(got))
+	}
+	for i := range got {
+		if got[i].Step != want[i].Step || got[i].Loss != want[i].Loss {
+			t.Fatalf("batch %d: %+v, the reference %+v", i, got[i], want[i])
+		}
+	}
+	sum := readSummary(t, r.act.Out)
+	if !sum.Truncated || !strings.Contains(sum.TruncatedReason, "aborted") {
+		t.Fatalf("summary: truncated %v, reason %q", sum.Truncated, sum.TruncatedReason)
+	}
+}
+
+func readSummary(t *testing.T, dir string) rundir.Summary {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, rundir.SummaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s rundir.Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestEarlyEndIsTruncated: a passive that ends the run before its planned
+// steps, by an abort or by a normal Shutdown, makes the active party
+// return an error and (when there is an evaluation to summarise) write a
+// summary marked truncated with the reason. Before, a normal Shutdown
+// after a few steps gave a summary like a complete run's and no error.
+func TestEarlyEndIsTruncated(t *testing.T) {
+	root := t.TempDir()
+	base := smallConfig(synthFile(t, 1500), filepath.Join(root, "inproc"))
+	base.Attacks = []string{"norm"}
+	t.Run("abort", func(t *testing.T) {
+		r := startFault(t, base, filepath.Join(root, "abort"))
+		hookAt(t, 10, func() error { return errors.New("the operator stopped it") })
+		if _, err := r.passive(context.Background()); err == nil {
+			t.Fatal("the passive did not fail")
+		}
+		res := r.activeEnd()
+		if res.err == nil || !strings.Contains(res.err.Error(), "the operator stopped it") {
+			t.Fatalf("active: %v", res.err)
+		}
+		sum := readSummary(t, r.act.Out)
+		if !sum.Truncated || !strings.Contains(sum.TruncatedReason, "the operator stopped it") || sum.Steps != 10 {
+			t.Fatalf("summary: truncated %v, reason %q, steps %d", sum.Truncated, sum.TruncatedReason, sum.Steps)
+		}
+	})
+	t.Run("normal shutdown", func(t *testing.T) {
+		r := startFault(t, base, filepath.Join(root, "shutdown"))
+		c := r.intruder(t) // the only client: it holds the session
+		ctx := context.Background()
+		if _, err := c.Hello(ctx, grpcnet.Hello{Party: "passive", Config: r.pas.fingerprint()}); err != nil {
+			t.Fatal(err)
+		}
+		ids := make([]uint64, 1500)
+		for i := range ids {
+			ids[i] = uint64(i)
+		}
+		if _, err := psi.RunUint64(ids, nil, func(q *psi.Request) (*psi.Response, error) { return c.PSI(ctx, q) }); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Checkpoint(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Shutdown(ctx, ""); err != nil {
+			t.Fatal(err)
+		}
+		res := r.activeEnd()
+		if res.err == nil || !strings.Contains(res.err.Error(), "ended the run after 0 of") {
+			t.Fatalf("active: %v", res.err)
+		}
+	})
+}
+
+// TestStalledPeer: the link stalls for a second (longer than the exchange
+// timeout) just before step 10 is sent; the passive re-sends, the active
+// answers the re-sent step without applying it twice, and the run ends
+// identical to the in-process run.
+func TestStalledPeer(t *testing.T) {
+	root := t.TempDir()
+	base, ref := faultBase(t, root)
+	r := startFault(t, base, root)
+	r.pas.ExchangeTimeout = 300 * time.Millisecond
+	hookAt(t, 10, func() error {
+		r.px.setStall(true)
+		time.AfterFunc(time.Second, func() { r.px.setStall(false) })
+		return nil
+	})
+	res, err := r.passive(context.Background())
+	if err != nil {
+		t.Fatalf("passive: %v\n%s", err, r.logText())
+	}
+	if a := r.activeEnd(); a.err != nil {
+		t.Fatalf("active: %v", a.err)
+	}
+	if res.Stats.Retries < 1 {
+		t.Errorf("the passive re-sent %d times, want ≥ 1", res.Stats.Retries)
+	}
+	r.sameAsReference(ref)
+}
