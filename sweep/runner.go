@@ -69,6 +69,16 @@ func DefaultCommand(ctx context.Context, configPath, runDir string) (*exec.Cmd, 
 	return exec.CommandContext(ctx, exe, "train", "--config", configPath, "--out", runDir), nil
 }
 
+// runDir is the directory of the run name under out; an error when it
+// would not be a direct child of out (nothing outside out is ever removed).
+func runDir(out, name string) (string, error) {
+	dir := filepath.Join(out, name)
+	if rel, err := filepath.Rel(filepath.Clean(out), dir); err != nil || rel != name || strings.ContainsRune(name, filepath.Separator) {
+		return "", fmt.Errorf("sweep: run name %q does not name a directory inside %s", name, out)
+	}
+	return dir, nil
+}
+
 // Run runs every run of runs under out (one directory per run), at most
 // opt.Jobs at once. A run whose summary.json exists is not run again; a
 // run directory without one (an interrupted or failed run) is removed and
@@ -98,9 +108,17 @@ func Run(ctx context.Context, runs []RunSpec, out string, opt Options) ([]Outcom
 		}
 		todo = append(todo, i)
 	}
+	for _, r := range runs {
+		if err := CheckName(r.Name); err != nil {
+			return outcomes, fmt.Errorf("sweep: run name: %w", err)
+		}
+	}
 	// Write and check every configuration before starting anything.
 	for _, i := range todo {
-		dir := filepath.Join(out, runs[i].Name)
+		dir, err := runDir(out, runs[i].Name)
+		if err != nil {
+			return outcomes, err
+		}
 		if err := os.RemoveAll(dir); err != nil {
 			return outcomes, fmt.Errorf("sweep: cleaning the unfinished run %s: %w", dir, err)
 		}

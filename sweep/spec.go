@@ -62,8 +62,35 @@ func (d *Dataset) UnmarshalYAML(n *yaml.Node) error {
 	if name == "" {
 		return fmt.Errorf("line %d: a dataset needs a name", n.Line)
 	}
+	if err := CheckName(name); err != nil {
+		return fmt.Errorf("line %d: dataset name: %w", n.Line, err)
+	}
 	delete(m, "name")
 	d.Name, d.Config = name, m
+	return nil
+}
+
+// CheckName returns an error unless name can be a directory name under
+// the sweep directory: not empty, not "." or "..", not starting with a
+// dot, and only letters, digits and "-_=.+" (no path separator).
+func CheckName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("empty")
+	case name == "." || name == "..":
+		return fmt.Errorf("%q names a directory outside the run's own", name)
+	case strings.HasPrefix(name, "."):
+		return fmt.Errorf("%q starts with a dot", name)
+	case len(name) > 255:
+		return fmt.Errorf("%d bytes long (at most 255)", len(name))
+	}
+	if s := sanitize(name); s != name {
+		i := 0
+		for i < len(name) && name[i] == s[i] {
+			i++
+		}
+		return fmt.Errorf("%q has the character %q at byte %d; use letters, digits and -_=.+", name, name[i:i+1], i)
+	}
 	return nil
 }
 
@@ -85,6 +112,13 @@ type RunSpec struct {
 	// seed), without out.
 	Config map[string]any
 }
+
+// ConfirmRuns is the largest sweep the command line starts without being
+// told to go ahead (--yes); MaxRuns the largest Expand lists at all.
+const (
+	ConfirmRuns = 1000
+	MaxRuns     = 100_000
+)
 
 // listKeys are config keys whose value is itself a list.
 var listKeys = map[string]bool{"attacks": true, "layers": true}
@@ -157,6 +191,17 @@ func (s *Spec) Expand() ([]RunSpec, error) {
 			}
 			keys = append(keys, k)
 			choices = append(choices, vals)
+		}
+		// Refuse a grid too large to list before listing it.
+		count := int64(1)
+		for _, c := range choices {
+			count *= int64(len(c))
+			if count > MaxRuns {
+				break
+			}
+		}
+		if total := (int64(len(points)) + count) * int64(max(len(s.Datasets), 1)) * int64(max(len(s.Seeds), 1)); count > MaxRuns || total > MaxRuns {
+			return nil, fmt.Errorf("sweep: grid entry %d (line %d) makes the sweep more than %d runs; split it into smaller sweeps", i+1, n.Line, MaxRuns)
 		}
 		// Cartesian product, first key outermost.
 		idx := make([]int, len(keys))
@@ -268,7 +313,11 @@ func runName(dataset string, params []Param) string {
 
 func sanitize(s string) string {
 	var b strings.Builder
-	for _, r := range s {
+	for i, r := range s {
+		if i == 0 && r == '.' { // never ".", ".." or a hidden name
+			b.WriteByte('_')
+			continue
+		}
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', strings.ContainsRune("-_=.+", r):
 			b.WriteRune(r)

@@ -19,6 +19,7 @@ func init() { subcommands = append(subcommands, newSweepCmd) }
 func newSweepCmd() *cobra.Command {
 	var out string
 	var jobs int
+	var yes bool
 	cmd := &cobra.Command{
 		Use:   "sweep CONFIG --out DIR [--jobs N]",
 		Short: "Run a grid of training runs (datasets × protections × parameters × seeds) and collect results.csv",
@@ -39,6 +40,9 @@ the others. Then run 'splitguard report DIR'.`,
 			}
 			runs, err := spec.Expand()
 			if err != nil {
+				return err
+			}
+			if err := confirmSweep(len(runs), jobs, yes); err != nil {
 				return err
 			}
 			ctx := cmd.Context()
@@ -75,6 +79,7 @@ the others. Then run 'splitguard report DIR'.`,
 	}
 	cmd.Flags().StringVar(&out, "out", "", "sweep directory to write (one sub-directory per run)")
 	cmd.Flags().IntVar(&jobs, "jobs", runtime.NumCPU(), "runs at once (each run itself uses up to 2 cores)")
+	cmd.Flags().BoolVar(&yes, "yes", false, fmt.Sprintf("run a sweep of more than %d runs", sweep.ConfirmRuns))
 	return cmd
 }
 
@@ -86,4 +91,15 @@ func validateRunConfig(path string) error {
 		return err
 	}
 	return cfg.Validate()
+}
+
+// confirmSweep refuses a sweep of more than sweep.ConfirmRuns runs unless
+// yes, naming its size and a time estimate (at one minute per run).
+func confirmSweep(runs, jobs int, yes bool) error {
+	if runs <= sweep.ConfirmRuns || yes {
+		return nil
+	}
+	hours := float64(runs) / float64(max(jobs, 1)) / 60
+	return fmt.Errorf("sweep: the grid expands to %d runs, about %.0f hours with --jobs %d at one minute per run; give --yes to run it, or make the grid smaller",
+		runs, hours, jobs)
 }
