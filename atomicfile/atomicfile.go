@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // tempPrefix starts the name of every temporary file this package makes,
@@ -81,4 +82,55 @@ func CleanTemps(dir string) ([]string, error) {
 		}
 	}
 	return removed, nil
+}
+
+// Reservation is disk space held by a hidden file (a temporary file of
+// this package, so [CleanTemps] removes one a crash left), to be given
+// back when a full disk leaves no other room for a run's last files.
+type Reservation struct {
+	path string
+}
+
+// Reserve writes n zero bytes to a new temporary file in dir and syncs
+// it, so that the space is truly allocated (not a sparse file).
+func Reserve(dir string, n int64) (*Reservation, error) {
+	f, err := os.CreateTemp(dir, tempPrefix+"reserve-*")
+	if err != nil {
+		return nil, err
+	}
+	zeros := make([]byte, 1<<20)
+	for left := n; left > 0 && err == nil; left -= int64(len(zeros)) {
+		_, err = f.Write(zeros[:min(left, int64(len(zeros)))])
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("reserving %d bytes in %s: %w", n, dir, err)
+	}
+	return &Reservation{path: f.Name()}, nil
+}
+
+// Release gives the space back. It may be called more than once (and on
+// a nil Reservation).
+func (r *Reservation) Release() error {
+	if r == nil || r.path == "" {
+		return nil
+	}
+	err := os.Remove(r.path)
+	r.path = ""
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// IsDiskFull reports whether err is a write refused for lack of space
+// (ENOSPC, EDQUOT, EFBIG).
+func IsDiskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG)
 }

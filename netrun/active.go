@@ -77,6 +77,8 @@ type activeRun struct {
 	// (the passive sent a training step after it). No Checkpoint call may
 	// go back behind acked, which survives restarts (store.acked).
 	saved, acked int64
+	// reserve holds disk space for the summary of a run ended early.
+	reserve *atomicfile.Reservation
 }
 
 // RunActive runs the active party: it loads its data, listens, aligns IDs
@@ -113,6 +115,11 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, e
 	if err := cleanOrphans(log, cfg.Out, cfg.checkpointDir()); err != nil {
 		return nil, fmt.Errorf("active: %w", err)
 	}
+	// Room for the summary of a run that a full disk stops.
+	if r.reserve, err = atomicfile.Reserve(cfg.Out, 1<<20); err != nil {
+		return nil, fmt.Errorf("active: %w", err)
+	}
+	defer r.reserve.Release()
 	if r.acked, err = r.store.readAcked(); err != nil {
 		return nil, fmt.Errorf("active: %w", err)
 	}
@@ -185,6 +192,9 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, e
 func (r *activeRun) endEarly(why error) error {
 	r.log.Error("the run ended before its planned steps", "steps", r.party.Step(), "planned", r.planned, "err", why)
 	r.rec.Truncate(why.Error())
+	if err := r.reserve.Release(); err != nil {
+		r.log.Warn("could not release the reserved disk space", "err", err)
+	}
 	if _, err := r.rec.Finish(r.party.Step(), time.Since(r.start)); err != nil {
 		return errors.Join(why, fmt.Errorf("active: no summary of the truncated run: %w", err))
 	}

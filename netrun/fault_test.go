@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"os/exec"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,11 +151,15 @@ func (r *faultRun) logText() string {
 	return r.log.String()
 }
 
+// faultRows is the size of the fault tests' data set: 800 training rows,
+// 13 steps per epoch, 26 in all.
+const faultRows = 1000
+
 // faultBase is the configuration of the fault tests and its in-process
 // reference run (directory ref).
 func faultBase(t *testing.T, root string) (base config.Config, ref string) {
 	t.Helper()
-	base = smallConfig(synthFile(t, 1500), filepath.Join(root, "inproc"))
+	base = smallConfig(synthFile(t, faultRows), filepath.Join(root, "inproc"))
 	base.Attacks = []string{"norm", "cosine"}
 	if _, err := run.Train(context.Background(), base, run.Options{}); err != nil {
 		t.Fatal(err)
@@ -165,8 +170,10 @@ func faultBase(t *testing.T, root string) (base config.Config, ref string) {
 func startFault(t *testing.T, base config.Config, root string) *faultRun {
 	t.Helper()
 	act, pas := partyConfigs(base, root, newTestPKI(t))
+	// Generous: the race detector makes PSI and training slow.
+	act.PeerTimeout, pas.PeerTimeout = 90*time.Second, 90*time.Second
 	r := &faultRun{t: t, act: act, pas: pas, done: make(chan activeResult, 1), log: &strings.Builder{}, logMu: &sync.Mutex{}}
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Second)
 	t.Cleanup(cancel)
 	addr := make(chan string, 1)
 	go func() {
@@ -320,7 +327,6 @@ func (r *faultRun) intruder(t *testing.T) *grpcnet.Client {
 	t.Helper()
 	cfg := r.pas
 	cfg.Addr = r.px.target
-	cfg.PeerTimeout = 2 * time.Second
 	c, err := dial(&cfg, Options{Logger: r.logger()}, "intruder")
 	if err != nil {
 		t.Fatal(err)
@@ -440,7 +446,7 @@ func readSummary(t *testing.T, dir string) rundir.Summary {
 // after a few steps gave a summary like a complete run's and no error.
 func TestEarlyEndIsTruncated(t *testing.T) {
 	root := t.TempDir()
-	base := smallConfig(synthFile(t, 1500), filepath.Join(root, "inproc"))
+	base := smallConfig(synthFile(t, faultRows), filepath.Join(root, "inproc"))
 	base.Attacks = []string{"norm"}
 	t.Run("abort", func(t *testing.T) {
 		r := startFault(t, base, filepath.Join(root, "abort"))
@@ -464,7 +470,7 @@ func TestEarlyEndIsTruncated(t *testing.T) {
 		if _, err := c.Hello(ctx, grpcnet.Hello{Party: "passive", Config: r.pas.fingerprint()}); err != nil {
 			t.Fatal(err)
 		}
-		ids := make([]uint64, 1500)
+		ids := make([]uint64, faultRows)
 		for i := range ids {
 			ids[i] = uint64(i)
 		}
@@ -509,4 +515,75 @@ func TestStalledPeer(t *testing.T) {
 		t.Errorf("the passive re-sent %d times, want ≥ 1", res.Stats.Retries)
 	}
 	r.sameAsReference(ref)
+}
+
+// tmpfsDir mounts a tmpfs of size (root only; the test is skipped
+// otherwise) and returns its directory.
+func tmpfsDir(t *testing.T, size string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a small file system needs root")
+	}
+	dir := filepath.Join(t.TempDir(), "disk")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
+	return dir
+}
+
+// TestActiveDiskFull: the active party's disk fills up after both
+// parties checkpointed step 10. The active ends the run with an error
+// saying so and a summary marked truncated, its checkpoint of step 10
+// intact; once space is freed, both parties restart and the run ends
+// identical to the uninterrupted in-process run.
+func TestActiveDiskFull(t *testing.T) {
+	disk := tmpfsDir(t, "8m")
+	root := t.TempDir()
+	base, ref := faultBase(t, root)
+	r := startFault(t, base, disk)
+	filler := filepath.Join(disk, "filler")
+	hookAt(t, 10, func() error {
+		f, err := os.Create(filler)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		buf := make([]byte, 4096)
+		for {
+			if _, err := f.Write(buf); err != nil {
+				return nil
+			}
+		}
+	})
+	if _, err := r.passive(context.Background()); err == nil || !strings.Contains(err.Error(), "incident") {
+		t.Fatalf("passive: %v, want the active's abort (an incident number)", err)
+	}
+	res := r.activeEnd()
+	if res.err == nil || !strings.Contains(res.err.Error(), "no space left on device") {
+		t.Fatalf("active: %v", res.err)
+	}
+	sum := readSummary(t, r.act.Out)
+	if !sum.Truncated || !strings.Contains(sum.TruncatedReason, "no space left") {
+		t.Fatalf("summary: truncated %v, reason %q", sum.Truncated, sum.TruncatedReason)
+	}
+	st := store{dir: r.act.checkpointDir(), role: "active"}
+	if _, err := st.load(10); err != nil {
+		t.Fatalf("the last checkpoint: %v", err)
+	}
+	testHookPassiveSaved = nil
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	r2 := startFault(t, base, disk)
+	if _, err := r2.passive(context.Background()); err != nil {
+		t.Fatalf("passive after the disk was freed: %v\n%s", err, r2.logText())
+	}
+	if res := r2.activeEnd(); res.err != nil {
+		t.Fatalf("active after the disk was freed: %v", res.err)
+	}
+	r2.sameAsReference(ref)
 }

@@ -6,6 +6,7 @@ package run
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -52,6 +53,11 @@ func Train(ctx context.Context, cfg config.Config, opt Options) (*rundir.Summary
 	}
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return nil, err
+	}
+	if removed, err := atomicfile.CleanTemps(cfg.Out); err != nil {
+		return nil, err
+	} else if len(removed) > 0 {
+		logf(opt.Log, "removed %d temporary files interrupted writes left: %v", len(removed), removed)
 	}
 	resolved, err := config.Marshal(&cfg)
 	if err != nil {
@@ -129,6 +135,17 @@ func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, opt O
 	}
 	rec.Start(split, aud, pas.TotalSteps())
 	j.layers = audit.LayerNames(cfg.Cut)
+	// Hold the room the models and the summary need, for a disk that
+	// fills up during the run.
+	size, err := modelBytes(bottom, top)
+	if err != nil {
+		return nil, err
+	}
+	reserve, err := atomicfile.Reserve(cfg.Out, size+reserveSlack)
+	if err != nil {
+		return nil, err
+	}
+	defer reserve.Release()
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -145,20 +162,67 @@ func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, opt O
 	perr := pas.Run(ctx, pConn)
 	pConn.Close()
 	aerr := <-activeErr
-	if aerr != nil {
-		return nil, aerr
-	}
-	if perr != nil {
-		if ctx.Err() != nil && j.err != nil {
-			return nil, j.err
-		}
-		return nil, perr
-	}
 	elapsed := time.Since(start)
+	runErr := aerr
+	if runErr == nil && perr != nil {
+		runErr = perr
+		if ctx.Err() != nil && j.err != nil {
+			runErr = j.err
+		}
+	}
+	if runErr == nil {
+		runErr = reserve.Release()
+	}
+	if runErr != nil {
+		if atomicfile.IsDiskFull(runErr) && pas.Step() > 0 {
+			return nil, salvage(cfg, rec, reserve, bottom, top, pas.Step(), elapsed, runErr)
+		}
+		return nil, runErr
+	}
 	if err := saveModels(cfg.Out, bottom, top); err != nil {
 		return nil, err
 	}
 	return rec.Finish(pas.Step(), elapsed)
+}
+
+// reserveSlack is the room held for the summary and the files' metadata
+// beyond the models' size.
+const reserveSlack = 1 << 20
+
+// modelBytes is the size of the saved models.
+func modelBytes(bottom model.Bottom, top model.Top) (int64, error) {
+	var n counter
+	if err := bottom.Save(&n); err != nil {
+		return 0, err
+	}
+	if err := top.Save(&n); err != nil {
+		return 0, err
+	}
+	return int64(n), nil
+}
+
+type counter int64
+
+func (c *counter) Write(p []byte) (int, error) { *c += counter(len(p)); return len(p), nil }
+
+// salvage ends a run that the disk filling up stopped after steps: the
+// reserved space is given back, the models are saved and summary.json
+// says the run is truncated and why. It returns why, with what could not
+// be saved.
+func salvage(cfg config.Config, rec *rundir.Recorder, reserve *atomicfile.Reservation, bottom model.Bottom, top model.Top,
+	steps int64, elapsed time.Duration, why error) error {
+	errs := []error{why, reserve.Release()}
+	if err := saveModels(cfg.Out, bottom, top); err != nil {
+		errs = append(errs, err)
+	}
+	rec.Truncate(fmt.Sprintf("the disk filled up after %d steps: %v", steps, why))
+	if _, err := rec.Finish(steps, elapsed); err != nil {
+		errs = append(errs, fmt.Errorf("summary: %w", err))
+	}
+	if len(errs) == 2 && errs[1] == nil {
+		return fmt.Errorf("%w; the models after %d steps and a summary marked truncated are saved in %s", why, steps, cfg.Out)
+	}
+	return errors.Join(errs...)
 }
 
 // joiner joins the two parties' views of every step into one
