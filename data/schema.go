@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Criteo's column layout.
@@ -99,6 +100,11 @@ func resolveSchema(o Options, delim byte, first [][]byte) (*schema, error) {
 			name := strings.TrimSpace(string(f))
 			if i == 0 {
 				name = strings.TrimPrefix(name, "\ufeff")
+			}
+			if !utf8.ValidString(name) {
+				// The name is saved in the encoding (JSON, which would
+				// turn the bytes into U+FFFD) and must match at serving.
+				return nil, fmt.Errorf("header field %d (%q) is not valid UTF-8; column names must be UTF-8 text", i+1, name)
 			}
 			s.names[i] = name
 		}
