@@ -1,6 +1,7 @@
 package data
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
@@ -183,15 +184,19 @@ func b2u8(b bool) uint8 {
 	return 0
 }
 
+// maxIDXBytes bounds the data an IDX header may declare.
+const maxIDXBytes = 1 << 32
+
 // readIDX reads one IDX file (name or name.gz in dir) whose magic must be
 // want, and returns its dimensions and data; the data must fill the file
-// exactly.
+// exactly. A gzipped file is decompressed as it is read, never beyond the
+// size its header declares (a few kilobytes cannot make gigabytes).
 func readIDX(dir, name string, want uint32) (string, []int, []byte, error) {
 	path := filepath.Join(dir, name)
-	raw, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		path += ".gz"
-		raw, err = os.ReadFile(path)
+		f, err = os.Open(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			return path, nil, nil, fmt.Errorf("fashion-mnist: neither %s nor %s exists", filepath.Join(dir, name), path)
 		}
@@ -199,42 +204,66 @@ func readIDX(dir, name string, want uint32) (string, []int, []byte, error) {
 	if err != nil {
 		return path, nil, nil, fmt.Errorf("fashion-mnist: %w", err)
 	}
-	if len(raw) >= 2 && raw[0] == 0x1f && raw[1] == 0x8b {
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			return path, nil, nil, fmt.Errorf("fashion-mnist: %s: %w", path, err)
-		}
-		raw, err = io.ReadAll(zr)
-		if err != nil {
-			return path, nil, nil, fmt.Errorf("fashion-mnist: %s: decompressing: %w", path, err)
-		}
-	}
-	if len(raw) < 4 {
-		return path, nil, nil, fmt.Errorf("fashion-mnist: %s: %d bytes, too short for an IDX header", path, len(raw))
-	}
-	magic := binary.BigEndian.Uint32(raw)
-	if magic != want {
-		return path, nil, nil, fmt.Errorf("fashion-mnist: %s: IDX magic number %#08x, want %#08x (unsigned bytes, %d dimensions)", path, magic, want, want&0xff)
-	}
-	nd := int(magic & 0xff)
-	if len(raw) < 4+4*nd {
-		return path, nil, nil, fmt.Errorf("fashion-mnist: %s: header truncated (%d bytes for %d dimensions)", path, len(raw), nd)
-	}
-	dims := make([]int, nd)
-	size := 1
-	for i := range dims {
-		d := binary.BigEndian.Uint32(raw[4+4*i:])
-		if d == 0 || d > 1<<24 {
-			return path, nil, nil, fmt.Errorf("fashion-mnist: %s: dimension %d is %d", path, i, d)
-		}
-		dims[i] = int(d)
-		size *= int(d)
-	}
-	body := raw[4+4*nd:]
-	if len(body) != size {
-		return path, nil, nil, fmt.Errorf("fashion-mnist: %s: %d data bytes, the header's dimensions %v need %d", path, len(body), dims, size)
+	defer f.Close()
+	dims, body, err := decodeIDX(bufio.NewReader(f), want)
+	if err != nil {
+		return path, nil, nil, fmt.Errorf("fashion-mnist: %s: %w", path, err)
 	}
 	return path, dims, body, nil
+}
+
+// decodeIDX reads an IDX file, plain or gzipped, from r: its magic must
+// be want; it returns the dimensions and the data, which must fill the
+// file exactly.
+func decodeIDX(r *bufio.Reader, want uint32) ([]int, []byte, error) {
+	var in io.Reader = r
+	if magic, _ := r.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(r)
+		if err != nil {
+			return nil, nil, err
+		}
+		in = zr
+	}
+	var hdr [4]byte
+	if n, err := io.ReadFull(in, hdr[:]); err != nil {
+		return nil, nil, fmt.Errorf("%d bytes, too short for an IDX header: %w", n, err)
+	}
+	magic := binary.BigEndian.Uint32(hdr[:])
+	if magic != want {
+		return nil, nil, fmt.Errorf("IDX magic number %#08x, want %#08x (unsigned bytes, %d dimensions)", magic, want, want&0xff)
+	}
+	nd := int(magic & 0xff)
+	dims := make([]int, nd)
+	size := uint64(1)
+	for i := range dims {
+		if _, err := io.ReadFull(in, hdr[:]); err != nil {
+			return nil, nil, fmt.Errorf("header truncated (dimension %d of %d): %w", i, nd, err)
+		}
+		d := binary.BigEndian.Uint32(hdr[:])
+		if d == 0 || d > 1<<24 {
+			return nil, nil, fmt.Errorf("dimension %d is %d", i, d)
+		}
+		dims[i] = int(d)
+		size *= uint64(d)
+		if size > maxIDXBytes {
+			return nil, nil, fmt.Errorf("the header's dimensions %v declare more than %d bytes", dims[:i+1], uint64(maxIDXBytes))
+		}
+	}
+	// The buffer grows with the data actually read, so a header that
+	// declares more than the file holds allocates no more than the file.
+	var body bytes.Buffer
+	n, err := io.Copy(&body, io.LimitReader(in, int64(size)))
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the data: %w", err)
+	}
+	if uint64(n) != size {
+		return nil, nil, fmt.Errorf("%d data bytes, the header's dimensions %v need %d", n, dims, size)
+	}
+	var one [1]byte
+	if k, _ := io.ReadFull(in, one[:]); k != 0 {
+		return nil, nil, fmt.Errorf("more than %d data bytes, the header's dimensions %v need %d", size, dims, size)
+	}
+	return dims, body.Bytes(), nil
 }
 
 // readIDXImages reads an N×H×W unsigned-byte image file.

@@ -187,7 +187,7 @@ func TestFashionMNISTBadFiles(t *testing.T) {
 	}{
 		{"bad magic", "t10k-images-idx3-ubyte", append([]byte{0, 0, 9, 3}, plainImages(10)[4:]...), []string{"t10k-images-idx3-ubyte", "magic"}},
 		{"labels as images", "t10k-images-idx3-ubyte", idxBytes([]int{10}, make([]byte, 10)), []string{"t10k-images-idx3-ubyte", "magic"}},
-		{"extra bytes", "t10k-images-idx3-ubyte", append(plainImages(10), 0), []string{"t10k-images-idx3-ubyte", "161 data bytes", "need 160"}},
+		{"extra bytes", "t10k-images-idx3-ubyte", append(plainImages(10), 0), []string{"t10k-images-idx3-ubyte", "more than 160 data bytes", "need 160"}},
 		{"truncated header", "t10k-labels-idx1-ubyte", []byte{0, 0, 8, 1, 0}, []string{"t10k-labels-idx1-ubyte", "truncated"}},
 		{"count mismatch", "t10k-labels-idx1-ubyte", idxBytes([]int{9}, make([]byte, 9)), []string{"t10k-labels-idx1-ubyte", "9 labels for 10 images"}},
 		{"label 10", "t10k-labels-idx1-ubyte", idxBytes([]int{10}, []byte{0, 1, 2, 10, 0, 0, 0, 0, 0, 0}), []string{"t10k-labels-idx1-ubyte", "label 10 of item 3"}},
