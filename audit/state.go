@@ -58,7 +58,18 @@ func (a *Auditor) MarshalBinary() ([]byte, error) {
 
 // UnmarshalBinary restores a state saved by MarshalBinary into an auditor
 // made by New with the same attacks and seed that has observed nothing.
-func (a *Auditor) UnmarshalBinary(data []byte) error {
+// A series may hold at most MaxRestoredSteps batches; use
+// UnmarshalBinaryAt when the checkpoint's step is known.
+func (a *Auditor) UnmarshalBinary(data []byte) error { return a.UnmarshalBinaryAt(data, MaxRestoredSteps) }
+
+// MaxRestoredSteps bounds the batches of one series UnmarshalBinary
+// restores, so that a damaged or forged count cannot make it loop for
+// billions of steps.
+const MaxRestoredSteps = 1 << 26
+
+// UnmarshalBinaryAt is UnmarshalBinary for the state of a run after steps
+// training steps: no series may hold more batches than that.
+func (a *Auditor) UnmarshalBinaryAt(data []byte, steps int64) error {
 	if a.memory != nil {
 		return errors.New("audit: the epoch-memory attacks cannot be restored from a checkpoint")
 	}
@@ -84,6 +95,9 @@ func (a *Auditor) UnmarshalBinary(data []byte) error {
 		}
 		if m > len(r.b)/16 {
 			r.err = errors.New("truncated")
+		}
+		if r.err == nil && int64(m)+int64(skipped) > steps {
+			r.err = fmt.Errorf("series %s holds %d batches, more than the %d steps of the run", k, int64(m)+int64(skipped), steps)
 		}
 		for range m {
 			if r.err != nil {

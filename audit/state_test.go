@@ -188,3 +188,35 @@ func TestStateRefusesBadState(t *testing.T) {
 		}
 	}
 }
+
+// TestStateBoundsSkippedSteps: a state whose series claims 4 billion
+// skipped steps in 8 bytes is refused at once (it used to loop over
+// every one), and a series longer than the checkpoint's step is refused
+// by UnmarshalBinaryAt.
+func TestStateBoundsSkippedSteps(t *testing.T) {
+	rs, _ := rand.NewPCG(9, streamAudit).MarshalBinary()
+	state := func(skipped, aucs uint32) []byte {
+		b := appendStr(nil, stateTag)
+		b = appendStr(b, string(rs))
+		b = binary.LittleEndian.AppendUint32(b, 1)
+		b = appendStr(b, "norm/cut")
+		b = binary.LittleEndian.AppendUint32(b, skipped)
+		b = binary.LittleEndian.AppendUint32(b, aucs)
+		for range aucs {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(0.5))
+			b = binary.LittleEndian.AppendUint32(b, 3)
+			b = binary.LittleEndian.AppendUint32(b, 5)
+		}
+		return b
+	}
+	fresh := func() *Auditor { x, _ := New([]string{"norm"}, true, 9); return x }
+	if err := fresh().UnmarshalBinary(state(math.MaxUint32, 0)); err == nil || !strings.Contains(err.Error(), "more than the 67108864 steps") {
+		t.Fatalf("4e9 skipped steps: %v", err)
+	}
+	if err := fresh().UnmarshalBinaryAt(state(2, 2), 4); err != nil {
+		t.Fatalf("4 batches at step 4: %v", err)
+	}
+	if err := fresh().UnmarshalBinaryAt(state(2, 2), 3); err == nil || !strings.Contains(err.Error(), "holds 4 batches, more than the 3 steps") {
+		t.Fatalf("4 batches at step 3: %v", err)
+	}
+}

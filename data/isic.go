@@ -395,7 +395,7 @@ func decodeImage(path string) (image.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("isic: %s: not a decodable JPEG or PNG image: %w", path, err)
 	}
-	if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > 1<<15 || cfg.Height > 1<<15 {
+	if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > 1<<15 || cfg.Height > 1<<15 || cfg.Width*cfg.Height > 1<<26 {
 		return nil, fmt.Errorf("isic: %s: implausible image size %d×%d", path, cfg.Width, cfg.Height)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {

@@ -410,7 +410,7 @@ func (r *activeRun) build(step int64) error {
 		if err := party.LoadState(bytes.NewReader(secs["active"])); err != nil {
 			return err
 		}
-		if err := aud.UnmarshalBinary(secs["audit"]); err != nil {
+		if err := aud.UnmarshalBinaryAt(secs["audit"], step); err != nil {
 			return err
 		}
 		if party.Step() != step {
