@@ -60,7 +60,9 @@ func (a *Auditor) MarshalBinary() ([]byte, error) {
 // made by New with the same attacks and seed that has observed nothing.
 // A series may hold at most MaxRestoredSteps batches; use
 // UnmarshalBinaryAt when the checkpoint's step is known.
-func (a *Auditor) UnmarshalBinary(data []byte) error { return a.UnmarshalBinaryAt(data, MaxRestoredSteps) }
+func (a *Auditor) UnmarshalBinary(data []byte) error {
+	return a.UnmarshalBinaryAt(data, MaxRestoredSteps)
+}
 
 // MaxRestoredSteps bounds the batches of one series UnmarshalBinary
 // restores, so that a damaged or forged count cannot make it loop for
