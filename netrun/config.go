@@ -85,6 +85,11 @@ type Config struct {
 	// MetricsAddr, on the active party, serves Prometheus metrics on
 	// http://ADDR/metrics.
 	MetricsAddr string `yaml:"metrics_addr,omitempty"`
+	// MetricsPublic allows MetricsAddr to be a non-loopback address. The
+	// metrics carry label-derived figures (test AUC, leak AUCs) and are
+	// served without authentication, so by default only loopback is
+	// allowed.
+	MetricsPublic bool `yaml:"metrics_public,omitempty"`
 	// RedTeam, on the passive party, runs the attacks on what it receives
 	// and logs label-free scores to Out/redteam.jsonl.
 	RedTeam bool `yaml:"red_team,omitempty"`
@@ -117,6 +122,11 @@ func (c *Config) validate(role string) error {
 	bad := func(f string, a ...any) { errs = append(errs, fmt.Sprintf(f, a...)) }
 	if c.Data == "" {
 		bad("no data file (key data): each party reads its own file")
+	}
+	if c.MetricsAddr != "" && !c.MetricsPublic {
+		if err := grpcnet.CheckLoopback(c.MetricsAddr); err != nil {
+			bad("key metrics_addr %q is not a loopback address: the metrics carry label-derived figures (test AUC, leak AUCs) and are served without authentication; bind them to 127.0.0.1 (and reach them through a tunnel), or set key metrics_public to serve them to the network", c.MetricsAddr)
+		}
 	}
 	switch {
 	case c.Model == "cnn" && role != "active" && role != "passive":

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/model"
@@ -31,9 +32,22 @@ type ServeOptions struct {
 	// ShareScores returns the scores to the passive party.
 	ShareScores bool
 	// Sessions is the number of scoring sessions to serve before Serve
-	// returns (0: until ctx is cancelled).
+	// returns, 1 to MaxServeSessions. Each session runs a PSI over the
+	// active party's IDs, which tells the peer which of its IDs the active
+	// holds: an unbounded number would be an unbounded membership oracle.
 	Sessions int
+	// SessionInterval is the least time between the starts of two
+	// sessions (DefaultSessionInterval when 0), which bounds the rate of
+	// PSI queries.
+	SessionInterval time.Duration
 }
+
+// MaxServeSessions bounds ServeOptions.Sessions.
+const MaxServeSessions = 1000
+
+// DefaultSessionInterval is the least time between two scoring sessions'
+// starts when ServeOptions leaves it 0.
+const DefaultSessionInterval = 10 * time.Second
 
 // ServeResult reports the sessions an active party served.
 type ServeResult struct {
@@ -56,7 +70,8 @@ type serveRun struct {
 
 	mu        sync.Mutex
 	responder *psi.Responder
-	common    []uint64 // intersection of the current session
+	started   time.Time // when the current session started
+	common    []uint64  // intersection of the current session
 	lastID    uint64
 	any       bool
 	ids       []uint64
@@ -73,6 +88,12 @@ type serveRun struct {
 // sessions (see the package's inference notes).
 func Serve(ctx context.Context, cfg Config, so ServeOptions, opt Options) (*ServeResult, error) {
 	cfg.Resolve()
+	if so.Sessions < 1 || so.Sessions > MaxServeSessions {
+		return nil, fmt.Errorf("active serve: key sessions %d outside [1, %d]: every session answers a private set intersection over this party's IDs, so their number is bounded", so.Sessions, MaxServeSessions)
+	}
+	if so.SessionInterval <= 0 {
+		so.SessionInterval = DefaultSessionInterval
+	}
 	if err := cfg.validate("active serve"); err != nil {
 		return nil, err
 	}
@@ -125,8 +146,15 @@ func Serve(ctx context.Context, cfg Config, so ServeOptions, opt Options) (*Serv
 	return &res, nil
 }
 
-// hello starts a scoring session.
+// hello starts a scoring session, at most one per SessionInterval.
 func (r *serveRun) hello(_ context.Context, peer grpcnet.Hello) error {
+	r.mu.Lock()
+	if wait := r.so.SessionInterval - time.Since(r.started); !r.started.IsZero() && wait > 0 {
+		r.mu.Unlock()
+		return fmt.Errorf("active serve: scoring sessions start at most once per %v (key session_interval); try again in %v", r.so.SessionInterval, wait.Round(time.Second))
+	}
+	r.started = time.Now()
+	r.mu.Unlock()
 	ids := make([]uint64, 0, len(r.rows))
 	for id := range r.rows {
 		ids = append(ids, id)

@@ -139,6 +139,9 @@ type IssueOptions struct {
 	// Validity of the certificate; DefaultValidity when zero. It is cut to
 	// the CA's own expiry.
 	Validity time.Duration
+	// Force replaces an existing NAME.key and NAME.crt; without it Issue
+	// refuses to overwrite them (the key may be the only copy).
+	Force bool
 }
 
 // Issue writes NAME.crt and NAME.key into dir: a new ECDSA P-256 key and a
@@ -153,6 +156,13 @@ func Issue(dir, name string, o IssueOptions) (certPath, keyPath string, err erro
 	}
 	if o.Validity <= 0 {
 		o.Validity = DefaultValidity
+	}
+	if !o.Force {
+		for _, p := range []string{KeyFile(dir, name), CertFile(dir, name)} {
+			if _, err := os.Lstat(p); err == nil {
+				return "", "", fmt.Errorf("pki: issue %s: %s exists (set IssueOptions.Force, or pass --force, to replace it)", name, p)
+			}
+		}
 	}
 	caCert, caKey, err := loadCA(dir)
 	if err != nil {

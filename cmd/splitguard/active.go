@@ -33,6 +33,7 @@ func netFlags(fs *pflag.FlagSet, c *netrun.Config) {
 	fs.IntVar(&c.CheckpointEvery, "checkpoint-every", c.CheckpointEvery, "checkpoint both parties every N steps (0: never)")
 	fs.StringVar(&c.CheckpointDir, "checkpoint-dir", c.CheckpointDir, "checkpoint directory (default OUT/checkpoints)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "active: serve Prometheus metrics on http://ADDR/metrics")
+	fs.BoolVar(&c.MetricsPublic, "metrics-public", c.MetricsPublic, "active: allow --metrics-addr on a non-loopback address (the metrics are unauthenticated)")
 	fs.BoolVar(&c.RedTeam, "red-team", c.RedTeam, "passive: run the label-free attacks on what it receives, log to OUT/redteam.jsonl")
 	fs.DurationVar(&c.PeerTimeout, "peer-timeout", c.PeerTimeout, "end the run (saving the model) after the peer has been away this long")
 	fs.DurationVar(&c.ExchangeTimeout, "exchange-timeout", c.ExchangeTimeout, "passive: bound on one training exchange before it is re-sent")

@@ -55,6 +55,7 @@ func newCertsIssueCmd() *cobra.Command {
 		dir, name string
 		hosts     []string
 		days      int
+		force     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "issue",
@@ -66,7 +67,7 @@ func newCertsIssueCmd() *cobra.Command {
 			if days <= 0 {
 				return fmt.Errorf("certs issue: --days must be positive, got %d", days)
 			}
-			certPath, keyPath, err := pki.Issue(dir, name, pki.IssueOptions{Hosts: hosts, Validity: time.Duration(days) * 24 * time.Hour})
+			certPath, keyPath, err := pki.Issue(dir, name, pki.IssueOptions{Hosts: hosts, Validity: time.Duration(days) * 24 * time.Hour, Force: force})
 			if err != nil {
 				return err
 			}
@@ -78,6 +79,7 @@ func newCertsIssueCmd() *cobra.Command {
 	cmd.Flags().StringVar(&name, "name", "", "party name, e.g. active or passive (a DNS name)")
 	cmd.Flags().StringArrayVar(&hosts, "host", nil, "extra subject alternative name (repeatable)")
 	cmd.Flags().IntVar(&days, "days", 365, "validity in days (cut to the CA's expiry)")
+	cmd.Flags().BoolVar(&force, "force", false, "replace an existing NAME.key and NAME.crt")
 	_ = cmd.MarkFlagRequired("dir")
 	_ = cmd.MarkFlagRequired("name")
 	return cmd

@@ -125,7 +125,8 @@ func newActiveServeCmd() *cobra.Command {
 	})
 	cmd.Flags().StringVar(&so.Out, "out", "", "CSV file (id,score) for the scores; session k > 1 writes FILE.k")
 	cmd.Flags().BoolVar(&so.ShareScores, "share-scores", false, "return the scores to the passive party (they reveal label information)")
-	cmd.Flags().IntVar(&so.Sessions, "sessions", 1, "scoring sessions to serve before exiting (0: until interrupted)")
+	cmd.Flags().IntVar(&so.Sessions, "sessions", 1, fmt.Sprintf("scoring sessions to serve before exiting (1 to %d: each answers a PSI over this party's IDs)", netrun.MaxServeSessions))
+	cmd.Flags().DurationVar(&so.SessionInterval, "session-interval", netrun.DefaultSessionInterval, "least time between the starts of two scoring sessions (bounds the rate of PSI queries)")
 	return cmd
 }
 

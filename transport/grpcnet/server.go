@@ -179,17 +179,45 @@ func Listen(addr string, o ServerOptions) (*Server, error) {
 		creds = credentials.NewTLS(s.loggingTLS(o.TLS))
 	}
 	s.grpc = grpc.NewServer(
-		grpc.Creds(creds),
+		grpc.Creds(loggingCreds{creds, s}),
+		// A connection that does not finish its handshake is dropped
+		// after HandshakeTimeout (gRPC's default holds it 120 s).
+		grpc.ConnectionTimeout(HandshakeTimeout),
 		grpc.MaxRecvMsgSize(o.MaxMessageBytes),
 		grpc.MaxSendMsgSize(o.MaxMessageBytes),
 		grpc.StatsHandler(&statsHandler{c: &s.cnt, ss: &s.sess}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 20 * time.Second}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 15 * time.Second, Timeout: 10 * time.Second}),
 	)
 	pb.RegisterSplitLearningServer(s.grpc, &service{s: s})
 	go func() { s.serveErr <- s.grpc.Serve(lis) }()
 	s.log.Info("grpcnet: serving", "addr", lis.Addr().String(), "tls", o.TLS != nil)
 	return s, nil
+}
+
+// HandshakeTimeout bounds the TLS handshake of a new connection. A
+// variable so that tests can shorten it.
+var HandshakeTimeout = 10 * time.Second
+
+// loggingCreds logs every refused handshake (no client certificate, an
+// old TLS version, a connection that never speaks), which gRPC only
+// reports to its own logger.
+type loggingCreds struct {
+	credentials.TransportCredentials
+	s *Server
+}
+
+func (c loggingCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	out, info, err := c.TransportCredentials.ServerHandshake(conn)
+	if err != nil {
+		c.s.cnt.rejected.Add(1)
+		c.s.log.Warn("grpcnet: refused a connection at the TLS handshake", "remote", conn.RemoteAddr().String(), "err", err)
+	}
+	return out, info, err
+}
+
+func (c loggingCreds) Clone() credentials.TransportCredentials {
+	return loggingCreds{c.TransportCredentials.Clone(), c.s}
 }
 
 // loggingTLS returns a copy of cfg that logs every refused client with the
@@ -202,8 +230,7 @@ func (s *Server) loggingTLS(cfg *tls.Config) *tls.Config {
 		if verify != nil {
 			err = verify(cs)
 		}
-		if err != nil {
-			s.cnt.rejected.Add(1)
+		if err != nil { // counted by loggingCreds
 			s.log.Warn("grpcnet: refused a TLS client", "err", err)
 		}
 		return err

@@ -1,0 +1,35 @@
+package netrun
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/splitguard/splitguard/transport/grpcnet"
+)
+
+// TestServeSessionsBounded: Serve refuses an unbounded number of scoring
+// sessions (0 used to mean "until interrupted": an unbounded PSI
+// membership oracle), and a second session within SessionInterval of the
+// first is refused with the time to wait.
+func TestServeSessionsBounded(t *testing.T) {
+	for _, n := range []int{0, -1, MaxServeSessions + 1} {
+		_, err := Serve(context.Background(), Default(), ServeOptions{Sessions: n, Out: "x.csv"}, Options{})
+		if err == nil || !strings.Contains(err.Error(), "key sessions") {
+			t.Errorf("sessions %d: %v", n, err)
+		}
+	}
+	r := &serveRun{so: ServeOptions{SessionInterval: time.Hour}, rows: map[uint64]rowRef{1: {}, 2: {}}}
+	if err := r.hello(context.Background(), grpcnet.Hello{Party: "passive"}); err != nil {
+		t.Fatal(err)
+	}
+	err := r.hello(context.Background(), grpcnet.Hello{Party: "passive"})
+	if err == nil || !strings.Contains(err.Error(), "at most once per 1h0m0s (key session_interval); try again in") {
+		t.Fatalf("second session at once: %v", err)
+	}
+	r.started = time.Now().Add(-2 * time.Hour)
+	if err := r.hello(context.Background(), grpcnet.Hello{Party: "passive"}); err != nil {
+		t.Fatalf("a session after the interval: %v", err)
+	}
+}
