@@ -113,32 +113,7 @@ func (s *store) save(step int64, sections ...ckSection) error {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	path := s.path(step)
-	err := atomicfile.Write(path, 0o600, func(w io.Writer) error {
-		h := sha256.New()
-		mw := io.MultiWriter(w, h)
-		le := binary.LittleEndian
-		hdr := []byte(checkpointMagic)
-		hdr = le.AppendUint64(hdr, uint64(step))
-		hdr = le.AppendUint32(hdr, uint32(len(sections)))
-		if _, err := mw.Write(hdr); err != nil {
-			return err
-		}
-		c := &chunker{w: mw, buf: make([]byte, 0, chunkBytes)}
-		for _, sec := range sections {
-			name := le.AppendUint32(nil, uint32(len(sec.name)))
-			if _, err := mw.Write(append(name, sec.name...)); err != nil {
-				return err
-			}
-			if err := sec.write(c); err != nil {
-				return fmt.Errorf("section %s: %w", sec.name, err)
-			}
-			if err := c.close(); err != nil {
-				return err
-			}
-		}
-		_, err := w.Write(h.Sum(nil))
-		return err
-	})
+	err := atomicfile.Write(path, 0o600, func(w io.Writer) error { return writeCheckpoint(w, step, sections) })
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
@@ -153,6 +128,34 @@ func (s *store) save(step int64, sections ...ckSection) error {
 		steps = steps[1:]
 	}
 	return nil
+}
+
+// writeCheckpoint writes the checkpoint of step with sections to w.
+func writeCheckpoint(w io.Writer, step int64, sections []ckSection) error {
+	h := sha256.New()
+	mw := io.MultiWriter(w, h)
+	le := binary.LittleEndian
+	hdr := []byte(checkpointMagic)
+	hdr = le.AppendUint64(hdr, uint64(step))
+	hdr = le.AppendUint32(hdr, uint32(len(sections)))
+	if _, err := mw.Write(hdr); err != nil {
+		return err
+	}
+	c := &chunker{w: mw, buf: make([]byte, 0, chunkBytes)}
+	for _, sec := range sections {
+		name := le.AppendUint32(nil, uint32(len(sec.name)))
+		if _, err := mw.Write(append(name, sec.name...)); err != nil {
+			return err
+		}
+		if err := sec.write(c); err != nil {
+			return fmt.Errorf("section %s: %w", sec.name, err)
+		}
+		if err := c.close(); err != nil {
+			return err
+		}
+	}
+	_, err := w.Write(h.Sum(nil))
+	return err
 }
 
 // steps lists the steps of the checkpoints present, oldest first.
