@@ -2,10 +2,10 @@ package config
 
 import "testing"
 
-// FuzzDecodeYAML feeds arbitrary text to the configuration decoder: an
+// FuzzConfigYAML feeds arbitrary text to the configuration decoder: an
 // error or a configuration that Validate accepts or refuses, never a
 // panic.
-func FuzzDecodeYAML(f *testing.F) {
+func FuzzConfigYAML(f *testing.F) {
 	f.Add([]byte("batch: 64\nepochs: 2\nprotect: marvell\nmarvell_s: 2\nlayers: [16, 8]\n"))
 	f.Add([]byte("attacks: [norm, cosine]\ncut: 1\n"))
 	f.Add([]byte("- a\n- b\n"))

@@ -6,10 +6,10 @@ import (
 	"testing"
 )
 
-// FuzzLoadReader feeds arbitrary text to the table readers (Criteo, Avazu,
+// FuzzReadTable feeds arbitrary text to the table readers (Criteo, Avazu,
 // CSV): they must return a split or an error, never panic, and a split
 // must be consistent (one ID and label per row).
-func FuzzLoadReader(f *testing.F) {
+func FuzzReadTable(f *testing.F) {
 	f.Add([]byte("1\t1\t2\t\t4\t5\t6\t7\t8\t9\t10\t11\t12\t13\ta\tb\tc\td\te\tf\tg\th\ti\tj\tk\tl\tm\tn\to\tp\tq\tr\ts\tt\tu\tv\tw\tx\ty\tz\n"), uint8(0))
 	f.Add([]byte("id,click,hour,C1,banner_pos\n1,0,14102100,1005,0\n2,1,14102100,1005,1\n"), uint8(1))
 	f.Add([]byte("uid,city,score,target\nu1,paris,1.5,yes\nu2,lyon,2.5,no\n"), uint8(2))

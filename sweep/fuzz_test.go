@@ -2,10 +2,10 @@ package sweep
 
 import "testing"
 
-// FuzzParseSpec feeds arbitrary text to the sweep parser: an error, or
+// FuzzSweepSpec feeds arbitrary text to the sweep parser: an error, or
 // runs (at most MaxRuns) whose names are valid directory names under the
 // sweep directory.
-func FuzzParseSpec(f *testing.F) {
+func FuzzSweepSpec(f *testing.F) {
 	f.Add([]byte("base: {epochs: 1}\nseeds: [1, 2]\ngrid:\n  - {protect: iso, iso_t: [1, 9]}\n  - {protect: none}\n"))
 	f.Add([]byte("datasets:\n  - name: criteo\n    data: c.txt\ngrid: [{protect: [none, max_norm]}]\n"))
 	f.Add([]byte("grid: [{protect: [.., .]}]\n"))

@@ -1,0 +1,91 @@
+package grpcnet
+
+import (
+	"math"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/splitguard/splitguard/proto/splitguardpb"
+	"github.com/splitguard/splitguard/transport"
+)
+
+// FuzzDecodeForward feeds arbitrary wire bytes to the server's Forward
+// decoding: an error or a message with one ID per row of a finite
+// embedding, never a panic.
+func FuzzDecodeForward(f *testing.F) {
+	m, err := encodeForward(forward(transport.Train, 3, 1, 2, 3))
+	if err != nil {
+		f.Fatal(err)
+	}
+	b, _ := proto.Marshal(m)
+	f.Add(b)
+	m.Embedding.LeF32, m.Embedding.Values = nil, []float32{1, 2, 3, 4, 5, 6}
+	b, _ = proto.Marshal(m)
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var m pb.Forward
+		if proto.Unmarshal(b, &m) != nil {
+			return
+		}
+		fw, err := decodeForward(&m, 1<<16)
+		if err != nil {
+			return
+		}
+		if len(fw.IDs) != fw.Embedding.Rows || len(fw.Embedding.Data) != fw.Embedding.Rows*fw.Embedding.Cols || fw.Step < 0 {
+			t.Fatalf("inconsistent message %v step %d: %d IDs, %d×%d", fw.Phase, fw.Step, len(fw.IDs), fw.Embedding.Rows, fw.Embedding.Cols)
+		}
+		for _, v := range fw.Embedding.Data {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				t.Fatal("a non-finite number passed")
+			}
+		}
+	})
+}
+
+// FuzzDecodeBackward feeds arbitrary wire bytes to the client's checks of
+// an answer (training and evaluation), and to the checks of a score
+// answer: an error or an answer of the right shape.
+func FuzzDecodeBackward(f *testing.F) {
+	g, _ := encodeTensor(forward(transport.Train, 3, 1, 2, 3).Embedding)
+	b, _ := proto.Marshal(&pb.Backward{Step: 3, Batch: 1, Grad: g})
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var m pb.Backward
+		if proto.Unmarshal(b, &m) == nil {
+			for _, ph := range []transport.Phase{transport.Train, transport.Eval} {
+				fw := forward(ph, 3, 1, 2, 3)
+				bw, err := decodeBackward(&m, fw, 1<<16)
+				if err == nil && ph == transport.Train && (bw.Grad.Rows != 2 || bw.Grad.Cols != 3) {
+					t.Fatalf("gradient %d×%d accepted for a 2×3 embedding", bw.Grad.Rows, bw.Grad.Cols)
+				}
+			}
+		}
+		var s pb.ScoreResponse
+		if proto.Unmarshal(b, &s) == nil {
+			fw := forward(transport.Train, 0, 0, 2, 3)
+			res, err := checkScore(&s, &ScoreBatch{Batch: 0, IDs: fw.IDs, Embedding: fw.Embedding})
+			if err == nil && res.Scores != nil && len(res.Scores) != 2 {
+				t.Fatalf("%d scores accepted for 2 rows", len(res.Scores))
+			}
+		}
+	})
+}
+
+// FuzzHelloRequest feeds arbitrary wire bytes to the Hello comparison.
+func FuzzHelloRequest(f *testing.F) {
+	c, _ := fp.toPB()
+	b, _ := proto.Marshal(&pb.HelloRequest{ProtocolVersion: 1, Party: "passive", Config: c})
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var m pb.HelloRequest
+		if proto.Unmarshal(b, &m) != nil {
+			return
+		}
+		remote := Hello{Version: m.GetProtocolVersion(), Party: m.GetParty(), Config: fingerprintFromPB(m.GetConfig())}
+		local := Hello{Party: "active", Config: fp}.withDefaults()
+		if local.mismatch(remote) == "" && remote.Config.Diff(fp) != "" {
+			t.Fatal("a differing fingerprint was accepted")
+		}
+	})
+}
