@@ -11,6 +11,15 @@
 // InsecureLoopback option, which refuses (with an error) any address that is
 // not a loopback address.
 //
+// # Sessions
+//
+// A successful Hello opens a session: the server sends a random token in
+// the Hello response's header (SessionHeader), and every later call must
+// carry it, or it is refused (a second process holding the passive's
+// certificate can neither checkpoint, train nor shut down). A second Hello
+// is refused with codes.Aborted while the session is live; the rule is in
+// session.go.
+//
 // # The Train stream and retries
 //
 // All batches of a run travel over one bidirectional stream, lock-step: the
