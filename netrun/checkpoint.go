@@ -273,23 +273,6 @@ func parseCheckpoint(b []byte, step int64) (map[string][]byte, error) {
 	return out, nil
 }
 
-// newestGood returns the newest of steps (oldest first) whose checkpoint
-// loads and passes every check, with its sections, logging each one it
-// skips; ok is false when none does. A step of 0 needs no checkpoint.
-func (s *store) newestGood(log *slog.Logger, steps []int64, check func(map[string][]byte) error) (step int64, secs map[string][]byte, ok bool) {
-	for i := len(steps) - 1; i >= 0; i-- {
-		secs, err := s.load(steps[i])
-		if err == nil && check != nil {
-			err = check(secs)
-		}
-		if err == nil {
-			return steps[i], secs, true
-		}
-		log.Warn("skipping a checkpoint that does not verify; falling back to an older one", "step", steps[i], "err", err)
-	}
-	return 0, nil, false
-}
-
 // ackedPath is the file holding the newest checkpoint step both parties
 // are known to hold.
 func (s *store) ackedPath() string { return filepath.Join(s.dir, s.role+".acked") }
