@@ -1,6 +1,7 @@
 package netrun
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -586,4 +587,47 @@ func TestActiveDiskFull(t *testing.T) {
 		t.Fatalf("active after the disk was freed: %v", res.err)
 	}
 	r2.sameAsReference(ref)
+}
+
+// TestLinkCutMidRun: the link is cut while steps are in flight (after the
+// active recorded 12 batches: a Forward sent, a gradient on its way) and
+// restored half a second later. The passive re-sends on a new connection
+// with its session token, the active answers the re-sent step without
+// applying it twice, and the run ends identical to the in-process run.
+func TestLinkCutMidRun(t *testing.T) {
+	root := t.TempDir()
+	base, ref := faultBase(t, root)
+	r := startFault(t, base, root)
+	stop := make(chan struct{})
+	cut := make(chan struct{})
+	go func() {
+		defer close(cut)
+		path := filepath.Join(r.act.Out, "batches.jsonl")
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			if b, err := os.ReadFile(path); err == nil && bytes.Count(b, []byte("\n")) >= 12 {
+				r.px.cut()
+				time.Sleep(500 * time.Millisecond)
+				r.px.up()
+				return
+			}
+		}
+	}()
+	_, err := r.passive(context.Background())
+	close(stop)
+	<-cut
+	if err != nil {
+		t.Fatalf("passive: %v\n%s", err, r.logText())
+	}
+	if res := r.activeEnd(); res.err != nil {
+		t.Fatalf("active: %v", res.err)
+	}
+	if !strings.Contains(r.logText(), "re-sending") && !strings.Contains(r.logText(), "session lost") {
+		t.Fatalf("the link was not cut during the run; log:\n%s", r.logText())
+	}
+	r.sameAsReference(ref)
 }
