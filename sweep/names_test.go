@@ -98,3 +98,27 @@ func TestGridBound(t *testing.T) {
 		t.Fatal("104976 runs were listed")
 	}
 }
+
+// TestTruncatedRunIsRunAgain: a run whose summary says a full disk
+// stopped it is run again when the sweep resumes; one truncated by
+// max_steps is done.
+func TestTruncatedRunIsRunAgain(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		summary string
+		done    bool
+	}{
+		{`{"steps": 10}`, true},
+		{`{"steps": 10, "truncated": true, "truncated_reason": "max_steps 10 of 50 planned steps"}`, true},
+		{`{"steps": 10, "truncated": true, "truncated_reason": "the disk filled up after 10 steps: no space left on device"}`, false},
+		{`{"steps": 1`, false},
+	} {
+		p := filepath.Join(dir, "summary.json")
+		if err := os.WriteFile(p, []byte(tc.summary), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := complete(p); got != tc.done {
+			t.Errorf("%s: complete %v, want %v", tc.summary, got, tc.done)
+		}
+	}
+}

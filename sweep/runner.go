@@ -69,6 +69,24 @@ func DefaultCommand(ctx context.Context, configPath, runDir string) (*exec.Cmd, 
 	return exec.CommandContext(ctx, exe, "train", "--config", configPath, "--out", runDir), nil
 }
 
+// complete reports whether the summary at path is that of a finished run:
+// it exists, and it is not marked truncated for another reason than
+// max_steps (a run a full disk or an error stopped is run again).
+func complete(path string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	var s struct {
+		Truncated bool   `json:"truncated"`
+		Reason    string `json:"truncated_reason"`
+	}
+	if json.Unmarshal(b, &s) != nil {
+		return false
+	}
+	return !s.Truncated || s.Reason == "" || strings.HasPrefix(s.Reason, "max_steps")
+}
+
 // runDir is the directory of the run name under out; an error when it
 // would not be a direct child of out (nothing outside out is ever removed).
 func runDir(out, name string) (string, error) {
@@ -102,7 +120,7 @@ func Run(ctx context.Context, runs []RunSpec, out string, opt Options) ([]Outcom
 	for i, r := range runs {
 		outcomes[i] = Outcome{Name: r.Name, Status: StatusSkipped}
 		dir := filepath.Join(out, r.Name)
-		if _, err := os.Stat(filepath.Join(dir, "summary.json")); err == nil {
+		if complete(filepath.Join(dir, "summary.json")) {
 			outcomes[i] = Outcome{Name: r.Name, Status: StatusDone, Resumed: true}
 			continue
 		}
