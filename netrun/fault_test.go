@@ -589,45 +589,63 @@ func TestActiveDiskFull(t *testing.T) {
 	r2.sameAsReference(ref)
 }
 
-// TestLinkCutMidRun: the link is cut while steps are in flight (after the
-// active recorded 12 batches: a Forward sent, a gradient on its way) and
-// restored half a second later. The passive re-sends on a new connection
-// with its session token, the active answers the re-sent step without
-// applying it twice, and the run ends identical to the in-process run.
+// TestLinkCutMidRun: the link is cut at a phase of the run and restored
+// half a second later: during the ID alignment (right after the
+// session's Hello), while training steps are in flight (a Forward sent, a
+// gradient on its way), and during an evaluation round. The passive
+// re-sends on a new connection with its session token (or starts a new
+// session), the active answers a re-sent step without applying it twice,
+// and the run ends identical to the in-process run.
 func TestLinkCutMidRun(t *testing.T) {
 	root := t.TempDir()
 	base, ref := faultBase(t, root)
-	r := startFault(t, base, root)
-	stop := make(chan struct{})
-	cut := make(chan struct{})
-	go func() {
-		defer close(cut)
-		path := filepath.Join(r.act.Out, "batches.jsonl")
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(2 * time.Millisecond):
-			}
-			if b, err := os.ReadFile(path); err == nil && bytes.Count(b, []byte("\n")) >= 12 {
-				r.px.cut()
-				time.Sleep(500 * time.Millisecond)
-				r.px.up()
-				return
-			}
+	lines := func(path string, n int) func(*faultRun) bool {
+		return func(r *faultRun) bool {
+			b, err := os.ReadFile(filepath.Join(r.act.Out, path))
+			return err == nil && bytes.Count(b, []byte("\n")) >= n
 		}
-	}()
-	_, err := r.passive(context.Background())
-	close(stop)
-	<-cut
-	if err != nil {
-		t.Fatalf("passive: %v\n%s", err, r.logText())
 	}
-	if res := r.activeEnd(); res.err != nil {
-		t.Fatalf("active: %v", res.err)
+	for _, tc := range []struct {
+		phase string
+		when  func(*faultRun) bool
+	}{
+		{"alignment", func(r *faultRun) bool { return strings.Contains(r.logText(), "session started") }},
+		{"training step", lines("batches.jsonl", 12)},
+		{"evaluation", lines("eval.jsonl", 1)},
+	} {
+		t.Run(tc.phase, func(t *testing.T) {
+			r := startFault(t, base, filepath.Join(root, strings.ReplaceAll(tc.phase, " ", "-")))
+			stop := make(chan struct{})
+			cut := make(chan bool, 1)
+			go func() {
+				for {
+					select {
+					case <-stop:
+						cut <- false
+						return
+					case <-time.After(time.Millisecond):
+					}
+					if tc.when(r) {
+						r.px.cut()
+						time.Sleep(500 * time.Millisecond)
+						r.px.up()
+						cut <- true
+						return
+					}
+				}
+			}()
+			_, err := r.passive(context.Background())
+			close(stop)
+			if !<-cut {
+				t.Fatal("the run ended before the link was cut")
+			}
+			if err != nil {
+				t.Fatalf("passive: %v\n%s", err, r.logText())
+			}
+			if res := r.activeEnd(); res.err != nil {
+				t.Fatalf("active: %v", res.err)
+			}
+			r.sameAsReference(ref)
+		})
 	}
-	if !strings.Contains(r.logText(), "re-sending") && !strings.Contains(r.logText(), "session lost") {
-		t.Fatalf("the link was not cut during the run; log:\n%s", r.logText())
-	}
-	r.sameAsReference(ref)
 }

@@ -183,7 +183,13 @@ func (c *Client) handshakeErr(err error) error {
 			ErrHandshake, c.addr, tlsCause(msg))
 	case strings.Contains(msg, "authentication handshake failed"):
 		cause := tlsCause(msg)
-		if p := c.tlsErr.Load(); p != nil {
+		p := c.tlsErr.Load()
+		if p == nil && !strings.Contains(msg, "tls: ") {
+			// The connection broke during the handshake (reset, EOF, a
+			// timeout): nothing was refused, and a retry may succeed.
+			return nil
+		}
+		if p != nil {
 			cause = (*p).Error()
 		}
 		return fmt.Errorf("%w: the certificate of the server at %s was refused: %s; check --ca (the CA that issued the active party's certificate) and --peer-name (the name it must carry)",
