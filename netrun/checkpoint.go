@@ -17,18 +17,19 @@ import (
 	"github.com/splitguard/splitguard/atomicfile"
 )
 
-// Checkpoint files. Version 2 (written) is
+// Checkpoint files. Version 3 (written) is
 //
-//	magic "splitguard-checkpoint/v2\n", step uint64, section count uint32,
+//	magic "splitguard-checkpoint/v3\n", step uint64, section count uint32,
 //	per section: name (uint32 length + bytes), then chunks (uint32 length
 //	+ bytes) ended by an empty chunk,
 //	and a SHA-256 of everything before it,
 //
 // all little-endian, so that a section is streamed to the file as it is
 // serialised (a save holds no copy of the model). Version 1 (read only)
-// had one uint64 length per section instead of chunks.
+// had one uint64 length per section instead of chunks; version 2 (sections
+// with runs of zero bytes packed, written from one buffer) is not read here.
 const (
-	checkpointMagic   = "splitguard-checkpoint/v2\n"
+	checkpointMagic   = "splitguard-checkpoint/v3\n"
 	checkpointMagicV1 = "splitguard-checkpoint/v1\n"
 )
 
@@ -208,8 +209,8 @@ func (s *store) load(step int64) (map[string][]byte, error) {
 // parseCheckpoint checks and splits the bytes of the checkpoint of step.
 // Sections alias b where they can (version 1), else are copies.
 func parseCheckpoint(b []byte, step int64) (map[string][]byte, error) {
-	v2 := bytes.HasPrefix(b, []byte(checkpointMagic))
-	if len(b) < len(checkpointMagic)+12+sha256.Size || !(v2 || bytes.HasPrefix(b, []byte(checkpointMagicV1))) {
+	v3 := bytes.HasPrefix(b, []byte(checkpointMagic))
+	if len(b) < len(checkpointMagic)+12+sha256.Size || !(v3 || bytes.HasPrefix(b, []byte(checkpointMagicV1))) {
 		return nil, errors.New("not a splitguard checkpoint")
 	}
 	body, sum := b[:len(b)-sha256.Size], b[len(b)-sha256.Size:]
@@ -237,7 +238,7 @@ func parseCheckpoint(b []byte, step int64) (map[string][]byte, error) {
 		if _, dup := out[name]; dup {
 			return nil, fmt.Errorf("section %q twice", name)
 		}
-		if !v2 {
+		if !v3 {
 			if len(body) < 8 {
 				return nil, fmt.Errorf("section %q: truncated length", name)
 			}
