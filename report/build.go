@@ -111,9 +111,11 @@ func (b *builder) dsName(d string) string {
 	return ""
 }
 
-// addFig renders plots and appends them to s as a figure.
-func addFig(s *Section, name, caption string, plots [][]*plot.Plot, w, h vg.Length, legendOut bool) error {
-	pngB, svgB, err := render(plots, w, h, legendOut)
+// addFig renders plots, with notes under them, and appends them to s as a
+// figure.
+func addFig(s *Section, name, caption string, plots [][]*plot.Plot, w, h vg.Length, legendOut bool, notes ...string) error {
+	h += vg.Length(len(notes)) * noteLine // the notes get their own room
+	pngB, svgB, err := render(plots, w, h, legendOut, notes)
 	if err != nil {
 		return fmt.Errorf("report: figure %s: %w", name, err)
 	}

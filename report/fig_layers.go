@@ -164,7 +164,11 @@ func (b *builder) layersSection() (*Section, error) {
 		if b.multiDS {
 			caption = d + ", " + caption
 		}
-		if err := addFig(lay, "layers"+b.dsName(d), caption, grid, w, h, true); err != nil {
+		notes := []string{q95Note}
+		if !b.single { // a lone run's legend names attacks, not settings
+			notes = append(notes, symbolNotes(b.gs, d)...)
+		}
+		if err := addFig(lay, "layers"+b.dsName(d), caption, grid, w, h, true, notes...); err != nil {
 			return nil, err
 		}
 	}

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"math"
 
 	"gonum.org/v1/plot"
@@ -27,35 +28,35 @@ func marvellFigure(r *Run, title string) ([][]*plot.Plot, error) {
 		return out
 	}
 	if bx, by := protSeries(r, "sumKL_before"); len(bx) > 0 {
-		x, y := binned(bx, floor(by), maxBins)
+		x, y := smoothSeries(bx, floor(by))
 		l, err := line(top, x, y, theme.MethodColor("none"), 1.4, true)
 		if err != nil {
 			return nil, err
 		}
 		top.Legend.Add("before noise (sumKL of the clean gradients)", l)
 	}
-	x, y := binned(kx, floor(ky), maxBins)
+	x, y := smoothSeries(kx, floor(ky))
 	l, err := line(top, x, y, theme.MethodColor("marvell"), 1.6, false)
 	if err != nil {
 		return nil, err
 	}
-	top.Legend.Add("after Marvell noise (sumKL*)", l)
+	top.Legend.Add("after Marvell noise (sumKL*, the optimum)", l)
 
 	bot := newPlot("Leak AUC: bound and measured — "+title, "training step (batch)", "leak AUC")
 	if bx, by := protSeries(r, "auc_bound"); len(bx) > 0 {
-		x, y := binned(bx, by, maxBins)
+		x, y := smoothSeries(bx, by)
 		l, err := line(bot, x, y, theme.MethodColor("label_dp"), 1.6, true)
 		if err != nil {
 			return nil, err
 		}
-		bot.Legend.Add("worst-case bound ½+√ε/2−ε/8", l)
+		bot.Legend.Add("worst-case bound ½+√ε/2−ε/8, ε = sumKL*", l)
 	}
 	for i, k := range []string{"norm/cut", "cosine/cut"} {
 		xs, ys := leakSeries(r, k)
 		if len(xs) == 0 {
 			continue
 		}
-		x, y := binned(xs, ys, maxBins)
+		x, y := smoothSeries(xs, ys)
 		c := theme.MethodColor("marvell")
 		if i == 1 {
 			c = theme.MethodColor("dcor")
@@ -64,7 +65,8 @@ func marvellFigure(r *Run, title string) ([][]*plot.Plot, error) {
 		if err != nil {
 			return nil, err
 		}
-		bot.Legend.Add("measured "+k, l)
+		a, ly := splitKey(k)
+		bot.Legend.Add(fmt.Sprintf("measured: %s attack, %s layer", a, ly), l)
 	}
 	refLine(bot, 0.5)
 	clampAUCAxis(bot)
@@ -75,8 +77,8 @@ func marvellFigure(r *Run, title string) ([][]*plot.Plot, error) {
 // setting that has Marvell's per-batch figures.
 func (b *builder) marvellSection() (*Section, error) {
 	mv := &Section{ID: "marvell", Title: "Marvell: sumKL, bound and measured leakage",
-		Lead: "Top: the batch's sum of KL divergences between the two classes' gradient distributions, before noise and after Marvell's optimal noise (sumKL*). " +
-			"Bottom: Theorem 1's worst-case leak-AUC bound ½ + √ε/2 − ε/8 (ε = sumKL*) against the leak AUC the norm and cosine attacks measured; all smoothed."}
+		Lead: fmt.Sprintf("Top: the batch's sum of KL divergences between the two classes' gradient distributions, before noise and after Marvell's optimal noise (sumKL*). "+
+			"Bottom: Theorem 1's worst-case leak-AUC bound ½ + √ε/2 − ε/8 (ε = sumKL*) against the leak AUC the norm and cosine attacks measured; every curve is a Gaussian moving mean with σ = %g%% of the steps.", 100*smoothFrac)}
 	for _, g := range b.gs {
 		if len(g.Runs) == 0 {
 			continue

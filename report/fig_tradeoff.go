@@ -15,8 +15,10 @@ import (
 
 // tradeoffFigure draws, for the leak key, leak (q95 |AUC−0.5| and raw q95)
 // against best test AUC and final test loss: one curve per method, points
-// labelled with the parameter.
-func tradeoffFigure(gs []*group, dataset, key string) ([][]*plot.Plot, int, error) {
+// labelled with the parameter where the label covers nothing (see
+// pointLabels), and one legend beside the top right panel. It returns the
+// panels, the number of settings and each panel's labeller.
+func tradeoffFigure(gs []*group, dataset, key string) ([][]*plot.Plot, int, []*pointLabels, error) {
 	attack, layer := splitKey(key)
 	type axis struct {
 		name string
@@ -32,12 +34,13 @@ func tradeoffFigure(gs []*group, dataset, key string) ([][]*plot.Plot, int, erro
 	}
 	grid := make([][]*plot.Plot, 2)
 	points := 0
+	var all []*pointLabels
 	for i, ya := range ysAx {
 		grid[i] = make([]*plot.Plot, 2)
 		for j, xa := range xsAx {
 			p := newPlot(fmt.Sprintf("%s vs leakage", ya.name), xa.name, ya.name)
-			p.Legend.Top = i == 1 // test AUC falls as protection grows: keep the legend clear of the points
-			p.Legend.Left = false
+			labels := &pointLabels{Style: p.X.Tick.Label, Radius: vg.Points(3)}
+			labels.Style.Font.Size = vg.Points(8)
 			// one curve per method
 			type pt struct {
 				x, y, v float64
@@ -75,44 +78,42 @@ func tradeoffFigure(gs []*group, dataset, key string) ([][]*plot.Plot, int, erro
 				if len(pts) > 1 {
 					l, err := line(p, xs, ys, c, 1.3, false)
 					if err != nil {
-						return nil, 0, err
+						return nil, 0, nil, err
 					}
 					thumbs = append(thumbs, l)
 				}
 				s, err := plotter.NewScatter(xys(xs, ys))
 				if err != nil {
-					return nil, 0, err
+					return nil, 0, nil, err
 				}
 				s.GlyphStyle.Color = c
 				s.GlyphStyle.Radius = vg.Points(3)
 				s.GlyphStyle.Shape = draw.CircleGlyph{}
 				p.Add(s)
 				thumbs = append(thumbs, s)
-				if hasText(lbls) {
-					lb, err := plotter.NewLabels(plotter.XYLabels{XYs: xys(xs, ys), Labels: lbls})
-					if err != nil {
-						return nil, 0, err
+				for k := range xs {
+					labels.Points = append(labels.Points, labelledPoint{X: xs[k], Y: ys[k], Text: lbls[k], Color: c})
+					if k > 0 {
+						labels.Segments = append(labels.Segments, [4]float64{xs[k-1], ys[k-1], xs[k], ys[k]})
 					}
-					lb.Offset = vg.Point{X: vg.Points(4), Y: vg.Points(3)}
-					for k := range lb.TextStyle {
-						lb.TextStyle[k].Font.Size = vg.Points(8)
-						lb.TextStyle[k].Color = c
-					}
-					p.Add(lb)
 				}
-				p.Legend.Add(m, thumbs...)
+				if i == 0 && j == 1 { // one legend for the figure: the colours are the same in every panel
+					p.Legend.Add(m, thumbs...)
+				}
 				if i == 0 && j == 0 {
 					points += len(pts)
 				}
 			}
+			p.Add(labels)
+			all = append(all, labels)
 			padAxes(p)
 			grid[i][j] = p
 		}
 	}
 	if points == 0 {
-		return nil, 0, nil
+		return nil, 0, nil, nil
 	}
-	return grid, points, nil
+	return grid, points, all, nil
 }
 
 // tradeoffSection draws one trade-off figure per dataset and cut-layer
@@ -124,7 +125,7 @@ func (b *builder) tradeoffSection() (*Section, error) {
 			"Top: best test AUC (higher is better); bottom: final test loss."}
 	for _, d := range b.ds {
 		for _, k := range b.cutKeys {
-			grid, n, err := tradeoffFigure(b.gs, d, k)
+			grid, n, _, err := tradeoffFigure(b.gs, d, k)
 			if err != nil {
 				return nil, err
 			}
@@ -135,7 +136,7 @@ func (b *builder) tradeoffSection() (*Section, error) {
 			if b.multiDS {
 				caption = d + ", " + caption
 			}
-			if err := addFig(trade, "tradeoff_"+slug(k)+b.dsName(d), caption, grid, 10*vg.Inch, 7.5*vg.Inch, false); err != nil {
+			if err := addFig(trade, "tradeoff_"+slug(k)+b.dsName(d), caption, grid, 11*vg.Inch, 7.5*vg.Inch, true, append([]string{q95Note}, symbolNotes(b.gs, d)...)...); err != nil {
 				return nil, err
 			}
 		}

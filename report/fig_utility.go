@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"math"
 
 	"gonum.org/v1/plot"
@@ -12,7 +13,7 @@ import (
 func evalFigure(gs []*group, dataset string) ([][]*plot.Plot, int, error) {
 	pa := newPlot("Test AUC over training", "training step (batch)", "test AUC")
 	pl := newPlot("Test loss over training", "training step (batch)", "test loss (BCE)")
-	pt := newPlot("Training loss (smoothed)", "training step (batch)", "train loss (BCE, batch mean)")
+	pt := newPlot(fmt.Sprintf("Training loss (Gaussian moving mean, σ = %g%% of the steps)", 100*smoothFrac), "training step (batch)", "train loss (BCE, batch mean)")
 	n := 0
 	for _, g := range gs {
 		if g.Setting.Dataset != dataset {
@@ -48,15 +49,17 @@ func evalFigure(gs []*group, dataset string) ([][]*plot.Plot, int, error) {
 		for _, c := range []struct {
 			p      *plot.Plot
 			curves [][2][]float64
-			bins   int
-		}{{pa, ca, 1 << 30}, {pl, cl, 1 << 30}, {pt, ct, maxBins}} {
+		}{{pa, ca}, {pl, cl}, {pt, ct}} {
 			if len(c.curves) == 0 {
 				continue
 			}
 			var x, y []float64
-			if len(c.curves) == 1 || c.bins < 1<<30 {
-				x, y = averageCurves(c.curves, min(c.bins, maxBins))
-			} else {
+			switch {
+			case c.p == pt: // per batch: noisy, smoothed
+				x, y, _ = smoothCurves(c.curves)
+			case len(c.curves) == 1: // evaluations: as they are
+				x, y = c.curves[0][0], c.curves[0][1]
+			default:
 				x, y = meanAtSteps(c.curves)
 			}
 			l, err := line(c.p, x, y, g.Color, 1.5, false)
@@ -80,7 +83,7 @@ func evalFigure(gs []*group, dataset string) ([][]*plot.Plot, int, error) {
 // utilitySection draws one utility figure per dataset.
 func (b *builder) utilitySection() (*Section, error) {
 	ev := &Section{ID: "utility", Title: "Utility over training",
-		Lead: "Test AUC and test loss at every evaluation (eval.jsonl; seeds averaged step by step) and the smoothed training loss per batch."}
+		Lead: fmt.Sprintf("Test AUC and test loss at every evaluation (eval.jsonl; seeds averaged step by step) and the training loss per batch as a Gaussian moving mean with σ = %g%% of the steps.", 100*smoothFrac)}
 	for _, d := range b.ds {
 		grid, _, err := evalFigure(b.gs, d)
 		if err != nil {
@@ -93,7 +96,7 @@ func (b *builder) utilitySection() (*Section, error) {
 		if b.multiDS {
 			caption = d + ", " + caption
 		}
-		if err := addFig(ev, "utility"+b.dsName(d), caption, grid, 12*vg.Inch, 7*vg.Inch, true); err != nil {
+		if err := addFig(ev, "utility"+b.dsName(d), caption, grid, 12*vg.Inch, 7*vg.Inch, true, symbolNotes(b.gs, d)...); err != nil {
 			return nil, err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -30,12 +31,14 @@ const (
 	maxBins   = 200  // points of a smoothed per-batch curve
 	maxPoints = 2500 // raw points drawn under a single run's curve
 	dpi       = 110
+	noteLine  = 8.5 * 1.3 * vg.Length(1) // height of a note line (see drawNotes), in points
 )
 
 var (
 	gridColor = color.RGBA{0xe3, 0xe6, 0xec, 0xff}
 	refColor  = color.RGBA{0x99, 0x99, 0x99, 0xff}
-	rawColor  = color.RGBA{0xb0, 0xb6, 0xc2, 0x90}
+	rawColor  = color.NRGBA{0xb0, 0xb6, 0xc2, 0x90} // not premultiplied: a faint grey
+	noteColor = color.RGBA{0x44, 0x4a, 0x55, 0xff}
 )
 
 // newPlot returns a plot with the report's style.
@@ -50,6 +53,7 @@ func newPlot(title, xlabel, ylabel string) *plot.Plot {
 	p.Legend.TextStyle.Font.Size = vg.Points(8.5)
 	p.Legend.Top = true
 	p.Legend.ThumbnailWidth = vg.Points(16)
+	p.X.Tick.Marker, p.Y.Tick.Marker = roundTicks{}, roundTicks{}
 	g := plotter.NewGrid()
 	g.Horizontal.Color, g.Vertical.Color = gridColor, gridColor
 	p.Add(g)
@@ -59,10 +63,12 @@ func newPlot(title, xlabel, ylabel string) *plot.Plot {
 // render draws a grid of plots (nil cells stay empty) as PNG and SVG.
 // With legendOut, each column whose plots have legend entries gives up a
 // strip on its right where those legends are drawn, outside the data.
-func render(plots [][]*plot.Plot, w, h vg.Length, legendOut bool) (pngB, svgB []byte, err error) {
+// Notes are written one per line under the plots (the definitions of the
+// symbols the figure uses).
+func render(plots [][]*plot.Plot, w, h vg.Length, legendOut bool, notes []string) (pngB, svgB []byte, err error) {
 	rows, cols := len(plots), len(plots[0])
 	drawAll := func(c vg.CanvasSizer) {
-		dc := draw.New(c)
+		dc := drawNotes(draw.New(c), plots, notes)
 		var cells [][]draw.Canvas
 		if rows == 1 && cols == 1 {
 			cells = [][]draw.Canvas{{dc}}
@@ -170,11 +176,29 @@ func padAxes(p *plot.Plot) {
 	pad(&p.Y, 0.1)
 }
 
-func hasText(ss []string) bool {
-	for _, s := range ss {
-		if s != "" {
-			return true
+// drawNotes writes notes, one per line, at the bottom of c in the style of
+// the plots' axis labels, and returns the rest of c.
+func drawNotes(c draw.Canvas, plots [][]*plot.Plot, notes []string) draw.Canvas {
+	if len(notes) == 0 {
+		return c
+	}
+	var sty text.Style
+	for _, row := range plots {
+		for _, p := range row {
+			if p != nil {
+				sty = p.X.Label.TextStyle
+				break
+			}
 		}
 	}
-	return false
+	sty.Font.Size = vg.Points(8.5)
+	sty.Color = noteColor
+	sty.XAlign, sty.YAlign = draw.XLeft, draw.YBottom
+	lh := sty.Height("Ag") * 1.3
+	pad := vg.Millimeter * 2
+	for i, n := range notes {
+		y := c.Min.Y + pad + lh*vg.Length(len(notes)-1-i)
+		c.FillText(sty, vg.Point{X: c.Min.X + vg.Millimeter*3, Y: y}, n)
+	}
+	return draw.Crop(c, 0, 0, lh*vg.Length(len(notes))+2*pad, 0)
 }

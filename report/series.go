@@ -2,64 +2,80 @@ package report
 
 import (
 	"math"
+	"slices"
 	"sort"
 )
 
-// binned returns the mean of ys in up to n equal-width bins of xs (x at
-// the mean x of each bin); with at most n points it returns them as they
-// are.
-func binned(xs, ys []float64, n int) (bx, by []float64) {
-	if len(xs) <= n {
-		return append([]float64(nil), xs...), append([]float64(nil), ys...)
+// smoothFrac is the bandwidth (σ) of the Gaussian moving mean of a
+// per-batch curve, as a fraction of the steps the curve spans.
+const smoothFrac = 0.025
+
+// smoothSigma returns the moving mean's σ, in steps, for a curve that
+// spans span steps: smoothFrac of it, rounded, and at least one step.
+func smoothSigma(span float64) float64 { return math.Max(1, math.Round(smoothFrac*span)) }
+
+// smooth returns the Gaussian-weighted moving mean of the points (xs[i],
+// ys[i]), in any order (several seeds' points may be mixed), with
+// bandwidth sigma steps, at up to n evenly spread steps c of the x range.
+// A point at step x weighs exp(−(x−c)²/2σ²) within 2σ of c and nothing
+// beyond. Each output point is the weighted mean x and the weighted mean
+// y, so a straight line stays exactly straight and a mean never reaches
+// past the data; centres with no point within 2σ give no output.
+func smooth(xs, ys []float64, sigma float64, n int) (sx, sy []float64) {
+	if len(xs) == 0 {
+		return nil, nil
 	}
-	lo, hi := xs[0], xs[0]
-	for _, x := range xs {
-		lo, hi = math.Min(lo, x), math.Max(hi, x)
+	idx := make([]int, len(xs))
+	for i := range idx {
+		idx[i] = i
 	}
-	if hi == lo {
-		hi = lo + 1
+	sort.SliceStable(idx, func(a, b int) bool { return xs[idx[a]] < xs[idx[b]] })
+	x, y := make([]float64, len(xs)), make([]float64, len(xs))
+	for k, i := range idx {
+		x[k], y[k] = xs[i], ys[i]
 	}
-	sx, sy := make([]float64, n), make([]float64, n)
-	cnt := make([]int, n)
-	for i, x := range xs {
-		b := int(float64(n) * (x - lo) / (hi - lo))
-		if b >= n {
-			b = n - 1
+	lo, hi := x[0], x[len(x)-1]
+	n = max(n, 1)
+	for k := range n {
+		c := lo
+		if n > 1 {
+			c = lo + (hi-lo)*float64(k)/float64(n-1)
 		}
-		sx[b] += x
-		sy[b] += ys[i]
-		cnt[b]++
-	}
-	for b := range n {
-		if cnt[b] > 0 {
-			bx = append(bx, sx[b]/float64(cnt[b]))
-			by = append(by, sy[b]/float64(cnt[b]))
+		a := sort.SearchFloat64s(x, c-2*sigma)
+		var sw, swx, swy float64
+		for i := a; i < len(x) && x[i] <= c+2*sigma; i++ {
+			d := (x[i] - c) / sigma
+			w := math.Exp(-d * d / 2)
+			sw, swx, swy = sw+w, swx+w*x[i], swy+w*y[i]
+		}
+		if sw > 0 {
+			sx, sy = append(sx, swx/sw), append(sy, swy/sw)
 		}
 	}
-	return bx, by
+	return sx, sy
 }
 
-// averageCurves averages curves of several seeds on a common grid of n
-// bins over their joint x range; each curve is binned first.
-func averageCurves(curves [][2][]float64, n int) (bx, by []float64) {
-	if len(curves) == 1 {
-		return binned(curves[0][0], curves[0][1], n)
-	}
+// smoothSeries smooths one curve (see smoothCurves).
+func smoothSeries(xs, ys []float64) (sx, sy []float64) {
+	sx, sy, _ = smoothCurves([][2][]float64{{xs, ys}})
+	return sx, sy
+}
+
+// smoothCurves smooths several seeds' curves together with the bandwidth
+// of their joint span; it returns the bandwidth too.
+func smoothCurves(curves [][2][]float64) (sx, sy []float64, sigma float64) {
 	var xs, ys []float64
 	for _, c := range curves {
 		xs = append(xs, c[0]...)
 		ys = append(ys, c[1]...)
 	}
-	return binned(xs, ys, n)
-}
-
-func binWidth(xs []float64) int {
-	if len(xs) <= maxBins {
-		return 1
+	if len(xs) == 0 {
+		return nil, nil, 1
 	}
-	span := xs[len(xs)-1] - xs[0]
-	w := int(math.Round(span / maxBins))
-	return max(w, 1)
+	lo, hi := slices.Min(xs), slices.Max(xs)
+	sigma = smoothSigma(hi - lo)
+	sx, sy = smooth(xs, ys, sigma, maxBins)
+	return sx, sy, sigma
 }
 
 // meanAtSteps averages several seeds' evaluation curves step by step.
