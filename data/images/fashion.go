@@ -9,6 +9,7 @@ import (
 	"image"
 	"io"
 	"io/fs"
+	"math/bits"
 	"os"
 	"path/filepath"
 
@@ -197,42 +198,54 @@ func readIDX(dir, name string, want uint32) (string, []int, []byte, error) {
 	if err != nil {
 		return path, nil, nil, fmt.Errorf("fashion-mnist: %w", err)
 	}
+	dims, body, err := parseIDX(path, raw, want)
+	return path, dims, body, err
+}
+
+// parseIDX decodes the IDX file raw (plain or gzipped) read from path,
+// whose magic must be want: its dimensions (each in [1, 2²⁴]) and its data,
+// which must fill the file exactly.
+func parseIDX(path string, raw []byte, want uint32) ([]int, []byte, error) {
 	if len(raw) >= 2 && raw[0] == 0x1f && raw[1] == 0x8b {
 		zr, err := gzip.NewReader(bytes.NewReader(raw))
 		if err != nil {
-			return path, nil, nil, fmt.Errorf("fashion-mnist: %s: %w", path, err)
+			return nil, nil, fmt.Errorf("fashion-mnist: %s: %w", path, err)
 		}
 		raw, err = io.ReadAll(zr)
 		if err != nil {
-			return path, nil, nil, fmt.Errorf("fashion-mnist: %s: decompressing: %w", path, err)
+			return nil, nil, fmt.Errorf("fashion-mnist: %s: decompressing: %w", path, err)
 		}
 	}
 	if len(raw) < 4 {
-		return path, nil, nil, fmt.Errorf("fashion-mnist: %s: %d bytes, too short for an IDX header", path, len(raw))
+		return nil, nil, fmt.Errorf("fashion-mnist: %s: %d bytes, too short for an IDX header", path, len(raw))
 	}
 	magic := binary.BigEndian.Uint32(raw)
 	if magic != want {
-		return path, nil, nil, fmt.Errorf("fashion-mnist: %s: IDX magic number %#08x, want %#08x (unsigned bytes, %d dimensions)", path, magic, want, want&0xff)
+		return nil, nil, fmt.Errorf("fashion-mnist: %s: IDX magic number %#08x, want %#08x (unsigned bytes, %d dimensions)", path, magic, want, want&0xff)
 	}
 	nd := int(magic & 0xff)
 	if len(raw) < 4+4*nd {
-		return path, nil, nil, fmt.Errorf("fashion-mnist: %s: header truncated (%d bytes for %d dimensions)", path, len(raw), nd)
+		return nil, nil, fmt.Errorf("fashion-mnist: %s: header truncated (%d bytes for %d dimensions)", path, len(raw), nd)
 	}
 	dims := make([]int, nd)
-	size := 1
+	size := uint64(1)
 	for i := range dims {
 		d := binary.BigEndian.Uint32(raw[4+4*i:])
 		if d == 0 || d > 1<<24 {
-			return path, nil, nil, fmt.Errorf("fashion-mnist: %s: dimension %d is %d", path, i, d)
+			return nil, nil, fmt.Errorf("fashion-mnist: %s: dimension %d is %d", path, i, d)
 		}
 		dims[i] = int(d)
-		size *= int(d)
+		hi, lo := bits.Mul64(size, uint64(d))
+		if hi != 0 || lo > 1<<62 {
+			return nil, nil, fmt.Errorf("fashion-mnist: %s: the header's dimensions %v describe more data than a file can hold", path, dims[:i+1])
+		}
+		size = lo
 	}
 	body := raw[4+4*nd:]
-	if len(body) != size {
-		return path, nil, nil, fmt.Errorf("fashion-mnist: %s: %d data bytes, the header's dimensions %v need %d", path, len(body), dims, size)
+	if uint64(len(body)) != size {
+		return nil, nil, fmt.Errorf("fashion-mnist: %s: %d data bytes, the header's dimensions %v need %d", path, len(body), dims, size)
 	}
-	return path, dims, body, nil
+	return dims, body, nil
 }
 
 // readIDXImages reads an N×H×W unsigned-byte image file.

@@ -515,3 +515,35 @@ func TestISICErrors(t *testing.T) {
 		t.Fatalf("duplicate names: %v", err)
 	}
 }
+
+// FuzzParseIDX feeds arbitrary bytes to the IDX decoder: it must never
+// panic, and what it accepts must be a header of the wanted magic whose
+// dimensions multiply to the data's length.
+func FuzzParseIDX(f *testing.F) {
+	f.Add(idxBytes([]int{2, 2, 2}, make([]byte, 8)), uint32(idxImagesMagic))
+	f.Add(idxBytes([]int{3}, []byte{0, 1, 9}), uint32(idxLabelsMagic))
+	f.Add(gz(idxBytes([]int{1, 1, 1}, []byte{7})), uint32(idxImagesMagic))
+	f.Add([]byte{0, 0, 8, 3, 0xff, 0xff, 0xff, 0xff}, uint32(idxImagesMagic))
+	f.Fuzz(func(t *testing.T, raw []byte, want uint32) {
+		dims, body, err := parseIDX("fuzz", raw, want)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fashion-mnist: fuzz") {
+				t.Fatalf("error %q does not name the file", err)
+			}
+			return
+		}
+		if len(dims) != int(want&0xff) {
+			t.Fatalf("%d dimensions for magic %#x", len(dims), want)
+		}
+		n := 1
+		for _, d := range dims {
+			if d < 1 || d > 1<<24 {
+				t.Fatalf("dimension %d accepted", d)
+			}
+			n *= d
+		}
+		if n != len(body) {
+			t.Fatalf("dimensions %v with %d data bytes", dims, len(body))
+		}
+	})
+}
