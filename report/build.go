@@ -120,6 +120,7 @@ func addFig(s *Section, name, caption string, plots [][]*plot.Plot, w, h vg.Leng
 		return fmt.Errorf("report: figure %s: %w", name, err)
 	}
 	wide := len(plots[0]) > 1 // a grid of panels gets the page's whole width
-	s.Figures = append(s.Figures, &Figure{Name: name, Caption: caption, PNG: pngB, SVG: svgB, Wide: wide})
+	s.Figures = append(s.Figures, &Figure{Name: name, Caption: caption, PNG: pngB, SVG: svgB, Wide: wide,
+		plots: plots, w: w, h: h, legendOut: legendOut, notes: notes})
 	return nil
 }

@@ -25,6 +25,12 @@ type Figure struct {
 	SVG     []byte
 	// Wide figures (grids of panels) span the page's width.
 	Wide bool
+
+	// what it was rendered from, for the layout tests
+	plots     [][]*plot.Plot
+	w, h      vg.Length
+	legendOut bool
+	notes     []string
 }
 
 const (
@@ -60,53 +66,80 @@ func newPlot(title, xlabel, ylabel string) *plot.Plot {
 	return p
 }
 
-// render draws a grid of plots (nil cells stay empty) as PNG and SVG.
-// With legendOut, each column whose plots have legend entries gives up a
-// strip on its right where those legends are drawn, outside the data.
-// Notes are written one per line under the plots (the definitions of the
-// symbols the figure uses).
-func render(plots [][]*plot.Plot, w, h vg.Length, legendOut bool, notes []string) (pngB, svgB []byte, err error) {
+// panel is where one plot of a figure goes: Plot is the canvas of the plot
+// itself; Legend, when Outside, the strip beside it for its legend.
+type panel struct {
+	Plot, Legend draw.Canvas
+	Outside      bool
+}
+
+// layout places a grid of plots (nil cells stay empty) on c. With
+// legendOut, each column whose plots have legend entries gives up a strip
+// on its right where those legends are drawn, outside the data.
+func layout(plots [][]*plot.Plot, c draw.Canvas, legendOut bool) [][]panel {
 	rows, cols := len(plots), len(plots[0])
-	drawAll := func(c vg.CanvasSizer) {
-		dc := drawNotes(draw.New(c), plots, notes)
-		var cells [][]draw.Canvas
-		if rows == 1 && cols == 1 {
-			cells = [][]draw.Canvas{{dc}}
-		} else {
-			t := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter * 6, PadY: vg.Millimeter * 6,
-				PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 3}
-			cells = plot.Align(plots, t, dc)
-		}
-		strip := make([]vg.Length, cols)
-		if legendOut {
-			for i := range plots {
-				for j, p := range plots[i] {
-					if p == nil {
-						continue
-					}
-					r := p.Legend.Rectangle(cells[i][j])
-					strip[j] = max(strip[j], r.Max.X-r.Min.X)
-				}
-			}
-		}
+	var cells [][]draw.Canvas
+	if rows == 1 && cols == 1 {
+		cells = [][]draw.Canvas{{c}}
+	} else {
+		t := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter * 6, PadY: vg.Millimeter * 6,
+			PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 3}
+		cells = plot.Align(plots, t, c)
+	}
+	strip := make([]vg.Length, cols)
+	if legendOut {
 		for i := range plots {
 			for j, p := range plots[i] {
 				if p == nil {
 					continue
 				}
-				c := cells[i][j]
-				if strip[j] == 0 {
-					p.Draw(c)
+				r := p.Legend.Rectangle(cells[i][j])
+				strip[j] = max(strip[j], r.Max.X-r.Min.X)
+			}
+		}
+	}
+	out := make([][]panel, rows)
+	for i := range plots {
+		out[i] = make([]panel, cols)
+		for j := range plots[i] {
+			c := cells[i][j]
+			if strip[j] == 0 {
+				out[i][j] = panel{Plot: c}
+				continue
+			}
+			gap := vg.Millimeter * 3
+			out[i][j] = panel{
+				Plot:    draw.Crop(c, 0, -(strip[j] + gap), 0, 0),
+				Legend:  draw.Crop(c, c.Max.X-c.Min.X-strip[j], 0, 0, -vg.Millimeter*6),
+				Outside: true,
+			}
+		}
+	}
+	return out
+}
+
+// render draws a grid of plots (see layout) as PNG and SVG. Notes are
+// written one per line under the plots (the definitions of the symbols
+// the figure uses).
+func render(plots [][]*plot.Plot, w, h vg.Length, legendOut bool, notes []string) (pngB, svgB []byte, err error) {
+	drawAll := func(c vg.CanvasSizer) {
+		panels := layout(plots, drawNotes(draw.New(c), plots, notes), legendOut)
+		for i := range plots {
+			for j, p := range plots[i] {
+				if p == nil {
 					continue
 				}
-				gap := vg.Millimeter * 3
+				pa := panels[i][j]
+				if !pa.Outside {
+					p.Draw(pa.Plot)
+					continue
+				}
 				leg := p.Legend
 				p.Legend = plot.NewLegend()
-				p.Draw(draw.Crop(c, 0, -(strip[j] + gap), 0, 0))
+				p.Draw(pa.Plot)
 				p.Legend = leg
-				lc := draw.Crop(c, c.Max.X-c.Min.X-strip[j], 0, 0, -vg.Millimeter*6)
 				leg.Left, leg.Top = true, true
-				leg.Draw(lc)
+				leg.Draw(pa.Legend)
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -246,4 +247,74 @@ func TestSymbolNotes(t *testing.T) {
 	if !strings.Contains(got[0], "marvell") || !strings.Contains(got[2], "iso") {
 		t.Errorf("notes %q do not come from the registry's help", got)
 	}
+}
+
+// TestTickLabelsDoNotOverlap lays out every figure of the hand-made
+// sweep's page and of a lone run's page at its real size and checks that
+// neighbouring tick labels of every numeric axis keep apart.
+func TestTickLabelsDoNotOverlap(t *testing.T) {
+	dir := t.TempDir()
+	writeFakeSweep(t, dir, 60)
+	sweep, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lone, err := Load(filepath.Join(dir, "marvell-s1-s1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	axes := 0
+	for _, set := range []*Set{sweep, lone} {
+		page, err := Build(set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range page.Sections {
+			for _, f := range s.Figures {
+				c := vgimg.NewWith(vgimg.UseWH(f.w, f.h), vgimg.UseDPI(dpi))
+				panels := layout(f.plots, drawNotes(draw.New(c), f.plots, f.notes), f.legendOut)
+				for i, row := range f.plots {
+					for j, p := range row {
+						if p == nil {
+							continue
+						}
+						da := p.DataCanvas(panels[i][j].Plot)
+						name := fmt.Sprintf("%s panel %d,%d (%s)", f.Name, i, j, p.Title.Text)
+						axes += checkTickGaps(t, name+" x", &p.X, func(v float64) vg.Length { return da.X(p.X.Norm(v)) },
+							func(l string) vg.Length { return p.X.Tick.Label.Width(l) })
+						axes += checkTickGaps(t, name+" y", &p.Y, func(v float64) vg.Length { return da.Y(p.Y.Norm(v)) },
+							func(l string) vg.Length { return p.Y.Tick.Label.Height(l) })
+					}
+				}
+			}
+		}
+	}
+	if axes < 20 {
+		t.Errorf("only %d axes checked", axes)
+	}
+}
+
+// checkTickGaps fails when two neighbouring labelled ticks of a are
+// closer, on the canvas, than half their extents plus 2 points; it
+// returns 1 when it checked the axis.
+func checkTickGaps(t *testing.T, name string, a *plot.Axis, pos func(float64) vg.Length, extent func(string) vg.Length) int {
+	t.Helper()
+	if _, ok := a.Tick.Marker.(roundTicks); !ok {
+		return 0
+	}
+	var prev *plot.Tick
+	for _, tk := range a.Tick.Marker.Ticks(a.Min, a.Max) {
+		if tk.Label == "" {
+			continue
+		}
+		if prev != nil {
+			gap := math.Abs(float64(pos(tk.Value) - pos(prev.Value)))
+			need := float64(extent(tk.Label)+extent(prev.Label))/2 + 2
+			if gap < need {
+				t.Errorf("%s: labels %q and %q are %.1f pt apart, need %.1f", name, prev.Label, tk.Label, gap, need)
+			}
+		}
+		prev = &tk
+	}
+	return 1
 }

@@ -12,7 +12,7 @@ import (
 // five labelled ticks (2.5 only where it fits clearly better), with
 // unlabelled minor ticks between them on round values too. Every label of
 // an axis has the same number of decimals (as few as the step needs); from
-// 10,000 up, a step of whole thousands is labelled in k.
+// 10,000 up, a step of whole thousands is labelled in k (and zero as 0).
 type roundTicks struct{}
 
 var _ plot.Ticker = roundTicks{}
@@ -84,7 +84,12 @@ func (roundTicks) Ticks(lo, hi float64) []plot.Tick {
 // step apart and whose largest magnitude is big.
 func tickLabeller(step, big float64) func(float64) string {
 	if big >= 1e4 && step >= 1000 && math.Mod(step, 1000) == 0 {
-		return func(v float64) string { return strconv.FormatFloat(v/1000, 'f', 0, 64) + "k" }
+		return func(v float64) string {
+			if v == 0 {
+				return "0"
+			}
+			return strconv.FormatFloat(v/1000, 'f', 0, 64) + "k"
+		}
 	}
 	dec := 0
 	for s := step; dec < 12 && math.Abs(s-math.Round(s)) > 1e-9*math.Max(1, s); s *= 10 {
