@@ -253,6 +253,9 @@ func TestSymbolNotes(t *testing.T) {
 // sweep's page and of a lone run's page at its real size and checks that
 // neighbouring tick labels of every numeric axis keep apart.
 func TestTickLabelsDoNotOverlap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds two whole pages")
+	}
 	dir := t.TempDir()
 	writeFakeSweep(t, dir, 60)
 	sweep, err := Load(dir)
