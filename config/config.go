@@ -167,17 +167,12 @@ func (c *Config) Resolve() {
 		}
 	}
 	if image {
+		size, channels, _ := data.ImageDefaults(c.Format)
 		if c.ImageSize == 0 {
-			c.ImageSize = data.FashionSize
-			if c.Format == data.FormatISIC {
-				c.ImageSize = data.ISICSize
-			}
+			c.ImageSize = size
 		}
 		if c.ImageChannels == 0 {
-			c.ImageChannels = 1
-			if c.Format == data.FormatISIC {
-				c.ImageChannels = 3
-			}
+			c.ImageChannels = channels
 		}
 		if c.NegPerPos == 0 && c.Format == data.FormatISIC {
 			c.NegPerPos = data.DefaultNegPerPos

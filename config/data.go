@@ -3,14 +3,13 @@ package config
 import "github.com/splitguard/splitguard/data"
 
 // LoadData reads the resolved configuration's data, with labels: an image
-// set, a table, or synthetic Criteo-shaped rows. Rows are in file order
+// set (its reader must be linked in: see data.LoadImages), a table, or
+// synthetic Criteo-shaped rows. Rows are in file order
 // (data.SortByID puts them in the canonical order).
 func (c *Config) LoadData() (*data.Split, error) {
 	switch {
-	case c.Format == data.FormatFashionMNIST:
-		return data.LoadFashionMNIST(c.Data, c.ImageOptions())
-	case c.Format == data.FormatISIC:
-		return data.LoadISIC(c.Data, c.ImageOptions())
+	case data.IsImageFormat(c.Format):
+		return data.LoadImages(c.Format, c.Data, c.ImageOptions())
 	case c.Data == "":
 		return data.Generate(c.SynthRows, c.SynthPosRate, c.Seed, c.DataOptions())
 	}

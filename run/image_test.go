@@ -16,6 +16,7 @@ import (
 	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/data/datatest"
+	_ "github.com/splitguard/splitguard/data/images" // the image set readers
 	"github.com/splitguard/splitguard/protect"
 )
 

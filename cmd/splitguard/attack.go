@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/splitguard/splitguard/audit"
-	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/data/images"
 	"github.com/splitguard/splitguard/dump"
 )
 
@@ -57,7 +57,7 @@ Fashion-MNIST run can be attacked on all ten classes.`,
 			if labels != "" {
 				classes, err = dump.ReadClassesNPY(labels)
 			} else {
-				classes, err = data.FashionMNISTClasses(fashion)
+				classes, err = images.FashionMNISTClasses(fashion)
 			}
 			if err != nil {
 				return fmt.Errorf("attack multiclass: %w", err)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -14,45 +13,14 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
-	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/stats"
-	"google.golang.org/grpc/status"
 
-	"github.com/splitguard/splitguard/pki"
 	pb "github.com/splitguard/splitguard/proto/splitguardpb"
-	"github.com/splitguard/splitguard/psi"
-	"github.com/splitguard/splitguard/tensor"
 	"github.com/splitguard/splitguard/transport"
 )
-
-// Handlers are the active party's answers to the control calls. A nil
-// handler makes its call fail with codes.Unimplemented, except Hello
-// (version and fingerprint are always checked; a nil Hello accepts any
-// peer that matches them) and Shutdown (a nil Shutdown only ends the run).
-type Handlers struct {
-	// Hello may refuse a peer whose version and fingerprint matched, e.g. by
-	// party name; its error message is sent back as the reason.
-	Hello func(ctx context.Context, peer Hello) error
-	// PSI answers one PSI round; (*psi.Responder).Handle fits after
-	// wrapping.
-	PSI func(ctx context.Context, req *psi.Request) (*psi.Response, error)
-	// Checkpoint is asked to checkpoint after step training steps; an error
-	// refuses.
-	Checkpoint func(ctx context.Context, step int64) error
-	// Shutdown is told that the passive ends the run; reason is empty for a
-	// normal end.
-	Shutdown func(ctx context.Context, reason string) error
-	// Score, when set, makes the server an inference server: it answers
-	// Score calls (each batch handed to Score once, in order; a re-sent
-	// batch gets the remembered answer) and refuses Train streams. When
-	// nil, Score calls are refused. The result's Scores must be nil unless
-	// the active party shares its scores.
-	Score func(ctx context.Context, b *ScoreBatch) (*ScoreResult, error)
-}
 
 // ServerOptions configure Listen.
 type ServerOptions struct {
@@ -72,9 +40,6 @@ type ServerOptions struct {
 	// nil.
 	Logger *slog.Logger
 }
-
-// errBeforeHello is the text of the refusal of a call that needs a Hello.
-const errBeforeHello = "before a successful Hello"
 
 // ErrServerClosed is returned by Recv after Close.
 var ErrServerClosed = errors.New("grpcnet: server closed")
@@ -114,32 +79,6 @@ type Server struct {
 }
 
 var _ transport.ActiveConn = (*Server)(nil)
-
-// key orders the messages of a run.
-type key struct {
-	step  int64
-	phase transport.Phase
-	batch int
-}
-
-func (k key) rank() int {
-	if k.phase == transport.Eval {
-		return 0
-	}
-	return 1
-}
-
-func (k key) less(o key) bool {
-	if k.step != o.step {
-		return k.step < o.step
-	}
-	if k.rank() != o.rank() {
-		return k.rank() < o.rank()
-	}
-	return k.batch < o.batch
-}
-
-func (k key) String() string { return fmt.Sprintf("%v step %d batch %d", k.phase, k.step, k.batch) }
 
 // Listen starts serving on addr ("host:port"; port 0 picks a free port) in
 // the background.
@@ -282,327 +221,6 @@ func (s *Server) close() error {
 		return err
 	}
 	return stuck
-}
-
-// Abort ends the run with err: Recv returns err from now on, the message in
-// flight (if any) and every later one are refused with err's text, so that
-// the passive party's log names the reason too. The server keeps running
-// until Close (control calls still work).
-func (s *Server) Abort(err error) {
-	if err == nil {
-		err = errors.New("grpcnet: the active party aborted the run")
-	}
-	s.log.Warn("grpcnet: aborting the run", "err", err)
-	s.end(err)
-}
-
-// ResetOrder forgets the last message, so that the next Forward may have
-// any key. The active party calls it after it has rolled back to a
-// checkpoint both parties hold (a restarted passive resumes at an earlier
-// step, which the replay protection would otherwise refuse). It must not be
-// called while a message is being processed.
-func (s *Server) ResetOrder() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.have, s.lastReply, s.delivered, s.pending = false, nil, false, nil
-	select {
-	case <-s.incoming: // an admitted message nobody received: drop it
-	default:
-	}
-}
-
-// end marks the run over; the first reason wins.
-func (s *Server) end(err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	select {
-	case <-s.ended:
-	default:
-		s.endErr = err
-		close(s.ended)
-	}
-}
-
-// Recv waits for the next forward message. It returns io.EOF once the
-// passive party has closed its stream or sent a normal Shutdown, and an
-// error naming the reason after an aborting Shutdown.
-func (s *Server) Recv(ctx context.Context) (*transport.Forward, error) {
-	// deliver hands f out unless ResetOrder dropped it after it was taken
-	// from the queue.
-	deliver := func(f *transport.Forward) bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if f != s.pending {
-			return false
-		}
-		s.delivered = true
-		return true
-	}
-	select {
-	case f := <-s.incoming:
-		if deliver(f) {
-			return f, nil
-		}
-	default:
-	}
-	for {
-		select {
-		case f := <-s.incoming:
-			if deliver(f) {
-				return f, nil
-			}
-			continue
-		case <-s.ended:
-			return nil, s.endErr
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-}
-
-// Reply answers the message last received. b must name its step and
-// batch; a Train answer carries a finite gradient of the embedding's
-// shape, an Eval answer none.
-func (s *Server) Reply(ctx context.Context, b *transport.Backward) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.have || s.lastReply != nil || !s.delivered {
-		return errors.New("grpcnet: Reply without an unanswered message")
-	}
-	k := s.lastKey
-	if b == nil {
-		return fmt.Errorf("grpcnet: Reply to %v: nil answer", k)
-	}
-	if b.Step != k.step || b.Batch != k.batch {
-		return fmt.Errorf("grpcnet: Reply for step %d batch %d, the unanswered message is %v", b.Step, b.Batch, k)
-	}
-	m := &pb.Backward{Step: b.Step, Batch: int64(b.Batch)}
-	switch k.phase {
-	case transport.Eval:
-		if b.Grad != nil {
-			return fmt.Errorf("grpcnet: Reply to %v carries a gradient; an evaluation batch is answered without one", k)
-		}
-	default:
-		if b.Grad == nil || b.Grad.Rows != s.lastRows || b.Grad.Cols != s.lastCols {
-			return fmt.Errorf("grpcnet: Reply to %v: gradient shape %s, the embedding was %d×%d", k, shapeOf(b.Grad), s.lastRows, s.lastCols)
-		}
-		if err := tensor.CheckFinite(fmt.Sprintf("grpcnet: Reply to %v: gradient", k), b.Grad); err != nil {
-			return err
-		}
-		g, err := encodeTensor(b.Grad)
-		if err != nil {
-			return fmt.Errorf("grpcnet: Reply to %v: %w", k, err)
-		}
-		m.Grad = g
-	}
-	s.lastReply = m
-	close(s.ready)
-	return nil
-}
-
-// admit applies the ordering rules of the package doc to an incoming
-// message and returns the answer to send.
-func (s *Server) admit(ctx context.Context, f *transport.Forward, sum uint64) (*pb.Backward, error) {
-	k := key{step: f.Step, phase: f.Phase, batch: f.Batch}
-	s.mu.Lock()
-	select {
-	case <-s.ended:
-		s.mu.Unlock()
-		return nil, statusf(codes.FailedPrecondition, "%v refused: the run has ended (%v)", k, s.endErr)
-	default:
-	}
-	switch {
-	case s.have && k == s.lastKey:
-		if sum != s.lastSum {
-			s.mu.Unlock()
-			return nil, statusf(codes.InvalidArgument, "%v re-sent with different content", k)
-		}
-		s.cnt.retries.Add(1)
-		s.log.Info("grpcnet: answering a re-sent message without re-applying it", "msg", k.String())
-	case s.have && k.less(s.lastKey):
-		last := s.lastKey
-		s.mu.Unlock()
-		return nil, statusf(codes.FailedPrecondition, "replayed old message %v refused: %v was already received", k, last)
-	case s.have && s.lastReply == nil:
-		last := s.lastKey
-		s.mu.Unlock()
-		return nil, statusf(codes.FailedPrecondition, "%v arrived while %v is unanswered (the protocol is lock-step)", k, last)
-	default:
-		s.have, s.lastKey, s.lastSum, s.lastPhase = true, k, sum, f.Phase
-		s.lastRows, s.lastCols = f.Embedding.Rows, f.Embedding.Cols
-		s.lastReply, s.ready, s.delivered, s.pending = nil, make(chan struct{}), false, f
-		select {
-		case s.incoming <- f: // the previous message was received and answered
-		default:
-			s.mu.Unlock()
-			return nil, statusf(codes.Internal, "%v refused: an earlier message is still queued", k)
-		}
-	}
-	ready := s.ready
-	s.mu.Unlock()
-	select {
-	case <-ready:
-	case <-ctx.Done():
-		return nil, statusf(codes.Canceled, "%v: stream ended before the answer was ready", k)
-	case <-s.ended:
-		s.mu.Lock()
-		reason := s.endErr
-		s.mu.Unlock()
-		return nil, statusf(codes.FailedPrecondition, "%v: the run ended before the answer was ready: %v", k, reason)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lastReply, nil
-}
-
-// service implements the generated server interface.
-type service struct {
-	pb.UnimplementedSplitLearningServer
-	s *Server
-}
-
-// peerName names the caller in logs: its certificate's party name, or its
-// address.
-func peerName(ctx context.Context) string {
-	p, ok := peer.FromContext(ctx)
-	if !ok {
-		return "unknown"
-	}
-	if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok {
-		if n := pki.PeerName(ti.State); n != "" {
-			return n
-		}
-	}
-	return p.Addr.String()
-}
-
-func (v *service) Hello(ctx context.Context, req *pb.HelloRequest) (*pb.HelloResponse, error) {
-	s := v.s
-	local := s.o.Local
-	fp, err := local.Config.toPB()
-	if err != nil {
-		return nil, toStatus(err, codes.Internal, "hello")
-	}
-	resp := &pb.HelloResponse{ProtocolVersion: local.Version, Party: local.Party, Config: fp}
-	remote := Hello{Version: req.GetProtocolVersion(), Party: req.GetParty(), Config: fingerprintFromPB(req.GetConfig())}
-	reason := local.mismatch(remote)
-	if reason == "" && s.o.Handlers.Hello != nil {
-		if err := s.o.Handlers.Hello(ctx, remote); err != nil {
-			reason = err.Error()
-		}
-	}
-	if reason != "" {
-		resp.Reason = reason
-		s.log.Warn("grpcnet: refused the run", "peer", peerName(ctx), "party", remote.Party, "reason", reason)
-		return resp, nil
-	}
-	resp.Accepted = true
-	s.resetScore()
-	s.helloOK.Store(true)
-	s.log.Info("grpcnet: hello", "peer", peerName(ctx), "party", remote.Party)
-	return resp, nil
-}
-
-func (v *service) PSI(ctx context.Context, req *pb.PSIRequest) (*pb.PSIResponse, error) {
-	s := v.s
-	if !s.helloOK.Load() {
-		return nil, statusf(codes.FailedPrecondition, "PSI before a successful Hello")
-	}
-	if s.o.Handlers.PSI == nil {
-		return nil, statusf(codes.Unimplemented, "this active party does not run PSI")
-	}
-	resp, err := s.o.Handlers.PSI(ctx, &psi.Request{Round: int(req.GetRound()), Elements: req.GetElements(), Digest: req.GetDigest()})
-	if err != nil {
-		s.cnt.rejected.Add(1)
-		s.log.Warn("grpcnet: PSI round failed", "peer", peerName(ctx), "round", req.GetRound(), "err", err)
-		return nil, toStatus(err, codes.InvalidArgument, fmt.Sprintf("PSI round %d", req.GetRound()))
-	}
-	return &pb.PSIResponse{Round: uint32(resp.Round), Elements: resp.Elements, Own: resp.Own, Digest: resp.Digest}, nil
-}
-
-func (v *service) Checkpoint(ctx context.Context, req *pb.CheckpointRequest) (*pb.CheckpointResponse, error) {
-	s := v.s
-	if s.o.Handlers.Checkpoint == nil {
-		return nil, statusf(codes.Unimplemented, "this active party does not checkpoint")
-	}
-	if req.GetStep() < 0 {
-		return nil, statusf(codes.InvalidArgument, "checkpoint at negative step %d", req.GetStep())
-	}
-	if err := s.o.Handlers.Checkpoint(ctx, req.GetStep()); err != nil {
-		s.log.Warn("grpcnet: checkpoint refused", "peer", peerName(ctx), "step", req.GetStep(), "err", err)
-		return nil, toStatus(err, codes.FailedPrecondition, fmt.Sprintf("checkpoint at step %d", req.GetStep()))
-	}
-	return &pb.CheckpointResponse{Step: req.GetStep()}, nil
-}
-
-func (v *service) Shutdown(ctx context.Context, req *pb.ShutdownRequest) (*pb.ShutdownResponse, error) {
-	s := v.s
-	reason := req.GetReason()
-	s.log.Info("grpcnet: shutdown requested", "peer", peerName(ctx), "reason", reason)
-	var herr error
-	if s.o.Handlers.Shutdown != nil {
-		herr = s.o.Handlers.Shutdown(ctx, reason)
-	}
-	if reason == "" {
-		s.end(io.EOF)
-	} else {
-		s.end(fmt.Errorf("grpcnet: the passive party aborted the run: %s", reason))
-	}
-	if herr != nil {
-		return nil, toStatus(herr, codes.Internal, "shutdown")
-	}
-	return &pb.ShutdownResponse{}, nil
-}
-
-func (v *service) Train(stream pb.SplitLearning_TrainServer) error {
-	s := v.s
-	ctx := stream.Context()
-	who := peerName(ctx)
-	if s.o.Handlers.Score != nil {
-		s.cnt.rejected.Add(1)
-		return statusf(codes.FailedPrecondition, "Train refused: this active party serves scoring, not training")
-	}
-	if !s.helloOK.Load() {
-		return statusf(codes.FailedPrecondition, "Train %s", errBeforeHello)
-	}
-	s.log.Debug("grpcnet: train stream opened", "peer", who)
-	for {
-		m, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			s.log.Info("grpcnet: the passive party closed the train stream", "peer", who)
-			s.end(io.EOF)
-			return nil
-		}
-		if err != nil {
-			// A broken connection: the passive may reconnect and re-send.
-			s.log.Info("grpcnet: train stream broken", "peer", who, "err", err)
-			return err
-		}
-		f, err := decodeForward(m, s.maxValues)
-		if err != nil {
-			s.cnt.rejected.Add(1)
-			s.log.Warn("grpcnet: refused a forward message", "peer", who, "err", err)
-			return statusf(codes.InvalidArgument, "refused forward message: %v", err)
-		}
-		reply, err := s.admit(ctx, f, checksum(s.seed, m))
-		if status.Code(err) == codes.Canceled {
-			s.log.Info("grpcnet: train stream ended while a step was in flight", "peer", who, "err", err)
-			return err
-		}
-		if err != nil {
-			s.cnt.rejected.Add(1)
-			s.log.Warn("grpcnet: refused a forward message", "peer", who, "err", err)
-			return err
-		}
-		if err := stream.Send(reply); err != nil {
-			s.log.Info("grpcnet: train stream broken while answering", "peer", who, "err", err)
-			return err
-		}
-		s.cnt.exchanges.Add(1)
-	}
 }
 
 // statsHandler counts message bytes for Stats.

@@ -1,4 +1,4 @@
-package data
+package images
 
 import (
 	"bufio"
@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 
 	"github.com/splitguard/splitguard/atomicfile"
+
+	"github.com/splitguard/splitguard/data"
 )
 
 // isicDecodes counts images decoded by LoadISIC (tests check cache hits).
@@ -58,8 +60,8 @@ type isicFile struct {
 // shape: a second load with the same selection reads the cache instead of
 // decoding. A cache that cannot be written (read-only folder) is skipped.
 // A file that does not decode is an error naming it.
-func LoadISIC(dir string, o ImageOptions) (*Split, error) {
-	o, err := o.resolve("isic", ISICSize, 3)
+func LoadISIC(dir string, o data.ImageOptions) (*data.Split, error) {
+	o, err := resolve(o, "isic", data.ISICSize, 3)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +74,7 @@ func LoadISIC(dir string, o ImageOptions) (*Split, error) {
 	var pos, neg []int
 	for i := range files {
 		f := &files[i]
-		f.id = HashID(f.name)
+		f.id = data.HashID(f.name)
 		if prev, dup := seen[f.id]; dup {
 			return nil, fmt.Errorf("isic: %s and %s have the same image name %q", prev, f.path, f.name)
 		}
@@ -92,7 +94,7 @@ func LoadISIC(dir string, o ImageOptions) (*Split, error) {
 		nNeg = min(nNeg, o.NegPerPos*len(pos))
 	}
 	kept := append(slices.Clone(pos), byHash(ids, neg, o.Seed, imageNegKey)[:nNeg]...)
-	order := byHash(ids, kept, o.Seed, testKey)
+	order := byHash(ids, kept, o.Seed, data.TestSplitKey)
 	nTest := int(o.TestFrac*float64(len(order)) + 0.5)
 	testIdx, trainIdx := order[:nTest], order[nTest:]
 	// Keep each split in file order (sorted names) for readability.
@@ -109,7 +111,7 @@ func LoadISIC(dir string, o ImageOptions) (*Split, error) {
 		return nil, err
 	}
 	w := o.Size * o.Size * o.Channels
-	mk := func(idx []int, pix []byte) *Dataset {
+	mk := func(idx []int, pix []byte) *data.Dataset {
 		ids := make([]uint64, len(idx))
 		labels := make([]uint8, len(idx))
 		for k, i := range idx {
@@ -123,11 +125,11 @@ func LoadISIC(dir string, o ImageOptions) (*Split, error) {
 		return nil, fmt.Errorf("isic: %s: no training images after the split", dir)
 	}
 	tp, sp := countPos(train.Labels), countPos(test.Labels)
-	return &Split{Train: train, Test: test, Info: Info{
+	return &data.Split{Train: train, Test: test, Info: data.Info{
 		Path: dir, Format: format,
 		RowsRead: int64(len(files)), RowsKept: int64(len(all)),
-		Train:     PartInfo{Rows: train.X.Rows, Positives: tp},
-		Test:      PartInfo{Rows: test.X.Rows, Positives: sp},
+		Train:     data.PartInfo{Rows: train.X.Rows, Positives: tp},
+		Test:      data.PartInfo{Rows: test.X.Rows, Positives: sp},
 		HasLabels: true,
 		Sample:    float64(len(all)) / float64(len(files)),
 		TestFrac:  o.TestFrac,
@@ -253,7 +255,7 @@ const isicCacheMagic = "SGIMGC1\x00"
 
 // isicPixels returns the selected images as 8-bit pixels, from the cache
 // when it matches, else by decoding (and then writing the cache).
-func isicPixels(dir string, sel []isicFile, o ImageOptions) ([]byte, error) {
+func isicPixels(dir string, sel []isicFile, o data.ImageOptions) ([]byte, error) {
 	s, c := o.Size, o.Channels
 	w := s * s * c
 	cachePath := ""
@@ -298,7 +300,7 @@ func isicCacheKey(sel []isicFile, s, c int) (uint64, error) {
 		b = binary.LittleEndian.AppendUint64(b, uint64(st.Size()))
 		b = binary.LittleEndian.AppendUint64(b, uint64(st.ModTime().UnixNano()))
 	}
-	return hashBytes(0x434143484500, b), nil
+	return data.HashBytes(0x434143484500, b), nil
 }
 
 func readISICCache(path string, key uint64, n, s, c int) ([]byte, bool) {
@@ -345,7 +347,7 @@ func writeISICCache(path string, key uint64, n, s, c int, pix []byte) {
 
 // decodeAll decodes and resizes sel into pix (one s·s·c block each) with
 // o.Workers goroutines; the first failure (in file order) is returned.
-func decodeAll(sel []isicFile, pix []byte, o ImageOptions) error {
+func decodeAll(sel []isicFile, pix []byte, o data.ImageOptions) error {
 	w := o.Size * o.Size * o.Channels
 	errs := make([]error, len(sel))
 	var next atomic.Int64

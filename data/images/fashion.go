@@ -1,4 +1,4 @@
-package data
+package images
 
 import (
 	"bytes"
@@ -11,11 +11,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-)
 
-// FashionMNISTDir is where Debian's dataset-fashion-mnist package installs
-// the gzipped IDX files.
-const FashionMNISTDir = "/usr/share/datasets/fashion-mnist"
+	"github.com/splitguard/splitguard/data"
+)
 
 // IDX magic numbers: two zero bytes, the element type (0x08 = unsigned
 // byte) and the number of dimensions.
@@ -41,8 +39,8 @@ const (
 // (0…59999 for the real files) and test image i has ID Ntrain+i
 // (60000… for the real files). Memory: 70,000 images at 84×84×3 take
 // 5.9 GB of float32; the native 28×28×1 takes 220 MB.
-func LoadFashionMNIST(dir string, o ImageOptions) (*Split, error) {
-	o, err := o.resolve("fashion-mnist", FashionSize, 1)
+func LoadFashionMNIST(dir string, o data.ImageOptions) (*data.Split, error) {
+	o, err := resolve(o, "fashion-mnist", data.FashionSize, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -81,12 +79,12 @@ func LoadFashionMNIST(dir string, o ImageOptions) (*Split, error) {
 	}
 	read := nTrain + len(teY)
 	kept := train.X.Rows + test.X.Rows
-	return &Split{Train: train, Test: test, Info: Info{
+	return &data.Split{Train: train, Test: test, Info: data.Info{
 		Path: dir, Format: "fashion-mnist",
 		RowsRead: int64(read), RowsKept: int64(kept),
 		Bytes:     int64(len(trX) + len(teX) + nTrain + len(teY)),
-		Train:     PartInfo{Rows: train.X.Rows, Positives: tp},
-		Test:      PartInfo{Rows: test.X.Rows, Positives: sp},
+		Train:     data.PartInfo{Rows: train.X.Rows, Positives: tp},
+		Test:      data.PartInfo{Rows: test.X.Rows, Positives: sp},
 		HasLabels: true,
 		Sample:    float64(kept) / float64(read),
 		TestFrac:  float64(test.X.Rows) / float64(kept),
@@ -97,12 +95,12 @@ func LoadFashionMNIST(dir string, o ImageOptions) (*Split, error) {
 // fashionShaper selects and shapes one split's images.
 type fashionShaper struct {
 	h, w int
-	o    ImageOptions
+	o    data.ImageOptions
 }
 
 // part labels, subsamples and shapes n = len(y) images whose IDs are
 // first, first+1, ….
-func (f *fashionShaper) part(x, y []byte, first uint64, key uint64) *Dataset {
+func (f *fashionShaper) part(x, y []byte, first uint64, key uint64) *data.Dataset {
 	o := f.o
 	n := len(y)
 	ids := make([]uint64, n)

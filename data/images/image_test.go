@@ -1,4 +1,4 @@
-package data
+package images
 
 import (
 	"bytes"
@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/splitguard/splitguard/data"
 )
 
 // idxBytes encodes an unsigned-byte IDX file.
@@ -75,14 +77,14 @@ func TestFashionMNISTFixtures(t *testing.T) {
 	writeFashion(t, dir, 200, 50, 4)
 	for _, tc := range []struct {
 		name                      string
-		o                         ImageOptions
+		o                         data.ImageOptions
 		trainRows, trainPos, side int
 		channels, testRows        int
 		pixel                     func(img, r, c, ch int) float64 // expected value; img is the file index
 	}{
-		{"native 4x4 grey", ImageOptions{Size: 4, PositiveClass: 3}, 200, 20, 4, 1, 50,
+		{"native 4x4 grey", data.ImageOptions{Size: 4, PositiveClass: 3}, 200, 20, 4, 1, 50,
 			func(i, r, c, _ int) float64 { return float64(fixturePixel(i, r*4+c)) / 255 }},
-		{"padded to 8x8, RGB", ImageOptions{Size: 8, Pad: true, Channels: 3, PositiveClass: 3}, 200, 20, 8, 3, 50,
+		{"padded to 8x8, RGB", data.ImageOptions{Size: 8, Pad: true, Channels: 3, PositiveClass: 3}, 200, 20, 8, 3, 50,
 			func(i, r, c, _ int) float64 {
 				if r < 2 || r >= 6 || c < 2 || c >= 6 {
 					return 0
@@ -92,7 +94,7 @@ func TestFashionMNISTFixtures(t *testing.T) {
 		// 20 positives of 200; rate 0.05 over 180 negatives keeps
 		// round(0.05·180/0.95) = round(9.47) = 9; the test split (5 of 50)
 		// keeps round(0.05·45/0.95) = round(2.37) = 2.
-		{"positive rate 5%", ImageOptions{Size: 4, PositiveClass: 3, PosRate: 0.05, Seed: 7}, 189, 9, 4, 1, 47, nil},
+		{"positive rate 5%", data.ImageOptions{Size: 4, PositiveClass: 3, PosRate: 0.05, Seed: 7}, 189, 9, 4, 1, 47, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := LoadFashionMNIST(dir, tc.o)
@@ -161,7 +163,7 @@ func TestFashionMNISTResizeConstant(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, p+"-labels-idx1-ubyte"), idxBytes([]int{n}, lab), 0o644)
 	}
 	for _, size := range []int{3, 15} {
-		s, err := LoadFashionMNIST(dir, ImageOptions{Size: size, PositiveClass: 1})
+		s, err := LoadFashionMNIST(dir, data.ImageOptions{Size: size, PositiveClass: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +204,7 @@ func TestFashionMNISTBadFiles(t *testing.T) {
 			} else if err := os.WriteFile(p, tc.data, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := LoadFashionMNIST(dir, ImageOptions{Size: 4})
+			_, err := LoadFashionMNIST(dir, data.ImageOptions{Size: 4})
 			for _, w := range tc.wants {
 				if err == nil || !strings.Contains(err.Error(), w) {
 					t.Fatalf("error %v, want one containing %q", err, w)
@@ -212,7 +214,7 @@ func TestFashionMNISTBadFiles(t *testing.T) {
 	}
 	dir := t.TempDir()
 	good(dir)
-	for _, o := range []ImageOptions{{PositiveClass: 10}, {Channels: 2}, {PosRate: 1}, {Size: -1}} {
+	for _, o := range []data.ImageOptions{{PositiveClass: 10}, {Channels: 2}, {PosRate: 1}, {Size: -1}} {
 		if _, err := LoadFashionMNIST(dir, o); err == nil {
 			t.Errorf("options %+v accepted", o)
 		}
@@ -222,13 +224,13 @@ func TestFashionMNISTBadFiles(t *testing.T) {
 // TestFashionMNISTReal loads Debian's dataset-fashion-mnist when it is
 // installed.
 func TestFashionMNISTReal(t *testing.T) {
-	if _, err := os.Stat(filepath.Join(FashionMNISTDir, "train-images-idx3-ubyte.gz")); err != nil {
-		t.Skipf("%s not installed (apt-get install dataset-fashion-mnist)", FashionMNISTDir)
+	if _, err := os.Stat(filepath.Join(data.FashionMNISTDir, "train-images-idx3-ubyte.gz")); err != nil {
+		t.Skipf("%s not installed (apt-get install dataset-fashion-mnist)", data.FashionMNISTDir)
 	}
 	if testing.Short() {
 		t.Skip("reads 30 MB of gzip")
 	}
-	s, err := LoadFashionMNIST(FashionMNISTDir, ImageOptions{PositiveClass: 1, PosRate: 0.05, Seed: 1})
+	s, err := LoadFashionMNIST(data.FashionMNISTDir, data.ImageOptions{PositiveClass: 1, PosRate: 0.05, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +319,7 @@ func TestISICFolders(t *testing.T) {
 	dir := t.TempDir()
 	writeISICFolders(t, dir, 20, 280)
 	before := isicDecodes.Load()
-	s, err := LoadISIC(dir, ImageOptions{Seed: 3})
+	s, err := LoadISIC(dir, data.ImageOptions{Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,12 +334,12 @@ func TestISICFolders(t *testing.T) {
 	if got := isicDecodes.Load() - before; got != 200 {
 		t.Fatalf("%d images decoded, want only the 200 kept", got)
 	}
-	if sh := tr.X.Image; *sh != (ImageShape{84, 84, 3}) || tr.X.NumDense != 84*84*3 {
+	if sh := tr.X.Image; *sh != (data.ImageShape{Height: 84, Width: 84, Channels: 3}) || tr.X.NumDense != 84*84*3 {
 		t.Fatalf("shape %+v", *sh)
 	}
 	seen := map[uint64]bool{}
 	var malMean, benMean []float64
-	for _, ds := range []*Dataset{tr, te} {
+	for _, ds := range []*data.Dataset{tr, te} {
 		for k, id := range ds.IDs {
 			if seen[id] {
 				t.Fatalf("ID %d twice", id)
@@ -364,7 +366,7 @@ func TestISICFolders(t *testing.T) {
 			}
 		}
 	}
-	if !seen[HashID("m_0007")] || !seen[HashID("m_0019")] {
+	if !seen[data.HashID("m_0007")] || !seen[data.HashID("m_0019")] {
 		t.Fatal("IDs are not HashID of the image names")
 	}
 	if _, err := os.Stat(filepath.Join(dir, ".splitguard-cache-84x84x3.bin")); err != nil {
@@ -373,7 +375,7 @@ func TestISICFolders(t *testing.T) {
 
 	// A second load reads the cache: same data, no decoding.
 	before = isicDecodes.Load()
-	s2, err := LoadISIC(dir, ImageOptions{Seed: 3})
+	s2, err := LoadISIC(dir, data.ImageOptions{Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +386,7 @@ func TestISICFolders(t *testing.T) {
 		t.Fatal("cached pixels differ from decoded ones")
 	}
 	// Another seed selects other negatives and splits differently.
-	s3, err := LoadISIC(dir, ImageOptions{Seed: 4})
+	s3, err := LoadISIC(dir, data.ImageOptions{Seed: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +399,7 @@ func TestISICFolders(t *testing.T) {
 	future := time.Now().Add(time.Hour)
 	os.Chtimes(filepath.Join(dir, "malignant", name), future, future)
 	before = isicDecodes.Load()
-	if _, err := LoadISIC(dir, ImageOptions{Seed: 3}); err != nil {
+	if _, err := LoadISIC(dir, data.ImageOptions{Seed: 3}); err != nil {
 		t.Fatal(err)
 	}
 	if n := isicDecodes.Load() - before; n != 200 {
@@ -422,7 +424,7 @@ func TestISICKaggleLayouts(t *testing.T) {
 			}
 			os.WriteFile(filepath.Join(dir, "train.csv"), []byte(csv.String()), 0o644)
 			cache := t.TempDir()
-			s, err := LoadISIC(dir, ImageOptions{Size: 16, Seed: 1, CacheDir: cache})
+			s, err := LoadISIC(dir, data.ImageOptions{Size: 16, Seed: 1, CacheDir: cache})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -438,7 +440,7 @@ func TestISICKaggleLayouts(t *testing.T) {
 			}
 			// A CSV row without an image.
 			os.Remove(filepath.Join(imgDir, "ISIC_0001003.jpg"))
-			if _, err := LoadISIC(dir, ImageOptions{NoCache: true}); err == nil || !strings.Contains(err.Error(), "line 5") || !strings.Contains(err.Error(), "ISIC_0001003") {
+			if _, err := LoadISIC(dir, data.ImageOptions{NoCache: true}); err == nil || !strings.Contains(err.Error(), "line 5") || !strings.Contains(err.Error(), "ISIC_0001003") {
 				t.Fatalf("missing image: %v", err)
 			}
 		})
@@ -465,7 +467,7 @@ func TestISICColourValues(t *testing.T) {
 		{3, []float64{1, 128.0 / 255, 0}},
 		{1, []float64{float64(luma(255, 128, 0)) / 255}}, // 0.299·255 + 0.587·128 = 151.4 → 151
 	} {
-		s, err := LoadISIC(dir, ImageOptions{Size: 8, Channels: tc.channels, TestFrac: -1, NoCache: true})
+		s, err := LoadISIC(dir, data.ImageOptions{Size: 8, Channels: tc.channels, TestFrac: -1, NoCache: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -494,22 +496,22 @@ func TestISICErrors(t *testing.T) {
 	writeISICFolders(t, dir, 3, 10)
 	bad := filepath.Join(dir, "malignant", "m_0001.png")
 	os.WriteFile(bad, []byte("\x89PNG\r\n\x1a\nthis is not a png"), 0o644)
-	if _, err := LoadISIC(dir, ImageOptions{NoCache: true}); err == nil || !strings.Contains(err.Error(), bad) {
+	if _, err := LoadISIC(dir, data.ImageOptions{NoCache: true}); err == nil || !strings.Contains(err.Error(), bad) {
 		t.Fatalf("corrupt image: %v", err)
 	}
 	empty := t.TempDir()
-	if _, err := LoadISIC(empty, ImageOptions{}); err == nil || !strings.Contains(err.Error(), "benign/") {
+	if _, err := LoadISIC(empty, data.ImageOptions{}); err == nil || !strings.Contains(err.Error(), "benign/") {
 		t.Fatalf("empty folder: %v", err)
 	}
 	one := t.TempDir()
 	writeISICFolders(t, one, 0, 5)
-	if _, err := LoadISIC(one, ImageOptions{}); err == nil || !strings.Contains(err.Error(), "both classes") {
+	if _, err := LoadISIC(one, data.ImageOptions{}); err == nil || !strings.Contains(err.Error(), "both classes") {
 		t.Fatalf("no positives: %v", err)
 	}
 	dup := t.TempDir()
 	writeISICFolders(t, dup, 2, 4)
 	writeImage(t, filepath.Join(dup, "benign", "m_0001.jpg"), lesion(1, 10, 10, false))
-	if _, err := LoadISIC(dup, ImageOptions{}); err == nil || !strings.Contains(err.Error(), "same image name") {
+	if _, err := LoadISIC(dup, data.ImageOptions{}); err == nil || !strings.Contains(err.Error(), "same image name") {
 		t.Fatalf("duplicate names: %v", err)
 	}
 }
