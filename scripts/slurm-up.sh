@@ -81,7 +81,8 @@ if ! munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
   munge -n | unmunge >/dev/null
 fi
 
-host=$(hostname -s)
+host=$(hostname -s 2>/dev/null || uname -n)
+host=${host%%.*}
 mkdir -p "$logdir" "$spool" "$state" /etc/slurm
 cat >"$conf" <<EOF
 # Written by scripts/slurm-up.sh: a single-node cluster for tests.
@@ -129,7 +130,7 @@ for _ in $(seq 60); do
 done
 timeout 5 scontrol ping | grep -q UP
 
-if ! pgrep -F /run/slurmd.pid >/dev/null 2>&1; then
+if ! { [ -s /run/slurmd.pid ] && kill -0 "$(cat /run/slurmd.pid)" 2>/dev/null; }; then
   /usr/sbin/slurmd
 fi
 # Wait (at most 60 s) for the node to be idle; resume it if it came up down.
