@@ -20,6 +20,7 @@ import (
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/protect"
+	"github.com/splitguard/splitguard/tensor"
 )
 
 // Config is everything a training run needs. Its YAML keys mirror the
@@ -288,12 +289,15 @@ func DecodeYAML[T any](raw []byte, v *T) error {
 }
 
 // Marshal renders a configuration struct as YAML with its defence
-// parameters as top-level keys, the form [LoadYAML] reads.
+// parameters as top-level keys, the form [LoadYAML] reads. A comment at
+// the top names the matrix engine this process computes with (a run's
+// figures differ in the last bits between engines).
 func Marshal[T any](v *T) ([]byte, error) {
 	var root yaml.Node
 	if err := root.Encode(v); err != nil {
 		return nil, err
 	}
+	root.HeadComment = "matrix engine: " + tensor.Default.Name()
 	if h, ok := any(v).(ParamHolder); ok && root.Kind == yaml.MappingNode {
 		p := *h.DefenceParams()
 		for _, par := range protect.AllParams() {
