@@ -12,9 +12,6 @@ import (
 // packages that train and hold data in memory link no image decoder (the
 // readers live in data/images and register themselves).
 func TestNoImageDecoderInTrainingPackages(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs go list")
-	}
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("the go tool is not on PATH")
