@@ -73,6 +73,12 @@ func marvellFigure(r *Run, title string) ([][]*plot.Plot, error) {
 	return [][]*plot.Plot{{top}, {bot}}, nil
 }
 
+// marvellNotes define the symbols of the Marvell figure.
+var marvellNotes = []string{
+	"sumKL — KL(P₁‖P₀) + KL(P₀‖P₁) between the positive and the negative rows' gradient distributions of a batch, each taken as a Gaussian (Marvell).",
+	"sumKL* — the sumKL left by Marvell's optimal noise under the power bound; ε in the bound is sumKL* (Theorem 1, for ε < 4).",
+}
+
 // marvellSection draws the Marvell figure of the first run of every
 // setting that has Marvell's per-batch figures.
 func (b *builder) marvellSection() (*Section, error) {
@@ -99,7 +105,7 @@ func (b *builder) marvellSection() (*Section, error) {
 			if len(g.Runs) > 1 {
 				caption += " — run " + r.Name
 			}
-			if err := addFig(mv, "marvell_"+slug(g.Setting.Label())+b.dsName(g.Setting.Dataset), caption, grid, 8.5*vg.Inch, 7*vg.Inch, true); err != nil {
+			if err := addFig(mv, "marvell_"+slug(g.Setting.Label())+b.dsName(g.Setting.Dataset), caption, grid, 8.5*vg.Inch, 7*vg.Inch, true, marvellNotes...); err != nil {
 				return nil, err
 			}
 		}

@@ -146,7 +146,7 @@ func progressSingle(g *group, key, ylabel string) (*plot.Plot, error) {
 	p.Add(s)
 	lbl := "each batch"
 	if stride > 1 {
-		lbl = fmt.Sprintf("every %d-th batch", stride)
+		lbl = fmt.Sprintf("one batch in %d", stride)
 	}
 	p.Legend.Add(lbl, s)
 	x, y, w := smoothCurves(curves[:1])
