@@ -2,9 +2,11 @@ package data
 
 import (
 	"errors"
+	"fmt"
 	"os/exec"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -40,15 +42,19 @@ func toyReader(dir string, o ImageOptions) (*Split, error) {
 		return nil, errors.New("toy: no folder")
 	}
 	ds := &Dataset{IDs: []uint64{1}, Labels: []uint8{1}, X: &Features{Rows: 1, NumDense: o.Size * o.Size, Dense: make([]float32, o.Size*o.Size)}}
-	return &Split{Train: ds, Test: ds, Info: Info{Path: dir, Format: "toy-registry-test"}}, nil
+	return &Split{Train: ds, Test: ds, Info: Info{Path: dir, Format: "toy"}}, nil
 }
 
+// toyRuns makes each run of TestImageFormatRegistry (go test -count=N)
+// register a new name.
+var toyRuns atomic.Int64
+
 func TestImageFormatRegistry(t *testing.T) {
-	const name = "toy-registry-test"
+	name := fmt.Sprintf("toy-registry-test-%d", toyRuns.Add(1))
 	if IsImageFormat(name) {
 		t.Fatalf("%s is an image format before it is registered", name)
 	}
-	if _, err := LoadImages(name, "d", ImageOptions{}); err == nil || !strings.Contains(err.Error(), `"toy-registry-test"`) || !strings.Contains(err.Error(), "data/images") {
+	if _, err := LoadImages(name, "d", ImageOptions{}); err == nil || !strings.Contains(err.Error(), `"`+name+`"`) || !strings.Contains(err.Error(), "data/images") {
 		t.Fatalf("loading an unregistered format: got %v, want an error naming it and the package that registers the built-in sets", err)
 	}
 	RegisterImageFormat(ImageFormat{Name: name, Size: 5, Channels: 3, Read: toyReader})
