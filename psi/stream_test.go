@@ -204,3 +204,25 @@ func benchStream(b *testing.B, n int) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(2*n), "µs/ID")
 }
+
+// FuzzStreamResponder feeds the responder arbitrary requests (as a
+// malicious or broken initiator would): it must answer or refuse, never
+// panic, and never accept more elements than announced.
+func FuzzStreamResponder(f *testing.F) {
+	base := ristretto255.NewElement().Base().Encode(nil)
+	f.Add(byte(RoundStreamHello), []byte{0, 0, 0, 0, 0, 0, 0, 1}, byte(RoundStreamX), base)
+	f.Add(byte(RoundStreamHello), []byte{0, 0, 0, 0, 0, 0, 0, 0}, byte(RoundStreamY), []byte{})
+	f.Add(byte(RoundStreamX), []byte{1}, byte(RoundStreamFinish), make([]byte, 32))
+	f.Fuzz(func(t *testing.T, r1 byte, d1 []byte, r2 byte, e2 []byte) {
+		r, err := NewStreamResponder([]uint64{1, 2, 3}, StreamOptions{Chunk: 2, Dir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		r.Handle(&Request{Round: int(r1), Digest: d1})
+		resp, err := r.Handle(&Request{Round: int(r2), Elements: [][]byte{e2}, Digest: e2})
+		if err == nil && r2 == RoundStreamX && len(resp.Elements) != 1 {
+			t.Fatalf("answered %d elements for 1", len(resp.Elements))
+		}
+	})
+}
