@@ -326,3 +326,26 @@ func TestFailedKept(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// FuzzParseShard: any text either parses to a valid shard that prints
+// back to itself, or is refused.
+func FuzzParseShard(f *testing.F) {
+	for _, s := range []string{"0/1", "2/3", "3/3", "-1/2", "1", "a/b", " 0/4 ", "0/0", "99999999999999999999/1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		s, err := ParseShard(text)
+		if err != nil {
+			return
+		}
+		if s.Count < 1 || s.Index < 0 || s.Index >= s.Count {
+			t.Fatalf("%q parsed to the invalid %+v", text, s)
+		}
+		if s.Count > 1 {
+			back, err := ParseShard(s.String())
+			if err != nil || back != s {
+				t.Fatalf("%q → %v → %v %v", text, s, back, err)
+			}
+		}
+	})
+}

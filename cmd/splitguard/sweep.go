@@ -55,15 +55,16 @@ results.csv, 'sweep export --slurm|--k8s' writes the batch job.`,
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			shard, source, err := sweep.ShardFromEnv(os.Getenv)
-			if err != nil {
-				return err
-			}
+			// --shard wins over the environment (whose errors then do not matter).
+			var shard sweep.Shard
+			var source string
 			if cmd.Flags().Changed("shard") {
 				if shard, err = sweep.ParseShard(shardText); err != nil {
 					return err
 				}
 				source = "--shard"
+			} else if shard, source, err = sweep.ShardFromEnv(os.Getenv); err != nil {
+				return err
 			}
 			// SIGTERM: how Slurm (scancel, preemption) and Kubernetes stop a task.
 			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
