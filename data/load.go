@@ -215,11 +215,11 @@ type loader struct {
 	labelBad bool
 	// implicitNeg and thirdLabel track, with positive values but no
 	// negative ones, the values taken as negative.
-	implicitNeg           string
-	implicitSet           bool
-	thirdLabel            string
-	thirdLine             int64
-	imputeMean            bool // csv: a missing numeric cell takes the training mean
+	implicitNeg string
+	implicitSet bool
+	thirdLabel  string
+	thirdLine   int64
+	imputeMean  bool // csv: a missing numeric cell takes the training mean
 }
 
 // errf formats an error about the table as a whole.
