@@ -64,3 +64,15 @@ func (c *Config) DataOptions() data.Options {
 		HashBuckets: c.HashBuckets, SkipBadRows: c.SkipBadRows,
 	}
 }
+
+// BatchWarning returns a warning when the batch size leaves too few
+// training steps to learn anything (a batch larger than the training
+// split gives one step per epoch), or "" when the batch fits.
+func BatchWarning(batch, trainRows, epochs int) string {
+	if trainRows <= 0 || batch <= trainRows {
+		return ""
+	}
+	return fmt.Sprintf("batch size %d (key batch) exceeds the %d training rows: every epoch is a single step of all of them, "+
+		"%d step(s) in all, too few to learn from, and the leak figures are of that one batch; choose a batch of at most %d",
+		batch, trainRows, max(epochs, 1), max(trainRows/8, 2))
+}

@@ -327,6 +327,9 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(w, ", %d bad label values", r.BadLabels)
 		}
 		fmt.Fprintf(w, "\nlabels:    %s\n", DescribeLabels(r.Labels, r.OtherLabels))
+		if r.BadLabels > 0 {
+			fmt.Fprintln(w, "           (name the label values of each class: key positive, key negative)")
+		}
 	} else {
 		fmt.Fprintln(w, "labels:    none")
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/splitguard/splitguard/atomicfile"
 	"github.com/splitguard/splitguard/attack"
 	"github.com/splitguard/splitguard/audit"
+	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/party/active"
 	"github.com/splitguard/splitguard/psi"
@@ -99,6 +100,9 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, e
 		return nil, fmt.Errorf("active: %w", err)
 	}
 	log.Info("data loaded", "train", len(pd.split.Train.IDs), "test", len(pd.split.Test.IDs))
+	if w := config.BatchWarning(cfg.Batch, len(pd.split.Train.IDs), cfg.Epochs); w != "" {
+		log.Warn(w)
+	}
 	if err := pd.saveEncoding(cfg.Out); err != nil {
 		return nil, fmt.Errorf("active: %w", err)
 	}

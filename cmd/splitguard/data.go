@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -91,7 +92,12 @@ label values are counted, so a first look tells which to pass as --positive. A
 			if err != nil {
 				return err
 			}
-			return rep.WriteText(cmd.OutOrStdout())
+			var text strings.Builder
+			if err := rep.WriteText(&text); err != nil {
+				return err
+			}
+			_, err = io.WriteString(cmd.OutOrStdout(), withFlagNames(cmd, text.String()))
+			return err
 		},
 	}
 	f := cmd.Flags()

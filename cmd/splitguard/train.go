@@ -132,7 +132,7 @@ func trainAndReport(ctx context.Context, cfg config.Config, uiAddr string, stdou
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
 	prog := newProgress(stderr, cfg.Batch)
-	opts := run.Options{Log: prog.logWriter(), Progress: prog.update}
+	opts := run.Options{Log: flagNamesWriter{prog.logWriter()}, Progress: prog.update}
 	var feed *ui.Feed
 	if uiAddr != "" {
 		feed = ui.NewFeed(ui.Info{Title: cfg.Out, Protect: cfg.Legend().Text, Method: cfg.Protect})
