@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -298,5 +299,30 @@ func TestFlagSpellings(t *testing.T) {
 		if !strings.Contains(help.String(), a) {
 			t.Errorf("train --help does not list the attack %s", a)
 		}
+	}
+}
+
+// TestDemoLeavesNothingBehind runs the demo without --out on a few rows
+// and checks that the temporary directory is empty afterwards.
+func TestDemoLeavesNothingBehind(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	var out bytes.Buffer
+	root := newRootCmd()
+	root.SetOut(&out)
+	root.SetErr(io.Discard)
+	root.SetArgs([]string{"demo", "--rows", "4000"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	left, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range left {
+		t.Errorf("the demo left %s behind", filepath.Join(tmp, e.Name()))
+	}
+	if !strings.Contains(out.String(), "splitguard demo --out DIR") {
+		t.Errorf("the demo does not say how to keep its runs:\n%s", out.String())
 	}
 }
