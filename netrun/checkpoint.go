@@ -16,16 +16,14 @@ import (
 // checkpointMagic starts every checkpoint file.
 const checkpointMagic = "splitguard-checkpoint/v1\n"
 
-// keepCheckpoints is how many checkpoints a party keeps. The active party
-// checkpoints before the passive, so the last common checkpoint is the
-// passive's newest, which is the active's newest or the one before.
-const keepCheckpoints = 3
-
 // store keeps one party's checkpoints in a directory: files
 // ROLE-STEP.ckpt, each written to a temporary name and renamed into place,
 // made of named sections and ending in a SHA-256 of everything before it.
 type store struct {
 	dir, role string
+	// keep is how many of the newest checkpoints stay (at least 2; 0 or
+	// less means DefaultKeepCheckpoints).
+	keep int
 }
 
 func (s *store) path(step int64) string {
@@ -69,13 +67,31 @@ func (s *store) save(step int64, sections map[string][]byte) error {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("checkpoint %s: %w", path, err)
 	}
+	return s.prune(step)
+}
+
+// prune deletes the oldest checkpoints beyond the newest s.keep, once the
+// one just written (step) reads back intact; it never deletes that one,
+// nor a checkpoint newer than it.
+func (s *store) prune(step int64) error {
+	if _, err := s.load(step); err != nil {
+		return err // keep everything: the new checkpoint is not good
+	}
+	keep := s.keep
+	if keep <= 0 {
+		keep = DefaultKeepCheckpoints
+	}
+	keep = max(keep, 2)
 	steps, err := s.steps()
 	if err != nil {
 		return err
 	}
-	for len(steps) > keepCheckpoints {
-		if steps[0] != step {
-			_ = os.Remove(s.path(steps[0]))
+	for len(steps) > keep {
+		if steps[0] >= step {
+			break
+		}
+		if err := os.Remove(s.path(steps[0])); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("checkpoint: pruning: %w", err)
 		}
 		steps = steps[1:]
 	}
