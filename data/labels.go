@@ -18,35 +18,37 @@ type LabelCount struct {
 // rest are counted together.
 const maxLabelValues = 20
 
-// labelTally counts the values of a label column over every data row.
+// labelTally counts the values of a label column over every data row. A
+// label column holds few values, so they are found by a linear scan (two
+// comparisons for 0/1 labels), cheaper than hashing every row's value.
 type labelTally struct {
-	counts map[string]*int64
+	values []string
+	counts []int64
 	other  int64 // rows whose value is beyond the first maxLabelValues
 }
 
 // add counts value b (spaces trimmed).
 func (t *labelTally) add(b []byte) {
 	b = bytes.TrimSpace(b)
-	if p, ok := t.counts[string(b)]; ok {
-		*p++
-		return
+	for i, v := range t.values {
+		if string(b) == v {
+			t.counts[i]++
+			return
+		}
 	}
-	if t.counts == nil {
-		t.counts = make(map[string]*int64)
-	}
-	if len(t.counts) >= maxLabelValues {
+	if len(t.values) >= maxLabelValues {
 		t.other++
 		return
 	}
-	n := int64(1)
-	t.counts[string(b)] = &n
+	t.values = append(t.values, string(b))
+	t.counts = append(t.counts, 1)
 }
 
 // sorted returns the counted values, most frequent first (ties by value).
 func (t *labelTally) sorted() []LabelCount {
-	out := make([]LabelCount, 0, len(t.counts))
-	for v, n := range t.counts {
-		out = append(out, LabelCount{v, *n})
+	out := make([]LabelCount, len(t.values))
+	for i, v := range t.values {
+		out[i] = LabelCount{v, t.counts[i]}
 	}
 	slices.SortFunc(out, func(a, b LabelCount) int {
 		if a.Count != b.Count {
@@ -126,11 +128,20 @@ var missingTokens = []string{"na", "n/a", "nan", "null", "none", "?", "inf", "+i
 // infinities (inf, ±inf, ±infinity), in any case. A missing cell never
 // decides a column's kind; how it is encoded is described at [Load].
 func IsMissing(b []byte) bool {
+	if len(b) == 0 {
+		return true
+	}
+	if c := b[0]; c >= '0' && c <= '9' || c == '.' {
+		return false // a number (the common case), never a token
+	}
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
 		return true
 	}
 	if len(b) > len("-infinity") {
+		return false
+	}
+	if c := b[0]; (c == '-' || c == '+') && len(b) > 1 && b[1] >= '0' && b[1] <= '9' {
 		return false
 	}
 	for _, t := range missingTokens {
