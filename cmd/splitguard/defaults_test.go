@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -324,5 +325,44 @@ func TestDemoLeavesNothingBehind(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "splitguard demo --out DIR") {
 		t.Errorf("the demo does not say how to keep its runs:\n%s", out.String())
+	}
+}
+
+// TestPartiesWithRequiredFlagsOnly runs `active` and `passive` together
+// with only their required flags (no --cut, the default batch and epochs)
+// to the end of the run: with --cut left out the active party once
+// panicked (index out of range [-1]) at its first training step.
+func TestPartiesWithRequiredFlagsOnly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two-party run")
+	}
+	dir := t.TempDir()
+	table := filepath.Join(dir, "criteo.tsv")
+	var b bytes.Buffer
+	if err := data.WriteSynth(&b, 400, 0.3, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(table, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	done := make(chan error, 1)
+	go func() {
+		done <- runBounded(t, []string{"active", "--data", table, "--out", filepath.Join(dir, "a"), "--addr", addr, "--insecure-loopback"}, 2*time.Minute)
+	}()
+	perr := runBounded(t, []string{"passive", "--data", table, "--out", filepath.Join(dir, "p"), "--addr", addr, "--insecure-loopback"}, 2*time.Minute)
+	aerr := <-done
+	if aerr != nil || perr != nil {
+		t.Fatalf("active: %v; passive: %v", aerr, perr)
+	}
+	for _, f := range []string{"a/summary.json", "a/top.model", "p/bottom.model"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
 	}
 }
