@@ -62,6 +62,10 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 		return nil, fmt.Errorf("passive: %w", err)
 	}
 	log.Info("data loaded", "train", len(pd.split.Train.IDs), "test", len(pd.split.Test.IDs))
+	if cfg.Format == data.FormatCSV && cfg.Label == "" {
+		log.Warn("no label column named (key label): every column of this file is a feature; if the file holds the labels, " +
+			"name that column so that it is dropped, or ignore it (key ignore)")
+	}
 	if err := writeConfig(&cfg); err != nil {
 		return nil, err
 	}
