@@ -129,13 +129,17 @@ func TestColumnKindsFromTheWholeFile(t *testing.T) {
 // refused with a message naming the format that fits.
 func TestWrongFormatIsNamed(t *testing.T) {
 	ownCSV := "age,income,city,y\n30,100,a,1\n40,200,b,0\n"
+	// A Criteo table with an ID column named as such is Criteo's.
+	if _, err := Load(writeFile(t, "c.csv", "uid,label,I1,C1\n7,1,3,a\n8,0,,b\n"), Options{IDCol: "uid", TestFrac: -1}); err != nil {
+		t.Errorf("criteo with an ID column: %v", err)
+	}
 	for _, c := range []struct {
 		name, body string
 		o          Options
 		want       string
 	}{
 		{"own csv read as criteo", ownCSV, Options{}, `line 1: the header names columns that are not Criteo's (label, I1..I13, C1..C26): "age", "income", "city", "y"; a table of your own is format csv (key format)`},
-		{"own csv read as criteo, label named", ownCSV, Options{LabelCol: "y"}, `format csv (key format)`},
+		{"own csv read as criteo, label named", ownCSV, Options{LabelCol: "y"}, `not Criteo's (label, I1..I13, C1..C26): "age", "income", "city"; a table of your own is format csv (key format)`},
 		{"own csv without header read as criteo", "30,100,a,1\n", Options{}, "first row has 4 fields, want 40 (label, I1..I13, C1..C26) or 39 (no label), or a header: this is not a Criteo file; a table of your own is format csv (key format)"},
 		{"own csv read as avazu", ownCSV, Options{Format: FormatAvazu}, `no label column "click", the avazu format's, in the header, which names "age", "income", "city", "y": name the label column (key label), or if this is a table of your own, read it as format csv (key format)`},
 		{"csv without header", "30,100,a,1\n", Options{Format: FormatCSV, LabelCol: "y"}, ""},

@@ -90,7 +90,7 @@ func resolveSchema(o Options, delim byte, first [][]byte) (*schema, error) {
 			}
 		} else {
 			s.header = true
-			if err := checkCriteoHeader(first); err != nil {
+			if err := checkCriteoHeader(first, o); err != nil {
 				return nil, err
 			}
 		}
@@ -292,12 +292,13 @@ func (d *kindDetector) apply() {
 }
 
 // checkCriteoHeader refuses a header line that is not Criteo's: every
-// name must be label, I1..I13 or C1..C26.
-func checkCriteoHeader(first [][]byte) error {
+// name must be label, I1..I13 or C1..C26, or the label or ID column o
+// names.
+func checkCriteoHeader(first [][]byte, o Options) error {
 	var other []string
 	for _, f := range first {
 		n := strings.TrimPrefix(strings.TrimSpace(string(f)), "\ufeff")
-		if n == "label" || isCriteoDense(n) || isCriteoCat(n) {
+		if n == "label" || isCriteoDense(n) || isCriteoCat(n) || (n != "" && (n == o.IDCol || n == o.LabelCol)) {
 			continue
 		}
 		other = append(other, n)
