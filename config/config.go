@@ -37,12 +37,19 @@ type Config struct {
 	// empty Data means data.FashionMNISTDir.
 	Data   string `yaml:"data"`
 	Format string `yaml:"format"`
-	// Label, Positive, IDCol, Sample, HashBuckets and SkipBadRows apply
-	// to tables only.
-	Label    string  `yaml:"label,omitempty"`
-	Positive string  `yaml:"positive,omitempty"`
-	IDCol    string  `yaml:"id_col,omitempty"`
-	Sample   float64 `yaml:"sample"`
+	// Label, Positive, Negative, IDCol, Numeric, Categorical, Ignore,
+	// Sample, HashBuckets and SkipBadRows apply to tables only. Positive
+	// and Negative list the label values of each class (data.Options has
+	// the rules); Numeric, Categorical and Ignore declare column kinds
+	// (numeric is data.Options.Dense).
+	Label       string   `yaml:"label,omitempty"`
+	Positive    Values   `yaml:"positive,flow,omitempty"`
+	Negative    Values   `yaml:"negative,flow,omitempty"`
+	IDCol       string   `yaml:"id_col,omitempty"`
+	Numeric     []string `yaml:"numeric,flow,omitempty"`
+	Categorical []string `yaml:"categorical,flow,omitempty"`
+	Ignore      []string `yaml:"ignore,flow,omitempty"`
+	Sample      float64  `yaml:"sample"`
 	// TestFrac is the held-out fraction: 0 means 0.1 for tables and 0.2
 	// for isic; fashion-mnist uses its own test files and needs 0.
 	TestFrac    float64 `yaml:"test_frac"`
@@ -390,7 +397,8 @@ func (c *Config) validateData(bad func(string, ...any)) {
 		set bool
 		key string
 	}{
-		{c.Label != "", "label"}, {c.Positive != "", "positive"}, {c.IDCol != "", "id_col"},
+		{c.Label != "", "label"}, {len(c.Positive) > 0, "positive"}, {len(c.Negative) > 0, "negative"}, {c.IDCol != "", "id_col"},
+		{len(c.Numeric) > 0, "numeric"}, {len(c.Categorical) > 0, "categorical"}, {len(c.Ignore) > 0, "ignore"},
 		{c.Sample != 1, "sample"}, {c.HashBuckets != 0, "hash_buckets"}, {c.SkipBadRows, "skip_bad_rows"},
 	} {
 		if f.set {
@@ -450,8 +458,14 @@ func (c *Config) validateModel(bad func(string, ...any)) {
 				bad("key %s applies to model cnn, not %s", f.key, c.Model)
 			}
 		}
-		if len(c.Layers) == 0 || c.Cut < 1 || c.Cut >= len(c.Layers)+1 {
-			bad("cut after layer %d of %d: the passive needs at least one layer and the cut must be a layer", c.Cut, len(c.Layers))
+		badWidth := false
+		for _, w := range c.Layers {
+			badWidth = badWidth || w < 1
+		}
+		if badWidth {
+			bad("layer widths %v: every deep layer needs at least one unit (key layers)", c.Layers)
+		} else if len(c.Layers) == 0 || c.Cut < 1 || c.Cut >= len(c.Layers)+1 {
+			bad("cut after layer %d of %d (keys cut and layers): the passive needs at least one layer and the cut must be one of the deep layers", c.Cut, len(c.Layers))
 		}
 	case "cnn":
 		if !image {

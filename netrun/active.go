@@ -15,6 +15,7 @@ import (
 	"github.com/splitguard/splitguard/atomicfile"
 	"github.com/splitguard/splitguard/attack"
 	"github.com/splitguard/splitguard/audit"
+	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/party/active"
 	"github.com/splitguard/splitguard/psi"
@@ -79,7 +80,7 @@ type activeRun struct {
 // when the run fails, or when the passive stayed away longer than
 // cfg.PeerTimeout (an error wrapping ErrPeerGone, after saving a checkpoint).
 func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, error) {
-	cfg.resolveImages()
+	cfg.resolve()
 	if err := cfg.validate("active"); err != nil {
 		return nil, err
 	}
@@ -99,10 +100,13 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, e
 		return nil, fmt.Errorf("active: %w", err)
 	}
 	log.Info("data loaded", "train", len(pd.split.Train.IDs), "test", len(pd.split.Test.IDs))
+	if w := config.BatchWarning(cfg.Batch, len(pd.split.Train.IDs), cfg.Epochs); w != "" {
+		log.Warn(w)
+	}
 	if err := pd.saveEncoding(cfg.Out); err != nil {
 		return nil, fmt.Errorf("active: %w", err)
 	}
-	r := &activeRun{cfg: cfg, log: log, pd: pd, start: time.Now(), store: store{dir: cfg.checkpointDir(), role: "active"}}
+	r := &activeRun{cfg: cfg, log: log, pd: pd, start: time.Now(), store: store{dir: cfg.checkpointDir(), role: "active", keep: cfg.KeepCheckpoints}}
 	// Keep what a previous process of this run wrote: the resume step,
 	// known later, decides what stays (build rewinds to it).
 	if r.rec, err = rundir.Open(cfg.Config, true, rundir.Hooks{}); err != nil {

@@ -13,19 +13,22 @@ import (
 	"strings"
 )
 
-// checkpointMagic starts every checkpoint file.
-const checkpointMagic = "splitguard-checkpoint/v1\n"
-
-// keepCheckpoints is how many checkpoints a party keeps. The active party
-// checkpoints before the passive, so the last common checkpoint is the
-// passive's newest, which is the active's newest or the one before.
-const keepCheckpoints = 3
+// checkpointMagic starts every checkpoint file; checkpointMagicV1 the
+// files of earlier versions, whose sections are stored as they are (v2
+// stores them with runs of zero bytes encoded, see packZeros).
+const (
+	checkpointMagic   = "splitguard-checkpoint/v2\n"
+	checkpointMagicV1 = "splitguard-checkpoint/v1\n"
+)
 
 // store keeps one party's checkpoints in a directory: files
 // ROLE-STEP.ckpt, each written to a temporary name and renamed into place,
 // made of named sections and ending in a SHA-256 of everything before it.
 type store struct {
 	dir, role string
+	// keep is how many of the newest checkpoints stay (at least 2; 0 or
+	// less means DefaultKeepCheckpoints).
+	keep int
 }
 
 func (s *store) path(step int64) string {
@@ -49,7 +52,10 @@ func (s *store) save(step int64, sections map[string][]byte) error {
 		b = binary.LittleEndian.AppendUint32(b, uint32(len(n)))
 		b = append(b, n...)
 		b = binary.LittleEndian.AppendUint64(b, uint64(len(sections[n])))
-		b = append(b, sections[n]...)
+		at := len(b)
+		b = binary.LittleEndian.AppendUint64(b, 0) // packed length, set below
+		b = packZeros(b, sections[n])
+		binary.LittleEndian.PutUint64(b[at:], uint64(len(b)-at-8))
 	}
 	sum := sha256.Sum256(b)
 	b = append(b, sum[:]...)
@@ -69,13 +75,31 @@ func (s *store) save(step int64, sections map[string][]byte) error {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("checkpoint %s: %w", path, err)
 	}
+	return s.prune(step)
+}
+
+// prune deletes the oldest checkpoints beyond the newest s.keep, once the
+// one just written (step) reads back intact; it never deletes that one,
+// nor a checkpoint newer than it.
+func (s *store) prune(step int64) error {
+	if _, err := s.load(step); err != nil {
+		return err // keep everything: the new checkpoint is not good
+	}
+	keep := s.keep
+	if keep <= 0 {
+		keep = DefaultKeepCheckpoints
+	}
+	keep = max(keep, 2)
 	steps, err := s.steps()
 	if err != nil {
 		return err
 	}
-	for len(steps) > keepCheckpoints {
-		if steps[0] != step {
-			_ = os.Remove(s.path(steps[0]))
+	for len(steps) > keep {
+		if steps[0] >= step {
+			break
+		}
+		if err := os.Remove(s.path(steps[0])); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("checkpoint: pruning: %w", err)
 		}
 		steps = steps[1:]
 	}
@@ -125,7 +149,8 @@ func (s *store) load(step int64) (map[string][]byte, error) {
 	fail := func(why string) (map[string][]byte, error) {
 		return nil, fmt.Errorf("checkpoint %s: %s", path, why)
 	}
-	if len(b) < len(checkpointMagic)+12+sha256.Size || !bytes.HasPrefix(b, []byte(checkpointMagic)) {
+	packed := bytes.HasPrefix(b, []byte(checkpointMagic))
+	if len(b) < len(checkpointMagic)+12+sha256.Size || !(packed || bytes.HasPrefix(b, []byte(checkpointMagicV1))) {
 		return fail("not a splitguard checkpoint")
 	}
 	body, sum := b[:len(b)-sha256.Size], b[len(b)-sha256.Size:]
@@ -150,14 +175,85 @@ func (s *store) load(step int64) (map[string][]byte, error) {
 		name := string(body[4 : 4+l])
 		body = body[4+l:]
 		m := binary.LittleEndian.Uint64(body)
-		if m > uint64(len(body)-8) {
+		body = body[8:]
+		if !packed {
+			if m > uint64(len(body)) {
+				return fail("section " + name + " overruns the file")
+			}
+			out[name] = body[:m]
+			body = body[m:]
+			continue
+		}
+		if len(body) < 8 {
+			return fail("truncated section " + name)
+		}
+		pl := binary.LittleEndian.Uint64(body)
+		body = body[8:]
+		if pl > uint64(len(body)) {
 			return fail("section " + name + " overruns the file")
 		}
-		out[name] = body[8 : 8+m]
-		body = body[8+m:]
+		sec, err := unpackZeros(body[:pl], m)
+		if err != nil {
+			return fail("section " + name + ": " + err.Error())
+		}
+		out[name] = sec
+		body = body[pl:]
 	}
 	if len(body) != 0 {
 		return fail("trailing bytes")
+	}
+	return out, nil
+}
+
+// minZeroRun is the shortest run of zero bytes packZeros encodes as a run.
+const minZeroRun = 8
+
+// packZeros appends src to dst with its runs of zero bytes encoded: a
+// sequence of (uvarint literal length, the literal bytes, uvarint length
+// of the zero run that follows). The Adam moments of embedding rows no
+// batch has touched are zero, so a checkpoint's size follows the rows
+// touched rather than the table size: an untouched row of dimension 4
+// costs its 16 bytes of weights and a few bytes of lengths instead of 64.
+func packZeros(dst, src []byte) []byte {
+	var run [minZeroRun]byte
+	for len(src) > 0 {
+		z := bytes.Index(src, run[:])
+		if z < 0 {
+			z = len(src)
+		}
+		dst = binary.AppendUvarint(dst, uint64(z))
+		dst = append(dst, src[:z]...)
+		src = src[z:]
+		n := 0
+		for n < len(src) && src[n] == 0 {
+			n++
+		}
+		dst = binary.AppendUvarint(dst, uint64(n))
+		src = src[n:]
+	}
+	return dst
+}
+
+// unpackZeros decodes what packZeros wrote, which must expand to exactly
+// size bytes.
+func unpackZeros(p []byte, size uint64) ([]byte, error) {
+	out := make([]byte, 0, size)
+	for len(p) > 0 {
+		lit, k := binary.Uvarint(p)
+		if k <= 0 || lit > uint64(len(p)-k) || lit > size-uint64(len(out)) {
+			return nil, errors.New("bad literal length")
+		}
+		out = append(out, p[k:k+int(lit)]...)
+		p = p[k+int(lit):]
+		zeros, k := binary.Uvarint(p)
+		if k <= 0 || zeros > size-uint64(len(out)) {
+			return nil, errors.New("bad zero-run length")
+		}
+		out = out[:len(out)+int(zeros)] // the capacity is zeroed
+		p = p[k:]
+	}
+	if uint64(len(out)) != size {
+		return nil, fmt.Errorf("unpacks to %d bytes, want %d", len(out), size)
 	}
 	return out, nil
 }

@@ -49,7 +49,7 @@ type PassiveResult struct {
 // an error wrapping ErrPeerGone, the model saved. The bottom model is
 // written to cfg.Out/bottom.model at the end.
 func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, error) {
-	cfg.resolveImages()
+	cfg.resolve()
 	if err := cfg.validate("passive"); err != nil {
 		return nil, err
 	}
@@ -62,6 +62,10 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 		return nil, fmt.Errorf("passive: %w", err)
 	}
 	log.Info("data loaded", "train", len(pd.split.Train.IDs), "test", len(pd.split.Test.IDs))
+	if cfg.Format == data.FormatCSV && cfg.Label == "" {
+		log.Warn("no label column named (key label): every column of this file is a feature; if the file holds the labels, " +
+			"name that column so that it is dropped, or ignore it (key ignore)")
+	}
 	if err := writeConfig(&cfg); err != nil {
 		return nil, err
 	}
@@ -72,7 +76,7 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 	if err != nil {
 		return nil, err
 	}
-	p := &passiveRun{cfg: cfg, opt: opt, pd: pd, client: client, store: store{dir: cfg.checkpointDir(), role: "passive"}, progress: time.Now()}
+	p := &passiveRun{cfg: cfg, opt: opt, pd: pd, client: client, store: store{dir: cfg.checkpointDir(), role: "passive", keep: cfg.KeepCheckpoints}, progress: time.Now()}
 	if cfg.RedTeam {
 		if p.red, err = newRedTeam(filepath.Join(cfg.Out, "redteam.jsonl"), cfg.Attacks, cfg.PositivesMinority); err != nil {
 			client.Close()

@@ -243,7 +243,7 @@ func Check(name string, p Params) error {
 			continue
 		}
 		if owner.Role == GradientRole && owner != spec {
-			errs = append(errs, fmt.Errorf("parameter %s belongs to protection %s, but the protection is %s", k, owner.Name, name))
+			errs = append(errs, fmt.Errorf("parameter %s (key %s) belongs to protection %s, but the protection (key protect) is %s: choose protection %s or drop the parameter", k, k, owner.Name, name, owner.Name))
 			continue
 		}
 		for _, par := range owner.Params {

@@ -78,6 +78,9 @@ func Train(ctx context.Context, cfg config.Config, opt Options) (*rundir.Summary
 	}
 	logf(opt.Log, "data: %d training rows (%.1f%% positive), %d test rows", len(split.Train.IDs),
 		100*posRate(split.Train.Labels), len(split.Test.IDs))
+	if w := config.BatchWarning(cfg.Batch, len(split.Train.IDs), cfg.Epochs); w != "" {
+		logf(opt.Log, "warning: %s", w)
+	}
 	return trainSplit(ctx, cfg, split, opt)
 }
 

@@ -30,9 +30,7 @@ func trainFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.IntVar(&c.SynthRows, "synth-rows", c.SynthRows, "without --data: train on N rows of in-memory synthetic Criteo-shaped data")
 	fs.Float64Var(&c.SynthPosRate, "synth-pos-rate", c.SynthPosRate, "positive rate of --synth-rows data")
 	fs.StringVar(&c.Format, "format", c.Format, "data format: criteo, avazu or csv (tables), fashion-mnist or isic (images)")
-	fs.StringVar(&c.Label, "label", c.Label, "label column (csv)")
-	fs.StringVar(&c.Positive, "positive", c.Positive, "label value of the positive class (csv)")
-	fs.StringVar(&c.IDCol, "id-col", c.IDCol, "example-ID column (default: the row number)")
+	tableFlags(fs, c)
 	fs.Float64Var(&c.Sample, "sample", c.Sample, "fraction of the rows to use (seeded)")
 	fs.Float64Var(&c.TestFrac, "test-frac", c.TestFrac, "fraction of the used rows held out for testing, seeded (0: 0.1 for tables, 0.2 for isic; fashion-mnist has its own test files)")
 	fs.IntVar(&c.HashBuckets, "hash-buckets", c.HashBuckets, "hash categories into N buckets instead of building vocabularies (one pass)")
@@ -75,8 +73,8 @@ func newTrainCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "train --data PATH --out DIR [flags]",
 		Short: "Run two-party split training in one process, auditing label leakage every batch",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args:  uiArgs(&uiAddr),
+		RunE: func(cmd *cobra.Command, args []string) error {
 			final, err := resolveConfig(cmd.Flags(), configFile, cfg)
 			if err != nil {
 				return err
@@ -87,8 +85,7 @@ func newTrainCmd() *cobra.Command {
 	}
 	trainFlags(cmd.Flags(), &cfg)
 	cmd.Flags().StringVar(&configFile, "config", "", "YAML config file; its keys mirror the flags, flags given on the command line win")
-	cmd.Flags().StringVar(&uiAddr, "ui", "", "serve a live page with loss, test AUC and leak AUC charts on ADDR (default "+ui.DefaultAddr+" when given without a value)")
-	cmd.Flags().Lookup("ui").NoOptDefVal = ui.DefaultAddr
+	addUIFlag(cmd.Flags(), &uiAddr)
 	return cmd
 }
 
@@ -135,7 +132,7 @@ func trainAndReport(ctx context.Context, cfg config.Config, uiAddr string, stdou
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
 	prog := newProgress(stderr, cfg.Batch)
-	opts := run.Options{Log: prog.logWriter(), Progress: prog.update}
+	opts := run.Options{Log: flagNamesWriter{prog.logWriter()}, Progress: prog.update}
 	var feed *ui.Feed
 	if uiAddr != "" {
 		feed = ui.NewFeed(ui.Info{Title: cfg.Out, Protect: cfg.Legend().Text, Method: cfg.Protect})
