@@ -58,6 +58,11 @@ func TestEveryCommandWithItsRequiredFlagsOnly(t *testing.T) {
 		"splitguard certs issue":       {"--dir", out("certs"), "--name", "active"},
 		"splitguard report":            {missing},
 		"splitguard demo":              {"--out", out("demo")},
+		"splitguard sweep export":      {"--slurm", missing, "--out", out("export")},
+		"splitguard sweep merge":       {missing},
+		"splitguard sweep status":      {missing},
+		"splitguard deploy k8s": {"--name", "run1", "--active-config", missing, "--passive-config", missing,
+			"--image", "splitguard:test", "--out", out("k8s")},
 	}
 	var paths []string
 	var walk func(c *cobra.Command)
