@@ -37,7 +37,7 @@ func score(t *testing.T, name string, obs *Observation) ([]float64, []bool) {
 }
 
 func TestRegistry(t *testing.T) {
-	want := []string{"cosine", "hint1_cosine", "hint1_distance", "hint1_inner", "hint3_cosine", "hint3_distance",
+	want := []string{"completion", "completion_supervised", "cosine", "hint1_cosine", "hint1_distance", "hint1_inner", "hint3_cosine", "hint3_distance",
 		"hint3_inner", "hint5_cosine", "hint5_distance", "hint5_inner", "majority_cosine", "memory_cosine", "memory_norm", "norm", "spectral"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
@@ -47,6 +47,7 @@ func TestRegistry(t *testing.T) {
 		"norm": {Input: Gradient}, "majority_cosine": {Input: Gradient}, "cosine": {Input: Gradient, Oracle: true},
 		"spectral": {Input: Embedding}, "memory_norm": {Input: Gradient, EpochMemory: true},
 		"memory_cosine": {Input: Gradient, Oracle: true, EpochMemory: true},
+		"completion":    {Input: Embedding, Model: true}, "completion_supervised": {Input: Embedding, Model: true},
 	}
 	for _, k := range HintCounts {
 		for _, s := range []HintScoring{HintDistance, HintInner, HintCosine} {
@@ -61,9 +62,13 @@ func TestRegistry(t *testing.T) {
 		if got := p.Needs(); got != needs[n] {
 			t.Errorf("%s: needs %+v, want %+v", n, got, needs[n])
 		}
-		_, isEpoch := p.(EpochAttack)
-		if _, err := New(n); (err != nil) != isEpoch {
-			t.Errorf("New(%q): err %v, epoch attack %v", n, err, isEpoch)
+		_, isBatch := p.(Attack)
+		if _, err := New(n); (err == nil) != isBatch {
+			t.Errorf("New(%q): err %v, per-batch attack %v", n, err, isBatch)
+		}
+		_, isModel := p.(ModelAttack)
+		if _, err := NewModel(n); (err == nil) != isModel {
+			t.Errorf("NewModel(%q): err %v, model attack %v", n, err, isModel)
 		}
 	}
 	if _, err := New("nope"); err == nil || !strings.Contains(err.Error(), "nope") {

@@ -80,6 +80,8 @@ type Auditor struct {
 	hints  []int
 	result map[string]*float64
 
+	model []string // model attacks: run at evaluations by package completion
+
 	memory    *attack.Memory // nil unless an epoch attack is on
 	epoch     []attack.EpochAttack
 	memScores []float64
@@ -108,6 +110,10 @@ func New(names []string, positivesMinority bool, seed uint64) (*Auditor, error) 
 				a.memory = attack.NewMemory()
 			}
 			a.epoch = append(a.epoch, at)
+		case attack.ModelAttack:
+			// Run on the trained bottom at each evaluation (package
+			// completion), not per batch.
+			a.model = append(a.model, n)
 		case attack.Attack:
 			if needs.Input == attack.Embedding {
 				a.embed = append(a.embed, at)
@@ -120,6 +126,11 @@ func New(names []string, positivesMinority bool, seed uint64) (*Auditor, error) 
 	}
 	return a, nil
 }
+
+// ModelAttacks names the configured model attacks (attack.ModelAttack),
+// which the auditor does not run: they attack the trained bottom at each
+// evaluation (package completion).
+func (a *Auditor) ModelAttacks() []string { return a.model }
 
 // HasEpochMemory reports whether an attack of the auditor remembers every
 // example across the epoch (its state is not checkpointed).
