@@ -34,6 +34,9 @@ type Needs struct {
 	// training rows and of the rows it scores, and is run at every test
 	// evaluation and offline, never per batch.
 	Model bool
+	// Expensive: the attack costs far more than the others (seconds per
+	// batch); "all" leaves it out, and it runs only when named.
+	Expensive bool
 }
 
 // LabelFree reports whether a party without any label can run the attack
