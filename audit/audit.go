@@ -79,7 +79,7 @@ type Auditor struct {
 	needOracle  bool
 	minority    bool
 	seed        uint64
-	knownRows   int // the most known rows any attack declares
+	knownRows   int       // the most known rows any attack declares
 	pcg         *rand.PCG // rng's source, saved by MarshalBinary
 	rng         *rand.Rand
 	leak        *metrics.Leak
@@ -90,7 +90,7 @@ type Auditor struct {
 	perm        []int
 	known       []int
 	knownLabels []uint8
-	result map[string]*float64
+	result      map[string]*float64
 
 	model []string // model attacks: run at evaluations by package completion
 
