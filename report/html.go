@@ -306,7 +306,28 @@ func Build(set *Set) (*Page, error) {
 	if len(ev.Figures) == 0 {
 		ev.Empty = "No evaluation found (eval.jsonl missing or empty)."
 	}
-	page.Sections = []*Section{trade, prog, lay, mv, ev}
+	// What stops what: attacks × protections.
+	whatStops := &Section{ID: "matrix", Title: "What stops what",
+		Lead: "Attacks × protection settings at the cut layer (mean over seeds): q95 over training batches of |leak AUC − 0.5| for the per-batch attacks, " +
+			"completion AUC − 0.5 at the final evaluation for model completion (which attacks the trained bottom, after training), and the test-AUC cost " +
+			"(best test AUC without protection minus the setting's). Red: more leakage (0.5 is total); blue: more cost (0.05 and above)."}
+	for _, d := range ds {
+		p, w, h, err := matrixFigure(gs, d)
+		if err != nil {
+			return nil, err
+		}
+		if p == nil {
+			continue
+		}
+		if err := addFig(whatStops, "matrix"+dsName(d), "attacks × protections — "+d, [][]*plot.Plot{{p}}, w, h, false); err != nil {
+			return nil, err
+		}
+		whatStops.Figures[len(whatStops.Figures)-1].Wide = true
+	}
+	if len(whatStops.Figures) == 0 {
+		whatStops.Empty = "Needs at least two protection settings of one dataset with cut-layer attack figures."
+	}
+	page.Sections = []*Section{trade, whatStops, prog, lay, mv, ev}
 	if single { // a lone run has no trade-off to speak of: put it last
 		page.Sections = []*Section{prog, ev, lay, mv, trade}
 	}
