@@ -136,6 +136,9 @@ type Attacker struct {
 	known, unl, test tensor.Matrix
 	batch            data.Batch
 	scores           map[string][]float64
+	// testDone: a.test holds the cut output of the test rows for an
+	// unchanged bottom (set by Redraw).
+	testDone bool
 }
 
 // New returns the attacker running the model attacks among names (others
@@ -160,6 +163,13 @@ func New(names []string, rows *Rows, chunk int, seed uint64) (*Attacker, error) 
 	return a, nil
 }
 
+// Redraw sets new attacker rows and seed for the next Run, which then
+// reuses the test rows' cut outputs of the last Run: the bottom must not
+// have changed in between (offline, several draws of known labels).
+func (a *Attacker) Redraw(rows *Rows, seed uint64) {
+	a.rows, a.seed, a.testDone = rows, seed, a.test.Rows > 0
+}
+
 // Names returns the attacks run, in order.
 func (a *Attacker) Names() []string { return a.names }
 
@@ -177,13 +187,16 @@ func (a *Attacker) Run(bottom model.Bottom, train, test *data.Features, testLabe
 	if err := Embed(bottom, train, a.rows.Unlabelled, a.chunk, &a.batch, &a.unl); err != nil {
 		return nil, fmt.Errorf("completion: unlabelled rows: %w", err)
 	}
-	all := make([]int, test.Rows)
-	for i := range all {
-		all[i] = i
+	if !a.testDone || a.test.Rows != test.Rows {
+		all := make([]int, test.Rows)
+		for i := range all {
+			all[i] = i
+		}
+		if err := Embed(bottom, test, all, a.chunk, &a.batch, &a.test); err != nil {
+			return nil, fmt.Errorf("completion: test rows: %w", err)
+		}
 	}
-	if err := Embed(bottom, test, all, a.chunk, &a.batch, &a.test); err != nil {
-		return nil, fmt.Errorf("completion: test rows: %w", err)
-	}
+	a.testDone = false
 	in := &attack.CompletionInput{Known: &a.known, Labels: a.rows.KnownLabels, Unlabelled: &a.unl, Target: &a.test, Seed: a.seed}
 	out := make(map[string]Result, len(a.attacks))
 	for k, m := range a.attacks {

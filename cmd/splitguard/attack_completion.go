@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,11 +23,11 @@ import (
 
 // completionOptions are the flags of `attack completion`.
 type completionOptions struct {
-	run, labels, truth, out string
-	known, unlabelled       int
-	attacks                 []string
-	seed                    uint64
-	seedSet                 bool
+	run, labels, truth, out  string
+	known, unlabelled, draws int
+	attacks                  []string
+	seed                     uint64
+	seedSet                  bool
 }
 
 func newAttackCompletionCmd() *cobra.Command {
@@ -49,12 +50,14 @@ labels, so the attacker's known labels come from --labels FILE (lines
 "id,label", label 0 or 1; training-row IDs); --truth FILE (the same form) gives
 the true test labels to score against, if the experimenter has them.
 
-Prints one JSON line per attack
-  {"attack": …, "known_labels": …, "unlabelled": …, "test_rows": …,
+Prints one JSON line per attack and draw
+  {"attack": …, "seed": …, "known_labels": …, "unlabelled": …, "test_rows": …,
    "auc": …, "accuracy": …, "prior": …, "model_test_auc": …}
 (model_test_auc: the run's own final test AUC from summary.json, when there is
-one). --out FILE writes "id,ATTACK…" with each attack's probability per test
-row.`,
+one). Which rows are known matters: with --draws K the attack is repeated
+with K seeds and a last line per attack gives {"attack", "draws", "auc_mean",
+"auc_min", "auc_max", "accuracy_mean"}. --out FILE writes "id,ATTACK…" with
+each attack's probability per test row (of the last draw).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.seedSet = cmd.Flags().Changed("seed")
@@ -73,12 +76,14 @@ row.`,
 	f.StringSliceVar(&o.attacks, "attacks", attack.ModelNames(attack.Names()), "model attacks to run")
 	f.StringVar(&o.out, "out", "", `write "id,ATTACK…" probabilities of the test rows here`)
 	f.Uint64Var(&o.seed, "seed", 0, "seed of the choice of rows and of the heads (default: the run's seed)")
+	f.IntVar(&o.draws, "draws", 1, "repeat with seeds seed, seed+1, … (new known and unlabelled rows, new heads) and summarise")
 	return cmd
 }
 
 // completionLine is one line of `attack completion`'s output.
 type completionLine struct {
 	Attack       string   `json:"attack"`
+	Seed         uint64   `json:"seed"`
 	KnownLabels  int      `json:"known_labels"`
 	Unlabelled   int      `json:"unlabelled"`
 	TestRows     int      `json:"test_rows"`
@@ -99,14 +104,16 @@ func attackCompletion(w io.Writer, o completionOptions) error {
 	if o.unlabelled < 0 {
 		return fail(fmt.Errorf("--unlabelled %d, want ≥ 0", o.unlabelled))
 	}
+	if o.draws < 1 {
+		return fail(fmt.Errorf("--draws %d, want ≥ 1", o.draws))
+	}
 	var (
 		split    *data.Split
 		bottom   model.Bottom
-		rows     *completion.Rows
+		pick     func(seed uint64) (*completion.Rows, error)
 		testY    []uint8
 		seed     uint64
 		evalSize int
-		err      error
 	)
 	if o.labels == "" {
 		cfg, s, b, err := completion.LoadRun(o.run)
@@ -114,11 +121,8 @@ func attackCompletion(w io.Writer, o completionOptions) error {
 			return fail(err)
 		}
 		split, bottom, seed, evalSize = s, b, cfg.Seed, cfg.EvalBatch
-		if o.seedSet {
-			seed = o.seed
-		}
-		if rows, err = completion.Pick(split.Train.Labels, o.known, o.unlabelled, seed); err != nil {
-			return fail(err)
+		pick = func(seed uint64) (*completion.Rows, error) {
+			return completion.Pick(split.Train.Labels, o.known, o.unlabelled, seed)
 		}
 		testY = split.Test.Labels
 	} else {
@@ -127,19 +131,19 @@ func attackCompletion(w io.Writer, o completionOptions) error {
 			return fail(err)
 		}
 		split, bottom, seed, evalSize = s, b, cfg.Seed, cfg.EvalBatch
-		if o.seedSet {
-			seed = o.seed
-		}
 		known, err := readLabelFile(o.labels)
 		if err != nil {
 			return fail(err)
 		}
-		var ignored int
-		if rows, ignored, err = completion.FromLabels(split.Train.IDs, known, o.unlabelled, seed); err != nil {
-			return fail(fmt.Errorf("%s: %w", o.labels, err))
-		}
-		if ignored > 0 {
-			fmt.Fprintf(os.Stderr, "attack completion: %d IDs of %s are not training rows of %s; ignored\n", ignored, o.labels, o.run)
+		pick = func(seed uint64) (*completion.Rows, error) {
+			rows, ignored, err := completion.FromLabels(split.Train.IDs, known, o.unlabelled, seed)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", o.labels, err)
+			}
+			if ignored > 0 && seed == o.seed {
+				fmt.Fprintf(os.Stderr, "attack completion: %d IDs of %s are not training rows of %s; ignored\n", ignored, o.labels, o.run)
+			}
+			return rows, nil
 		}
 		if o.truth != "" {
 			if testY, err = truthLabels(o.truth, split.Test.IDs); err != nil {
@@ -149,30 +153,73 @@ func attackCompletion(w io.Writer, o completionOptions) error {
 			return fail(errors.New("without --truth there is nothing to score against: give --truth or --out"))
 		}
 	}
-	at, err := completion.New(o.attacks, rows, evalSize, seed)
-	if err != nil {
-		return fail(err)
-	}
-	res, err := at.Run(bottom, split.Train.X, split.Test.X, testY)
-	if err != nil {
-		return fail(err)
+	if !o.seedSet {
+		o.seed = seed
 	}
 	modelAUC := summaryTestAUC(o.run)
 	enc := json.NewEncoder(w)
-	for _, n := range at.Names() {
-		line := completionLine{Attack: n, KnownLabels: len(rows.Known), Unlabelled: len(rows.Unlabelled),
-			TestRows: len(split.Test.IDs), ModelTestAUC: modelAUC}
-		if r, ok := res[n]; ok {
-			line.AUC, line.Accuracy, line.Prior = &r.AUC, &r.Accuracy, &r.Prior
+	var at *completion.Attacker
+	all := map[string][]completion.Result{}
+	for d := range o.draws {
+		s := o.seed + uint64(d)
+		rows, err := pick(s)
+		if err != nil {
+			return fail(err)
 		}
-		if err := enc.Encode(line); err != nil {
-			return err
+		if at == nil {
+			if at, err = completion.New(o.attacks, rows, evalSize, s); err != nil {
+				return fail(err)
+			}
+		} else {
+			at.Redraw(rows, s)
+		}
+		res, err := at.Run(bottom, split.Train.X, split.Test.X, testY)
+		if err != nil {
+			return fail(err)
+		}
+		for _, n := range at.Names() {
+			line := completionLine{Attack: n, Seed: s, KnownLabels: len(rows.Known), Unlabelled: len(rows.Unlabelled),
+				TestRows: len(split.Test.IDs), ModelTestAUC: modelAUC}
+			if r, ok := res[n]; ok {
+				line.AUC, line.Accuracy, line.Prior = &r.AUC, &r.Accuracy, &r.Prior
+				all[n] = append(all[n], r)
+			}
+			if err := enc.Encode(line); err != nil {
+				return err
+			}
+		}
+	}
+	if o.draws > 1 && testY != nil {
+		for _, n := range at.Names() {
+			if err := enc.Encode(summariseDraws(n, all[n])); err != nil {
+				return err
+			}
 		}
 	}
 	if o.out != "" {
 		return writeCompletionScores(o.out, split.Test.IDs, at)
 	}
 	return nil
+}
+
+// drawSummary is the last line per attack of `attack completion --draws`.
+type drawSummary struct {
+	Attack       string  `json:"attack"`
+	Draws        int     `json:"draws"`
+	AUCMean      float64 `json:"auc_mean"`
+	AUCMin       float64 `json:"auc_min"`
+	AUCMax       float64 `json:"auc_max"`
+	AccuracyMean float64 `json:"accuracy_mean"`
+}
+
+func summariseDraws(name string, rs []completion.Result) drawSummary {
+	s := drawSummary{Attack: name, Draws: len(rs), AUCMin: math.Inf(1), AUCMax: math.Inf(-1)}
+	for _, r := range rs {
+		s.AUCMean += r.AUC / float64(len(rs))
+		s.AccuracyMean += r.Accuracy / float64(len(rs))
+		s.AUCMin, s.AUCMax = min(s.AUCMin, r.AUC), max(s.AUCMax, r.AUC)
+	}
+	return s
 }
 
 func readLabelFile(path string) (map[uint64]uint8, error) {
