@@ -142,12 +142,19 @@ func (c *Config) Legend() protect.Legend { return protect.Describe(c.Protect, c.
 func (c *Config) AttackNames() []string { return ExpandAttacks(c.Attacks) }
 
 // ExpandAttacks resolves "all" in an attack list into every registered
-// attack.
+// attack that is not expensive (attack.Needs.Expensive), plus any named
+// beside "all".
 func ExpandAttacks(names []string) []string {
-	if slices.Contains(names, "all") {
-		return attack.Names()
+	if !slices.Contains(names, "all") {
+		return names
 	}
-	return names
+	var out []string
+	for _, n := range attack.Names() {
+		if needs, _ := attack.Describe(n); !needs.Expensive || slices.Contains(names, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // NewAuditor returns the auditor of the configuration's attacks.

@@ -121,6 +121,9 @@ type Config struct {
 	Attacks []string `yaml:"attacks,flow"`
 	// PositivesMinority is the spectral attacker's prior.
 	PositivesMinority bool `yaml:"positives_minority"`
+	// KnownLabels is how many training rows' labels the model-completion
+	// attacker knows (half of each class; 0: DefaultKnownLabels).
+	KnownLabels int `yaml:"known_labels,omitempty"`
 
 	// Output
 	Out         string `yaml:"out"`
@@ -129,6 +132,18 @@ type Config struct {
 	// MaxSteps, when positive, stops training after that many steps
 	// (a smoke-test aid; the summary says so).
 	MaxSteps int64 `yaml:"max_steps,omitempty"`
+}
+
+// DefaultKnownLabels is the model-completion attacker's known labels when
+// key known_labels is not set.
+const DefaultKnownLabels = 40
+
+// Known returns the model-completion attacker's number of known labels.
+func (c *Config) Known() int {
+	if c.KnownLabels == 0 {
+		return DefaultKnownLabels
+	}
+	return c.KnownLabels
 }
 
 // Default returns the configuration of the authors' Criteo experiment
@@ -353,6 +368,9 @@ func (c *Config) validate() error {
 	}
 	if c.Sample <= 0 || c.Sample > 1 {
 		bad("sample %g, want a fraction in (0, 1]", c.Sample)
+	}
+	if c.KnownLabels < 0 || c.KnownLabels == 1 {
+		bad("known labels %d, want at least 2, one of each class (key known_labels)", c.KnownLabels)
 	}
 	if len(c.Attacks) == 0 {
 		bad("no attacks: name at least one (key attacks)")

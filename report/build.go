@@ -41,7 +41,7 @@ func Build(set *Set) (*Page, error) {
 	page := b.header()
 	page.Notes = b.notes()
 	byID := map[string]*Section{}
-	for _, sec := range []func() (*Section, error){b.tradeoffSection, b.progressSection, b.layersSection, b.marvellSection, b.utilitySection} {
+	for _, sec := range []func() (*Section, error){b.tradeoffSection, b.matrixSection, b.progressSection, b.layersSection, b.marvellSection, b.utilitySection} {
 		s, err := sec()
 		if err != nil {
 			return nil, err

@@ -14,15 +14,22 @@ func evalFigure(gs []*group, dataset string) ([][]*plot.Plot, int, error) {
 	pa := newPlot("Test AUC over training", "training step (batch)", "test AUC")
 	pl := newPlot("Test loss over training", "training step (batch)", "test loss (BCE)")
 	pt := newPlot(fmt.Sprintf("Training loss (Gaussian moving mean, σ = %g%% of the steps)", 100*smoothFrac), "training step (batch)", "train loss (BCE, batch mean)")
-	n := 0
+	pc := newPlot("Model completion over training", "training step (batch)", "completion AUC (dashed: supervised only)")
+	n, nc := 0, 0
 	for _, g := range gs {
 		if g.Setting.Dataset != dataset {
 			continue
 		}
-		var ca, cl, ct [][2][]float64
+		var ca, cl, ct, cs, cu [][2][]float64
 		for _, r := range g.Runs {
-			var ax, ay, lx, ly, tx, ty []float64
+			var ax, ay, lx, ly, tx, ty, sx, sy, ux, uy []float64
 			for _, e := range r.Evals {
+				if v, ok := e.Attacks["completion/auc"]; ok {
+					sx, sy = append(sx, float64(e.Step)), append(sy, v)
+				}
+				if v, ok := e.Attacks["completion_supervised/auc"]; ok {
+					ux, uy = append(ux, float64(e.Step)), append(uy, v)
+				}
 				if e.TestAUC != nil && !math.IsNaN(*e.TestAUC) {
 					ax, ay = append(ax, float64(e.Step)), append(ay, *e.TestAUC)
 				}
@@ -44,6 +51,22 @@ func evalFigure(gs []*group, dataset string) ([][]*plot.Plot, int, error) {
 			if len(tx) > 0 {
 				ct = append(ct, [2][]float64{tx, ty})
 			}
+			if len(sx) > 0 {
+				cs = append(cs, [2][]float64{sx, sy})
+			}
+			if len(ux) > 0 {
+				cu = append(cu, [2][]float64{ux, uy})
+			}
+		}
+		for k, curves := range [][][2][]float64{cs, cu} {
+			if len(curves) == 0 {
+				continue
+			}
+			x, y := meanAtSteps(curves)
+			if _, err := line(pc, x, y, g.Color, 1.5, k == 1); err != nil {
+				return nil, 0, err
+			}
+			nc++
 		}
 		lbl := g.Setting.Label()
 		for _, c := range []struct {
@@ -77,7 +100,10 @@ func evalFigure(gs []*group, dataset string) ([][]*plot.Plot, int, error) {
 	if n == 0 {
 		return nil, 0, nil
 	}
-	return [][]*plot.Plot{{pa, pl}, {pt, nil}}, n, nil
+	if nc == 0 {
+		pc = nil
+	}
+	return [][]*plot.Plot{{pa, pl}, {pt, pc}}, n, nil
 }
 
 // utilitySection draws one utility figure per dataset.

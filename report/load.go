@@ -45,6 +45,9 @@ type Eval struct {
 	TestAUC  *float64 `json:"test_auc"`
 	TestLoss *float64 `json:"test_loss"`
 	ACE      *float64 `json:"ace"`
+	// Attacks are the model attacks' figures at this evaluation
+	// ("completion/auc", …), when the run had any.
+	Attacks map[string]float64 `json:"attacks"`
 }
 
 // LeakStat is one entry of summary.json's leak map.

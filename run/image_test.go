@@ -187,8 +187,8 @@ func TestTrainISICEndToEnd(t *testing.T) {
 			}
 			// Every per-batch attack reports at both passive blocks.
 			for _, name := range attack.Names() {
-				if needs, _ := attack.Describe(name); needs.EpochMemory {
-					continue // scored at the end of each epoch, in epochs.jsonl
+				if needs, _ := attack.Describe(name); needs.EpochMemory || needs.Model || needs.Expensive {
+					continue // scored at the end of each epoch (epochs.jsonl) or at evaluations (eval.jsonl), or not in "all"
 				}
 				for _, layer := range []string{"first", "cut"} {
 					k := name + "/" + layer

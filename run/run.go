@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/splitguard/splitguard/atomicfile"
+	"github.com/splitguard/splitguard/attack"
 	"github.com/splitguard/splitguard/audit"
+	"github.com/splitguard/splitguard/completion"
 	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/dump"
@@ -115,9 +117,22 @@ func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, opt O
 		defer j.dump.Close()
 	}
 
+	evalAttacks, err := modelAttacks(cfg, split, bottom)
+	if err != nil {
+		return nil, err
+	}
 	act, err := active.New(top, split.Train, split.Test, sched, bottom.CutDim(), active.Config{
 		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
-		Observer: j.active, EvalObserver: func(res *active.EvalResult) error { _, err := rec.Eval(res); return err },
+		Observer: j.active, EvalObserver: func(res *active.EvalResult) error {
+			// The passive party waits for the answer to its last evaluation
+			// message meanwhile: the model attacks may use its bottom.
+			figs, err := evalAttacks()
+			if err != nil {
+				return fmt.Errorf("evaluation at step %d: %w", res.Step, err)
+			}
+			_, err = rec.EvalWith(res, figs)
+			return err
+		},
 	})
 	if err != nil {
 		return nil, err
@@ -211,6 +226,30 @@ func (j *joiner) fail(err error) error {
 		j.err = err
 	}
 	return err
+}
+
+// modelAttacks returns what runs the configured model attacks (model
+// completion) on the bottom at an evaluation: nil figures when none is
+// configured.
+func modelAttacks(cfg config.Config, split *data.Split, bottom model.Bottom) (func() (map[string]float64, error), error) {
+	if len(attack.ModelNames(cfg.AttackNames())) == 0 {
+		return func() (map[string]float64, error) { return nil, nil }, nil
+	}
+	rows, err := completion.Pick(split.Train.Labels, cfg.Known(), completion.DefaultUnlabelled, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	at, err := completion.New(cfg.AttackNames(), rows, cfg.EvalBatch, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	return func() (map[string]float64, error) {
+		res, err := at.Run(bottom, split.Train.X, split.Test.X, split.Test.Labels)
+		if err != nil {
+			return nil, err
+		}
+		return completion.Flatten(res, nil), nil
+	}, nil
 }
 
 // saveModels writes the final bottom and top models into dir, each

@@ -211,8 +211,12 @@ func (r *Recorder) progress(done int64, leak map[string]*float64) {
 }
 
 // Eval appends one evaluation to eval.jsonl and returns its record.
-func (r *Recorder) Eval(res *active.EvalResult) (EvalRecord, error) {
-	e := EvalRecord{Step: res.Step, TestAUC: res.AUC, TestLoss: res.Loss, ACE: res.ACE}
+func (r *Recorder) Eval(res *active.EvalResult) (EvalRecord, error) { return r.EvalWith(res, nil) }
+
+// EvalWith is Eval with the model attacks' figures at this evaluation
+// (EvalRecord.Attacks; nil: none).
+func (r *Recorder) EvalWith(res *active.EvalResult, attacks map[string]float64) (EvalRecord, error) {
+	e := EvalRecord{Step: res.Step, TestAUC: res.AUC, TestLoss: res.Loss, ACE: res.ACE, Attacks: attacks}
 	if err := r.evals.Write(e); err != nil {
 		return e, err
 	}
@@ -281,6 +285,19 @@ func (r *Recorder) Finish(steps int64, elapsed time.Duration) (*Summary, error) 
 		TrainPosRate: float64(pos) / float64(max(len(train.IDs), 1)), BadRowsSkipped: r.split.Info.BadRows,
 		Engine: tensor.Default.Name(), Protect: cfg.Protect,
 		Truncated: cfg.MaxSteps > 0 && steps < planned,
+	}
+	for _, e := range r.evalsSeen {
+		for k, v := range e.Attacks {
+			if s.EvalAttacksBest == nil {
+				s.EvalAttacksBest = map[string]float64{}
+			}
+			if b, ok := s.EvalAttacksBest[k]; !ok || v > b {
+				s.EvalAttacksBest[k] = v
+			}
+		}
+	}
+	if len(last.Attacks) > 0 {
+		s.EvalAttacksFinal = maps.Clone(last.Attacks)
 	}
 	if elapsed > 0 {
 		s.ExamplesPerS = float64(examples) / elapsed.Seconds()

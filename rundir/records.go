@@ -25,6 +25,9 @@ type EvalRecord struct {
 	TestAUC  float64 `json:"test_auc"`
 	TestLoss float64 `json:"test_loss"`
 	ACE      float64 `json:"ace"`
+	// Attacks holds the model attacks' figures at this evaluation, keyed
+	// "ATTACK/auc", "ATTACK/accuracy", "ATTACK/prior" (model completion).
+	Attacks map[string]float64 `json:"attacks,omitempty"`
 }
 
 // Summary is summary.json.
@@ -58,6 +61,11 @@ type Summary struct {
 	Engine         string  `json:"engine"`
 	Protect        string  `json:"protect"`
 	Truncated      bool    `json:"truncated,omitempty"`
+	// EvalAttacksFinal and EvalAttacksBest are the model attacks' figures
+	// (EvalRecord.Attacks) at the last evaluation and the largest value of
+	// each over the evaluations.
+	EvalAttacksFinal map[string]float64 `json:"eval_attacks_final,omitempty"`
+	EvalAttacksBest  map[string]float64 `json:"eval_attacks_best,omitempty"`
 }
 
 // EpochRecord is one line of epochs.jsonl: the epoch attacks' leak AUCs

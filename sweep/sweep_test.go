@@ -345,7 +345,8 @@ func TestValidateStopsEarly(t *testing.T) {
 // TestExperimentFiles checks that the shipped sweep files parse and
 // expand to the runs their comments promise.
 func TestExperimentFiles(t *testing.T) {
-	want := map[string]int{"quick.yaml": 9, "criteo.yaml": 8, "avazu.yaml": 8}
+	want := map[string]int{"quick.yaml": 9, "criteo.yaml": 8, "avazu.yaml": 8,
+		"attacks-vs-defences.yaml": 10, "completion-known-labels.yaml": 8, "grad-match.yaml": 5}
 	for file, n := range want {
 		spec, err := LoadSpec(filepath.Join("..", "experiments", file))
 		if err != nil {

@@ -19,7 +19,7 @@ func init() { subcommands = append(subcommands, newAttackCmd) }
 func newAttackCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "attack",
-		Short: "Offline attacks on a run's --dump directory",
+		Short: "Offline attacks on a run's --dump directory or its trained bottom model",
 	}
 	var (
 		dumpDir, labels, fashion, on string
@@ -70,7 +70,7 @@ Fashion-MNIST run can be attacked on all ten classes.`,
 	mc.Flags().StringVar(&fashion, "fashion-mnist", "", "Fashion-MNIST directory whose label files give the classes")
 	mc.Flags().StringVar(&on, "on", "cut_embedding", "array attacked: "+strings.Join(dump.Arrays, ", "))
 	mc.Flags().Uint64Var(&seed, "seed", 1, "seed of the k-means seeding")
-	cmd.AddCommand(mc)
+	cmd.AddCommand(mc, newAttackCompletionCmd())
 	return cmd
 }
 

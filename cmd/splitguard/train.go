@@ -61,6 +61,7 @@ func trainFlags(fs *pflag.FlagSet, c *config.Config) {
 	defenceFlags(fs, &c.Params)
 	fs.StringSliceVar(&c.Attacks, "attacks", c.Attacks, "attacks to audit every batch: "+strings.Join(attack.Names(), ", ")+", or all")
 	fs.BoolVar(&c.PositivesMinority, "positives-minority", c.PositivesMinority, "spectral attacker's prior: positives are the minority")
+	fs.IntVar(&c.KnownLabels, "known-labels", c.KnownLabels, "model-completion attacks: training labels the attacker knows, half of each class (0: 40)")
 	fs.StringVar(&c.Out, "out", c.Out, "run directory to write")
 	fs.StringVar(&c.Dump, "dump", c.Dump, "write per-batch .npy dumps (gradients, embeddings, labels, IDs) here")
 	fs.IntVar(&c.DumpBatches, "dump-batches", c.DumpBatches, "how many batches --dump writes")
