@@ -121,6 +121,11 @@ type Spec struct {
 	// noise (keyed by the run's seed); an AddOn sets one of them.
 	NewLoss   func(p Params) (LossTerm, error)
 	NewLabels func(p Params, seed uint64) (LabelNoise, error)
+	// Account, when set, is the defence's privacy accountant: the privacy
+	// a run with parameters p has spent once every example's protected
+	// gradient row has been released at most releases times (e.g. "eps",
+	// "delta"); summary.json records it.
+	Account func(p Params, releases int64) (map[string]float64, error)
 }
 
 var (
@@ -381,4 +386,30 @@ func (s *Spec) describe(p Params) ([]string, float64) {
 		}
 	}
 	return parts, strength
+}
+
+// Account returns the privacy spent by the run's defences — the gradient
+// protection name with parameters p, and every add-on p turns on — once
+// every example's protected gradient row has been released at most
+// releases times, from each defence's accountant ([Spec.Account]); keys
+// are prefixed with the defence's name ("grad_dp_eps"). It returns nil
+// when no defence has an accountant.
+func Account(name string, p Params, releases int64) (map[string]float64, error) {
+	var out map[string]float64
+	for _, s := range Specs() {
+		if s.Account == nil || (s.Role == GradientRole && s.Name != name) || (s.Role == AddOn && !p.Has(s.Params[0].Key)) {
+			continue
+		}
+		m, err := s.Account(p, releases)
+		if err != nil {
+			return nil, fmt.Errorf("%s: privacy accountant: %w", s.Name, err)
+		}
+		for k, v := range m {
+			if out == nil {
+				out = map[string]float64{}
+			}
+			out[s.Name+"_"+k] = v
+		}
+	}
+	return out, nil
 }

@@ -57,6 +57,10 @@ type Summary struct {
 	BadRowsSkipped int64   `json:"bad_rows_skipped"`
 	Engine         string  `json:"engine"`
 	Protect        string  `json:"protect"`
+	// Privacy is what the defences' privacy accountants report for the
+	// run (e.g. grad_dp_eps, grad_dp_delta, grad_dp_releases), absent
+	// when no defence has one.
+	Privacy map[string]float64 `json:"privacy,omitempty"`
 	Truncated      bool    `json:"truncated,omitempty"`
 }
 
