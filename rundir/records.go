@@ -60,8 +60,8 @@ type Summary struct {
 	// Privacy is what the defences' privacy accountants report for the
 	// run (e.g. grad_dp_eps, grad_dp_delta, grad_dp_releases), absent
 	// when no defence has one.
-	Privacy map[string]float64 `json:"privacy,omitempty"`
-	Truncated      bool    `json:"truncated,omitempty"`
+	Privacy   map[string]float64 `json:"privacy,omitempty"`
+	Truncated bool               `json:"truncated,omitempty"`
 }
 
 // EpochRecord is one line of epochs.jsonl: the epoch attacks' leak AUCs
