@@ -72,6 +72,15 @@ func (c *Config) BuildBottom(x *data.Features) (model.Bottom, error) {
 // reads the active party's own features x; the MLP and the CNN read only
 // the cut embedding (x may be nil). wide reports whether the top reads x.
 func (c *Config) BuildTop(x *data.Features) (top model.Top, wide bool, err error) {
+	top, wide, err = c.buildTop(x)
+	if err != nil {
+		return nil, false, err
+	}
+	top, err = c.withInputLayer(top)
+	return top, wide, err
+}
+
+func (c *Config) buildTop(x *data.Features) (top model.Top, wide bool, err error) {
 	switch c.Model {
 	case "wdl":
 		if x == nil || x.Image != nil {

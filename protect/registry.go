@@ -121,6 +121,9 @@ type Spec struct {
 	// noise (keyed by the run's seed); an AddOn sets one of them.
 	NewLoss   func(p Params) (LossTerm, error)
 	NewLabels func(p Params, seed uint64) (LabelNoise, error)
+	// NewInput builds an add-on's input layer of the active party's top
+	// model (MID); see [BuildInput].
+	NewInput func(p Params, o InputOptions) (InputLayer, error)
 	// Account, when set, is the defence's privacy accountant: the privacy
 	// a run with parameters p has spent once every example's protected
 	// gradient row has been released at most releases times (e.g. "eps",
@@ -147,8 +150,8 @@ func Register(s Spec) {
 		panic(fmt.Sprintf("protect: %q registered twice", s.Name))
 	case s.Role == GradientRole && s.New == nil:
 		panic(fmt.Sprintf("protect: gradient protection %q without a constructor", s.Name))
-	case s.Role == AddOn && (len(s.Params) == 0 || (s.NewLoss == nil) == (s.NewLabels == nil)):
-		panic(fmt.Sprintf("protect: add-on %q needs a parameter and exactly one of NewLoss and NewLabels", s.Name))
+	case s.Role == AddOn && (len(s.Params) == 0 || countSet(s.NewLoss != nil, s.NewLabels != nil, s.NewInput != nil) != 1):
+		panic(fmt.Sprintf("protect: add-on %q needs a parameter and exactly one of NewLoss, NewLabels and NewInput", s.Name))
 	}
 	for _, p := range s.Params {
 		if p.Key == "" || byKey[p.Key] != nil {
@@ -300,6 +303,8 @@ func Build(name string, p Params, seed uint64) (*Set, error) {
 			continue
 		}
 		switch {
+		case spec.NewInput != nil:
+			continue // part of the top model: BuildInput
 		case spec.NewLoss != nil:
 			t, err := spec.NewLoss(p)
 			if err != nil {
@@ -410,6 +415,36 @@ func Account(name string, p Params, releases int64) (map[string]float64, error) 
 			}
 			out[s.Name+"_"+k] = v
 		}
+	}
+	return out, nil
+}
+
+func countSet(flags ...bool) int {
+	n := 0
+	for _, f := range flags {
+		if f {
+			n++
+		}
+	}
+	return n
+}
+
+// BuildInput returns the input layer of the active party's top model that
+// parameters p turn on (MID), or nil when none is on. At most one may be.
+func BuildInput(p Params, o InputOptions) (InputLayer, error) {
+	var out InputLayer
+	for _, spec := range Specs() {
+		if spec.NewInput == nil || !p.Has(spec.Params[0].Key) {
+			continue
+		}
+		if out != nil {
+			return nil, fmt.Errorf("%s: a second input-layer defence after %s; combine at most one", spec.Name, out.Name())
+		}
+		l, err := spec.NewInput(p, o)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", spec.Name, err)
+		}
+		out = l
 	}
 	return out, nil
 }

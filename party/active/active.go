@@ -79,6 +79,11 @@ type EvalResult struct {
 	Rows int
 }
 
+// trainingMode is implemented by top models that behave differently in
+// training (the MID bottleneck samples its noise); they are in evaluation
+// mode outside TrainStep.
+type trainingMode interface{ SetTraining(bool) }
+
 // Active is the active party.
 type Active struct {
 	top         model.Top
@@ -203,6 +208,10 @@ func (a *Active) TrainStep(f *transport.Forward) (*transport.Backward, error) {
 	for i, r := range rows {
 		a.labels[i] = a.train.Labels[r]
 		a.lossY[i] = float32(lossSrc[r])
+	}
+	if m, ok := a.top.(trainingMode); ok { // an input-layer defence samples in training only
+		m.SetTraining(true)
+		defer m.SetTraining(false)
 	}
 	logits, err := a.top.Forward(f.Embedding, a.wideBatch(a.train.X, rows))
 	if err != nil {

@@ -1,0 +1,104 @@
+package config
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/model"
+	"github.com/splitguard/splitguard/protect"
+	"github.com/splitguard/splitguard/tensor"
+)
+
+// withInputLayer puts the input-layer defence that the configuration
+// turns on (MID) in front of top, or returns top unchanged without one.
+func (c *Config) withInputLayer(top model.Top) (model.Top, error) {
+	r := *c
+	r.Layers = slices.Clone(c.Layers)
+	r.Resolve()
+	in, err := protect.BuildInput(c.Params, protect.InputOptions{CutDim: r.CutDim(), LR: float32(r.LR), Seed: c.Seed})
+	if err != nil || in == nil {
+		return top, err
+	}
+	return &InputTop{Top: top, In: in}, nil
+}
+
+// InputTop is a top model behind an input-layer defence: the layer maps
+// the cut embedding to the top's input, is trained with it, and is saved
+// and loaded with it (top.model holds both). It samples in training mode
+// only, which the active party sets around each training step
+// (SetTraining); evaluation and inference run in the default mode.
+type InputTop struct {
+	model.Top
+	In       protect.InputLayer
+	training bool
+}
+
+// SetTraining selects the training behaviour of the input layer.
+func (t *InputTop) SetTraining(on bool) { t.training = on }
+
+// Forward implements model.Top.
+func (t *InputTop) Forward(e *tensor.Matrix, wide *data.Batch) ([]float32, error) {
+	x, err := t.In.Forward(e, t.training)
+	if err != nil {
+		return nil, err
+	}
+	return t.Top.Forward(x, wide)
+}
+
+// Backward implements model.Top: through the top, then the input layer
+// (which adds its regulariser's gradient).
+func (t *InputTop) Backward(dLogits []float32) (*tensor.Matrix, error) {
+	g, err := t.Top.Backward(dLogits)
+	if err != nil {
+		return nil, err
+	}
+	return t.In.Backward(g)
+}
+
+// Step implements model.Top.
+func (t *InputTop) Step() error {
+	if err := t.Top.Step(); err != nil {
+		return err
+	}
+	return t.In.Step()
+}
+
+// Save implements model.Top: the top's checkpoint (length-prefixed), then
+// the input layer's state.
+func (t *InputTop) Save(w io.Writer) error {
+	var b bytes.Buffer
+	if err := t.Top.Save(&b); err != nil {
+		return err
+	}
+	if _, err := w.Write(binary.LittleEndian.AppendUint64(nil, uint64(b.Len()))); err != nil {
+		return err
+	}
+	if _, err := w.Write(b.Bytes()); err != nil {
+		return err
+	}
+	return t.In.Save(w)
+}
+
+// Load implements model.Top.
+func (t *InputTop) Load(r io.Reader) error {
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	if len(raw) < 8 {
+		return errors.New("model: loading top checkpoint: truncated (a top model behind " + t.In.Name() + ")")
+	}
+	n := binary.LittleEndian.Uint64(raw)
+	if n > uint64(len(raw)-8) {
+		return fmt.Errorf("model: loading top checkpoint: a top of %d bytes overruns the %d left (a checkpoint without %s?)", n, len(raw)-8, t.In.Name())
+	}
+	if err := t.Top.Load(bytes.NewReader(raw[8 : 8+n])); err != nil {
+		return err
+	}
+	return t.In.Load(bytes.NewReader(raw[8+n:]))
+}
