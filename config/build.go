@@ -127,6 +127,10 @@ type Defences struct {
 	// TrainLabels replace the training labels in the loss (label DP);
 	// nil without label noise.
 	TrainLabels []uint8
+	// TrainTargets are the soft targets of the binary cross-entropy, one
+	// per training row, under a label codec (CAE: the encoded labels);
+	// nil without one.
+	TrainTargets []float32
 }
 
 // BuildDefences builds the configuration's defences for the training
@@ -139,6 +143,20 @@ func (c *Config) BuildDefences(train *data.Dataset) (*Defences, error) {
 	d := &Defences{Set: set}
 	if set.Labels != nil {
 		d.TrainLabels = set.Labels.Apply(train.IDs, train.Labels, nil)
+	}
+	codec, err := protect.BuildCodec(c.Params, c.Seed)
+	if err != nil {
+		return nil, err
+	}
+	if codec != nil {
+		src := train.Labels
+		if d.TrainLabels != nil {
+			src = d.TrainLabels
+		}
+		d.TrainTargets = make([]float32, len(src))
+		for i, y := range src {
+			d.TrainTargets[i] = codec.Encode(y)
+		}
 	}
 	return d, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 
 	"github.com/splitguard/splitguard/data"
@@ -21,10 +22,55 @@ func (c *Config) withInputLayer(top model.Top) (model.Top, error) {
 	r.Layers = slices.Clone(c.Layers)
 	r.Resolve()
 	in, err := protect.BuildInput(c.Params, protect.InputOptions{CutDim: r.CutDim(), LR: float32(r.LR), Seed: c.Seed})
-	if err != nil || in == nil {
-		return top, err
+	if err != nil {
+		return nil, err
 	}
-	return &InputTop{Top: top, In: in}, nil
+	if in != nil {
+		top = &InputTop{Top: top, In: in}
+	}
+	codec, err := protect.BuildCodec(c.Params, c.Seed)
+	if err != nil {
+		return nil, err
+	}
+	if codec != nil {
+		top = &CodecTop{Top: top, Codec: codec}
+	}
+	return top, nil
+}
+
+// CodecTop is a top model trained on encoded labels (CAE): in training
+// mode its logits are the raw ones, which the loss compares with the
+// encoded targets; at evaluation and inference each logit l becomes
+// logit(Decode(σ(l))), the decoded probability of the true positive class.
+type CodecTop struct {
+	model.Top
+	Codec    protect.LabelCodec
+	training bool
+	out      []float32
+}
+
+// SetTraining selects raw (training) or decoded logits, and passes the
+// mode on to the top it wraps.
+func (t *CodecTop) SetTraining(on bool) {
+	t.training = on
+	if m, ok := t.Top.(interface{ SetTraining(bool) }); ok {
+		m.SetTraining(on)
+	}
+}
+
+// Forward implements model.Top.
+func (t *CodecTop) Forward(e *tensor.Matrix, wide *data.Batch) ([]float32, error) {
+	logits, err := t.Top.Forward(e, wide)
+	if err != nil || t.training {
+		return logits, err
+	}
+	t.out = append(t.out[:0], logits...)
+	for i, l := range t.out {
+		p := 1 / (1 + math.Exp(-float64(l)))
+		q := math.Min(math.Max(t.Codec.Decode(p), 1e-7), 1-1e-7)
+		t.out[i] = float32(math.Log(q / (1 - q)))
+	}
+	return t.out, nil
 }
 
 // InputTop is a top model behind an input-layer defence: the layer maps

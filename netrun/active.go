@@ -341,7 +341,7 @@ func (r *activeRun) build(step int64) error {
 		return err
 	}
 	party, err := active.New(top, r.split.Train, r.split.Test, sched, cfg.CutDim(), active.Config{
-		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
+		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, TrainTargets: def.TrainTargets, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
 		Observer: r.observe, EvalObserver: r.evalDone,
 	})
 	if err != nil {

@@ -14,12 +14,12 @@ import (
 )
 
 // TestNetworkedDefences runs the defences of the peer frameworks
-// (sparsification, gradient DP, gradient averaging, MID) in process and over
+// (sparsification, gradient DP, gradient averaging, MID, DCAE) in process and over
 // the network and checks that both write the same batches and summary,
 // including gradient DP's ε (two epochs: every example released twice).
 func TestNetworkedDefences(t *testing.T) {
 	if testing.Short() {
-		t.Skip("trains eight small runs")
+		t.Skip("trains ten small runs")
 	}
 	path := synthFile(t, 600)
 	certs := newTestPKI(t)
@@ -30,7 +30,8 @@ func TestNetworkedDefences(t *testing.T) {
 		{"sparsify", "sparsify", protect.Params{"sparsify_p": 0.5}},
 		{"grad_dp", "grad_dp", protect.Params{"grad_dp_sigma": 2, "grad_dp_clip": 0.05, "grad_dp_delta": math.Exp(-4.5)}},
 		{"grad_avg", "grad_avg", protect.Params{"grad_avg_group": 4}},
-		{"mid", "none", protect.Params{"mid_lambda": 0.01}}, // an input layer of the top model
+		{"mid", "none", protect.Params{"mid_lambda": 0.01}},               // an input layer of the top model
+		{"dcae", "dsgd", protect.Params{"dsgd_bins": 8, "cae_lambda": 2}}, // soft fake labels, decoded at evaluation
 	} {
 		t.Run(c.test, func(t *testing.T) {
 			root := t.TempDir()

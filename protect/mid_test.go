@@ -147,3 +147,12 @@ func TestMIDEvaluationAndState(t *testing.T) {
 		t.Error("a truncated state loaded")
 	}
 }
+
+func TestMIDSecondaryParameterNeedsLambda(t *testing.T) {
+	if err := Check("none", Params{"mid_bottleneck": 4}); err == nil {
+		t.Error("mid_bottleneck without mid_lambda accepted")
+	}
+	if err := Check("none", Params{"mid_bottleneck": 4, "mid_lambda": 0.1}); err != nil {
+		t.Error(err)
+	}
+}

@@ -124,6 +124,9 @@ type Spec struct {
 	// NewInput builds an add-on's input layer of the active party's top
 	// model (MID); see [BuildInput].
 	NewInput func(p Params, o InputOptions) (InputLayer, error)
+	// NewCodec builds an add-on's label codec (CAE), keyed by the run's
+	// seed; see [BuildCodec].
+	NewCodec func(p Params, seed uint64) (LabelCodec, error)
 	// Account, when set, is the defence's privacy accountant: the privacy
 	// a run with parameters p has spent once every example's protected
 	// gradient row has been released at most releases times (e.g. "eps",
@@ -150,8 +153,8 @@ func Register(s Spec) {
 		panic(fmt.Sprintf("protect: %q registered twice", s.Name))
 	case s.Role == GradientRole && s.New == nil:
 		panic(fmt.Sprintf("protect: gradient protection %q without a constructor", s.Name))
-	case s.Role == AddOn && (len(s.Params) == 0 || countSet(s.NewLoss != nil, s.NewLabels != nil, s.NewInput != nil) != 1):
-		panic(fmt.Sprintf("protect: add-on %q needs a parameter and exactly one of NewLoss, NewLabels and NewInput", s.Name))
+	case s.Role == AddOn && (len(s.Params) == 0 || countSet(s.NewLoss != nil, s.NewLabels != nil, s.NewInput != nil, s.NewCodec != nil) != 1):
+		panic(fmt.Sprintf("protect: add-on %q needs a parameter and exactly one of NewLoss, NewLabels, NewInput and NewCodec", s.Name))
 	}
 	for _, p := range s.Params {
 		if p.Key == "" || byKey[p.Key] != nil {
@@ -254,6 +257,10 @@ func Check(name string, p Params) error {
 			errs = append(errs, fmt.Errorf("parameter %s belongs to protection %s, but the protection is %s", k, owner.Name, name))
 			continue
 		}
+		if first := owner.Params[0].Key; owner.Role == AddOn && k != first && !p.Has(first) {
+			errs = append(errs, fmt.Errorf("parameter %s of %s is set, but %s is off: key %s turns it on", k, owner.Name, owner.Name, first))
+			continue
+		}
 		for _, par := range owner.Params {
 			if par.Key == k {
 				if err := par.Check(p[k]); err != nil {
@@ -303,8 +310,8 @@ func Build(name string, p Params, seed uint64) (*Set, error) {
 			continue
 		}
 		switch {
-		case spec.NewInput != nil:
-			continue // part of the top model: BuildInput
+		case spec.NewInput != nil, spec.NewCodec != nil:
+			continue // part of the top model: BuildInput, BuildCodec
 		case spec.NewLoss != nil:
 			t, err := spec.NewLoss(p)
 			if err != nil {
@@ -432,19 +439,47 @@ func countSet(flags ...bool) int {
 // BuildInput returns the input layer of the active party's top model that
 // parameters p turn on (MID), or nil when none is on. At most one may be.
 func BuildInput(p Params, o InputOptions) (InputLayer, error) {
-	var out InputLayer
+	return buildOne(p, "input-layer defence", func(s *Spec) (InputLayer, bool, error) {
+		if s.NewInput == nil {
+			return nil, false, nil
+		}
+		l, err := s.NewInput(p, o)
+		return l, true, err
+	})
+}
+
+// BuildCodec returns the label codec that parameters p turn on (CAE), or
+// nil when none is on. At most one may be.
+func BuildCodec(p Params, seed uint64) (LabelCodec, error) {
+	return buildOne(p, "label codec", func(s *Spec) (LabelCodec, bool, error) {
+		if s.NewCodec == nil {
+			return nil, false, nil
+		}
+		c, err := s.NewCodec(p, seed)
+		return c, true, err
+	})
+}
+
+// buildOne builds the one add-on of a kind that p turns on: build says
+// whether a spec is of the kind and builds it.
+func buildOne[T interface{ Name() string }](p Params, kind string, build func(*Spec) (T, bool, error)) (T, error) {
+	var out, zero T
+	found := ""
 	for _, spec := range Specs() {
-		if spec.NewInput == nil || !p.Has(spec.Params[0].Key) {
+		if spec.Role != AddOn || !p.Has(spec.Params[0].Key) {
 			continue
 		}
-		if out != nil {
-			return nil, fmt.Errorf("%s: a second input-layer defence after %s; combine at most one", spec.Name, out.Name())
+		v, ok, err := build(spec)
+		if !ok {
+			continue
 		}
-		l, err := spec.NewInput(p, o)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", spec.Name, err)
+			return zero, fmt.Errorf("%s: %w", spec.Name, err)
 		}
-		out = l
+		if found != "" {
+			return zero, fmt.Errorf("%s: a second %s after %s; combine at most one", spec.Name, kind, found)
+		}
+		out, found = v, spec.Name
 	}
 	return out, nil
 }

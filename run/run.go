@@ -113,7 +113,7 @@ func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, opt O
 	}
 
 	act, err := active.New(top, split.Train, split.Test, sched, bottom.CutDim(), active.Config{
-		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
+		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, TrainTargets: def.TrainTargets, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
 		Observer: j.active, EvalObserver: func(res *active.EvalResult) error { _, err := rec.Eval(res); return err },
 	})
 	if err != nil {
