@@ -1,11 +1,9 @@
 package protect
 
 import (
-	"cmp"
 	"errors"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 
 	"github.com/splitguard/splitguard/tensor"
@@ -49,13 +47,7 @@ type Sparsify struct {
 	P     float64 // share dropped, in [0, 1)
 	Batch bool    // rank the whole batch together instead of each row
 	stats Stats
-	order []magIndex
-}
-
-// magIndex is an entry's magnitude and position, for ranking.
-type magIndex struct {
-	mag float32
-	idx int32
+	mags  []float32
 }
 
 // Name returns "sparsify".
@@ -93,23 +85,78 @@ func (s *Sparsify) Protect(b *Batch, out *tensor.Matrix, _ *rand.Rand) (Stats, e
 	return s.stats, nil
 }
 
-// drop zeroes the Dropped(len(v)) smallest-magnitude entries of v in place.
+// drop zeroes the Dropped(len(v)) smallest-magnitude entries of v in
+// place: the m-th smallest magnitude t is found by selection (linear time),
+// entries below t are zeroed, and then entries equal to t from the first
+// on until m are.
 func (s *Sparsify) drop(v []float32) {
 	m := s.Dropped(len(v))
 	if m == 0 {
 		return
 	}
-	s.order = s.order[:0]
+	s.mags = s.mags[:0]
+	for _, x := range v {
+		s.mags = append(s.mags, abs32(x))
+	}
+	t := selectNth(s.mags, m-1)
+	below := 0
 	for k, x := range v {
-		s.order = append(s.order, magIndex{float32(math.Abs(float64(x))), int32(k)})
-	}
-	slices.SortFunc(s.order, func(a, b magIndex) int {
-		if c := cmp.Compare(a.mag, b.mag); c != 0 {
-			return c
+		if abs32(x) < t {
+			v[k] = 0
+			below++
 		}
-		return cmp.Compare(a.idx, b.idx)
-	})
-	for _, e := range s.order[:m] {
-		v[e.idx] = 0
 	}
+	for k, x := range v {
+		if below == m {
+			break
+		}
+		if abs32(x) == t { // ties at the threshold: the earliest first
+			v[k] = 0
+			below++
+		}
+	}
+}
+
+func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
+
+// selectNth reorders a so that a[n] is the value it would have sorted and
+// returns it (Hoare's selection with a median-of-three pivot).
+func selectNth(a []float32, n int) float32 {
+	lo, hi := 0, len(a)-1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if a[mid] < a[lo] {
+			a[mid], a[lo] = a[lo], a[mid]
+		}
+		if a[hi] < a[lo] {
+			a[hi], a[lo] = a[lo], a[hi]
+		}
+		if a[hi] < a[mid] {
+			a[hi], a[mid] = a[mid], a[hi]
+		}
+		p := a[mid]
+		i, j := lo, hi
+		for i <= j {
+			for a[i] < p {
+				i++
+			}
+			for a[j] > p {
+				j--
+			}
+			if i <= j {
+				a[i], a[j] = a[j], a[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case n <= j:
+			hi = j
+		case n >= i:
+			lo = i
+		default:
+			return a[n]
+		}
+	}
+	return a[n]
 }

@@ -1,6 +1,7 @@
 package protect
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"testing"
@@ -110,4 +111,66 @@ func TestSparsifyTiesAndErrors(t *testing.T) {
 			t.Errorf("New(sparsify, %v): no error", p)
 		}
 	}
+}
+
+func BenchmarkSparsify(b *testing.B) {
+	g := tensor.New(1024, 128)
+	rng := newRNG(1)
+	for k := range g.Data {
+		g.Data[k] = float32(rng.NormFloat64())
+	}
+	for _, batch := range []float64{0, 1} {
+		sp, _ := New("sparsify", Params{"sparsify_p": 0.9, "sparsify_batch": batch})
+		out := &tensor.Matrix{}
+		b.Run(map[float64]string{0: "row", 1: "batch"}[batch], func(b *testing.B) {
+			for b.Loop() {
+				if _, err := sp.Protect(&Batch{Grad: g}, out, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestSparsifyManyTies uses entries from {−2, …, 2}, so that the
+// threshold is shared by many entries, and zeros among them.
+func TestSparsifyManyTies(t *testing.T) {
+	rng := newRNG(3)
+	g := tensor.New(6, 33)
+	for k := range g.Data {
+		g.Data[k] = float32(rng.IntN(5) - 2)
+	}
+	for _, p := range []float64{0.1, 0.3, 0.5, 0.77} {
+		sp, _ := New("sparsify", Params{"sparsify_p": p})
+		out := &tensor.Matrix{}
+		if _, err := sp.Protect(&Batch{Grad: g}, out, nil); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 6 {
+			want := 33 - int(math.Floor(p*33+1e-9))
+			// Brute force: the sorted magnitudes of the sent row are the
+			// top `want` sorted magnitudes of the clean row, padded with 0.
+			clean := magsSorted(g.Data[i*33 : (i+1)*33])
+			sent := magsSorted(out.Data[i*33 : (i+1)*33])
+			for r := range 33 {
+				w := float32(0)
+				if r < want {
+					w = clean[r]
+				}
+				if sent[r] != w {
+					t.Fatalf("p=%v row %d: sorted sent magnitudes %v, want the top %d of %v", p, i, sent, want, clean)
+				}
+			}
+		}
+	}
+}
+
+// magsSorted returns the magnitudes of v, largest first.
+func magsSorted(v []float32) []float32 {
+	m := make([]float32, len(v))
+	for k, x := range v {
+		m[k] = float32(math.Abs(float64(x)))
+	}
+	slices.SortFunc(m, func(a, b float32) int { return cmp.Compare(b, a) })
+	return m
 }
