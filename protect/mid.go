@@ -70,7 +70,7 @@ type InputLayer interface {
 //	h = ReLU(e·W₁ + b₁),  [μ, v] = h·W₂ + b₂,  z = μ + exp(v/2)·ξ,  ξ ~ N(0, I_k),
 //	ê = ReLU(z·W₃ + b₃)·W₄ + b₄,
 //
-// with hidden width 2·max(d, k), trained with the top model on the loss
+// with hidden width max(d, k), trained with the top model on the loss
 // BCE + λ·(1/B)·Σ_i KL(N(μ_i, diag e^{v_i}) ‖ N(0, I_k)), where
 //
 //	KL_i = ½·Σ_j (μ_ij² + e^{v_ij} − v_ij − 1).
@@ -110,7 +110,7 @@ func NewMID(d, k int, lambda float64, lr float32, seed uint64) (*MID, error) {
 	case !(lr > 0):
 		return nil, fmt.Errorf("MID: learning rate %v, want > 0", lr)
 	}
-	h := 2 * max(d, k)
+	h := max(d, k)
 	init := rand.New(rand.NewPCG(seed, midInitStream))
 	m := &MID{lambda: lambda, d: d, k: k, opt: nn.NewAdam(lr)}
 	m.layers = [4]*nn.Dense{
