@@ -58,6 +58,14 @@ func (t *CodecTop) SetTraining(on bool) {
 	}
 }
 
+// MixTargets passes the targets to the top it wraps (see InputTop).
+func (t *CodecTop) MixTargets(y []float32) []float32 {
+	if m, ok := t.Top.(protect.TargetMixer); ok {
+		return m.MixTargets(y)
+	}
+	return y
+}
+
 // Forward implements model.Top.
 func (t *CodecTop) Forward(e *tensor.Matrix, wide *data.Batch) ([]float32, error) {
 	logits, err := t.Top.Forward(e, wide)
@@ -86,6 +94,15 @@ type InputTop struct {
 
 // SetTraining selects the training behaviour of the input layer.
 func (t *InputTop) SetTraining(on bool) { t.training = on }
+
+// MixTargets gives the training targets of the last training Forward's
+// rows when the input layer mixes them (mixup), else y unchanged.
+func (t *InputTop) MixTargets(y []float32) []float32 {
+	if m, ok := t.In.(protect.TargetMixer); ok {
+		return m.MixTargets(y)
+	}
+	return y
+}
 
 // Forward implements model.Top.
 func (t *InputTop) Forward(e *tensor.Matrix, wide *data.Batch) ([]float32, error) {

@@ -14,12 +14,12 @@ import (
 )
 
 // TestNetworkedDefences runs the defences of the peer frameworks
-// (sparsification, gradient DP, gradient averaging, MID, DCAE) in process and over
+// (sparsification, gradient DP, gradient averaging, MID, DCAE, mixup) in process and over
 // the network and checks that both write the same batches and summary,
 // including gradient DP's ε (two epochs: every example released twice).
 func TestNetworkedDefences(t *testing.T) {
 	if testing.Short() {
-		t.Skip("trains ten small runs")
+		t.Skip("trains twelve small runs")
 	}
 	path := synthFile(t, 600)
 	certs := newTestPKI(t)
@@ -32,6 +32,7 @@ func TestNetworkedDefences(t *testing.T) {
 		{"grad_avg", "grad_avg", protect.Params{"grad_avg_group": 4}},
 		{"mid", "none", protect.Params{"mid_lambda": 0.01}},               // an input layer of the top model
 		{"dcae", "dsgd", protect.Params{"dsgd_bins": 8, "cae_lambda": 2}}, // soft fake labels, decoded at evaluation
+		{"mixup", "none", protect.Params{"mixup_alpha": 1}},
 	} {
 		t.Run(c.test, func(t *testing.T) {
 			root := t.TempDir()

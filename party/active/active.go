@@ -88,6 +88,10 @@ type EvalResult struct {
 // mode outside TrainStep.
 type trainingMode interface{ SetTraining(bool) }
 
+// targetMixer is implemented by top models whose input layer mixes the
+// rows of a training batch (mixup): it returns the matching targets.
+type targetMixer interface{ MixTargets(y []float32) []float32 }
+
 // Active is the active party.
 type Active struct {
 	top         model.Top
@@ -234,6 +238,9 @@ func (a *Active) TrainStep(f *transport.Forward) (*transport.Backward, error) {
 			a.targetY[i] = a.cfg.TrainTargets[r]
 		}
 		target = a.targetY
+	}
+	if m, ok := a.top.(targetMixer); ok { // mixup mixes the targets with the inputs
+		target = m.MixTargets(target)
 	}
 	loss, err := nn.SigmoidBCE(logits, target, a.dLogits)
 	if err != nil {
