@@ -246,12 +246,12 @@ func (m *MID) Save(w io.Writer) error {
 	sw.u32(m.d)
 	sw.u32(m.k)
 	sw.str(string(rs))
-	sw.f64(float64(m.opt.T))
+	sw.u64(uint64(m.opt.T))
 	for i, p := range m.params {
 		for _, t := range []*tensor.Matrix{p.W, m.opt.M[i], m.opt.V[i]} {
 			sw.u32(len(t.Data))
 			for _, v := range t.Data {
-				sw.f64(float64(v))
+				sw.f32(v)
 			}
 		}
 	}
@@ -272,7 +272,10 @@ func (m *MID) Load(r io.Reader) error {
 		sr.err = fmt.Errorf("a bottleneck of %d→%d, this one is %d→%d", d, k, m.d, m.k)
 	}
 	rs := sr.str()
-	t := sr.f64()
+	t := sr.u64()
+	if sr.err == nil && t > math.MaxInt64 {
+		sr.err = fmt.Errorf("optimiser step count %d", t)
+	}
 	vals := make([][]float32, 0, 3*len(m.params))
 	for i, p := range m.params {
 		for _, want := range []*tensor.Matrix{p.W, m.opt.M[i], m.opt.V[i]} {
@@ -285,7 +288,10 @@ func (m *MID) Load(r io.Reader) error {
 			}
 			v := make([]float32, n)
 			for j := range v {
-				v[j] = float32(sr.f64())
+				v[j] = sr.f32()
+				if x := float64(v[j]); sr.err == nil && (math.IsNaN(x) || math.IsInf(x, 0)) {
+					sr.err = fmt.Errorf("parameter %s: value %d is %v", p.Name, j, v[j])
+				}
 			}
 			vals = append(vals, v)
 		}
