@@ -101,4 +101,7 @@ func TestMixupBetaAndState(t *testing.T) {
 	if _, err := NewMixup(0, 1); err == nil {
 		t.Error("α = 0 accepted")
 	}
+	if err := Check("none", Params{"mixup_alpha": 1, "mid_lambda": 0.1}); err == nil {
+		t.Error("mixup and MID together passed the check")
+	}
 }

@@ -269,6 +269,23 @@ func Check(name string, p Params) error {
 			}
 		}
 	}
+	var inputs, codecs []string
+	for _, s := range Specs() {
+		if s.Role == AddOn && p.Has(s.Params[0].Key) {
+			if s.NewInput != nil {
+				inputs = append(inputs, s.Name)
+			}
+			if s.NewCodec != nil {
+				codecs = append(codecs, s.Name)
+			}
+		}
+	}
+	if len(inputs) > 1 {
+		errs = append(errs, fmt.Errorf("%s are all input layers of the top model; combine at most one", strings.Join(inputs, " and ")))
+	}
+	if len(codecs) > 1 {
+		errs = append(errs, fmt.Errorf("%s are all label codecs; combine at most one", strings.Join(codecs, " and ")))
+	}
 	return errors.Join(errs...)
 }
 
