@@ -348,7 +348,7 @@ func (r *activeRun) build(step int64) error {
 		r.log.Warn("model attacks need the trained bottom model, which only the passive party holds: not run during training; run `splitguard attack completion` on the passive party's directory", "attacks", m)
 	}
 	party, err := active.New(top, r.split.Train, r.split.Test, sched, cfg.CutDim(), active.Config{
-		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
+		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, TrainTargets: def.TrainTargets, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
 		Observer: r.observe, EvalObserver: r.evalDone,
 	})
 	if err != nil {

@@ -20,6 +20,8 @@ type builder struct {
 	ds      []string // datasets, in group order
 	single  bool     // a lone run rather than a sweep
 	multiDS bool     // more than one dataset: names and captions say which
+	// extraNotes are notes that sections add to the page's.
+	extraNotes []string
 }
 
 func newBuilder(set *Set) *builder {
@@ -41,7 +43,7 @@ func Build(set *Set) (*Page, error) {
 	page := b.header()
 	page.Notes = b.notes()
 	byID := map[string]*Section{}
-	for _, sec := range []func() (*Section, error){b.tradeoffSection, b.matrixSection, b.progressSection, b.layersSection, b.marvellSection, b.utilitySection} {
+	for _, sec := range []func() (*Section, error){b.tradeoffSection, b.dcsSection, b.matrixSection, b.progressSection, b.layersSection, b.marvellSection, b.utilitySection} {
 		s, err := sec()
 		if err != nil {
 			return nil, err
@@ -52,6 +54,7 @@ func Build(set *Set) (*Page, error) {
 	if b.single { // a lone run has no trade-off to speak of: put it last
 		page.Sections = []*Section{byID["progress"], byID["utility"], byID["layers"], byID["marvell"], byID["tradeoff"]}
 	}
+	page.Notes = append(page.Notes, b.extraNotes...)
 	page.Table = table(set, b.keys)
 	return page, nil
 }

@@ -18,6 +18,8 @@ type Section struct {
 	Figures         []*Figure
 	// Empty says why the section has no figure (shown instead).
 	Empty string
+	// Table, when set, is shown before the figures.
+	Table *Table
 }
 
 // Page is everything index.html shows.
@@ -113,9 +115,12 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 {{if .Notes}}<div class="note" id="notes"><strong>Notes</strong><ul>{{range .Notes}}<li>{{.}}</li>{{end}}</ul></div>{{end}}
 {{if .KPIs}}<div class="kpis">{{range .KPIs}}<div class="kpi"><div class="k">{{.Name}}</div><div class="v">{{.Value}}</div></div>{{end}}</div>{{end}}
 {{range .Sections}}<section class="card" id="{{.ID}}"><h2>{{.Title}}</h2><p class="lead">{{.Lead}}</p>
+{{with .Table}}<div class="tablewrap"><table class="runs"><thead><tr>{{range .Head}}<th class="{{.Class}}">{{.Text}}</th>{{end}}</tr></thead>
+<tbody>{{range .Rows}}<tr>{{range .}}<td class="{{.Class}}" data-v="{{.Sort}}">{{if .Color}}<span class="swatch" style="background:{{.Color}}"></span>{{end}}{{.Text}}</td>{{end}}</tr>
+{{end}}</tbody></table></div>{{end}}
 {{if .Figures}}<div class="figs">{{range .Figures}}<figure{{if .Wide}} class="wide"{{end}}><img alt="{{.Caption}}" src="{{datauri .PNG}}" data-name="{{.Name}}">
 <figcaption><span>{{.Caption}}</span><span><a href="{{.Name}}.png">PNG</a><a href="{{.Name}}.svg">SVG</a></span></figcaption></figure>
-{{end}}</div>{{else}}<div class="note">{{.Empty}}</div>{{end}}
+{{end}}</div>{{else if not .Table}}<div class="note">{{.Empty}}</div>{{end}}
 </section>
 {{end}}
 <section class="card" id="runs"><h2>Runs</h2><p class="lead">Every run's summary.json (click a column to sort). q95|·−½| is the 95% quantile over batches of |leak AUC − 0.5|; chance is what a score independent of the labels would give there over the same batches (sampling noise alone: about 0.17 at 128 rows with 10% positives), the floor to read q95|·−½| against; q95 the raw one. — means no value (missing file, null, or the run failed).</p>

@@ -229,8 +229,14 @@ func TestGenerateSweep(t *testing.T) {
 			}
 		}
 	}
-	if got := strings.Count(page, "<tr>"); got != 11 { // header + 10 runs
+	_, runsTable, _ := strings.Cut(page, `id="runs-table"`)
+	if got := strings.Count(runsTable, "<tr>"); got != 11 { // header + 10 runs
 		t.Errorf("%d table rows, want 11", got)
+	}
+	_, ranking, _ := strings.Cut(page, `id="dcs"`)
+	ranking, _, _ = strings.Cut(ranking, "</section>")
+	if !strings.Contains(ranking, "T-DCS") || strings.Count(ranking, "<tr>") < 3 {
+		t.Errorf("no DCS ranking of the settings in index.html:\n%s", ranking)
 	}
 }
 

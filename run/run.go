@@ -122,7 +122,7 @@ func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, opt O
 		return nil, err
 	}
 	act, err := active.New(top, split.Train, split.Test, sched, bottom.CutDim(), active.Config{
-		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
+		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, TrainTargets: def.TrainTargets, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
 		Observer: j.active, EvalObserver: func(res *active.EvalResult) error {
 			// The passive party waits for the answer to its last evaluation
 			// message meanwhile: the model attacks may use its bottom.

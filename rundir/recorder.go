@@ -13,6 +13,7 @@ import (
 	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/party/active"
+	"github.com/splitguard/splitguard/protect"
 	"github.com/splitguard/splitguard/tensor"
 )
 
@@ -298,6 +299,16 @@ func (r *Recorder) Finish(steps int64, elapsed time.Duration) (*Summary, error) 
 	}
 	if len(last.Attacks) > 0 {
 		s.EvalAttacksFinal = maps.Clone(last.Attacks)
+	}
+	// Batches partition the training split in every epoch, so an example
+	// has been released at most once per epoch the run has begun.
+	perEpoch := int64((len(train.IDs) + cfg.Batch - 1) / cfg.Batch)
+	if perEpoch > 0 {
+		priv, err := protect.Account(cfg.Protect, cfg.Params, (steps+perEpoch-1)/perEpoch)
+		if err != nil {
+			return nil, err
+		}
+		s.Privacy = priv
 	}
 	if elapsed > 0 {
 		s.ExamplesPerS = float64(examples) / elapsed.Seconds()

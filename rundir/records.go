@@ -60,7 +60,11 @@ type Summary struct {
 	BadRowsSkipped int64   `json:"bad_rows_skipped"`
 	Engine         string  `json:"engine"`
 	Protect        string  `json:"protect"`
-	Truncated      bool    `json:"truncated,omitempty"`
+	// Privacy is what the defences' privacy accountants report for the
+	// run (e.g. grad_dp_eps, grad_dp_delta, grad_dp_releases), absent
+	// when no defence has one.
+	Privacy   map[string]float64 `json:"privacy,omitempty"`
+	Truncated bool               `json:"truncated,omitempty"`
 	// EvalAttacksFinal and EvalAttacksBest are the model attacks' figures
 	// (EvalRecord.Attacks) at the last evaluation and the largest value of
 	// each over the evaluations.

@@ -38,6 +38,10 @@ type Config struct {
 	// TrainLabels, when set, replace the true training labels in the loss
 	// (label DP); metrics always use the true labels.
 	TrainLabels []uint8
+	// TrainTargets, when set, are the targets of the binary cross-entropy
+	// per training row in place of the loss labels (a label codec, CAE);
+	// protections and loss terms still see the 0/1 loss labels.
+	TrainTargets []float32
 	// Wide says whether the top model reads the active party's own
 	// features (Wide&Deep); without it the top gets a nil wide batch.
 	Wide bool
@@ -79,6 +83,15 @@ type EvalResult struct {
 	Rows int
 }
 
+// trainingMode is implemented by top models that behave differently in
+// training (the MID bottleneck samples its noise); they are in evaluation
+// mode outside TrainStep.
+type trainingMode interface{ SetTraining(bool) }
+
+// targetMixer is implemented by top models whose input layer mixes the
+// rows of a training batch (mixup): it returns the matching targets.
+type targetMixer interface{ MixTargets(y []float32) []float32 }
+
 // Active is the active party.
 type Active struct {
 	top         model.Top
@@ -94,6 +107,7 @@ type Active struct {
 	wide      data.Batch
 	labels    []uint8
 	lossY     []float32
+	targetY   []float32
 	probs     []float32
 	dLogits   []float32
 	protected *tensor.Matrix
@@ -114,6 +128,9 @@ func New(top model.Top, train, test *data.Dataset, sched *schedule.Schedule, cut
 	}
 	if cfg.TrainLabels != nil && len(cfg.TrainLabels) != len(train.Labels) {
 		return nil, fmt.Errorf("active: %d loss labels for %d training rows", len(cfg.TrainLabels), len(train.Labels))
+	}
+	if cfg.TrainTargets != nil && len(cfg.TrainTargets) != len(train.Labels) {
+		return nil, fmt.Errorf("active: %d loss targets for %d training rows", len(cfg.TrainTargets), len(train.Labels))
 	}
 	if sched.N != len(train.IDs) {
 		return nil, fmt.Errorf("active: schedule covers %d examples, training split has %d", sched.N, len(train.IDs))
@@ -204,13 +221,28 @@ func (a *Active) TrainStep(f *transport.Forward) (*transport.Backward, error) {
 		a.labels[i] = a.train.Labels[r]
 		a.lossY[i] = float32(lossSrc[r])
 	}
+	if m, ok := a.top.(trainingMode); ok { // an input-layer defence samples in training only
+		m.SetTraining(true)
+		defer m.SetTraining(false)
+	}
 	logits, err := a.top.Forward(f.Embedding, a.wideBatch(a.train.X, rows))
 	if err != nil {
 		return nil, fmt.Errorf("active: step %d: %w", a.step, err)
 	}
 	a.probs = grow(a.probs, n)
 	a.dLogits = grow(a.dLogits, n)
-	loss, err := nn.SigmoidBCE(logits, a.lossY, a.dLogits)
+	target := a.lossY
+	if a.cfg.TrainTargets != nil {
+		a.targetY = grow(a.targetY, n)
+		for i, r := range rows {
+			a.targetY[i] = a.cfg.TrainTargets[r]
+		}
+		target = a.targetY
+	}
+	if m, ok := a.top.(targetMixer); ok { // mixup mixes the targets with the inputs
+		target = m.MixTargets(target)
+	}
+	loss, err := nn.SigmoidBCE(logits, target, a.dLogits)
 	if err != nil {
 		return nil, fmt.Errorf("active: step %d: %w", a.step, err)
 	}
