@@ -27,6 +27,7 @@ type passiveRun struct {
 	client *grpcnet.Client
 	store  store
 	split  *data.Split
+	eval   *data.Dataset // validation rows, then test rows
 	common []uint64
 	party  *passive.Passive
 	red    *redTeam
@@ -140,8 +141,20 @@ func (p *passiveRun) session(ctx context.Context) error {
 		return fmt.Errorf("passive: private ID alignment: %w", err)
 	}
 	if p.common == nil {
-		p.common, p.split = keys, p.pd.restrict(keys)
-		log.Info("IDs aligned", "intersection", len(keys), "train", len(p.split.Train.IDs), "test", len(p.split.Test.IDs))
+		split := p.pd.restrict(keys)
+		eval, valRows, err := holdOut(&p.cfg, split)
+		if err != nil {
+			return fmt.Errorf("passive: %w", err)
+		}
+		if err := p.cfg.Config.Validate(); err != nil {
+			return fmt.Errorf("passive: %w", err)
+		}
+		if err := writeConfig(&p.cfg); err != nil {
+			return err
+		}
+		p.common, p.split, p.eval = keys, split, eval
+		log.Info("IDs aligned", "intersection", len(keys), "train", len(p.split.Train.IDs), "validation", valRows, "test", len(p.split.Test.IDs),
+			"batch", p.cfg.Batch, "epochs", p.cfg.Epochs, "lr", p.cfg.LR, "auto", p.cfg.Auto)
 	} else if !slices.Equal(keys, p.common) {
 		return fmt.Errorf("passive: the ID intersection changed between sessions (%d IDs, was %d)", len(keys), len(p.common))
 	}
@@ -213,7 +226,7 @@ func (p *passiveRun) build(step int64) error {
 		pc.Observer = p.red.observe
 	}
 	party, err := passive.New(bottom, passive.Split{IDs: p.split.Train.IDs, X: p.split.Train.X},
-		passive.Split{IDs: p.split.Test.IDs, X: p.split.Test.X}, sched, pc)
+		passive.Split{IDs: p.eval.IDs, X: p.eval.X}, sched, pc)
 	if err != nil {
 		return err
 	}
