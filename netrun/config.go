@@ -156,7 +156,9 @@ func (c *Config) validate(role string) error {
 	if c.MaxMessageMB <= 0 {
 		bad("max message size %d MB, want > 0", c.MaxMessageMB)
 	}
-	c.validateSelection(bad)
+	if role == "active" || role == "passive" {
+		c.validateSelection(bad) // serving reads a training run's config
+	}
 	if c.DumpBatches > 0 || c.Dump != "" {
 		bad("dumps (key dump) are an in-process option")
 	}

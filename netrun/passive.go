@@ -28,6 +28,10 @@ type passiveRun struct {
 	store  store
 	split  *data.Split
 	eval   *data.Dataset // validation rows, then test rows
+	// hello is the fingerprint of the configuration as given, before the
+	// settings left to the data were resolved: the one every session's
+	// Hello sends (a restarted active party compares it with its own).
+	hello  grpcnet.Fingerprint
 	common []uint64
 	party  *passive.Passive
 	red    *redTeam
@@ -73,7 +77,8 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 	if err != nil {
 		return nil, err
 	}
-	p := &passiveRun{cfg: cfg, opt: opt, pd: pd, client: client, store: store{dir: cfg.checkpointDir(), role: "passive"}, progress: time.Now()}
+	p := &passiveRun{cfg: cfg, opt: opt, pd: pd, client: client, store: store{dir: cfg.checkpointDir(), role: "passive"}, progress: time.Now(),
+		hello: cfg.fingerprint()}
 	if cfg.RedTeam {
 		if p.red, err = newRedTeam(filepath.Join(cfg.Out, "redteam.jsonl"), cfg.Attacks, cfg.PositivesMinority); err != nil {
 			client.Close()
@@ -133,7 +138,7 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 // session runs one session: Hello, PSI, resume, training to the end.
 func (p *passiveRun) session(ctx context.Context) error {
 	log := p.opt.logger().With("party", "passive")
-	if _, err := p.client.Hello(ctx, grpcnet.Hello{Party: partyName(p.cfg.Name, "passive"), Config: p.cfg.fingerprint()}); err != nil {
+	if _, err := p.client.Hello(ctx, grpcnet.Hello{Party: partyName(p.cfg.Name, "passive"), Config: p.hello}); err != nil {
 		return err
 	}
 	keys, err := psi.RunUint64(p.pd.ids(), nil, func(r *psi.Request) (*psi.Response, error) { return p.client.PSI(ctx, r) })

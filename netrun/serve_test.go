@@ -64,8 +64,14 @@ func TestPSITrainsOnTheIntersection(t *testing.T) {
 	act, pas := partyConfigs(shared, root, newTestPKI(t))
 	act.Data, pas.Data = csvFile(t, 0, 1200), csvFile(t, 400, 1600)
 	got := pair(t, act, pas)
-	if got.TrainRows+got.TestRows != 800 {
-		t.Fatalf("trained on %d+%d rows, the intersection has 800", got.TrainRows, got.TestRows)
+	if got.TrainRows+got.ValRows+got.TestRows != 800 || got.ValRows == 0 {
+		t.Fatalf("trained on %d+%d+%d (train, validation, test) rows, the intersection has 800", got.TrainRows, got.ValRows, got.TestRows)
+	}
+	if got.ValAUCBest == nil || want.ValAUCBest == nil || *got.ValAUCBest != *want.ValAUCBest || got.ValRows != want.ValRows {
+		t.Fatalf("the validation split differs: %d rows, best AUC %v networked; %d rows, %v in process", got.ValRows, got.ValAUCBest, want.ValRows, want.ValAUCBest)
+	}
+	if b := got.Baseline; b == nil || b.Columns != "active party's own" || b.TestAUC == nil || b.TrainRows != got.TrainRows {
+		t.Fatalf("the active party's baseline on its own columns is missing: %+v", b)
 	}
 	if got.TrainRows != want.TrainRows || got.TestRows != want.TestRows || got.Steps != want.Steps ||
 		got.TestAUCFinal != want.TestAUCFinal || got.TrainLossFinal != want.TrainLossFinal {
