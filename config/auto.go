@@ -20,8 +20,11 @@ import (
 //     AutoMaxBatch] (so an epoch has about 50 steps or more);
 //   - epochs: enough for about AutoTargetSteps steps, ⌈AutoTargetSteps /
 //     steps per epoch⌉, within [1, AutoMaxEpochs];
-//   - learning rate: AutoSmallLR below AutoLargeRows rows, else the
-//     authors' DefaultDeepLR (the Criteo scale);
+//   - learning rate: AutoTinyLR below AutoTinyRows rows (with so few
+//     rows the deep part memorises them within a few hundred steps, so
+//     the linear signal must be found sooner), AutoSmallLR below
+//     AutoLargeRows rows, else the authors' DefaultDeepLR (the Criteo
+//     scale);
 //   - evaluation: every min(steps per epoch, 100) steps;
 //   - early stopping: after AutoEarlyStop evaluations without a better
 //     validation AUC, when there is a validation split.
@@ -38,6 +41,8 @@ const (
 	AutoMaxBatch    = 1024
 	AutoTargetSteps = 4000
 	AutoMaxEpochs   = 100
+	AutoTinyRows    = 2000
+	AutoTinyLR      = 1e-2
 	AutoSmallLR     = 1e-3
 	AutoLargeRows   = 1_000_000
 	AutoEarlyStop   = 10
@@ -66,6 +71,9 @@ func AutoEpochs(n, b int) int {
 
 // AutoLR is the rule's learning rate for n training rows.
 func AutoLR(n int) float64 {
+	if n < AutoTinyRows {
+		return AutoTinyLR
+	}
 	if n < AutoLargeRows {
 		return AutoSmallLR
 	}

@@ -18,7 +18,7 @@ func TestResolveForData(t *testing.T) {
 	}{
 		// 500/50 = 10 → the floor 32; ⌈500/32⌉ = 16 steps an epoch;
 		// ⌈4000/16⌉ = 250 epochs → capped at 100.
-		{"tiny", 500, nil, 32, 100, 16, 10, 1e-3, []string{"batch", "epochs", "lr", "eval_every", "early_stop", "select"}},
+		{"tiny", 500, nil, 32, 100, 16, 10, 1e-2, []string{"batch", "epochs", "lr", "eval_every", "early_stop", "select"}},
 		// 8000/50 = 160 → 128; ⌈8000/128⌉ = 63 steps; ⌈4000/63⌉ = 64 epochs.
 		{"ten thousand", 8000, nil, 128, 64, 63, 10, 1e-3, nil},
 		// 60000/50 = 1200 → 1024; 59 steps; ⌈4000/59⌉ = 68 epochs.
@@ -30,9 +30,12 @@ func TestResolveForData(t *testing.T) {
 		},
 			64, 3, 7, 2, 0.01, []string{}},
 		// ⌈500/64⌉ = 8 steps: evaluations every 8, ⌈4000/8⌉ = 500 → 100 epochs.
-		{"batch given", 500, func(c *Config) { c.Batch = 64 }, 64, 100, 8, 10, 1e-3, []string{"epochs", "lr", "eval_every", "early_stop", "select"}},
-		{"no validation: no early stop", 500, func(c *Config) { c.ValFrac = 0 }, 32, 100, 16, 0, 1e-3, nil},
-		{"no evaluations: no early stop", 500, func(c *Config) { c.EvalEvery = 0 }, 32, 100, 0, 0, 1e-3, nil},
+		{"batch given", 500, func(c *Config) { c.Batch = 64 }, 64, 100, 8, 10, 1e-2, []string{"epochs", "lr", "eval_every", "early_stop", "select"}},
+		{"no validation: no early stop", 500, func(c *Config) { c.ValFrac = 0 }, 32, 100, 16, 0, 1e-2, nil},
+		{"no evaluations: no early stop", 500, func(c *Config) { c.EvalEvery = 0 }, 32, 100, 0, 0, 1e-2, nil},
+		// 2000/50 = 40 → 32; 63 steps an epoch; 64 epochs; the first size at 1e-3.
+		{"two thousand", 2000, nil, 32, 64, 63, 10, 1e-3, nil},
+		{"just under two thousand", 1999, nil, 32, 64, 63, 10, 1e-2, nil},
 		{"images keep fixed defaults", 50000, func(c *Config) { c.Format, c.Model, c.Data = "isic", "cnn", "d" }, 1024, 1, 100, 0, 1e-5, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
