@@ -77,7 +77,7 @@ func printDemoVerdict(w io.Writer, dir string, none, marvell *rundir.Summary) {
 		s    *rundir.Summary
 	}{{"no protection", none}, {"Marvell s = 4", marvell}} {
 		fmt.Fprintf(w, "%-18s %10s %12s %10s %13s %9.4f\n", r.name, leak(r.s, "norm/cut"), leak(r.s, "cosine/cut"),
-			leak(r.s, "norm/first"), leak(r.s, "cosine/first"), r.s.TestAUCBest)
+			leak(r.s, "norm/first"), leak(r.s, "cosine/first"), r.s.TestAUCSelected)
 	}
 	fmt.Fprintf(w, "\nRun directories (batches.jsonl, eval.jsonl, summary.json): %s\n", dir)
 	fmt.Fprintf(w, "Figures and an HTML page comparing both: splitguard report %s\n", dir)
