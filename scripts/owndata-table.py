@@ -27,7 +27,7 @@ def main():
     runs = load(sys.argv[1])
     print("| data set | label = positive | rows (train/val/test) | positive rate | baseline test AUC | "
           "default run test AUC (Δ) | Marvell s=4 test AUC (Δ) | Δ default, seeds 1–3 | Δ Marvell, seeds 1–3 | "
-          "norm leak q95\\|AUC−½\\| none → Marvell |")
+          "norm leak q95\\|AUC−½\\| (chance) none → Marvell |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     within = 0
     for table, by in runs.items():
@@ -47,7 +47,11 @@ def main():
             return " ".join(f"{x:+.3f}" for x in ds) if ds else "—"
 
         def leak(s):
-            return f'{s["leak"]["norm/cut"]["q95_abs"]:.3f}' if s and "norm/cut" in s["leak"] else "—"
+            if not s or "norm/cut" not in s["leak"]:
+                return "—"
+            l = s["leak"]["norm/cut"]
+            return f'{l["q95_abs"]:.3f} ({l["chance_q95_abs"]:.3f})'
+
 
         if d["test_auc_selected"] >= base - 0.02:
             within += 1
