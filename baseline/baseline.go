@@ -27,7 +27,7 @@ import (
 
 // Defaults of [Options].
 const (
-	DefaultMaxRows = 200_000
+	DefaultMaxRows = 50_000
 	DefaultMaxIter = 300
 )
 

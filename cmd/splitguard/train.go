@@ -61,7 +61,7 @@ func trainFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.Select, "select", c.Select, "model kept and reported: best (best validation AUC) or last (default: best with a validation split, else last)")
 	fs.IntVar(&c.EarlyStop, "early-stop", c.EarlyStop, "stop after N evaluations without a better validation AUC (0: never; -1: 10 with a validation split)")
 	fs.BoolVar(&c.Baseline, "baseline", c.Baseline, "also fit a logistic-regression baseline on the same columns (tables)")
-	fs.IntVar(&c.BaselineRows, "baseline-rows", c.BaselineRows, "training rows the baseline reads at most (0: 200000)")
+	fs.IntVar(&c.BaselineRows, "baseline-rows", c.BaselineRows, "training rows the baseline reads at most (0: 50000)")
 	fs.IntVar(&c.EvalBatch, "eval-batch", c.EvalBatch, "rows per evaluation message (0: 8192 wdl/mlp, --batch for cnn)")
 	fs.IntVar(&c.ACEBins, "ace-bins", c.ACEBins, "bins of the adaptive calibration error")
 	fs.StringVar(&c.Protect, "protect", c.Protect, "gradient protection: "+strings.Join(protect.Names(), ", "))
