@@ -160,6 +160,16 @@ func (c *Config) validateSelection(bad func(string, ...any)) {
 	}
 }
 
+// YAMLHeader is the comment that opens a resolved config.yaml: which keys
+// were chosen from the data, and from how many rows.
+func (c *Config) YAMLHeader() string {
+	if c.AutoRows == 0 {
+		return "# The resolved configuration of this run.\n"
+	}
+	return fmt.Sprintf("# The resolved configuration of this run. The keys under auto were chosen from the\n"+
+		"# %d training rows (README, \"Defaults that follow the data\"); the others were given or are fixed defaults.\n", c.AutoRows)
+}
+
 // AutoNote is the sentence config.yaml and the run log give about the
 // settings chosen from the data.
 func (c *Config) AutoNote() string {

@@ -239,5 +239,6 @@ func writeConfig(cfg *Config) error {
 	if err != nil {
 		return err
 	}
+	b = append([]byte(cfg.YAMLHeader()), b...)
 	return atomicfile.WriteFile(filepath.Join(cfg.Out, rundir.ConfigFile), b, 0o644)
 }

@@ -73,9 +73,7 @@ func Train(ctx context.Context, cfg config.Config, opt Options) (*rundir.Summary
 	if err != nil {
 		return nil, err
 	}
-	header := fmt.Sprintf("# The resolved configuration of this run. The keys under auto were chosen from the\n"+
-		"# %d training rows (README, \"Defaults that follow the data\"); the others were given or are fixed defaults.\n", cfg.AutoRows)
-	resolved = append([]byte(header), resolved...)
+	resolved = append([]byte(cfg.YAMLHeader()), resolved...)
 	if err := atomicfile.WriteFile(filepath.Join(cfg.Out, rundir.ConfigFile), resolved, 0o644); err != nil {
 		return nil, err
 	}
