@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/splitguard/splitguard/data"
 )
@@ -174,7 +175,26 @@ func (c *Config) YAMLHeader() string {
 // settings chosen from the data.
 func (c *Config) AutoNote() string {
 	if len(c.Auto) == 0 {
-		return "every setting was given"
+		return "every training setting was given"
 	}
-	return fmt.Sprintf("chosen from %d training rows (README, \"Defaults that follow the data\"): %v", c.AutoRows, c.Auto)
+	vals := make([]string, 0, len(c.Auto))
+	for _, k := range c.Auto {
+		var v any
+		switch k {
+		case "batch":
+			v = c.Batch
+		case "epochs":
+			v = c.Epochs
+		case "lr":
+			v = c.LR
+		case "eval_every":
+			v = c.EvalEvery
+		case "early_stop":
+			v = c.EarlyStop
+		case "select":
+			v = c.Select
+		}
+		vals = append(vals, fmt.Sprintf("%s %v", k, v))
+	}
+	return fmt.Sprintf("chosen from the %d training rows (README, \"Defaults that follow the data\"): %s", c.AutoRows, strings.Join(vals, ", "))
 }

@@ -93,3 +93,17 @@ func TestSelectionKeysValidated(t *testing.T) {
 		})
 	}
 }
+
+func TestAutoNote(t *testing.T) {
+	c := Default()
+	c.Batch = 64
+	c.ResolveForData(500)
+	want := `chosen from the 500 training rows (README, "Defaults that follow the data"): epochs 100, lr 0.01, eval_every 8, early_stop 10, select best`
+	if got := c.AutoNote(); got != want {
+		t.Errorf("note %q, want %q", got, want)
+	}
+	c.Auto = []string{}
+	if got := c.AutoNote(); got != "every training setting was given" {
+		t.Errorf("note %q", got)
+	}
+}

@@ -88,8 +88,7 @@ func Train(ctx context.Context, cfg config.Config, opt Options) (*rundir.Summary
 	logf(opt.Log, "data: %d training rows (%.1f%% positive), %d validation rows, %d test rows", len(train.IDs),
 		100*posRate(train.Labels), len(val.IDs), len(split.Test.IDs))
 	if len(cfg.Auto) > 0 {
-		logf(opt.Log, "settings %s: batch %d, epochs %d, lr %g, eval every %d, early stop %d, select %s",
-			cfg.AutoNote(), cfg.Batch, cfg.Epochs, cfg.LR, cfg.EvalEvery, cfg.EarlyStop, cfg.Select)
+		logf(opt.Log, "settings %s", cfg.AutoNote())
 	}
 	var base *rundir.BaselineSummary
 	if cfg.Baseline && split.Train.X != nil && split.Train.X.Image == nil {
