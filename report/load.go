@@ -62,18 +62,19 @@ type LeakStat struct {
 // Summary is what the report uses of summary.json; Raw holds every field
 // as decoded, for the table.
 type Summary struct {
-	TestAUCBest *float64 `json:"test_auc_best"`
+	TestAUCBest   *float64            `json:"test_auc_best"`
+	TestAUCFinal  *float64            `json:"test_auc_final"`
+	TestLossFinal *float64            `json:"test_loss_final"`
+	ACEFinal      *float64            `json:"ace_final"`
+	Steps         int64               `json:"steps"`
+	Seconds       *float64            `json:"seconds"`
+	Protect       string              `json:"protect"`
+	Leak          map[string]LeakStat `json:"leak"`
+	Raw           map[string]any      `json:"-"`
+
 	// TestAUCSelected is the test AUC of the model selected without
 	// looking at the test split (absent in runs made before it existed).
-	TestAUCSelected *float64            `json:"test_auc_selected"`
-	TestAUCFinal    *float64            `json:"test_auc_final"`
-	TestLossFinal   *float64            `json:"test_loss_final"`
-	ACEFinal        *float64            `json:"ace_final"`
-	Steps           int64               `json:"steps"`
-	Seconds         *float64            `json:"seconds"`
-	Protect         string              `json:"protect"`
-	Leak            map[string]LeakStat `json:"leak"`
-	Raw             map[string]any      `json:"-"`
+	TestAUCSelected *float64 `json:"test_auc_selected"`
 }
 
 // Run is one run directory as read by [LoadRun].
