@@ -168,6 +168,9 @@ func (c *Config) validate(role string) error {
 	if c.MaxMessageMB <= 0 {
 		bad("max message size %d MB, want > 0", c.MaxMessageMB)
 	}
+	if role == "active" || role == "passive" {
+		c.validateSelection(bad) // serving reads a training run's config
+	}
 	if c.DumpBatches > 0 || c.Dump != "" {
 		bad("dumps (key dump) are an in-process option")
 	}
@@ -221,9 +224,9 @@ func (c *Config) resolve() {
 // are not part of it.
 func (c *Config) SharedDigest() []byte {
 	s := fmt.Sprintf("model=%s layers=%v cut=%d embed_dim=%d lr=%x l2=%x batch=%d epochs=%d seed=%d "+
-		"eval_every=%d eval_batch=%d max_steps=%d sample=%x test_frac=%x checkpoint_every=%d",
+		"eval_every=%d eval_batch=%d max_steps=%d sample=%x test_frac=%x checkpoint_every=%d val_frac=%x",
 		c.Model, c.Layers, c.Cut, c.EmbedDim, c.LR, c.L2, c.Batch, c.Epochs, c.Seed,
-		c.EvalEvery, c.EvalBatch, c.MaxSteps, c.Sample, c.TestFrac, c.CheckpointEvery)
+		c.EvalEvery, c.EvalBatch, c.MaxSteps, c.Sample, c.TestFrac, c.CheckpointEvery, c.ValFrac)
 	if c.Model == "cnn" || data.IsImageFormat(c.Format) {
 		// Images: the selection, shape and CNN settings (absent for
 		// tables, whose digest is unchanged).
@@ -251,5 +254,6 @@ func writeConfig(cfg *Config) error {
 	if err != nil {
 		return err
 	}
+	b = append([]byte(cfg.YAMLHeader()), b...)
 	return atomicfile.WriteFile(filepath.Join(cfg.Out, rundir.ConfigFile), b, 0o644)
 }

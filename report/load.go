@@ -74,6 +74,10 @@ type Summary struct {
 	Protect       string              `json:"protect"`
 	Leak          map[string]LeakStat `json:"leak"`
 	Raw           map[string]any      `json:"-"`
+
+	// TestAUCSelected is the test AUC of the model selected without
+	// looking at the test split (absent in runs made before it existed).
+	TestAUCSelected *float64 `json:"test_auc_selected"`
 }
 
 // Run is one run directory as read by [LoadRun].

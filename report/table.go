@@ -23,6 +23,12 @@ func kpis(r *Run, keys []string) []KPI {
 	t := func(v *float64, p int) string { x, _ := fmtF(v, p); return x }
 	out := []KPI{{"best test AUC", t(s.TestAUCBest, 4)}, {"final test loss", t(s.TestLossFinal, 4)},
 		{"steps", strconv.FormatInt(s.Steps, 10)}}
+	if s.TestAUCSelected != nil {
+		// The run's result comes first; the test curve's top is chosen by
+		// looking at the test split.
+		out[0] = KPI{"test curve top", t(s.TestAUCBest, 4)}
+		out = append([]KPI{{"test AUC (selected on validation)", t(s.TestAUCSelected, 4)}}, out...)
+	}
 	for _, k := range keys {
 		if _, l := splitKey(k); l != "cut" {
 			continue

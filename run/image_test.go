@@ -27,8 +27,8 @@ func TestResolveDefaults(t *testing.T) {
 		want func(*config.Config) string // "" when c is as expected
 	}{
 		{"criteo wdl", func(c *config.Config) {}, func(c *config.Config) string {
-			if c.LR != 1e-4 || c.Cut != 3 || c.EvalBatch != 8192 || c.TestFrac != 0.1 || len(c.Layers) != 6 || c.ImageSize != 0 || c.CNNBlocks != 0 {
-				return "want lr 1e-4, cut 3, eval batch 8192, test 0.1, 6 layers, no image or CNN sizes"
+			if c.LR != 0 || c.Cut != 3 || c.EvalBatch != 8192 || c.TestFrac != 0.1 || len(c.Layers) != 6 || c.ImageSize != 0 || c.CNNBlocks != 0 {
+				return "want lr left to the data (0), cut 3, eval batch 8192, test 0.1, 6 layers, no image or CNN sizes"
 			}
 			return ""
 		}},
@@ -158,7 +158,7 @@ func TestTrainISICEndToEnd(t *testing.T) {
 			c := config.Default()
 			c.Data, c.Format, c.Model = imgDir, "isic", "cnn"
 			c.ImageSize, c.CNNBlocks, c.CNNChannels, c.CNNDense, c.Cut = 16, 3, 4, 8, 2
-			c.Batch, c.EvalEvery, c.MaxSteps, c.LR = 64, 2, 3, 1e-3
+			c.Batch, c.EvalEvery, c.MaxSteps, c.LR, c.ValFrac = 64, 2, 3, 1e-3, 0
 			c.Attacks = []string{"all"}
 			c.Out = t.TempDir()
 			p.edit(&c)

@@ -84,7 +84,7 @@ func printDemoVerdict(w io.Writer, dir string, kept bool, none, marvell *rundir.
 		s    *rundir.Summary
 	}{{"no protection", none}, {"Marvell s = 4", marvell}} {
 		fmt.Fprintf(w, "%-18s %10s %12s %10s %13s %9.4f\n", r.name, leak(r.s, "norm/cut"), leak(r.s, "cosine/cut"),
-			leak(r.s, "norm/first"), leak(r.s, "cosine/first"), r.s.TestAUCBest)
+			leak(r.s, "norm/first"), leak(r.s, "cosine/first"), r.s.TestAUCSelected)
 	}
 	if !kept {
 		fmt.Fprintf(w, "\nTo keep the run directories (batches.jsonl, eval.jsonl, summary.json) and draw their figures,\n")

@@ -49,12 +49,17 @@ func trainFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.IntVar(&c.CNNChannels, "cnn-channels", c.CNNChannels, "cnn: filters of every convolution (0: 64)")
 	fs.IntVar(&c.CNNKernel, "cnn-kernel", c.CNNKernel, "cnn: convolution kernel side K, 'same' padding (0: 3)")
 	fs.IntVar(&c.CNNDense, "cnn-dense", c.CNNDense, "cnn: width of the Dense+ReLU layer before the logit (0: 64)")
-	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "training epochs")
-	fs.IntVar(&c.Batch, "batch", c.Batch, "batch size")
-	fs.Float64Var(&c.LR, "lr", c.LR, "Adam learning rate (0: the model's default, 1e-4 wdl/mlp, 1e-5 cnn)")
+	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "training epochs (0: chosen from the training rows, see README)")
+	fs.IntVar(&c.Batch, "batch", c.Batch, "batch size (0: chosen from the training rows, see README)")
+	fs.Float64Var(&c.LR, "lr", c.LR, "Adam learning rate (0: chosen from the training rows for wdl/mlp, see README; 1e-5 for cnn)")
 	fs.Float64Var(&c.L2, "l2", c.L2, "wdl/mlp: L2 regularisation of the embedding rows a batch touches")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "random seed (data split, initialisation, schedule, noise)")
-	fs.IntVar(&c.EvalEvery, "eval-every", c.EvalEvery, "evaluate on the test split every N batches (0: at the end only)")
+	fs.IntVar(&c.EvalEvery, "eval-every", c.EvalEvery, "evaluate on the validation and test splits every N batches (0: at the end only; -1: chosen from the training rows)")
+	fs.Float64Var(&c.ValFrac, "val-frac", c.ValFrac, "fraction of the training rows held out for validation, by a keyed hash of the ID (0: none)")
+	fs.StringVar(&c.Select, "select", c.Select, "model kept and reported: best (best validation AUC) or last (default: best with a validation split, else last)")
+	fs.IntVar(&c.EarlyStop, "early-stop", c.EarlyStop, "stop after N evaluations without a better validation AUC (0: never; -1: 10 with a validation split)")
+	fs.BoolVar(&c.Baseline, "baseline", c.Baseline, "also fit a logistic-regression baseline on the same columns (tables)")
+	fs.IntVar(&c.BaselineRows, "baseline-rows", c.BaselineRows, "training rows the baseline reads at most (0: 50000)")
 	fs.IntVar(&c.EvalBatch, "eval-batch", c.EvalBatch, "rows per evaluation message (0: 8192 wdl/mlp, --batch for cnn)")
 	fs.IntVar(&c.ACEBins, "ace-bins", c.ACEBins, "bins of the adaptive calibration error")
 	fs.StringVar(&c.Protect, "protect", c.Protect, "gradient protection: "+strings.Join(protect.Names(), ", "))
@@ -162,8 +167,7 @@ func trainAndReport(ctx context.Context, cfg config.Config, uiAddr string, stdou
 
 func printSummary(w io.Writer, cfg config.Config, s *rundir.Summary) {
 	fmt.Fprintf(w, "\nrun %s — protection %s, %d steps, %.0f examples/s (%s)\n", cfg.Out, s.Protect, s.Steps, s.ExamplesPerS, s.Engine)
-	fmt.Fprintf(w, "test AUC best %.4f (step %d), final %.4f; test loss %.4f; ACE %.4f\n",
-		s.TestAUCBest, s.BestStep, s.TestAUCFinal, s.TestLossFinal, s.ACEFinal)
+	printSelection(w, s)
 	keys := make([]string, 0, len(s.Leak))
 	for k := range s.Leak {
 		keys = append(keys, k)
@@ -176,5 +180,38 @@ func printSummary(w io.Writer, cfg config.Config, s *rundir.Summary) {
 	for _, k := range keys {
 		l := s.Leak[k]
 		fmt.Fprintf(w, "%-26s %8.4f %8.4f %8.4f %8.4f %8d\n", k, l.Q95, l.Q95Abs, l.ChanceQ95Abs, l.Mean, l.Batches)
+	}
+}
+
+// printSelection prints the run's result (the model selected without
+// looking at the test split), the baseline beside it, the test curve's
+// top for comparison with the papers, and the warnings.
+func printSelection(w io.Writer, s *rundir.Summary) {
+	how := "the last model"
+	if s.Select == config.SelectBest {
+		how = "the model with the best validation AUC"
+	}
+	fmt.Fprintf(w, "result: %s, step %d%s\n", how, s.SelectedStep, map[bool]string{true: " (early stop)"}[s.EarlyStopped])
+	fmt.Fprintf(w, "%-34s %10s %10s\n", "", "val AUC", "test AUC")
+	opt := func(x *float64) string {
+		if x == nil {
+			return "—"
+		}
+		return fmt.Sprintf("%.4f", *x)
+	}
+	fmt.Fprintf(w, "%-34s %10s %10.4f\n", "split model (selected)", opt(s.ValAUCSelected), s.TestAUCSelected)
+	if b := s.Baseline; b != nil {
+		name := "logistic baseline (" + b.Columns + ")"
+		if b.Error != "" {
+			fmt.Fprintf(w, "%-34s %s\n", name, b.Error)
+		} else {
+			fmt.Fprintf(w, "%-34s %10s %10s\n", name, opt(b.ValAUC), opt(b.TestAUC))
+		}
+	}
+	fmt.Fprintf(w, "test loss %.4f, ACE %.4f (selected)\n", s.TestLossSelected, s.ACESelected)
+	fmt.Fprintf(w, "test AUC best %.4f (step %d; chosen by looking at test: for comparison with the papers' curves, not a result), final %.4f\n",
+		s.TestAUCBest, s.BestStep, s.TestAUCFinal)
+	for _, m := range s.Warnings {
+		fmt.Fprintln(w, "warning:", m)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -52,6 +53,10 @@ type Config struct {
 	Observer func(*Observation) error
 	// EvalObserver, when set, is called after every evaluation round.
 	EvalObserver func(*EvalResult) error
+	// ValRows is how many leading rows of the evaluation set are the
+	// validation split (the rest are the test split): both are scored in
+	// one evaluation round and their metrics kept apart.
+	ValRows int
 }
 
 // Observation is what the active party knows after one training batch.
@@ -72,7 +77,8 @@ type Observation struct {
 	ProtectTime  time.Duration
 }
 
-// EvalResult is one evaluation of the test split.
+// EvalResult is one evaluation of the test split (and of the validation
+// split, when there is one).
 type EvalResult struct {
 	Step int64
 	AUC  float64
@@ -81,6 +87,11 @@ type EvalResult struct {
 	Loss float64
 	ACE  float64
 	Rows int
+	// ValRows is the number of validation rows (0: no validation split;
+	// then ValAUC and ValLoss are unset). ValAUC is NaN when the
+	// validation split has a single class.
+	ValRows         int
+	ValAUC, ValLoss float64
 }
 
 // trainingMode is implemented by top models that behave differently in
@@ -118,7 +129,8 @@ type Active struct {
 }
 
 // New returns an active party training top on train (whose labels it
-// holds) and scoring test, for embeddings of width cutDim.
+// holds) and scoring test, for embeddings of width cutDim. With
+// cfg.ValRows > 0 the first ValRows rows of test are the validation split.
 func New(top model.Top, train, test *data.Dataset, sched *schedule.Schedule, cutDim int, cfg Config) (*Active, error) {
 	if train.Labels == nil || len(train.Labels) != len(train.IDs) {
 		return nil, errors.New("active: the training split has no labels")
@@ -131,6 +143,9 @@ func New(top model.Top, train, test *data.Dataset, sched *schedule.Schedule, cut
 	}
 	if cfg.TrainTargets != nil && len(cfg.TrainTargets) != len(train.Labels) {
 		return nil, fmt.Errorf("active: %d loss targets for %d training rows", len(cfg.TrainTargets), len(train.Labels))
+	}
+	if cfg.ValRows < 0 || cfg.ValRows >= len(test.IDs) {
+		return nil, fmt.Errorf("active: %d validation rows of %d evaluation rows leave no test rows", cfg.ValRows, len(test.IDs))
 	}
 	if sched.N != len(train.IDs) {
 		return nil, fmt.Errorf("active: schedule covers %d examples, training split has %d", sched.N, len(train.IDs))
@@ -337,20 +352,30 @@ func (a *Active) wideBatch(x *data.Features, rows []int) *data.Batch {
 }
 
 func (a *Active) finishEval() error {
-	probs := toFloat64(a.evalProbs)
-	auc, ok := metrics.AUC(probs, a.test.Labels, nil)
+	all := toFloat64(a.evalProbs)
+	v := a.cfg.ValRows
+	probs, labels := all[v:], a.test.Labels[v:]
+	auc, ok := metrics.AUC(probs, labels, nil)
 	if !ok {
 		return errors.New("active: the test split has a single class; its AUC is undefined")
 	}
-	loss, err := metrics.BCE(probs, a.test.Labels)
+	loss, err := metrics.BCE(probs, labels)
 	if err != nil {
 		return fmt.Errorf("active: test loss: %w", err)
 	}
-	ace, err := metrics.ACE(probs, a.test.Labels, a.cfg.ACEBins)
+	ace, err := metrics.ACE(probs, labels, a.cfg.ACEBins)
 	if err != nil {
 		return fmt.Errorf("active: test calibration: %w", err)
 	}
-	res := &EvalResult{Step: a.step, AUC: auc, Rows: len(a.test.IDs), Loss: loss, ACE: ace}
+	res := &EvalResult{Step: a.step, AUC: auc, Rows: len(labels), Loss: loss, ACE: ace, ValRows: v}
+	if v > 0 {
+		if res.ValAUC, ok = metrics.AUC(all[:v], a.test.Labels[:v], nil); !ok {
+			res.ValAUC = math.NaN()
+		}
+		if res.ValLoss, err = metrics.BCE(all[:v], a.test.Labels[:v]); err != nil {
+			return fmt.Errorf("active: validation loss: %w", err)
+		}
+	}
 	if a.cfg.EvalObserver != nil {
 		return a.cfg.EvalObserver(res)
 	}
