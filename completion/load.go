@@ -26,6 +26,9 @@ func LoadRun(dir string) (*config.Config, *data.Split, model.Bottom, error) {
 		return nil, nil, nil, err
 	}
 	split.SortByID()
+	// The run trained on the training split less its validation rows
+	// (decided by the keyed hash, as in the run).
+	split.Train, _ = data.SplitValidation(split.Train, cfg.Seed, cfg.ValFrac)
 	if split.Train.Labels == nil || split.Test.Labels == nil {
 		return nil, nil, nil, fmt.Errorf("run %s: its data %s has no labels", dir, cfg.Data)
 	}

@@ -44,7 +44,7 @@ func trainStep(t *testing.T, top model.Top, e *tensor.Matrix, y []float32) []flo
 func TestTopWithDefenceLayersResumes(t *testing.T) {
 	for _, p := range []protect.Params{{"mid_lambda": 0.1}, {"mixup_alpha": 1}, {"cae_lambda": 1, "mid_lambda": 0.01}} {
 		c := Default()
-		c.Model, c.Layers, c.Cut, c.Params = "mlp", []int{8, 6, 4}, 1, p
+		c.Model, c.Layers, c.Cut, c.Params, c.LR = "mlp", []int{8, 6, 4}, 1, p, 1e-3
 		build := func() model.Top {
 			top, _, err := c.BuildTop(nil)
 			if err != nil {

@@ -40,7 +40,7 @@ func TestAttackCompletion(t *testing.T) {
 	run := filepath.Join(dir, "run")
 	if out, err := runCLI(t, "train", "--data", data, "--out", run, "--layers", "16,16,8", "--cut", "2", "--embed-dim", "2",
 		"--batch", "128", "--lr", "3e-3", "--epochs", "4", "--eval-every", "40", "--hash-buckets", "1000",
-		"--attacks", "norm,completion_supervised", "--known-labels", "20"); err != nil {
+		"--attacks", "norm,completion_supervised", "--known-labels", "20", "--select", "last"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	raw, err := os.ReadFile(filepath.Join(run, "summary.json"))

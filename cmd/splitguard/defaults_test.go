@@ -215,8 +215,8 @@ func TestOwnTableMessages(t *testing.T) {
 }
 
 // TestOwnTableTrains trains on the table with its label values named, a
-// column ignored and the default batch, larger than the training split,
-// which is warned about.
+// column ignored and a batch (the authors' 1024) larger than the training
+// split, which is warned about.
 func TestOwnTableTrains(t *testing.T) {
 	own := ownCSV(t)
 	root := newRootCmd()
@@ -225,7 +225,7 @@ func TestOwnTableTrains(t *testing.T) {
 	root.SetErr(&stderr)
 	out := t.TempDir()
 	root.SetArgs([]string{"train", "--data", own, "--out", out, "--format", "csv", "--label", "churn", "--positive", "yes",
-		"--negative", "no", "--id-col", "customer", "--ignore", "spend", "--epochs", "1", "--model", "mlp"})
+		"--negative", "no", "--id-col", "customer", "--ignore", "spend", "--epochs", "1", "--batch", "1024", "--model", "mlp"})
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
