@@ -1,5 +1,5 @@
 // Package attack holds the label-leakage attacks that splitguard runs
-// against what the passive party sees (SPEC §3): attacks on the gradients
+// against what the passive party sees (METHODS §3): attacks on the gradients
 // it receives (norm, cosine, majority_cosine, the hint attacks) and on the
 // embeddings it computes (spectral), all behind the [Attack] interface and
 // a name registry, plus two pieces that do not fit a per-batch score: the

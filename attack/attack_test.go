@@ -43,7 +43,7 @@ func TestRegistry(t *testing.T) {
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
-	// What each attack declares, from the papers' definitions (SPEC §3).
+	// What each attack declares, from the papers' definitions (METHODS §3).
 	needs := map[string]Needs{
 		"norm": {Input: Gradient}, "majority_cosine": {Input: Gradient}, "cosine": {Input: Gradient, Oracle: true},
 		"spectral": {Input: Embedding}, "memory_norm": {Input: Gradient, EpochMemory: true},

@@ -1,7 +1,7 @@
 // Package audit measures label leakage where the labels are: given what
 // the passive party received (and, for forward attacks, computed) on one
 // batch, it runs every configured attack at every observable layer and
-// scores it by its exact leak AUC against the true labels (SPEC §2).
+// scores it by its exact leak AUC against the true labels (METHODS §2).
 //
 // The in-process simulation audits every passive layer; in a networked run
 // the active party audits what it sends (the cut layer).

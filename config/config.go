@@ -91,7 +91,7 @@ type Config struct {
 	// CNNBlocks, CNNChannels, CNNKernel and CNNDense shape the CNN: that
 	// many [conv K×K, ReLU, maxpool 2×2] blocks of CNNChannels filters,
 	// then a Dense+ReLU layer of CNNDense units and the logit (0: the ISIC
-	// model of SPEC §6, 6 blocks, 64 channels, 3×3, dense 64).
+	// model of METHODS §6, 6 blocks, 64 channels, 3×3, dense 64).
 	CNNBlocks   int `yaml:"cnn_blocks,omitempty"`
 	CNNChannels int `yaml:"cnn_channels,omitempty"`
 	CNNKernel   int `yaml:"cnn_kernel,omitempty"`
@@ -100,7 +100,7 @@ type Config struct {
 	Epochs int `yaml:"epochs"`
 	Batch  int `yaml:"batch"`
 	// LR is Adam's learning rate (0: chosen from the data for wdl/mlp,
-	// auto.go; the model's default 1e-5 for cnn, SPEC §6).
+	// auto.go; the model's default 1e-5 for cnn, METHODS §6).
 	LR   float64 `yaml:"lr"`
 	L2   float64 `yaml:"l2"`
 	Seed uint64  `yaml:"seed"`
@@ -173,7 +173,7 @@ func (c *Config) Known() int {
 }
 
 // Default returns the default configuration: the authors' Criteo model
-// (SPEC §6) with no protection and the norm attack, a validation split,
+// (METHODS §6) with no protection and the norm attack, a validation split,
 // the logistic baseline, and the training settings (epochs, batch,
 // learning rate, evaluation cadence, early stopping) left to the data
 // ([Config.ResolveForData]; experiments/criteo.yaml gives the authors'
@@ -192,7 +192,7 @@ func Default() Config {
 // Model defaults that [Config.Resolve] applies.
 const (
 	// DefaultDeepLR is the Adam learning rate of Wide&Deep and the MLP
-	// (SPEC §6).
+	// (METHODS §6).
 	DefaultDeepLR = 1e-4
 	// DefaultDeepCut is the Wide&Deep/MLP cut: after the 3rd ReLU layer.
 	DefaultDeepCut = 3

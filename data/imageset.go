@@ -22,7 +22,7 @@ type ImageOptions struct {
 	// every positive.
 	PosRate float64
 	// Size is the side of the square images produced: 0 means the set's
-	// own (28 for Fashion-MNIST, 84 for ISIC, as in SPEC §6). Images of
+	// own (28 for Fashion-MNIST, 84 for ISIC, as in METHODS §6). Images of
 	// another size are resized with a Catmull-Rom (cubic) kernel.
 	Size int
 	// Pad makes a Fashion-MNIST image smaller than Size centred on a

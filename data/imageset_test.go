@@ -96,7 +96,7 @@ func TestImageFormatRegistry(t *testing.T) {
 }
 
 func TestImageDefaultsOfBuiltInSets(t *testing.T) {
-	// SPEC §6: Fashion-MNIST is 28×28 grey, ISIC is resized to 84×84 RGB;
+	// METHODS §6: Fashion-MNIST is 28×28 grey, ISIC is resized to 84×84 RGB;
 	// these hold without the readers linked, so configurations validate.
 	for _, tc := range []struct {
 		format         string

@@ -11,7 +11,7 @@ import (
 const maxBadExamples = 5
 
 // Load reads the table at path (".gz" is decompressed) and returns its
-// train and test splits, encoded per SPEC §6:
+// train and test splits, encoded per METHODS §6:
 //
 //   - Rows are streamed; only the sampled rows are kept, already encoded
 //     (int32 category ids, float32 dense values). One pass over the file.

@@ -36,7 +36,7 @@ func TestResolveDefaults(t *testing.T) {
 			if c.LR != 1e-5 || c.Cut != 4 || c.CNNBlocks != 6 || c.CNNChannels != 64 || c.CNNKernel != 3 || c.CNNDense != 64 ||
 				c.ImageSize != 84 || c.ImageChannels != 3 || c.NegPerPos != 9 || c.TestFrac != 0.2 || c.EvalBatch != 128 ||
 				c.Layers != nil || c.EmbedDim != 0 || c.L2 != 0 {
-				return "want the ISIC model of SPEC §6: lr 1e-5, cut 4 of 6 blocks of 64, 84×84×3, 9 negatives per positive, test 0.2, eval batch = batch, no deep-model settings"
+				return "want the ISIC model of METHODS §6: lr 1e-5, cut 4 of 6 blocks of 64, 84×84×3, 9 negatives per positive, test 0.2, eval batch = batch, no deep-model settings"
 			}
 			return ""
 		}},

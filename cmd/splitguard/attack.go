@@ -28,7 +28,7 @@ func newAttackCmd() *cobra.Command {
 	mc := &cobra.Command{
 		Use:   "multiclass",
 		Short: "Multi-class spectral attack (k-means) on the dumped batches",
-		Long: `Runs the multi-class form of the spectral attack (SPEC §3) on every batch of
+		Long: `Runs the multi-class form of the spectral attack (METHODS §3) on every batch of
 a --dump directory: k-means with k = the number of classes in the batch on the
 chosen array (--on, default the cut-layer embedding), clusters matched to the
 classes by size, and prints one JSON line per batch

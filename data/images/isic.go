@@ -42,7 +42,7 @@ type isicFile struct {
 //     image_name.jpg (or .jpeg, .png) in dir/train/ or dir/jpeg/train/.
 //
 // JPEG and PNG are decoded with the standard library. As in the paper
-// (SPEC §6), every malignant (positive) image is kept plus o.NegPerPos
+// (METHODS §6), every malignant (positive) image is kept plus o.NegPerPos
 // (default 9) times as many benign ones chosen at random, then o.TestFrac
 // (default 20%) of the kept images form the test split. Both choices are
 // keyed hashes of (o.Seed, ID), so they do not depend on file order and
