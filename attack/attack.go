@@ -1,5 +1,5 @@
 // Package attack holds the label-leakage attacks that splitguard runs
-// against what the passive party sees (SPEC §3): attacks on the gradients
+// against what the passive party sees (METHODS §3): attacks on the gradients
 // it receives (norm, cosine, majority_cosine, the hint attacks) and on the
 // embeddings it computes (spectral), all behind the [Attack] interface and
 // a name registry, plus two pieces that do not fit a per-batch score: the
@@ -72,6 +72,14 @@ type Observation struct {
 	// PositivesMinority is the attacker's prior that positives are the
 	// smaller class, used by the spectral attack.
 	PositivesMinority bool
+	// Known are distinct rows of the batch whose labels the attacker knows
+	// (KnownLabels, 0 or 1, in the same order), for attacks declaring
+	// Needs.KnownRows.
+	Known       []int
+	KnownLabels []uint8
+	// Output is the layer's forward output (B×width), for gradient attacks
+	// declaring Needs.WithOutput; nil otherwise.
+	Output *tensor.Matrix
 }
 
 // Attack scores the rows of one batch.
@@ -93,8 +101,8 @@ var (
 	registry   = map[string]func() Plugin{}
 )
 
-// Plugin is what every registered attack is: a batch [Attack] or an
-// [EpochAttack].
+// Plugin is what every registered attack is: a batch [Attack], an
+// [EpochAttack] or a [ModelAttack].
 type Plugin interface {
 	Name() string
 	Needs() Needs
@@ -152,7 +160,7 @@ func New(name string) (Attack, error) {
 	}
 	a, ok := p.(Attack)
 	if !ok {
-		return nil, fmt.Errorf("attack %q scores at the end of an epoch, not per batch", name)
+		return nil, fmt.Errorf("attack %q %s, not per batch", name, scoresWhen(p))
 	}
 	return a, nil
 }
@@ -166,9 +174,22 @@ func NewEpoch(name string) (EpochAttack, error) {
 	}
 	a, ok := p.(EpochAttack)
 	if !ok {
-		return nil, fmt.Errorf("attack %q scores every batch, not at the end of an epoch", name)
+		return nil, fmt.Errorf("attack %q %s, not at the end of an epoch", name, scoresWhen(p))
 	}
 	return a, nil
+}
+
+// scoresWhen says when a plugin scores, for error messages.
+func scoresWhen(p Plugin) string {
+	switch p.(type) {
+	case Attack:
+		return "scores every batch"
+	case EpochAttack:
+		return "scores at the end of an epoch"
+	case ModelAttack:
+		return "scores the trained model at each evaluation"
+	}
+	return "scores in no known way"
 }
 
 // Describe returns what the attack registered under name needs.

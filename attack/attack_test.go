@@ -37,16 +37,21 @@ func score(t *testing.T, name string, obs *Observation) ([]float64, []bool) {
 }
 
 func TestRegistry(t *testing.T) {
-	want := []string{"cosine", "hint1_cosine", "hint1_distance", "hint1_inner", "hint3_cosine", "hint3_distance",
-		"hint3_inner", "hint5_cosine", "hint5_distance", "hint5_inner", "majority_cosine", "memory_cosine", "memory_norm", "norm", "spectral"}
+	want := []string{"completion", "completion_supervised", "cosine", "grad_match", "hint1_cosine", "hint1_distance", "hint1_inner", "hint3_cosine", "hint3_distance",
+		"hint3_inner", "hint5_cosine", "hint5_distance", "hint5_inner", "majority_cosine", "memory_cosine", "memory_norm", "norm",
+		"similarity_embed", "similarity_grad", "spectral", "spectral_grad"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
-	// What each attack declares, from the papers' definitions (SPEC §3).
+	// What each attack declares, from the papers' definitions (METHODS §3).
 	needs := map[string]Needs{
 		"norm": {Input: Gradient}, "majority_cosine": {Input: Gradient}, "cosine": {Input: Gradient, Oracle: true},
 		"spectral": {Input: Embedding}, "memory_norm": {Input: Gradient, EpochMemory: true},
 		"memory_cosine": {Input: Gradient, Oracle: true, EpochMemory: true},
+		"spectral_grad": {Input: Gradient}, "grad_match": {Input: Gradient, WithOutput: true, Expensive: true},
+		"similarity_grad":  {Input: Gradient, KnownRows: SimilarityKnown},
+		"similarity_embed": {Input: Embedding, KnownRows: SimilarityKnown},
+		"completion":       {Input: Embedding, Model: true}, "completion_supervised": {Input: Embedding, Model: true},
 	}
 	for _, k := range HintCounts {
 		for _, s := range []HintScoring{HintDistance, HintInner, HintCosine} {
@@ -61,9 +66,13 @@ func TestRegistry(t *testing.T) {
 		if got := p.Needs(); got != needs[n] {
 			t.Errorf("%s: needs %+v, want %+v", n, got, needs[n])
 		}
-		_, isEpoch := p.(EpochAttack)
-		if _, err := New(n); (err != nil) != isEpoch {
-			t.Errorf("New(%q): err %v, epoch attack %v", n, err, isEpoch)
+		_, isBatch := p.(Attack)
+		if _, err := New(n); (err == nil) != isBatch {
+			t.Errorf("New(%q): err %v, per-batch attack %v", n, err, isBatch)
+		}
+		_, isModel := p.(ModelAttack)
+		if _, err := NewModel(n); (err == nil) != isModel {
+			t.Errorf("NewModel(%q): err %v, model attack %v", n, err, isModel)
 		}
 	}
 	if _, err := New("nope"); err == nil || !strings.Contains(err.Error(), "nope") {
@@ -329,6 +338,7 @@ func TestGradientAttacksSeparate(t *testing.T) {
 	hints := PickHints(labels, 5, r, nil)
 	oracle := make([]float32, 16)
 	oracle[0] = 1
+	known, knownLabels, out := peerInputs(r, labels, 16)
 	for _, name := range Names() {
 		a, err := New(name)
 		if err != nil || a.Needs().Input != Gradient {
@@ -336,7 +346,8 @@ func TestGradientAttacksSeparate(t *testing.T) {
 		}
 		s := make([]float64, g.Rows)
 		f := make([]bool, g.Rows)
-		if err := a.Score(&Observation{X: g, Oracle: oracle, Hints: hints}, s, f); err != nil {
+		if err := a.Score(&Observation{X: g, Oracle: oracle, Hints: hints, PositivesMinority: true,
+			Known: known, KnownLabels: knownLabels, Output: out}, s, f); err != nil {
 			t.Fatal(err)
 		}
 		for _, h := range hints[:min(len(hints), 5)] {
@@ -361,15 +372,32 @@ func TestGradientAttacksSeparate(t *testing.T) {
 	}
 }
 
+// peerInputs returns what the similarity and gradient-matching attacks
+// need beyond the gradient: ten known rows with their labels, and a random
+// layer output of width d.
+func peerInputs(r *rand.Rand, labels []uint8, d int) ([]int, []uint8, *tensor.Matrix) {
+	known := r.Perm(len(labels))[:10]
+	kl := make([]uint8, len(known))
+	for k, i := range known {
+		kl[k] = labels[i]
+	}
+	out := tensor.New(len(labels), d)
+	for k := range out.Data {
+		out.Data[k] = float32(r.NormFloat64())
+	}
+	return known, kl, out
+}
+
 func TestAttacksAllocateNothing(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 3))
 	g, labels := gradientBatch(r, 256, 32, 0.2, 0.1)
 	hints := PickHints(labels, 5, r, nil)
-	obs := &Observation{X: g, Oracle: g.Row(hints[0]), Hints: hints}
+	known, knownLabels, out := peerInputs(r, labels, 32)
+	obs := &Observation{X: g, Oracle: g.Row(hints[0]), Hints: hints, Known: known, KnownLabels: knownLabels, Output: out}
 	s := make([]float64, g.Rows)
 	f := make([]bool, g.Rows)
 	for _, name := range Names() {
-		if name == "majority_cosine" || name == "spectral" {
+		if name == "majority_cosine" || name == "spectral" || name == "spectral_grad" {
 			continue // their MatMul runs through the engine, which may allocate
 		}
 		a, err := New(name)

@@ -13,7 +13,7 @@ func init() {
 	Register("majority_cosine", func() Attack { return &MajorityCosine{} })
 }
 
-// Norm is the norm attack (SPEC §3): r(g) = ‖g‖₂. Positives, predicted
+// Norm is the norm attack (METHODS §3): r(g) = ‖g‖₂. Positives, predicted
 // with less confidence, receive larger gradients.
 type Norm struct{}
 
@@ -35,7 +35,7 @@ func (a *Norm) Score(obs *Observation, scores []float64, scored []bool) error {
 	return nil
 }
 
-// Cosine is the oracle cosine attack (SPEC §3): r(g) = cos(g, g⁺) where
+// Cosine is the oracle cosine attack (METHODS §3): r(g) = cos(g, g⁺) where
 // g⁺ = Observation.Oracle is the clean gradient, at the same layer, of one
 // positive of the batch. The cosine with a zero vector (a zero row, or a
 // zero oracle) is defined as 0.
@@ -92,7 +92,7 @@ const (
 	majorityChunk = 128
 )
 
-// MajorityCosine is the practical direction attack (SPEC §3): for each row
+// MajorityCosine is the practical direction attack (METHODS §3): for each row
 // i, share_i is the fraction of the other B−1 rows j ≠ i with
 // cos(g_i, g_j) > 0, and r = −share (the minority direction is the
 // positive class). The cosine with a zero vector is 0, which is not

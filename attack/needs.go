@@ -21,11 +21,27 @@ type Needs struct {
 	// [EpochAttack]). Its state grows with the number of examples and is
 	// not checkpointed.
 	EpochMemory bool
+	// KnownRows is how many rows of the batch, of either class, the attack
+	// knows the labels of ([Observation.Known] and [Observation.KnownLabels]);
+	// 0 for none. The known rows are not scored.
+	KnownRows int
+	// WithOutput: a gradient attack that also reads the layer's forward
+	// output ([Observation.Output]), e.g. to fit a surrogate top model.
+	WithOutput bool
+	// Model: the attack runs on the trained bottom model rather than on a
+	// batch (a [ModelAttack], model completion): it reads the bottom's cut
+	// output of the attacker's known-label training rows, of unlabelled
+	// training rows and of the rows it scores, and is run at every test
+	// evaluation and offline, never per batch.
+	Model bool
+	// Expensive: the attack costs far more than the others (seconds per
+	// batch); "all" leaves it out, and it runs only when named.
+	Expensive bool
 }
 
 // LabelFree reports whether a party without any label can run the attack
 // on what it holds: no oracle, no hints.
-func (n Needs) LabelFree() bool { return !n.Oracle && n.Hints == 0 }
+func (n Needs) LabelFree() bool { return !n.Oracle && n.Hints == 0 && n.KnownRows == 0 && !n.Model }
 
 // EpochAttack is an attack that scores at the end of every epoch, from a
 // [Memory] of every gradient the passive party received at a layer (the

@@ -10,6 +10,7 @@ import (
 
 func init() {
 	Register("spectral", func() Attack { return &Spectral{} })
+	Register("spectral_grad", func() Attack { return &Spectral{OnGradient: true} })
 }
 
 // Power-iteration settings of the spectral attack.
@@ -26,7 +27,7 @@ const (
 	spectralStream = 0x5bec
 )
 
-// Spectral is the spectral attack on a layer's forward output (SPEC §3,
+// Spectral is the spectral attack on a layer's forward output (METHODS §3,
 // 001_… Algorithm 1): centre the batch, E = e − mean(e); take the top
 // right singular vector v of E; s_i = ⟨E_i, v⟩; split s into two clusters
 // by exact 1-D 2-means ([TwoMeans1D]); the positive cluster is the smaller
@@ -41,7 +42,16 @@ const (
 // fewer rows than columns it iterates on the n×n matrix EEᵀ instead and
 // maps its top eigenvector u to v = Eᵀu/‖Eᵀu‖. A constant batch (C = 0)
 // scores every row 0 (AUC ½), as does a batch of one row.
+//
+// With OnGradient (registered as "spectral_grad", SecretFlow's grad_lia)
+// the same procedure runs on the gradient the passive holds at the layer:
+// positive and negative gradients point in opposite directions, so the top
+// direction of the centred batch separates them.
 type Spectral struct {
+	// OnGradient makes the attack read the layer's gradient instead of
+	// its output.
+	OnGradient bool
+
 	centred tensor.Matrix
 	cov     tensor.Matrix
 	c64     []float64
@@ -56,10 +66,20 @@ type Spectral struct {
 }
 
 // Name implements Attack.
-func (*Spectral) Name() string { return "spectral" }
+func (a *Spectral) Name() string {
+	if a.OnGradient {
+		return "spectral_grad"
+	}
+	return "spectral"
+}
 
-// Needs implements Attack: the layer output alone.
-func (*Spectral) Needs() Needs { return Needs{Input: Embedding} }
+// Needs implements Attack: the layer output (or gradient) alone.
+func (a *Spectral) Needs() Needs {
+	if a.OnGradient {
+		return Needs{Input: Gradient}
+	}
+	return Needs{Input: Embedding}
+}
 
 // Score implements Attack; every row is scored.
 func (a *Spectral) Score(obs *Observation, scores []float64, scored []bool) error {
@@ -68,7 +88,11 @@ func (a *Spectral) Score(obs *Observation, scores []float64, scored []bool) erro
 		return err
 	}
 	x := obs.X
-	if err := checkFinite(a.Name(), obs.Layer, "embedding", x); err != nil {
+	what := "embedding"
+	if a.OnGradient {
+		what = "gradient"
+	}
+	if err := checkFinite(a.Name(), obs.Layer, what, x); err != nil {
 		return err
 	}
 	fill(scored, true)

@@ -1,7 +1,7 @@
 // Package audit measures label leakage where the labels are: given what
 // the passive party received (and, for forward attacks, computed) on one
 // batch, it runs every configured attack at every observable layer and
-// scores it by its exact leak AUC against the true labels (SPEC §2).
+// scores it by its exact leak AUC against the true labels (METHODS §2).
 //
 // The in-process simulation audits every passive layer; in a networked run
 // the active party audits what it sends (the cut layer).
@@ -23,6 +23,13 @@ const streamAudit = 0xa0d17
 
 // maxHints is the largest k of the hint attacks.
 const maxHints = 5
+
+// streamKnown is the PCG stream of the known-label rows of a batch (drawn
+// afresh from the seed and step, so that checkpoints need not hold it).
+const streamKnown = 0xa0d18
+
+// maxKnownRows is the largest number of known rows the auditor provides.
+const maxKnownRows = 64
 
 // LayerName names passive layer i (1-based) of L: "cut" for the last,
 // "first" for the first, else the index.
@@ -71,14 +78,21 @@ type Auditor struct {
 	grad, embed []attack.Attack
 	needOracle  bool
 	minority    bool
+	seed        uint64
+	knownRows   int       // the most known rows any attack declares
 	pcg         *rand.PCG // rng's source, saved by MarshalBinary
 	rng         *rand.Rand
 	leak        *metrics.Leak
 
-	scores []float64
-	scored []bool
-	hints  []int
-	result map[string]*float64
+	scores      []float64
+	scored      []bool
+	hints       []int
+	perm        []int
+	known       []int
+	knownLabels []uint8
+	result      map[string]*float64
+
+	model []string // model attacks: run at evaluations by package completion
 
 	memory    *attack.Memory // nil unless an epoch attack is on
 	epoch     []attack.EpochAttack
@@ -90,7 +104,7 @@ type Auditor struct {
 // them). positivesMinority is the spectral attacker's prior.
 func New(names []string, positivesMinority bool, seed uint64) (*Auditor, error) {
 	pcg := rand.NewPCG(seed, streamAudit)
-	a := &Auditor{minority: positivesMinority, pcg: pcg, rng: rand.New(pcg),
+	a := &Auditor{minority: positivesMinority, seed: seed, pcg: pcg, rng: rand.New(pcg),
 		leak: metrics.NewLeak(), result: map[string]*float64{}}
 	for _, n := range names {
 		p, err := attack.NewPlugin(n)
@@ -102,12 +116,20 @@ func New(names []string, positivesMinority bool, seed uint64) (*Auditor, error) 
 		if needs.Hints > maxHints {
 			return nil, fmt.Errorf("attack %s needs %d hints; the auditor provides at most %d", n, needs.Hints, maxHints)
 		}
+		if needs.KnownRows > maxKnownRows {
+			return nil, fmt.Errorf("attack %s needs %d known rows; the auditor provides at most %d", n, needs.KnownRows, maxKnownRows)
+		}
+		a.knownRows = max(a.knownRows, needs.KnownRows)
 		switch at := p.(type) {
 		case attack.EpochAttack:
 			if a.memory == nil {
 				a.memory = attack.NewMemory()
 			}
 			a.epoch = append(a.epoch, at)
+		case attack.ModelAttack:
+			// Run on the trained bottom at each evaluation (package
+			// completion), not per batch.
+			a.model = append(a.model, n)
 		case attack.Attack:
 			if needs.Input == attack.Embedding {
 				a.embed = append(a.embed, at)
@@ -120,6 +142,11 @@ func New(names []string, positivesMinority bool, seed uint64) (*Auditor, error) 
 	}
 	return a, nil
 }
+
+// ModelAttacks names the configured model attacks (attack.ModelAttack),
+// which the auditor does not run: they attack the trained bottom at each
+// evaluation (package completion).
+func (a *Auditor) ModelAttacks() []string { return a.model }
 
 // HasEpochMemory reports whether an attack of the auditor remembers every
 // example across the epoch (its state is not checkpointed).
@@ -142,11 +169,18 @@ func (a *Auditor) Observe(b *Batch) (map[string]*float64, error) {
 			return nil, fmt.Errorf("step %d: clean gradients: %w", b.Step, err)
 		}
 	}
+	if a.knownRows > 0 {
+		a.pickKnown(b)
+	}
 	for l, layer := range b.Layers {
-		ob := &attack.Observation{Layer: layer, Hints: a.hints, PositivesMinority: a.minority}
+		ob := &attack.Observation{Layer: layer, Hints: a.hints, PositivesMinority: a.minority,
+			Known: a.known, KnownLabels: a.knownLabels}
 		if l < len(b.Grads) && b.Grads[l] != nil {
 			ob.X = b.Grads[l]
 			ob.Oracle = nil
+			if l < len(b.Outputs) {
+				ob.Output = b.Outputs[l]
+			}
 			if clean != nil && clean[l] != nil {
 				ob.Oracle = clean[l].Row(oracleRow)
 			}
@@ -169,6 +203,7 @@ func (a *Auditor) Observe(b *Batch) (map[string]*float64, error) {
 		}
 		if l < len(b.Outputs) && b.Outputs[l] != nil {
 			ob.X = b.Outputs[l]
+			ob.Output = nil
 			for _, at := range a.embed {
 				if err := a.run(at, ob, b, layer); err != nil {
 					return nil, err
@@ -202,6 +237,28 @@ func (a *Auditor) Summary() map[string]metrics.LeakSummary { return a.leak.Summa
 
 // Leak gives access to the accumulated per-batch series.
 func (a *Auditor) Leak() *metrics.Leak { return a.leak }
+
+// pickKnown draws the batch's known-label rows: min(knownRows, B)
+// distinct rows, uniformly, from a generator seeded by the auditor's seed
+// and the step.
+func (a *Auditor) pickKnown(b *Batch) {
+	n := len(b.Labels)
+	k := min(a.knownRows, n)
+	r := rand.New(rand.NewPCG(a.seed^(uint64(b.Step)*0x9e3779b97f4a7c15), streamKnown))
+	a.perm = grow(a.perm, n)
+	for i := range a.perm {
+		a.perm[i] = i
+	}
+	for i := range k {
+		j := i + r.IntN(n-i)
+		a.perm[i], a.perm[j] = a.perm[j], a.perm[i]
+	}
+	a.known = append(a.known[:0], a.perm[:k]...)
+	a.knownLabels = a.knownLabels[:0]
+	for _, i := range a.known {
+		a.knownLabels = append(a.knownLabels, b.Labels[i])
+	}
+}
 
 // pickPositive returns a uniformly chosen positive row, or -1.
 func pickPositive(labels []uint8, r *rand.Rand) int {

@@ -12,7 +12,7 @@ import (
 // seeding.
 const streamMultiClass = 0x3c1a55
 
-// MultiClassResult is the multi-class spectral attack (SPEC §3,
+// MultiClassResult is the multi-class spectral attack (METHODS §3,
 // attack.MultiClassAccuracy) on one batch whose examples carry a class
 // with more than two values (e.g. Fashion-MNIST's ten, where the run's
 // binary task keeps one class positive).

@@ -72,6 +72,15 @@ func (c *Config) BuildBottom(x *data.Features) (model.Bottom, error) {
 // reads the active party's own features x; the MLP and the CNN read only
 // the cut embedding (x may be nil). wide reports whether the top reads x.
 func (c *Config) BuildTop(x *data.Features) (top model.Top, wide bool, err error) {
+	top, wide, err = c.buildTop(x)
+	if err != nil {
+		return nil, false, err
+	}
+	top, err = c.withInputLayer(top)
+	return top, wide, err
+}
+
+func (c *Config) buildTop(x *data.Features) (top model.Top, wide bool, err error) {
 	switch c.Model {
 	case "wdl":
 		if x == nil || x.Image != nil {
@@ -118,6 +127,10 @@ type Defences struct {
 	// TrainLabels replace the training labels in the loss (label DP);
 	// nil without label noise.
 	TrainLabels []uint8
+	// TrainTargets are the soft targets of the binary cross-entropy, one
+	// per training row, under a label codec (CAE: the encoded labels);
+	// nil without one.
+	TrainTargets []float32
 }
 
 // BuildDefences builds the configuration's defences for the training
@@ -131,6 +144,20 @@ func (c *Config) BuildDefences(train *data.Dataset) (*Defences, error) {
 	if set.Labels != nil {
 		d.TrainLabels = set.Labels.Apply(train.IDs, train.Labels, nil)
 	}
+	codec, err := protect.BuildCodec(c.Params, c.Seed)
+	if err != nil {
+		return nil, err
+	}
+	if codec != nil {
+		src := train.Labels
+		if d.TrainLabels != nil {
+			src = d.TrainLabels
+		}
+		d.TrainTargets = make([]float32, len(src))
+		for i, y := range src {
+			d.TrainTargets[i] = codec.Encode(y)
+		}
+	}
 	return d, nil
 }
 
@@ -142,12 +169,19 @@ func (c *Config) Legend() protect.Legend { return protect.Describe(c.Protect, c.
 func (c *Config) AttackNames() []string { return ExpandAttacks(c.Attacks) }
 
 // ExpandAttacks resolves "all" in an attack list into every registered
-// attack.
+// attack that is not expensive (attack.Needs.Expensive), plus any named
+// beside "all".
 func ExpandAttacks(names []string) []string {
-	if slices.Contains(names, "all") {
-		return attack.Names()
+	if !slices.Contains(names, "all") {
+		return names
 	}
-	return names
+	var out []string
+	for _, n := range attack.Names() {
+		if needs, _ := attack.Describe(n); !needs.Expensive || slices.Contains(names, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // NewAuditor returns the auditor of the configuration's attacks.

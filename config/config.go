@@ -20,6 +20,7 @@ import (
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/protect"
+	"github.com/splitguard/splitguard/tensor"
 )
 
 // Config is everything a training run needs. Its YAML keys mirror the
@@ -36,12 +37,19 @@ type Config struct {
 	// empty Data means data.FashionMNISTDir.
 	Data   string `yaml:"data"`
 	Format string `yaml:"format"`
-	// Label, Positive, IDCol, Sample, HashBuckets and SkipBadRows apply
-	// to tables only.
-	Label    string  `yaml:"label,omitempty"`
-	Positive string  `yaml:"positive,omitempty"`
-	IDCol    string  `yaml:"id_col,omitempty"`
-	Sample   float64 `yaml:"sample"`
+	// Label, Positive, Negative, IDCol, Numeric, Categorical, Ignore,
+	// Sample, HashBuckets and SkipBadRows apply to tables only. Positive
+	// and Negative list the label values of each class (data.Options has
+	// the rules); Numeric, Categorical and Ignore declare column kinds
+	// (numeric is data.Options.Dense).
+	Label       string   `yaml:"label,omitempty"`
+	Positive    Values   `yaml:"positive,flow,omitempty"`
+	Negative    Values   `yaml:"negative,flow,omitempty"`
+	IDCol       string   `yaml:"id_col,omitempty"`
+	Numeric     []string `yaml:"numeric,flow,omitempty"`
+	Categorical []string `yaml:"categorical,flow,omitempty"`
+	Ignore      []string `yaml:"ignore,flow,omitempty"`
+	Sample      float64  `yaml:"sample"`
 	// TestFrac is the held-out fraction: 0 means 0.1 for tables and 0.2
 	// for isic; fashion-mnist uses its own test files and needs 0.
 	TestFrac    float64 `yaml:"test_frac"`
@@ -83,23 +91,49 @@ type Config struct {
 	// CNNBlocks, CNNChannels, CNNKernel and CNNDense shape the CNN: that
 	// many [conv K×K, ReLU, maxpool 2×2] blocks of CNNChannels filters,
 	// then a Dense+ReLU layer of CNNDense units and the logit (0: the ISIC
-	// model of SPEC §6, 6 blocks, 64 channels, 3×3, dense 64).
+	// model of METHODS §6, 6 blocks, 64 channels, 3×3, dense 64).
 	CNNBlocks   int `yaml:"cnn_blocks,omitempty"`
 	CNNChannels int `yaml:"cnn_channels,omitempty"`
 	CNNKernel   int `yaml:"cnn_kernel,omitempty"`
 	CNNDense    int `yaml:"cnn_dense,omitempty"`
-	Epochs      int `yaml:"epochs"`
-	Batch       int `yaml:"batch"`
-	// LR is Adam's learning rate (0: the model's default, 1e-4 for
-	// wdl/mlp and 1e-5 for cnn, SPEC §6).
-	LR        float64 `yaml:"lr"`
-	L2        float64 `yaml:"l2"`
-	Seed      uint64  `yaml:"seed"`
-	EvalEvery int     `yaml:"eval_every"`
+	// Epochs and Batch: 0 means chosen from the data (auto.go).
+	Epochs int `yaml:"epochs"`
+	Batch  int `yaml:"batch"`
+	// LR is Adam's learning rate (0: chosen from the data for wdl/mlp,
+	// auto.go; the model's default 1e-5 for cnn, METHODS §6).
+	LR   float64 `yaml:"lr"`
+	L2   float64 `yaml:"l2"`
+	Seed uint64  `yaml:"seed"`
+	// EvalEvery evaluates every N training steps (0: at the end only;
+	// negative: chosen from the data, auto.go).
+	EvalEvery int `yaml:"eval_every"`
 	// EvalBatch is the rows per test-evaluation message (0: 8192 for
 	// wdl/mlp, Batch for cnn, whose activations are large).
 	EvalBatch int `yaml:"eval_batch"`
 	ACEBins   int `yaml:"ace_bins"`
+
+	// Validation and model selection. ValFrac is the share of the
+	// training rows held out for validation, decided by a keyed hash of
+	// (seed, ID) like the test split (0: no validation split). Select is
+	// the model kept and reported: SelectBest (the evaluation with the
+	// best validation AUC) or SelectLast; empty means best with a
+	// validation split, else last. EarlyStop N > 0 ends training after N
+	// evaluations without a better validation AUC (0: never; negative:
+	// chosen from the data, auto.go).
+	ValFrac   float64 `yaml:"val_frac"`
+	Select    string  `yaml:"select"`
+	EarlyStop int     `yaml:"early_stop"`
+	// Baseline fits the centralised logistic regression (package
+	// baseline) on the run's tabular features beside the split model;
+	// BaselineRows caps the training rows it reads (0: baseline.DefaultMaxRows).
+	Baseline     bool `yaml:"baseline"`
+	BaselineRows int  `yaml:"baseline_rows,omitempty"`
+	// Auto lists, in a resolved configuration, the keys whose values were
+	// chosen from the data (ResolveForData) rather than given, and
+	// AutoRows the number of training rows they were chosen for. Both are
+	// written for the reader; values given in a file are never changed.
+	Auto     []string `yaml:"auto,flow"`
+	AutoRows int      `yaml:"auto_rows,omitempty"`
 
 	// Protect names the gradient protection (protect.Names); Params holds
 	// the parameters of it and of the add-on defences (dCor, label DP),
@@ -113,6 +147,9 @@ type Config struct {
 	Attacks []string `yaml:"attacks,flow"`
 	// PositivesMinority is the spectral attacker's prior.
 	PositivesMinority bool `yaml:"positives_minority"`
+	// KnownLabels is how many training rows' labels the model-completion
+	// attacker knows (half of each class; 0: DefaultKnownLabels).
+	KnownLabels int `yaml:"known_labels,omitempty"`
 
 	// Output
 	Out         string `yaml:"out"`
@@ -123,15 +160,30 @@ type Config struct {
 	MaxSteps int64 `yaml:"max_steps,omitempty"`
 }
 
-// Default returns the configuration of the authors' Criteo experiment
-// (SPEC §6) with no protection and the norm attack. The fields whose
-// default depends on the model or format are left zero ([Config.Resolve]
-// fills them).
+// DefaultKnownLabels is the model-completion attacker's known labels when
+// key known_labels is not set.
+const DefaultKnownLabels = 40
+
+// Known returns the model-completion attacker's number of known labels.
+func (c *Config) Known() int {
+	if c.KnownLabels == 0 {
+		return DefaultKnownLabels
+	}
+	return c.KnownLabels
+}
+
+// Default returns the default configuration: the authors' Criteo model
+// (METHODS §6) with no protection and the norm attack, a validation split,
+// the logistic baseline, and the training settings (epochs, batch,
+// learning rate, evaluation cadence, early stopping) left to the data
+// ([Config.ResolveForData]; experiments/criteo.yaml gives the authors'
+// values). The fields whose default depends on the model or format are
+// left zero ([Config.Resolve] fills them).
 func Default() Config {
 	return Config{
 		Format: "criteo", Sample: 1,
 		Model: "wdl", Layers: []int{128, 128, 128, 128, 128, 128}, EmbedDim: 4,
-		Epochs: 1, Batch: 1024, L2: 0.01, Seed: 1, EvalEvery: 100, ACEBins: 15,
+		L2: 0.01, Seed: 1, EvalEvery: -1, EarlyStop: -1, ACEBins: 15, ValFrac: DefaultValFrac, Baseline: true,
 		Protect: "none", Attacks: []string{"norm"}, PositivesMinority: true,
 		SynthPosRate: 0.25, PositiveClass: 1,
 	}
@@ -140,7 +192,7 @@ func Default() Config {
 // Model defaults that [Config.Resolve] applies.
 const (
 	// DefaultDeepLR is the Adam learning rate of Wide&Deep and the MLP
-	// (SPEC §6).
+	// (METHODS §6).
 	DefaultDeepLR = 1e-4
 	// DefaultDeepCut is the Wide&Deep/MLP cut: after the 3rd ReLU layer.
 	DefaultDeepCut = 3
@@ -166,26 +218,18 @@ func (c *Config) Resolve() {
 		}
 	}
 	if image {
+		size, channels, _ := data.ImageDefaults(c.Format)
 		if c.ImageSize == 0 {
-			c.ImageSize = data.FashionSize
-			if c.Format == data.FormatISIC {
-				c.ImageSize = data.ISICSize
-			}
+			c.ImageSize = size
 		}
 		if c.ImageChannels == 0 {
-			c.ImageChannels = 1
-			if c.Format == data.FormatISIC {
-				c.ImageChannels = 3
-			}
+			c.ImageChannels = channels
 		}
 		if c.NegPerPos == 0 && c.Format == data.FormatISIC {
 			c.NegPerPos = data.DefaultNegPerPos
 		}
 	}
 	if !c.isCNN() {
-		if c.LR == 0 {
-			c.LR = DefaultDeepLR
-		}
 		if c.Cut == 0 {
 			c.Cut = DefaultDeepCut
 		}
@@ -293,12 +337,15 @@ func DecodeYAML[T any](raw []byte, v *T) error {
 }
 
 // Marshal renders a configuration struct as YAML with its defence
-// parameters as top-level keys, the form [LoadYAML] reads.
+// parameters as top-level keys, the form [LoadYAML] reads. A comment at
+// the top names the matrix engine this process computes with (a run's
+// figures differ in the last bits between engines).
 func Marshal[T any](v *T) ([]byte, error) {
 	var root yaml.Node
 	if err := root.Encode(v); err != nil {
 		return nil, err
 	}
+	root.HeadComment = "matrix engine: " + tensor.Default.Name()
 	if h, ok := any(v).(ParamHolder); ok && root.Kind == yaml.MappingNode {
 		p := *h.DefenceParams()
 		for _, par := range protect.AllParams() {
@@ -336,17 +383,21 @@ func (c *Config) validate() error {
 	if c.Out == "" {
 		bad("no output directory (key out)")
 	}
-	if c.Epochs < 1 {
-		bad("epochs %d, want at least 1", c.Epochs)
+	if c.Epochs < 0 {
+		bad("epochs %d, want at least 1 (or 0: chosen from the data)", c.Epochs)
 	}
-	if c.Batch < 2 {
-		bad("batch %d, want at least 2", c.Batch)
+	if c.Batch == 1 || c.Batch < 0 {
+		bad("batch %d, want at least 2 (or 0: chosen from the data)", c.Batch)
 	}
-	if c.LR <= 0 {
-		bad("learning rate %g, want > 0 (or 0 for the model's default)", c.LR)
+	if c.LR < 0 || !(c.LR == c.LR) {
+		bad("learning rate %g, want > 0 (or 0: chosen from the data)", c.LR)
 	}
+	c.validateSelection(bad)
 	if c.Sample <= 0 || c.Sample > 1 {
 		bad("sample %g, want a fraction in (0, 1]", c.Sample)
+	}
+	if c.KnownLabels < 0 || c.KnownLabels == 1 {
+		bad("known labels %d, want at least 2, one of each class (key known_labels)", c.KnownLabels)
 	}
 	if len(c.Attacks) == 0 {
 		bad("no attacks: name at least one (key attacks)")
@@ -391,7 +442,8 @@ func (c *Config) validateData(bad func(string, ...any)) {
 		set bool
 		key string
 	}{
-		{c.Label != "", "label"}, {c.Positive != "", "positive"}, {c.IDCol != "", "id_col"},
+		{c.Label != "", "label"}, {len(c.Positive) > 0, "positive"}, {len(c.Negative) > 0, "negative"}, {c.IDCol != "", "id_col"},
+		{len(c.Numeric) > 0, "numeric"}, {len(c.Categorical) > 0, "categorical"}, {len(c.Ignore) > 0, "ignore"},
 		{c.Sample != 1, "sample"}, {c.HashBuckets != 0, "hash_buckets"}, {c.SkipBadRows, "skip_bad_rows"},
 	} {
 		if f.set {
@@ -451,8 +503,14 @@ func (c *Config) validateModel(bad func(string, ...any)) {
 				bad("key %s applies to model cnn, not %s", f.key, c.Model)
 			}
 		}
-		if len(c.Layers) == 0 || c.Cut < 1 || c.Cut >= len(c.Layers)+1 {
-			bad("cut after layer %d of %d: the passive needs at least one layer and the cut must be a layer", c.Cut, len(c.Layers))
+		badWidth := false
+		for _, w := range c.Layers {
+			badWidth = badWidth || w < 1
+		}
+		if badWidth {
+			bad("layer widths %v: every deep layer needs at least one unit (key layers)", c.Layers)
+		} else if len(c.Layers) == 0 || c.Cut < 1 || c.Cut >= len(c.Layers)+1 {
+			bad("cut after layer %d of %d (keys cut and layers): the passive needs at least one layer and the cut must be one of the deep layers", c.Cut, len(c.Layers))
 		}
 	case "cnn":
 		if !image {

@@ -1,18 +1,44 @@
 package config
 
-import "github.com/splitguard/splitguard/data"
+import (
+	"fmt"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/splitguard/splitguard/data"
+)
+
+// Values is a list of strings in a config file that may also be written as
+// one scalar ("positive: yes" is the list [yes]).
+type Values []string
+
+// UnmarshalYAML reads a sequence of scalars or one scalar.
+func (v *Values) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*v = Values{n.Value}
+		return nil
+	}
+	var list []string
+	if err := n.Decode(&list); err != nil {
+		return err
+	}
+	*v = list
+	return nil
+}
 
 // LoadData reads the resolved configuration's data, with labels: an image
-// set, a table, or synthetic Criteo-shaped rows. Rows are in file order
+// set (its reader must be linked in: see data.LoadImages), a table, or
+// synthetic Criteo-shaped rows. Rows are in file order
 // (data.SortByID puts them in the canonical order).
 func (c *Config) LoadData() (*data.Split, error) {
 	switch {
-	case c.Format == data.FormatFashionMNIST:
-		return data.LoadFashionMNIST(c.Data, c.ImageOptions())
-	case c.Format == data.FormatISIC:
-		return data.LoadISIC(c.Data, c.ImageOptions())
+	case data.IsImageFormat(c.Format):
+		return data.LoadImages(c.Format, c.Data, c.ImageOptions())
 	case c.Data == "":
 		return data.Generate(c.SynthRows, c.SynthPosRate, c.Seed, c.DataOptions())
+	}
+	if c.Format == data.FormatCSV && c.Label == "" {
+		return nil, fmt.Errorf("format csv: no label column named (key label); the passive party of a two-party run loads its table without labels")
 	}
 	return data.Load(c.Data, c.DataOptions())
 }
@@ -31,8 +57,21 @@ func (c *Config) ImageOptions() data.ImageOptions {
 // readers' options.
 func (c *Config) DataOptions() data.Options {
 	return data.Options{
-		Format: c.Format, LabelCol: c.Label, Positive: c.Positive, IDCol: c.IDCol,
+		Format: c.Format, LabelCol: c.Label, Positive: c.Positive, Negative: c.Negative, IDCol: c.IDCol,
+		Dense: c.Numeric, Categorical: c.Categorical, Ignore: c.Ignore,
 		Sample: c.Sample, TestFrac: c.TestFrac, Seed: c.Seed,
 		HashBuckets: c.HashBuckets, SkipBadRows: c.SkipBadRows,
 	}
+}
+
+// BatchWarning returns a warning when the batch size leaves too few
+// training steps to learn anything (a batch larger than the training
+// split gives one step per epoch), or "" when the batch fits.
+func BatchWarning(batch, trainRows, epochs int) string {
+	if trainRows <= 0 || batch <= trainRows {
+		return ""
+	}
+	return fmt.Sprintf("batch size %d (key batch) exceeds the %d training rows: every epoch is a single step of all of them, "+
+		"%d step(s) in all, too few to learn from, and the leak figures are of that one batch; choose a batch of at most %d",
+		batch, trainRows, max(epochs, 1), max(trainRows/8, 2))
 }

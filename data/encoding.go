@@ -31,7 +31,8 @@ type Encoding struct {
 	// LabelCol names the label column, or is empty when no labels were
 	// loaded (the passive party); Positive and Negative are the label
 	// values of Options.
-	LabelCol, Positive, Negative string
+	LabelCol           string
+	Positive, Negative []string
 	// MinCount is the minimum training count of a vocabulary value (0 or 1:
 	// every value seen in the training split); it is recorded, the
 	// vocabularies already reflect it.
@@ -56,10 +57,13 @@ type ColumnEncoding struct {
 	Vocab []string
 
 	// Min and Max (dense) are the training split's minimum and maximum
-	// after NA ↦ 0 and, with Log, x ↦ sign(x)·ln(1+|x|); a value v is
-	// encoded as (v−Min)/(Max−Min) clipped to [0, 1], or 0 when Max = Min.
-	Min, Max float64
-	Log      bool
+	// after, with Log, x ↦ sign(x)·ln(1+|x|); a value v is encoded as
+	// (v−Min)/(Max−Min) clipped to [0, 1], or 0 when Max = Min. Missing
+	// is the value a missing cell ([IsMissing]) takes before scaling: 0
+	// for Criteo and Avazu (included in Min and Max), the training mean
+	// of the column for a generic CSV.
+	Min, Max, Missing float64
+	Log               bool
 }
 
 // Cardinality is the number of ids of a categorical column: Buckets, or
@@ -111,6 +115,9 @@ func (e *Encoding) Validate() error {
 			if math.IsNaN(c.Min) || math.IsInf(c.Min, 0) || math.IsNaN(c.Max) || math.IsInf(c.Max, 0) || c.Min > c.Max {
 				return fmt.Errorf("%s: dense range [%v, %v] is not a finite interval", where, c.Min, c.Max)
 			}
+			if math.IsNaN(c.Missing) || math.IsInf(c.Missing, 0) {
+				return fmt.Errorf("%s: missing-value substitute %v is not finite", where, c.Missing)
+			}
 			if c.Buckets != 0 || len(c.Vocab) != 0 {
 				return fmt.Errorf("%s: a dense column with hash buckets or a vocabulary", where)
 			}
@@ -161,8 +168,8 @@ type encodingHeader struct {
 	Format   string         `json:"format"`
 	IDCol    string         `json:"id_col,omitempty"`
 	LabelCol string         `json:"label_col,omitempty"`
-	Positive string         `json:"positive,omitempty"`
-	Negative string         `json:"negative,omitempty"`
+	Positive labelValues    `json:"positive,omitempty"`
+	Negative labelValues    `json:"negative,omitempty"`
 	MinCount int            `json:"min_count,omitempty"`
 	Columns  []headerColumn `json:"columns"`
 }
@@ -175,6 +182,29 @@ type headerColumn struct {
 	Min        *float64 `json:"min,omitempty"`
 	Max        *float64 `json:"max,omitempty"`
 	Log        bool     `json:"log,omitempty"`
+	Missing    float64  `json:"missing,omitempty"`
+}
+
+// labelValues is a list of label values in the encoding header; a single
+// string (the form of files written before lists) reads as one value.
+type labelValues []string
+
+// UnmarshalJSON reads a list of strings or one string.
+func (v *labelValues) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*v = nil
+		if one != "" {
+			*v = labelValues{one}
+		}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return err
+	}
+	*v = many
+	return nil
 }
 
 // WriteTo writes e in the encoding file format (see [SaveEncoding]).
@@ -196,7 +226,7 @@ func (e *Encoding) WriteTo(w io.Writer) (int64, error) {
 			}
 		case KindDense:
 			lo, hi := c.Min, c.Max
-			hc.Min, hc.Max, hc.Log = &lo, &hi, c.Log
+			hc.Min, hc.Max, hc.Log, hc.Missing = &lo, &hi, c.Log, c.Missing
 		}
 		h.Columns = append(h.Columns, hc)
 	}
@@ -278,7 +308,7 @@ func ReadEncoding(r io.Reader, name string) (*Encoding, error) {
 	}
 	e := &Encoding{Format: h.Format, IDCol: h.IDCol, LabelCol: h.LabelCol, Positive: h.Positive, Negative: h.Negative, MinCount: h.MinCount}
 	for i, hc := range h.Columns {
-		c := ColumnEncoding{Name: hc.Name, Buckets: hc.Buckets, Log: hc.Log}
+		c := ColumnEncoding{Name: hc.Name, Buckets: hc.Buckets, Log: hc.Log, Missing: hc.Missing}
 		switch hc.Kind {
 		case "categorical":
 			c.Kind = KindCategorical
@@ -405,11 +435,11 @@ func (e *Encoding) options(o Options) (Options, error) {
 		if o.LabelCol != "" && o.LabelCol != e.LabelCol {
 			bad("label column %q, the encoding's is %q", o.LabelCol, e.LabelCol)
 		}
-		if o.Positive != "" && o.Positive != e.Positive {
-			bad("positive label %q, the encoding's is %q", o.Positive, e.Positive)
+		if len(o.Positive) > 0 && !slices.Equal(o.Positive, e.Positive) {
+			bad("positive labels %q, the encoding's are %q", o.Positive, e.Positive)
 		}
-		if o.Negative != "" && o.Negative != e.Negative {
-			bad("negative label %q, the encoding's is %q", o.Negative, e.Negative)
+		if len(o.Negative) > 0 && !slices.Equal(o.Negative, e.Negative) {
+			bad("negative labels %q, the encoding's are %q", o.Negative, e.Negative)
 		}
 	}
 	if o.IDCol != "" && o.IDCol != e.IDCol {
@@ -443,9 +473,12 @@ func (e *Encoding) options(o Options) (Options, error) {
 	for _, kc := range []struct {
 		kind  ColumnKind
 		names []string
-	}{{KindDense, o.Dense}, {KindCategorical, o.Categorical}} {
+	}{{KindDense, o.Dense}, {KindCategorical, o.Categorical}, {KindIgnored, o.Ignore}} {
 		for _, n := range kc.names {
 			switch k, ok := names[n]; {
+			case kc.kind == KindIgnored && ok:
+				bad("column %q declared ignored is a feature of the encoding", n)
+			case kc.kind == KindIgnored:
 			case !ok:
 				bad("column %q declared %s is not in the encoding", n, kc.kind)
 			case k != kc.kind:

@@ -12,7 +12,7 @@ import (
 // trainA is a training table: city and k categorical (k detected: not
 // numeric), n dense. With no test split its vocabularies are, in order of
 // first appearance, city: paris 1, rome 2, oslo 3; k: x 1, y 2, "" 3; n
-// ranges over [0, 30] (the empty value is 0).
+// ranges over [10, 30] and a missing n takes the training mean 20.
 const trainA = "id,label,city,n,k\n" +
 	"1,1,paris,10,x\n" +
 	"2,0,rome,20,y\n" +
@@ -39,11 +39,11 @@ func TestLoadWithAppliesTheSavedEncoding(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := writeFile(t, "b.csv", "k,extra,n,city,id\n"+
-		"y,foo,15,rome,7\n"+ // city rome 2, k y 2, n 15/30
+		"y,foo,15,rome,7\n"+ // city rome 2, k y 2, n (15-10)/20
 		"z,bar,45,berlin,8\n"+ // unseen → 0, 0; n above the range → 1
 		",baz,-3,paris,9\n"+ // k NA 3, city paris 1; n below → 0
-		"x,qux,6,oslo,10\n"+ // 1, 3; n 6/30
-		"x,,,oslo,11\n") // n NA ↦ 0 → 0
+		"x,qux,6,oslo,10\n"+ // 1, 3; n below → 0
+		"x,,NaN,oslo,11\n") // n missing ↦ 20 → 0.5
 	s, err := LoadWith(b, Options{NoLabel: true, TestFrac: -1}, enc)
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +56,7 @@ func TestLoadWithAppliesTheSavedEncoding(t *testing.T) {
 		t.Fatalf("columns %v %v, cardinalities %v; want city, k; n; 4, 4", x.CatNames, x.DenseNames, x.Cardinality)
 	}
 	wantCat := []int32{2, 2, 0, 0, 1, 3, 3, 1, 3, 1}
-	wantDense := []float32{0.5, 1, 0, 0.2, 0}
+	wantDense := []float32{0.25, 1, 0, 0, 0.5}
 	if !slices.Equal(x.Cat, wantCat) || !slices.Equal(x.Dense, wantDense) {
 		t.Fatalf("categorical ids %v, want %v; dense %v, want %v", x.Cat, wantCat, x.Dense, wantDense)
 	}
@@ -89,7 +89,7 @@ func TestLoadWithRefuses(t *testing.T) {
 		{"hash buckets", "id,city,n,k\n1,rome,3,x\n", Options{NoLabel: true, HashBuckets: 10}, []string{"10 hash buckets", `"city"`}},
 		{"format", "id,city,n,k\n1,rome,3,x\n", Options{Format: FormatAvazu, NoLabel: true}, []string{`format "avazu"`}},
 		{"kind", "id,city,n,k\n1,rome,3,x\n", Options{NoLabel: true, Dense: []string{"city"}}, []string{`"city" declared dense`}},
-		{"label", "id,city,n,k\n1,rome,3,x\n", Options{}, []string{`label column "label" not found`}},
+		{"label", "id,city,n,k\n1,rome,3,x\n", Options{}, []string{`label column "label" (key label) is not in the header`}},
 	}
 	for _, c := range cases {
 		_, err := LoadWith(writeFile(t, "missing.csv", c.body), c.o, a.Encoding)
@@ -148,7 +148,7 @@ func TestLoadWithReproducesLoad(t *testing.T) {
 // empty value, hashing and a log-scaled dense column, and checks that a
 // corrupt or truncated file is refused.
 func TestEncodingFile(t *testing.T) {
-	enc := &Encoding{Format: FormatCSV, IDCol: "id", LabelCol: "y", Positive: "yes", MinCount: 2, Columns: []ColumnEncoding{
+	enc := &Encoding{Format: FormatCSV, IDCol: "id", LabelCol: "y", Positive: []string{"yes"}, MinCount: 2, Columns: []ColumnEncoding{
 		{Name: "a", Kind: KindCategorical, Vocab: []string{"\xff\xfe", "", "é"}},
 		{Name: "b", Kind: KindDense, Min: -1.5, Max: 0.1, Log: true},
 		{Name: "c", Kind: KindCategorical, Buckets: 7},

@@ -1,7 +1,9 @@
 // Package data reads and prepares the examples that the two parties hold:
-// Criteo, Avazu and generic CSV tables, images, and synthetic
-// Criteo-shaped data. It keeps features and labels apart: a party without
-// labels only ever handles a [Features] value.
+// Criteo, Avazu and generic CSV tables, synthetic Criteo-shaped data, and
+// image sets through the registry of image formats (their readers live in
+// data/images, which registers itself when imported). It keeps features
+// and labels apart: a party without labels only ever handles a [Features]
+// value.
 package data
 
 import (

@@ -1,13 +1,8 @@
 package data
 
 import (
-	"bufio"
 	"bytes"
-	"image"
-	jpegenc "image/jpeg"
-	pngenc "image/png"
-	"os"
-	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -26,7 +21,7 @@ func FuzzReadTable(f *testing.F) {
 		case 1:
 			o = Options{Format: FormatAvazu}
 		default:
-			o = Options{Format: FormatCSV, LabelCol: "target", Positive: "yes", IDCol: "uid"}
+			o = Options{Format: FormatCSV, LabelCol: "target", Positive: []string{"yes"}, IDCol: "uid"}
 		}
 		o.TestFrac, o.SkipBadRows = -1, format&4 != 0
 		s, err := LoadReader(bytes.NewReader(b), "fuzz", o)
@@ -36,29 +31,6 @@ func FuzzReadTable(f *testing.F) {
 		d := s.Train
 		if d.Labels != nil && len(d.Labels) != len(d.IDs) {
 			t.Fatalf("%d labels for %d IDs", len(d.Labels), len(d.IDs))
-		}
-	})
-}
-
-// FuzzDecodeIDX feeds arbitrary bytes (plain or gzipped) to the IDX
-// decoder: an error or data that fills the declared dimensions exactly.
-func FuzzDecodeIDX(f *testing.F) {
-	f.Add([]byte{0, 0, 8, 3, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 2, 1, 2, 3, 4})
-	f.Add([]byte{0, 0, 8, 1, 0, 0, 0, 3, 0, 1, 9})
-	f.Add([]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		for _, magic := range []uint32{idxImagesMagic, idxLabelsMagic} {
-			dims, body, err := decodeIDX(bufio.NewReader(bytes.NewReader(b)), magic)
-			if err != nil {
-				continue
-			}
-			n := 1
-			for _, d := range dims {
-				n *= d
-			}
-			if len(body) != n {
-				t.Fatalf("dims %v with %d bytes", dims, len(body))
-			}
 		}
 	})
 }
@@ -91,33 +63,35 @@ func FuzzReadEncoding(f *testing.F) {
 	})
 }
 
-// FuzzDecodeImage feeds arbitrary bytes as an image file to the ISIC
-// image decoder: an error or an image within the size bound, never a
-// panic or a decode of an implausibly large image.
-func FuzzDecodeImage(f *testing.F) {
-	var png bytes.Buffer
-	img := image.NewRGBA(image.Rect(0, 0, 3, 2))
-	if err := pngenc.Encode(&png, img); err != nil {
-		f.Fatal(err)
-	}
-	f.Add(png.Bytes())
-	var jpg bytes.Buffer
-	if err := jpegenc.Encode(&jpg, img, nil); err != nil {
-		f.Fatal(err)
-	}
-	f.Add(jpg.Bytes())
-	dir := f.TempDir()
-	f.Fuzz(func(t *testing.T, b []byte) {
-		path := filepath.Join(dir, "img")
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			t.Fatal(err)
+// FuzzLoadReader feeds arbitrary tables to the CSV reader and Inspect
+// with and without label values: either may refuse a table, but neither
+// may panic, and a table both accept must agree on its column kinds.
+func FuzzLoadReader(f *testing.F) {
+	f.Add("id,x,c,y\n1,2.5,a,1\n2,NaN,b,0\n3,,a,1\n", "y", "")
+	f.Add("x,y\nyes,no\n1,maybe\n\"q,\"\"t\",yes\n", "y", "yes")
+	f.Add("a\tb\ty\n1\t?\t0\n", "y", "")
+	f.Add("1,2,3\n4,5,6\n", "y", "")
+	f.Fuzz(func(t *testing.T, body, label, positive string) {
+		o := Options{Format: FormatCSV, LabelCol: label, TestFrac: -1, SkipBadRows: true}
+		if positive != "" {
+			o.Positive = []string{positive}
 		}
-		m, err := decodeImage(path)
-		if err != nil {
+		s, err := LoadReader(strings.NewReader(body), "fuzz", o)
+		r, ierr := InspectReader(bytes.NewReader([]byte(body)), "fuzz", o, 0)
+		if err != nil || ierr != nil {
 			return
 		}
-		if r := m.Bounds(); r.Dx()*r.Dy() > 1<<26 {
-			t.Fatalf("decoded a %v image", r)
+		kinds := map[string]ColumnKind{}
+		for _, c := range r.Columns {
+			kinds[c.Name] = c.Kind
+		}
+		for _, c := range s.Info.Columns {
+			if k, ok := kinds[c.Name]; ok && (c.Kind == KindDense || c.Kind == KindCategorical) && k != c.Kind {
+				t.Fatalf("column %q: Load says %s, Inspect %s", c.Name, c.Kind, k)
+			}
+		}
+		if err := s.Train.X.Validate(); err != nil {
+			t.Fatal(err)
 		}
 	})
 }

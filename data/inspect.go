@@ -1,11 +1,11 @@
 package data
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"math"
 	"math/bits"
-	"strings"
 	"text/tabwriter"
 )
 
@@ -17,7 +17,8 @@ const DefaultCardinalityCap = 100000
 type ColumnStats struct {
 	Name string
 	Kind ColumnKind
-	// NA counts empty values.
+	// NA counts empty values and, in dense columns, the other missing
+	// values ([IsMissing]).
 	NA int64
 	// Distinct is the number of distinct values, NA included as one
 	// value. It is exact when Exact is set, else a HyperLogLog estimate
@@ -43,8 +44,12 @@ type Report struct {
 	BadExamples   []string
 	HasLabels     bool
 	// Positives counts positive labels; BadLabels label values that are
-	// neither positive nor negative.
+	// neither positive nor negative. Labels counts the label column's
+	// values (most frequent first, at most 20; OtherLabels counts the rows
+	// holding further values).
 	Positives, BadLabels int64
+	Labels               []LabelCount
+	OtherLabels          int64
 	CardinalityCap       int
 	Columns              []ColumnStats
 }
@@ -65,16 +70,26 @@ func (r *Report) PositiveRate() float64 {
 // cardCap ≤ 0), then estimated. Without o.LabelCol, a Criteo file without a
 // label column is inspected as such rather than rejected.
 func Inspect(path string, o Options, cardCap int) (*Report, error) {
-	r, closeFn, err := openTable(path)
+	src, err := openSource(path)
 	if err != nil {
-		return nil, fmt.Errorf("data: %w", err)
+		return nil, err
 	}
-	defer closeFn()
-	return InspectReader(r, path, o, cardCap)
+	defer src.close()
+	return inspect(&loader{name: path, lr: newLineReader(src.r), rewind: src.rewind}, o, cardCap)
 }
 
-// InspectReader is [Inspect] reading from r; name is used in errors.
+// InspectReader is [Inspect] reading from r; name is used in errors. Like
+// [LoadReader], detecting column kinds over the whole table reads it twice.
 func InspectReader(r io.Reader, name string, o Options, cardCap int) (*Report, error) {
+	l := &loader{name: name}
+	var err error
+	if l.lr, l.rewind, err = rewindable(r, name); err != nil {
+		return nil, err
+	}
+	return inspect(l, o, cardCap)
+}
+
+func inspect(l *loader, o Options, cardCap int) (*Report, error) {
 	o, err := o.withDefaults()
 	if err != nil {
 		return nil, err
@@ -82,7 +97,7 @@ func InspectReader(r io.Reader, name string, o Options, cardCap int) (*Report, e
 	if cardCap <= 0 {
 		cardCap = DefaultCardinalityCap
 	}
-	l := &loader{o: o, name: name, lr: newLineReader(r)}
+	l.o = o
 	first, err := l.firstLine()
 	if err != nil {
 		return nil, err
@@ -93,15 +108,21 @@ func InspectReader(r io.Reader, name string, o Options, cardCap int) (*Report, e
 		return nil, l.lineErr(l.lr.line, "%v", err)
 	}
 	sc, err := resolveSchema(o, delim, l.fields)
-	if err != nil && o.LabelCol == "" && !o.NoLabel && strings.HasPrefix(err.Error(), "label column") {
-		o.NoLabel = true
-		l.o = o
-		sc, err = resolveSchema(o, delim, l.fields)
+	if err != nil && o.LabelCol == "" && !o.NoLabel {
+		// No label column named and the format's is absent: inspect the
+		// table without labels.
+		nl := o
+		nl.NoLabel = true
+		if sc2, err2 := resolveSchema(nl, delim, l.fields); err2 == nil {
+			o, sc, err = nl, sc2, nil
+			l.o = o
+		}
 	}
 	if err != nil {
 		return nil, l.lineErr(l.lr.line, "%v", err)
 	}
-	rep := &Report{Path: name, Format: o.Format, Delimiter: delim, Header: sc.header, HasLabels: sc.label >= 0, CardinalityCap: cardCap}
+	l.sc = sc
+	rep := &Report{Path: l.name, Format: o.Format, Delimiter: delim, Header: sc.header, HasLabels: sc.label >= 0, CardinalityCap: cardCap}
 	stats := make([]colStat, len(sc.names))
 	for j := range stats {
 		stats[j].exact = make(map[string]struct{})
@@ -128,8 +149,11 @@ func InspectReader(r io.Reader, name string, o Options, cardCap int) (*Report, e
 		for j, b := range f {
 			st := &stats[j]
 			st.add(b, cardCap)
-			if sc.kinds[j] == KindDense && len(b) > 0 {
-				v, ok := parseNumber(b)
+			if sc.kinds[j] == KindDense && len(b) > 0 && IsMissing(b) {
+				st.na++ // a missing-value token (NA, NaN, …)
+			}
+			if sc.kinds[j] == KindDense && !IsMissing(b) {
+				v, ok := parseNumber(bytes.TrimSpace(b))
 				if !ok {
 					st.invalid++
 					continue
@@ -140,11 +164,26 @@ func InspectReader(r io.Reader, name string, o Options, cardCap int) (*Report, e
 			}
 		}
 		if sc.label >= 0 {
-			v, ok := l.parseLabel(f[sc.label])
+			l.labels.add(f[sc.label])
+			v, ok := labelOf(f[sc.label], &l.o)
 			if !ok {
 				rep.BadLabels++
 			}
 			rep.Positives += int64(v)
+		}
+	}
+	if len(sc.pending) > 0 && o.DetectRows == 0 && l.rewind != nil {
+		// Generic CSV: a first pass over every row decides column kinds.
+		det := newKindDetector(sc)
+		if err := l.eachRow(func(f [][]byte, n int64) { det.add(f, n) }); err != nil {
+			return nil, err
+		}
+		det.apply()
+		if l.lr, err = l.rewind(); err != nil {
+			return nil, l.errf("%v", err)
+		}
+		if _, err := l.firstLine(); err != nil {
+			return nil, err
 		}
 	}
 	if !sc.header {
@@ -159,18 +198,17 @@ func InspectReader(r io.Reader, name string, o Options, cardCap int) (*Report, e
 			continue
 		}
 		if len(sc.pending) > 0 {
-			if err == nil && len(pending) < o.DetectRows {
+			if err == nil && (o.DetectRows == 0 || len(pending) < o.DetectRows) {
 				pending, pendingLine = append(pending, append([]byte(nil), line...)), append(pendingLine, l.lr.line)
 				continue
 			}
-			var rows [][][]byte
-			for _, b := range pending {
-				f, ferr := splitFields(b, delim, nil, new([]byte))
-				if ferr == nil && len(f) == len(sc.names) {
-					rows = append(rows, f)
+			det := newKindDetector(sc)
+			for i, b := range pending {
+				if f, ferr := splitFields(b, delim, nil, new([]byte)); ferr == nil {
+					det.add(f, pendingLine[i])
 				}
 			}
-			sc.detectKinds(rows)
+			det.apply()
 		}
 		for i, b := range pending {
 			process(b, pendingLine[i])
@@ -184,6 +222,7 @@ func InspectReader(r io.Reader, name string, o Options, cardCap int) (*Report, e
 	if rep.Rows == 0 && rep.BadRows == 0 {
 		return nil, l.errf("no data rows")
 	}
+	rep.Labels, rep.OtherLabels = l.labels.sorted(), l.labels.other
 	for j, n := range sc.names {
 		st := &stats[j]
 		cs := ColumnStats{Name: n, Kind: sc.kinds[j], NA: st.na, Invalid: st.invalid, Min: math.NaN(), Max: math.NaN(), Mean: math.NaN()}
@@ -287,7 +326,10 @@ func (r *Report) WriteText(w io.Writer) error {
 		if r.BadLabels > 0 {
 			fmt.Fprintf(w, ", %d bad label values", r.BadLabels)
 		}
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, "\nlabels:    %s\n", DescribeLabels(r.Labels, r.OtherLabels))
+		if r.BadLabels > 0 {
+			fmt.Fprintln(w, "           (name the label values of each class: key positive, key negative)")
+		}
 	} else {
 		fmt.Fprintln(w, "labels:    none")
 	}

@@ -198,3 +198,59 @@ func parseUint64(b []byte) (uint64, bool) {
 	}
 	return v, true
 }
+
+// source is an opened table that can be read again from its start.
+type source struct {
+	r      io.Reader
+	closer func() error
+	path   string
+}
+
+// openSource opens the table at path for [Load].
+func openSource(path string) (*source, error) {
+	r, closeFn, err := openTable(path)
+	if err != nil {
+		return nil, fmt.Errorf("data: %w", err)
+	}
+	return &source{r: r, closer: closeFn, path: path}, nil
+}
+
+// rewind closes the table and opens it again at its start.
+func (s *source) rewind() (*lineReader, error) {
+	if err := s.closer(); err != nil {
+		return nil, err
+	}
+	r, closeFn, err := openTable(s.path)
+	if err != nil {
+		s.closer = func() error { return nil }
+		return nil, err
+	}
+	s.r, s.closer = r, closeFn
+	return newLineReader(r), nil
+}
+
+func (s *source) close() error { return s.closer() }
+
+// rewindable returns a line reader over r and a function restarting it at
+// r's start: by seeking when r is an io.Seeker, else over r read into
+// memory.
+func rewindable(r io.Reader, name string) (*lineReader, func() (*lineReader, error), error) {
+	rs, ok := r.(io.ReadSeeker)
+	if !ok {
+		b, err := io.ReadAll(r)
+		if err != nil {
+			return nil, nil, fmt.Errorf("data: %s: %w", name, err)
+		}
+		rs = bytes.NewReader(b)
+	}
+	start, err := rs.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil, nil, fmt.Errorf("data: %s: %w", name, err)
+	}
+	return newLineReader(rs), func() (*lineReader, error) {
+		if _, err := rs.Seek(start, io.SeekStart); err != nil {
+			return nil, err
+		}
+		return newLineReader(rs), nil
+	}, nil
+}

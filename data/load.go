@@ -11,7 +11,7 @@ import (
 const maxBadExamples = 5
 
 // Load reads the table at path (".gz" is decompressed) and returns its
-// train and test splits, encoded per SPEC §6:
+// train and test splits, encoded per METHODS §6:
 //
 //   - Rows are streamed; only the sampled rows are kept, already encoded
 //     (int32 category ids, float32 dense values). One pass over the file.
@@ -40,24 +40,38 @@ const maxBadExamples = 5
 // column, no training rows after sampling and a training split with one
 // class are errors.
 func Load(path string, o Options) (*Split, error) {
-	r, closeFn, err := openTable(path)
+	src, err := openSource(path)
 	if err != nil {
-		return nil, fmt.Errorf("data: %w", err)
+		return nil, err
 	}
-	s, err := LoadReader(r, path, o)
-	if cerr := closeFn(); err == nil && cerr != nil {
+	o, err = o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	l := &loader{o: o, name: path, lr: newLineReader(src.r), rewind: src.rewind}
+	err = l.run()
+	if cerr := src.close(); err == nil && cerr != nil {
 		return nil, fmt.Errorf("data: %s: %w", path, cerr)
 	}
-	return s, err
+	if err != nil {
+		return nil, err
+	}
+	return l.finish()
 }
 
 // LoadReader is [Load] reading from r; name is used in errors and Info.
+// Detecting column kinds over the whole table (Options.DetectRows 0) reads
+// it twice: r is rewound if it is an [io.Seeker], else read into memory
+// first.
 func LoadReader(r io.Reader, name string, o Options) (*Split, error) {
 	o, err := o.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	l := &loader{o: o, name: name, lr: newLineReader(r)}
+	l := &loader{o: o, name: name}
+	if l.lr, l.rewind, err = rewindable(r, name); err != nil {
+		return nil, err
+	}
 	if err := l.run(); err != nil {
 		return nil, err
 	}
@@ -149,6 +163,12 @@ type denseCol struct {
 	min, max float64 // over the training split, or the encoding's
 	log      bool
 	na       int64
+	// sum and n accumulate the training split's values that are not
+	// missing; missing is the value a missing cell takes (the encoding's,
+	// or learnt at the end: the mean for csv, 0 for Criteo and Avazu).
+	sum     float64
+	n       int64
+	missing float64
 }
 
 // part accumulates the encoded rows of one split.
@@ -165,7 +185,10 @@ type loader struct {
 	o    Options
 	name string
 	lr   *lineReader
-	sc   *schema
+	// rewind, when set, restarts lr at the beginning of the table (the
+	// kind-detection pass reads it first).
+	rewind func() (*lineReader, error)
+	sc     *schema
 	// enc, when set, is the encoding to apply (LoadWith); encFields[i] is
 	// the field of enc.Columns[i].
 	enc       *Encoding
@@ -182,6 +205,21 @@ type loader struct {
 
 	rowsRead, rowsKept, bad int64
 	badExamples             []string
+
+	// labels counts the label column's values over every data row.
+	labels labelTally
+	// labelErr is the first bad-label error when bad rows are not
+	// skipped: the rest of the file is then only read to count labels.
+	labelErr error
+	// labelBad is set by encode when the row's label is what is wrong.
+	labelBad bool
+	// implicitNeg and thirdLabel track, with positive values but no
+	// negative ones, the values taken as negative.
+	implicitNeg string
+	implicitSet bool
+	thirdLabel  string
+	thirdLine   int64
+	imputeMean  bool // csv: a missing numeric cell takes the training mean
 }
 
 // errf formats an error about the table as a whole.
@@ -225,10 +263,23 @@ func (l *loader) run() error {
 	if !sc.header {
 		buffered, bufferedLine = append(buffered, first), append(bufferedLine, l.lr.line)
 	}
+	if len(sc.pending) > 0 && l.o.DetectRows == 0 && l.rewind != nil {
+		// Generic CSV: a first pass over every row decides column kinds.
+		det := newKindDetector(sc)
+		if err := l.eachRow(func(f [][]byte, n int64) { det.add(f, n) }); err != nil {
+			return err
+		}
+		det.apply()
+		if l.lr, err = l.rewind(); err != nil {
+			return l.errf("%v", err)
+		}
+		if _, err := l.firstLine(); err != nil {
+			return err
+		}
+	}
 	if len(sc.pending) > 0 {
 		// Generic CSV: look at the first rows to detect column kinds.
-		var rows [][][]byte
-		for len(buffered) < l.o.DetectRows {
+		for l.o.DetectRows == 0 || len(buffered) < l.o.DetectRows {
 			line, err := l.lr.next()
 			if err == io.EOF {
 				break
@@ -241,14 +292,15 @@ func (l *loader) run() error {
 			}
 			buffered, bufferedLine = append(buffered, bytes.Clone(line)), append(bufferedLine, l.lr.line)
 		}
-		for _, b := range buffered {
-			f, err := splitFields(b, delim, nil, new([]byte))
-			if err == nil && len(f) == len(sc.names) {
-				rows = append(rows, f)
+		det := newKindDetector(sc)
+		for i, b := range buffered {
+			if f, err := splitFields(b, delim, nil, new([]byte)); err == nil {
+				det.add(f, bufferedLine[i])
 			}
 		}
-		sc.detectKinds(rows)
+		det.apply()
 	}
+	l.imputeMean = l.o.Format == FormatCSV
 	if l.enc != nil {
 		if err := l.setupEncoding(); err != nil {
 			return err
@@ -264,6 +316,9 @@ func (l *loader) run() error {
 	for {
 		line, err := l.lr.next()
 		if err == io.EOF {
+			if l.labelErr != nil {
+				return fmt.Errorf("%w%s", l.labelErr, l.labels.advice(l.sc.names[l.sc.label], l.o))
+			}
 			return nil
 		}
 		if err != nil {
@@ -275,6 +330,29 @@ func (l *loader) run() error {
 		if err := l.row(line, l.lr.line); err != nil {
 			return err
 		}
+	}
+}
+
+// eachRow calls fn with the fields of every remaining non-blank line (and
+// its number); a line that does not split is passed as no fields.
+func (l *loader) eachRow(fn func(f [][]byte, n int64)) error {
+	for {
+		line, err := l.lr.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return l.errf("%v", err)
+		}
+		if len(line) == 0 {
+			continue
+		}
+		f, err := splitFields(line, l.sc.delim, l.fields, &l.scratch)
+		if err != nil {
+			f = f[:0]
+		}
+		l.fields = f
+		fn(f, l.lr.line)
 	}
 }
 
@@ -339,7 +417,7 @@ func (l *loader) setupEncoding() error {
 			}
 			l.cats = append(l.cats, cc)
 		case KindDense:
-			l.dense = append(l.dense, denseCol{field: f, name: c.Name, min: c.Min, max: c.Max, log: c.Log})
+			l.dense = append(l.dense, denseCol{field: f, name: c.Name, min: c.Min, max: c.Max, log: c.Log, missing: c.Missing})
 		}
 	}
 	l.vals = make([]float64, len(l.dense))
@@ -367,8 +445,17 @@ func (l *loader) setup() {
 // row processes one data line. It returns an error only when the row is
 // bad and bad rows are not skipped.
 func (l *loader) row(line []byte, n int64) error {
+	if l.labelErr != nil {
+		// After a bad label: only count the label column's values.
+		if f, err := splitFields(line, l.sc.delim, l.fields, &l.scratch); err == nil && len(f) == len(l.sc.names) {
+			l.labels.add(f[l.sc.label])
+			l.fields = f
+		}
+		return nil
+	}
 	rowNum := l.rowsRead
 	l.rowsRead++
+	l.labelBad = false
 	msg, err := l.encode(line, uint64(rowNum))
 	if msg == "" && err == nil {
 		return nil
@@ -379,6 +466,10 @@ func (l *loader) row(line []byte, n int64) error {
 		err = l.lineErr(n, "%v", err)
 	}
 	if !l.o.SkipBadRows {
+		if l.labelBad {
+			l.labelErr = err
+			return nil
+		}
 		return err
 	}
 	l.bad++
@@ -415,31 +506,37 @@ func (l *loader) encode(line []byte, rowNum uint64) (string, error) {
 		}
 		id = v
 	}
+	var label uint8
+	if sc.label >= 0 {
+		lb := f[sc.label]
+		l.labels.add(lb)
+		var ok bool
+		if label, ok = labelOf(lb, &l.o); !ok {
+			l.labelBad = true
+			return fmt.Sprintf("label %q in column %q is %s", lb, sc.names[sc.label], l.badLabelWhy()), nil
+		}
+		if label == 0 && len(l.o.Positive) > 0 && len(l.o.Negative) == 0 {
+			l.noteImplicitNegative(bytes.TrimSpace(lb))
+		}
+	}
 	kept, isTest := Assign(l.o.Seed, id, l.o.Sample, l.o.TestFrac)
 	if !kept {
 		return "", nil
 	}
-	var label uint8
-	if sc.label >= 0 {
-		var ok bool
-		if label, ok = l.parseLabel(f[sc.label]); !ok {
-			return fmt.Sprintf("bad label %q in column %q", f[sc.label], sc.names[sc.label]), nil
-		}
-	}
 	for i := range l.dense {
 		d := &l.dense[i]
 		b := f[d.field]
-		if len(b) == 0 {
-			l.vals[i] = 0
+		if IsMissing(b) {
+			l.vals[i] = math.NaN() // missing
 			continue
 		}
-		v, ok := parseNumber(b)
+		v, ok := parseNumber(bytes.TrimSpace(b))
 		if !ok {
 			hint := ""
 			if l.o.Format == FormatCSV {
-				hint = " (declare the column categorical if it is not numeric)"
+				hint = " (declare the column categorical, key categorical, if it is not numeric)"
 			}
-			return fmt.Sprintf("dense column %q: %q is not a finite number%s", d.name, b, hint), nil
+			return fmt.Sprintf("numeric column %q: %q is not a number%s", d.name, b, hint), nil
 		}
 		if d.log {
 			v = math.Copysign(math.Log1p(math.Abs(v)), v)
@@ -493,41 +590,52 @@ func (l *loader) encode(line []byte, rowNum uint64) (string, error) {
 	for i := range l.dense {
 		d := &l.dense[i]
 		v := l.vals[i]
-		if len(f[d.field]) == 0 {
+		miss := math.IsNaN(v)
+		if miss {
 			d.na++
 		}
 		if l.enc != nil {
+			if miss {
+				v = d.missing
+			}
 			p.dense = append(p.dense, scaleDense(float32(v), d.min, d.max))
 			continue
 		}
-		if !isTest {
+		if miss && !l.imputeMean {
+			v, miss = 0, false // Criteo and Avazu: NA ↦ 0, as the authors did
+		}
+		if !isTest && !miss {
 			d.min = math.Min(d.min, v)
 			d.max = math.Max(d.max, v)
+			d.sum += v
+			d.n++
 		}
-		p.dense = append(p.dense, float32(v))
+		p.dense = append(p.dense, float32(v)) // NaN: imputed in finish
 	}
 	return "", nil
 }
 
-// parseLabel maps a label value to 0 or 1 (see Options.Positive).
-func (l *loader) parseLabel(b []byte) (uint8, bool) {
-	if l.o.Positive == "" {
-		v, ok := parseNumber(b)
-		switch {
-		case ok && v == 0:
-			return 0, true
-		case ok && v == 1:
-			return 1, true
-		}
-		return 0, false
-	}
+// badLabelWhy says what a label value should have been.
+func (l *loader) badLabelWhy() string {
 	switch {
-	case string(b) == l.o.Positive:
-		return 1, true
-	case l.o.Negative != "":
-		return 0, string(b) == l.o.Negative
-	default:
-		return 0, len(b) > 0
+	case len(l.o.Positive) == 0:
+		return "not 0 or 1"
+	case len(l.o.Negative) == 0:
+		return "empty"
+	}
+	return fmt.Sprintf("neither positive %q nor negative %q", l.o.Positive, l.o.Negative)
+}
+
+// noteImplicitNegative records a value taken as negative because it is not
+// positive (positive values given, negative ones not): the first such value
+// is the negative class; another one is remembered for the error at the
+// end.
+func (l *loader) noteImplicitNegative(v []byte) {
+	switch {
+	case !l.implicitSet:
+		l.implicitNeg, l.implicitSet = string(v), true
+	case l.thirdLabel == "" && string(v) != l.implicitNeg:
+		l.thirdLabel, l.thirdLine = string(v), l.lr.line
 	}
 }
 
@@ -557,10 +665,21 @@ func (l *loader) finish() (*Split, error) {
 	case l.rowsRead == 0:
 		return nil, l.errf("no data rows")
 	case l.rowsRead == l.bad:
-		return nil, l.errf("all %d data rows are malformed; first: %s", l.bad, l.badExamples[0])
+		advice := ""
+		if l.sc.label >= 0 {
+			advice = l.labels.advice(l.sc.names[l.sc.label], l.o)
+		}
+		return nil, l.errf("all %d data rows are malformed; first: %s%s", l.bad, l.badExamples[0], advice)
 	case len(l.train.ids) == 0 && l.enc == nil:
 		return nil, l.errf("no training rows after sampling (%d rows read, %d kept, sample %g, test fraction %g)",
 			l.rowsRead, l.rowsKept, l.o.Sample, l.o.TestFrac)
+	}
+	if l.thirdLabel != "" {
+		return nil, l.lineErr(l.thirdLine, "label %q in column %q is neither positive %q nor %q, the value taken as negative so far%s",
+			l.thirdLabel, l.sc.names[l.sc.label], l.o.Positive, l.implicitNeg, l.labels.advice(l.sc.names[l.sc.label], l.o))
+	}
+	if l.bad > 0 && l.sc.label >= 0 {
+		info.Labels, info.OtherLabels = l.labels.sorted(), l.labels.other
 	}
 	if info.HasLabels && l.enc == nil && (l.train.pos == 0 || l.train.pos == len(l.train.ids)) {
 		return nil, l.errf("the training split has only one class (%d rows, %d positives)", len(l.train.ids), l.train.pos)
@@ -636,18 +755,28 @@ func (l *loader) finish() (*Split, error) {
 	for j, d := range l.dense {
 		denseNames[j] = d.name
 		if l.enc == nil {
+			if d.n == 0 {
+				// No training value (all missing, or no training rows).
+				d.min, d.max = 0, 0
+			} else if l.imputeMean {
+				d.missing = d.sum / float64(d.n)
+			}
 			scale := func(v []float32) {
 				for r := j; r < len(v); r += nd {
-					v[r] = scaleDense(v[r], d.min, d.max)
+					x := v[r]
+					if x != x {
+						x = float32(d.missing)
+					}
+					v[r] = scaleDense(x, d.min, d.max)
 				}
 			}
 			scale(l.train.dense)
 			scale(l.test.dense)
-			learnt[d.field] = ColumnEncoding{Name: d.name, Kind: KindDense, Min: d.min, Max: d.max, Log: d.log}
+			learnt[d.field] = ColumnEncoding{Name: d.name, Kind: KindDense, Min: d.min, Max: d.max, Log: d.log, Missing: d.missing}
 		} else if d.log {
 			info.LogDense = true
 		}
-		cols[d.field] = ColumnInfo{Name: d.name, Field: d.field, Kind: KindDense, NA: d.na, Min: d.min, Max: d.max}
+		cols[d.field] = ColumnInfo{Name: d.name, Field: d.field, Kind: KindDense, NA: d.na, Min: d.min, Max: d.max, Missing: d.missing}
 	}
 	for j, n := range l.sc.names {
 		if _, ok := cols[j]; !ok {

@@ -99,10 +99,10 @@ func TestEncodingRules(t *testing.T) {
 	// testdata/tiny.csv, rows 10, 11, 12 in train and 13, 14 in test:
 	//   a: train u v u → u=1 v=2; test "" and w unseen → 0 (OOV).
 	//   b: train p "" q → p=1 ""=2 q=3; test p p → 1 1.
-	//   x: train 2 4 NA(=0) → min 0, max 4 → .5 1 0; test 1 → .25, 6 → 1 (clipped).
+	//   x: train 2 4 NA → min 2, max 4, NA takes the training mean 3 →
+	//      0 1 .5; test 1 → 0, 6 → 1 (both clipped).
 	seed := seedFor(t, []uint64{10, 11, 12, 13, 14}, []uint64{13, 14}, 0.5)
 	base := Options{Format: FormatCSV, LabelCol: "y", IDCol: "id", TestFrac: 0.5, Seed: seed}
-	ln := math.Log
 	cases := []struct {
 		name                 string
 		mod                  func(*Options)
@@ -112,13 +112,14 @@ func TestEncodingRules(t *testing.T) {
 	}{
 		{"vocabulary", func(*Options) {},
 			[]int32{1, 1, 2, 2, 1, 3}, []int32{0, 1, 0, 1}, []int{3, 4},
-			[]float64{.5, 1, 0}, []float64{.25, 1}},
+			[]float64{0, 1, .5}, []float64{0, 1}},
 		{"min count 2", func(o *Options) { o.MinCount = 2 },
 			[]int32{1, 0, 0, 0, 1, 0}, []int32{0, 0, 0, 0}, []int{2, 1},
-			[]float64{.5, 1, 0}, []float64{.25, 1}},
+			[]float64{0, 1, .5}, []float64{0, 1}},
+		// log: 2 → ln 3, 4 → ln 5, NA → their mean, halfway; test 1 → ln 2 < ln 3 → 0.
 		{"log dense", func(o *Options) { o.LogDense = true },
 			[]int32{1, 1, 2, 2, 1, 3}, []int32{0, 1, 0, 1}, []int{3, 4},
-			[]float64{ln(3) / ln(5), 1, 0}, []float64{ln(2) / ln(5), 1}},
+			[]float64{0, 1, .5}, []float64{0, 1}},
 	}
 	for _, c := range cases {
 		o := base
@@ -165,7 +166,7 @@ func TestEncodingRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b, x := s.Info.Columns[2], s.Info.Columns[3], s.Info.Columns[4]
-	if a.Seen != 2 || a.TestOOV != 2 || a.NA != 1 || b.Seen != 3 || b.TestOOV != 0 || b.NA != 1 || x.Min != 0 || x.Max != 4 || x.NA != 1 {
+	if a.Seen != 2 || a.TestOOV != 2 || a.NA != 1 || b.Seen != 3 || b.TestOOV != 0 || b.NA != 1 || x.Min != 2 || x.Max != 4 || x.Missing != 3 || x.NA != 1 {
 		t.Errorf("column info a %+v b %+v x %+v", a, b, x)
 	}
 	if s.Info.Columns[0].Kind != KindLabel || s.Info.Columns[1].Kind != KindID || a.Kind != KindCategorical || x.Kind != KindDense {
@@ -220,21 +221,21 @@ func TestBadInput(t *testing.T) {
 		{"blank lines only", "\n\n", Options{}, "empty file", 0},
 		{"header only", hdr, Options{}, "no data rows", 0},
 		{"wrong field count", hdr + "0,1,a\n1,2\n", Options{}, "line 3: 2 fields, want 3", 0},
-		{"bad number", hdr + "0,1,a\n1,x1,b\n", Options{}, `line 3: dense column "I1": "x1" is not a finite number`, 0},
-		{"bad label", hdr + "0,1,a\n2,1,b\n", Options{}, `line 3: bad label "2"`, 0},
-		{"empty label", hdr + "0,1,a\n,1,b\n", Options{}, `line 3: bad label ""`, 0},
-		{"missing label column", "I1,C1\n1,a\n", Options{}, `label column "label" not found`, 0},
-		{"missing named label", hdr + "0,1,a\n", Options{Format: FormatCSV, LabelCol: "click"}, `label column "click" not found`, 0},
+		{"bad number", hdr + "0,1,a\n1,x1,b\n", Options{}, `line 3: numeric column "I1": "x1" is not a number`, 0},
+		{"bad label", hdr + "0,1,a\n2,1,b\n", Options{}, `line 3: label "2" in column "label" is not 0 or 1; the label column "label" holds "0" ×1, "2" ×1; name the positive values (key positive)`, 0},
+		{"empty label", hdr + "0,1,a\n,1,b\n", Options{}, `line 3: label "" in column "label" is not 0 or 1`, 0},
+		{"missing label column", "I1,C1\n1,a\n", Options{}, `no label column "label", the criteo format's, in the header, which names "I1", "C1": name the label column (key label)`, 0},
+		{"missing named label", hdr + "0,1,a\n", Options{Format: FormatCSV, LabelCol: "click"}, `label column "click" (key label) is not in the header, which names "label", "I1", "C1"`, 0},
 		{"one class", hdr + "0,1,a\n0,2,b\n", Options{TestFrac: -1}, "only one class", 0},
 		{"no rows after sampling", hdr + "0,1,a\n1,2,b\n", Options{Sample: 1e-9}, "no training rows after sampling", 0},
 		{"skip bad rows", hdr + "0,1,a\n1,2\n1,x,b\n3,1,c\n1,1,d\n", Options{SkipBadRows: true, TestFrac: -1}, "", 3},
 		{"all rows bad", hdr + "1,2\n", Options{SkipBadRows: true}, "all 1 data rows are malformed", 1},
-		{"criteo 39 fields needs NoLabel", strings.Repeat("\t", 38) + "\n", Options{}, `label column "label" not found`, 0},
+		{"criteo 39 fields needs NoLabel", strings.Repeat("\t", 38) + "\n", Options{}, `no label column "label"`, 0},
 		{"unknown dense column", hdr + "0,1,a\n", Options{Dense: []string{"I9"}}, `dense column "I9" not found`, 0},
 		{"unknown requested column", hdr + "0,1,a\n", Options{Columns: []string{"C9"}}, `requested column "C9" not found`, 0},
 		{"dense and categorical", hdr, Options{Dense: []string{"I1"}, Categorical: []string{"I1"}}, "both dense and categorical", 0},
 		{"avazu bad id", "id,click,x\n12,0,a\n-3,1,b\n", Options{Format: FormatAvazu}, `line 3: ID "-3" in column "id" is not an unsigned integer`, 0},
-		{"duplicate header", "label,a,a\n0,1,2\n", Options{}, `names column "a" twice`, 0},
+		{"duplicate header", "label,a,a\n0,1,2\n", Options{Format: FormatCSV, LabelCol: "label"}, `names column "a" twice`, 0},
 		{"bad format", hdr, Options{Format: "parquet"}, `unknown format "parquet"`, 0},
 		{"bad sample", hdr, Options{Sample: 1.5}, "sample fraction", 0},
 		{"unterminated quote", "y,a\n1,\"x\n", Options{Format: FormatCSV, LabelCol: "y"}, "line 2: unterminated quoted field", 0},
@@ -329,7 +330,14 @@ func TestCriteoTSV(t *testing.T) {
 func TestGenericCSV(t *testing.T) {
 	body := "uid,city,score,zip,target\nu1,paris,1.5,75001,yes\nu2,lyon,2.5,69001,no\nu3,,0.5,75002,yes\nu4,nice,,06000,maybe\n"
 	p := writeFile(t, "t.csv", body)
-	o := Options{Format: FormatCSV, LabelCol: "target", Positive: "yes", IDCol: "uid", TestFrac: -1}
+	o := Options{Format: FormatCSV, LabelCol: "target", Positive: []string{"yes"}, IDCol: "uid", TestFrac: -1}
+	// A third value besides "yes" and "no" is never silently negative.
+	want := `line 5: label "maybe" in column "target" is neither positive ["yes"] nor "no", the value taken as negative so far; ` +
+		`the label column "target" holds "yes" ×2, "maybe" ×1, "no" ×1; name the negative values (key negative)`
+	if _, err := Load(p, o); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("third label value: error %v, want %q", err, want)
+	}
+	o.Negative = []string{"no", "maybe"}
 	s, err := Load(p, o)
 	if err != nil {
 		t.Fatal(err)
@@ -339,7 +347,7 @@ func TestGenericCSV(t *testing.T) {
 	if !slices.Equal(x.CatNames, []string{"city"}) || !slices.Equal(x.DenseNames, []string{"score", "zip"}) {
 		t.Errorf("detected categorical %v dense %v", x.CatNames, x.DenseNames)
 	}
-	// Positive "yes", everything else negative.
+	// Positive "yes", "no" and "maybe" negative.
 	if !slices.Equal(s.Train.Labels, []uint8{1, 0, 1, 0}) {
 		t.Errorf("labels %v", s.Train.Labels)
 	}
@@ -361,12 +369,20 @@ func TestGenericCSV(t *testing.T) {
 		t.Errorf("zip ids %v", s.Train.X.Cat)
 	}
 	// With a declared negative value, "maybe" is a bad label.
-	o.Negative = "no"
-	if _, err := Load(p, o); err == nil || !strings.Contains(err.Error(), `line 5: bad label "maybe"`) {
+	o.Negative = []string{"no"}
+	if _, err := Load(p, o); err == nil || !strings.Contains(err.Error(), `line 5: label "maybe" in column "target" is neither positive ["yes"] nor negative ["no"]`) {
 		t.Errorf("negative value: error %v", err)
 	}
-	// No label column: LabelCol empty.
-	s, err = Load(p, Options{Format: FormatCSV, IDCol: "uid", TestFrac: -1})
+	// ... or, with bad rows skipped, counted and skipped.
+	o.SkipBadRows = true
+	if s, err := Load(p, o); err != nil || s.Info.BadRows != 1 || !slices.Equal(s.Train.Labels, []uint8{1, 0, 1}) {
+		t.Errorf("skipped third value: %v", err)
+	}
+	// A csv table needs its label column named, or no labels asked for.
+	if _, err := Load(p, Options{Format: FormatCSV, IDCol: "uid"}); err == nil || !strings.Contains(err.Error(), "no label column named (key label)") {
+		t.Errorf("csv without a label column: error %v", err)
+	}
+	s, err = Load(p, Options{Format: FormatCSV, IDCol: "uid", TestFrac: -1, NoLabel: true})
 	if err != nil {
 		t.Fatal(err)
 	}

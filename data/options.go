@@ -2,6 +2,7 @@ package data
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -24,8 +25,7 @@ const (
 
 // Defaults applied by [Load] to zero-valued options.
 const (
-	DefaultTestFrac   = 0.1
-	DefaultDetectRows = 1000
+	DefaultTestFrac = 0.1
 )
 
 // Options says how [Load] reads and encodes a table. The zero value reads
@@ -36,19 +36,26 @@ type Options struct {
 	Format string
 
 	// LabelCol names the label column. Empty means the format's label
-	// ("label" for Criteo, "click" for Avazu); for FormatCSV empty means
-	// the table has no label column. A label column that is asked for
-	// (explicitly, or by the Criteo/Avazu default without NoLabel) and is
-	// missing is an error.
+	// ("label" for Criteo, "click" for Avazu); FormatCSV has no default:
+	// it needs LabelCol, or NoLabel. A label column that is asked for and
+	// is missing is an error.
 	LabelCol string
-	// Positive is the label value that means the positive class. Empty
-	// means labels must be 0 or 1 (written as an integer or a decimal such
-	// as "1.0"). When Positive is set and Negative is empty, every
-	// non-empty value other than Positive is negative.
-	Positive string
-	// Negative, if set, is the only label value accepted as negative; any
-	// value other than Positive and Negative is then a bad row.
-	Negative string
+	// Positive lists the label values that mean the positive class;
+	// Negative those that mean the negative class. Values are compared
+	// after trimming surrounding spaces. The rules:
+	//
+	//   - Neither set: labels must be 0 or 1 (an integer or a decimal such
+	//     as "1.0").
+	//   - Positive set, Negative not: every other non-empty value is
+	//     negative, provided the column holds exactly one such value over
+	//     the whole file (a two-class column); a third value is an error
+	//     listing the values and their counts.
+	//   - Both set: any value in neither list is a bad row.
+	//
+	// A bad label is an error naming the file, the line and the value, and
+	// listing the values the label column holds with their counts; with
+	// SkipBadRows the row is skipped and counted.
+	Positive, Negative []string
 	// NoLabel loads no labels (the party without labels): Dataset.Labels
 	// is nil and a label column, if the file has one, is ignored.
 	NoLabel bool
@@ -64,15 +71,18 @@ type Options struct {
 	// some columns); nil loads every column. The label and ID columns are
 	// governed by LabelCol/NoLabel and IDCol, not by this list.
 	Columns []string
-	// Dense and Categorical override the kind of the named columns. By
-	// default Criteo's I* columns are dense and C* categorical, every
-	// Avazu column is categorical, and a generic CSV column is dense when
-	// every non-empty value among its first DetectRows data rows is a
-	// finite number, categorical otherwise.
-	Dense, Categorical []string
-	// DetectRows is how many data rows of a generic CSV are examined to
-	// detect column kinds (default DefaultDetectRows). A later value that
-	// does not parse in a column detected as dense makes the row bad.
+	// Dense and Categorical override the kind of the named columns;
+	// Ignore names columns that are not loaded at all. By default
+	// Criteo's I* columns are dense and C* categorical, every Avazu column
+	// is categorical, and a generic CSV column is dense when it holds at
+	// least one number and every value that is not missing (see
+	// [IsMissing]) is a finite number, over the whole file.
+	Dense, Categorical, Ignore []string
+	// DetectRows bounds how many data rows of a generic CSV are examined
+	// to detect column kinds: 0 (the default) examines every row, in a
+	// first pass over the file before the rows are encoded; N > 0 only the
+	// first N rows (one pass; a later value that does not parse in a
+	// column detected as dense makes its row bad).
 	DetectRows int
 
 	// Sample is the fraction of examples kept, in (0, 1]; 0 means 1.
@@ -136,26 +146,36 @@ func (o Options) withDefaults() (Options, error) {
 	if o.MinCount < 0 {
 		return o, fmt.Errorf("data: negative minimum category count %d", o.MinCount)
 	}
-	if o.DetectRows == 0 {
-		o.DetectRows = DefaultDetectRows
-	}
 	if o.DetectRows < 0 {
 		return o, fmt.Errorf("data: negative detection row count %d", o.DetectRows)
 	}
 	if o.NoLabel {
-		o.Positive, o.Negative = "", ""
+		o.Positive, o.Negative = nil, nil
 	}
-	if o.Negative != "" && o.Positive == "" {
-		return o, fmt.Errorf("data: a negative label value %q needs a positive one", o.Negative)
+	o.Positive, o.Negative = trimAll(o.Positive), trimAll(o.Negative)
+	if len(o.Negative) > 0 && len(o.Positive) == 0 {
+		return o, fmt.Errorf("data: negative label values %q need positive ones (key positive)", o.Negative)
 	}
-	if o.Negative != "" && o.Negative == o.Positive {
-		return o, fmt.Errorf("data: positive and negative label values are both %q", o.Positive)
+	for _, n := range o.Negative {
+		if slices.Contains(o.Positive, n) {
+			return o, fmt.Errorf("data: label value %q is both positive and negative (keys positive and negative)", n)
+		}
 	}
-	for _, d := range o.Dense {
-		for _, c := range o.Categorical {
-			if d == c {
-				return o, fmt.Errorf("data: column %q declared both dense and categorical", d)
+	for _, v := range append(slices.Clone(o.Positive), o.Negative...) {
+		if v == "" {
+			return o, fmt.Errorf("data: an empty label value (keys positive and negative): an empty label is always a bad row")
+		}
+	}
+	kinds := map[string]string{}
+	for _, l := range []struct {
+		kind  string
+		names []string
+	}{{"dense", o.Dense}, {"categorical", o.Categorical}, {"ignored", o.Ignore}} {
+		for _, n := range l.names {
+			if k, dup := kinds[n]; dup && k != l.kind {
+				return o, fmt.Errorf("data: column %q declared both %s and %s", n, k, l.kind)
 			}
+			kinds[n] = l.kind
 		}
 	}
 	return o, nil
@@ -226,9 +246,10 @@ type ColumnInfo struct {
 	// the encoding's vocabulary.
 	OOV int64
 
-	// Dense columns: the training split's minimum and maximum after NA ↦ 0
-	// (and the log transform when enabled), used for min-max scaling.
-	Min, Max float64
+	// Dense columns: the training split's minimum and maximum (and the
+	// log transform when enabled), used for min-max scaling, and the value
+	// a missing cell takes before scaling (see [Load]).
+	Min, Max, Missing float64
 }
 
 // Info summarises a load for the run summary.
@@ -245,6 +266,11 @@ type Info struct {
 	// holds the first few of their errors.
 	BadRows     int64
 	BadExamples []string
+	// Labels counts the label column's values over every data row (most
+	// frequent first, at most 20 values; OtherLabels counts the rows with
+	// further values) when some rows were bad.
+	Labels      []LabelCount
+	OtherLabels int64
 	Bytes       int64 // bytes read (uncompressed)
 	Train, Test PartInfo
 	HasLabels   bool
@@ -258,4 +284,17 @@ type Info struct {
 	// Notes are remarks about how the data was prepared that a user
 	// should see (e.g. fewer negatives than rebalancing asked for).
 	Notes []string
+}
+
+// trimAll returns the values with surrounding spaces removed (nil for
+// none).
+func trimAll(vs []string) []string {
+	if len(vs) == 0 {
+		return nil
+	}
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = strings.TrimSpace(v)
+	}
+	return out
 }

@@ -85,14 +85,23 @@ func resolveSchema(o Options, delim byte, first [][]byte) (*schema, error) {
 			case criteoDense + criteoCat:
 				s.names = criteoNames(false)
 			default:
-				return nil, fmt.Errorf("first row has %d fields, want %d (label, I1..I13, C1..C26) or %d (no label), or a header",
+				return nil, fmt.Errorf("first row has %d fields, want %d (label, I1..I13, C1..C26) or %d (no label), or a header: "+
+					"this is not a Criteo file; a table of your own is format csv (key format) with a header line naming its columns",
 					len(first), 1+criteoDense+criteoCat, criteoDense+criteoCat)
 			}
 		} else {
 			s.header = true
+			if err := checkCriteoHeader(first, o); err != nil {
+				return nil, err
+			}
 		}
 	default:
 		s.header = true
+	}
+	if o.Format == FormatCSV {
+		if err := checkCSVHeader(delim, first); err != nil {
+			return nil, err
+		}
 	}
 	if s.header {
 		s.names = make([]string, len(first))
@@ -142,9 +151,14 @@ func resolveSchema(o Options, delim byte, first [][]byte) (*schema, error) {
 		case ok:
 			s.kinds[j] = KindLabel
 			s.label = j
+		case !o.NoLabel && explicit:
+			return nil, fmt.Errorf("label column %q (key label) is not in the header, which names %s", labelCol, listNames(s.names))
 		case !o.NoLabel:
-			return nil, fmt.Errorf("label column %q not found among %d columns (set NoLabel for a party without labels)", labelCol, len(s.names))
+			return nil, fmt.Errorf("no label column %q, the %s format's, in the header, which names %s: name the label column (key label), or if this is a table of your own, read it as format csv (key format)",
+				labelCol, o.Format, listNames(s.names))
 		}
+	} else if o.Format == FormatCSV && !o.NoLabel {
+		return nil, fmt.Errorf("no label column named (key label): the header names %s", listNames(s.names))
 	}
 
 	// ID.
@@ -198,11 +212,15 @@ func resolveSchema(o Options, delim byte, first [][]byte) (*schema, error) {
 	if err != nil {
 		return nil, err
 	}
+	ignore, err := check("ignored", o.Ignore)
+	if err != nil {
+		return nil, err
+	}
 	for j, n := range s.names {
 		if s.kinds[j] == KindLabel || s.kinds[j] == KindID || (s.kinds[j] == KindIgnored && n == labelCol) {
 			continue
 		}
-		if o.Columns != nil && !keep[n] {
+		if (o.Columns != nil && !keep[n]) || ignore[n] {
 			s.kinds[j] = KindIgnored
 			continue
 		}
@@ -230,27 +248,116 @@ func isCriteoDense(name string) bool {
 	return err == nil && n >= 1 && n <= criteoDense
 }
 
-// detectKinds decides the kind of every pending field from sample rows: a
-// field is dense when it has at least one non-empty value and every
-// non-empty value is a finite number.
-func (s *schema) detectKinds(rows [][][]byte) {
-	for _, j := range s.pending {
-		seen, numeric := false, true
-		for _, r := range rows {
-			if j >= len(r) || len(r[j]) == 0 {
-				continue
-			}
-			seen = true
-			if _, ok := parseNumber(r[j]); !ok {
-				numeric = false
-				break
-			}
+// kindDetector decides the kind of a schema's pending fields from data
+// rows: a field is dense when it holds at least one value that is not
+// missing ([IsMissing]) and every such value is a finite number.
+type kindDetector struct {
+	sc            *schema
+	seen, nonNum  []bool
+	firstNonNum   []string // the first non-numeric value of each field
+	firstNonLine  []int64
+	rows, skipped int64
+}
+
+func newKindDetector(sc *schema) *kindDetector {
+	n := len(sc.pending)
+	return &kindDetector{sc: sc, seen: make([]bool, n), nonNum: make([]bool, n), firstNonNum: make([]string, n), firstNonLine: make([]int64, n)}
+}
+
+// add looks at one row's fields (read from line n); a row with the wrong
+// number of fields is not looked at.
+func (d *kindDetector) add(f [][]byte, n int64) {
+	if len(f) != len(d.sc.names) {
+		d.skipped++
+		return
+	}
+	d.rows++
+	for i, j := range d.sc.pending {
+		if d.nonNum[i] || IsMissing(f[j]) {
+			continue
 		}
-		if seen && numeric {
-			s.kinds[j] = KindDense
-		} else {
-			s.kinds[j] = KindCategorical
+		d.seen[i] = true
+		if _, ok := parseNumber(bytes.TrimSpace(f[j])); !ok {
+			d.nonNum[i] = true
+			d.firstNonNum[i] = string(f[j])
+			d.firstNonLine[i] = n
 		}
 	}
-	s.pending = nil
+}
+
+// apply sets the kinds of the pending fields.
+func (d *kindDetector) apply() {
+	for i, j := range d.sc.pending {
+		if d.seen[i] && !d.nonNum[i] {
+			d.sc.kinds[j] = KindDense
+		} else {
+			d.sc.kinds[j] = KindCategorical
+		}
+	}
+	d.sc.pending = nil
+}
+
+// checkCriteoHeader refuses a header line that is not Criteo's: every
+// name must be label, I1..I13 or C1..C26, or the label or ID column o
+// names.
+func checkCriteoHeader(first [][]byte, o Options) error {
+	var other []string
+	for _, f := range first {
+		n := strings.TrimPrefix(strings.TrimSpace(string(f)), "\ufeff")
+		if n == "label" || isCriteoDense(n) || isCriteoCat(n) || (n != "" && (n == o.IDCol || n == o.LabelCol)) {
+			continue
+		}
+		other = append(other, n)
+	}
+	if len(other) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the header names columns that are not Criteo's (label, I1..I13, C1..C26): %s; "+
+		"a table of your own is format csv (key format), with its label column (key label)", listNames(other))
+}
+
+// checkCSVHeader refuses a first line that cannot be a generic table's
+// header: one whose every field is a number (data, not names), or a single
+// field (a separator other than a comma or a tab).
+func checkCSVHeader(delim byte, first [][]byte) error {
+	if len(first) == 1 {
+		return fmt.Errorf("the header line holds a single column %q: a table's fields are separated by commas or tabs", first[0])
+	}
+	for _, f := range first {
+		if _, num := parseNumber(bytes.TrimSpace(f)); !num && len(bytes.TrimSpace(f)) > 0 {
+			return nil
+		}
+	}
+	hint := ""
+	if delim == '\t' && (len(first) == 1+criteoDense+criteoCat || len(first) == criteoDense+criteoCat) {
+		hint = "; its " + fmt.Sprint(len(first)) + " tab-separated fields look like Criteo's train.txt (key format criteo)"
+	}
+	return fmt.Errorf("the first line holds no column names (every field is a number or empty): format csv needs a header line naming the columns%s", hint)
+}
+
+// isCriteoCat reports whether name is one of Criteo's categorical columns
+// C1..C26.
+func isCriteoCat(name string) bool {
+	if len(name) < 2 || name[0] != 'C' {
+		return false
+	}
+	n, err := strconv.Atoi(name[1:])
+	return err == nil && n >= 1 && n <= criteoCat
+}
+
+// listNames renders column names for a message, the first 12 of them.
+func listNames(names []string) string {
+	const most = 12
+	q := make([]string, 0, min(len(names), most))
+	for i, n := range names {
+		if i == most {
+			break
+		}
+		q = append(q, strconv.Quote(n))
+	}
+	s := strings.Join(q, ", ")
+	if len(names) > most {
+		s += fmt.Sprintf(" and %d more", len(names)-most)
+	}
+	return s
 }

@@ -23,7 +23,7 @@ import (
 //   - Integer column j is ⌊exp(μ_j + σ_j·Z)⌋ (heavy-tailed, non-negative)
 //     or NA with Criteo-like rates.
 //   - Negatives draw every feature from that base distribution.
-//   - Positives are a mixture (SPEC §1's positive-class ambiguity): a share
+//   - Positives are a mixture (METHODS §1's positive-class ambiguity): a share
 //     synthAmbiguous of them draw their features from the base
 //     distribution too, exactly like negatives, so no model can be
 //     confident about them; the others ("informative") draw a few groups

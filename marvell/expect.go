@@ -49,7 +49,7 @@ type Expectation struct {
 	// σ² = λ₁⁽⁰⁾ + λ₁⁽¹⁾ + u + v at the batch's own positive fraction.
 	ProjectionAUC float64
 	// Mean, Q95 and Q95Abs summarise the simulated per-batch leak AUCs of
-	// the projection attacker as a run's summary does (SPEC §2): the
+	// the projection attacker as a run's summary does (METHODS §2): the
 	// mean, and the nearest-rank 95% quantiles of the AUC and of
 	// |AUC − ½|.
 	Mean, Q95, Q95Abs float64

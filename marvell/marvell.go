@@ -1,4 +1,4 @@
-// Package marvell solves the Marvell optimisation problem of SPEC §4
+// Package marvell solves the Marvell optimisation problem of METHODS §4
 // (Theorem 2 of the ICLR 2022 label-leakage paper): given the within-class
 // gradient variances u (negatives) and v (positives), the dimension d, the
 // squared distance g = ‖Δ‖² between the class means, the positive fraction
@@ -60,7 +60,7 @@ import (
 // returns a sumKL saturates at it.
 const InfSumKL = math.MaxFloat64
 
-// Problem is one instance of the Marvell problem. Field names follow SPEC
+// Problem is one instance of the Marvell problem. Field names follow METHODS
 // §4: u, v, d, g = ‖Δ‖², p, P.
 type Problem struct {
 	U     float64 // u: per-coordinate variance of the negative class, ≥ 0
@@ -139,7 +139,7 @@ func excess(pr Problem, lam10, lam20, lam11, lam21 float64) float64 {
 	return e
 }
 
-// Objective returns the objective of SPEC §4 at the given λ's, without
+// Objective returns the objective of METHODS §4 at the given λ's, without
 // checking feasibility. It is +Inf where a class has zero total variance
 // in some direction and the other does not (or the means differ).
 func Objective(pr Problem, lam10, lam20, lam11, lam21 float64) float64 {

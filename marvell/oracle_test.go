@@ -24,7 +24,7 @@ func fromShares(pr Problem, s [4]float64) (l10, l20, l11, l21 float64) {
 	return
 }
 
-// directObjective evaluates the SPEC formula literally (no rearrangement),
+// directObjective evaluates the METHODS §4 formula literally (no rearrangement),
 // +Inf when infeasible for the ordering constraints.
 func directObjective(pr Problem, l10, l20, l11, l21 float64) float64 {
 	if l20 > l10*(1+1e-12) || l21 > l11*(1+1e-12) || l10 < 0 || l20 < 0 || l11 < 0 || l21 < 0 {

@@ -32,7 +32,7 @@ func AUC(scores []float64, labels []uint8, mask []bool) (auc float64, ok bool) {
 // Mann–Whitney statistic): over every (positive, negative) pair of scored
 // rows, the share in which the positive has the higher score, a tie
 // counting ½. Larger scores mean "more likely positive"; an AUC below 0.5
-// is returned as it is (no flipping, SPEC §2).
+// is returned as it is (no flipping, METHODS §2).
 //
 // mask selects the scored rows (mask[i] false: row i is left out); a nil
 // mask scores every row. labels[i] != 0 is positive. ok is false, and auc

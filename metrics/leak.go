@@ -21,7 +21,7 @@ type leakSeries struct {
 }
 
 // Leak collects the per-batch leak AUCs of every (attack, layer) pair of a
-// run, in the order they arrive, and summarises each series (SPEC §2). The
+// run, in the order they arrive, and summarises each series (METHODS §2). The
 // zero value is not usable; call [NewLeak]. A Leak must not be used from
 // two goroutines at once.
 type Leak struct {

@@ -11,7 +11,7 @@ import (
 )
 
 // DefaultCNNLR is the Adam learning rate of the authors' ISIC runs
-// (SPEC §6).
+// (METHODS §6).
 const DefaultCNNLR = 1e-5
 
 // CNNConfig describes the split convolutional model. The zero value of a
@@ -40,7 +40,7 @@ type CNNConfig struct {
 	Seed uint64
 }
 
-// DefaultCNNConfig returns the authors' ISIC model (SPEC §6): 84×84×3
+// DefaultCNNConfig returns the authors' ISIC model (METHODS §6): 84×84×3
 // inputs, 6 blocks of 64 3×3 filters, a Dense layer of 64, the cut after
 // block 4 (5×5×64 = 1600 values), Adam with learning rate 1e-5, seed 1.
 func DefaultCNNConfig() CNNConfig {
@@ -151,7 +151,7 @@ func (b convBlock) inputGrad(g *tensor.Matrix) *tensor.Matrix {
 	return b.conv.InputGrad(b.relu.InputGrad(b.pool.InputGrad(g)))
 }
 
-// NewCNN builds the split CNN of SPEC §6: the passive bottom (blocks
+// NewCNN builds the split CNN of METHODS §6: the passive bottom (blocks
 // 1…Cut) and the active top (blocks Cut+1…Blocks, flatten, Dense+ReLU,
 // logit).
 func NewCNN(cfg CNNConfig) (*CNNBottom, *CNNTop, error) {

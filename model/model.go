@@ -87,7 +87,7 @@ type Config struct {
 	Seed uint64
 }
 
-// DefaultConfig returns the authors' Wide&Deep setup (SPEC §6): 6 Dense
+// DefaultConfig returns the authors' Wide&Deep setup (METHODS §6): 6 Dense
 // layers of 128 units, cut after the 3rd, embeddings of dimension 4, L2
 // 0.01, Adam with learning rate 1e-4, seed 1.
 func DefaultConfig() Config {
@@ -200,7 +200,7 @@ const (
 	streamWideLinear  = 0x5d01
 )
 
-// NewWideDeep builds the split Wide&Deep model of SPEC §6: the passive
+// NewWideDeep builds the split Wide&Deep model of METHODS §6: the passive
 // bottom over the passive features, and the active top whose wide part
 // reads the active party's own features (schema active).
 func NewWideDeep(cfg Config, passive, active Schema) (*DeepBottom, *DeepTop, error) {

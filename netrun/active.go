@@ -15,6 +15,7 @@ import (
 	"github.com/splitguard/splitguard/atomicfile"
 	"github.com/splitguard/splitguard/attack"
 	"github.com/splitguard/splitguard/audit"
+	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/party/active"
 	"github.com/splitguard/splitguard/psi"
@@ -62,6 +63,8 @@ type activeRun struct {
 	responder *psi.Responder
 	common    []uint64 // the ID intersection, once known
 	split     *data.Split
+	eval      *data.Dataset // validation rows, then test rows
+	valRows   int
 	party     *active.Active
 	aud       *audit.Auditor
 	layers    []string
@@ -88,7 +91,7 @@ type activeRun struct {
 // when the run fails, or when the passive stayed away longer than
 // cfg.PeerTimeout (an error wrapping ErrPeerGone, after saving a checkpoint).
 func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, error) {
-	cfg.resolveImages()
+	cfg.resolve()
 	if err := cfg.validate("active"); err != nil {
 		return nil, err
 	}
@@ -108,10 +111,13 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, e
 		return nil, fmt.Errorf("active: %w", err)
 	}
 	log.Info("data loaded", "train", len(pd.split.Train.IDs), "test", len(pd.split.Test.IDs))
+	if w := config.BatchWarning(cfg.Batch, len(pd.split.Train.IDs), cfg.Epochs); w != "" {
+		log.Warn(w)
+	}
 	if err := pd.saveEncoding(cfg.Out); err != nil {
 		return nil, fmt.Errorf("active: %w", err)
 	}
-	r := &activeRun{cfg: cfg, log: log, pd: pd, start: time.Now(), store: store{dir: cfg.checkpointDir(), role: "active"}}
+	r := &activeRun{cfg: cfg, log: log, pd: pd, start: time.Now(), store: store{dir: cfg.checkpointDir(), role: "active", keep: cfg.KeepCheckpoints}}
 	if err := cleanOrphans(log, cfg.Out, cfg.checkpointDir()); err != nil {
 		return nil, fmt.Errorf("active: %w", err)
 	}
@@ -337,8 +343,21 @@ func (r *activeRun) psi(_ context.Context, req *psi.Request) (*psi.Response, err
 	if len(split.Train.IDs) < 2 {
 		return nil, fmt.Errorf("active: only %d training examples in the intersection of %d IDs", len(split.Train.IDs), len(common))
 	}
-	r.common, r.split = common, split
-	r.log.Info("IDs aligned", "intersection", len(common), "train", len(split.Train.IDs), "test", len(split.Test.IDs))
+	eval, valRows, err := holdOut(&r.cfg, split)
+	if err != nil {
+		return nil, fmt.Errorf("active: %w", err)
+	}
+	if err := r.cfg.Config.Validate(); err != nil {
+		return nil, fmt.Errorf("active: %w", err)
+	}
+	if err := writeConfig(&r.cfg); err != nil {
+		return nil, err
+	}
+	r.rec.SetConfig(r.cfg.Config)
+	r.rec.SetValRows(valRows)
+	r.common, r.split, r.eval, r.valRows = common, split, eval, valRows
+	r.log.Info("IDs aligned", "intersection", len(common), "train", len(split.Train.IDs), "validation", valRows, "test", len(split.Test.IDs),
+		"batch", r.cfg.Batch, "epochs", r.cfg.Epochs, "lr", r.cfg.LR, "auto", r.cfg.Auto)
 	return resp, nil
 }
 
@@ -395,9 +414,12 @@ func (r *activeRun) build(step int64) error {
 	if err != nil {
 		return err
 	}
-	party, err := active.New(top, r.split.Train, r.split.Test, sched, cfg.CutDim(), active.Config{
-		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
-		Observer: r.observe, EvalObserver: r.evalDone,
+	if m := aud.ModelAttacks(); len(m) > 0 && step == 0 {
+		r.log.Warn("model attacks need the trained bottom model, which only the passive party holds: not run during training; run `splitguard attack completion` on the passive party's directory", "attacks", m)
+	}
+	party, err := active.New(top, r.split.Train, r.eval, sched, cfg.CutDim(), active.Config{
+		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, TrainTargets: def.TrainTargets, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
+		Observer: r.observe, EvalObserver: r.evalDone, ValRows: r.valRows,
 	})
 	if err != nil {
 		return err
@@ -480,13 +502,28 @@ func (r *activeRun) evalDone(res *active.EvalResult) error {
 		return err
 	}
 	r.met.eval(e)
-	r.log.Info("evaluation", "step", e.Step, "test_auc", e.TestAUC, "test_loss", e.TestLoss, "ace", e.ACE)
+	args := []any{"step", e.Step, "test_auc", e.TestAUC, "test_loss", e.TestLoss, "ace", e.ACE}
+	if e.ValAUC != nil {
+		args = append(args, "val_auc", *e.ValAUC)
+	}
+	r.log.Info("evaluation", args...)
 	return nil
 }
 
 // finish writes summary.json like the in-process run (leak keys at the cut
 // layer only: that is what the active party sees).
 func (r *activeRun) finish() (*rundir.Summary, error) {
+	if r.cfg.Baseline && r.split.Train.X != nil && r.split.Train.X.Image == nil {
+		// The baseline on the active party's own columns: what it gets
+		// without the passive party.
+		var val *data.Dataset
+		if r.valRows > 0 {
+			val = data.SelectRows(r.eval, seq(0, r.valRows))
+		}
+		b := rundir.FitBaseline(r.split.Train, val, r.split.Test, r.cfg.BaselineRows, "active party's own")
+		r.log.Info(b.Line())
+		r.rec.SetBaseline(b)
+	}
 	s, err := r.rec.Finish(r.party.Step(), time.Since(r.start))
 	if err != nil {
 		return nil, fmt.Errorf("active: %w", err)

@@ -36,11 +36,6 @@ const (
 // chunkBytes is the size of a section's chunks.
 const chunkBytes = 1 << 20
 
-// keepCheckpoints is how many checkpoints a party keeps. The active party
-// checkpoints before the passive, so the last common checkpoint is the
-// passive's newest, which is the active's newest or the one before.
-const keepCheckpoints = 3
-
 // ckSection is one named part of a checkpoint, written by write.
 type ckSection struct {
 	name  string
@@ -58,6 +53,11 @@ func bytesSection(name string, b []byte) ckSection {
 // party's model).
 type store struct {
 	dir, role string
+	// keep is how many of the newest checkpoints stay (key
+	// keep_checkpoints; 0 means DefaultKeepCheckpoints, and never fewer
+	// than 2: the active party checkpoints before the passive, so the last
+	// checkpoint both hold is the active's newest or the one before).
+	keep int
 }
 
 func (s *store) path(step int64) string {
@@ -118,15 +118,67 @@ func (s *store) save(step int64, sections ...ckSection) error {
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
+	return s.prune(step)
+}
+
+// prune deletes the oldest checkpoints beyond the newest s.keep once the
+// one just written (step) verifies; it never deletes that one, one newer
+// than it, nor the checkpoint both parties acknowledged.
+func (s *store) prune(step int64) error {
+	if err := verifyCheckpoint(s.path(step)); err != nil {
+		return fmt.Errorf("checkpoint %s does not read back, keeping the older ones: %w", s.path(step), err)
+	}
+	keep := s.keep
+	if keep <= 0 {
+		keep = DefaultKeepCheckpoints
+	}
+	keep = max(keep, 2)
+	acked, err := s.readAcked()
+	if err != nil {
+		return err
+	}
 	steps, err := s.steps()
 	if err != nil {
 		return err
 	}
-	for len(steps) > keepCheckpoints {
-		if steps[0] != step {
-			_ = os.Remove(s.path(steps[0]))
+	for len(steps) > keep {
+		if old := steps[0]; old < step && old != acked {
+			if err := os.Remove(s.path(old)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("checkpoint: %w", err)
+			}
 		}
 		steps = steps[1:]
+	}
+	return nil
+}
+
+// verifyCheckpoint checks the SHA-256 at the end of the checkpoint file at
+// path against its contents, reading it as a stream (a save is not
+// followed by a second copy of the model in memory).
+func verifyCheckpoint(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	n := fi.Size() - sha256.Size
+	if n < int64(len(checkpointMagic)) {
+		return errors.New("too short for a checkpoint")
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, io.LimitReader(f, n)); err != nil {
+		return err
+	}
+	var sum [sha256.Size]byte
+	if _, err := io.ReadFull(f, sum[:]); err != nil {
+		return err
+	}
+	if !bytes.Equal(h.Sum(nil), sum[:]) {
+		return errors.New("checksum mismatch")
 	}
 	return nil
 }

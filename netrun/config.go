@@ -82,6 +82,12 @@ type Config struct {
 	// CheckpointDir (default Out/checkpoints).
 	CheckpointEvery int    `yaml:"checkpoint_every"`
 	CheckpointDir   string `yaml:"checkpoint_dir,omitempty"`
+	// KeepCheckpoints is how many of its newest checkpoints a party keeps
+	// (0: DefaultKeepCheckpoints); older ones are deleted after a newer
+	// one is written and read back intact. At least 2: the active party
+	// checkpoints before the passive, so the last common checkpoint may be
+	// the active's second newest.
+	KeepCheckpoints int `yaml:"keep_checkpoints,omitempty"`
 	// MetricsAddr, on the active party, serves Prometheus metrics on
 	// http://ADDR/metrics.
 	MetricsAddr string `yaml:"metrics_addr,omitempty"`
@@ -101,6 +107,9 @@ type Config struct {
 	// MaxMessageMB bounds one gRPC message.
 	MaxMessageMB int `yaml:"max_message_mb"`
 }
+
+// DefaultKeepCheckpoints is how many checkpoints a party keeps by default.
+const DefaultKeepCheckpoints = 2
 
 // Default returns the default configuration of a party: the in-process
 // defaults plus a 5-minute peer timeout and checkpoints every 1000 steps.
@@ -160,11 +169,17 @@ func (c *Config) validate(role string) error {
 	if c.CheckpointEvery < 0 {
 		bad("checkpoint every %d steps, want ≥ 0", c.CheckpointEvery)
 	}
+	if c.KeepCheckpoints != 0 && c.KeepCheckpoints < 2 {
+		bad("keep %d checkpoints (key keep_checkpoints), want at least 2: the last checkpoint both parties hold may be the active party's second newest", c.KeepCheckpoints)
+	}
 	if c.PeerTimeout <= 0 {
 		bad("peer timeout %v, want > 0", c.PeerTimeout)
 	}
 	if c.MaxMessageMB <= 0 {
 		bad("max message size %d MB, want > 0", c.MaxMessageMB)
+	}
+	if role == "active" || role == "passive" {
+		c.validateSelection(bad) // serving reads a training run's config
 	}
 	if c.DumpBatches > 0 || c.Dump != "" {
 		bad("dumps (key dump) are an in-process option")
@@ -200,12 +215,15 @@ func (c *Config) checkpointDir() string {
 	return c.Out + "/checkpoints"
 }
 
-// resolveImages fills, for an image format or the CNN, the defaults that
-// depend on the model and format (config.Config.Resolve), as the in-process
-// run does; a table run's config is left as given.
-func (c *Config) resolveImages() {
-	if c.Model == "cnn" || data.IsImageFormat(c.Format) {
-		c.Resolve()
+// resolve fills the defaults that depend on the model and format
+// (config.Config.Resolve: the cut, learning rate, evaluation batch, test
+// fraction, image and CNN sizes), as the in-process run does, and the
+// number of checkpoints kept. A table run left with cut 0 once reached
+// the training loop unresolved and indexed layer −1.
+func (c *Config) resolve() {
+	c.Resolve()
+	if c.KeepCheckpoints == 0 {
+		c.KeepCheckpoints = DefaultKeepCheckpoints
 	}
 }
 
@@ -216,9 +234,9 @@ func (c *Config) resolveImages() {
 // are not part of it.
 func (c *Config) SharedDigest() []byte {
 	s := fmt.Sprintf("model=%s layers=%v cut=%d embed_dim=%d lr=%x l2=%x batch=%d epochs=%d seed=%d "+
-		"eval_every=%d eval_batch=%d max_steps=%d sample=%x test_frac=%x checkpoint_every=%d",
+		"eval_every=%d eval_batch=%d max_steps=%d sample=%x test_frac=%x checkpoint_every=%d val_frac=%x",
 		c.Model, c.Layers, c.Cut, c.EmbedDim, c.LR, c.L2, c.Batch, c.Epochs, c.Seed,
-		c.EvalEvery, c.EvalBatch, c.MaxSteps, c.Sample, c.TestFrac, c.CheckpointEvery)
+		c.EvalEvery, c.EvalBatch, c.MaxSteps, c.Sample, c.TestFrac, c.CheckpointEvery, c.ValFrac)
 	if c.Model == "cnn" || data.IsImageFormat(c.Format) {
 		// Images: the selection, shape and CNN settings (absent for
 		// tables, whose digest is unchanged).
@@ -246,5 +264,6 @@ func writeConfig(cfg *Config) error {
 	if err != nil {
 		return err
 	}
+	b = append([]byte(cfg.YAMLHeader()), b...)
 	return atomicfile.WriteFile(filepath.Join(cfg.Out, rundir.ConfigFile), b, 0o644)
 }

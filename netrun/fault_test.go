@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -220,7 +221,7 @@ func (r *faultRun) sameAsReference(ref string) {
 		t.Fatalf("%d evaluations, the reference %d", len(g), len(w))
 	}
 	for i := range w {
-		if g[i] != w[i] {
+		if !reflect.DeepEqual(g[i], w[i]) {
 			t.Fatalf("evaluation %d: %+v, the reference %+v", i, g[i], w[i])
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data/datatest"
+	_ "github.com/splitguard/splitguard/data/images" // the image set readers
 	"github.com/splitguard/splitguard/protect"
 	"github.com/splitguard/splitguard/run"
 	"github.com/splitguard/splitguard/rundir"

@@ -27,6 +27,11 @@ type passiveRun struct {
 	client *grpcnet.Client
 	store  store
 	split  *data.Split
+	eval   *data.Dataset // validation rows, then test rows
+	// hello is the fingerprint of the configuration as given, before the
+	// settings left to the data were resolved: the one every session's
+	// Hello sends (a restarted active party compares it with its own).
+	hello  grpcnet.Fingerprint
 	common []uint64
 	party  *passive.Passive
 	red    *redTeam
@@ -49,7 +54,7 @@ type PassiveResult struct {
 // an error wrapping ErrPeerGone, the model saved. The bottom model is
 // written to cfg.Out/bottom.model at the end.
 func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, error) {
-	cfg.resolveImages()
+	cfg.resolve()
 	if err := cfg.validate("passive"); err != nil {
 		return nil, err
 	}
@@ -65,6 +70,10 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 		return nil, fmt.Errorf("passive: %w", err)
 	}
 	log.Info("data loaded", "train", len(pd.split.Train.IDs), "test", len(pd.split.Test.IDs))
+	if cfg.Format == data.FormatCSV && cfg.Label == "" {
+		log.Warn("no label column named (key label): every column of this file is a feature; if the file holds the labels, " +
+			"name that column so that it is dropped, or ignore it (key ignore)")
+	}
 	if err := writeConfig(&cfg); err != nil {
 		return nil, err
 	}
@@ -75,7 +84,8 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 	if err != nil {
 		return nil, err
 	}
-	p := &passiveRun{cfg: cfg, opt: opt, pd: pd, client: client, store: store{dir: cfg.checkpointDir(), role: "passive"}, progress: time.Now()}
+	p := &passiveRun{cfg: cfg, opt: opt, pd: pd, client: client, store: store{dir: cfg.checkpointDir(), role: "passive", keep: cfg.KeepCheckpoints}, progress: time.Now(),
+		hello: cfg.fingerprint()}
 	if cfg.RedTeam {
 		if p.red, err = newRedTeam(filepath.Join(cfg.Out, "redteam.jsonl"), cfg.Attacks, cfg.PositivesMinority); err != nil {
 			client.Close()
@@ -135,7 +145,7 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 // session runs one session: Hello, PSI, resume, training to the end.
 func (p *passiveRun) session(ctx context.Context) error {
 	log := p.opt.logger().With("party", "passive")
-	if _, err := p.client.Hello(ctx, grpcnet.Hello{Party: partyName(p.cfg.Name, "passive"), Config: p.cfg.fingerprint()}); err != nil {
+	if _, err := p.client.Hello(ctx, grpcnet.Hello{Party: partyName(p.cfg.Name, "passive"), Config: p.hello}); err != nil {
 		return err
 	}
 	keys, err := psi.RunUint64(p.pd.ids(), nil, func(r *psi.Request) (*psi.Response, error) { return p.client.PSI(ctx, r) })
@@ -143,8 +153,20 @@ func (p *passiveRun) session(ctx context.Context) error {
 		return fmt.Errorf("passive: private ID alignment: %w", err)
 	}
 	if p.common == nil {
-		p.common, p.split = keys, p.pd.restrict(keys)
-		log.Info("IDs aligned", "intersection", len(keys), "train", len(p.split.Train.IDs), "test", len(p.split.Test.IDs))
+		split := p.pd.restrict(keys)
+		eval, valRows, err := holdOut(&p.cfg, split)
+		if err != nil {
+			return fmt.Errorf("passive: %w", err)
+		}
+		if err := p.cfg.Config.Validate(); err != nil {
+			return fmt.Errorf("passive: %w", err)
+		}
+		if err := writeConfig(&p.cfg); err != nil {
+			return err
+		}
+		p.common, p.split, p.eval = keys, split, eval
+		log.Info("IDs aligned", "intersection", len(keys), "train", len(p.split.Train.IDs), "validation", valRows, "test", len(p.split.Test.IDs),
+			"batch", p.cfg.Batch, "epochs", p.cfg.Epochs, "lr", p.cfg.LR, "auto", p.cfg.Auto)
 	} else if !slices.Equal(keys, p.common) {
 		return fmt.Errorf("passive: the ID intersection changed between sessions (%d IDs, was %d)", len(keys), len(p.common))
 	}
@@ -230,7 +252,7 @@ func (p *passiveRun) build(step int64) (*passive.Passive, error) {
 		pc.Observer = p.red.observe
 	}
 	party, err := passive.New(bottom, passive.Split{IDs: p.split.Train.IDs, X: p.split.Train.X},
-		passive.Split{IDs: p.split.Test.IDs, X: p.split.Test.X}, sched, pc)
+		passive.Split{IDs: p.eval.IDs, X: p.eval.X}, sched, pc)
 	if err != nil {
 		return nil, err
 	}

@@ -121,7 +121,11 @@ func (r *redTeam) observe(ob *passive.Observation) error {
 			for i := range r.scored {
 				r.scored[i] = true
 			}
-			if err := a.Score(&attack.Observation{Layer: layer, X: x, PositivesMinority: r.minority}, r.scores, r.scored); err != nil {
+			obs := &attack.Observation{Layer: layer, X: x, PositivesMinority: r.minority}
+			if a.Needs().WithOutput {
+				obs.Output = ob.Outputs[l] // e.g. grad_match's surrogate top
+			}
+			if err := a.Score(obs, r.scores, r.scored); err != nil {
 				return fmt.Errorf("passive: red team: step %d: %s at %s: %w", ob.Step, a.Name(), layer, err)
 			}
 			var s []float64

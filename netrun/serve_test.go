@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/rundir"
 )
 
 // csvFile writes the rows with IDs in [lo, hi) of a fixed synthetic table:
@@ -64,8 +66,14 @@ func TestPSITrainsOnTheIntersection(t *testing.T) {
 	act, pas := partyConfigs(shared, root, newTestPKI(t))
 	act.Data, pas.Data = csvFile(t, 0, 1200), csvFile(t, 400, 1600)
 	got := pair(t, act, pas)
-	if got.TrainRows+got.TestRows != 800 {
-		t.Fatalf("trained on %d+%d rows, the intersection has 800", got.TrainRows, got.TestRows)
+	if got.TrainRows+got.ValRows+got.TestRows != 800 || got.ValRows == 0 {
+		t.Fatalf("trained on %d+%d+%d (train, validation, test) rows, the intersection has 800", got.TrainRows, got.ValRows, got.TestRows)
+	}
+	if got.ValAUCBest == nil || want.ValAUCBest == nil || *got.ValAUCBest != *want.ValAUCBest || got.ValRows != want.ValRows {
+		t.Fatalf("the validation split differs: %d rows, best AUC %v networked; %d rows, %v in process", got.ValRows, got.ValAUCBest, want.ValRows, want.ValAUCBest)
+	}
+	if b := got.Baseline; b == nil || b.Columns != "active party's own" || b.TestAUC == nil || b.TrainRows != got.TrainRows {
+		t.Fatalf("the active party's baseline on its own columns is missing: %+v", b)
 	}
 	if got.TrainRows != want.TrainRows || got.TestRows != want.TestRows || got.Steps != want.Steps ||
 		got.TestAUCFinal != want.TestAUCFinal || got.TrainLossFinal != want.TrainLossFinal {
@@ -224,5 +232,40 @@ func TestServeScoresLikeTheFinalEvaluation(t *testing.T) {
 	lines := strings.Fields(string(raw))
 	if len(lines) != 200 || lines[0] != "1500" || lines[199] != "1699" {
 		t.Fatalf("unscored IDs: %d lines, first %v", len(lines), lines[:min(3, len(lines))])
+	}
+}
+
+// TestSettingsFromTheDataAgree leaves the batch, epochs, learning rate and
+// evaluation cadence to the data: each party chooses them alone from the
+// aligned training rows, and the run equals the in-process run on the
+// shared rows, which chose them from the same count.
+func TestSettingsFromTheDataAgree(t *testing.T) {
+	root := t.TempDir()
+	shared := csvConfig(csvFile(t, 400, 1200), filepath.Join(root, "inproc"))
+	shared.Batch, shared.Epochs, shared.LR, shared.EvalEvery, shared.MaxSteps = 0, 0, 0, -1, 40
+	want, err := run.Train(context.Background(), shared, run.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	act, pas := partyConfigs(shared, root, newTestPKI(t))
+	act.Data, pas.Data = csvFile(t, 0, 1200), csvFile(t, 400, 1600)
+	got := pair(t, act, pas)
+	if got.Steps != want.Steps || got.TestAUCFinal != want.TestAUCFinal || got.TrainLossFinal != want.TrainLossFinal {
+		t.Fatalf("networked run differs from the in-process run:\n got %+v\nwant %+v", got, want)
+	}
+	var chosen []config.Config
+	for _, dir := range []string{shared.Out, act.Out, pas.Out} {
+		c, err := LoadConfigFile(filepath.Join(dir, rundir.ConfigFile), Default())
+		if err != nil {
+			t.Fatal(err)
+		}
+		chosen = append(chosen, c.Config)
+	}
+	for i, c := range chosen {
+		if c.Batch != config.AutoBatch(c.AutoRows) || c.LR != config.AutoLR(c.AutoRows) || !slices.Contains(c.Auto, "batch") ||
+			c.Batch != chosen[0].Batch || c.Epochs != chosen[0].Epochs || c.EvalEvery != chosen[0].EvalEvery || c.AutoRows != got.TrainRows {
+			t.Errorf("config %d: batch %d epochs %d lr %g eval every %d from %d rows (auto %v); in-process: %d %d %g %d; %d training rows",
+				i, c.Batch, c.Epochs, c.LR, c.EvalEvery, c.AutoRows, c.Auto, chosen[0].Batch, chosen[0].Epochs, chosen[0].LR, chosen[0].EvalEvery, got.TrainRows)
+		}
 	}
 }

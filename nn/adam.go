@@ -8,7 +8,7 @@ import (
 )
 
 // DefaultLR is the Adam learning rate of the authors' Criteo and Avazu
-// runs (SPEC §6).
+// runs (METHODS §6).
 const DefaultLR = 1e-4
 
 // Adam is the standard bias-corrected Adam optimiser (Kingma & Ba 2015)

@@ -33,6 +33,6 @@ func ExampleNew() {
 	fmt.Println(protect.Describe("marvell", protect.Params{"marvell_s": 4, "dcor_alpha": 0.005}).Text)
 	// Output:
 	// max_norm 2 × 2 true
-	// parameter marvell_s belongs to protection marvell, but the protection is iso
+	// parameter marvell_s (key marvell_s) belongs to protection marvell, but the protection (key protect) is iso: choose protection marvell or drop the parameter
 	// marvell s=4 + dcor α=0.005
 }

@@ -36,7 +36,7 @@ func init() {
 // 1.5^200 ≈ 1e35 times the starting budget.
 const marvellMaxTargetIters = 200
 
-// Marvell is the optimised perturbation of SPEC §4. Per batch it estimates
+// Marvell is the optimised perturbation of METHODS §4. Per batch it estimates
 // p = #pos/B, the class means ḡ¹, ḡ⁰, Δ = ḡ¹ − ḡ⁰, and the per-coordinate
 // variances v (positives) and u (negatives); solves the Marvell problem
 // (package marvell) with P = s·‖Δ‖², or in target mode grows P from

@@ -83,7 +83,7 @@ func TestMarvellStatsAndCovariance(t *testing.T) {
 			t.Errorf("%s = %v, want %v", c.key, st[c.key], c.want)
 		}
 	}
-	// sumKL before by the formula of SPEC §4 at λ = 0.
+	// sumKL before by the formula of METHODS §4 at λ = 0.
 	before := (3*(u/v+v/u)+(u+delta2)/v+(v+delta2)/u)/2 - 4
 	if math.Abs(st["sumKL_before"]-before) > 1e-9*before {
 		t.Errorf("sumKL_before %v, want %v", st["sumKL_before"], before)

@@ -1,5 +1,5 @@
 // Package protect holds the active party's defences against label
-// leakage (SPEC §4):
+// leakage (METHODS §4):
 //
 //   - gradient protections behind [Protector] and a registry: "none",
 //     "iso", "max_norm", "max_norm_label" and "marvell";

@@ -49,7 +49,10 @@ func TestBadBatch(t *testing.T) {
 	g := tensor.New(2, 3)
 	g.Data[4] = float32(math.NaN())
 	for _, n := range Names() {
-		p, _ := New(n, map[string]Params{"iso": {"iso_t": 1}, "marvell": {"marvell_s": 1}}[n])
+		p, _ := New(n, map[string]Params{"iso": {"iso_t": 1}, "marvell": {"marvell_s": 1}, "sparsify": {"sparsify_p": 0.5}, "grad_dp": {"grad_dp_sigma": 1, "grad_dp_clip": 1}, "dsgd": {"dsgd_bins": 4}}[n])
+		if p == nil {
+			t.Fatalf("%s: no parameters for it in this test", n)
+		}
 		if _, err := p.Protect(&Batch{Grad: g, Labels: []float32{0, 1}, Probs: []float32{0.2, 0.3}}, &tensor.Matrix{}, newRNG(1)); err == nil {
 			t.Errorf("%s: NaN gradient accepted", n)
 		}

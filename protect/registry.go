@@ -121,6 +121,17 @@ type Spec struct {
 	// noise (keyed by the run's seed); an AddOn sets one of them.
 	NewLoss   func(p Params) (LossTerm, error)
 	NewLabels func(p Params, seed uint64) (LabelNoise, error)
+	// NewInput builds an add-on's input layer of the active party's top
+	// model (MID); see [BuildInput].
+	NewInput func(p Params, o InputOptions) (InputLayer, error)
+	// NewCodec builds an add-on's label codec (CAE), keyed by the run's
+	// seed; see [BuildCodec].
+	NewCodec func(p Params, seed uint64) (LabelCodec, error)
+	// Account, when set, is the defence's privacy accountant: the privacy
+	// a run with parameters p has spent once every example's protected
+	// gradient row has been released at most releases times (e.g. "eps",
+	// "delta"); summary.json records it.
+	Account func(p Params, releases int64) (map[string]float64, error)
 }
 
 var (
@@ -142,8 +153,8 @@ func Register(s Spec) {
 		panic(fmt.Sprintf("protect: %q registered twice", s.Name))
 	case s.Role == GradientRole && s.New == nil:
 		panic(fmt.Sprintf("protect: gradient protection %q without a constructor", s.Name))
-	case s.Role == AddOn && (len(s.Params) == 0 || (s.NewLoss == nil) == (s.NewLabels == nil)):
-		panic(fmt.Sprintf("protect: add-on %q needs a parameter and exactly one of NewLoss and NewLabels", s.Name))
+	case s.Role == AddOn && (len(s.Params) == 0 || countSet(s.NewLoss != nil, s.NewLabels != nil, s.NewInput != nil, s.NewCodec != nil) != 1):
+		panic(fmt.Sprintf("protect: add-on %q needs a parameter and exactly one of NewLoss, NewLabels, NewInput and NewCodec", s.Name))
 	}
 	for _, p := range s.Params {
 		if p.Key == "" || byKey[p.Key] != nil {
@@ -243,7 +254,11 @@ func Check(name string, p Params) error {
 			continue
 		}
 		if owner.Role == GradientRole && owner != spec {
-			errs = append(errs, fmt.Errorf("parameter %s belongs to protection %s, but the protection is %s", k, owner.Name, name))
+			errs = append(errs, fmt.Errorf("parameter %s (key %s) belongs to protection %s, but the protection (key protect) is %s: choose protection %s or drop the parameter", k, k, owner.Name, name, owner.Name))
+			continue
+		}
+		if first := owner.Params[0].Key; owner.Role == AddOn && k != first && !p.Has(first) {
+			errs = append(errs, fmt.Errorf("parameter %s of %s is set, but %s is off: key %s turns it on", k, owner.Name, owner.Name, first))
 			continue
 		}
 		for _, par := range owner.Params {
@@ -253,6 +268,23 @@ func Check(name string, p Params) error {
 				}
 			}
 		}
+	}
+	var inputs, codecs []string
+	for _, s := range Specs() {
+		if s.Role == AddOn && p.Has(s.Params[0].Key) {
+			if s.NewInput != nil {
+				inputs = append(inputs, s.Name)
+			}
+			if s.NewCodec != nil {
+				codecs = append(codecs, s.Name)
+			}
+		}
+	}
+	if len(inputs) > 1 {
+		errs = append(errs, fmt.Errorf("%s are all input layers of the top model; combine at most one", strings.Join(inputs, " and ")))
+	}
+	if len(codecs) > 1 {
+		errs = append(errs, fmt.Errorf("%s are all label codecs; combine at most one", strings.Join(codecs, " and ")))
 	}
 	return errors.Join(errs...)
 }
@@ -295,6 +327,8 @@ func Build(name string, p Params, seed uint64) (*Set, error) {
 			continue
 		}
 		switch {
+		case spec.NewInput != nil, spec.NewCodec != nil:
+			continue // part of the top model: BuildInput, BuildCodec
 		case spec.NewLoss != nil:
 			t, err := spec.NewLoss(p)
 			if err != nil {
@@ -381,4 +415,88 @@ func (s *Spec) describe(p Params) ([]string, float64) {
 		}
 	}
 	return parts, strength
+}
+
+// Account returns the privacy spent by the run's defences — the gradient
+// protection name with parameters p, and every add-on p turns on — once
+// every example's protected gradient row has been released at most
+// releases times, from each defence's accountant ([Spec.Account]); keys
+// are prefixed with the defence's name ("grad_dp_eps"). It returns nil
+// when no defence has an accountant.
+func Account(name string, p Params, releases int64) (map[string]float64, error) {
+	var out map[string]float64
+	for _, s := range Specs() {
+		if s.Account == nil || (s.Role == GradientRole && s.Name != name) || (s.Role == AddOn && !p.Has(s.Params[0].Key)) {
+			continue
+		}
+		m, err := s.Account(p, releases)
+		if err != nil {
+			return nil, fmt.Errorf("%s: privacy accountant: %w", s.Name, err)
+		}
+		for k, v := range m {
+			if out == nil {
+				out = map[string]float64{}
+			}
+			out[s.Name+"_"+k] = v
+		}
+	}
+	return out, nil
+}
+
+func countSet(flags ...bool) int {
+	n := 0
+	for _, f := range flags {
+		if f {
+			n++
+		}
+	}
+	return n
+}
+
+// BuildInput returns the input layer of the active party's top model that
+// parameters p turn on (MID), or nil when none is on. At most one may be.
+func BuildInput(p Params, o InputOptions) (InputLayer, error) {
+	return buildOne(p, "input-layer defence", func(s *Spec) (InputLayer, bool, error) {
+		if s.NewInput == nil {
+			return nil, false, nil
+		}
+		l, err := s.NewInput(p, o)
+		return l, true, err
+	})
+}
+
+// BuildCodec returns the label codec that parameters p turn on (CAE), or
+// nil when none is on. At most one may be.
+func BuildCodec(p Params, seed uint64) (LabelCodec, error) {
+	return buildOne(p, "label codec", func(s *Spec) (LabelCodec, bool, error) {
+		if s.NewCodec == nil {
+			return nil, false, nil
+		}
+		c, err := s.NewCodec(p, seed)
+		return c, true, err
+	})
+}
+
+// buildOne builds the one add-on of a kind that p turns on: build says
+// whether a spec is of the kind and builds it.
+func buildOne[T interface{ Name() string }](p Params, kind string, build func(*Spec) (T, bool, error)) (T, error) {
+	var out, zero T
+	found := ""
+	for _, spec := range Specs() {
+		if spec.Role != AddOn || !p.Has(spec.Params[0].Key) {
+			continue
+		}
+		v, ok, err := build(spec)
+		if !ok {
+			continue
+		}
+		if err != nil {
+			return zero, fmt.Errorf("%s: %w", spec.Name, err)
+		}
+		if found != "" {
+			return zero, fmt.Errorf("%s: a second %s after %s; combine at most one", spec.Name, kind, found)
+		}
+		out, found = v, spec.Name
+	}
+	return out, nil
 }

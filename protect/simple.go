@@ -31,7 +31,7 @@ func init() {
 		New: func(Params) (Protector, error) { return &MaxNorm{stats: Stats{}}, nil }})
 }
 
-// None sends the clean gradient (SPEC "no_noise").
+// None sends the clean gradient (METHODS §4 "none").
 type None struct{}
 
 // Name returns "none".

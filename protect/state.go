@@ -58,7 +58,11 @@ func (w *stateWriter) str(s string) {
 func (w *stateWriter) f64(v float64) {
 	w.b = binary.LittleEndian.AppendUint64(w.b, math.Float64bits(v))
 }
-func (w *stateWriter) u32(v int) { w.b = binary.LittleEndian.AppendUint32(w.b, uint32(v)) }
+func (w *stateWriter) u32(v int)    { w.b = binary.LittleEndian.AppendUint32(w.b, uint32(v)) }
+func (w *stateWriter) u64(v uint64) { w.b = binary.LittleEndian.AppendUint64(w.b, v) }
+func (w *stateWriter) f32(v float32) {
+	w.b = binary.LittleEndian.AppendUint32(w.b, math.Float32bits(v))
+}
 func (w *stateWriter) flag(v bool) {
 	if v {
 		w.b = append(w.b, 1)
@@ -95,6 +99,20 @@ func (r *stateReader) u32() int {
 	return int(binary.LittleEndian.Uint32(b))
 }
 func (r *stateReader) str() string { return string(r.take(r.u32())) }
+func (r *stateReader) u64() uint64 {
+	b := r.take(8)
+	if b == nil {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(b)
+}
+func (r *stateReader) f32() float32 {
+	b := r.take(4)
+	if b == nil {
+		return 0
+	}
+	return math.Float32frombits(binary.LittleEndian.Uint32(b))
+}
 func (r *stateReader) f64() float64 {
 	b := r.take(8)
 	if b == nil {

@@ -320,3 +320,24 @@ func BenchmarkPSI1000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPSI20000 is the measurement of docs/SCALING.md: 20 000 IDs on
+// each side, half shared; run with -cpu 1,2 to see the spread over cores.
+func BenchmarkPSI20000(b *testing.B) {
+	if testing.Short() {
+		b.Skip("long benchmark")
+	}
+	const n = 20000
+	x := make([]uint64, n)
+	y := make([]uint64, n)
+	for i := range x {
+		x[i], y[i] = uint64(i), uint64(i+n/2)
+	}
+	for b.Loop() {
+		r, _ := NewResponder(Uint64Keys(y), nil)
+		if _, err := RunUint64(x, nil, r.Handle); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/(2*n), "µs/ID")
+}

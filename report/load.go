@@ -45,6 +45,9 @@ type Eval struct {
 	TestAUC  *float64 `json:"test_auc"`
 	TestLoss *float64 `json:"test_loss"`
 	ACE      *float64 `json:"ace"`
+	// Attacks are the model attacks' figures at this evaluation
+	// ("completion/auc", …), when the run had any.
+	Attacks map[string]float64 `json:"attacks"`
 }
 
 // LeakStat is one entry of summary.json's leak map.
@@ -71,6 +74,10 @@ type Summary struct {
 	Protect       string              `json:"protect"`
 	Leak          map[string]LeakStat `json:"leak"`
 	Raw           map[string]any      `json:"-"`
+
+	// TestAUCSelected is the test AUC of the model selected without
+	// looking at the test split (absent in runs made before it existed).
+	TestAUCSelected *float64 `json:"test_auc_selected"`
 }
 
 // Run is one run directory as read by [LoadRun].

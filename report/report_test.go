@@ -48,30 +48,48 @@ func TestSettingOf(t *testing.T) {
 	}
 }
 
-func TestBinned(t *testing.T) {
-	xs := []float64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
-	ys := []float64{1, 3, 5, 7, 9, 11, 13, 15, 17, 19}
-	tests := []struct {
-		n      int
-		bx, by []float64
-	}{
-		// 5 bins of width 1.8 over [0,9]: {0,1}, {2,3}, {4,5}, {6,7}, {8,9}
-		{5, []float64{0.5, 2.5, 4.5, 6.5, 8.5}, []float64{2, 6, 10, 14, 18}},
-		// 2 bins of width 4.5: {0..4}, {5..9}
-		{2, []float64{2, 7}, []float64{5, 15}},
-		{10, xs, ys},
-		{50, xs, ys},
+func TestSmooth(t *testing.T) {
+	// A straight line: every weighted mean point lies on it (closed form:
+	// the weighted mean of a + b·x is a + b·(weighted mean x)), edges
+	// included.
+	var xs, ys []float64
+	for i := 999; i >= 0; i-- { // any order
+		xs, ys = append(xs, float64(i)), append(ys, 1+2*float64(i))
 	}
-	for _, tc := range tests {
-		bx, by := binned(xs, ys, tc.n)
-		if len(bx) != len(tc.bx) {
-			t.Fatalf("n=%d: %d bins, want %d", tc.n, len(bx), len(tc.bx))
+	sx, sy := smooth(xs, ys, 25, 200)
+	if len(sx) != 200 {
+		t.Fatalf("%d points, want 200", len(sx))
+	}
+	for i := range sx {
+		if math.Abs(sy[i]-(1+2*sx[i])) > 1e-9 || (i > 0 && sx[i] <= sx[i-1]) {
+			t.Fatalf("point %d = (%g, %g), not on y = 1 + 2x or not increasing", i, sx[i], sy[i])
 		}
-		for i := range bx {
-			if math.Abs(bx[i]-tc.bx[i]) > 1e-12 || math.Abs(by[i]-tc.by[i]) > 1e-12 {
-				t.Errorf("n=%d bin %d = (%g, %g), want (%g, %g)", tc.n, i, bx[i], by[i], tc.bx[i], tc.by[i])
-			}
+	}
+	// Hand-derived: points (−1, 1), (0, 0), (1, 1) and a far one at 10;
+	// σ = 1 at the centre 0 weighs them e^−½, 1, e^−½ and 0 (beyond 2σ).
+	sx, sy = smooth([]float64{10, -1, 0, 1}, []float64{100, 1, 0, 1}, 1, 12)
+	e := math.Exp(-0.5)
+	if want := 2 * e / (1 + 2*e); len(sy) < 2 || math.Abs(sx[1]) > 1e-12 || math.Abs(sy[1]-want) > 1e-12 {
+		t.Fatalf("smooth at 0 = (%v, %v), want (0, %g)", sx, sy, want)
+	}
+	// Noise: ±0.3 around 0.5, alternating, over 2000 steps; σ = 2.5% of
+	// the span (50 steps). Neighbours nearly cancel: what is left is below
+	// 0.3 × (largest weight)/(sum of weights) ≤ 0.3/50.
+	xs, ys = nil, nil
+	for i := range 2000 {
+		xs, ys = append(xs, float64(i)), append(ys, 0.5+0.3*float64(1-2*(i%2)))
+	}
+	sx, sy, sigma := smoothCurves([][2][]float64{{xs, ys}})
+	if sigma != 50 {
+		t.Fatalf("σ = %g steps, want 2.5%% of 1999 = 50", sigma)
+	}
+	for i := range sy {
+		if math.Abs(sy[i]-0.5) > 0.3/50 {
+			t.Fatalf("smoothed point %d = (%g, %g): more than 0.3/50 from 0.5", i, sx[i], sy[i])
 		}
+	}
+	if x, y := smooth(nil, nil, 5, 10); x != nil || y != nil {
+		t.Fatal("smooth of nothing is not empty")
 	}
 }
 
@@ -211,8 +229,14 @@ func TestGenerateSweep(t *testing.T) {
 			}
 		}
 	}
-	if got := strings.Count(page, "<tr>"); got != 11 { // header + 10 runs
+	_, runsTable, _ := strings.Cut(page, `id="runs-table"`)
+	if got := strings.Count(runsTable, "<tr>"); got != 11 { // header + 10 runs
 		t.Errorf("%d table rows, want 11", got)
+	}
+	_, ranking, _ := strings.Cut(page, `id="dcs"`)
+	ranking, _, _ = strings.Cut(ranking, "</section>")
+	if !strings.Contains(ranking, "T-DCS") || strings.Count(ranking, "<tr>") < 3 {
+		t.Errorf("no DCS ranking of the settings in index.html:\n%s", ranking)
 	}
 }
 

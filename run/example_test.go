@@ -21,7 +21,7 @@ func ExampleTrain() {
 	defer os.RemoveAll(out)
 
 	cfg := config.Default()
-	cfg.SynthRows, cfg.Batch, cfg.LR, cfg.EvalEvery = 4000, 256, 3e-3, 0
+	cfg.SynthRows, cfg.Batch, cfg.LR, cfg.EvalEvery, cfg.Epochs, cfg.ValFrac = 4000, 256, 3e-3, 0, 1, 0
 	cfg.Layers, cfg.Cut = []int{32, 32}, 1
 	cfg.Protect, cfg.Params = "marvell", protect.Params{"marvell_s": 4}
 	cfg.Out = out

@@ -16,6 +16,7 @@ import (
 	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/data/datatest"
+	_ "github.com/splitguard/splitguard/data/images" // the image set readers
 	"github.com/splitguard/splitguard/protect"
 )
 
@@ -26,8 +27,8 @@ func TestResolveDefaults(t *testing.T) {
 		want func(*config.Config) string // "" when c is as expected
 	}{
 		{"criteo wdl", func(c *config.Config) {}, func(c *config.Config) string {
-			if c.LR != 1e-4 || c.Cut != 3 || c.EvalBatch != 8192 || c.TestFrac != 0.1 || len(c.Layers) != 6 || c.ImageSize != 0 || c.CNNBlocks != 0 {
-				return "want lr 1e-4, cut 3, eval batch 8192, test 0.1, 6 layers, no image or CNN sizes"
+			if c.LR != 0 || c.Cut != 3 || c.EvalBatch != 8192 || c.TestFrac != 0.1 || len(c.Layers) != 6 || c.ImageSize != 0 || c.CNNBlocks != 0 {
+				return "want lr left to the data (0), cut 3, eval batch 8192, test 0.1, 6 layers, no image or CNN sizes"
 			}
 			return ""
 		}},
@@ -35,7 +36,7 @@ func TestResolveDefaults(t *testing.T) {
 			if c.LR != 1e-5 || c.Cut != 4 || c.CNNBlocks != 6 || c.CNNChannels != 64 || c.CNNKernel != 3 || c.CNNDense != 64 ||
 				c.ImageSize != 84 || c.ImageChannels != 3 || c.NegPerPos != 9 || c.TestFrac != 0.2 || c.EvalBatch != 128 ||
 				c.Layers != nil || c.EmbedDim != 0 || c.L2 != 0 {
-				return "want the ISIC model of SPEC §6: lr 1e-5, cut 4 of 6 blocks of 64, 84×84×3, 9 negatives per positive, test 0.2, eval batch = batch, no deep-model settings"
+				return "want the ISIC model of METHODS §6: lr 1e-5, cut 4 of 6 blocks of 64, 84×84×3, 9 negatives per positive, test 0.2, eval batch = batch, no deep-model settings"
 			}
 			return ""
 		}},
@@ -157,7 +158,7 @@ func TestTrainISICEndToEnd(t *testing.T) {
 			c := config.Default()
 			c.Data, c.Format, c.Model = imgDir, "isic", "cnn"
 			c.ImageSize, c.CNNBlocks, c.CNNChannels, c.CNNDense, c.Cut = 16, 3, 4, 8, 2
-			c.Batch, c.EvalEvery, c.MaxSteps, c.LR = 64, 2, 3, 1e-3
+			c.Batch, c.EvalEvery, c.MaxSteps, c.LR, c.ValFrac = 64, 2, 3, 1e-3, 0
 			c.Attacks = []string{"all"}
 			c.Out = t.TempDir()
 			p.edit(&c)
@@ -186,8 +187,8 @@ func TestTrainISICEndToEnd(t *testing.T) {
 			}
 			// Every per-batch attack reports at both passive blocks.
 			for _, name := range attack.Names() {
-				if needs, _ := attack.Describe(name); needs.EpochMemory {
-					continue // scored at the end of each epoch, in epochs.jsonl
+				if needs, _ := attack.Describe(name); needs.EpochMemory || needs.Model || needs.Expensive {
+					continue // scored at the end of each epoch (epochs.jsonl) or at evaluations (eval.jsonl), or not in "all"
 				}
 				for _, layer := range []string{"first", "cut"} {
 					k := name + "/" + layer

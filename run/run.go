@@ -5,6 +5,7 @@
 package run
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,7 +16,9 @@ import (
 	"time"
 
 	"github.com/splitguard/splitguard/atomicfile"
+	"github.com/splitguard/splitguard/attack"
 	"github.com/splitguard/splitguard/audit"
+	"github.com/splitguard/splitguard/completion"
 	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/dump"
@@ -44,7 +47,9 @@ type Options struct {
 }
 
 // Train runs one in-process split-training run as cfg describes, writing
-// the run directory cfg.Out, and returns its summary.
+// the run directory cfg.Out, and returns its summary. The settings left
+// to the data are chosen once the training rows are known
+// (config.Config.ResolveForData); config.yaml holds the resolved values.
 func Train(ctx context.Context, cfg config.Config, opt Options) (*rundir.Summary, error) {
 	cfg.Layers = slices.Clone(cfg.Layers)
 	cfg.Resolve()
@@ -59,19 +64,25 @@ func Train(ctx context.Context, cfg config.Config, opt Options) (*rundir.Summary
 	} else if len(removed) > 0 {
 		logf(opt.Log, "removed %d temporary files interrupted writes left: %v", len(removed), removed)
 	}
-	resolved, err := config.Marshal(&cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := atomicfile.WriteFile(filepath.Join(cfg.Out, rundir.ConfigFile), resolved, 0o644); err != nil {
-		return nil, err
-	}
 	split, err := cfg.LoadData()
 	if err != nil {
 		return nil, err
 	}
 	split.SortByID()
 	if err := checkClasses(split); err != nil {
+		return nil, err
+	}
+	train, val := data.SplitValidation(split.Train, cfg.Seed, cfg.ValFrac)
+	cfg.ResolveForData(len(train.IDs))
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	resolved, err := config.Marshal(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	resolved = append([]byte(cfg.YAMLHeader()), resolved...)
+	if err := atomicfile.WriteFile(filepath.Join(cfg.Out, rundir.ConfigFile), resolved, 0o644); err != nil {
 		return nil, err
 	}
 	if split.Encoding != nil {
@@ -82,12 +93,24 @@ func Train(ctx context.Context, cfg config.Config, opt Options) (*rundir.Summary
 		}
 		split.Encoding = nil
 	}
-	logf(opt.Log, "data: %d training rows (%.1f%% positive), %d test rows", len(split.Train.IDs),
-		100*posRate(split.Train.Labels), len(split.Test.IDs))
-	return trainSplit(ctx, cfg, split, opt)
+	logf(opt.Log, "data: %d training rows (%.1f%% positive), %d validation rows, %d test rows", len(train.IDs),
+		100*posRate(train.Labels), len(val.IDs), len(split.Test.IDs))
+	if w := config.BatchWarning(cfg.Batch, len(train.IDs), cfg.Epochs); w != "" {
+		logf(opt.Log, "warning: %s", w)
+	}
+	if len(cfg.Auto) > 0 {
+		logf(opt.Log, "settings %s", cfg.AutoNote())
+	}
+	var base *rundir.BaselineSummary
+	if cfg.Baseline && split.Train.X != nil && split.Train.X.Image == nil {
+		base = rundir.FitBaseline(train, val, split.Test, cfg.BaselineRows, "all")
+		logf(opt.Log, "%s", base.Line())
+	}
+	split.Train = train
+	return trainSplit(ctx, cfg, split, val, base, opt)
 }
 
-func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, opt Options) (*rundir.Summary, error) {
+func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, val *data.Dataset, base *rundir.BaselineSummary, opt Options) (*rundir.Summary, error) {
 	bottom, top, wide, err := cfg.BuildModels(split.Train.X)
 	if err != nil {
 		return nil, err
@@ -104,12 +127,22 @@ func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, opt O
 	if err != nil {
 		return nil, err
 	}
+	// One evaluation round scores the validation rows, then the test rows.
+	eval := split.Test
+	if val != nil && len(val.IDs) > 0 {
+		if eval, err = data.Concat(val, split.Test); err != nil {
+			return nil, err
+		}
+	} else {
+		val = nil
+	}
 	rec, err := rundir.Open(cfg, false, rundir.Hooks{OnBatch: opt.OnBatch, OnEval: opt.OnEval, Progress: opt.Progress,
 		Log: func(f string, a ...any) { logf(opt.Log, f, a...) }})
 	if err != nil {
 		return nil, err
 	}
 	defer rec.Close()
+	rec.SetBaseline(base)
 	j := &joiner{rec: rec, bottom: bottom}
 	if cfg.Dump != "" {
 		if j.dump, err = dump.NewWriter(cfg.Dump, cfg.DumpBatches); err != nil {
@@ -118,18 +151,45 @@ func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, opt O
 		defer j.dump.Close()
 	}
 
-	act, err := active.New(top, split.Train, split.Test, sched, bottom.CutDim(), active.Config{
-		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
-		Observer: j.active, EvalObserver: func(res *active.EvalResult) error { _, err := rec.Eval(res); return err },
+	evalAttacks, err := modelAttacks(cfg, split, bottom)
+	if err != nil {
+		return nil, err
+	}
+	sel := &selection{keep: cfg.Select == config.SelectBest, bottom: bottom, top: top}
+	onEval := func(res *active.EvalResult) error {
+		// The passive party waits for the answer to its last evaluation
+		// message meanwhile: the model attacks may use its bottom.
+		figs, err := evalAttacks()
+		if err != nil {
+			return fmt.Errorf("evaluation at step %d: %w", res.Step, err)
+		}
+		e, err := rec.EvalWith(res, figs)
+		if err != nil {
+			return err
+		}
+		return sel.observe(rec, e)
+	}
+	valRows := 0
+	if val != nil {
+		valRows = len(val.IDs)
+	}
+	rec.SetValRows(valRows)
+	act, err := active.New(top, split.Train, eval, sched, bottom.CutDim(), active.Config{
+		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, TrainTargets: def.TrainTargets, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
+		Observer: j.active, EvalObserver: onEval, ValRows: valRows,
 	})
 	if err != nil {
 		return nil, err
 	}
 	pas, err := passive.New(bottom,
 		passive.Split{IDs: split.Train.IDs, X: split.Train.X},
-		passive.Split{IDs: split.Test.IDs, X: split.Test.X},
+		passive.Split{IDs: eval.IDs, X: eval.X},
 		sched, passive.Config{Epochs: cfg.Epochs, MaxSteps: cfg.MaxSteps, EvalEvery: cfg.EvalEvery, EvalBatch: cfg.EvalBatch,
-			Observer: j.passive})
+			Observer: j.passive,
+			// Both parties run in this process: the passive learns
+			// when to stop from the recorder (a networked passive
+			// cannot; see netrun).
+			Stop: func(int64) bool { return rec.Stalled() }})
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +239,11 @@ func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, opt O
 		}
 		return nil, runErr
 	}
-	if err := saveModels(cfg.Out, bottom, top); err != nil {
+	if pas.Stopped() {
+		rec.SetEarlyStopped()
+		logf(opt.Log, "early stop: %d evaluations without a better validation AUC", cfg.EarlyStop)
+	}
+	if err := sel.save(cfg.Out, bottom, top); err != nil {
 		return nil, err
 	}
 	return rec.Finish(pas.Step(), elapsed)
@@ -223,6 +287,50 @@ func salvage(cfg config.Config, rec *rundir.Recorder, reserve *atomicfile.Reserv
 		return fmt.Errorf("%w; the models after %d steps and a summary marked truncated are saved in %s", why, steps, cfg.Out)
 	}
 	return errors.Join(errs...)
+}
+
+// selection keeps, with key select best, a copy of both models at the
+// evaluation with the best validation AUC so far, and saves it at the
+// end; otherwise the models at the end are saved.
+type selection struct {
+	keep        bool
+	bottom      model.Bottom
+	top         model.Top
+	step        int64
+	bBuf, tBuf  bytes.Buffer
+	hasSnapshot bool
+}
+
+// observe snapshots the models when e is the newly selected evaluation.
+// It runs inside the evaluation round, while the passive party waits for
+// its answer, so neither model changes meanwhile.
+func (s *selection) observe(rec *rundir.Recorder, e rundir.EvalRecord) error {
+	if !s.keep {
+		return nil
+	}
+	if cur, ok := rec.Selected(); !ok || cur.Step != e.Step || (s.hasSnapshot && s.step == e.Step) {
+		return nil
+	}
+	s.bBuf.Reset()
+	s.tBuf.Reset()
+	if err := s.bottom.Save(&s.bBuf); err != nil {
+		return fmt.Errorf("keeping the selected bottom model: %w", err)
+	}
+	if err := s.top.Save(&s.tBuf); err != nil {
+		return fmt.Errorf("keeping the selected top model: %w", err)
+	}
+	s.step, s.hasSnapshot = e.Step, true
+	return nil
+}
+
+// save writes the selected models (the last ones without a snapshot).
+func (s *selection) save(dir string, bottom model.Bottom, top model.Top) error {
+	if !s.hasSnapshot {
+		return saveModels(dir, bottom, top)
+	}
+	return saveModels(dir,
+		saverFunc(func(w io.Writer) error { _, err := w.Write(s.bBuf.Bytes()); return err }),
+		saverFunc(func(w io.Writer) error { _, err := w.Write(s.tBuf.Bytes()); return err }))
 }
 
 // joiner joins the two parties' views of every step into one
@@ -274,9 +382,41 @@ func (j *joiner) fail(err error) error {
 	return err
 }
 
+// modelAttacks returns what runs the configured model attacks (model
+// completion) on the bottom at an evaluation: nil figures when none is
+// configured.
+func modelAttacks(cfg config.Config, split *data.Split, bottom model.Bottom) (func() (map[string]float64, error), error) {
+	if len(attack.ModelNames(cfg.AttackNames())) == 0 {
+		return func() (map[string]float64, error) { return nil, nil }, nil
+	}
+	rows, err := completion.Pick(split.Train.Labels, cfg.Known(), completion.DefaultUnlabelled, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	at, err := completion.New(cfg.AttackNames(), rows, cfg.EvalBatch, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	return func() (map[string]float64, error) {
+		res, err := at.Run(bottom, split.Train.X, split.Test.X, split.Test.Labels)
+		if err != nil {
+			return nil, err
+		}
+		return completion.Flatten(res, nil), nil
+	}, nil
+}
+
+// saver is what saveModels writes: a model's Save.
+type saver interface{ Save(w io.Writer) error }
+
+// saverFunc is a saved model held in memory.
+type saverFunc func(w io.Writer) error
+
+func (f saverFunc) Save(w io.Writer) error { return f(w) }
+
 // saveModels writes the final bottom and top models into dir, each
 // streamed to a temporary file renamed into place.
-func saveModels(dir string, bottom model.Bottom, top model.Top) error {
+func saveModels(dir string, bottom, top saver) error {
 	for _, m := range []struct {
 		file string
 		save func(io.Writer) error

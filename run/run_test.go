@@ -241,7 +241,7 @@ func TestConfigFileKeysMirrorFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Batch != 512 || c.Protect != "marvell" || c.Params["marvell_s"] != 4 || len(c.Attacks) != 2 || c.Epochs != 1 {
+	if c.Batch != 512 || c.Protect != "marvell" || c.Params["marvell_s"] != 4 || len(c.Attacks) != 2 || c.Epochs != 0 {
 		t.Fatalf("got %+v", c)
 	}
 	os.WriteFile(path, []byte("batchsize: 512\n"), 0o644)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"path/filepath"
 	"sort"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/party/active"
+	"github.com/splitguard/splitguard/protect"
 	"github.com/splitguard/splitguard/tensor"
 )
 
@@ -65,6 +67,16 @@ type Recorder struct {
 	evalsSeen []EvalRecord
 	best      EvalRecord
 	truncated string // why the run ended early ("" unless Truncate was called)
+
+	// Validation: the evaluation with the best validation AUC so far,
+	// and how many evaluations came after it.
+	bestVal      EvalRecord
+	hasBestVal   bool
+	sinceBest    int
+	losses       []float64 // every step's training loss
+	baseline     *BaselineSummary
+	earlyStopped bool
+	valRows      int
 }
 
 // Truncate marks the run as ended before its planned steps for reason;
@@ -96,6 +108,7 @@ func (r *Recorder) Start(split *data.Split, aud *audit.Auditor, total int64) {
 // and carries on recording from there.
 func (r *Recorder) Rewind(step int64) error {
 	r.lastLoss, r.protectMS, r.evalsSeen, r.best = 0, 0, nil, EvalRecord{TestAUC: -1}
+	r.bestVal, r.hasBestVal, r.sinceBest, r.losses, r.earlyStopped = EvalRecord{}, false, 0, nil, false
 	epochsBefore := 0
 	keepBatch := func(line []byte) (bool, error) {
 		var b BatchRecord
@@ -106,6 +119,7 @@ func (r *Recorder) Rewind(step int64) error {
 			return false, nil
 		}
 		r.lastLoss = b.Loss
+		r.losses = append(r.losses, b.Loss)
 		r.protectMS += b.ProtectMS
 		epochsBefore = b.Epoch
 		return true, nil
@@ -185,6 +199,7 @@ func (r *Recorder) Batch(ob Observation) (BatchRecord, error) {
 		return BatchRecord{}, err
 	}
 	r.lastLoss = a.Loss
+	r.losses = append(r.losses, a.Loss)
 	r.protectMS += rec.ProtectMS
 	if r.hooks.OnBatch != nil {
 		r.hooks.OnBatch(rec)
@@ -216,8 +231,20 @@ func (r *Recorder) progress(done int64, leak map[string]*float64) {
 }
 
 // Eval appends one evaluation to eval.jsonl and returns its record.
-func (r *Recorder) Eval(res *active.EvalResult) (EvalRecord, error) {
-	e := EvalRecord{Step: res.Step, TestAUC: res.AUC, TestLoss: res.Loss, ACE: res.ACE}
+func (r *Recorder) Eval(res *active.EvalResult) (EvalRecord, error) { return r.EvalWith(res, nil) }
+
+// EvalWith is Eval with the model attacks' figures at this evaluation
+// (EvalRecord.Attacks; nil: none).
+func (r *Recorder) EvalWith(res *active.EvalResult, attacks map[string]float64) (EvalRecord, error) {
+	e := EvalRecord{Step: res.Step, TestAUC: res.AUC, TestLoss: res.Loss, ACE: res.ACE, Attacks: attacks}
+	if res.ValRows > 0 {
+		loss := res.ValLoss
+		e.ValLoss = &loss
+		if !math.IsNaN(res.ValAUC) {
+			auc := res.ValAUC
+			e.ValAUC = &auc
+		}
+	}
 	if err := r.evals.Write(e); err != nil {
 		return e, err
 	}
@@ -226,7 +253,11 @@ func (r *Recorder) Eval(res *active.EvalResult) (EvalRecord, error) {
 		r.hooks.OnEval(e)
 	}
 	if r.hooks.Log != nil {
-		r.hooks.Log("eval: step %d  test AUC %.4f  test loss %.4f  ACE %.4f", e.Step, e.TestAUC, e.TestLoss, e.ACE)
+		val := ""
+		if e.ValAUC != nil {
+			val = fmt.Sprintf("val AUC %.4f  ", *e.ValAUC)
+		}
+		r.hooks.Log("eval: step %d  %stest AUC %.4f  test loss %.4f  ACE %.4f", e.Step, val, e.TestAUC, e.TestLoss, e.ACE)
 	}
 	return e, nil
 }
@@ -236,7 +267,47 @@ func (r *Recorder) addEval(e EvalRecord) {
 	if e.TestAUC > r.best.TestAUC {
 		r.best = e
 	}
+	switch {
+	case e.ValAUC != nil && (!r.hasBestVal || *e.ValAUC > *r.bestVal.ValAUC):
+		r.bestVal, r.hasBestVal, r.sinceBest = e, true, 0
+	case r.hasBestVal:
+		r.sinceBest++
+	}
 }
+
+// Selected returns the evaluation of the model the run keeps (key
+// select): the one with the best validation AUC (the earliest of ties),
+// or the last; false before the first evaluation. Without a defined
+// validation AUC, best falls back to the last.
+func (r *Recorder) Selected() (EvalRecord, bool) {
+	if len(r.evalsSeen) == 0 {
+		return EvalRecord{}, false
+	}
+	if r.cfg.Select == config.SelectBest && r.hasBestVal {
+		return r.bestVal, true
+	}
+	return r.evalsSeen[len(r.evalsSeen)-1], true
+}
+
+// Stalled reports whether the run should stop early: the last EarlyStop
+// evaluations (key early_stop) brought no better validation AUC.
+func (r *Recorder) Stalled() bool {
+	return r.cfg.EarlyStop > 0 && r.hasBestVal && r.sinceBest >= r.cfg.EarlyStop
+}
+
+// SetConfig replaces the run's configuration once the settings left to
+// the data are resolved (a networked run opens its recorder before it
+// knows its training rows).
+func (r *Recorder) SetConfig(cfg config.Config) { r.cfg = cfg }
+
+// SetValRows records the size of the validation split for the summary.
+func (r *Recorder) SetValRows(n int) { r.valRows = n }
+
+// SetEarlyStopped records that training ended early (Stalled).
+func (r *Recorder) SetEarlyStopped() { r.earlyStopped = true }
+
+// SetBaseline records the run's logistic baseline for the summary.
+func (r *Recorder) SetBaseline(b *BaselineSummary) { r.baseline = b }
 
 // endEpoch runs the end-of-epoch audit (the epoch attacks).
 func (r *Recorder) endEpoch() error {
@@ -285,7 +356,30 @@ func (r *Recorder) Finish(steps int64, elapsed time.Duration) (*Summary, error) 
 		Leak: r.aud.Summary(), TrainRows: len(train.IDs), TestRows: len(r.split.Test.IDs),
 		TrainPosRate: float64(pos) / float64(max(len(train.IDs), 1)), BadRowsSkipped: r.split.Info.BadRows,
 		Engine: tensor.Default.Name(), Protect: cfg.Protect,
-		Truncated: cfg.MaxSteps > 0 && steps < planned,
+		Truncated: cfg.MaxSteps > 0 && steps < planned && !r.earlyStopped,
+	}
+	for _, e := range r.evalsSeen {
+		for k, v := range e.Attacks {
+			if s.EvalAttacksBest == nil {
+				s.EvalAttacksBest = map[string]float64{}
+			}
+			if b, ok := s.EvalAttacksBest[k]; !ok || v > b {
+				s.EvalAttacksBest[k] = v
+			}
+		}
+	}
+	if len(last.Attacks) > 0 {
+		s.EvalAttacksFinal = maps.Clone(last.Attacks)
+	}
+	// Batches partition the training split in every epoch, so an example
+	// has been released at most once per epoch the run has begun.
+	perEpoch := int64((len(train.IDs) + cfg.Batch - 1) / cfg.Batch)
+	if perEpoch > 0 {
+		priv, err := protect.Account(cfg.Protect, cfg.Params, (steps+perEpoch-1)/perEpoch)
+		if err != nil {
+			return nil, err
+		}
+		s.Privacy = priv
 	}
 	switch {
 	case r.truncated != "":
@@ -300,8 +394,67 @@ func (r *Recorder) Finish(steps int64, elapsed time.Duration) (*Summary, error) 
 		s.ProtectMSMean = r.protectMS / float64(steps)
 		s.StepMSMean = 1000 * elapsed.Seconds() / float64(steps)
 	}
+	r.selection(s)
 	if err := WriteJSON(filepath.Join(cfg.Out, SummaryFile), s); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// The warning thresholds: a split model whose AUC is this much below the
+// baseline's, and a loss that did not fall.
+const baselineTolerance = 0.01
+
+// TestAUCBestNote is summary.json's test_auc_best_note.
+const TestAUCBestNote = "the top of the per-step test curve, chosen by looking at the test split: for comparison with the papers' curves, not a result; the result is test_auc_selected"
+
+// selection fills the summary's validation, selection, baseline and
+// warning fields.
+func (r *Recorder) selection(s *Summary) {
+	cfg := &r.cfg
+	s.TestAUCBestNote = TestAUCBestNote
+	s.Select, s.ValFrac, s.Auto, s.EarlyStopped = cfg.Select, cfg.ValFrac, cfg.Auto, r.earlyStopped
+	if s.Select == "" {
+		s.Select = config.SelectLast
+	}
+	s.ValRows = r.valRows
+	sel, _ := r.Selected()
+	s.SelectedStep, s.TestAUCSelected, s.TestLossSelected, s.ACESelected = sel.Step, sel.TestAUC, sel.TestLoss, sel.ACE
+	s.ValAUCSelected = sel.ValAUC
+	if r.hasBestVal {
+		v := *r.bestVal.ValAUC
+		s.ValAUCBest = &v
+	}
+	if s.Select == config.SelectBest && !r.hasBestVal {
+		s.Select = config.SelectLast
+		s.Warnings = append(s.Warnings, "no evaluation had a defined validation AUC (a validation split of one class?): the last model is kept")
+	}
+	if n := len(r.losses); n > 0 {
+		w := max(1, min(50, n/10))
+		s.TrainLossFirst, s.TrainLossLast = mean(r.losses[:w]), mean(r.losses[n-w:])
+		if n >= 10 && !(s.TrainLossLast < s.TrainLossFirst) {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("the training loss did not fall (mean %.4f over the first %d steps, %.4f over the last %d): the model may not be learning — try another learning rate (key lr)", s.TrainLossFirst, w, s.TrainLossLast, w))
+		}
+	}
+	s.Baseline = r.baseline
+	if b := r.baseline; b != nil {
+		switch {
+		case b.ValAUC != nil && s.ValAUCBest != nil:
+			if *s.ValAUCBest < *b.ValAUC-baselineTolerance {
+				s.Warnings = append(s.Warnings, fmt.Sprintf("the split model's best validation AUC %.4f stays below the logistic baseline's %.4f (%s columns): it has not learnt what a linear model finds", *s.ValAUCBest, *b.ValAUC, b.Columns))
+			}
+		case b.TestAUC != nil:
+			if s.TestAUCSelected < *b.TestAUC-baselineTolerance {
+				s.Warnings = append(s.Warnings, fmt.Sprintf("the split model's test AUC %.4f is below the logistic baseline's %.4f (%s columns): it has not learnt what a linear model finds", s.TestAUCSelected, *b.TestAUC, b.Columns))
+			}
+		}
+	}
+}
+
+func mean(x []float64) float64 {
+	var s float64
+	for _, v := range x {
+		s += v
+	}
+	return s / float64(len(x))
 }

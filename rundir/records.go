@@ -1,6 +1,15 @@
 package rundir
 
-import "github.com/splitguard/splitguard/metrics"
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/splitguard/splitguard/baseline"
+	"github.com/splitguard/splitguard/data"
+
+	"github.com/splitguard/splitguard/metrics"
+)
 
 // BatchRecord is one line of batches.jsonl.
 type BatchRecord struct {
@@ -25,14 +34,84 @@ type EvalRecord struct {
 	TestAUC  float64 `json:"test_auc"`
 	TestLoss float64 `json:"test_loss"`
 	ACE      float64 `json:"ace"`
+	// Attacks holds the model attacks' figures at this evaluation, keyed
+	// "ATTACK/auc", "ATTACK/accuracy", "ATTACK/prior" (model completion).
+	Attacks map[string]float64 `json:"attacks,omitempty"`
+	// ValAUC and ValLoss are the validation split's (absent without one;
+	// ValAUC null when the split has a single class).
+	ValAUC  *float64 `json:"val_auc,omitempty"`
+	ValLoss *float64 `json:"val_loss,omitempty"`
+}
+
+// BaselineSummary is the logistic-regression baseline of a tabular run
+// (package baseline) in summary.json.
+type BaselineSummary struct {
+	// Model says what was fitted; Columns whose columns: "all" (the
+	// in-process run: the centralised model nobody could train without
+	// pooling the data) or "active party's own" (a networked run: what
+	// the active party gets without the passive party).
+	Model   string `json:"model"`
+	Columns string `json:"columns"`
+	// ValAUC and TestAUC are null where undefined (no validation split).
+	ValAUC  *float64 `json:"val_auc"`
+	TestAUC *float64 `json:"test_auc"`
+	Lambda  float64  `json:"lambda"`
+	// TrainRows were fitted on; Capped says the row cap (key
+	// baseline_rows) cut the training split.
+	TrainRows  int     `json:"train_rows"`
+	Capped     bool    `json:"capped,omitempty"`
+	Features   int     `json:"features"`
+	Iterations int     `json:"iterations"`
+	Converged  bool    `json:"converged"`
+	Seconds    float64 `json:"seconds"`
+	// Error is why no baseline could be fitted (then the AUCs are null).
+	Error string `json:"error,omitempty"`
 }
 
 // Summary is summary.json.
+//
+// The run's result is the model selected without looking at the test
+// split (Select: the best validation AUC, or the last evaluation) and its
+// test figures, TestAUCSelected & co., each measured once. TestAUCBest
+// and BestStep are the top of the per-step test curve the papers plot:
+// chosen by looking at the test split, so an optimistic figure kept for
+// comparison with them, not a result.
 type Summary struct {
 	TestAUCBest  float64 `json:"test_auc_best"`
 	TestAUCFinal float64 `json:"test_auc_final"`
 	// BestStep is the step of the evaluation with the best test AUC.
-	BestStep      int64   `json:"best_step"`
+	BestStep int64 `json:"best_step"`
+	// TestAUCBestNote says what TestAUCBest is.
+	TestAUCBestNote string `json:"test_auc_best_note"`
+
+	// Select is how the model was selected (best: the best validation
+	// AUC; last); SelectedStep is its evaluation's step, and the Selected
+	// figures are that evaluation's. ValAUCSelected is null without a
+	// validation split; ValAUCBest is the best validation AUC seen.
+	Select           string   `json:"select"`
+	SelectedStep     int64    `json:"selected_step"`
+	TestAUCSelected  float64  `json:"test_auc_selected"`
+	TestLossSelected float64  `json:"test_loss_selected"`
+	ACESelected      float64  `json:"ace_selected"`
+	ValAUCSelected   *float64 `json:"val_auc_selected"`
+	ValAUCBest       *float64 `json:"val_auc_best"`
+	ValRows          int      `json:"val_rows"`
+	ValFrac          float64  `json:"val_frac"`
+	// EarlyStopped says training ended after EarlyStop evaluations without
+	// a better validation AUC, before its planned steps.
+	EarlyStopped bool `json:"early_stopped,omitempty"`
+	// Baseline is the logistic-regression baseline (tables only).
+	Baseline *BaselineSummary `json:"baseline,omitempty"`
+	// TrainLossFirst and TrainLossLast are the mean training losses of
+	// the first and the last tenth of the steps (at most 50 steps each).
+	TrainLossFirst float64 `json:"train_loss_first"`
+	TrainLossLast  float64 `json:"train_loss_last"`
+	// Warnings are what the user should look at before trusting the run
+	// (a split model below the baseline, a loss that did not fall).
+	Warnings []string `json:"warnings,omitempty"`
+	// Auto lists the settings chosen from the data (config.yaml's auto).
+	Auto []string `json:"auto,omitempty"`
+
 	TestLossFinal float64 `json:"test_loss_final"`
 	// TestLossNote says what the test loss includes.
 	TestLossNote   string  `json:"test_loss_note"`
@@ -57,10 +136,19 @@ type Summary struct {
 	BadRowsSkipped int64   `json:"bad_rows_skipped"`
 	Engine         string  `json:"engine"`
 	Protect        string  `json:"protect"`
-	Truncated      bool    `json:"truncated,omitempty"`
+	// Privacy is what the defences' privacy accountants report for the
+	// run (e.g. grad_dp_eps, grad_dp_delta, grad_dp_releases), absent
+	// when no defence has one.
+	Privacy   map[string]float64 `json:"privacy,omitempty"`
+	Truncated bool               `json:"truncated,omitempty"`
 	// TruncatedReason says why a truncated run ended before its planned
 	// steps (max_steps, the peer ending the run, an error).
 	TruncatedReason string `json:"truncated_reason,omitempty"`
+	// EvalAttacksFinal and EvalAttacksBest are the model attacks' figures
+	// (EvalRecord.Attacks) at the last evaluation and the largest value of
+	// each over the evaluations.
+	EvalAttacksFinal map[string]float64 `json:"eval_attacks_final,omitempty"`
+	EvalAttacksBest  map[string]float64 `json:"eval_attacks_best,omitempty"`
 }
 
 // EpochRecord is one line of epochs.jsonl: the epoch attacks' leak AUCs
@@ -68,4 +156,49 @@ type Summary struct {
 type EpochRecord struct {
 	Epoch int                 `json:"epoch"`
 	Leak  map[string]*float64 `json:"leak"`
+}
+
+// Line is a one-line account of the baseline for logs and the closing
+// table.
+func (b *BaselineSummary) Line() string {
+	if b.Error != "" {
+		return "baseline: none (" + b.Error + ")"
+	}
+	f := func(x *float64) string {
+		if x == nil {
+			return "—"
+		}
+		return fmt.Sprintf("%.4f", *x)
+	}
+	capped := ""
+	if b.Capped {
+		capped = ", capped"
+	}
+	return fmt.Sprintf("baseline (logistic regression, %s columns): validation AUC %s, test AUC %s (λ %g, %d rows%s, %d weights, %.1fs)",
+		b.Columns, f(b.ValAUC), f(b.TestAUC), b.Lambda, b.TrainRows, capped, b.Features, b.Seconds)
+}
+
+// FitBaseline fits the logistic baseline (package baseline) on train,
+// scored on val and test, reading at most maxRows training rows (0: the
+// package's cap); columns says whose columns they are. A failure is
+// recorded in the result's Error rather than ending the run.
+func FitBaseline(train, val, test *data.Dataset, maxRows int, columns string) *BaselineSummary {
+	start := time.Now()
+	out := &BaselineSummary{Model: "logistic regression (L2 chosen on validation, L-BFGS; one-hot categoricals, standardised numerics)", Columns: columns}
+	r, err := baseline.Fit(train, val, test, baseline.Options{MaxRows: maxRows})
+	out.Seconds = time.Since(start).Seconds()
+	if err != nil {
+		out.Error = err.Error()
+		return out
+	}
+	defined := func(x float64) *float64 {
+		if math.IsNaN(x) {
+			return nil
+		}
+		return &x
+	}
+	out.ValAUC, out.TestAUC = defined(r.ValAUC), defined(r.TestAUC)
+	out.Lambda, out.TrainRows, out.Capped, out.Features = r.Lambda, r.TrainRows, r.Capped, r.Features
+	out.Iterations, out.Converged = r.Iterations, r.Converged
+	return out
 }

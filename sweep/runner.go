@@ -9,14 +9,20 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/splitguard/splitguard/atomicfile"
 )
 
 // Status of a run.
@@ -25,13 +31,16 @@ const (
 	StatusFailed      = "failed"      // the child exited with an error
 	StatusInterrupted = "interrupted" // the sweep was stopped while it ran
 	StatusSkipped     = "skipped"     // the sweep was stopped before it started
+	StatusElsewhere   = "elsewhere"   // another live process holds the run's claim
+	StatusOtherShard  = "other-shard" // the run belongs to another shard
 )
 
-// Outcome is what became of one run.
+// Outcome is what became of one run in this process.
 type Outcome struct {
 	Name   string
 	Status string
-	// Error is the failure and the tail of the child's stderr.
+	// Error is the failure and the tail of the child's stderr; for a run
+	// held elsewhere, its holder.
 	Error string
 	// Seconds is the run's wall time (0 for a run done before).
 	Seconds float64
@@ -43,6 +52,8 @@ type Outcome struct {
 type Options struct {
 	// Jobs is the number of runs at once (≤ 0: runtime.NumCPU()).
 	Jobs int
+	// Shard selects the runs of this process ([Assign]); zero: all.
+	Shard Shard
 	// Command builds the child process of a run; nil runs
 	// `EXE train --config CONFIG --out DIR` with EXE = os.Executable().
 	Command func(ctx context.Context, configPath, runDir string) (*exec.Cmd, error)
@@ -54,6 +65,10 @@ type Options struct {
 	// Terminal redraws one progress line instead of printing a line per
 	// change.
 	Terminal bool
+	// Heartbeat is how often a running run's claim is touched, and
+	// StaleAfter how old a claim may get before its run is taken over by
+	// another process (≤ 0: DefaultHeartbeat, DefaultStaleAfter).
+	Heartbeat, StaleAfter time.Duration
 }
 
 // stderrTail is how much of a failed child's stderr is kept.
@@ -87,40 +102,59 @@ func complete(path string) bool {
 	return !s.Truncated || s.Reason == "" || strings.HasPrefix(s.Reason, "max_steps")
 }
 
-// runDir is the directory of the run name under out; an error when it
-// would not be a direct child of out (nothing outside out is ever removed).
-func runDir(out, name string) (string, error) {
-	dir := filepath.Join(out, name)
-	if rel, err := filepath.Rel(filepath.Clean(out), dir); err != nil || rel != name || strings.ContainsRune(name, filepath.Separator) {
-		return "", fmt.Errorf("sweep: run name %q does not name a directory inside %s", name, out)
-	}
-	return dir, nil
-}
-
-// Run runs every run of runs under out (one directory per run), at most
-// opt.Jobs at once. A run whose summary.json exists is not run again; a
-// run directory without one (an interrupted or failed run) is removed and
-// the run started afresh. Failures are recorded and do not stop the
-// others. results.csv is rewritten as runs finish and at the end. The
-// error is non-nil only when the sweep itself could not work (or ctx was
-// cancelled); failed runs are in the outcomes.
+// Run runs the runs of opt.Shard under out (one directory per run), at
+// most opt.Jobs at once. out may be shared by many processes and hosts at
+// once (see the layout in state.go): each run is claimed before it starts
+// and runs in a work directory of its own, renamed to out/RUN only when it
+// finished, so a finished run is never redone and never half visible; a
+// run whose claim is held by a live process is left to it; a dead
+// process's claim (no heartbeat for opt.StaleAfter, or its process gone on
+// this host) is taken over. Failures are recorded under .sweep/failed and
+// do not stop the others; a failed run is retried by the next sweep.
+// results.csv is rebuilt from the directory, under a lock, as runs finish
+// and at the end. The error is non-nil only when the sweep itself could
+// not work (or ctx was cancelled); failed runs are in the outcomes.
 func Run(ctx context.Context, runs []RunSpec, out string, opt Options) ([]Outcome, error) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, fmt.Errorf("sweep: %w", err)
 	}
+	if err := ensureState(out); err != nil {
+		return nil, err
+	}
 	if opt.Command == nil {
 		opt.Command = DefaultCommand
+	}
+	if opt.Heartbeat <= 0 {
+		opt.Heartbeat = DefaultHeartbeat
+	}
+	if opt.StaleAfter <= 0 {
+		opt.StaleAfter = DefaultStaleAfter
+	}
+	shard := opt.Shard
+	if shard.Count <= 1 {
+		shard = Shard{Index: 0, Count: 1}
+	}
+	if err := saveManifest(out, runs, shard); err != nil {
+		return nil, err
 	}
 	jobs := opt.Jobs
 	if jobs <= 0 {
 		jobs = runtime.NumCPU()
 	}
+	host := hostname()
+	token := newToken(host)
+	assign := Assign(runs, shard.Count)
 	outcomes := make([]Outcome, len(runs))
 	var todo []int
+	mine := 0
 	for i, r := range runs {
+		if assign[i] != shard.Index {
+			outcomes[i] = Outcome{Name: r.Name, Status: StatusOtherShard}
+			continue
+		}
+		mine++
 		outcomes[i] = Outcome{Name: r.Name, Status: StatusSkipped}
-		dir := filepath.Join(out, r.Name)
-		if complete(filepath.Join(dir, "summary.json")) {
+		if complete(filepath.Join(out, r.Name, "summary.json")) {
 			outcomes[i] = Outcome{Name: r.Name, Status: StatusDone, Resumed: true}
 			continue
 		}
@@ -132,18 +166,18 @@ func Run(ctx context.Context, runs []RunSpec, out string, opt Options) ([]Outcom
 		}
 	}
 	// Write and check every configuration before starting anything.
+	work := func(i int) string { return stateDir(out, "work", runs[i].Name+"@"+token) }
+	defer func() {
+		for _, i := range todo {
+			os.RemoveAll(work(i))
+		}
+	}()
 	for _, i := range todo {
-		dir, err := runDir(out, runs[i].Name)
-		if err != nil {
-			return outcomes, err
-		}
-		if err := os.RemoveAll(dir); err != nil {
-			return outcomes, fmt.Errorf("sweep: cleaning the unfinished run %s: %w", dir, err)
-		}
+		dir := work(i)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return outcomes, fmt.Errorf("sweep: %w", err)
 		}
-		text, err := ConfigYAML(runs[i].Config, dir)
+		text, err := ConfigYAML(runs[i].Config, filepath.Join(out, runs[i].Name))
 		if err != nil {
 			return outcomes, err
 		}
@@ -158,7 +192,7 @@ func Run(ctx context.Context, runs []RunSpec, out string, opt Options) ([]Outcom
 		}
 	}
 
-	pr := &progress{w: opt.Progress, terminal: opt.Terminal, total: len(runs)}
+	pr := &progress{w: opt.Progress, terminal: opt.Terminal, total: mine}
 	for _, o := range outcomes {
 		if o.Resumed {
 			pr.done++
@@ -170,7 +204,29 @@ func Run(ctx context.Context, runs []RunSpec, out string, opt Options) ([]Outcom
 		pr.event("starting")
 	}
 
-	var mu sync.Mutex // guards outcomes, pr and results.csv
+	// The heartbeat of every run this process holds.
+	var mu sync.Mutex // guards outcomes, pr, held and csvErr
+	held := map[string]bool{}
+	hbDone := make(chan struct{})
+	hbStopped := make(chan struct{})
+	go func() {
+		defer close(hbStopped)
+		t := time.NewTicker(opt.Heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-hbDone:
+				return
+			case <-t.C:
+				mu.Lock()
+				for name := range held {
+					touchClaim(out, name)
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, jobs)
 	var csvErr error
@@ -185,17 +241,37 @@ loop:
 			<-sem
 			break
 		}
+		r := runs[i]
+		c := claim{Host: host, PID: os.Getpid(), Token: token, Shard: shard.String(), Start: time.Now().UTC().Format(time.RFC3339)}
+		ok, holder, err := tryClaim(out, r.Name, c, opt.StaleAfter)
+		if err != nil || !ok {
+			<-sem
+			mu.Lock()
+			if err != nil {
+				outcomes[i] = Outcome{Name: r.Name, Status: StatusFailed, Error: err.Error()}
+				pr.failed++
+				pr.event(fmt.Sprintf("FAILED %s: %v", r.Name, err))
+			} else {
+				outcomes[i] = Outcome{Name: r.Name, Status: StatusElsewhere, Error: "running on " + holder}
+				pr.event(fmt.Sprintf("%s runs on %s", r.Name, holder))
+			}
+			mu.Unlock()
+			continue
+		}
 		mu.Lock()
+		held[r.Name] = true
 		pr.running++
-		pr.event("started " + runs[i].Name)
+		pr.event("started " + r.Name)
 		mu.Unlock()
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			o := runOne(ctx, runs[i], filepath.Join(out, runs[i].Name), opt)
+			o := attempt(ctx, runs[i], out, work(i), token, shard, host, opt)
 			mu.Lock()
 			defer mu.Unlock()
+			delete(held, runs[i].Name)
+			releaseClaim(out, runs[i].Name, token)
 			outcomes[i] = o
 			pr.running--
 			switch o.Status {
@@ -208,14 +284,16 @@ loop:
 			default:
 				pr.event(fmt.Sprintf("%s %s", o.Status, o.Name))
 			}
-			if err := WriteResults(out, runs, outcomes); err != nil && csvErr == nil {
+			if err := Merge(out, runs, opt.StaleAfter); err != nil && csvErr == nil {
 				csvErr = err
 			}
 		}(i)
 	}
 	wg.Wait()
+	close(hbDone)
+	<-hbStopped
 	pr.finish()
-	if err := WriteResults(out, runs, outcomes); err != nil {
+	if err := Merge(out, runs, opt.StaleAfter); err != nil {
 		return outcomes, err
 	}
 	if csvErr != nil {
@@ -226,6 +304,111 @@ loop:
 	}
 	return outcomes, nil
 }
+
+// attempt runs one claimed run in its work directory and files the
+// result: a finished run is renamed into place, a failed one kept under
+// .sweep/failed, an interrupted one removed.
+func attempt(ctx context.Context, r RunSpec, out, work, token string, shard Shard, host string, opt Options) Outcome {
+	final := filepath.Join(out, r.Name)
+	if _, err := os.Stat(filepath.Join(final, "summary.json")); err == nil {
+		// Finished by another process between our look and our claim.
+		return Outcome{Name: r.Name, Status: StatusDone, Resumed: true}
+	}
+	o := runOne(ctx, r, work, opt)
+	rec, _ := json.Marshal(runRecord{WallS: roundTenth(o.Seconds), Host: host, Shard: shard.String(), End: time.Now().UTC().Format(time.RFC3339)})
+	switch o.Status {
+	case StatusDone:
+		if err := finish(out, r.Name, work, token, rec); err != nil {
+			o.Status, o.Error = StatusFailed, err.Error()
+			recordFailure(out, r.Name, work, token, o.Error, rec)
+		}
+	case StatusFailed:
+		recordFailure(out, r.Name, work, token, o.Error, rec)
+	default:
+		os.RemoveAll(work)
+	}
+	return o
+}
+
+// finish moves a finished run's work directory to out/NAME: its config's
+// out is set to the final place, sweep.json added, any leftover directory
+// without a summary set aside, and the directory renamed. If another
+// process put a finished run there first, ours is dropped.
+func finish(out, name, work, token string, rec []byte) error {
+	final := filepath.Join(out, name)
+	if err := setConfigOut(filepath.Join(work, "config.yaml"), final); err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(filepath.Join(work, RunFile), rec, 0o644); err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	if _, err := os.Lstat(final); err == nil {
+		if _, err := os.Stat(filepath.Join(final, "summary.json")); err == nil {
+			os.RemoveAll(work)
+			return nil
+		}
+		if err := setAside(out, final, token); err != nil {
+			return fmt.Errorf("sweep: setting aside the unfinished %s: %w", final, err)
+		}
+	}
+	if err := os.Rename(work, final); err != nil {
+		if _, serr := os.Stat(filepath.Join(final, "summary.json")); serr == nil {
+			os.RemoveAll(work)
+			return nil
+		}
+		return fmt.Errorf("sweep: moving the finished run into place: %w", err)
+	}
+	os.RemoveAll(stateDir(out, "failed", name))
+	return nil
+}
+
+// recordFailure keeps a failed attempt's directory as .sweep/failed/NAME
+// (replacing an older failure) with error.txt.
+func recordFailure(out, name, work, token, errText string, rec []byte) {
+	_ = os.WriteFile(filepath.Join(work, "error.txt"), []byte(errText+"\n"), 0o644)
+	_ = os.WriteFile(filepath.Join(work, RunFile), rec, 0o644)
+	dst := stateDir(out, "failed", name)
+	_ = setAside(out, dst, token)
+	if err := os.Rename(work, dst); err != nil {
+		os.RemoveAll(work)
+	}
+}
+
+// setConfigOut sets the out key of a run's config.yaml (the child wrote
+// its work directory there) to the run's final directory.
+func setConfigOut(path, out string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return fmt.Errorf("sweep: %s: %w", path, err)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return fmt.Errorf("sweep: %s: not a mapping", path)
+	}
+	m := doc.Content[0]
+	found := false
+	for j := 0; j+1 < len(m.Content); j += 2 {
+		if m.Content[j].Value == "out" {
+			m.Content[j+1].SetString(out)
+			found = true
+		}
+	}
+	if !found {
+		return nil
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return fmt.Errorf("sweep: %s: %w", path, err)
+	}
+	return atomicfile.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+func roundTenth(x float64) float64 { return math.Round(x*10) / 10 }
 
 // runOne runs one child and classifies the result.
 func runOne(ctx context.Context, r RunSpec, dir string, opt Options) Outcome {
@@ -329,11 +512,34 @@ func (p *progress) finish() {
 	}
 }
 
+// Merge rebuilds out/results.csv from the sweep directory, under the
+// directory's lock so that shards finishing at once never lose each
+// other's rows: each run's state ([ReadState]) and its summary. runs nil
+// means the runs recorded in out ([LoadRuns]).
+func Merge(out string, runs []RunSpec, staleAfter time.Duration) error {
+	if runs == nil {
+		var err error
+		if runs, err = LoadRuns(out); err != nil {
+			return err
+		}
+	}
+	if err := ensureState(out); err != nil {
+		return err
+	}
+	unlock, err := lockState(out)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return WriteResults(out, runs, ReadState(out, runs, staleAfter))
+}
+
 // WriteResults writes out/results.csv: one row per run with its status,
-// error, wall time (wall_s), dataset and parameters (columns cfg.KEY) and every
-// figure of its summary.json flattened (leak.norm/cut.q95_abs, …). Runs
-// without a summary have empty figure cells.
-func WriteResults(out string, runs []RunSpec, outcomes []Outcome) error {
+// error, wall time (wall_s), dataset and parameters (columns cfg.KEY) and
+// every figure of its summary.json flattened (leak.norm/cut.q95_abs, …).
+// Runs without a summary have empty figure cells. Callers that share out
+// with other processes use [Merge], which holds the lock.
+func WriteResults(out string, runs []RunSpec, states []RunState) error {
 	var paramKeys []string
 	seenP := map[string]bool{}
 	for _, r := range runs {
@@ -348,6 +554,9 @@ func WriteResults(out string, runs []RunSpec, outcomes []Outcome) error {
 	seenS := map[string]bool{}
 	var notes []string
 	for i, r := range runs {
+		if states[i].Status != StatusDone {
+			continue
+		}
 		raw, err := os.ReadFile(filepath.Join(out, r.Name, "summary.json"))
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
@@ -386,14 +595,10 @@ func WriteResults(out string, runs []RunSpec, outcomes []Outcome) error {
 	w := csv.NewWriter(&buf)
 	_ = w.Write(head)
 	for i, r := range runs {
-		o := outcomes[i]
-		status, errText := o.Status, o.Error
-		if flat[i] != nil && status != StatusFailed {
-			status = StatusDone
-		}
-		row := []string{r.Name, status, errText, "", r.Dataset}
-		if o.Seconds > 0 {
-			row[3] = fmt.Sprintf("%.1f", o.Seconds)
+		st := states[i]
+		row := []string{r.Name, st.Status, st.Error, "", r.Dataset}
+		if st.WallS > 0 {
+			row[3] = strconv.FormatFloat(st.WallS, 'f', 1, 64)
 		}
 		pv := map[string]string{}
 		for _, p := range r.Params {
@@ -411,12 +616,7 @@ func WriteResults(out string, runs []RunSpec, outcomes []Outcome) error {
 	if err := w.Error(); err != nil {
 		return fmt.Errorf("sweep: results.csv: %w", err)
 	}
-	path := filepath.Join(out, "results.csv")
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("sweep: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(out, "results.csv"), buf.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("sweep: %w", err)
 	}
 	if len(notes) > 0 {

@@ -44,6 +44,75 @@ type Spec struct {
 	Datasets []Dataset `yaml:"datasets"`
 	// Grid is the list of grid entries, each an ordered mapping.
 	Grid []yaml.Node `yaml:"grid"`
+	// Resources are what each shard needs on a batch engine (sweep
+	// export); they do not change the runs.
+	Resources Resources `yaml:"resources"`
+}
+
+// Resources of one shard of a sweep on Slurm or Kubernetes. Zero fields
+// take the defaults of [Resources.WithDefaults].
+type Resources struct {
+	// Shards is the number of array tasks (Slurm) or completions
+	// (Kubernetes), at most the number of runs.
+	Shards int `yaml:"shards"`
+	// Jobs is the runs at once inside one shard.
+	Jobs int `yaml:"jobs"`
+	// CPUs per shard (each run uses up to 2 cores).
+	CPUs int `yaml:"cpus"`
+	// MemoryMB per shard.
+	MemoryMB int `yaml:"memory_mb"`
+	// Time is a shard's wall-time limit in minutes.
+	TimeMinutes int `yaml:"time_minutes"`
+	// Partition is the Slurm partition ("" : the cluster's default).
+	Partition string `yaml:"partition"`
+	// StorageGB is the size of the Kubernetes volume claim for the sweep
+	// directory.
+	StorageGB int `yaml:"storage_gb"`
+}
+
+// WithDefaults fills zero fields: 4 shards (at most runs), 1 job, 2 CPUs
+// per job, 4 GiB per job, 12 hours, 10 GB of storage.
+func (r Resources) WithDefaults(runs int) Resources {
+	if r.Shards <= 0 {
+		r.Shards = 4
+	}
+	if runs > 0 && r.Shards > runs {
+		r.Shards = runs
+	}
+	if r.Jobs <= 0 {
+		r.Jobs = 1
+	}
+	if r.CPUs <= 0 {
+		r.CPUs = 2 * r.Jobs
+	}
+	if r.MemoryMB <= 0 {
+		r.MemoryMB = 4096 * r.Jobs
+	}
+	if r.TimeMinutes <= 0 {
+		r.TimeMinutes = 12 * 60
+	}
+	if r.StorageGB <= 0 {
+		r.StorageGB = 10
+	}
+	return r
+}
+
+// Check reports resources that cannot be right.
+func (r Resources) Check() error {
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{"shards", r.Shards}, {"jobs", r.Jobs}, {"cpus", r.CPUs}, {"memory_mb", r.MemoryMB}, {"time_minutes", r.TimeMinutes}, {"storage_gb", r.StorageGB}} {
+		if f.v < 0 {
+			return fmt.Errorf("sweep: key resources.%s is %d, must not be negative", f.key, f.v)
+		}
+	}
+	for _, c := range r.Partition {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == ',') {
+			return fmt.Errorf("sweep: key resources.partition %q: only letters, digits, '-', '_' and ','", r.Partition)
+		}
+	}
+	return nil
 }
 
 // Dataset is one entry of a sweep's datasets: a name and config keys.
@@ -151,6 +220,9 @@ func ParseSpec(raw []byte, name string) (*Spec, error) {
 	}
 	if _, ok := s.Base["out"]; ok {
 		return nil, fmt.Errorf("sweep %s: base sets out: the sweep decides each run's directory (give --out to sweep)", name)
+	}
+	if err := s.Resources.Check(); err != nil {
+		return nil, fmt.Errorf("sweep %s: %w", name, err)
 	}
 	seen := map[string]bool{}
 	for _, d := range s.Datasets {

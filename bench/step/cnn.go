@@ -9,7 +9,7 @@ import (
 	"github.com/splitguard/splitguard/tensor"
 )
 
-// DefaultCNNBatch is the ISIC batch size of SPEC §6.
+// DefaultCNNBatch is the ISIC batch size of METHODS §6.
 const DefaultCNNBatch = 128
 
 // streamCNNBench seeds the CNN benchmark's synthetic batches.

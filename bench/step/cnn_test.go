@@ -37,7 +37,7 @@ func TestCNNSmall(t *testing.T) {
 	}
 }
 
-// BenchmarkCNNStep is one full split step of the ISIC CNN (SPEC §6) at
+// BenchmarkCNNStep is one full split step of the ISIC CNN (METHODS §6) at
 // batch 128: 6 blocks of 64 3×3 filters on 84×84×3, cut after block 4.
 func BenchmarkCNNStep(b *testing.B) {
 	sb, err := NewCNN(model.CNNConfig{}, DefaultCNNBatch)

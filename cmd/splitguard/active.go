@@ -32,6 +32,7 @@ func netFlags(fs *pflag.FlagSet, c *netrun.Config) {
 	fs.StringSliceVar(&c.Columns, "columns", c.Columns, "feature columns this party loads (default: all)")
 	fs.IntVar(&c.CheckpointEvery, "checkpoint-every", c.CheckpointEvery, "checkpoint both parties every N steps (0: never)")
 	fs.StringVar(&c.CheckpointDir, "checkpoint-dir", c.CheckpointDir, "checkpoint directory (default OUT/checkpoints)")
+	fs.IntVar(&c.KeepCheckpoints, "keep-checkpoints", c.KeepCheckpoints, "newest checkpoints each party keeps, at least 2 (0: 2); older ones are deleted")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "active: serve Prometheus metrics on http://ADDR/metrics")
 	fs.BoolVar(&c.MetricsPublic, "metrics-public", c.MetricsPublic, "active: allow --metrics-addr on a non-loopback address (the metrics are unauthenticated)")
 	fs.BoolVar(&c.RedTeam, "red-team", c.RedTeam, "passive: run the label-free attacks on what it receives, log to OUT/redteam.jsonl")

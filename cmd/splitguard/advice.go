@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"regexp"
 	"strings"
 
@@ -24,4 +25,19 @@ func withFlagNames(cmd *cobra.Command, msg string) string {
 		}
 		return sub[1] + "--" + flag + sub[3]
 	})
+}
+
+// flagNamesWriter rewrites the configuration keys named in the run's log
+// lines (warnings such as a batch larger than the training split) into
+// the flags of train.
+type flagNamesWriter struct{ w io.Writer }
+
+func (f flagNamesWriter) Write(b []byte) (int, error) {
+	if !keyRef.Match(b) {
+		return f.w.Write(b)
+	}
+	if _, err := io.WriteString(f.w, withFlagNames(newTrainCmd(), string(b))); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/splitguard/splitguard/audit"
-	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/data/images"
 	"github.com/splitguard/splitguard/dump"
 )
 
@@ -19,7 +19,7 @@ func init() { subcommands = append(subcommands, newAttackCmd) }
 func newAttackCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "attack",
-		Short: "Offline attacks on a run's --dump directory",
+		Short: "Offline attacks on a run's --dump directory or its trained bottom model",
 	}
 	var (
 		dumpDir, labels, fashion, on string
@@ -28,7 +28,7 @@ func newAttackCmd() *cobra.Command {
 	mc := &cobra.Command{
 		Use:   "multiclass",
 		Short: "Multi-class spectral attack (k-means) on the dumped batches",
-		Long: `Runs the multi-class form of the spectral attack (SPEC §3) on every batch of
+		Long: `Runs the multi-class form of the spectral attack (METHODS §3) on every batch of
 a --dump directory: k-means with k = the number of classes in the batch on the
 chosen array (--on, default the cut-layer embedding), clusters matched to the
 classes by size, and prints one JSON line per batch
@@ -57,7 +57,7 @@ Fashion-MNIST run can be attacked on all ten classes.`,
 			if labels != "" {
 				classes, err = dump.ReadClassesNPY(labels)
 			} else {
-				classes, err = data.FashionMNISTClasses(fashion)
+				classes, err = images.FashionMNISTClasses(fashion)
 			}
 			if err != nil {
 				return fmt.Errorf("attack multiclass: %w", err)
@@ -70,7 +70,7 @@ Fashion-MNIST run can be attacked on all ten classes.`,
 	mc.Flags().StringVar(&fashion, "fashion-mnist", "", "Fashion-MNIST directory whose label files give the classes")
 	mc.Flags().StringVar(&on, "on", "cut_embedding", "array attacked: "+strings.Join(dump.Arrays, ", "))
 	mc.Flags().Uint64Var(&seed, "seed", 1, "seed of the k-means seeding")
-	cmd.AddCommand(mc)
+	cmd.AddCommand(mc, newAttackCompletionCmd())
 	return cmd
 }
 

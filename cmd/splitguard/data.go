@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -79,25 +80,38 @@ func newDataInspectCmd() *cobra.Command {
 		Long: `Streams FILE once and prints its row count, positive rate and, for every
 column, its kind (label, id, dense, categorical), NA share, number of distinct
 values (exact up to --cap per column, then a HyperLogLog estimate marked ≈) and,
-for dense columns, min, max and mean of the non-empty values. Column kinds are
-resolved as "run" would load the file. A ".gz" file is decompressed.`,
+for numeric columns, min, max and mean of the values that are not missing (empty,
+NA, NaN, null, None, ?, inf). Column kinds are resolved as train would load the
+file: a csv column is numeric when every value that is not missing is a number,
+over the whole file (--numeric, --categorical and --ignore decide instead). The
+label values are counted, so a first look tells which to pass as --positive. A
+".gz" file is decompressed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			rep, err := data.Inspect(args[0], o, cardCap)
 			if err != nil {
 				return err
 			}
-			return rep.WriteText(cmd.OutOrStdout())
+			var text strings.Builder
+			if err := rep.WriteText(&text); err != nil {
+				return err
+			}
+			_, err = io.WriteString(cmd.OutOrStdout(), withFlagNames(cmd, text.String()))
+			return err
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Format, "format", data.FormatCriteo, "table format: criteo, avazu or csv")
-	f.StringVar(&o.LabelCol, "label", "", "label column (default: the format's; none for csv)")
-	f.StringVar(&o.Positive, "positive", "", "label value meaning positive (default: labels are 0/1)")
-	f.StringVar(&o.IDCol, "id", "", "example-ID column")
+	f.StringVar(&o.LabelCol, "label", "", "label column (default: the format's; csv: none, the label values are then not counted)")
+	f.StringSliceVar(&o.Positive, "positive", nil, "label values of the positive class (default: labels are 0/1)")
+	f.StringSliceVar(&o.Negative, "negative", nil, "label values of the negative class")
+	idColFlags(f, &o.IDCol)
 	f.BoolVar(&o.NoLabel, "no-label", false, "the table has no label column")
-	f.StringSliceVar(&o.Dense, "dense", nil, "columns to treat as dense")
-	f.StringSliceVar(&o.Categorical, "categorical", nil, "columns to treat as categorical")
+	f.StringSliceVar(&o.Dense, "numeric", nil, "columns to read as numeric")
+	f.StringSliceVar(&o.Dense, "dense", nil, "the same as --numeric")
+	_ = f.MarkHidden("dense")
+	f.StringSliceVar(&o.Categorical, "categorical", nil, "columns to read as categorical")
+	f.StringSliceVar(&o.Ignore, "ignore", nil, "columns not to read")
 	f.IntVar(&cardCap, "cap", data.DefaultCardinalityCap, "distinct values counted exactly per column before estimating")
 	return cmd
 }

@@ -15,11 +15,14 @@ import (
 // A flag that is not given leaves its parameter unset.
 func defenceFlags(fs *pflag.FlagSet, p *protect.Params) {
 	for _, spec := range protect.Specs() {
-		for _, par := range spec.Params {
+		for i, par := range spec.Params {
 			help := par.Help + " " + par.Range()
-			if spec.Role == protect.AddOn {
+			switch {
+			case spec.Role == protect.AddOn && i == 0:
 				help += " (turns " + spec.Name + " on)"
-			} else {
+			case spec.Role == protect.AddOn:
+				help += " (with --" + FlagName(spec.Params[0].Key) + ")"
+			default:
 				help += " (with --protect " + spec.Name + ")"
 			}
 			fs.Var(&paramFlag{params: p, par: par}, FlagName(par.Key), help)

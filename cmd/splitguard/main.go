@@ -5,6 +5,8 @@ package main
 import (
 	"fmt"
 	"os"
+
+	_ "github.com/splitguard/splitguard/data/images" // registers the image set formats fashion-mnist and isic
 )
 
 func main() {

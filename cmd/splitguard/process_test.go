@@ -485,8 +485,10 @@ func TestColumnsProcesses(t *testing.T) {
 		t.Fatalf("active: %v\n%s", err, a.logText())
 	}
 	sum := readJSON(t, filepath.Join(f.dir, "cols-active", "summary.json"))
-	if auc, ok := sum["test_auc_final"].(float64); !ok || !(auc > 0 && auc < 1) || sum["steps"] != float64(100) {
-		t.Errorf("summary: test AUC %v, %v steps (want 100)", sum["test_auc_final"], sum["steps"])
+	// 4000 rows, 20% test, 10% of the rest validation: 2849 training
+	// rows, 45 batches of 64 an epoch, 2 epochs.
+	if auc, ok := sum["test_auc_final"].(float64); !ok || !(auc > 0 && auc < 1) || sum["steps"] != float64(90) || sum["val_rows"] != float64(347) {
+		t.Errorf("summary: test AUC %v, %v steps, %v validation rows (want 90 and 347)", sum["test_auc_final"], sum["steps"], sum["val_rows"])
 	}
 	for dir, want := range map[string][]string{"cols-active": cats, "cols-passive": dense} {
 		enc, err := data.LoadEncoding(filepath.Join(f.dir, dir, "encoding"))

@@ -6,6 +6,10 @@ import "github.com/spf13/cobra"
 // file per command, so that adding a command touches no other file.
 var subcommands []func() *cobra.Command
 
+// rootOptions is filled likewise with functions that add persistent flags
+// (and their hooks) to the root command.
+var rootOptions []func(*cobra.Command)
+
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "splitguard",
@@ -15,6 +19,9 @@ func newRootCmd() *cobra.Command {
 	}
 	for _, mk := range subcommands {
 		root.AddCommand(mk())
+	}
+	for _, opt := range rootOptions {
+		opt(root)
 	}
 	adviseFlags(root)
 	return root

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -17,18 +19,26 @@ import (
 func init() { subcommands = append(subcommands, newSweepCmd) }
 
 func newSweepCmd() *cobra.Command {
-	var out string
+	var out, shardText string
 	var jobs int
 	var yes bool
 	cmd := &cobra.Command{
-		Use:   "sweep CONFIG --out DIR [--jobs N]",
+		Use:   "sweep CONFIG --out DIR [--jobs N] [--shard I/N]",
 		Short: "Run a grid of training runs (datasets × protections × parameters × seeds) and collect results.csv",
 		Long: `sweep reads a sweep file (see experiments/README.md): a base configuration with the keys of
 'splitguard train --config', optional datasets and seeds, and a grid whose list values expand into
 runs. Each run is a child 'splitguard train' writing DIR/RUN; at most --jobs run at once. Running the
 same command again resumes: a run with a summary.json is never run again, an unfinished run is cleaned
 and restarted. Failures are recorded (with the end of their stderr) in DIR/results.csv and do not stop
-the others. Then run 'splitguard report DIR'.`,
+the others. Then run 'splitguard report DIR'.
+
+Many hosts may share DIR (a shared file system): --shard I/N runs only shard I of N, a fixed
+assignment balanced by each run's size; on a Slurm job array or a Kubernetes Indexed Job the shard
+comes from the environment (SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT; JOB_COMPLETION_INDEX and
+SPLITGUARD_SHARD_COUNT). Each run is claimed while it runs and appears in DIR, by one rename, only
+when finished; a run whose host died is taken over after its heartbeat stops; results.csv is
+rebuilt under a lock by every shard. 'sweep status DIR' shows the state, 'sweep merge DIR' rebuilds
+results.csv, 'sweep export --slurm|--k8s' writes the batch job.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
@@ -49,30 +59,61 @@ the others. Then run 'splitguard report DIR'.`,
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+			// --shard wins over the environment (whose errors then do not matter).
+			var shard sweep.Shard
+			var source string
+			if cmd.Flags().Changed("shard") {
+				if shard, err = sweep.ParseShard(shardText); err != nil {
+					return err
+				}
+				source = "--shard"
+			} else if shard, source, err = sweep.ShardFromEnv(os.Getenv); err != nil {
+				return err
+			}
+			// SIGTERM: how Slurm (scancel, preemption) and Kubernetes stop a task.
+			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			stderr := cmd.ErrOrStderr()
 			isTerm := false
 			if f, ok := stderr.(*os.File); ok {
 				isTerm = term.IsTerminal(int(f.Fd()))
 			}
-			fmt.Fprintf(stderr, "sweep: %d runs into %s, %d at once\n", len(runs), out, jobs)
+			if shard.Whole() {
+				fmt.Fprintf(stderr, "sweep: %d runs into %s, %d at once\n", len(runs), out, jobs)
+			} else {
+				fmt.Fprintf(stderr, "sweep: shard %s (from %s) of %d runs into %s, %d at once\n", shard, source, len(runs), out, jobs)
+			}
 			outcomes, err := sweep.Run(ctx, runs, out, sweep.Options{
-				Jobs: jobs, Progress: stderr, Terminal: isTerm, Validate: validateRunConfig,
+				Jobs: jobs, Shard: shard, Progress: stderr, Terminal: isTerm, Validate: validateRunConfig,
 			})
 			failed := 0
 			for _, o := range outcomes {
 				if o.Status == sweep.StatusFailed {
 					failed++
-					fmt.Fprintf(stderr, "failed: %s — see %s/%s/stderr.log\n", o.Name, out, o.Name)
+					fmt.Fprintf(stderr, "failed: %s — see %s\n", o.Name, filepath.Join(out, sweep.StateDir, "failed", o.Name, "stderr.log"))
 				}
 			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s/results.csv (%d runs, %d failed); next: splitguard report %s\n", out, len(runs), failed, out)
+			mine, elsewhere := 0, 0
+			for _, o := range outcomes {
+				switch o.Status {
+				case sweep.StatusOtherShard:
+				case sweep.StatusElsewhere:
+					elsewhere++
+					mine++
+				default:
+					mine++
+				}
+			}
+			if shard.Whole() {
+				fmt.Fprintf(cmd.OutOrStdout(), "wrote %s/results.csv (%d runs, %d failed); next: splitguard report %s\n", out, len(runs), failed, out)
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "shard %s: %d of %d runs, %d failed, %d running elsewhere; merged %s/results.csv; see: splitguard sweep status %s\n", shard, mine, len(runs), failed, elsewhere, out, out)
+			}
 			if failed > 0 {
-				return fmt.Errorf("sweep: %d of %d runs failed", failed, len(runs))
+				return fmt.Errorf("sweep: %d of %d runs failed", failed, mine)
 			}
 			return nil
 		},
@@ -80,6 +121,8 @@ the others. Then run 'splitguard report DIR'.`,
 	cmd.Flags().StringVar(&out, "out", "", "sweep directory to write (one sub-directory per run)")
 	cmd.Flags().IntVar(&jobs, "jobs", runtime.NumCPU(), "runs at once (each run itself uses up to 2 cores)")
 	cmd.Flags().BoolVar(&yes, "yes", false, fmt.Sprintf("run a sweep of more than %d runs", sweep.ConfirmRuns))
+	cmd.Flags().StringVar(&shardText, "shard", "", "run only shard I of N (e.g. 0/3); default from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX, else the whole sweep")
+	cmd.AddCommand(newSweepStatusCmd(), newSweepMergeCmd(), newSweepExportCmd())
 	return cmd
 }
 

@@ -30,9 +30,7 @@ func trainFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.IntVar(&c.SynthRows, "synth-rows", c.SynthRows, "without --data: train on N rows of in-memory synthetic Criteo-shaped data")
 	fs.Float64Var(&c.SynthPosRate, "synth-pos-rate", c.SynthPosRate, "positive rate of --synth-rows data")
 	fs.StringVar(&c.Format, "format", c.Format, "data format: criteo, avazu or csv (tables), fashion-mnist or isic (images)")
-	fs.StringVar(&c.Label, "label", c.Label, "label column (csv)")
-	fs.StringVar(&c.Positive, "positive", c.Positive, "label value of the positive class (csv)")
-	fs.StringVar(&c.IDCol, "id-col", c.IDCol, "example-ID column (default: the row number)")
+	tableFlags(fs, c)
 	fs.Float64Var(&c.Sample, "sample", c.Sample, "fraction of the rows to use (seeded)")
 	fs.Float64Var(&c.TestFrac, "test-frac", c.TestFrac, "fraction of the used rows held out for testing, seeded (0: 0.1 for tables, 0.2 for isic; fashion-mnist has its own test files)")
 	fs.IntVar(&c.HashBuckets, "hash-buckets", c.HashBuckets, "hash categories into N buckets instead of building vocabularies (one pass)")
@@ -51,18 +49,24 @@ func trainFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.IntVar(&c.CNNChannels, "cnn-channels", c.CNNChannels, "cnn: filters of every convolution (0: 64)")
 	fs.IntVar(&c.CNNKernel, "cnn-kernel", c.CNNKernel, "cnn: convolution kernel side K, 'same' padding (0: 3)")
 	fs.IntVar(&c.CNNDense, "cnn-dense", c.CNNDense, "cnn: width of the Dense+ReLU layer before the logit (0: 64)")
-	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "training epochs")
-	fs.IntVar(&c.Batch, "batch", c.Batch, "batch size")
-	fs.Float64Var(&c.LR, "lr", c.LR, "Adam learning rate (0: the model's default, 1e-4 wdl/mlp, 1e-5 cnn)")
+	fs.IntVar(&c.Epochs, "epochs", c.Epochs, "training epochs (0: chosen from the training rows, see README)")
+	fs.IntVar(&c.Batch, "batch", c.Batch, "batch size (0: chosen from the training rows, see README)")
+	fs.Float64Var(&c.LR, "lr", c.LR, "Adam learning rate (0: chosen from the training rows for wdl/mlp, see README; 1e-5 for cnn)")
 	fs.Float64Var(&c.L2, "l2", c.L2, "wdl/mlp: L2 regularisation of the embedding rows a batch touches")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "random seed (data split, initialisation, schedule, noise)")
-	fs.IntVar(&c.EvalEvery, "eval-every", c.EvalEvery, "evaluate on the test split every N batches (0: at the end only)")
+	fs.IntVar(&c.EvalEvery, "eval-every", c.EvalEvery, "evaluate on the validation and test splits every N batches (0: at the end only; -1: chosen from the training rows)")
+	fs.Float64Var(&c.ValFrac, "val-frac", c.ValFrac, "fraction of the training rows held out for validation, by a keyed hash of the ID (0: none)")
+	fs.StringVar(&c.Select, "select", c.Select, "model kept and reported: best (best validation AUC) or last (default: best with a validation split, else last)")
+	fs.IntVar(&c.EarlyStop, "early-stop", c.EarlyStop, "stop after N evaluations without a better validation AUC (0: never; -1: 10 with a validation split)")
+	fs.BoolVar(&c.Baseline, "baseline", c.Baseline, "also fit a logistic-regression baseline on the same columns (tables)")
+	fs.IntVar(&c.BaselineRows, "baseline-rows", c.BaselineRows, "training rows the baseline reads at most (0: 50000)")
 	fs.IntVar(&c.EvalBatch, "eval-batch", c.EvalBatch, "rows per evaluation message (0: 8192 wdl/mlp, --batch for cnn)")
 	fs.IntVar(&c.ACEBins, "ace-bins", c.ACEBins, "bins of the adaptive calibration error")
 	fs.StringVar(&c.Protect, "protect", c.Protect, "gradient protection: "+strings.Join(protect.Names(), ", "))
 	defenceFlags(fs, &c.Params)
 	fs.StringSliceVar(&c.Attacks, "attacks", c.Attacks, "attacks to audit every batch: "+strings.Join(attack.Names(), ", ")+", or all")
 	fs.BoolVar(&c.PositivesMinority, "positives-minority", c.PositivesMinority, "spectral attacker's prior: positives are the minority")
+	fs.IntVar(&c.KnownLabels, "known-labels", c.KnownLabels, "model-completion attacks: training labels the attacker knows, half of each class (0: 40)")
 	fs.StringVar(&c.Out, "out", c.Out, "run directory to write")
 	fs.StringVar(&c.Dump, "dump", c.Dump, "write per-batch .npy dumps (gradients, embeddings, labels, IDs) here")
 	fs.IntVar(&c.DumpBatches, "dump-batches", c.DumpBatches, "how many batches --dump writes")
@@ -75,8 +79,8 @@ func newTrainCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "train --data PATH --out DIR [flags]",
 		Short: "Run two-party split training in one process, auditing label leakage every batch",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args:  uiArgs(&uiAddr),
+		RunE: func(cmd *cobra.Command, args []string) error {
 			final, err := resolveConfig(cmd.Flags(), configFile, cfg)
 			if err != nil {
 				return err
@@ -87,8 +91,7 @@ func newTrainCmd() *cobra.Command {
 	}
 	trainFlags(cmd.Flags(), &cfg)
 	cmd.Flags().StringVar(&configFile, "config", "", "YAML config file; its keys mirror the flags, flags given on the command line win")
-	cmd.Flags().StringVar(&uiAddr, "ui", "", "serve a live page with loss, test AUC and leak AUC charts on ADDR (default "+ui.DefaultAddr+" when given without a value)")
-	cmd.Flags().Lookup("ui").NoOptDefVal = ui.DefaultAddr
+	addUIFlag(cmd.Flags(), &uiAddr)
 	return cmd
 }
 
@@ -135,7 +138,7 @@ func trainAndReport(ctx context.Context, cfg config.Config, uiAddr string, stdou
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
 	prog := newProgress(stderr, cfg.Batch)
-	opts := run.Options{Log: prog.logWriter(), Progress: prog.update}
+	opts := run.Options{Log: flagNamesWriter{prog.logWriter()}, Progress: prog.update}
 	var feed *ui.Feed
 	if uiAddr != "" {
 		feed = ui.NewFeed(ui.Info{Title: cfg.Out, Protect: cfg.Legend().Text, Method: cfg.Protect})
@@ -164,8 +167,7 @@ func trainAndReport(ctx context.Context, cfg config.Config, uiAddr string, stdou
 
 func printSummary(w io.Writer, cfg config.Config, s *rundir.Summary) {
 	fmt.Fprintf(w, "\nrun %s — protection %s, %d steps, %.0f examples/s (%s)\n", cfg.Out, s.Protect, s.Steps, s.ExamplesPerS, s.Engine)
-	fmt.Fprintf(w, "test AUC best %.4f (step %d), final %.4f; test loss %.4f; ACE %.4f\n",
-		s.TestAUCBest, s.BestStep, s.TestAUCFinal, s.TestLossFinal, s.ACEFinal)
+	printSelection(w, s)
 	keys := make([]string, 0, len(s.Leak))
 	for k := range s.Leak {
 		keys = append(keys, k)
@@ -178,5 +180,38 @@ func printSummary(w io.Writer, cfg config.Config, s *rundir.Summary) {
 	for _, k := range keys {
 		l := s.Leak[k]
 		fmt.Fprintf(w, "%-26s %8.4f %8.4f %8.4f %8.4f %8d\n", k, l.Q95, l.Q95Abs, l.ChanceQ95Abs, l.Mean, l.Batches)
+	}
+}
+
+// printSelection prints the run's result (the model selected without
+// looking at the test split), the baseline beside it, the test curve's
+// top for comparison with the papers, and the warnings.
+func printSelection(w io.Writer, s *rundir.Summary) {
+	how := "the last model"
+	if s.Select == config.SelectBest {
+		how = "the model with the best validation AUC"
+	}
+	fmt.Fprintf(w, "result: %s, step %d%s\n", how, s.SelectedStep, map[bool]string{true: " (early stop)"}[s.EarlyStopped])
+	fmt.Fprintf(w, "%-34s %10s %10s\n", "", "val AUC", "test AUC")
+	opt := func(x *float64) string {
+		if x == nil {
+			return "—"
+		}
+		return fmt.Sprintf("%.4f", *x)
+	}
+	fmt.Fprintf(w, "%-34s %10s %10.4f\n", "split model (selected)", opt(s.ValAUCSelected), s.TestAUCSelected)
+	if b := s.Baseline; b != nil {
+		name := "logistic baseline (" + b.Columns + ")"
+		if b.Error != "" {
+			fmt.Fprintf(w, "%-34s %s\n", name, b.Error)
+		} else {
+			fmt.Fprintf(w, "%-34s %10s %10s\n", name, opt(b.ValAUC), opt(b.TestAUC))
+		}
+	}
+	fmt.Fprintf(w, "test loss %.4f, ACE %.4f (selected)\n", s.TestLossSelected, s.ACESelected)
+	fmt.Fprintf(w, "test AUC best %.4f (step %d; chosen by looking at test: for comparison with the papers' curves, not a result), final %.4f\n",
+		s.TestAUCBest, s.BestStep, s.TestAUCFinal)
+	for _, m := range s.Warnings {
+		fmt.Fprintln(w, "warning:", m)
 	}
 }

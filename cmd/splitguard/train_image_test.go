@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -31,11 +33,22 @@ func TestEveryTrainFlagIsAConfigKey(t *testing.T) {
 	n := 0
 	fs.VisitAll(func(f *pflag.Flag) {
 		n++
+		if f.Hidden {
+			return // an older spelling of another flag (--id for --id-col)
+		}
 		key := strings.ReplaceAll(f.Name, "-", "_")
-		if _, ok := protect.ParamOwner(key); ok {
-			// A defence parameter: its value goes to Params[key].
-			if err := f.Value.Set("0.375"); err != nil || c.Params[key] != 0.375 {
-				t.Errorf("--%s 0.375: err %v, Params[%s] = %v", f.Name, err, key, c.Params[key])
+		if owner, ok := protect.ParamOwner(key); ok {
+			// A defence parameter: its value goes to Params[key] (a
+			// whole-number parameter gets its least valid value, at least 1).
+			want := 0.375
+			for _, par := range owner.Params {
+				if par.Key == key && par.Int {
+					want = math.Max(par.Min, 1)
+				}
+			}
+			val := strconv.FormatFloat(want, 'g', -1, 64)
+			if err := f.Value.Set(val); err != nil || c.Params[key] != want {
+				t.Errorf("--%s %s: err %v, Params[%s] = %v", f.Name, val, err, key, c.Params[key])
 			}
 			return
 		}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -38,6 +39,10 @@ type Config struct {
 	// TrainLabels, when set, replace the true training labels in the loss
 	// (label DP); metrics always use the true labels.
 	TrainLabels []uint8
+	// TrainTargets, when set, are the targets of the binary cross-entropy
+	// per training row in place of the loss labels (a label codec, CAE);
+	// protections and loss terms still see the 0/1 loss labels.
+	TrainTargets []float32
 	// Wide says whether the top model reads the active party's own
 	// features (Wide&Deep); without it the top gets a nil wide batch.
 	Wide bool
@@ -48,6 +53,10 @@ type Config struct {
 	Observer func(*Observation) error
 	// EvalObserver, when set, is called after every evaluation round.
 	EvalObserver func(*EvalResult) error
+	// ValRows is how many leading rows of the evaluation set are the
+	// validation split (the rest are the test split): both are scored in
+	// one evaluation round and their metrics kept apart.
+	ValRows int
 }
 
 // Observation is what the active party knows after one training batch.
@@ -68,7 +77,8 @@ type Observation struct {
 	ProtectTime  time.Duration
 }
 
-// EvalResult is one evaluation of the test split.
+// EvalResult is one evaluation of the test split (and of the validation
+// split, when there is one).
 type EvalResult struct {
 	Step int64
 	AUC  float64
@@ -77,7 +87,21 @@ type EvalResult struct {
 	Loss float64
 	ACE  float64
 	Rows int
+	// ValRows is the number of validation rows (0: no validation split;
+	// then ValAUC and ValLoss are unset). ValAUC is NaN when the
+	// validation split has a single class.
+	ValRows         int
+	ValAUC, ValLoss float64
 }
+
+// trainingMode is implemented by top models that behave differently in
+// training (the MID bottleneck samples its noise); they are in evaluation
+// mode outside TrainStep.
+type trainingMode interface{ SetTraining(bool) }
+
+// targetMixer is implemented by top models whose input layer mixes the
+// rows of a training batch (mixup): it returns the matching targets.
+type targetMixer interface{ MixTargets(y []float32) []float32 }
 
 // Active is the active party.
 type Active struct {
@@ -94,6 +118,7 @@ type Active struct {
 	wide      data.Batch
 	labels    []uint8
 	lossY     []float32
+	targetY   []float32
 	probs     []float32
 	dLogits   []float32
 	protected *tensor.Matrix
@@ -104,7 +129,8 @@ type Active struct {
 }
 
 // New returns an active party training top on train (whose labels it
-// holds) and scoring test, for embeddings of width cutDim.
+// holds) and scoring test, for embeddings of width cutDim. With
+// cfg.ValRows > 0 the first ValRows rows of test are the validation split.
 func New(top model.Top, train, test *data.Dataset, sched *schedule.Schedule, cutDim int, cfg Config) (*Active, error) {
 	if train.Labels == nil || len(train.Labels) != len(train.IDs) {
 		return nil, errors.New("active: the training split has no labels")
@@ -114,6 +140,12 @@ func New(top model.Top, train, test *data.Dataset, sched *schedule.Schedule, cut
 	}
 	if cfg.TrainLabels != nil && len(cfg.TrainLabels) != len(train.Labels) {
 		return nil, fmt.Errorf("active: %d loss labels for %d training rows", len(cfg.TrainLabels), len(train.Labels))
+	}
+	if cfg.TrainTargets != nil && len(cfg.TrainTargets) != len(train.Labels) {
+		return nil, fmt.Errorf("active: %d loss targets for %d training rows", len(cfg.TrainTargets), len(train.Labels))
+	}
+	if cfg.ValRows < 0 || cfg.ValRows >= len(test.IDs) {
+		return nil, fmt.Errorf("active: %d validation rows of %d evaluation rows leave no test rows", cfg.ValRows, len(test.IDs))
 	}
 	if sched.N != len(train.IDs) {
 		return nil, fmt.Errorf("active: schedule covers %d examples, training split has %d", sched.N, len(train.IDs))
@@ -204,13 +236,28 @@ func (a *Active) TrainStep(f *transport.Forward) (*transport.Backward, error) {
 		a.labels[i] = a.train.Labels[r]
 		a.lossY[i] = float32(lossSrc[r])
 	}
+	if m, ok := a.top.(trainingMode); ok { // an input-layer defence samples in training only
+		m.SetTraining(true)
+		defer m.SetTraining(false)
+	}
 	logits, err := a.top.Forward(f.Embedding, a.wideBatch(a.train.X, rows))
 	if err != nil {
 		return nil, fmt.Errorf("active: step %d: %w", a.step, err)
 	}
 	a.probs = grow(a.probs, n)
 	a.dLogits = grow(a.dLogits, n)
-	loss, err := nn.SigmoidBCE(logits, a.lossY, a.dLogits)
+	target := a.lossY
+	if a.cfg.TrainTargets != nil {
+		a.targetY = grow(a.targetY, n)
+		for i, r := range rows {
+			a.targetY[i] = a.cfg.TrainTargets[r]
+		}
+		target = a.targetY
+	}
+	if m, ok := a.top.(targetMixer); ok { // mixup mixes the targets with the inputs
+		target = m.MixTargets(target)
+	}
+	loss, err := nn.SigmoidBCE(logits, target, a.dLogits)
 	if err != nil {
 		return nil, fmt.Errorf("active: step %d: %w", a.step, err)
 	}
@@ -305,20 +352,30 @@ func (a *Active) wideBatch(x *data.Features, rows []int) *data.Batch {
 }
 
 func (a *Active) finishEval() error {
-	probs := toFloat64(a.evalProbs)
-	auc, ok := metrics.AUC(probs, a.test.Labels, nil)
+	all := toFloat64(a.evalProbs)
+	v := a.cfg.ValRows
+	probs, labels := all[v:], a.test.Labels[v:]
+	auc, ok := metrics.AUC(probs, labels, nil)
 	if !ok {
 		return errors.New("active: the test split has a single class; its AUC is undefined")
 	}
-	loss, err := metrics.BCE(probs, a.test.Labels)
+	loss, err := metrics.BCE(probs, labels)
 	if err != nil {
 		return fmt.Errorf("active: test loss: %w", err)
 	}
-	ace, err := metrics.ACE(probs, a.test.Labels, a.cfg.ACEBins)
+	ace, err := metrics.ACE(probs, labels, a.cfg.ACEBins)
 	if err != nil {
 		return fmt.Errorf("active: test calibration: %w", err)
 	}
-	res := &EvalResult{Step: a.step, AUC: auc, Rows: len(a.test.IDs), Loss: loss, ACE: ace}
+	res := &EvalResult{Step: a.step, AUC: auc, Rows: len(labels), Loss: loss, ACE: ace, ValRows: v}
+	if v > 0 {
+		if res.ValAUC, ok = metrics.AUC(all[:v], a.test.Labels[:v], nil); !ok {
+			res.ValAUC = math.NaN()
+		}
+		if res.ValLoss, err = metrics.BCE(all[:v], a.test.Labels[:v]); err != nil {
+			return fmt.Errorf("active: validation loss: %w", err)
+		}
+	}
 	if a.cfg.EvalObserver != nil {
 		return a.cfg.EvalObserver(res)
 	}

@@ -38,6 +38,10 @@ type Config struct {
 	Observer func(*Observation) error
 	// EvalObserver, when set, is called after every evaluation round.
 	EvalObserver func(step int64)
+	// Stop, when set, is asked after every evaluation during training
+	// whether to end training there (early stopping); the evaluation just
+	// made is then the last.
+	Stop func(step int64) bool
 	// AfterStep, when set, is called after every training step and the
 	// evaluation that follows it, if any, with the number of steps done
 	// (a networked run checkpoints here). An error ends Run.
@@ -68,6 +72,7 @@ type Passive struct {
 
 	step     int64
 	lastEval int64 // steps done at the last evaluation, -1 before the first
+	stopped  bool  // training was ended early by Config.Stop
 	order    []int
 	batch    data.Batch
 	ids      []uint64
@@ -93,6 +98,9 @@ func New(bottom model.Bottom, train, test Split, sched *schedule.Schedule, cfg C
 
 // Step is the number of training steps done.
 func (p *Passive) Step() int64 { return p.step }
+
+// Stopped reports whether training was ended early by Config.Stop.
+func (p *Passive) Stopped() bool { return p.stopped }
 
 // TotalSteps is the number of training steps the run takes.
 func (p *Passive) TotalSteps() int64 {
@@ -122,6 +130,10 @@ func (p *Passive) Train(ctx context.Context, conn transport.PassiveConn) error {
 		if p.cfg.EvalEvery > 0 && p.step%int64(p.cfg.EvalEvery) == 0 {
 			if err := p.Evaluate(ctx, conn); err != nil {
 				return err
+			}
+			if p.cfg.Stop != nil && p.cfg.Stop(p.step) {
+				p.stopped = true
+				break
 			}
 		}
 		if p.cfg.AfterStep != nil {

@@ -1,0 +1,312 @@
+// Package baseline fits the sanity baseline of a tabular run: an
+// L2-regularised logistic regression on all the columns one party (or, in
+// the in-process simulation, a pooled data owner) holds, with the encoding
+// the split model reads — each categorical column one-hot over its ids
+// (vocabulary ids or hash buckets), each numeric column standardised by
+// the training rows' mean and standard deviation.
+//
+// It minimises the mean logistic loss plus (λ/2)·‖w‖² (the bias is not
+// penalised) by full-batch L-BFGS (gonum/optimize, serial, so the result
+// is deterministic), for each λ of a small grid warm-started from the
+// strongest penalty down; with a validation set the λ of the best
+// validation AUC is kept, else λ = 1/n. The fit reads at most MaxRows
+// training rows (the first ones in the canonical order) and stops after
+// MaxIter iterations per λ; Result says when either cap bit.
+package baseline
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/optimize"
+
+	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/metrics"
+)
+
+// Defaults of [Options].
+const (
+	DefaultMaxRows = 50_000
+	DefaultMaxIter = 300
+)
+
+// DefaultLambdas is the λ grid tried when a validation set is given,
+// strongest first.
+var DefaultLambdas = []float64{1e-1, 1e-2, 1e-3, 1e-4, 1e-5}
+
+// Options bound the fit.
+type Options struct {
+	// Lambdas is the grid of L2 strengths (nil: DefaultLambdas); without
+	// a validation set only 1/n is fitted.
+	Lambdas []float64
+	// MaxRows caps the training rows read (0: DefaultMaxRows).
+	MaxRows int
+	// MaxIter caps the L-BFGS iterations per λ (0: DefaultMaxIter).
+	MaxIter int
+}
+
+// Result is the fitted baseline and its AUCs.
+type Result struct {
+	// Lambda is the L2 strength kept.
+	Lambda float64
+	// W are the weights (one-hot ids first, column by column, then the
+	// standardised numeric columns) and B the bias.
+	W []float64
+	B float64
+	// ValAUC and TestAUC are NaN where the split is empty or has one
+	// class.
+	ValAUC, TestAUC float64
+	// TrainRows is the number of training rows fitted on; Capped says
+	// MaxRows cut the training split.
+	TrainRows int
+	Capped    bool
+	// Features is the number of weights.
+	Features int
+	// Iterations is the L-BFGS iterations of the kept λ; Converged says
+	// it stopped on the gradient or function criterion, not on MaxIter.
+	Iterations int
+	Converged  bool
+}
+
+// design is the encoded training table: categorical ids with their
+// one-hot offsets, and the numeric columns standardised.
+type design struct {
+	n, numCat, numDense int
+	off                 []int     // one-hot offset of each categorical column
+	cat                 []int32   // n×numCat
+	dense               []float64 // n×numDense, standardised
+	mean, scale         []float64 // per numeric column; scale 0 for a constant column
+	p                   int       // number of weights
+	y                   []float64
+}
+
+func newDesign(x *data.Features, labels []uint8, n int) *design {
+	d := &design{n: n, numCat: x.NumCat, numDense: x.NumDense, off: make([]int, x.NumCat)}
+	for j, c := range x.Cardinality {
+		d.off[j] = d.p
+		d.p += c
+	}
+	d.p += x.NumDense
+	d.cat = x.Cat[:n*x.NumCat]
+	d.mean = make([]float64, x.NumDense)
+	d.scale = make([]float64, x.NumDense)
+	for k := range x.NumDense {
+		var s, s2 float64
+		for i := range n {
+			v := float64(x.Dense[i*x.NumDense+k])
+			s += v
+			s2 += v * v
+		}
+		m := s / float64(n)
+		sd := math.Sqrt(max(0, s2/float64(n)-m*m))
+		d.mean[k] = m
+		if sd > 1e-12 {
+			d.scale[k] = 1 / sd
+		}
+	}
+	d.dense = d.standardise(x, n, nil)
+	d.y = make([]float64, n)
+	for i := range n {
+		d.y[i] = float64(labels[i])
+	}
+	return d
+}
+
+// standardise returns the first n rows of x's numeric columns,
+// standardised with the training statistics.
+func (d *design) standardise(x *data.Features, n int, dst []float64) []float64 {
+	dst = append(dst[:0], make([]float64, n*d.numDense)...)
+	for i := range n {
+		for k := range d.numDense {
+			dst[i*d.numDense+k] = (float64(x.Dense[i*d.numDense+k]) - d.mean[k]) * d.scale[k]
+		}
+	}
+	return dst
+}
+
+// logit is w·x_i + b for row i of a table with categorical ids cat and
+// standardised numeric values dense.
+func (d *design) logit(w []float64, b float64, cat []int32, dense []float64, i int) float64 {
+	z := b
+	for j := range d.numCat {
+		z += w[d.off[j]+int(cat[i*d.numCat+j])]
+	}
+	base := d.p - d.numDense
+	for k := range d.numDense {
+		z += w[base+k] * dense[i*d.numDense+k]
+	}
+	return z
+}
+
+// objective returns f(θ) and writes ∇f into grad (when non-nil), θ = (w, b):
+// f = mean softplus loss + (λ/2)‖w‖².
+func (d *design) objective(theta, grad []float64, lambda float64) float64 {
+	w, b := theta[:d.p], theta[d.p]
+	if grad != nil {
+		clear(grad)
+	}
+	base := d.p - d.numDense
+	inv := 1 / float64(d.n)
+	var f float64
+	for i := range d.n {
+		z := d.logit(w, b, d.cat, d.dense, i)
+		// log(1+e^z) − y·z, stably.
+		f += softplus(z) - d.y[i]*z
+		if grad == nil {
+			continue
+		}
+		r := (sigmoid(z) - d.y[i]) * inv
+		for j := range d.numCat {
+			grad[d.off[j]+int(d.cat[i*d.numCat+j])] += r
+		}
+		for k := range d.numDense {
+			grad[base+k] += r * d.dense[i*d.numDense+k]
+		}
+		grad[d.p] += r
+	}
+	f *= inv
+	var ww float64
+	for k, v := range w {
+		ww += v * v
+		if grad != nil {
+			grad[k] += lambda * v
+		}
+	}
+	return f + 0.5*lambda*ww
+}
+
+func softplus(z float64) float64 {
+	if z > 0 {
+		return z + math.Log1p(math.Exp(-z))
+	}
+	return math.Log1p(math.Exp(z))
+}
+
+func sigmoid(z float64) float64 {
+	if z >= 0 {
+		return 1 / (1 + math.Exp(-z))
+	}
+	e := math.Exp(z)
+	return e / (1 + e)
+}
+
+// Fit fits the baseline on train (which must have labels and both
+// classes) and scores val and test (either may be nil or empty).
+func Fit(train, val, test *data.Dataset, o Options) (*Result, error) {
+	if train == nil || train.X == nil || len(train.Labels) != len(train.IDs) {
+		return nil, errors.New("baseline: the training split has no features or no labels")
+	}
+	if train.X.Image != nil {
+		return nil, errors.New("baseline: the logistic baseline reads tables, not images")
+	}
+	for _, part := range []struct {
+		name string
+		d    *data.Dataset
+	}{{"validation", val}, {"test", test}} {
+		if part.d == nil || len(part.d.IDs) == 0 {
+			continue
+		}
+		if x := part.d.X; x == nil || x.NumCat != train.X.NumCat || x.NumDense != train.X.NumDense || len(part.d.Labels) != len(part.d.IDs) {
+			return nil, fmt.Errorf("baseline: the %s split has other columns than the training split, or no labels", part.name)
+		}
+	}
+	if o.MaxRows <= 0 {
+		o.MaxRows = DefaultMaxRows
+	}
+	if o.MaxIter <= 0 {
+		o.MaxIter = DefaultMaxIter
+	}
+	n := min(len(train.IDs), o.MaxRows)
+	pos := 0
+	for _, y := range train.Labels[:n] {
+		pos += int(y)
+	}
+	if pos == 0 || pos == n {
+		return nil, fmt.Errorf("baseline: the %d training rows fitted are of one class", n)
+	}
+	d := newDesign(train.X, train.Labels, n)
+	res := &Result{TrainRows: n, Capped: n < len(train.IDs), Features: d.p, ValAUC: math.NaN(), TestAUC: math.NaN()}
+
+	hasVal := val != nil && len(val.IDs) > 0
+	lambdas := []float64{1 / float64(n)}
+	if hasVal {
+		lambdas = o.Lambdas
+		if lambdas == nil {
+			lambdas = DefaultLambdas
+		}
+	}
+	theta := make([]float64, d.p+1)
+	// Start from the log-odds of the positive rate: the optimum of the
+	// bias alone.
+	rate := float64(pos) / float64(n)
+	theta[d.p] = math.Log(rate / (1 - rate))
+	bestAUC := math.Inf(-1)
+	var scratch []float64
+	for _, lambda := range lambdas {
+		it, conv, err := d.minimise(theta, lambda, o.MaxIter)
+		if err != nil {
+			return nil, fmt.Errorf("baseline: λ=%g: %w", lambda, err)
+		}
+		valAUC := math.NaN()
+		if hasVal {
+			var ok bool
+			scratch = d.scores(theta, val.X, scratch)
+			if valAUC, ok = metrics.AUC(scratch, val.Labels, nil); !ok {
+				valAUC = math.NaN()
+			}
+		}
+		if res.W == nil || valAUC > bestAUC {
+			bestAUC = valAUC
+			res.Lambda, res.Iterations, res.Converged, res.ValAUC = lambda, it, conv, valAUC
+			res.W = append(res.W[:0], theta[:d.p]...)
+			res.B = theta[d.p]
+		}
+	}
+	if test != nil && len(test.IDs) > 0 {
+		theta = append(append(theta[:0], res.W...), res.B)
+		scratch = d.scores(theta, test.X, scratch)
+		if auc, ok := metrics.AUC(scratch, test.Labels, nil); ok {
+			res.TestAUC = auc
+		}
+	}
+	return res, nil
+}
+
+// minimise runs L-BFGS from theta (updated in place) for one λ and
+// returns the iterations made and whether it converged before maxIter.
+func (d *design) minimise(theta []float64, lambda float64, maxIter int) (int, bool, error) {
+	p := optimize.Problem{
+		Func: func(x []float64) float64 { return d.objective(x, nil, lambda) },
+		Grad: func(grad, x []float64) { d.objective(x, grad, lambda) },
+	}
+	settings := &optimize.Settings{
+		MajorIterations:   maxIter,
+		GradientThreshold: 1e-7,
+		Converger:         &optimize.FunctionConverge{Absolute: 1e-10, Relative: 1e-10, Iterations: 20},
+	}
+	r, err := optimize.Minimize(p, theta, settings, &optimize.LBFGS{})
+	if r == nil || math.IsNaN(r.F) || math.IsInf(r.F, 0) {
+		if err == nil {
+			err = errors.New("the loss is not finite")
+		}
+		return 0, false, err
+	}
+	// A line search that can no longer decrease the loss (gonum reports
+	// a failure) leaves the best point found, which is kept; Converged
+	// then says false.
+	copy(theta, r.X)
+	conv := r.Status == optimize.GradientThreshold || r.Status == optimize.FunctionConvergence
+	return r.Stats.MajorIterations, conv, nil
+}
+
+// scores returns the baseline's logits on every row of x (the AUC reads
+// them as scores; the sigmoid would not change the order).
+func (d *design) scores(theta []float64, x *data.Features, dst []float64) []float64 {
+	dense := d.standardise(x, x.Rows, nil)
+	dst = append(dst[:0], make([]float64, x.Rows)...)
+	for i := range x.Rows {
+		dst[i] = d.logit(theta[:d.p], theta[d.p], x.Cat, dense, i)
+	}
+	return dst
+}

@@ -1,0 +1,268 @@
+package baseline
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/splitguard/splitguard/data"
+)
+
+// table builds n rows with numCat categorical columns of cardinality card
+// and numDense numeric columns, labels drawn from a logistic model.
+func table(n, numCat, card, numDense int, seed uint64) *data.Dataset {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	x := &data.Features{Rows: n, NumCat: numCat, NumDense: numDense, Cardinality: make([]int, numCat)}
+	for j := range x.Cardinality {
+		x.Cardinality[j] = card
+	}
+	d := &data.Dataset{IDs: make([]uint64, n), X: x, Labels: make([]uint8, n)}
+	for i := range n {
+		d.IDs[i] = uint64(i)
+		z := -0.5
+		for j := range numCat {
+			c := rng.IntN(card)
+			x.Cat = append(x.Cat, int32(c))
+			z += 0.8 * float64(c%2*2-1) * float64(j+1) / float64(numCat)
+		}
+		for k := range numDense {
+			v := rng.Float64()
+			x.Dense = append(x.Dense, float32(v))
+			z += 3 * (v - 0.5) * float64(k%2*2-1)
+		}
+		if rng.Float64() < 1/(1+math.Exp(-z)) {
+			d.Labels[i] = 1
+		}
+	}
+	return d
+}
+
+// newton solves the same regularised problem by Newton's method with a
+// dense Hessian, written out independently of the package's code: the
+// one-hot and standardised design matrix is built explicitly.
+func newton(d *data.Dataset, lambda float64) []float64 {
+	x := d.X
+	n := x.Rows
+	p := x.NumDense + 1
+	for _, c := range x.Cardinality {
+		p += c
+	}
+	// Explicit design matrix with a trailing 1 for the bias.
+	mean, sd := make([]float64, x.NumDense), make([]float64, x.NumDense)
+	for k := range x.NumDense {
+		for i := range n {
+			mean[k] += float64(x.Dense[i*x.NumDense+k]) / float64(n)
+		}
+		for i := range n {
+			v := float64(x.Dense[i*x.NumDense+k]) - mean[k]
+			sd[k] += v * v / float64(n)
+		}
+		sd[k] = math.Sqrt(sd[k])
+	}
+	a := make([][]float64, n)
+	for i := range n {
+		row := make([]float64, p)
+		off := 0
+		for j, c := range x.Cardinality {
+			row[off+int(x.Cat[i*x.NumCat+j])] = 1
+			off += c
+		}
+		for k := range x.NumDense {
+			row[off+k] = (float64(x.Dense[i*x.NumDense+k]) - mean[k]) / sd[k]
+		}
+		row[p-1] = 1
+		a[i] = row
+	}
+	theta := make([]float64, p)
+	for range 50 {
+		g := make([]float64, p)
+		h := make([][]float64, p)
+		for r := range h {
+			h[r] = make([]float64, p)
+		}
+		for i := range n {
+			z := 0.0
+			for k := range p {
+				z += a[i][k] * theta[k]
+			}
+			s := 1 / (1 + math.Exp(-z))
+			for k := range p {
+				g[k] += (s - float64(d.Labels[i])) * a[i][k] / float64(n)
+				for l := range p {
+					h[k][l] += s * (1 - s) * a[i][k] * a[i][l] / float64(n)
+				}
+			}
+		}
+		for k := range p - 1 {
+			g[k] += lambda * theta[k]
+			h[k][k] += lambda
+		}
+		step := solve(h, g)
+		for k := range p {
+			theta[k] -= step[k]
+		}
+	}
+	return theta
+}
+
+// solve solves h·s = g by Gaussian elimination with partial pivoting.
+func solve(h [][]float64, g []float64) []float64 {
+	p := len(g)
+	m := make([][]float64, p)
+	for r := range p {
+		m[r] = append(append([]float64(nil), h[r]...), g[r])
+	}
+	for c := range p {
+		piv := c
+		for r := c + 1; r < p; r++ {
+			if math.Abs(m[r][c]) > math.Abs(m[piv][c]) {
+				piv = r
+			}
+		}
+		m[c], m[piv] = m[piv], m[c]
+		for r := c + 1; r < p; r++ {
+			f := m[r][c] / m[c][c]
+			for k := c; k <= p; k++ {
+				m[r][k] -= f * m[c][k]
+			}
+		}
+	}
+	s := make([]float64, p)
+	for r := p - 1; r >= 0; r-- {
+		v := m[r][p]
+		for k := r + 1; k < p; k++ {
+			v -= m[r][k] * s[k]
+		}
+		s[r] = v / m[r][r]
+	}
+	return s
+}
+
+func TestFitMatchesNewton(t *testing.T) {
+	for _, tc := range []struct {
+		name                      string
+		n, numCat, card, numDense int
+		lambda                    float64
+	}{
+		{"numeric only", 300, 0, 0, 3, 0.01},
+		{"categorical only", 300, 2, 4, 0, 0.05},
+		{"mixed", 400, 2, 3, 2, 0.001},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := table(tc.n, tc.numCat, tc.card, tc.numDense, 1)
+			r, err := Fit(d, d, nil, Options{Lambdas: []float64{tc.lambda}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := newton(d, tc.lambda)
+			got := append(append([]float64(nil), r.W...), r.B)
+			for k := range want {
+				if math.Abs(got[k]-want[k]) > 1e-4 {
+					t.Errorf("θ[%d] = %.6f, Newton gives %.6f", k, got[k], want[k])
+				}
+			}
+			if !r.Converged {
+				t.Errorf("did not converge in %d iterations", r.Iterations)
+			}
+		})
+	}
+}
+
+// TestGradientZeroAtOptimum checks the analytic gradient against central
+// finite differences of the objective, and that it vanishes at the fit.
+func TestGradientZeroAtOptimum(t *testing.T) {
+	d := table(200, 2, 3, 2, 2)
+	const lambda = 0.01
+	r, err := Fit(d, d, nil, Options{Lambdas: []float64{lambda}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	des := newDesign(d.X, d.Labels, len(d.IDs))
+	theta := append(append([]float64(nil), r.W...), r.B)
+	grad := make([]float64, len(theta))
+	des.objective(theta, grad, lambda)
+	for k := range theta {
+		const h = 1e-5
+		tp := append([]float64(nil), theta...)
+		tm := append([]float64(nil), theta...)
+		tp[k] += h
+		tm[k] -= h
+		fd := (des.objective(tp, nil, lambda) - des.objective(tm, nil, lambda)) / (2 * h)
+		if math.Abs(fd) > 1e-6 || math.Abs(grad[k]) > 1e-6 {
+			t.Errorf("θ[%d]: gradient %.3g, finite difference %.3g at the optimum, want 0", k, grad[k], fd)
+		}
+	}
+	// Away from the optimum the analytic gradient equals the finite difference.
+	for k := range theta {
+		theta[k] += 0.3
+	}
+	des.objective(theta, grad, lambda)
+	for k := range theta {
+		const h = 1e-5
+		tp := append([]float64(nil), theta...)
+		tm := append([]float64(nil), theta...)
+		tp[k] += h
+		tm[k] -= h
+		fd := (des.objective(tp, nil, lambda) - des.objective(tm, nil, lambda)) / (2 * h)
+		if math.Abs(fd-grad[k]) > 1e-6 {
+			t.Errorf("θ[%d]: gradient %.6g, finite difference %.6g", k, grad[k], fd)
+		}
+	}
+}
+
+// TestSeparableAUC: a numeric column that separates the classes gives
+// validation and test AUC 1, and the strongest penalty is not kept.
+func TestSeparableAUC(t *testing.T) {
+	mk := func(n int, off uint64) *data.Dataset {
+		x := &data.Features{Rows: n, NumDense: 1}
+		d := &data.Dataset{X: x}
+		for i := range n {
+			y := uint8(i % 2)
+			d.IDs = append(d.IDs, off+uint64(i))
+			d.Labels = append(d.Labels, y)
+			x.Dense = append(x.Dense, float32(y)*0.5+float32(i%7)/20)
+		}
+		return d
+	}
+	r, err := Fit(mk(100, 0), mk(40, 1000), mk(40, 2000), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ValAUC != 1 || r.TestAUC != 1 {
+		t.Errorf("AUCs %v/%v, want 1/1", r.ValAUC, r.TestAUC)
+	}
+	if r.W[0] <= 0 {
+		t.Errorf("weight %v of the separating column, want > 0", r.W[0])
+	}
+}
+
+func TestFitErrors(t *testing.T) {
+	one := table(50, 0, 0, 2, 3)
+	for i := range one.Labels {
+		one.Labels[i] = 0
+	}
+	other := table(20, 1, 3, 0, 3)
+	for _, tc := range []struct {
+		name        string
+		train, test *data.Dataset
+	}{
+		{"one class", one, nil},
+		{"other columns", table(50, 0, 0, 2, 4), other},
+		{"no labels", &data.Dataset{IDs: []uint64{1}, X: &data.Features{Rows: 1}}, nil},
+	} {
+		if _, err := Fit(tc.train, nil, tc.test, Options{}); err == nil {
+			t.Errorf("%s: no error", tc.name)
+		}
+	}
+}
+
+func TestCap(t *testing.T) {
+	d := table(500, 1, 3, 2, 5)
+	r, err := Fit(d, nil, d, Options{MaxRows: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.TrainRows != 100 || !r.Capped || math.Abs(r.Lambda-0.01) > 1e-12 {
+		t.Errorf("rows %d capped %v λ %v, want 100 true 0.01", r.TrainRows, r.Capped, r.Lambda)
+	}
+}

@@ -1,0 +1,292 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/splitguard/splitguard/atomicfile"
+	"github.com/splitguard/splitguard/attack"
+	"github.com/splitguard/splitguard/completion"
+	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/model"
+	"github.com/splitguard/splitguard/netrun"
+	"github.com/splitguard/splitguard/rundir"
+)
+
+// completionOptions are the flags of `attack completion`.
+type completionOptions struct {
+	run, labels, truth, out  string
+	known, unlabelled, draws int
+	attacks                  []string
+	seed                     uint64
+	seedSet                  bool
+}
+
+func newAttackCompletionCmd() *cobra.Command {
+	var o completionOptions
+	cmd := &cobra.Command{
+		Use:   "completion --run DIR [--known-labels N | --labels FILE]",
+		Short: "Passive model completion on a finished run's trained bottom model",
+		Long: `Model completion (Fu et al., USENIX Security 2022): the passive party keeps its
+trained bottom model, its features and the labels of a few training rows, fits
+a small head on the bottom's cut output and labels the test split with it.
+No gradient protection acts on this: it attacks the trained model.
+
+An in-process run directory (splitguard train): the data is reloaded with its
+labels, --known-labels N rows (half of each class) are drawn from the training
+split by --seed, --unlabelled more training rows are used without labels, and
+every test row is scored against its true label.
+
+A two-party run's passive directory (splitguard passive): the passive holds no
+labels, so the attacker's known labels come from --labels FILE (lines
+"id,label", label 0 or 1; training-row IDs); --truth FILE (the same form) gives
+the true test labels to score against, if the experimenter has them.
+
+Prints one JSON line per attack and draw
+  {"attack": …, "seed": …, "known_labels": …, "unlabelled": …, "test_rows": …,
+   "auc": …, "accuracy": …, "prior": …, "model_test_auc": …}
+(model_test_auc: the run's own final test AUC from summary.json, when there is
+one). Which rows are known matters: with --draws K the attack is repeated
+with K seeds and a last line per attack gives {"attack", "draws", "auc_mean",
+"auc_min", "auc_max", "accuracy_mean"}. --out FILE writes "id,ATTACK…" with
+each attack's probability per test row (of the last draw).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.seedSet = cmd.Flags().Changed("seed")
+			if cmd.Flags().Changed("known-labels") && o.labels != "" {
+				return errors.New("attack completion: give --known-labels or --labels, not both")
+			}
+			return attackCompletion(cmd.OutOrStdout(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.run, "run", "", "run directory: an in-process run, or a two-party run's passive directory (with --labels)")
+	f.IntVar(&o.known, "known-labels", 40, "known training labels drawn from an in-process run, half of each class")
+	f.StringVar(&o.labels, "labels", "", `the attacker's known labels, lines "id,label" (a two-party passive directory)`)
+	f.StringVar(&o.truth, "truth", "", `true test labels, lines "id,label", to score a two-party passive directory against`)
+	f.IntVar(&o.unlabelled, "unlabelled", completion.DefaultUnlabelled, "unlabelled training rows the attacker uses")
+	f.StringSliceVar(&o.attacks, "attacks", attack.ModelNames(attack.Names()), "model attacks to run")
+	f.StringVar(&o.out, "out", "", `write "id,ATTACK…" probabilities of the test rows here`)
+	f.Uint64Var(&o.seed, "seed", 0, "seed of the choice of rows and of the heads (default: the run's seed)")
+	f.IntVar(&o.draws, "draws", 1, "repeat with seeds seed, seed+1, … (new known and unlabelled rows, new heads) and summarise")
+	return cmd
+}
+
+// completionLine is one line of `attack completion`'s output.
+type completionLine struct {
+	Attack       string   `json:"attack"`
+	Seed         uint64   `json:"seed"`
+	KnownLabels  int      `json:"known_labels"`
+	Unlabelled   int      `json:"unlabelled"`
+	TestRows     int      `json:"test_rows"`
+	AUC          *float64 `json:"auc,omitempty"`
+	Accuracy     *float64 `json:"accuracy,omitempty"`
+	Prior        *float64 `json:"prior,omitempty"`
+	ModelTestAUC *float64 `json:"model_test_auc,omitempty"`
+}
+
+func attackCompletion(w io.Writer, o completionOptions) error {
+	fail := func(err error) error { return fmt.Errorf("attack completion: %w", err) }
+	if o.run == "" {
+		return fail(errors.New("--run is required"))
+	}
+	if len(o.attacks) == 0 || len(attack.ModelNames(o.attacks)) != len(o.attacks) {
+		return fail(fmt.Errorf("--attacks %v: want model attacks (%v)", o.attacks, attack.ModelNames(attack.Names())))
+	}
+	if o.unlabelled < 0 {
+		return fail(fmt.Errorf("--unlabelled %d, want ≥ 0", o.unlabelled))
+	}
+	if o.draws < 1 {
+		return fail(fmt.Errorf("--draws %d, want ≥ 1", o.draws))
+	}
+	var (
+		split    *data.Split
+		bottom   model.Bottom
+		pick     func(seed uint64) (*completion.Rows, error)
+		testY    []uint8
+		seed     uint64
+		evalSize int
+	)
+	if o.labels == "" {
+		cfg, s, b, err := completion.LoadRun(o.run)
+		if err != nil {
+			return fail(err)
+		}
+		split, bottom, seed, evalSize = s, b, cfg.Seed, cfg.EvalBatch
+		pick = func(seed uint64) (*completion.Rows, error) {
+			return completion.Pick(split.Train.Labels, o.known, o.unlabelled, seed)
+		}
+		testY = split.Test.Labels
+	} else {
+		cfg, s, b, err := netrun.LoadPassive(o.run)
+		if err != nil {
+			return fail(err)
+		}
+		split, bottom, seed, evalSize = s, b, cfg.Seed, cfg.EvalBatch
+		known, err := readLabelFile(o.labels)
+		if err != nil {
+			return fail(err)
+		}
+		pick = func(seed uint64) (*completion.Rows, error) {
+			rows, ignored, err := completion.FromLabels(split.Train.IDs, known, o.unlabelled, seed)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", o.labels, err)
+			}
+			if ignored > 0 && seed == o.seed {
+				fmt.Fprintf(os.Stderr, "attack completion: %d IDs of %s are not training rows of %s; ignored\n", ignored, o.labels, o.run)
+			}
+			return rows, nil
+		}
+		if o.truth != "" {
+			if testY, err = truthLabels(o.truth, split.Test.IDs); err != nil {
+				return fail(err)
+			}
+		} else if o.out == "" {
+			return fail(errors.New("without --truth there is nothing to score against: give --truth or --out"))
+		}
+	}
+	if !o.seedSet {
+		o.seed = seed
+	}
+	modelAUC := summaryTestAUC(o.run)
+	enc := json.NewEncoder(w)
+	var at *completion.Attacker
+	all := map[string][]completion.Result{}
+	for d := range o.draws {
+		s := o.seed + uint64(d)
+		rows, err := pick(s)
+		if err != nil {
+			return fail(err)
+		}
+		if at == nil {
+			if at, err = completion.New(o.attacks, rows, evalSize, s); err != nil {
+				return fail(err)
+			}
+		} else {
+			at.Redraw(rows, s)
+		}
+		res, err := at.Run(bottom, split.Train.X, split.Test.X, testY)
+		if err != nil {
+			return fail(err)
+		}
+		for _, n := range at.Names() {
+			line := completionLine{Attack: n, Seed: s, KnownLabels: len(rows.Known), Unlabelled: len(rows.Unlabelled),
+				TestRows: len(split.Test.IDs), ModelTestAUC: modelAUC}
+			if r, ok := res[n]; ok {
+				line.AUC, line.Accuracy, line.Prior = &r.AUC, &r.Accuracy, &r.Prior
+				all[n] = append(all[n], r)
+			}
+			if err := enc.Encode(line); err != nil {
+				return err
+			}
+		}
+	}
+	if o.draws > 1 && testY != nil {
+		for _, n := range at.Names() {
+			if err := enc.Encode(summariseDraws(n, all[n])); err != nil {
+				return err
+			}
+		}
+	}
+	if o.out != "" {
+		return writeCompletionScores(o.out, split.Test.IDs, at)
+	}
+	return nil
+}
+
+// drawSummary is the last line per attack of `attack completion --draws`.
+type drawSummary struct {
+	Attack       string  `json:"attack"`
+	Draws        int     `json:"draws"`
+	AUCMean      float64 `json:"auc_mean"`
+	AUCMin       float64 `json:"auc_min"`
+	AUCMax       float64 `json:"auc_max"`
+	AccuracyMean float64 `json:"accuracy_mean"`
+}
+
+func summariseDraws(name string, rs []completion.Result) drawSummary {
+	s := drawSummary{Attack: name, Draws: len(rs), AUCMin: math.Inf(1), AUCMax: math.Inf(-1)}
+	for _, r := range rs {
+		s.AUCMean += r.AUC / float64(len(rs))
+		s.AccuracyMean += r.Accuracy / float64(len(rs))
+		s.AUCMin, s.AUCMax = min(s.AUCMin, r.AUC), max(s.AUCMax, r.AUC)
+	}
+	return s
+}
+
+func readLabelFile(path string) (map[uint64]uint8, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return completion.ReadLabels(f, path)
+}
+
+// truthLabels reads the true labels of the test rows ids from path; every
+// test row needs one.
+func truthLabels(path string, ids []uint64) ([]uint8, error) {
+	byID, err := readLabelFile(path)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]uint8, len(ids))
+	for i, id := range ids {
+		y, ok := byID[id]
+		if !ok {
+			return nil, fmt.Errorf("--truth %s has no label for test row ID %d", path, id)
+		}
+		out[i] = y
+	}
+	return out, nil
+}
+
+// summaryTestAUC returns the run's final test AUC from its summary.json,
+// or nil when it has none (a passive directory).
+func summaryTestAUC(dir string) *float64 {
+	raw, err := os.ReadFile(filepath.Join(dir, rundir.SummaryFile))
+	if err != nil {
+		return nil
+	}
+	var s rundir.Summary
+	if json.Unmarshal(raw, &s) != nil || s.TestAUCFinal == 0 {
+		return nil
+	}
+	return &s.TestAUCFinal
+}
+
+// writeCompletionScores writes "id,ATTACK…" with each attack's
+// probability per test row.
+func writeCompletionScores(path string, ids []uint64, at *completion.Attacker) error {
+	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		b := []byte("id")
+		for _, n := range at.Names() {
+			b = append(append(b, ','), n...)
+		}
+		b = append(b, '\n')
+		for i, id := range ids {
+			b = strconv.AppendUint(b, id, 10)
+			for _, n := range at.Names() {
+				b = append(b, ',')
+				b = strconv.AppendFloat(b, at.Scores(n)[i], 'g', 8, 64)
+			}
+			b = append(b, '\n')
+			if len(b) > 1<<16 {
+				if _, err := w.Write(b); err != nil {
+					return err
+				}
+				b = b[:0]
+			}
+		}
+		_, err := w.Write(b)
+		return err
+	})
+}

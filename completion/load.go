@@ -1,0 +1,49 @@
+package completion
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/splitguard/splitguard/config"
+	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/model"
+	"github.com/splitguard/splitguard/rundir"
+)
+
+// LoadRun loads an in-process run directory for an offline model attack:
+// its resolved configuration, its data reloaded with labels (the same
+// seeded split, rows in canonical order) and its trained bottom model.
+func LoadRun(dir string) (*config.Config, *data.Split, model.Bottom, error) {
+	cfg, err := config.LoadYAML(filepath.Join(dir, rundir.ConfigFile), config.Default())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cfg.Resolve()
+	split, err := cfg.LoadData()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	split.SortByID()
+	// The run trained on the training split less its validation rows
+	// (decided by the keyed hash, as in the run).
+	split.Train, _ = data.SplitValidation(split.Train, cfg.Seed, cfg.ValFrac)
+	if split.Train.Labels == nil || split.Test.Labels == nil {
+		return nil, nil, nil, fmt.Errorf("run %s: its data %s has no labels", dir, cfg.Data)
+	}
+	bottom, err := cfg.BuildBottom(split.Train.X)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	path := filepath.Join(dir, rundir.BottomModelFile)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer f.Close()
+	if err := bottom.Load(bufio.NewReader(f)); err != nil {
+		return nil, nil, nil, fmt.Errorf("model %s: %w (was it trained with this configuration?)", path, err)
+	}
+	return &cfg, split, bottom, nil
+}

@@ -1,0 +1,200 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/splitguard/splitguard/data"
+)
+
+// Settings left to the data. A zero Epochs, Batch or LR and a negative
+// EvalEvery or EarlyStop mean "choose from the data": once the training
+// rows are known, [Config.ResolveForData] fills them by the rule below and
+// lists them in Auto (config.yaml shows both). An explicit value always
+// wins. The reproduction configs (experiments/*.yaml) give every value
+// explicitly, so they keep the authors' settings.
+//
+// The rule for tables (Wide&Deep and the MLP), n the number of training
+// rows after the test and validation hold-outs:
+//
+//   - batch: the largest power of two ≤ n/50, within [AutoMinBatch,
+//     AutoMaxBatch] (so an epoch has about 50 steps or more);
+//   - epochs: enough for about AutoTargetSteps steps, ⌈AutoTargetSteps /
+//     steps per epoch⌉, within [1, AutoMaxEpochs];
+//   - learning rate: AutoTinyLR below AutoTinyRows rows (with so few
+//     rows the deep part memorises them within a few hundred steps, so
+//     the linear signal must be found sooner), AutoSmallLR below
+//     AutoLargeRows rows, else the authors' DefaultDeepLR (the Criteo
+//     scale);
+//   - evaluation: every min(steps per epoch, 100) steps;
+//   - early stopping: after AutoEarlyStop evaluations without a better
+//     validation AUC, when there is a validation split.
+//
+// Images (the CNN) keep fixed defaults: 1 epoch of batch 1024 at the
+// model's learning rate, an evaluation every 100 steps, no early stopping.
+//
+// The rule reads only the number of training rows, never the labels:
+// both parties of a networked run know that number after aligning their
+// IDs, so they derive the same batch size and epochs without the passive
+// party learning anything about the labels.
+const (
+	AutoMinBatch    = 32
+	AutoMaxBatch    = 1024
+	AutoTargetSteps = 4000
+	AutoMaxEpochs   = 100
+	AutoTinyRows    = 2000
+	AutoTinyLR      = 1e-2
+	AutoSmallLR     = 1e-3
+	AutoLargeRows   = 1_000_000
+	AutoEarlyStop   = 10
+	// DefaultValFrac is the share of the training rows held out for
+	// validation by default.
+	DefaultValFrac = 0.1
+	// legacyBatch, legacyEpochs and legacyEvalEvery are the fixed
+	// defaults of image runs.
+	legacyBatch, legacyEpochs, legacyEvalEvery = 1024, 1, 100
+)
+
+// AutoBatch is the rule's batch size for n training rows.
+func AutoBatch(n int) int {
+	b := AutoMinBatch
+	for b*2 <= n/50 && b*2 <= AutoMaxBatch {
+		b *= 2
+	}
+	return b
+}
+
+// AutoEpochs is the rule's number of epochs for n rows in batches of b.
+func AutoEpochs(n, b int) int {
+	steps := max(1, (n+b-1)/b)
+	return min(AutoMaxEpochs, max(1, (AutoTargetSteps+steps-1)/steps))
+}
+
+// AutoLR is the rule's learning rate for n training rows.
+func AutoLR(n int) float64 {
+	if n < AutoTinyRows {
+		return AutoTinyLR
+	}
+	if n < AutoLargeRows {
+		return AutoSmallLR
+	}
+	return DefaultDeepLR
+}
+
+// ResolveForData fills the settings left to the data (see the rule
+// above) for nTrain training rows and records their keys in Auto; the
+// other defaults are filled as [Config.Resolve] does. It is idempotent.
+func (c *Config) ResolveForData(nTrain int) {
+	c.Resolve()
+	var auto []string
+	set := func(key string, unset bool, apply func()) {
+		if unset {
+			apply()
+			auto = append(auto, key)
+		}
+	}
+	if c.isCNN() || data.IsImageFormat(c.Format) {
+		set("batch", c.Batch == 0, func() { c.Batch = legacyBatch })
+		set("epochs", c.Epochs == 0, func() { c.Epochs = legacyEpochs })
+		set("eval_every", c.EvalEvery < 0, func() { c.EvalEvery = legacyEvalEvery })
+		set("early_stop", c.EarlyStop < 0, func() { c.EarlyStop = 0 })
+	} else {
+		set("batch", c.Batch == 0, func() { c.Batch = AutoBatch(nTrain) })
+		set("epochs", c.Epochs == 0, func() { c.Epochs = AutoEpochs(nTrain, c.Batch) })
+		set("lr", c.LR == 0, func() { c.LR = AutoLR(nTrain) })
+		steps := max(1, (nTrain+c.Batch-1)/c.Batch)
+		set("eval_every", c.EvalEvery < 0, func() { c.EvalEvery = min(steps, 100) })
+		set("early_stop", c.EarlyStop < 0, func() {
+			c.EarlyStop = 0
+			if c.ValFrac > 0 && c.EvalEvery > 0 {
+				c.EarlyStop = AutoEarlyStop
+			}
+		})
+	}
+	if c.Select == "" {
+		c.Select = SelectLast
+		if c.ValFrac > 0 {
+			c.Select = SelectBest
+		}
+		auto = append(auto, "select")
+	}
+	if c.isCNN() && c.EvalBatch == 0 {
+		c.EvalBatch = c.Batch
+	}
+	c.Resolve()                          // the model defaults that follow Batch (the CNN's eval batch)
+	c.Auto = append([]string{}, auto...) // empty, not nil: config.yaml says "auto: []"
+	c.AutoRows = nTrain
+}
+
+// Model selection (key select).
+const (
+	// SelectBest keeps the model of the evaluation with the best
+	// validation AUC.
+	SelectBest = "best"
+	// SelectLast keeps the model at the end of training.
+	SelectLast = "last"
+)
+
+// validateSelection checks the validation, selection and early-stopping
+// keys.
+func (c *Config) validateSelection(bad func(string, ...any)) {
+	if !(c.ValFrac >= 0 && c.ValFrac < 1) {
+		bad("validation fraction %g, want a fraction in [0, 1) (key val_frac; 0: no validation split)", c.ValFrac)
+	}
+	switch c.Select {
+	case "", SelectLast:
+	case SelectBest:
+		if c.ValFrac == 0 {
+			bad("selecting the best model (key select: best) needs a validation split (key val_frac > 0); without one the model is the last")
+		}
+	default:
+		bad("model selection %q, want %s or %s (key select)", c.Select, SelectBest, SelectLast)
+	}
+	if c.EarlyStop > 0 && c.ValFrac == 0 {
+		bad("early stopping after %d evaluations (key early_stop) needs a validation split (key val_frac > 0)", c.EarlyStop)
+	}
+	if c.EarlyStop > 0 && c.EvalEvery == 0 {
+		bad("early stopping (key early_stop) needs evaluations during training (key eval_every > 0)")
+	}
+	if c.BaselineRows < 0 {
+		bad("baseline rows %d, want ≥ 0 (0: the default cap)", c.BaselineRows)
+	}
+}
+
+// YAMLHeader is the comment that opens a resolved config.yaml: which keys
+// were chosen from the data, and from how many rows.
+func (c *Config) YAMLHeader() string {
+	if c.AutoRows == 0 {
+		return "# The resolved configuration of this run.\n"
+	}
+	return fmt.Sprintf("# The resolved configuration of this run. The keys under auto were chosen from the\n"+
+		"# %d training rows (README, \"Defaults that follow the data\"); the others were given or are fixed defaults.\n", c.AutoRows)
+}
+
+// AutoNote is the sentence config.yaml and the run log give about the
+// settings chosen from the data.
+func (c *Config) AutoNote() string {
+	if len(c.Auto) == 0 {
+		return "every training setting was given"
+	}
+	vals := make([]string, 0, len(c.Auto))
+	for _, k := range c.Auto {
+		var v any
+		switch k {
+		case "batch":
+			v = c.Batch
+		case "epochs":
+			v = c.Epochs
+		case "lr":
+			v = c.LR
+		case "eval_every":
+			v = c.EvalEvery
+		case "early_stop":
+			v = c.EarlyStop
+		case "select":
+			v = c.Select
+		}
+		vals = append(vals, fmt.Sprintf("%s %v", k, v))
+	}
+	return fmt.Sprintf("chosen from the %d training rows (README, \"Defaults that follow the data\"): %s", c.AutoRows, strings.Join(vals, ", "))
+}

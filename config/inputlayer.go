@@ -1,0 +1,167 @@
+package config
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+
+	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/model"
+	"github.com/splitguard/splitguard/protect"
+	"github.com/splitguard/splitguard/tensor"
+)
+
+// withInputLayer puts the input-layer defence that the configuration
+// turns on (MID) in front of top, or returns top unchanged without one.
+func (c *Config) withInputLayer(top model.Top) (model.Top, error) {
+	r := *c
+	r.Layers = slices.Clone(c.Layers)
+	r.Resolve()
+	in, err := protect.BuildInput(c.Params, protect.InputOptions{CutDim: r.CutDim(), LR: float32(r.LR), Seed: c.Seed})
+	if err != nil {
+		return nil, err
+	}
+	if in != nil {
+		top = &InputTop{Top: top, In: in}
+	}
+	codec, err := protect.BuildCodec(c.Params, c.Seed)
+	if err != nil {
+		return nil, err
+	}
+	if codec != nil {
+		top = &CodecTop{Top: top, Codec: codec}
+	}
+	return top, nil
+}
+
+// CodecTop is a top model trained on encoded labels (CAE): in training
+// mode its logits are the raw ones, which the loss compares with the
+// encoded targets; at evaluation and inference each logit l becomes
+// logit(Decode(σ(l))), the decoded probability of the true positive class.
+type CodecTop struct {
+	model.Top
+	Codec    protect.LabelCodec
+	training bool
+	out      []float32
+}
+
+// SetTraining selects raw (training) or decoded logits, and passes the
+// mode on to the top it wraps.
+func (t *CodecTop) SetTraining(on bool) {
+	t.training = on
+	if m, ok := t.Top.(interface{ SetTraining(bool) }); ok {
+		m.SetTraining(on)
+	}
+}
+
+// MixTargets passes the targets to the top it wraps (see InputTop).
+func (t *CodecTop) MixTargets(y []float32) []float32 {
+	if m, ok := t.Top.(protect.TargetMixer); ok {
+		return m.MixTargets(y)
+	}
+	return y
+}
+
+// Forward implements model.Top.
+func (t *CodecTop) Forward(e *tensor.Matrix, wide *data.Batch) ([]float32, error) {
+	logits, err := t.Top.Forward(e, wide)
+	if err != nil || t.training {
+		return logits, err
+	}
+	t.out = append(t.out[:0], logits...)
+	for i, l := range t.out {
+		p := 1 / (1 + math.Exp(-float64(l)))
+		q := math.Min(math.Max(t.Codec.Decode(p), 1e-7), 1-1e-7)
+		t.out[i] = float32(math.Log(q / (1 - q)))
+	}
+	return t.out, nil
+}
+
+// InputTop is a top model behind an input-layer defence: the layer maps
+// the cut embedding to the top's input, is trained with it, and is saved
+// and loaded with it (top.model holds both). It samples in training mode
+// only, which the active party sets around each training step
+// (SetTraining); evaluation and inference run in the default mode.
+type InputTop struct {
+	model.Top
+	In       protect.InputLayer
+	training bool
+}
+
+// SetTraining selects the training behaviour of the input layer.
+func (t *InputTop) SetTraining(on bool) { t.training = on }
+
+// MixTargets gives the training targets of the last training Forward's
+// rows when the input layer mixes them (mixup), else y unchanged.
+func (t *InputTop) MixTargets(y []float32) []float32 {
+	if m, ok := t.In.(protect.TargetMixer); ok {
+		return m.MixTargets(y)
+	}
+	return y
+}
+
+// Forward implements model.Top.
+func (t *InputTop) Forward(e *tensor.Matrix, wide *data.Batch) ([]float32, error) {
+	x, err := t.In.Forward(e, t.training)
+	if err != nil {
+		return nil, err
+	}
+	return t.Top.Forward(x, wide)
+}
+
+// Backward implements model.Top: through the top, then the input layer
+// (which adds its regulariser's gradient).
+func (t *InputTop) Backward(dLogits []float32) (*tensor.Matrix, error) {
+	g, err := t.Top.Backward(dLogits)
+	if err != nil {
+		return nil, err
+	}
+	return t.In.Backward(g)
+}
+
+// Step implements model.Top.
+func (t *InputTop) Step() error {
+	if err := t.Top.Step(); err != nil {
+		return err
+	}
+	return t.In.Step()
+}
+
+// Save implements model.Top: the top's checkpoint (length-prefixed), then
+// the input layer's state.
+func (t *InputTop) Save(w io.Writer) error {
+	var b bytes.Buffer
+	if err := t.Top.Save(&b); err != nil {
+		return err
+	}
+	if _, err := w.Write(binary.LittleEndian.AppendUint64(nil, uint64(b.Len()))); err != nil {
+		return err
+	}
+	if _, err := w.Write(b.Bytes()); err != nil {
+		return err
+	}
+	return t.In.Save(w)
+}
+
+// Load implements model.Top.
+func (t *InputTop) Load(r io.Reader) error {
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	if len(raw) < 8 {
+		return errors.New("model: loading top checkpoint: truncated (a top model behind " + t.In.Name() + ")")
+	}
+	n := binary.LittleEndian.Uint64(raw)
+	if n > uint64(len(raw)-8) {
+		return fmt.Errorf("model: loading top checkpoint: a top of %d bytes overruns the %d left (a checkpoint without %s?)", n, len(raw)-8, t.In.Name())
+	}
+	if err := t.Top.Load(bytes.NewReader(raw[8 : 8+n])); err != nil {
+		return err
+	}
+	return t.In.Load(bytes.NewReader(raw[8+n:]))
+}

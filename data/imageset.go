@@ -1,0 +1,190 @@
+package data
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// ImageOptions says how an image reader (fashion-mnist and isic in package
+// data/images) reads, selects and shapes images. The zero value keeps each
+// set's native resolution and its defaults (see the fields).
+type ImageOptions struct {
+	// PositiveClass is the Fashion-MNIST class (0…9) whose images are
+	// labelled 1; every other class is 0. ISIC ignores it (malignant is
+	// positive).
+	PositiveClass int
+	// PosRate, if in (0, 1), subsamples the positives of each
+	// Fashion-MNIST split so that they make up this fraction of it: every
+	// negative is kept and positives are chosen by a keyed hash of (Seed,
+	// ID). 0 keeps the natural rate; a rate above the natural one keeps
+	// every positive.
+	PosRate float64
+	// Size is the side of the square images produced: 0 means the set's
+	// own (28 for Fashion-MNIST, 84 for ISIC, as in METHODS §6). Images of
+	// another size are resized with a Catmull-Rom (cubic) kernel.
+	Size int
+	// Pad makes a Fashion-MNIST image smaller than Size centred on a
+	// black (zero) canvas instead of being scaled up.
+	Pad bool
+	// Channels is 1 (grey) or 3 (RGB); 0 means the set's own (1 for
+	// Fashion-MNIST, 3 for ISIC). Grey images are replicated into 3
+	// channels; colour images are reduced to grey by luma (ITU-R BT.601).
+	Channels int
+	// Seed keys every random choice (subsampling, rebalancing, the split).
+	Seed uint64
+	// NegPerPos is how many negatives ISIC keeps per positive (0 means the
+	// paper's 9, i.e. 10% positives); negative keeps every negative.
+	NegPerPos int
+	// TestFrac is the fraction of the kept ISIC images held out for test
+	// (0 means 0.2; negative means no test split). Fashion-MNIST uses its
+	// own train and test files instead.
+	TestFrac float64
+	// CacheDir is where ISIC's decoded-image cache lives ("" means the
+	// image folder itself); NoCache disables the cache.
+	CacheDir string
+	NoCache  bool
+	// Workers is the number of images decoded in parallel (0 means
+	// GOMAXPROCS).
+	Workers int
+}
+
+// The image sets the project reproduces papers on. Their readers live in
+// package data/images, which registers them when imported; the names and
+// defaults are here so that configurations can be checked without linking
+// an image decoder.
+const (
+	FormatFashionMNIST = "fashion-mnist"
+	FormatISIC         = "isic"
+)
+
+// FashionMNISTDir is where Debian's dataset-fashion-mnist package installs
+// the gzipped IDX files.
+const FashionMNISTDir = "/usr/share/datasets/fashion-mnist"
+
+// Defaults of [ImageOptions].
+const (
+	FashionSize         = 28
+	ISICSize            = 84
+	DefaultNegPerPos    = 9
+	DefaultISICTestFrac = 0.2
+)
+
+// ImageReader reads an image set from a folder into a labelled split.
+type ImageReader func(dir string, o ImageOptions) (*Split, error)
+
+// ImageFormat describes an image set format for [RegisterImageFormat].
+type ImageFormat struct {
+	// Name is the value of a run's format (key format) that selects it.
+	Name string
+	// Size and Channels are the set's native side and channel count (1 or
+	// 3): the defaults of a configuration's image size and channels.
+	Size, Channels int
+	// Read loads the set.
+	Read ImageReader
+}
+
+var imageFormats struct {
+	sync.RWMutex
+	m map[string]ImageFormat
+}
+
+// RegisterImageFormat makes [LoadImages] read f.Name with f.Read. It is
+// meant to be called from the init function of the package that implements
+// the format, as image/png registers PNG with package image; a program
+// links the format in by importing that package for its side effect. It
+// panics if the name is empty or already registered, the reader is nil, or
+// the native shape is not a side ≥ 1 with 1 or 3 channels.
+func RegisterImageFormat(f ImageFormat) {
+	if f.Name == "" || f.Read == nil || f.Size < 1 || (f.Channels != 1 && f.Channels != 3) {
+		panic(fmt.Sprintf("data: RegisterImageFormat(%q): want a name, a reader, a side ≥ 1 and 1 or 3 channels (got side %d, %d channels)", f.Name, f.Size, f.Channels))
+	}
+	imageFormats.Lock()
+	defer imageFormats.Unlock()
+	if _, dup := imageFormats.m[f.Name]; dup {
+		panic(fmt.Sprintf("data: image format %q registered twice", f.Name))
+	}
+	if imageFormats.m == nil {
+		imageFormats.m = make(map[string]ImageFormat)
+	}
+	imageFormats.m[f.Name] = f
+}
+
+// lookupImageFormat returns the registered format called name.
+func lookupImageFormat(name string) (ImageFormat, bool) {
+	imageFormats.RLock()
+	defer imageFormats.RUnlock()
+	f, ok := imageFormats.m[name]
+	return f, ok
+}
+
+// ImageFormats returns the names of the registered image formats, sorted.
+func ImageFormats() []string {
+	imageFormats.RLock()
+	defer imageFormats.RUnlock()
+	names := make([]string, 0, len(imageFormats.m))
+	for n := range imageFormats.m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// IsImageFormat reports whether format names an image set rather than a
+// table: one of the built-in sets (whether or not their reader is linked)
+// or a registered format.
+func IsImageFormat(format string) bool {
+	if format == FormatFashionMNIST || format == FormatISIC {
+		return true
+	}
+	_, ok := lookupImageFormat(format)
+	return ok
+}
+
+// ImageDefaults returns the native side and channel count of an image
+// format: those of the built-in sets, else those it registered; ok is
+// false for a format that is neither.
+func ImageDefaults(format string) (size, channels int, ok bool) {
+	switch format {
+	case FormatFashionMNIST:
+		return FashionSize, 1, true
+	case FormatISIC:
+		return ISICSize, 3, true
+	}
+	f, ok := lookupImageFormat(format)
+	return f.Size, f.Channels, ok
+}
+
+// LoadImages reads the image set of the given format from dir with the
+// reader registered for it. The format's package must be linked into the
+// program: importing github.com/splitguard/splitguard/data/images
+// registers fashion-mnist and isic.
+func LoadImages(format, dir string, o ImageOptions) (*Split, error) {
+	f, ok := lookupImageFormat(format)
+	if !ok {
+		have := "none"
+		if names := ImageFormats(); len(names) > 0 {
+			have = strings.Join(names, ", ")
+		}
+		return nil, fmt.Errorf("data: no reader for image format %q is linked into this program (registered: %s); import github.com/splitguard/splitguard/data/images for %s and %s",
+			format, have, FormatFashionMNIST, FormatISIC)
+	}
+	return f.Read(dir, o)
+}
+
+// UnitHash maps (seed, key, id) to a number in [0, 1) that behaves like a
+// uniform draw, independently for different keys or seeds: the hash behind
+// [Assign], for readers in other packages that make seeded per-example
+// choices any party can reproduce.
+func UnitHash(seed, key, id uint64) float64 { return unitHash(seed, key, id) }
+
+// TestSplitKey is the key under which [Assign] decides test membership;
+// a reader that orders examples by UnitHash under it ranks them as the
+// test split does.
+const TestSplitKey = testKey
+
+// HashBytes is the salted 64-bit hash of b behind [HashID] (FNV-1a
+// finalised with SplitMix64), for readers in other packages that key a
+// cache or a choice by bytes.
+func HashBytes(salt uint64, b []byte) uint64 { return hashBytes(salt, b) }

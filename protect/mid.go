@@ -1,0 +1,313 @@
+package protect
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+
+	"github.com/splitguard/splitguard/nn"
+	"github.com/splitguard/splitguard/tensor"
+)
+
+// PCG streams of MID's draws (initial weights, then the bottleneck's noise).
+const (
+	midInitStream  = 0x6d69642d696e6974 // "mid-init"
+	midNoiseStream = 0x6d69642d6e6f6973 // "mid-nois"
+	midStateTag    = "mid/v1"
+)
+
+func init() {
+	Register(Spec{Name: "mid", Role: AddOn, Help: "MID: a variational information bottleneck on the passive embedding at the active party's input, KL weight λ",
+		Params: []Param{
+			{Key: "mid_lambda", Symbol: "λ", Help: "MID: weight λ of the bottleneck's KL divergence to N(0, I) in the active party's loss", Min: 0, Max: math.Inf(1)},
+			{Key: "mid_bottleneck", Symbol: "k", Int: true, Help: "MID: width k of the bottleneck (default: the cut embedding's width)", Min: 1, Max: 1 << 16},
+		},
+		NewInput: func(p Params, o InputOptions) (InputLayer, error) {
+			k := o.CutDim
+			if p.Has("mid_bottleneck") {
+				k = int(p.Get("mid_bottleneck"))
+			}
+			return NewMID(o.CutDim, k, p.Get("mid_lambda"), o.LR, o.Seed)
+		}})
+}
+
+// InputOptions are what an input-layer defence needs of the run.
+type InputOptions struct {
+	CutDim int     // width d of the cut embedding
+	LR     float32 // the active party's learning rate (Adam)
+	Seed   uint64  // the run's seed
+}
+
+// InputLayer is an add-on defence that the active party's top model
+// applies to the cut embedding before its own layers (MID): a trained
+// layer from B×d to B×d with a regulariser in the loss. Its parameters are
+// part of the top model (saved and loaded with it), and it runs at
+// evaluation and inference too.
+type InputLayer interface {
+	Name() string
+	// Forward maps the embedding e to the top model's input; training
+	// selects the training behaviour (MID samples its bottleneck; at
+	// evaluation it takes the mean).
+	Forward(e *tensor.Matrix, training bool) (*tensor.Matrix, error)
+	// Backward takes ∂L/∂(Forward's output) of the last training Forward,
+	// adds the regulariser's gradient, sets the parameter gradients and
+	// returns ∂L/∂e. The regulariser's weight includes the 1/B of a mean.
+	Backward(g *tensor.Matrix) (*tensor.Matrix, error)
+	// RegLoss is the regulariser's value on the last training Forward
+	// (λ times the batch's mean KL for MID).
+	RegLoss() float64
+	Step() error
+	Save(w io.Writer) error
+	Load(r io.Reader) error
+}
+
+// MID is the mutual-information defence of Zou et al. (arXiv 2301.01142)
+// at the active party: a variational information bottleneck between the
+// passive party's embedding e and the active party's top model,
+//
+//	h = ReLU(e·W₁ + b₁),  [μ, v] = h·W₂ + b₂,  z = μ + exp(v/2)·ξ,  ξ ~ N(0, I_k),
+//	ê = ReLU(z·W₃ + b₃)·W₄ + b₄,
+//
+// with hidden width max(d, k), trained with the top model on the loss
+// BCE + λ·(1/B)·Σ_i KL(N(μ_i, diag e^{v_i}) ‖ N(0, I_k)), where
+//
+//	KL_i = ½·Σ_j (μ_ij² + e^{v_ij} − v_ij − 1).
+//
+// The gradient the passive party receives is ∂L/∂e through the bottleneck:
+// as λ grows the posterior is pushed to the prior, and what the gradient
+// carries about the label shrinks with what z carries about e. At
+// evaluation and inference z = μ (no noise). v is the log-variance (the
+// paper and VFLAIR parametrise the standard deviation by a softplus; the
+// KL is the same divergence either way).
+type MID struct {
+	lambda float64
+	d, k   int
+	layers [4]*nn.Dense
+	relu1  nn.ReLU
+	relu3  nn.ReLU
+	params []*nn.Param
+	opt    *nn.Adam
+	pcg    *rand.PCG
+	rng    *rand.Rand
+
+	mu, logv, eps, z, dOut tensor.Matrix
+	reg                    float64
+	trained                bool // the last Forward was a training one
+	pending                bool // a Backward awaits its Step
+}
+
+// NewMID returns a MID layer for embeddings of width d with a bottleneck
+// of width k and KL weight λ ≥ 0, trained by Adam at learning rate lr;
+// seed keys its initial weights and its noise.
+func NewMID(d, k int, lambda float64, lr float32, seed uint64) (*MID, error) {
+	switch {
+	case d < 1 || k < 1:
+		return nil, fmt.Errorf("MID: embedding width %d and bottleneck width %d must be positive", d, k)
+	case !(lambda >= 0) || math.IsInf(lambda, 0):
+		return nil, fmt.Errorf("MID: λ = %v, want a finite value ≥ 0 (key mid_lambda)", lambda)
+	case !(lr > 0):
+		return nil, fmt.Errorf("MID: learning rate %v, want > 0", lr)
+	}
+	h := max(d, k)
+	init := rand.New(rand.NewPCG(seed, midInitStream))
+	m := &MID{lambda: lambda, d: d, k: k, opt: nn.NewAdam(lr)}
+	m.layers = [4]*nn.Dense{
+		nn.NewDense(d, h, nn.HeNormal, init),
+		nn.NewDense(h, 2*k, nn.GlorotUniform, init),
+		nn.NewDense(k, h, nn.HeNormal, init),
+		nn.NewDense(h, d, nn.GlorotUniform, init),
+	}
+	for _, l := range m.layers {
+		m.params = append(m.params, l.Params()...)
+	}
+	m.opt.Init(m.params)
+	m.pcg = rand.NewPCG(seed, midNoiseStream)
+	m.rng = rand.New(m.pcg)
+	return m, nil
+}
+
+// Name returns "mid".
+func (*MID) Name() string { return "mid" }
+
+// Forward implements InputLayer.
+func (m *MID) Forward(e *tensor.Matrix, training bool) (*tensor.Matrix, error) {
+	if e == nil || e.Cols != m.d {
+		return nil, fmt.Errorf("MID: embedding of %d columns, the bottleneck was built for %d", colsOf(e), m.d)
+	}
+	var noise *tensor.Matrix
+	if training {
+		m.eps.Resize(e.Rows, m.k)
+		for i := range m.eps.Data {
+			m.eps.Data[i] = float32(m.rng.NormFloat64())
+		}
+		noise = &m.eps
+	}
+	return m.forward(e, noise), nil
+}
+
+func colsOf(m *tensor.Matrix) int {
+	if m == nil {
+		return 0
+	}
+	return m.Cols
+}
+
+// forward runs the layer with the given noise ξ (nil: z = μ).
+func (m *MID) forward(e, noise *tensor.Matrix) *tensor.Matrix {
+	o := m.layers[1].Forward(m.relu1.Forward(m.layers[0].Forward(e)))
+	n, k := e.Rows, m.k
+	m.mu.Resize(n, k)
+	m.logv.Resize(n, k)
+	m.z.Resize(n, k)
+	var kl float64
+	for i := range n {
+		row := o.Row(i)
+		mu, lv, z := m.mu.Row(i), m.logv.Row(i), m.z.Row(i)
+		copy(mu, row[:k])
+		copy(lv, row[k:])
+		for j := range k {
+			v := float64(lv[j])
+			kl += 0.5 * (float64(mu[j])*float64(mu[j]) + math.Exp(v) - v - 1)
+			z[j] = mu[j]
+			if noise != nil {
+				z[j] = float32(float64(mu[j]) + math.Exp(v/2)*float64(noise.At(i, j)))
+			}
+		}
+	}
+	m.trained = noise != nil
+	m.reg = 0
+	if n > 0 {
+		m.reg = m.lambda * kl / float64(n)
+	}
+	return m.layers[3].Forward(m.relu3.Forward(m.layers[2].Forward(&m.z)))
+}
+
+// RegLoss implements InputLayer: λ·(1/B)·Σ_i KL_i of the last Forward.
+func (m *MID) RegLoss() float64 { return m.reg }
+
+// Backward implements InputLayer.
+func (m *MID) Backward(g *tensor.Matrix) (*tensor.Matrix, error) {
+	if !m.trained {
+		return nil, errors.New("MID: Backward without a training Forward")
+	}
+	if g == nil || g.Rows != m.z.Rows || g.Cols != m.d {
+		return nil, fmt.Errorf("MID: gradient of %d×%d for an output of %d×%d", rowsOf(g), colsOf(g), m.z.Rows, m.d)
+	}
+	dz := m.layers[2].Backward(m.relu3.Backward(m.layers[3].Backward(g)))
+	n, k := m.z.Rows, m.k
+	w := 0.0
+	if n > 0 {
+		w = m.lambda / float64(n)
+	}
+	m.dOut.Resize(n, 2*k)
+	for i := range n {
+		mu, lv, dzr, out := m.mu.Row(i), m.logv.Row(i), dz.Row(i), m.dOut.Row(i)
+		for j := range k {
+			v := float64(lv[j])
+			// z = μ + e^{v/2}ξ: ∂z/∂μ = 1, ∂z/∂v = ½e^{v/2}ξ;
+			// ∂KL/∂μ = μ, ∂KL/∂v = ½(e^v − 1).
+			out[j] = float32(float64(dzr[j]) + w*float64(mu[j]))
+			out[k+j] = float32(float64(dzr[j])*0.5*math.Exp(v/2)*float64(m.eps.At(i, j)) + w*0.5*(math.Exp(v)-1))
+		}
+	}
+	de := m.layers[0].Backward(m.relu1.Backward(m.layers[1].Backward(&m.dOut)))
+	m.pending = true
+	return de, nil
+}
+
+func rowsOf(m *tensor.Matrix) int {
+	if m == nil {
+		return 0
+	}
+	return m.Rows
+}
+
+// Step implements InputLayer: one Adam update of the bottleneck.
+func (m *MID) Step() error {
+	if !m.pending {
+		return errors.New("MID: Step without a Backward since the last Step")
+	}
+	m.opt.Step(m.params)
+	m.pending = false
+	return nil
+}
+
+// Save implements InputLayer: weights, Adam moments and step count, and
+// the noise stream, so that a resumed run draws the same noise.
+func (m *MID) Save(w io.Writer) error {
+	rs, err := m.pcg.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	sw := &stateWriter{}
+	sw.str(midStateTag)
+	sw.u32(m.d)
+	sw.u32(m.k)
+	sw.str(string(rs))
+	sw.u64(uint64(m.opt.T))
+	for i, p := range m.params {
+		for _, t := range []*tensor.Matrix{p.W, m.opt.M[i], m.opt.V[i]} {
+			sw.u32(len(t.Data))
+			for _, v := range t.Data {
+				sw.f32(v)
+			}
+		}
+	}
+	_, err = w.Write(sw.b)
+	return err
+}
+
+// Load implements InputLayer: it restores what Save wrote into a MID of
+// the same shape.
+func (m *MID) Load(r io.Reader) error {
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return fmt.Errorf("protect: mid state: %w", err)
+	}
+	sr := &stateReader{b: raw, what: "mid"}
+	sr.tag(midStateTag)
+	if d, k := sr.u32(), sr.u32(); sr.err == nil && (d != m.d || k != m.k) {
+		sr.err = fmt.Errorf("a bottleneck of %d→%d, this one is %d→%d", d, k, m.d, m.k)
+	}
+	rs := sr.str()
+	t := sr.u64()
+	if sr.err == nil && t > math.MaxInt64 {
+		sr.err = fmt.Errorf("optimiser step count %d", t)
+	}
+	vals := make([][]float32, 0, 3*len(m.params))
+	for i, p := range m.params {
+		for _, want := range []*tensor.Matrix{p.W, m.opt.M[i], m.opt.V[i]} {
+			n := sr.u32()
+			if sr.err == nil && n != len(want.Data) {
+				sr.err = fmt.Errorf("parameter %s: %d values, want %d", p.Name, n, len(want.Data))
+			}
+			if sr.err != nil {
+				break
+			}
+			v := make([]float32, n)
+			for j := range v {
+				v[j] = sr.f32()
+				if x := float64(v[j]); sr.err == nil && (math.IsNaN(x) || math.IsInf(x, 0)) {
+					sr.err = fmt.Errorf("parameter %s: value %d is %v", p.Name, j, v[j])
+				}
+			}
+			vals = append(vals, v)
+		}
+	}
+	if err := sr.done(); err != nil {
+		return err
+	}
+	if err := m.pcg.UnmarshalBinary([]byte(rs)); err != nil {
+		return fmt.Errorf("protect: mid state: noise stream: %w", err)
+	}
+	m.opt.T = int64(t)
+	for i, p := range m.params {
+		copy(p.W.Data, vals[3*i])
+		copy(m.opt.M[i].Data, vals[3*i+1])
+		copy(m.opt.V[i].Data, vals[3*i+2])
+	}
+	m.pending, m.trained = false, false
+	return nil
+}

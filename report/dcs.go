@@ -1,0 +1,160 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+
+	"github.com/splitguard/splitguard/metrics"
+	"github.com/splitguard/splitguard/report/theme"
+)
+
+// settingScore is one protection setting's row of the DCS ranking.
+type settingScore struct {
+	g *group
+	// mp is the main-task performance (best test AUC, mean over seeds);
+	// ap maps each cut-layer leak key to the attack performance
+	// 2·q95|AUC − ½|.
+	mp      float64
+	ap, dcs map[string]float64
+	tdcs    float64
+	stepMS  float64
+	eps     float64
+}
+
+// dcsScores scores every setting of dataset against the ideal defence
+// (AP* = 0, MP* = the mean best test AUC of the runs without protection)
+// with VFLAIR's DCS at β = ½, per cut-layer attack, and their mean
+// (T-DCS). It returns the settings best first (NaN T-DCS last), MP* and a
+// note when MP* had to be taken from another setting.
+func dcsScores(gs []*group, dataset string, cutKeys []string) ([]settingScore, float64, string) {
+	var out []settingScore
+	mpIdeal, note := math.NaN(), ""
+	stepNone := math.NaN()
+	bestMP := math.Inf(-1)
+	for _, g := range gs {
+		if g.Setting.Dataset != dataset {
+			continue
+		}
+		mp, _ := stat(g.Runs, func(s *Summary) *float64 { return s.TestAUCBest })
+		step, _ := stat(g.Runs, func(s *Summary) *float64 { return rawNum(s.Raw, "step_ms_mean") })
+		eps, _ := stat(g.Runs, func(s *Summary) *float64 {
+			if p, ok := s.Raw["privacy"].(map[string]any); ok {
+				return rawNum(p, "grad_dp_eps")
+			}
+			return nil
+		})
+		sc := settingScore{g: g, mp: mp, ap: map[string]float64{}, dcs: map[string]float64{}, stepMS: step, eps: eps}
+		for _, k := range cutKeys {
+			if v, ok := stat(g.Runs, leakStat(k, true)); ok {
+				sc.ap[k] = 2 * v
+			}
+		}
+		if g.Setting.Method == "none" {
+			mpIdeal, stepNone = mp, step
+		}
+		if !math.IsNaN(mp) {
+			bestMP = math.Max(bestMP, mp)
+		}
+		out = append(out, sc)
+	}
+	if math.IsNaN(mpIdeal) && !math.IsInf(bestMP, -1) {
+		mpIdeal = bestMP
+		note = fmt.Sprintf("%s: no run without protection; MP* is the best test AUC among the settings (%.4f)", dataset, bestMP)
+	}
+	for i := range out {
+		sc := &out[i]
+		var all []float64
+		for _, k := range cutKeys {
+			ap, ok := sc.ap[k]
+			if !ok || math.IsNaN(sc.mp) {
+				continue
+			}
+			d := metrics.DCS(ap, 0, sc.mp, mpIdeal, metrics.DCSBeta)
+			sc.dcs[k] = d
+			all = append(all, d)
+		}
+		sc.tdcs = metrics.MeanDCS(all)
+		sc.stepMS /= stepNone
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i].tdcs, out[j].tdcs
+		if math.IsNaN(a) != math.IsNaN(b) {
+			return !math.IsNaN(a)
+		}
+		return a > b
+	})
+	return out, mpIdeal, note
+}
+
+// dcsTable is the ranking of every dataset's protection settings by T-DCS.
+func dcsTable(gs []*group, cutKeys []string) (*Table, []string) {
+	t := &Table{}
+	for _, h := range []string{"rank", "dataset", "method", "param", "runs", "T-DCS"} {
+		c := Cell{Text: h}
+		if h == "dataset" || h == "method" || h == "param" {
+			c.Class = "txt"
+		}
+		t.Head = append(t.Head, c)
+	}
+	for _, k := range cutKeys {
+		t.Head = append(t.Head, Cell{Text: "DCS " + k})
+	}
+	for _, h := range []string{"best test AUC (MP)", "test AUC cost (MP* − MP)", "step time ×none", "grad_dp ε"} {
+		t.Head = append(t.Head, Cell{Text: h})
+	}
+	var notes []string
+	num := func(v float64, prec int) Cell {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return Cell{Text: "—"}
+		}
+		return Cell{Text: strconv.FormatFloat(v, 'f', prec, 64), Sort: strconv.FormatFloat(v, 'g', -1, 64)}
+	}
+	for _, d := range datasets(gs) {
+		scores, mpIdeal, note := dcsScores(gs, d, cutKeys)
+		if note != "" {
+			notes = append(notes, note)
+		}
+		for i, sc := range scores {
+			st := sc.g.Setting
+			row := []Cell{
+				{Text: strconv.Itoa(i + 1), Sort: strconv.Itoa(i + 1)},
+				{Text: st.Dataset, Sort: st.Dataset, Class: "txt"},
+				{Text: st.Method, Sort: st.Method, Class: "txt", Color: theme.Hex(theme.MethodColor(st.Method))},
+				{Text: st.Param, Sort: st.Param, Class: "txt"},
+				{Text: strconv.Itoa(len(sc.g.Runs)), Sort: strconv.Itoa(len(sc.g.Runs))},
+				num(sc.tdcs, 4),
+			}
+			for _, k := range cutKeys {
+				v, ok := sc.dcs[k]
+				if !ok {
+					v = math.NaN()
+				}
+				row = append(row, num(v, 4))
+			}
+			row = append(row, num(sc.mp, 4), num(mpIdeal-sc.mp, 4), num(sc.stepMS, 2), num(sc.eps, 3))
+			t.Rows = append(t.Rows, row)
+		}
+	}
+	return t, notes
+}
+
+// dcsSection ranks the protection settings of every dataset by T-DCS. Its
+// notes (settings left out of the ranking) go to the page's notes in a
+// sweep; a lone run has no ranking to speak of and is not shown one.
+func (b *builder) dcsSection() (*Section, error) {
+	rank := &Section{ID: "dcs", Title: "Defences ranked by DCS",
+		Lead: "VFLAIR's defence capability score DCS = 1/(1 + √(½(AP − AP*)² + ½(MP − MP*)²)) per cut-layer attack, and T-DCS, its mean over the attacks; " +
+			"settings ranked by T-DCS within each dataset (mean over seeds). AP = 2·q95|leak AUC − ½| (0 at chance, 1 for a perfect attack), AP* = 0; " +
+			"MP = best test AUC, MP* = that of the runs without protection. Costs: test AUC lost against MP*, and the mean step time as a multiple of the unprotected run's."}
+	var notes []string
+	rank.Table, notes = dcsTable(b.gs, b.cutKeys)
+	if !b.single {
+		b.extraNotes = append(b.extraNotes, notes...)
+	}
+	if len(rank.Table.Rows) == 0 || len(b.cutKeys) == 0 {
+		rank.Table, rank.Empty = nil, "No setting has both a cut-layer leak figure and a test AUC yet."
+	}
+	return rank, nil
+}

@@ -1,0 +1,159 @@
+package report
+
+import (
+	"image/color"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/splitguard/splitguard/report/theme"
+)
+
+// group is the runs of one setting.
+type group struct {
+	Setting Setting
+	Runs    []*Run
+	Color   color.RGBA
+}
+
+var methodOrder = map[string]int{"none": 0, "iso": 1, "max_norm": 2, "max_norm_label": 3, "marvell": 4, "dcor": 5, "label_dp": 6}
+
+func methodRank(m string) int {
+	if r, ok := methodOrder[m]; ok {
+		return r
+	}
+	return 100
+}
+
+// groups splits the runs into settings, ordered by dataset, method and
+// parameter, each with its colour (method hue, shaded by parameter rank).
+func groups(runs []*Run) []*group {
+	by := map[string]*group{}
+	var out []*group
+	for _, r := range runs {
+		k := r.Setting.key()
+		g := by[k]
+		if g == nil {
+			g = &group{Setting: r.Setting}
+			by[k] = g
+			out = append(out, g)
+		}
+		g.Runs = append(g.Runs, r)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i].Setting, out[j].Setting
+		if a.Dataset != b.Dataset {
+			return a.Dataset < b.Dataset
+		}
+		if a.Method != b.Method {
+			if ra, rb := methodRank(a.Method), methodRank(b.Method); ra != rb {
+				return ra < rb
+			}
+			return a.Method < b.Method
+		}
+		if a.Value != b.Value && !math.IsNaN(a.Value) && !math.IsNaN(b.Value) {
+			return a.Value < b.Value
+		}
+		return a.Param < b.Param
+	})
+	// shade within (dataset, method)
+	for i := 0; i < len(out); {
+		j := i
+		for j < len(out) && out[j].Setting.Dataset == out[i].Setting.Dataset && out[j].Setting.Method == out[i].Setting.Method {
+			j++
+		}
+		for k := i; k < j; k++ {
+			out[k].Color = theme.Shade(theme.MethodColor(out[i].Setting.Method), k-i, j-i)
+		}
+		i = j
+	}
+	return out
+}
+
+func datasets(gs []*group) []string {
+	var ds []string
+	seen := map[string]bool{}
+	for _, g := range gs {
+		if !seen[g.Setting.Dataset] {
+			seen[g.Setting.Dataset] = true
+			ds = append(ds, g.Setting.Dataset)
+		}
+	}
+	return ds
+}
+
+// layerRank orders layer names: first, 2, 3, …, cut.
+func layerRank(layer string) int {
+	switch layer {
+	case "first":
+		return 1
+	case "cut":
+		return 1 << 20
+	}
+	if n, err := strconv.Atoi(layer); err == nil {
+		return n
+	}
+	return 1 << 19
+}
+
+func splitKey(k string) (attack, layer string) {
+	if i := strings.LastIndexByte(k, '/'); i >= 0 {
+		return k[:i], k[i+1:]
+	}
+	return k, ""
+}
+
+// leakKeys returns every leak key seen in the runs' summaries and batches,
+// cut-layer keys first, then by layer and attack.
+func leakKeys(runs []*Run) []string {
+	seen := map[string]bool{}
+	for _, r := range runs {
+		if r.Summary != nil {
+			for k := range r.Summary.Leak {
+				seen[k] = true
+			}
+		}
+		for i, b := range r.Batches {
+			if i > 50 {
+				break
+			}
+			for k := range b.Leak {
+				seen[k] = true
+			}
+		}
+	}
+	keys := make([]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		ai, li := splitKey(keys[i])
+		aj, lj := splitKey(keys[j])
+		ci, cj := li == "cut", lj == "cut"
+		if ci != cj {
+			return ci
+		}
+		if li != lj {
+			return layerRank(li) < layerRank(lj)
+		}
+		if (ai == "norm") != (aj == "norm") { // the papers' main attack first
+			return ai == "norm"
+		}
+		return ai < aj
+	})
+	return keys
+}
+
+func slug(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-' || r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
