@@ -6,8 +6,9 @@
 // the training rows' mean and standard deviation.
 //
 // It minimises the mean logistic loss plus (λ/2)·‖w‖² (the bias is not
-// penalised) by full-batch L-BFGS (gonum/optimize, serial, so the result
-// is deterministic), for each λ of a small grid warm-started from the
+// penalised) by full-batch L-BFGS (gonum/optimize; the loss is summed over
+// two fixed row ranges in parallel and added in order, so the result is
+// deterministic), for each λ of a small grid warm-started from the
 // strongest penalty down; with a validation set the λ of the best
 // validation AUC is kept, else λ = 1/n. The fit reads at most MaxRows
 // training rows (the first ones in the canonical order) and stops after
@@ -18,6 +19,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"sync"
 
 	"gonum.org/v1/gonum/optimize"
 
@@ -79,6 +82,9 @@ type design struct {
 	mean, scale         []float64 // per numeric column; scale 0 for a constant column
 	p                   int       // number of weights
 	y                   []float64
+
+	partGrad [][]float64 // objective's per-range gradients (range 0 uses the caller's)
+	partF    []float64
 }
 
 func newDesign(x *data.Features, labels []uint8, n int) *design {
@@ -141,39 +147,120 @@ func (d *design) logit(w []float64, b float64, cat []int32, dense []float64, i i
 
 // objective returns f(θ) and writes ∇f into grad (when non-nil), θ = (w, b):
 // f = mean softplus loss + (λ/2)‖w‖².
+//
+// The rows are cut into objParts fixed ranges summed on their own
+// goroutines into their own loss and gradient buffers, which are then
+// added in range order: the result depends on the data alone, never on
+// timing.
 func (d *design) objective(theta, grad []float64, lambda float64) float64 {
 	w, b := theta[:d.p], theta[d.p]
-	if grad != nil {
-		clear(grad)
+	parts := objParts
+	if d.n < 2*minPartRows {
+		parts = 1
 	}
-	base := d.p - d.numDense
+	if len(d.partGrad) < parts {
+		d.partGrad = make([][]float64, parts)
+		d.partF = make([]float64, parts)
+	}
+	run := func(k int) {
+		lo, hi := d.n*k/parts, d.n*(k+1)/parts
+		var g []float64
+		if grad != nil {
+			if k == 0 {
+				g = grad
+			} else {
+				if len(d.partGrad[k]) != len(grad) {
+					d.partGrad[k] = make([]float64, len(grad))
+				}
+				g = d.partGrad[k]
+			}
+			clear(g)
+		}
+		d.partF[k] = d.lossRows(w, b, g, lo, hi)
+	}
+	var wg sync.WaitGroup
+	for k := 1; k < parts; k++ {
+		wg.Go(func() { run(k) })
+	}
+	run(0)
+	wg.Wait()
+	f := d.partF[0]
+	for k := 1; k < parts; k++ {
+		f += d.partF[k]
+		if grad != nil {
+			for j, v := range d.partGrad[k] {
+				grad[j] += v
+			}
+		}
+	}
 	inv := 1 / float64(d.n)
-	var f float64
-	for i := range d.n {
-		z := d.logit(w, b, d.cat, d.dense, i)
-		// log(1+e^z) − y·z, stably.
-		f += softplus(z) - d.y[i]*z
-		if grad == nil {
-			continue
-		}
-		r := (sigmoid(z) - d.y[i]) * inv
-		for j := range d.numCat {
-			grad[d.off[j]+int(d.cat[i*d.numCat+j])] += r
-		}
-		for k := range d.numDense {
-			grad[base+k] += r * d.dense[i*d.numDense+k]
-		}
-		grad[d.p] += r
-	}
 	f *= inv
 	var ww float64
 	for k, v := range w {
 		ww += v * v
 		if grad != nil {
-			grad[k] += lambda * v
+			grad[k] = grad[k]*inv + lambda*v
 		}
 	}
+	if grad != nil {
+		grad[d.p] *= inv
+	}
 	return f + 0.5*lambda*ww
+}
+
+// objParts is how many row ranges objective sums in parallel, and
+// minPartRows the fewest rows worth a goroutine of their own.
+const (
+	objParts    = 2
+	minPartRows = 2000
+)
+
+// lossRows returns Σ (softplus(z_i) − y_i·z_i) over rows [lo, hi) and,
+// when g is non-nil, adds Σ (σ(z_i) − y_i)·x_i into g (unscaled).
+func (d *design) lossRows(w []float64, b float64, g []float64, lo, hi int) float64 {
+	base := d.p - d.numDense
+	var f float64
+	for i := lo; i < hi; i++ {
+		z := d.logit(w, b, d.cat, d.dense, i)
+		// log(1+e^z) − y·z, stably.
+		f += softplus(z) - d.y[i]*z
+		if g == nil {
+			continue
+		}
+		r := sigmoid(z) - d.y[i]
+		for j := range d.numCat {
+			g[d.off[j]+int(d.cat[i*d.numCat+j])] += r
+		}
+		for k := range d.numDense {
+			g[base+k] += r * d.dense[i*d.numDense+k]
+		}
+		g[d.p] += r
+	}
+	return f
+}
+
+// evalCache holds the last point objective was evaluated at with its
+// gradient: gonum asks for the loss and the gradient of one point in two
+// calls, which share one pass over the rows this way.
+type evalCache struct {
+	x, grad []float64
+	f       float64
+	ok      bool
+}
+
+// at evaluates d's objective at x (from the cache when x is the last
+// point) and returns the loss, leaving the gradient in c.grad.
+func (c *evalCache) at(d *design, x []float64, lambda float64) float64 {
+	if c.ok && slices.Equal(c.x, x) {
+		return c.f
+	}
+	c.x = append(c.x[:0], x...)
+	if len(c.grad) != len(x) {
+		c.grad = make([]float64, len(x))
+	}
+	c.f = d.objective(x, c.grad, lambda)
+	c.ok = true
+	return c.f
 }
 
 func softplus(z float64) float64 {
@@ -276,9 +363,10 @@ func Fit(train, val, test *data.Dataset, o Options) (*Result, error) {
 // minimise runs L-BFGS from theta (updated in place) for one λ and
 // returns the iterations made and whether it converged before maxIter.
 func (d *design) minimise(theta []float64, lambda float64, maxIter int) (int, bool, error) {
+	var c evalCache
 	p := optimize.Problem{
-		Func: func(x []float64) float64 { return d.objective(x, nil, lambda) },
-		Grad: func(grad, x []float64) { d.objective(x, grad, lambda) },
+		Func: func(x []float64) float64 { return c.at(d, x, lambda) },
+		Grad: func(grad, x []float64) { c.at(d, x, lambda); copy(grad, c.grad) },
 	}
 	settings := &optimize.Settings{
 		MajorIterations:   maxIter,

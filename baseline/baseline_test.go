@@ -3,6 +3,7 @@ package baseline
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/splitguard/splitguard/data"
@@ -264,5 +265,40 @@ func TestCap(t *testing.T) {
 	}
 	if r.TrainRows != 100 || !r.Capped || math.Abs(r.Lambda-0.01) > 1e-12 {
 		t.Errorf("rows %d capped %v λ %v, want 100 true 0.01", r.TrainRows, r.Capped, r.Lambda)
+	}
+}
+
+// TestObjectiveParallelMatchesOneRange checks that the two-range parallel
+// sum of the loss and gradient equals one serial pass over the rows (to
+// rounding) and gives bit-identical results call after call.
+func TestObjectiveParallelMatchesOneRange(t *testing.T) {
+	d := table(5000, 3, 7, 4, 5)
+	des := newDesign(d.X, d.Labels, len(d.IDs))
+	theta := make([]float64, des.p+1)
+	for k := range theta {
+		theta[k] = 0.01 * float64(k%13-6)
+	}
+	const lambda = 0.003
+	grad := make([]float64, len(theta))
+	f := des.objective(theta, grad, lambda)
+	// One serial pass, scaled as the objective defines.
+	g1 := make([]float64, len(theta))
+	f1 := des.lossRows(theta[:des.p], theta[des.p], g1, 0, des.n) / float64(des.n)
+	for k, v := range theta[:des.p] {
+		f1 += 0.5 * lambda * v * v
+		g1[k] = g1[k]/float64(des.n) + lambda*v
+	}
+	g1[des.p] /= float64(des.n)
+	if math.Abs(f-f1) > 1e-12 {
+		t.Errorf("loss %v, one range %v", f, f1)
+	}
+	for k := range grad {
+		if math.Abs(grad[k]-g1[k]) > 1e-12 {
+			t.Fatalf("gradient %d: %v, one range %v", k, grad[k], g1[k])
+		}
+	}
+	again := make([]float64, len(theta))
+	if f2 := des.objective(theta, again, lambda); f2 != f || !slices.Equal(again, grad) {
+		t.Error("a second evaluation differs from the first")
 	}
 }
