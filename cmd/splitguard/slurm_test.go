@@ -22,8 +22,12 @@ import (
 // slurmEnv is the variable that enables the Slurm tests.
 const slurmEnv = "SPLITGUARD_SLURM_TEST"
 
-// timingColumns differ between any two runs of the same configuration.
+// timingColumns differ between any two runs of the same configuration,
+// and so does every column naming a time in seconds ("baseline.seconds").
 var timingColumns = map[string]bool{"wall_s": true, "seconds": true, "examples_per_s": true, "step_ms_mean": true, "protect_ms_mean": true}
+
+// isTiming says whether results.csv column h is a timing.
+func isTiming(h string) bool { return timingColumns[h] || strings.HasSuffix(h, ".seconds") }
 
 func needSlurm(t *testing.T) {
 	t.Helper()
@@ -84,7 +88,7 @@ func resultsWithoutTiming(t *testing.T, path string) map[string]map[string]strin
 	for _, r := range rows[1:] {
 		m := map[string]string{}
 		for i, h := range rows[0] {
-			if !timingColumns[h] {
+			if !isTiming(h) {
 				m[h] = r[i]
 			}
 		}
