@@ -20,16 +20,18 @@ import (
 // Checkpoint files. Version 3 (written) is
 //
 //	magic "splitguard-checkpoint/v3\n", step uint64, section count uint32,
-//	per section: name (uint32 length + bytes), then chunks (uint32 length
-//	+ bytes) ended by an empty chunk,
+//	per section: name (uint32 length + bytes), then chunks, each its raw
+//	length uint32, its packed length uint32 and the chunk with its runs of
+//	zero bytes packed (packZeros), ended by a chunk of raw length 0,
 //	and a SHA-256 of everything before it,
 //
 // all little-endian, so that a section is streamed to the file as it is
-// serialised (a save holds no copy of the model). Version 1 (read only)
-// had one uint64 length per section instead of chunks; version 2 (sections
-// with runs of zero bytes packed, written from one buffer) is not read here.
+// serialised (a save holds no copy of the model) and untouched embedding
+// rows (zero Adam moments) cost almost nothing. Versions 1 (sections as
+// they are) and 2 (each section packed whole) are read.
 const (
 	checkpointMagic   = "splitguard-checkpoint/v3\n"
+	checkpointMagicV2 = "splitguard-checkpoint/v2\n"
 	checkpointMagicV1 = "splitguard-checkpoint/v1\n"
 )
 
@@ -53,10 +55,8 @@ func bytesSection(name string, b []byte) ckSection {
 // party's model).
 type store struct {
 	dir, role string
-	// keep is how many of the newest checkpoints stay (key
-	// keep_checkpoints; 0 means DefaultKeepCheckpoints, and never fewer
-	// than 2: the active party checkpoints before the passive, so the last
-	// checkpoint both hold is the active's newest or the one before).
+	// keep is how many of the newest checkpoints stay (at least 2; 0 or
+	// less means DefaultKeepCheckpoints).
 	keep int
 }
 
@@ -64,10 +64,12 @@ func (s *store) path(step int64) string {
 	return filepath.Join(s.dir, fmt.Sprintf("%s-%012d.ckpt", s.role, step))
 }
 
-// chunker cuts what is written to it into chunks of at most chunkBytes.
+// chunker cuts what is written to it into chunks of at most chunkBytes,
+// each written packed.
 type chunker struct {
-	w   io.Writer
-	buf []byte
+	w      io.Writer
+	buf    []byte
+	packed []byte
 }
 
 func (c *chunker) Write(p []byte) (int, error) {
@@ -86,12 +88,14 @@ func (c *chunker) Write(p []byte) (int, error) {
 }
 
 func (c *chunker) flush() error {
-	var hdr [4]byte
+	c.packed = packZeros(c.packed[:0], c.buf)
+	var hdr [8]byte
 	binary.LittleEndian.PutUint32(hdr[:], uint32(len(c.buf)))
+	binary.LittleEndian.PutUint32(hdr[4:], uint32(len(c.packed)))
 	if _, err := c.w.Write(hdr[:]); err != nil {
 		return err
 	}
-	if _, err := c.w.Write(c.buf); err != nil {
+	if _, err := c.w.Write(c.packed); err != nil {
 		return err
 	}
 	c.buf = c.buf[:0]
@@ -121,64 +125,60 @@ func (s *store) save(step int64, sections ...ckSection) error {
 	return s.prune(step)
 }
 
-// prune deletes the oldest checkpoints beyond the newest s.keep once the
-// one just written (step) verifies; it never deletes that one, one newer
-// than it, nor the checkpoint both parties acknowledged.
+// prune deletes the oldest checkpoints beyond the newest s.keep, once the
+// one just written (step) reads back intact (its checksum, streamed: no
+// copy of the model is held); it never deletes that one, nor a checkpoint
+// newer than it.
 func (s *store) prune(step int64) error {
-	if err := verifyCheckpoint(s.path(step)); err != nil {
-		return fmt.Errorf("checkpoint %s does not read back, keeping the older ones: %w", s.path(step), err)
+	if err := s.verify(step); err != nil {
+		return err // keep everything: the new checkpoint is not good
 	}
 	keep := s.keep
 	if keep <= 0 {
 		keep = DefaultKeepCheckpoints
 	}
 	keep = max(keep, 2)
-	acked, err := s.readAcked()
-	if err != nil {
-		return err
-	}
 	steps, err := s.steps()
 	if err != nil {
 		return err
 	}
 	for len(steps) > keep {
-		if old := steps[0]; old < step && old != acked {
-			if err := os.Remove(s.path(old)); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("checkpoint: %w", err)
-			}
+		if steps[0] >= step {
+			break
+		}
+		if err := os.Remove(s.path(steps[0])); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("checkpoint: pruning: %w", err)
 		}
 		steps = steps[1:]
 	}
 	return nil
 }
 
-// verifyCheckpoint checks the SHA-256 at the end of the checkpoint file at
-// path against its contents, reading it as a stream (a save is not
-// followed by a second copy of the model in memory).
-func verifyCheckpoint(path string) error {
+// verify reads the checkpoint of step back and checks its SHA-256.
+func (s *store) verify(step int64) error {
+	path := s.path(step)
 	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return fmt.Errorf("checkpoint: %w", err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	st, err := f.Stat()
 	if err != nil {
-		return err
+		return fmt.Errorf("checkpoint: %w", err)
 	}
-	n := fi.Size() - sha256.Size
-	if n < int64(len(checkpointMagic)) {
-		return errors.New("too short for a checkpoint")
+	if st.Size() < int64(len(checkpointMagic)+12+sha256.Size) {
+		return fmt.Errorf("checkpoint %s: too short", path)
 	}
 	h := sha256.New()
-	if _, err := io.Copy(h, io.LimitReader(f, n)); err != nil {
-		return err
+	if _, err := io.CopyN(h, f, st.Size()-sha256.Size); err != nil {
+		return fmt.Errorf("checkpoint %s: reading back: %w", path, err)
 	}
 	var sum [sha256.Size]byte
 	if _, err := io.ReadFull(f, sum[:]); err != nil {
-		return err
+		return fmt.Errorf("checkpoint %s: reading back: %w", path, err)
 	}
 	if !bytes.Equal(h.Sum(nil), sum[:]) {
-		return errors.New("checksum mismatch")
+		return fmt.Errorf("checkpoint %s: reads back with a checksum mismatch", path)
 	}
 	return nil
 }
@@ -261,8 +261,13 @@ func (s *store) load(step int64) (map[string][]byte, error) {
 // parseCheckpoint checks and splits the bytes of the checkpoint of step.
 // Sections alias b where they can (version 1), else are copies.
 func parseCheckpoint(b []byte, step int64) (map[string][]byte, error) {
-	v3 := bytes.HasPrefix(b, []byte(checkpointMagic))
-	if len(b) < len(checkpointMagic)+12+sha256.Size || !(v3 || bytes.HasPrefix(b, []byte(checkpointMagicV1))) {
+	version := 0
+	for v, magic := range []string{checkpointMagicV1, checkpointMagicV2, checkpointMagic} {
+		if bytes.HasPrefix(b, []byte(magic)) {
+			version = v + 1
+		}
+	}
+	if len(b) < len(checkpointMagic)+12+sha256.Size || version == 0 {
 		return nil, errors.New("not a splitguard checkpoint")
 	}
 	body, sum := b[:len(b)-sha256.Size], b[len(b)-sha256.Size:]
@@ -290,38 +295,136 @@ func parseCheckpoint(b []byte, step int64) (map[string][]byte, error) {
 		if _, dup := out[name]; dup {
 			return nil, fmt.Errorf("section %q twice", name)
 		}
-		if !v3 {
-			if len(body) < 8 {
-				return nil, fmt.Errorf("section %q: truncated length", name)
-			}
-			m := le.Uint64(body)
-			if m > uint64(len(body)-8) {
-				return nil, fmt.Errorf("section %q overruns the file", name)
-			}
-			out[name] = body[8 : 8+m]
-			body = body[8+m:]
-			continue
-		}
 		var data []byte
-		for {
-			if len(body) < 4 {
-				return nil, fmt.Errorf("section %q: truncated chunk header", name)
-			}
-			m := uint64(le.Uint32(body))
-			if m > uint64(len(body)-4) {
-				return nil, fmt.Errorf("section %q: chunk overruns the file", name)
-			}
-			chunk := body[4 : 4+m]
-			body = body[4+m:]
-			if m == 0 {
-				break
-			}
-			data = append(data, chunk...)
+		var err error
+		switch version {
+		case 1, 2:
+			data, body, err = parseWholeSection(body, version == 2)
+		default:
+			data, body, err = parseChunks(body)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("section %q: %w", name, err)
 		}
 		out[name] = data
 	}
 	if len(body) != 0 {
 		return nil, errors.New("trailing bytes")
+	}
+	return out, nil
+}
+
+// parseWholeSection reads a section of version 1 (its length, then the
+// bytes) or 2 (its length, the packed length, then the packed bytes) and
+// returns it and what follows.
+func parseWholeSection(body []byte, packed bool) (data, rest []byte, err error) {
+	le := binary.LittleEndian
+	if len(body) < 8 {
+		return nil, nil, errors.New("truncated length")
+	}
+	m := le.Uint64(body)
+	body = body[8:]
+	if !packed {
+		if m > uint64(len(body)) {
+			return nil, nil, errors.New("overruns the file")
+		}
+		return body[:m], body[m:], nil
+	}
+	if len(body) < 8 {
+		return nil, nil, errors.New("truncated packed length")
+	}
+	pl := le.Uint64(body)
+	body = body[8:]
+	if pl > uint64(len(body)) {
+		return nil, nil, errors.New("overruns the file")
+	}
+	data, err = unpackZeros(body[:pl], m)
+	return data, body[pl:], err
+}
+
+// parseChunks reads the chunks of a version 3 section and returns the
+// section and what follows.
+func parseChunks(body []byte) (data, rest []byte, err error) {
+	le := binary.LittleEndian
+	for {
+		if len(body) < 8 {
+			return nil, nil, errors.New("truncated chunk header")
+		}
+		raw, pl := uint64(le.Uint32(body)), uint64(le.Uint32(body[4:]))
+		body = body[8:]
+		if pl > uint64(len(body)) || raw > chunkBytes {
+			return nil, nil, errors.New("chunk overruns the file")
+		}
+		if raw == 0 {
+			if pl != 0 {
+				return nil, nil, errors.New("empty chunk with packed bytes")
+			}
+			return data, body, nil
+		}
+		chunk, err := unpackZeros(body[:pl], raw)
+		if err != nil {
+			return nil, nil, err
+		}
+		data = append(data, chunk...)
+		body = body[pl:]
+	}
+}
+
+// minZeroRun is the shortest run of zero bytes packZeros encodes as a run.
+const minZeroRun = 8
+
+// packZeros appends src to dst with its runs of zero bytes encoded: a
+// sequence of (uvarint literal length, the literal bytes, uvarint length
+// of the zero run that follows). The Adam moments of embedding rows no
+// batch has touched are zero, so a checkpoint's size follows the rows
+// touched rather than the table size: an untouched row of dimension 4
+// costs its 16 bytes of weights and a few bytes of lengths instead of 64.
+func packZeros(dst, src []byte) []byte {
+	var run [minZeroRun]byte
+	for len(src) > 0 {
+		z := bytes.Index(src, run[:])
+		if z < 0 {
+			z = len(src)
+		}
+		dst = binary.AppendUvarint(dst, uint64(z))
+		dst = append(dst, src[:z]...)
+		src = src[z:]
+		n := 0
+		for n < len(src) && src[n] == 0 {
+			n++
+		}
+		dst = binary.AppendUvarint(dst, uint64(n))
+		src = src[n:]
+	}
+	return dst
+}
+
+// unpackZeros decodes what packZeros wrote, which must expand to exactly
+// size bytes. The output grows with what is decoded, so a forged size
+// allocates nothing up front.
+func unpackZeros(p []byte, size uint64) ([]byte, error) {
+	var zero [64 << 10]byte
+	out := make([]byte, 0, min(size, 64<<20))
+	for len(p) > 0 {
+		lit, k := binary.Uvarint(p)
+		if k <= 0 || lit > uint64(len(p)-k) || lit > size-uint64(len(out)) {
+			return nil, errors.New("bad literal length")
+		}
+		out = append(out, p[k:k+int(lit)]...)
+		p = p[k+int(lit):]
+		zeros, k := binary.Uvarint(p)
+		if k <= 0 || zeros > size-uint64(len(out)) {
+			return nil, errors.New("bad zero-run length")
+		}
+		for zeros > 0 {
+			n := min(zeros, uint64(len(zero)))
+			out = append(out, zero[:n]...)
+			zeros -= n
+		}
+		p = p[k:]
+	}
+	if uint64(len(out)) != size {
+		return nil, fmt.Errorf("unpacks to %d bytes, want %d", len(out), size)
 	}
 	return out, nil
 }

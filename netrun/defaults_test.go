@@ -1,6 +1,10 @@
 package netrun
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,7 +40,7 @@ func TestDefaultCutAndCheckpointPruning(t *testing.T) {
 		}
 		var names []string
 		for _, e := range entries {
-			if strings.HasSuffix(e.Name(), ".ckpt") {
+			if strings.HasSuffix(e.Name(), ".ckpt") { // not active.acked
 				names = append(names, e.Name())
 			}
 		}
@@ -87,5 +91,98 @@ func TestPruneKeepsTheNewestGood(t *testing.T) {
 	}
 	if got, _ := s.steps(); len(got) != 3 {
 		t.Errorf("after a corrupt newest checkpoint kept %v, want [3 4 5]", got)
+	}
+}
+
+// TestCheckpointZeroRuns round-trips sections through the v3 format
+// (chunks with runs of zero bytes packed) and checks that a v1 file
+// (sections stored as they are) and a v2 file (each section packed whole)
+// still load, and that a section of untouched embedding rows packs
+// to about a quarter of its size.
+func TestCheckpointZeroRuns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	random := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.UintN(255) + 1)
+		}
+		return b
+	}
+	// Rows laid out as nn.Embedding stores them (dimension 4): 4 weights,
+	// 8 zero moments, the unused slot (all ones), 3 zero floats.
+	rows := make([]byte, 0, 1000*64)
+	for range 1000 {
+		rows = append(rows, random(16)...)
+		rows = append(rows, make([]byte, 32)...)
+		rows = append(rows, 0xff, 0xff, 0xff, 0xff)
+		rows = append(rows, make([]byte, 12)...)
+	}
+	sections := map[string][]byte{
+		"empty": {}, "zeros": make([]byte, 1000), "random": random(777), "rows": rows,
+		"short runs": {0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0}, "trailing": append(random(9), make([]byte, 20)...),
+	}
+	s := store{dir: t.TempDir(), role: "passive"}
+	var secs []ckSection
+	for n, v := range sections {
+		secs = append(secs, bytesSection(n, v))
+	}
+	if err := s.save(7, secs...); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.load(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, want := range sections {
+		if !bytes.Equal(got[n], want) {
+			t.Errorf("section %q: read back %d bytes differing from the %d written", n, len(got[n]), len(want))
+		}
+	}
+	fi, err := os.Stat(s.path(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw := 1000 + 777 + len(rows) + 13 + 29; fi.Size() > int64(raw)/2 {
+		t.Errorf("checkpoint of %d bytes for %d bytes of sections", fi.Size(), raw)
+	}
+	if p := packZeros(nil, rows); len(p) > len(rows)*3/8 {
+		t.Errorf("untouched rows pack to %d of %d bytes", len(p), len(rows))
+	}
+	// A v1 file: the same layout without packing.
+	b := []byte(checkpointMagicV1)
+	b = binary.LittleEndian.AppendUint64(b, 9)
+	b = binary.LittleEndian.AppendUint32(b, 1)
+	b = binary.LittleEndian.AppendUint32(b, 1)
+	b = append(b, 'm')
+	b = binary.LittleEndian.AppendUint64(b, 3)
+	b = append(b, 1, 0, 2)
+	sum := sha256.Sum256(b)
+	if err := os.WriteFile(s.path(9), append(b, sum[:]...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.load(9); err != nil || !bytes.Equal(got["m"], []byte{1, 0, 2}) {
+		t.Errorf("v1 checkpoint: %v %v", got, err)
+	}
+	// A v2 file: each section packed whole.
+	b = []byte(checkpointMagicV2)
+	b = binary.LittleEndian.AppendUint64(b, 11)
+	b = binary.LittleEndian.AppendUint32(b, 1)
+	b = binary.LittleEndian.AppendUint32(b, 1)
+	b = append(b, 'z')
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(rows)))
+	packed := packZeros(nil, rows)
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(packed)))
+	b = append(b, packed...)
+	sum = sha256.Sum256(b)
+	if err := os.WriteFile(s.path(11), append(b, sum[:]...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.load(11); err != nil || !bytes.Equal(got["z"], rows) {
+		t.Errorf("v2 checkpoint: %v", err)
+	}
+	for _, bad := range [][]byte{{5}, {0, 200}, {1}} {
+		if _, err := unpackZeros(bad, 3); err == nil {
+			t.Errorf("unpackZeros(%v) accepted", bad)
+		}
 	}
 }

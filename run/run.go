@@ -195,6 +195,7 @@ func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, val *
 	}
 	rec.Start(split, aud, pas.TotalSteps())
 	j.layers = audit.LayerNames(cfg.Cut)
+
 	// Hold the room the models and the summary need, for a disk that
 	// fills up during the run.
 	size, err := modelBytes(bottom, top)
@@ -235,7 +236,7 @@ func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, val *
 	}
 	if runErr != nil {
 		if atomicfile.IsDiskFull(runErr) && pas.Step() > 0 {
-			return nil, salvage(cfg, rec, reserve, bottom, top, pas.Step(), elapsed, runErr)
+			return nil, salvage(cfg, rec, reserve, sel, bottom, top, pas.Step(), elapsed, runErr)
 		}
 		return nil, runErr
 	}
@@ -270,13 +271,13 @@ type counter int64
 func (c *counter) Write(p []byte) (int, error) { *c += counter(len(p)); return len(p), nil }
 
 // salvage ends a run that the disk filling up stopped after steps: the
-// reserved space is given back, the models are saved and summary.json
-// says the run is truncated and why. It returns why, with what could not
-// be saved.
-func salvage(cfg config.Config, rec *rundir.Recorder, reserve *atomicfile.Reservation, bottom model.Bottom, top model.Top,
+// reserved space is given back, the models (the selected ones, as at a
+// normal end) are saved and summary.json says the run is truncated and
+// why. It returns why, with what could not be saved.
+func salvage(cfg config.Config, rec *rundir.Recorder, reserve *atomicfile.Reservation, sel *selection, bottom model.Bottom, top model.Top,
 	steps int64, elapsed time.Duration, why error) error {
 	errs := []error{why, reserve.Release()}
-	if err := saveModels(cfg.Out, bottom, top); err != nil {
+	if err := sel.save(cfg.Out, bottom, top); err != nil {
 		errs = append(errs, err)
 	}
 	rec.Truncate(fmt.Sprintf("the disk filled up after %d steps: %v", steps, why))
