@@ -141,15 +141,7 @@ func TestSgemmDeterministic(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, e := range simdEngines() {
 		for _, sh := range [][5]int{{1024, 128, 117, 0, 0}, {117, 128, 1024, 1, 0}, {1024, 117, 128, 0, 1}, {50, 1000, 300, 0, 0}} {
-			m, n, kk, ta, tb := sh[0], sh[1], sh[2], sh[3] == 1, sh[4] == 1
-			a, b := randSlice(r, m*kk), randSlice(r, kk*n)
-			lda, ldb := kk, n
-			if ta {
-				lda = m
-			}
-			if tb {
-				ldb = kk
-			}
+			m, n, kk, ta, tb, a, b, lda, ldb := operands(r, sh)
 			var ref []float32
 			for _, procs := range []int{1, 2, 3, 7} {
 				old := runtime.GOMAXPROCS(procs)
@@ -231,15 +223,7 @@ func TestSgemmIndependentOfAlignment(t *testing.T) {
 	}
 	for _, e := range testEngines() {
 		for _, sh := range [][5]int{{16, 1, 5, 0, 0}, {1024, 1, 128, 0, 0}, {128, 1, 1024, 1, 0}, {64, 2, 37, 0, 1}, {7, 9, 11, 0, 1}, {5, 6, 7, 1, 1}, {40, 33, 29, 0, 1}} {
-			m, n, kk, ta, tb := sh[0], sh[1], sh[2], sh[3] == 1, sh[4] == 1
-			a, b := randSlice(r, m*kk), randSlice(r, kk*n)
-			lda, ldb := kk, n
-			if ta {
-				lda = m
-			}
-			if tb {
-				ldb = kk
-			}
+			m, n, kk, ta, tb, a, b, lda, ldb := operands(r, sh)
 			var ref []float32
 			for off := range 4 {
 				c := make([]float32, m*n)
@@ -256,4 +240,19 @@ func TestSgemmIndependentOfAlignment(t *testing.T) {
 			}
 		}
 	}
+}
+
+// operands draws the operands of the product of shape sh = {m, n, k,
+// transA, transB} with their row strides.
+func operands(r *rand.Rand, sh [5]int) (m, n, k int, ta, tb bool, a, b []float32, lda, ldb int) {
+	m, n, k, ta, tb = sh[0], sh[1], sh[2], sh[3] == 1, sh[4] == 1
+	a, b = randSlice(r, m*k), randSlice(r, k*n)
+	lda, ldb = k, n
+	if ta {
+		lda = m
+	}
+	if tb {
+		ldb = k
+	}
+	return
 }
