@@ -5,10 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/splitguard/splitguard/atomicfile/atomicfiletest"
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -519,48 +519,18 @@ func TestStalledPeer(t *testing.T) {
 	r.sameAsReference(ref)
 }
 
-// tmpfsDir mounts a tmpfs of size (root only; the test is skipped
-// otherwise) and returns its directory.
-func tmpfsDir(t *testing.T, size string) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a small file system needs root")
-	}
-	dir := filepath.Join(t.TempDir(), "disk")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs: %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
-	return dir
-}
-
 // TestActiveDiskFull: the active party's disk fills up after both
 // parties checkpointed step 10. The active ends the run with an error
 // saying so and a summary marked truncated, its checkpoint of step 10
 // intact; once space is freed, both parties restart and the run ends
 // identical to the uninterrupted in-process run.
 func TestActiveDiskFull(t *testing.T) {
-	disk := tmpfsDir(t, "8m")
+	disk := atomicfiletest.SmallDisk(t, "8m")
 	root := t.TempDir()
 	base, ref := faultBase(t, root)
 	r := startFault(t, base, disk)
 	filler := filepath.Join(disk, "filler")
-	hookAt(t, 10, func() error {
-		f, err := os.Create(filler)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		buf := make([]byte, 4096)
-		for {
-			if _, err := f.Write(buf); err != nil {
-				return nil
-			}
-		}
-	})
+	hookAt(t, 10, func() error { return atomicfiletest.Fill(filler) })
 	if _, err := r.passive(context.Background()); err == nil || !strings.Contains(err.Error(), "incident") {
 		t.Fatalf("passive: %v, want the active's abort (an incident number)", err)
 	}

@@ -6,54 +6,21 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/splitguard/splitguard/atomicfile"
+	"github.com/splitguard/splitguard/atomicfile/atomicfiletest"
 	"github.com/splitguard/splitguard/rundir"
 )
-
-// smallDisk mounts a tmpfs of size bytes (root only; skipped otherwise)
-// and returns its directory.
-func smallDisk(t *testing.T, size string) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a small file system needs root")
-	}
-	dir := filepath.Join(t.TempDir(), "disk")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs: %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
-	return dir
-}
-
-// fill writes to path until the disk is full.
-func fill(path string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	buf := make([]byte, 4096)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			return nil
-		}
-	}
-}
 
 // TestDiskFullKeepsModelAndSummary: the disk fills up after the first
 // evaluation; the run ends with an error saying so, the models (the same
 // size as an uninterrupted run's, and loadable) and a summary marked
 // truncated with the reason. Before, a full disk lost both.
 func TestDiskFullKeepsModelAndSummary(t *testing.T) {
-	disk := smallDisk(t, "16m")
+	disk := atomicfiletest.SmallDisk(t, "16m")
 	ref := smallConfig(t)
 	if _, err := Train(context.Background(), ref, Options{}); err != nil {
 		t.Fatal(err)
@@ -64,7 +31,7 @@ func TestDiskFullKeepsModelAndSummary(t *testing.T) {
 	_, err := Train(context.Background(), cfg, Options{OnEval: func(rundir.EvalRecord) {
 		if !filled {
 			filled = true
-			if err := fill(filepath.Join(disk, "filler")); err != nil {
+			if err := atomicfiletest.Fill(filepath.Join(disk, "filler")); err != nil {
 				t.Error(err)
 			}
 		}
