@@ -183,12 +183,7 @@ func TestGradientZeroAtOptimum(t *testing.T) {
 	grad := make([]float64, len(theta))
 	des.objective(theta, grad, lambda)
 	for k := range theta {
-		const h = 1e-5
-		tp := append([]float64(nil), theta...)
-		tm := append([]float64(nil), theta...)
-		tp[k] += h
-		tm[k] -= h
-		fd := (des.objective(tp, nil, lambda) - des.objective(tm, nil, lambda)) / (2 * h)
+		fd := centralDifference(des, theta, k, lambda)
 		if math.Abs(fd) > 1e-6 || math.Abs(grad[k]) > 1e-6 {
 			t.Errorf("θ[%d]: gradient %.3g, finite difference %.3g at the optimum, want 0", k, grad[k], fd)
 		}
@@ -199,12 +194,7 @@ func TestGradientZeroAtOptimum(t *testing.T) {
 	}
 	des.objective(theta, grad, lambda)
 	for k := range theta {
-		const h = 1e-5
-		tp := append([]float64(nil), theta...)
-		tm := append([]float64(nil), theta...)
-		tp[k] += h
-		tm[k] -= h
-		fd := (des.objective(tp, nil, lambda) - des.objective(tm, nil, lambda)) / (2 * h)
+		fd := centralDifference(des, theta, k, lambda)
 		if math.Abs(fd-grad[k]) > 1e-6 {
 			t.Errorf("θ[%d]: gradient %.6g, finite difference %.6g", k, grad[k], fd)
 		}
@@ -301,4 +291,15 @@ func TestObjectiveParallelMatchesOneRange(t *testing.T) {
 	if f2 := des.objective(theta, again, lambda); f2 != f || !slices.Equal(again, grad) {
 		t.Error("a second evaluation differs from the first")
 	}
+}
+
+// centralDifference is the central finite difference of the objective
+// along θ[k] with step 1e-5.
+func centralDifference(des *design, theta []float64, k int, lambda float64) float64 {
+	const h = 1e-5
+	tp := append([]float64(nil), theta...)
+	tm := append([]float64(nil), theta...)
+	tp[k] += h
+	tm[k] -= h
+	return (des.objective(tp, nil, lambda) - des.objective(tm, nil, lambda)) / (2 * h)
 }
