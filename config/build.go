@@ -51,6 +51,8 @@ func (c *Config) CutDim() int {
 
 // BuildBottom builds the passive party's model over its features x: the
 // deep part for wdl/mlp, the CNN's blocks over images of x's shape.
+// A passive-side defence (MID or FedPass at the passive party's output)
+// wraps it in an [OutputBottom].
 func (c *Config) BuildBottom(x *data.Features) (model.Bottom, error) {
 	if c.Model == "cnn" {
 		if x.Image == nil {
@@ -60,12 +62,20 @@ func (c *Config) BuildBottom(x *data.Features) (model.Bottom, error) {
 		if im := *x.Image; im.Height != mc.Height || im.Width != mc.Width || im.Channels != mc.Channels {
 			return nil, fmt.Errorf("images of %d×%d×%d, the configuration says %d×%d×%d", im.Height, im.Width, im.Channels, mc.Height, mc.Width, mc.Channels)
 		}
-		return model.NewCNNBottom(mc)
+		b, err := model.NewCNNBottom(mc)
+		if err != nil {
+			return nil, err
+		}
+		return c.withPassiveOutput(b)
 	}
 	if x.Image != nil {
 		return nil, fmt.Errorf("model %s reads tables but the data are %d×%d×%d images; the images need model cnn", c.Model, x.Image.Height, x.Image.Width, x.Image.Channels)
 	}
-	return model.NewBottom(c.ModelConfig(), model.SchemaOf(x))
+	b, err := model.NewBottom(c.ModelConfig(), model.SchemaOf(x))
+	if err != nil {
+		return nil, err
+	}
+	return c.withPassiveOutput(b)
 }
 
 // BuildTop builds the active party's model. For Wide&Deep the wide part
@@ -160,6 +170,12 @@ func (c *Config) BuildDefences(train *data.Dataset) (*Defences, error) {
 	}
 	return d, nil
 }
+
+// PassiveDefences lists the parameters of the passive-side defences the
+// configuration sets, as sorted "key=value" strings: what the two parties
+// of a networked run must agree on beyond the model (the passive applies
+// them, the active records them).
+func (c *Config) PassiveDefences() []string { return protect.PassiveSettings(c.Params) }
 
 // Legend names the configuration's defences for tables and figures.
 func (c *Config) Legend() protect.Legend { return protect.Describe(c.Protect, c.Params) }

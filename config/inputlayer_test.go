@@ -42,7 +42,7 @@ func trainStep(t *testing.T, top model.Top, e *tensor.Matrix, y []float32) []flo
 // one, continues bit-identically — what a checkpoint and resume need —
 // and that evaluation is deterministic.
 func TestTopWithDefenceLayersResumes(t *testing.T) {
-	for _, p := range []protect.Params{{"mid_lambda": 0.1}, {"mixup_alpha": 1}, {"cae_lambda": 1, "mid_lambda": 0.01}} {
+	for _, p := range []protect.Params{{"mid_lambda": 0.1}, {"mixup_alpha": 1}, {"cae_lambda": 1, "mid_lambda": 0.01}, {"fedpass_range": 5}} {
 		c := Default()
 		c.Model, c.Layers, c.Cut, c.Params, c.LR = "mlp", []int{8, 6, 4}, 1, p, 1e-3
 		build := func() model.Top {

@@ -229,7 +229,8 @@ func (c *Config) resolve() {
 
 // SharedDigest is a SHA-256 over every setting the two parties must agree
 // on: the model's architecture and optimiser, the data split and sampling,
-// the schedule, the evaluation cadence and the checkpoint cadence. Each
+// the schedule, the evaluation cadence, the checkpoint cadence and the
+// passive-side defences' parameters (config.Config.PassiveDefences). Each
 // party's own settings (files, columns, protection, attacks, addresses)
 // are not part of it.
 func (c *Config) SharedDigest() []byte {
@@ -245,8 +246,24 @@ func (c *Config) SharedDigest() []byte {
 			c.Format, c.PositiveClass, c.PosRate, c.NegPerPos, c.ImageSize, c.ImagePad,
 			c.ImageChannels, c.CNNBlocks, c.CNNChannels, c.CNNKernel, c.CNNDense)
 	}
+	if pd := c.PassiveDefences(); len(pd) > 0 {
+		// The passive party applies them, the active records them
+		// (absent without one: the digest is then unchanged).
+		s += " passive_defences=" + strings.Join(pd, ",")
+	}
 	d := sha256.Sum256([]byte(s))
 	return d[:]
+}
+
+// digestHint says what a digest mismatch may come from, with this party's
+// settings that are hardest to spot.
+func (c *Config) digestHint() string {
+	pd := "none"
+	if l := c.PassiveDefences(); len(l) > 0 {
+		pd = strings.Join(l, ", ")
+	}
+	return "the digest covers the model, optimiser, data split, schedule, evaluation and checkpoint cadence, " +
+		"and the passive-side defences, which both parties must set alike (here: " + pd + "); compare the two parties' config.yaml"
 }
 
 // fingerprint is what Hello compares.

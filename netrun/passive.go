@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/splitguard/splitguard/atomicfile"
@@ -146,6 +147,9 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 func (p *passiveRun) session(ctx context.Context) error {
 	log := p.opt.logger().With("party", "passive")
 	if _, err := p.client.Hello(ctx, grpcnet.Hello{Party: partyName(p.cfg.Name, "passive"), Config: p.hello}); err != nil {
+		if strings.Contains(err.Error(), "digest") {
+			err = fmt.Errorf("%w (%s)", err, p.cfg.digestHint())
+		}
 		return err
 	}
 	keys, err := psi.RunUint64(p.pd.ids(), nil, func(r *psi.Request) (*psi.Response, error) { return p.client.PSI(ctx, r) })

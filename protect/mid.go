@@ -31,6 +31,18 @@ func init() {
 			}
 			return NewMID(o.CutDim, k, p.Get("mid_lambda"), o.LR, o.Seed)
 		}})
+	Register(Spec{Name: "mid_passive", Role: AddOn, Help: "MID on the passive side: the same bottleneck at the passive party's output, its KL weight λ computed and differentiated by the passive party",
+		Params: []Param{
+			{Key: "mid_passive_lambda", Symbol: "λp", Help: "MID on the passive side: weight λ of the bottleneck's KL divergence to N(0, I), added by the passive party to the gradient it receives", Min: 0, Max: math.Inf(1)},
+			{Key: "mid_passive_bottleneck", Symbol: "kp", Int: true, Help: "MID on the passive side: width k of the bottleneck (default: the cut embedding's width)", Min: 1, Max: 1 << 16},
+		},
+		NewPassiveOutput: func(p Params, o InputOptions) (PassiveOutput, error) {
+			k := o.CutDim
+			if p.Has("mid_passive_bottleneck") {
+				k = int(p.Get("mid_passive_bottleneck"))
+			}
+			return NewMID(o.CutDim, k, p.Get("mid_passive_lambda"), o.LR, o.Seed)
+		}})
 }
 
 // InputOptions are what an input-layer defence needs of the run.
@@ -93,6 +105,7 @@ type MID struct {
 	rng    *rand.Rand
 
 	mu, logv, eps, z, dOut tensor.Matrix
+	dOutAud                tensor.Matrix
 	reg                    float64
 	trained                bool // the last Forward was a training one
 	pending                bool // a Backward awaits its Step
@@ -189,32 +202,57 @@ func (m *MID) RegLoss() float64 { return m.reg }
 
 // Backward implements InputLayer.
 func (m *MID) Backward(g *tensor.Matrix) (*tensor.Matrix, error) {
-	if !m.trained {
-		return nil, errors.New("MID: Backward without a training Forward")
-	}
-	if g == nil || g.Rows != m.z.Rows || g.Cols != m.d {
-		return nil, fmt.Errorf("MID: gradient of %d×%d for an output of %d×%d", rowsOf(g), colsOf(g), m.z.Rows, m.d)
+	if err := m.checkGrad(g); err != nil {
+		return nil, err
 	}
 	dz := m.layers[2].Backward(m.relu3.Backward(m.layers[3].Backward(g)))
+	m.dOut.Resize(m.z.Rows, 2*m.k)
+	m.latentGrad(dz, &m.dOut)
+	de := m.layers[0].Backward(m.relu1.Backward(m.layers[1].Backward(&m.dOut)))
+	m.pending = true
+	return de, nil
+}
+
+func (m *MID) checkGrad(g *tensor.Matrix) error {
+	if !m.trained {
+		return errors.New("MID: Backward without a training Forward")
+	}
+	if g == nil || g.Rows != m.z.Rows || g.Cols != m.d {
+		return fmt.Errorf("MID: gradient of %d×%d for an output of %d×%d", rowsOf(g), colsOf(g), m.z.Rows, m.d)
+	}
+	return nil
+}
+
+// latentGrad writes ∂L/∂[μ, v] into out from ∂L/∂z, with the KL term's
+// gradient.
+func (m *MID) latentGrad(dz, out *tensor.Matrix) {
 	n, k := m.z.Rows, m.k
 	w := 0.0
 	if n > 0 {
 		w = m.lambda / float64(n)
 	}
-	m.dOut.Resize(n, 2*k)
 	for i := range n {
-		mu, lv, dzr, out := m.mu.Row(i), m.logv.Row(i), dz.Row(i), m.dOut.Row(i)
+		mu, lv, dzr, o := m.mu.Row(i), m.logv.Row(i), dz.Row(i), out.Row(i)
 		for j := range k {
 			v := float64(lv[j])
 			// z = μ + e^{v/2}ξ: ∂z/∂μ = 1, ∂z/∂v = ½e^{v/2}ξ;
 			// ∂KL/∂μ = μ, ∂KL/∂v = ½(e^v − 1).
-			out[j] = float32(float64(dzr[j]) + w*float64(mu[j]))
-			out[k+j] = float32(float64(dzr[j])*0.5*math.Exp(v/2)*float64(m.eps.At(i, j)) + w*0.5*(math.Exp(v)-1))
+			o[j] = float32(float64(dzr[j]) + w*float64(mu[j]))
+			o[k+j] = float32(float64(dzr[j])*0.5*math.Exp(v/2)*float64(m.eps.At(i, j)) + w*0.5*(math.Exp(v)-1))
 		}
 	}
-	de := m.layers[0].Backward(m.relu1.Backward(m.layers[1].Backward(&m.dOut)))
-	m.pending = true
-	return de, nil
+}
+
+// Backprop implements PassiveOutput: Backward's ∂L/∂e for g, parameter
+// gradients untouched.
+func (m *MID) Backprop(g *tensor.Matrix) (*tensor.Matrix, error) {
+	if err := m.checkGrad(g); err != nil {
+		return nil, err
+	}
+	dz := m.layers[2].InputGrad(m.relu3.InputGrad(m.layers[3].InputGrad(g)))
+	m.dOutAud.Resize(m.z.Rows, 2*m.k)
+	m.latentGrad(dz, &m.dOutAud)
+	return m.layers[0].InputGrad(m.relu1.InputGrad(m.layers[1].InputGrad(&m.dOutAud))), nil
 }
 
 func rowsOf(m *tensor.Matrix) int {
@@ -246,15 +284,7 @@ func (m *MID) Save(w io.Writer) error {
 	sw.u32(m.d)
 	sw.u32(m.k)
 	sw.str(string(rs))
-	sw.u64(uint64(m.opt.T))
-	for i, p := range m.params {
-		for _, t := range []*tensor.Matrix{p.W, m.opt.M[i], m.opt.V[i]} {
-			sw.u32(len(t.Data))
-			for _, v := range t.Data {
-				sw.f32(v)
-			}
-		}
-	}
+	writeParams(sw, m.params, m.opt)
 	_, err = w.Write(sw.b)
 	return err
 }
@@ -272,42 +302,14 @@ func (m *MID) Load(r io.Reader) error {
 		sr.err = fmt.Errorf("a bottleneck of %d→%d, this one is %d→%d", d, k, m.d, m.k)
 	}
 	rs := sr.str()
-	t := sr.u64()
-	if sr.err == nil && t > math.MaxInt64 {
-		sr.err = fmt.Errorf("optimiser step count %d", t)
-	}
-	vals := make([][]float32, 0, 3*len(m.params))
-	for i, p := range m.params {
-		for _, want := range []*tensor.Matrix{p.W, m.opt.M[i], m.opt.V[i]} {
-			n := sr.u32()
-			if sr.err == nil && n != len(want.Data) {
-				sr.err = fmt.Errorf("parameter %s: %d values, want %d", p.Name, n, len(want.Data))
-			}
-			if sr.err != nil {
-				break
-			}
-			v := make([]float32, n)
-			for j := range v {
-				v[j] = sr.f32()
-				if x := float64(v[j]); sr.err == nil && (math.IsNaN(x) || math.IsInf(x, 0)) {
-					sr.err = fmt.Errorf("parameter %s: value %d is %v", p.Name, j, v[j])
-				}
-			}
-			vals = append(vals, v)
-		}
-	}
+	apply := readParams(sr, m.params, m.opt)
 	if err := sr.done(); err != nil {
 		return err
 	}
 	if err := m.pcg.UnmarshalBinary([]byte(rs)); err != nil {
 		return fmt.Errorf("protect: mid state: noise stream: %w", err)
 	}
-	m.opt.T = int64(t)
-	for i, p := range m.params {
-		copy(p.W.Data, vals[3*i])
-		copy(m.opt.M[i].Data, vals[3*i+1])
-		copy(m.opt.V[i].Data, vals[3*i+2])
-	}
+	apply()
 	m.pending, m.trained = false, false
 	return nil
 }

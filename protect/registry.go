@@ -127,6 +127,12 @@ type Spec struct {
 	// NewCodec builds an add-on's label codec (CAE), keyed by the run's
 	// seed; see [BuildCodec].
 	NewCodec func(p Params, seed uint64) (LabelCodec, error)
+	// NewPassiveOutput builds an add-on's layer at the passive party's
+	// output (after the cut layer, before the embedding is sent): MID or
+	// FedPass on the passive side; see [BuildPassiveOutput]. Its settings
+	// are shared by both parties ([PassiveSettings]); its draws, keyed by
+	// the run's seed, stay with the passive party.
+	NewPassiveOutput func(p Params, o InputOptions) (PassiveOutput, error)
 	// Account, when set, is the defence's privacy accountant: the privacy
 	// a run with parameters p has spent once every example's protected
 	// gradient row has been released at most releases times (e.g. "eps",
@@ -153,8 +159,8 @@ func Register(s Spec) {
 		panic(fmt.Sprintf("protect: %q registered twice", s.Name))
 	case s.Role == GradientRole && s.New == nil:
 		panic(fmt.Sprintf("protect: gradient protection %q without a constructor", s.Name))
-	case s.Role == AddOn && (len(s.Params) == 0 || countSet(s.NewLoss != nil, s.NewLabels != nil, s.NewInput != nil, s.NewCodec != nil) != 1):
-		panic(fmt.Sprintf("protect: add-on %q needs a parameter and exactly one of NewLoss, NewLabels, NewInput and NewCodec", s.Name))
+	case s.Role == AddOn && (len(s.Params) == 0 || countSet(s.NewLoss != nil, s.NewLabels != nil, s.NewInput != nil, s.NewCodec != nil, s.NewPassiveOutput != nil) != 1):
+		panic(fmt.Sprintf("protect: add-on %q needs a parameter and exactly one of NewLoss, NewLabels, NewInput, NewCodec and NewPassiveOutput", s.Name))
 	}
 	for _, p := range s.Params {
 		if p.Key == "" || byKey[p.Key] != nil {
@@ -269,7 +275,7 @@ func Check(name string, p Params) error {
 			}
 		}
 	}
-	var inputs, codecs []string
+	var inputs, codecs, outputs []string
 	for _, s := range Specs() {
 		if s.Role == AddOn && p.Has(s.Params[0].Key) {
 			if s.NewInput != nil {
@@ -278,7 +284,13 @@ func Check(name string, p Params) error {
 			if s.NewCodec != nil {
 				codecs = append(codecs, s.Name)
 			}
+			if s.NewPassiveOutput != nil {
+				outputs = append(outputs, s.Name)
+			}
 		}
+	}
+	if len(outputs) > 1 {
+		errs = append(errs, fmt.Errorf("%s are all layers at the passive party's output; combine at most one", strings.Join(outputs, " and ")))
 	}
 	if len(inputs) > 1 {
 		errs = append(errs, fmt.Errorf("%s are all input layers of the top model; combine at most one", strings.Join(inputs, " and ")))
@@ -327,8 +339,8 @@ func Build(name string, p Params, seed uint64) (*Set, error) {
 			continue
 		}
 		switch {
-		case spec.NewInput != nil, spec.NewCodec != nil:
-			continue // part of the top model: BuildInput, BuildCodec
+		case spec.NewInput != nil, spec.NewCodec != nil, spec.NewPassiveOutput != nil:
+			continue // part of a model: BuildInput, BuildCodec, BuildPassiveOutput
 		case spec.NewLoss != nil:
 			t, err := spec.NewLoss(p)
 			if err != nil {

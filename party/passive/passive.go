@@ -157,6 +157,12 @@ func (p *Passive) trainStep(ctx context.Context, conn transport.PassiveConn) err
 	p.train.X.Gather(rows, &p.batch)
 	p.ids = gatherIDs(p.ids, p.train.IDs, rows)
 
+	// A bottom with a layer that behaves differently in training (a
+	// passive-side bottleneck samples) is told so for this step only.
+	if m, ok := p.bottom.(interface{ SetTraining(bool) }); ok {
+		m.SetTraining(true)
+		defer m.SetTraining(false)
+	}
 	e, err := p.bottom.Forward(&p.batch)
 	if err != nil {
 		return fmt.Errorf("passive: step %d: %w", p.step, err)

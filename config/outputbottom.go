@@ -1,0 +1,164 @@
+package config
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/model"
+	"github.com/splitguard/splitguard/protect"
+	"github.com/splitguard/splitguard/tensor"
+)
+
+// outputBottomTag versions OutputBottom's checkpoint encoding.
+const outputBottomTag = "splitguard/output-bottom/v1"
+
+// withPassiveOutput puts the passive-side defence that the configuration
+// turns on (MID or FedPass at the passive party's output) behind bottom,
+// or returns bottom unchanged without one.
+func (c *Config) withPassiveOutput(bottom model.Bottom) (model.Bottom, error) {
+	r := *c
+	r.Layers = slices.Clone(c.Layers)
+	r.Resolve()
+	out, err := protect.BuildPassiveOutput(c.Params, protect.InputOptions{CutDim: bottom.CutDim(), LR: float32(r.LR), Seed: c.Seed})
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		return bottom, nil
+	}
+	return &OutputBottom{Bottom: bottom, Out: out}, nil
+}
+
+// OutputBottom is a bottom model behind a layer at the passive party's
+// output: the layer maps the bottom's cut embedding to the embedding sent,
+// is trained with the bottom (its regulariser's gradient added to the
+// gradient received) and is saved and loaded with it (bottom.model holds
+// both). What is sent is the cut layer's output for the attacks and the
+// records: Outputs and Backward report the layer's output and the gradient
+// received in the cut's place. The layer samples in training mode only,
+// which the passive party sets around each training step (SetTraining);
+// evaluation, inference and the attacks on the trained model run in the
+// default mode.
+type OutputBottom struct {
+	model.Bottom
+	Out      protect.PassiveOutput
+	training bool
+	last     *tensor.Matrix // the output layer's output of the last Forward
+	outs     []*tensor.Matrix
+	grads    []*tensor.Matrix
+	aud      []*tensor.Matrix
+}
+
+// SetTraining selects the training behaviour of the output layer.
+func (b *OutputBottom) SetTraining(on bool) { b.training = on }
+
+// Forward implements model.Bottom.
+func (b *OutputBottom) Forward(in *data.Batch) (*tensor.Matrix, error) {
+	e, err := b.Bottom.Forward(in)
+	if err != nil {
+		return nil, err
+	}
+	b.last, err = b.Out.Forward(e, b.training)
+	return b.last, err
+}
+
+// Outputs implements model.Bottom: the bottom's layer outputs, the last
+// (the cut) being what the output layer sends.
+func (b *OutputBottom) Outputs() []*tensor.Matrix {
+	b.outs = replaceLast(b.outs, b.Bottom.Outputs(), b.last)
+	return b.outs
+}
+
+// Backward implements model.Bottom: through the output layer (which adds
+// its regulariser's gradient), then the bottom.
+func (b *OutputBottom) Backward(gCut *tensor.Matrix) ([]*tensor.Matrix, error) {
+	g, err := b.Out.Backward(gCut)
+	if err != nil {
+		return nil, err
+	}
+	grads, err := b.Bottom.Backward(g)
+	if err != nil {
+		return nil, err
+	}
+	b.grads = replaceLast(b.grads, grads, gCut)
+	return b.grads, nil
+}
+
+// Backprop implements model.Bottom.
+func (b *OutputBottom) Backprop(gCut *tensor.Matrix) ([]*tensor.Matrix, error) {
+	g, err := b.Out.Backprop(gCut)
+	if err != nil {
+		return nil, err
+	}
+	grads, err := b.Bottom.Backprop(g)
+	if err != nil {
+		return nil, err
+	}
+	b.aud = replaceLast(b.aud, grads, gCut)
+	return b.aud, nil
+}
+
+// replaceLast copies src into dst with its last element replaced by last.
+func replaceLast(dst, src []*tensor.Matrix, last *tensor.Matrix) []*tensor.Matrix {
+	dst = append(dst[:0], src...)
+	if n := len(dst); n > 0 {
+		dst[n-1] = last
+	}
+	return dst
+}
+
+// Step implements model.Bottom.
+func (b *OutputBottom) Step() error {
+	if err := b.Bottom.Step(); err != nil {
+		return err
+	}
+	return b.Out.Step()
+}
+
+// Save implements model.Bottom: a version tag, the bottom's checkpoint
+// (length-prefixed), then the output layer's state.
+func (b *OutputBottom) Save(w io.Writer) error {
+	var buf bytes.Buffer
+	if err := b.Bottom.Save(&buf); err != nil {
+		return err
+	}
+	head := binary.LittleEndian.AppendUint32(nil, uint32(len(outputBottomTag)))
+	head = append(head, outputBottomTag...)
+	head = binary.LittleEndian.AppendUint64(head, uint64(buf.Len()))
+	if _, err := w.Write(head); err != nil {
+		return err
+	}
+	if _, err := w.Write(buf.Bytes()); err != nil {
+		return err
+	}
+	return b.Out.Save(w)
+}
+
+// Load implements model.Bottom.
+func (b *OutputBottom) Load(r io.Reader) error {
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	name := b.Out.Name()
+	n := len(outputBottomTag)
+	if len(raw) < 4+n+8 || binary.LittleEndian.Uint32(raw) != uint32(n) || string(raw[4:4+n]) != outputBottomTag {
+		return fmt.Errorf("model: loading bottom checkpoint: not a %s checkpoint (one without %s at the passive party's output?)", outputBottomTag, name)
+	}
+	raw = raw[4+n:]
+	m := binary.LittleEndian.Uint64(raw)
+	if m > uint64(len(raw)-8) {
+		return fmt.Errorf("model: loading bottom checkpoint: a bottom of %d bytes overruns the %d left", m, len(raw)-8)
+	}
+	if err := b.Bottom.Load(bytes.NewReader(raw[8 : 8+m])); err != nil {
+		return err
+	}
+	if err := b.Out.Load(bytes.NewReader(raw[8+m:])); err != nil {
+		return fmt.Errorf("model: loading bottom checkpoint: %s at the passive party's output: %w", name, err)
+	}
+	return nil
+}
