@@ -1,0 +1,136 @@
+package netrun
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/splitguard/splitguard/protect"
+	"github.com/splitguard/splitguard/run"
+)
+
+// TestNetworkedPassportAndPassiveDefences runs FedPass (in the active top,
+// and in the passive bottom) and MID at the passive party's output over
+// the network, kills the passive party right after its checkpoint of step
+// 10 and restarts it: the run resumes there and ends identical to the
+// uninterrupted in-process run. Each party's model file loads into the
+// model the configuration builds (the passive's passports in its
+// bottom.model, the active's in its top.model).
+func TestNetworkedPassportAndPassiveDefences(t *testing.T) {
+	if testing.Short() {
+		t.Skip("six small runs")
+	}
+	path := synthFile(t, faultRows)
+	for _, c := range []struct {
+		name string
+		p    protect.Params
+	}{
+		{"fedpass", protect.Params{"fedpass_range": 5}},
+		{"fedpass_passive", protect.Params{"fedpass_passive_range": 5, "fedpass_passive_sigma": 0.5}},
+		{"mid_passive", protect.Params{"mid_passive_lambda": 0.01}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			base := smallConfig(path, filepath.Join(root, "inproc"))
+			base.Model, base.Protect, base.Params = "mlp", "none", c.p
+			base.Attacks = []string{"norm", "cosine"}
+			if _, err := run.Train(context.Background(), base, run.Options{}); err != nil {
+				t.Fatal(err)
+			}
+			r := startFault(t, base, root)
+			killPassiveAfter(t, r.px, 10)
+			if _, err := r.passive(context.Background()); !errors.Is(err, errKilled) {
+				t.Fatalf("the killed passive: %v", err)
+			}
+			testHookPassiveSaved = nil
+			r.px.up()
+			if _, err := r.passive(context.Background()); err != nil {
+				t.Fatalf("the restarted passive: %v\n%s", err, r.logText())
+			}
+			if res := r.activeEnd(); res.err != nil {
+				t.Fatalf("active: %v", res.err)
+			}
+			if !strings.Contains(r.logText(), "step=10") {
+				t.Errorf("the passive did not resume at step 10:\n%s", r.logText())
+			}
+			r.sameAsReference(base.Out)
+			// Each party's model file holds its own defence layer, and only
+			// its own: the passive's passports never reach the active.
+			top, _, err := base.BuildTop(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(filepath.Join(r.act.Out, "top.model"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if err := top.Load(f); err != nil {
+				t.Errorf("top.model: %v", err)
+			}
+			tag := map[string]string{"fedpass": "fedpass/v1", "fedpass_passive": "fedpass/v1", "mid_passive": "mid/v1"}[c.name]
+			bottom, err := os.ReadFile(filepath.Join(r.pas.Out, "bottom.model"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			passive := c.name != "fedpass"
+			if got := bytes.Contains(bottom, []byte(tag)); got != passive {
+				t.Errorf("bottom.model holds %s: %v, want %v", tag, got, passive)
+			}
+			for _, dir := range []string{r.act.Out, r.act.checkpointDir()} {
+				files, _ := os.ReadDir(dir)
+				for _, fi := range files {
+					b, err := os.ReadFile(filepath.Join(dir, fi.Name()))
+					if err == nil && passive && bytes.Contains(b, []byte(tag)) {
+						t.Errorf("the active party's %s holds the passive's %s state", fi.Name(), tag)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestPassiveDefenceMismatchRefused: the passive-side defences are part
+// of the settings both parties share; parties that disagree are refused
+// at Hello with the passive's settings named.
+func TestPassiveDefenceMismatchRefused(t *testing.T) {
+	c := Default()
+	c.Data, c.Out, c.Addr, c.InsecureLoopback = "d", "o", "127.0.0.1:0", true
+	plain := c
+	c.Params = protect.Params{"fedpass_passive_range": 2}
+	if bytes.Equal(plain.SharedDigest(), c.SharedDigest()) {
+		t.Error("the digest ignores the passive-side defences")
+	}
+	active := plain
+	active.Params = protect.Params{"mid_lambda": 0.1, "fedpass_range": 3}
+	if !bytes.Equal(plain.SharedDigest(), active.SharedDigest()) {
+		t.Error("the digest covers an active-side defence")
+	}
+	if h := c.digestHint(); !strings.Contains(h, "fedpass_passive_range=2") {
+		t.Errorf("hint %q does not name the passive-side defence", h)
+	}
+	if testing.Short() {
+		return
+	}
+	root := t.TempDir()
+	base := smallConfig(synthFile(t, 300), filepath.Join(root, "inproc"))
+	base.Model, base.Protect, base.Params = "mlp", "none", nil
+	act, pas := partyConfigs(base, root, newTestPKI(t))
+	pas.Params = protect.Params{"fedpass_passive_range": 2}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	addr := make(chan string, 1)
+	go func() {
+		_, _ = RunActive(ctx, act, Options{Logger: testLogger(t), Ready: func(a string) { addr <- a }})
+	}()
+	pas.Addr = <-addr
+	_, err := RunPassive(ctx, pas, Options{Logger: testLogger(t)})
+	if err == nil || !strings.Contains(err.Error(), "digest") || !strings.Contains(err.Error(), "fedpass_passive_range=2") {
+		t.Errorf("a passive with a passive-side defence the active lacks: %v", err)
+	}
+}
