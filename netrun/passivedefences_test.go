@@ -6,12 +6,15 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/protect"
 	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/rundir"
 )
 
 // TestNetworkedPassportAndPassiveDefences runs FedPass (in the active top,
@@ -133,4 +136,34 @@ func TestPassiveDefenceMismatchRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "digest") || !strings.Contains(err.Error(), "fedpass_passive_range=2") {
 		t.Errorf("a passive with a passive-side defence the active lacks: %v", err)
 	}
+}
+
+// TestPassportsOnTheCNN runs FedPass on both sides of the split CNN (a
+// passport layer in front of the top and one at the passive output, which
+// combine) in process and over the network: the same evaluations.
+func TestPassportsOnTheCNN(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two small CNN runs")
+	}
+	root := t.TempDir()
+	base := config.Default()
+	base.Model, base.Out = "cnn", filepath.Join(root, "inproc")
+	base.Data, base.Format = t.TempDir(), "fashion-mnist"
+	writeFashionIDX(t, base.Data, 150, 60, 8)
+	base.PositiveClass, base.ImageSize = 3, 8
+	base.CNNBlocks, base.CNNChannels, base.CNNDense, base.Cut = 2, 4, 8, 1
+	base.Batch, base.Epochs, base.EvalEvery, base.LR, base.Seed = 16, 2, 3, 1e-3, 5
+	base.Protect, base.Params = "none", protect.Params{"fedpass_range": 3, "fedpass_passive_range": 3}
+	base.Attacks = []string{"norm", "cosine"}
+	if _, err := run.Train(context.Background(), base, run.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	act, pas := partyConfigs(base, root, newTestPKI(t))
+	pair(t, act, pas)
+	ge := readLines[rundir.EvalRecord](t, filepath.Join(act.Out, "eval.jsonl"))
+	we := readLines[rundir.EvalRecord](t, filepath.Join(base.Out, "eval.jsonl"))
+	if !reflect.DeepEqual(ge, we) || len(we) < 3 {
+		t.Fatalf("evaluations differ:\n got %v\nwant %v", ge, we)
+	}
+	sameBatches(t, act.Out, base.Out, 6)
 }
