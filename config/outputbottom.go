@@ -23,7 +23,11 @@ func (c *Config) withPassiveOutput(bottom model.Bottom) (model.Bottom, error) {
 	r := *c
 	r.Layers = slices.Clone(c.Layers)
 	r.Resolve()
-	out, err := protect.BuildPassiveOutput(c.Params, protect.InputOptions{CutDim: bottom.CutDim(), LR: float32(r.LR), Seed: c.Seed})
+	lr := float32(r.LR)
+	if lr == 0 { // not yet chosen from the data: the bottom's own default
+		lr = model.DefaultConfig().LR
+	}
+	out, err := protect.BuildPassiveOutput(c.Params, protect.InputOptions{CutDim: bottom.CutDim(), LR: lr, Seed: c.Seed})
 	if err != nil {
 		return nil, err
 	}
