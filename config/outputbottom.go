@@ -80,30 +80,28 @@ func (b *OutputBottom) Outputs() []*tensor.Matrix {
 // Backward implements model.Bottom: through the output layer (which adds
 // its regulariser's gradient), then the bottom.
 func (b *OutputBottom) Backward(gCut *tensor.Matrix) ([]*tensor.Matrix, error) {
-	g, err := b.Out.Backward(gCut)
-	if err != nil {
-		return nil, err
-	}
-	grads, err := b.Bottom.Backward(g)
-	if err != nil {
-		return nil, err
-	}
-	b.grads = replaceLast(b.grads, grads, gCut)
-	return b.grads, nil
+	return b.through(gCut, b.Out.Backward, b.Bottom.Backward, &b.grads)
 }
 
 // Backprop implements model.Bottom.
 func (b *OutputBottom) Backprop(gCut *tensor.Matrix) ([]*tensor.Matrix, error) {
-	g, err := b.Out.Backprop(gCut)
+	return b.through(gCut, b.Out.Backprop, b.Bottom.Backprop, &b.aud)
+}
+
+// through backpropagates gCut by out, then by in, and returns in's
+// gradients in dst with the last one (the cut's) replaced by gCut.
+func (b *OutputBottom) through(gCut *tensor.Matrix, out func(*tensor.Matrix) (*tensor.Matrix, error),
+	in func(*tensor.Matrix) ([]*tensor.Matrix, error), dst *[]*tensor.Matrix) ([]*tensor.Matrix, error) {
+	g, err := out(gCut)
 	if err != nil {
 		return nil, err
 	}
-	grads, err := b.Bottom.Backprop(g)
+	grads, err := in(g)
 	if err != nil {
 		return nil, err
 	}
-	b.aud = replaceLast(b.aud, grads, gCut)
-	return b.aud, nil
+	*dst = replaceLast(*dst, grads, gCut)
+	return *dst, nil
 }
 
 // replaceLast copies src into dst with its last element replaced by last.

@@ -22,30 +22,30 @@ const (
 )
 
 func init() {
-	Register(Spec{Name: "fedpass", Role: AddOn, Help: "FedPass: a passport layer as the first layer of the active party's top model (scale and bias from secret passports, means in U(−N, 0))",
-		Params: []Param{
-			{Key: "fedpass_range", Symbol: "N", Help: "FedPass in the active top: the passports' means are drawn from U(−N, 0)", Min: 0, MinOpen: true, Max: 1e6},
-			{Key: "fedpass_sigma", Symbol: "σ", Help: "FedPass in the active top: standard deviation σ of each passport entry around its mean (default 1)", Min: 0, Max: 1e6},
-		},
-		NewInput: func(p Params, o InputOptions) (InputLayer, error) {
-			return newPassportFrom(p, "fedpass_range", "fedpass_sigma", o)
-		}})
-	Register(Spec{Name: "fedpass_passive", Role: AddOn, Help: "FedPass on the passive side: a passport layer as the passive party's last layer, its passports kept by the passive party",
-		Params: []Param{
-			{Key: "fedpass_passive_range", Symbol: "Np", Help: "FedPass in the passive bottom: the passports' means are drawn from U(−N, 0)", Min: 0, MinOpen: true, Max: 1e6},
-			{Key: "fedpass_passive_sigma", Symbol: "σp", Help: "FedPass in the passive bottom: standard deviation σ of each passport entry around its mean (default 1)", Min: 0, Max: 1e6},
-		},
-		NewPassiveOutput: func(p Params, o InputOptions) (PassiveOutput, error) {
-			return newPassportFrom(p, "fedpass_passive_range", "fedpass_passive_sigma", o)
-		}})
+	registerBothSides("fedpass",
+		"FedPass: a passport layer as the first layer of the active party's top model (scale and bias from secret passports, means in U(−N, 0))",
+		"FedPass on the passive side: a passport layer as the passive party's last layer, its passports kept by the passive party",
+		[2]string{"in the active top", "in the passive bottom"}, passportParams,
+		newPassportFrom)
 }
 
-func newPassportFrom(p Params, rangeKey, sigmaKey string, o InputOptions) (*Passport, error) {
-	sigma := 1.0
-	if p.Has(sigmaKey) {
-		sigma = p.Get(sigmaKey)
+// passportParams are the parameters of a passport layer whose keys start
+// with prefix and whose symbols end with mark; where names its place.
+func passportParams(prefix, mark, where string) []Param {
+	return []Param{
+		{Key: prefix + "range", Symbol: "N" + mark, Help: "FedPass " + where + ": the passports' means are drawn from U(−N, 0)", Min: 0, MinOpen: true, Max: 1e6},
+		{Key: prefix + "sigma", Symbol: "σ" + mark, Help: "FedPass " + where + ": standard deviation σ of each passport entry around its mean (default 1)", Min: 0, Max: 1e6},
 	}
-	return NewPassport(o.CutDim, p.Get(rangeKey), sigma, o.LR, o.Seed)
+}
+
+// newPassportFrom builds the passport layer whose parameters' keys start
+// with prefix.
+func newPassportFrom(p Params, prefix string, o InputOptions) (*Passport, error) {
+	sigma := 1.0
+	if p.Has(prefix + "sigma") {
+		sigma = p.Get(prefix + "sigma")
+	}
+	return NewPassport(o.CutDim, p.Get(prefix+"range"), sigma, o.LR, o.Seed)
 }
 
 // Passport is the passport layer of FedPass (Gu et al., "FedPass:

@@ -19,30 +19,34 @@ const (
 )
 
 func init() {
-	Register(Spec{Name: "mid", Role: AddOn, Help: "MID: a variational information bottleneck on the passive embedding at the active party's input, KL weight λ",
-		Params: []Param{
-			{Key: "mid_lambda", Symbol: "λ", Help: "MID: weight λ of the bottleneck's KL divergence to N(0, I) in the active party's loss", Min: 0, Max: math.Inf(1)},
-			{Key: "mid_bottleneck", Symbol: "k", Int: true, Help: "MID: width k of the bottleneck (default: the cut embedding's width)", Min: 1, Max: 1 << 16},
-		},
-		NewInput: func(p Params, o InputOptions) (InputLayer, error) {
-			k := o.CutDim
-			if p.Has("mid_bottleneck") {
-				k = int(p.Get("mid_bottleneck"))
-			}
-			return NewMID(o.CutDim, k, p.Get("mid_lambda"), o.LR, o.Seed)
-		}})
-	Register(Spec{Name: "mid_passive", Role: AddOn, Help: "MID on the passive side: the same bottleneck at the passive party's output, its KL weight λ computed and differentiated by the passive party",
-		Params: []Param{
-			{Key: "mid_passive_lambda", Symbol: "λp", Help: "MID on the passive side: weight λ of the bottleneck's KL divergence to N(0, I), added by the passive party to the gradient it receives", Min: 0, Max: math.Inf(1)},
-			{Key: "mid_passive_bottleneck", Symbol: "kp", Int: true, Help: "MID on the passive side: width k of the bottleneck (default: the cut embedding's width)", Min: 1, Max: 1 << 16},
-		},
-		NewPassiveOutput: func(p Params, o InputOptions) (PassiveOutput, error) {
-			k := o.CutDim
-			if p.Has("mid_passive_bottleneck") {
-				k = int(p.Get("mid_passive_bottleneck"))
-			}
-			return NewMID(o.CutDim, k, p.Get("mid_passive_lambda"), o.LR, o.Seed)
-		}})
+	registerBothSides("mid",
+		"MID: a variational information bottleneck on the passive embedding at the active party's input, KL weight λ",
+		"MID on the passive side: the same bottleneck at the passive party's output, its KL weight λ computed and differentiated by the passive party",
+		[2]string{"in the active party's loss", "added by the passive party to the gradient it receives"}, midParams,
+		newMIDFrom)
+}
+
+// midParams are the parameters of a MID layer whose keys start with
+// prefix and whose symbols end with mark; where says where its KL term
+// goes.
+func midParams(prefix, mark, where string) []Param {
+	what := "MID"
+	if mark != "" {
+		what = "MID on the passive side"
+	}
+	return []Param{
+		{Key: prefix + "lambda", Symbol: "λ" + mark, Help: what + ": weight λ of the bottleneck's KL divergence to N(0, I), " + where, Min: 0, Max: math.Inf(1)},
+		{Key: prefix + "bottleneck", Symbol: "k" + mark, Int: true, Help: what + ": width k of the bottleneck (default: the cut embedding's width)", Min: 1, Max: 1 << 16},
+	}
+}
+
+// newMIDFrom builds the MID layer whose parameters' keys start with prefix.
+func newMIDFrom(p Params, prefix string, o InputOptions) (*MID, error) {
+	k := o.CutDim
+	if p.Has(prefix + "bottleneck") {
+		k = int(p.Get(prefix + "bottleneck"))
+	}
+	return NewMID(o.CutDim, k, p.Get(prefix+"lambda"), o.LR, o.Seed)
 }
 
 // InputOptions are what an input-layer defence needs of the run.

@@ -1,7 +1,6 @@
 package protect
 
 import (
-	"bytes"
 	"math"
 	"slices"
 	"testing"
@@ -111,41 +110,7 @@ func TestMIDEvaluationAndState(t *testing.T) {
 		t.Error("Backward after an evaluation Forward accepted")
 	}
 	// A saved state trains on bit-identically after Load into a fresh one.
-	step := func(m *MID) *tensor.Matrix {
-		if _, err := m.Forward(e, true); err != nil {
-			t.Fatal(err)
-		}
-		de, err := m.Backward(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		de = de.Clone()
-		if err := m.Step(); err != nil {
-			t.Fatal(err)
-		}
-		return de
-	}
-	step(m)
-	var buf bytes.Buffer
-	if err := m.Save(&buf); err != nil {
-		t.Fatal(err)
-	}
-	saved := bytes.Clone(buf.Bytes())
-	want := step(m)
-	fresh := newTestMID(t, 4, 2, 0.1)
-	if err := fresh.Load(bytes.NewReader(saved)); err != nil {
-		t.Fatal(err)
-	}
-	if got := step(fresh); !slices.Equal(got.Data, want.Data) {
-		t.Error("a loaded MID does not continue bit-identically")
-	}
-	other := newTestMID(t, 4, 3, 0.1)
-	if err := other.Load(bytes.NewReader(saved)); err == nil {
-		t.Error("a state of another shape loaded")
-	}
-	if err := fresh.Load(bytes.NewReader(saved[:len(saved)-3])); err == nil {
-		t.Error("a truncated state loaded")
-	}
+	checkLayerResumes(t, m, newTestMID(t, 4, 2, 0.1), newTestMID(t, 4, 3, 0.1), e)
 }
 
 func TestMIDSecondaryParameterNeedsLambda(t *testing.T) {

@@ -32,6 +32,28 @@ type PassiveOutput interface {
 	Backprop(g *tensor.Matrix) (*tensor.Matrix, error)
 }
 
+// registerBothSides registers a layer that works on either side of the
+// cut: name, an input layer in front of the active party's top model, and
+// name_passive, the same layer at the passive party's output. params gives
+// a side's parameters from its key prefix ("name_" or "name_passive_"),
+// the mark of its symbols ("" or "p") and where[0] or where[1] (how its
+// help names the side); build makes the layer from a side's prefix.
+func registerBothSides[L PassiveOutput](name, help, passiveHelp string, where [2]string,
+	params func(prefix, mark, where string) []Param,
+	build func(p Params, prefix string, o InputOptions) (L, error)) {
+	side := func(prefix string, p Params, o InputOptions) (PassiveOutput, error) {
+		l, err := build(p, prefix, o)
+		if err != nil {
+			return nil, err // not a nil L in a non-nil interface
+		}
+		return l, nil
+	}
+	Register(Spec{Name: name, Role: AddOn, Help: help, Params: params(name+"_", "", where[0]),
+		NewInput: func(p Params, o InputOptions) (InputLayer, error) { return side(name+"_", p, o) }})
+	Register(Spec{Name: name + "_passive", Role: AddOn, Help: passiveHelp, Params: params(name+"_passive_", "p", where[1]),
+		NewPassiveOutput: func(p Params, o InputOptions) (PassiveOutput, error) { return side(name+"_passive_", p, o) }})
+}
+
 // BuildPassiveOutput returns the layer at the passive party's output that
 // parameters p turn on, or nil when none is on. At most one may be. The
 // layer's draws are keyed by o.Seed mixed with a passive-side constant.
