@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/splitguard/splitguard/config"
+	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/protect"
 	"github.com/splitguard/splitguard/run"
 	"github.com/splitguard/splitguard/rundir"
@@ -166,4 +168,40 @@ func TestPassportsOnTheCNN(t *testing.T) {
 		t.Fatalf("evaluations differ:\n got %v\nwant %v", ge, we)
 	}
 	sameBatches(t, act.Out, base.Out, 6)
+}
+
+// TestServeWithDefenceLayers trains with a passport layer in the active
+// top and MID at the passive output, then scores the test split through
+// serve/score: the models each party saved rebuild and load, the passive's
+// bottleneck runs in its evaluation mode, and the scores' AUC equals the
+// final evaluation recorded during training.
+func TestServeWithDefenceLayers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a two-party run and a scoring session")
+	}
+	root := t.TempDir()
+	base := csvConfig(csvFile(t, 0, 1000), "")
+	base.Params = protect.Params{"fedpass_range": 3, "mid_passive_lambda": 0.01}
+	act, pas := partyConfigs(base, root, newTestPKI(t))
+	sum := pair(t, act, pas)
+	full, err := data.Load(base.Data, base.DataOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	label := map[uint64]uint8{}
+	for i, id := range full.Test.IDs {
+		label[id] = full.Test.Labels[i]
+	}
+	out := filepath.Join(root, "scores.csv")
+	if _, pr := serveScore(t, act, pas, ServeOptions{Out: out, Sessions: 1}, ScoreOptions{Out: filepath.Join(root, "p.csv")}); pr.Scored != len(full.Test.IDs) {
+		t.Fatalf("scored %d of %d test rows", pr.Scored, len(full.Test.IDs))
+	}
+	ids, ps := readScores(t, out)
+	ys := make([]uint8, len(ids))
+	for i, id := range ids {
+		ys[i] = label[id]
+	}
+	if auc := pairAUC(ps, ys); math.Abs(auc-sum.TestAUCFinal) > 1e-9 {
+		t.Fatalf("scores give AUC %.9f, training's final evaluation %.9f", auc, sum.TestAUCFinal)
+	}
 }
