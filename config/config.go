@@ -104,6 +104,12 @@ type Config struct {
 	LR   float64 `yaml:"lr"`
 	L2   float64 `yaml:"l2"`
 	Seed uint64  `yaml:"seed"`
+	// PartySecret is this party's secret, mixed into the draws the other
+	// party must not be able to repeat from the shared seed (FedPass's
+	// passports). It is 0 in the in-process simulation; netrun derives it
+	// from the party's TLS private key. It is never written to
+	// config.yaml and is not part of the settings the parties compare.
+	PartySecret uint64 `yaml:"-"`
 	// EvalEvery evaluates every N training steps (0: at the end only;
 	// negative: chosen from the data, auto.go).
 	EvalEvery int `yaml:"eval_every"`

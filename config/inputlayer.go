@@ -21,7 +21,7 @@ func (c *Config) withInputLayer(top model.Top) (model.Top, error) {
 	r := *c
 	r.Layers = slices.Clone(c.Layers)
 	r.Resolve()
-	in, err := protect.BuildInput(c.Params, protect.InputOptions{CutDim: r.CutDim(), LR: float32(r.LR), Seed: c.Seed})
+	in, err := protect.BuildInput(c.Params, protect.InputOptions{CutDim: r.CutDim(), LR: float32(r.LR), Seed: c.Seed, Secret: c.PartySecret})
 	if err != nil {
 		return nil, err
 	}

@@ -27,7 +27,7 @@ func (c *Config) withPassiveOutput(bottom model.Bottom) (model.Bottom, error) {
 	if lr == 0 { // not yet chosen from the data: the bottom's own default
 		lr = model.DefaultConfig().LR
 	}
-	out, err := protect.BuildPassiveOutput(c.Params, protect.InputOptions{CutDim: bottom.CutDim(), LR: lr, Seed: c.Seed})
+	out, err := protect.BuildPassiveOutput(c.Params, protect.InputOptions{CutDim: bottom.CutDim(), LR: lr, Seed: c.Seed, Secret: c.PartySecret})
 	if err != nil {
 		return nil, err
 	}

@@ -36,7 +36,9 @@
 package netrun
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -187,7 +189,42 @@ func (c *Config) validate(role string) error {
 	if len(errs) > 0 {
 		return fmt.Errorf("%s: config: %s", role, strings.Join(errs, "; "))
 	}
+	secret, err := partySecret(c)
+	if err != nil {
+		return fmt.Errorf("%s: %w", role, err)
+	}
+	c.PartySecret = secret
 	return nil
+}
+
+// partySecretDomain separates the party secret from any other use of the
+// key's bytes.
+const partySecretDomain = "splitguard/party-secret/v1"
+
+// partySecret derives this party's secret (config.Config.PartySecret,
+// which keys FedPass's passports) from its TLS private key: the first 8
+// bytes of HMAC-SHA256 keyed by the key file's bytes over a fixed domain
+// string. The peer does not hold the key, so it cannot redraw this
+// party's passports from the shared seed; the party itself draws the same
+// ones on every start (and a resumed run loads them from its checkpoint).
+// Without TLS (insecure loopback, one machine) it is 0, as in process. A
+// variable so that tests comparing a two-party run with the in-process
+// one can set it to 0.
+var partySecret = func(c *Config) (uint64, error) {
+	if c.InsecureLoopback {
+		return 0, nil
+	}
+	path := c.tlsFiles().Key
+	key, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("party secret: reading the TLS key: %w", err)
+	}
+	if len(key) == 0 {
+		return 0, fmt.Errorf("party secret: TLS key file %s is empty", path)
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(partySecretDomain))
+	return binary.LittleEndian.Uint64(m.Sum(nil)), nil
 }
 
 // tlsFiles resolves the PEM files of this party.

@@ -30,6 +30,7 @@ func TestNetworkedPassportAndPassiveDefences(t *testing.T) {
 	if testing.Short() {
 		t.Skip("six small runs")
 	}
+	inProcessSecrets(t)
 	path := synthFile(t, faultRows)
 	for _, c := range []struct {
 		name string
@@ -147,6 +148,7 @@ func TestPassportsOnTheCNN(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two small CNN runs")
 	}
+	inProcessSecrets(t)
 	root := t.TempDir()
 	base := config.Default()
 	base.Model, base.Out = "cnn", filepath.Join(root, "inproc")

@@ -45,7 +45,7 @@ func newPassportFrom(p Params, prefix string, o InputOptions) (*Passport, error)
 	if p.Has(prefix + "sigma") {
 		sigma = p.Get(prefix + "sigma")
 	}
-	return NewPassport(o.CutDim, p.Get(prefix+"range"), sigma, o.LR, o.Seed)
+	return NewPassport(o.CutDim, p.Get(prefix+"range"), sigma, o.LR, o.Seed, o.Secret)
 }
 
 // Passport is the passport layer of FedPass (Gu et al., "FedPass:
@@ -60,7 +60,8 @@ func newPassportFrom(p Params, prefix string, o InputOptions) (*Passport, error)
 // with the autoencoder A (E: d×h, D: h×d, h = max(1, ⌊d/4⌋), no biases)
 // shared by γ and β and trained with W. Each passport entry is drawn once
 // from N(μ_k, σ²) with its own mean μ_k ~ U(−N, 0), keyed by the run's
-// seed (and, on the passive side, a passive-only stream). Passports are
+// seed (and, on the passive side, a passive-only stream) mixed with the
+// party's secret (netrun derives it from the party's TLS key). Passports are
 // never trained; they are saved with the layer's state so that the
 // checkpoint of a party holds its own. Averaging several passports, as
 // the paper's code allows, equals one passport of their mean here (the
@@ -93,8 +94,11 @@ type branch struct {
 // NewPassport returns a passport layer for embeddings of width d, its
 // passports' means drawn from U(−n, 0) and their entries with standard
 // deviation sigma around them, trained by Adam at learning rate lr; seed
-// keys the initial weights and the passports.
-func NewPassport(d int, n, sigma float64, lr float32, seed uint64) (*Passport, error) {
+// keys the initial weights, and seed mixed with the party's secret keys
+// the passports (secret 0: the seed alone, as in the in-process
+// simulation). With a secret the other party does not know, it cannot
+// redraw the passports from the run's shared seed.
+func NewPassport(d int, n, sigma float64, lr float32, seed, secret uint64) (*Passport, error) {
 	switch {
 	case d < 1:
 		return nil, fmt.Errorf("FedPass: embedding width %d must be positive", d)
@@ -117,7 +121,7 @@ func NewPassport(d int, n, sigma float64, lr float32, seed uint64) (*Passport, e
 			m.Data[i] = float32((2*init.Float64() - 1) * a)
 		}
 	}
-	keys := rand.New(rand.NewPCG(seed, fedpassPassportStream))
+	keys := rand.New(rand.NewPCG(seed^secret, fedpassPassportStream))
 	p.sg, p.sb = drawPassport(keys, d, n, sigma), drawPassport(keys, d, n, sigma)
 	for _, b := range []*branch{&p.gam, &p.bet} {
 		*b = branch{u: make([]float32, d), z: make([]float32, h), out: make([]float32, d),

@@ -113,7 +113,7 @@ func TestPassportsChangeTheOutput(t *testing.T) {
 // −N/2 and spread as σ² + N²/12 (uniform means plus Gaussian noise).
 func TestPassportMeans(t *testing.T) {
 	const d, n, sigma = 4096, 10.0, 1.0
-	p, err := NewPassport(d, n, sigma, 1e-3, 11)
+	p, err := NewPassport(d, n, sigma, 1e-3, 11, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestPassportMeans(t *testing.T) {
 		t.Errorf("passport mean %v, variance %v; want −5 and %v", m, v, sigma*sigma+n*n/12)
 	}
 	for _, bad := range []struct{ n, sigma float64 }{{0, 1}, {math.Inf(1), 1}, {1, -1}, {1, math.NaN()}} {
-		if _, err := NewPassport(4, bad.n, bad.sigma, 1e-3, 1); err == nil {
+		if _, err := NewPassport(4, bad.n, bad.sigma, 1e-3, 1, 0); err == nil {
 			t.Errorf("N = %v, σ = %v accepted", bad.n, bad.sigma)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 func FuzzInputLayerState(f *testing.F) {
 	mid, _ := NewMID(3, 2, 0.1, 1e-3, 1)
 	mix, _ := NewMixup(1, 1)
-	pass, _ := NewPassport(3, 2, 1, 1e-3, 1)
+	pass, _ := NewPassport(3, 2, 1, 1e-3, 1, 0)
 	for _, l := range []InputLayer{mid, mix, pass} {
 		var b bytes.Buffer
 		if err := l.Save(&b); err != nil {
@@ -24,7 +24,7 @@ func FuzzInputLayerState(f *testing.F) {
 		for _, mk := range []func() InputLayer{
 			func() InputLayer { m, _ := NewMID(3, 2, 0.1, 1e-3, 1); return m },
 			func() InputLayer { m, _ := NewMixup(1, 1); return m },
-			func() InputLayer { m, _ := NewPassport(3, 2, 1, 1e-3, 1); return m },
+			func() InputLayer { m, _ := NewPassport(3, 2, 1, 1e-3, 1, 0); return m },
 		} {
 			l := mk()
 			if err := l.Load(bytes.NewReader(data)); err != nil {

@@ -54,6 +54,10 @@ type InputOptions struct {
 	CutDim int     // width d of the cut embedding
 	LR     float32 // the active party's learning rate (Adam)
 	Seed   uint64  // the run's seed
+	// Secret is a party-local secret mixed into the draws the other party
+	// must not be able to repeat (FedPass's passports); 0 in the
+	// in-process simulation, where one process plays both parties.
+	Secret uint64
 }
 
 // InputLayer is an add-on defence that the active party's top model
