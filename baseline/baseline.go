@@ -53,6 +53,10 @@ type Options struct {
 	MaxRows int
 	// MaxIter caps the L-BFGS iterations per λ (0: DefaultMaxIter).
 	MaxIter int
+	// Serial sums the row ranges one after the other on the calling
+	// goroutine instead of in parallel: the same numbers on one core,
+	// for a fit running beside other work.
+	Serial bool
 }
 
 // Result is the fitted baseline and its AUCs.
@@ -99,6 +103,7 @@ type design struct {
 
 	partGrad [][]float64 // objective's per-range gradients (range 0 uses the caller's)
 	partF    []float64
+	serial   bool // sum the ranges on the calling goroutine
 }
 
 func newDesign(x *data.Features, labels []uint8, n int) *design {
@@ -245,12 +250,18 @@ func (d *design) objective(theta, grad []float64, lambda float64) float64 {
 		}
 		d.partF[k] = d.lossRows(w, b, g, lo, hi)
 	}
-	var wg sync.WaitGroup
-	for k := 1; k < parts; k++ {
-		wg.Go(func() { run(k) })
+	if d.serial {
+		for k := range parts {
+			run(k)
+		}
+	} else {
+		var wg sync.WaitGroup
+		for k := 1; k < parts; k++ {
+			wg.Go(func() { run(k) })
+		}
+		run(0)
+		wg.Wait()
 	}
-	run(0)
-	wg.Wait()
 	f := d.partF[0]
 	for k := 1; k < parts; k++ {
 		f += d.partF[k]
@@ -391,6 +402,7 @@ func FitContext(ctx context.Context, train, val, test *data.Dataset, o Options) 
 		return nil, fmt.Errorf("baseline: the %d training rows fitted are of one class", n)
 	}
 	d := newDesign(train.X, train.Labels, n)
+	d.serial = o.Serial
 	res := &Result{TrainRows: n, Capped: n < len(train.IDs), Features: d.fullP, ValAUC: math.NaN(), TestAUC: math.NaN()}
 
 	hasVal := val != nil && len(val.IDs) > 0

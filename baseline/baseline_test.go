@@ -381,6 +381,10 @@ func TestObjectiveParallelMatchesOneRange(t *testing.T) {
 	if f2 := des.objective(theta, again, lambda); f2 != f || !slices.Equal(again, grad) {
 		t.Error("a second evaluation differs from the first")
 	}
+	des.serial = true
+	if f3 := des.objective(theta, again, lambda); f3 != f || !slices.Equal(again, grad) {
+		t.Error("the serial evaluation differs from the parallel one")
+	}
 }
 
 // centralDifference is the central finite difference of the objective

@@ -111,7 +111,7 @@ func Train(ctx context.Context, cfg config.Config, opt Options) (*rundir.Summary
 	if cfg.Baseline && split.Train.X != nil && split.Train.X.Image == nil {
 		done := make(chan *rundir.BaselineSummary, 1)
 		test := split.Test
-		go func() { done <- rundir.FitBaselineContext(ctx, train, val, test, cfg.BaselineRows, "all") }()
+		go func() { done <- rundir.FitBaselineContext(ctx, train, val, test, cfg.BaselineRows, "all", true) }()
 		base = func() *rundir.BaselineSummary {
 			b := <-done
 			logf(opt.Log, "%s", b.Line())
