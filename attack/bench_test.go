@@ -102,3 +102,47 @@ func BenchmarkSpectralShapes(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMemory times the epoch-memory attacks (memory_norm,
+// memory_cosine), which are not in BenchmarkAttack: Observe is their cost
+// per 1024×128 batch (an epoch of 64 batches of new IDs, then the same IDs
+// again), Scores their cost per epoch over the 65536 IDs remembered.
+func BenchmarkMemory(b *testing.B) {
+	const batches, rows, d = 64, 1024, 128
+	r := rand.New(rand.NewPCG(7, 8))
+	g, _ := gradientBatch(r, rows, d, 0.25, 0.1)
+	oracle := g.Row(0)
+	ids := make([][]uint64, batches)
+	for k := range ids {
+		ids[k] = make([]uint64, rows)
+		for i := range ids[k] {
+			ids[k][i] = uint64(k*rows + i)
+		}
+	}
+	b.Run("observe/1024x128", func(b *testing.B) {
+		m := NewMemory()
+		k := 0
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := m.Observe("cut", ids[k%batches], g, oracle); err != nil {
+				b.Fatal(err)
+			}
+			k++
+		}
+	})
+	b.Run("scores/65536x128", func(b *testing.B) {
+		m := NewMemory()
+		for k := range batches {
+			if err := m.Observe("cut", ids[k], g, oracle); err != nil {
+				b.Fatal(err)
+			}
+		}
+		var sc MemoryScores
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := m.Scores("cut", &sc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

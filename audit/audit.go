@@ -148,6 +148,10 @@ func New(names []string, positivesMinority bool, seed uint64) (*Auditor, error) 
 // evaluation (package completion).
 func (a *Auditor) ModelAttacks() []string { return a.model }
 
+// NeedsOracle reports whether an attack of the auditor reads the oracle,
+// so Observe calls Batch.Clean (for a batch with a positive).
+func (a *Auditor) NeedsOracle() bool { return a.needOracle }
+
 // HasEpochMemory reports whether an attack of the auditor remembers every
 // example across the epoch (its state is not checkpointed).
 func (a *Auditor) HasEpochMemory() bool { return a.memory != nil }

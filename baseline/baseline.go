@@ -10,12 +10,18 @@
 // two fixed row ranges in parallel and added in order, so the result is
 // deterministic), for each λ of a small grid warm-started from the
 // strongest penalty down; with a validation set the λ of the best
-// validation AUC is kept, else λ = 1/n. The fit reads at most MaxRows
+// validation AUC is kept, else λ = 1/n. The path stops at the first λ
+// whose validation AUC falls below the best so far: the weaker penalties
+// after it take the most iterations and, on a path whose AUC rises to one
+// peak and falls, cannot win. Only the ids that occur in the fitted rows
+// are optimised (the others' weights are exactly 0 at the optimum, and
+// are reported so). The fit reads at most MaxRows
 // training rows (the first ones in the canonical order) and stops after
 // MaxIter iterations per λ; Result says when either cap bit.
 package baseline
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -47,6 +53,10 @@ type Options struct {
 	MaxRows int
 	// MaxIter caps the L-BFGS iterations per λ (0: DefaultMaxIter).
 	MaxIter int
+	// Serial sums the row ranges one after the other on the calling
+	// goroutine instead of in parallel: the same numbers on one core,
+	// for a fit running beside other work.
+	Serial bool
 }
 
 // Result is the fitted baseline and its AUCs.
@@ -70,31 +80,63 @@ type Result struct {
 	// it stopped on the gradient or function criterion, not on MaxIter.
 	Iterations int
 	Converged  bool
+	// LambdasFitted is how many λ of the grid were fitted before the
+	// path stopped.
+	LambdasFitted int
 }
 
-// design is the encoded training table: categorical ids with their
-// one-hot offsets, and the numeric columns standardised.
+// design is the encoded training table in a compact weight layout: only
+// the one-hot ids that occur in the fitted rows get a weight (an id that
+// never occurs has gradient λ·w from w = 0, so its optimal weight is
+// exactly 0 and carrying it would only lengthen every vector the
+// optimiser touches), followed by the standardised numeric columns.
 type design struct {
 	n, numCat, numDense int
-	off                 []int     // one-hot offset of each categorical column
-	cat                 []int32   // n×numCat
+	off                 []int     // full-layout one-hot offset of each categorical column
+	fullP               int       // weights in the full layout (every id of every column)
+	slot                []int32   // full one-hot index → compact weight index, -1 for an id not in the fitted rows
+	cat                 []int32   // n×numCat compact weight indices
 	dense               []float64 // n×numDense, standardised
 	mean, scale         []float64 // per numeric column; scale 0 for a constant column
-	p                   int       // number of weights
+	p                   int       // number of compact weights
 	y                   []float64
 
 	partGrad [][]float64 // objective's per-range gradients (range 0 uses the caller's)
 	partF    []float64
+	serial   bool // sum the ranges on the calling goroutine
 }
 
 func newDesign(x *data.Features, labels []uint8, n int) *design {
 	d := &design{n: n, numCat: x.NumCat, numDense: x.NumDense, off: make([]int, x.NumCat)}
+	oneHot := 0
 	for j, c := range x.Cardinality {
-		d.off[j] = d.p
-		d.p += c
+		d.off[j] = oneHot
+		oneHot += c
+	}
+	d.fullP = oneHot + x.NumDense
+	// Compact indices in full-layout order, so the weights keep the
+	// order of their columns and ids.
+	d.slot = make([]int32, oneHot)
+	for i := range n {
+		for j := range d.numCat {
+			d.slot[d.off[j]+int(x.Cat[i*x.NumCat+j])] = 1
+		}
+	}
+	for k, seen := range d.slot {
+		if seen == 0 {
+			d.slot[k] = -1
+			continue
+		}
+		d.slot[k] = int32(d.p)
+		d.p++
+	}
+	d.cat = make([]int32, n*d.numCat)
+	for i := range n {
+		for j := range d.numCat {
+			d.cat[i*d.numCat+j] = d.slot[d.off[j]+int(x.Cat[i*x.NumCat+j])]
+		}
 	}
 	d.p += x.NumDense
-	d.cat = x.Cat[:n*x.NumCat]
 	d.mean = make([]float64, x.NumDense)
 	d.scale = make([]float64, x.NumDense)
 	for k := range x.NumDense {
@@ -119,6 +161,33 @@ func newDesign(x *data.Features, labels []uint8, n int) *design {
 	return d
 }
 
+// pack returns θ = (w, b) in the compact layout from full-layout weights
+// w (the weights of ids not in the fitted rows are dropped).
+func (d *design) pack(w []float64, b float64) []float64 {
+	theta := make([]float64, d.p+1)
+	for k, s := range d.slot {
+		if s >= 0 {
+			theta[s] = w[k]
+		}
+	}
+	copy(theta[d.p-d.numDense:d.p], w[len(d.slot):])
+	theta[d.p] = b
+	return theta
+}
+
+// unpack writes the compact weights of θ into dst in the full layout
+// (zero for an id not in the fitted rows) and returns it.
+func (d *design) unpack(theta, dst []float64) []float64 {
+	dst = append(dst[:0], make([]float64, d.fullP)...)
+	for k, s := range d.slot {
+		if s >= 0 {
+			dst[k] = theta[s]
+		}
+	}
+	copy(dst[len(d.slot):], theta[d.p-d.numDense:d.p])
+	return dst
+}
+
 // standardise returns the first n rows of x's numeric columns,
 // standardised with the training statistics.
 func (d *design) standardise(x *data.Features, n int, dst []float64) []float64 {
@@ -131,12 +200,15 @@ func (d *design) standardise(x *data.Features, n int, dst []float64) []float64 {
 	return dst
 }
 
-// logit is w·x_i + b for row i of a table with categorical ids cat and
-// standardised numeric values dense.
+// logit is w·x_i + b for row i of a table with compact weight indices
+// cat (negative: an id without a weight) and standardised numeric values
+// dense.
 func (d *design) logit(w []float64, b float64, cat []int32, dense []float64, i int) float64 {
 	z := b
-	for j := range d.numCat {
-		z += w[d.off[j]+int(cat[i*d.numCat+j])]
+	for _, s := range cat[i*d.numCat : (i+1)*d.numCat] {
+		if s >= 0 {
+			z += w[s]
+		}
 	}
 	base := d.p - d.numDense
 	for k := range d.numDense {
@@ -178,12 +250,18 @@ func (d *design) objective(theta, grad []float64, lambda float64) float64 {
 		}
 		d.partF[k] = d.lossRows(w, b, g, lo, hi)
 	}
-	var wg sync.WaitGroup
-	for k := 1; k < parts; k++ {
-		wg.Go(func() { run(k) })
+	if d.serial {
+		for k := range parts {
+			run(k)
+		}
+	} else {
+		var wg sync.WaitGroup
+		for k := 1; k < parts; k++ {
+			wg.Go(func() { run(k) })
+		}
+		run(0)
+		wg.Wait()
 	}
-	run(0)
-	wg.Wait()
 	f := d.partF[0]
 	for k := 1; k < parts; k++ {
 		f += d.partF[k]
@@ -222,14 +300,15 @@ func (d *design) lossRows(w []float64, b float64, g []float64, lo, hi int) float
 	var f float64
 	for i := lo; i < hi; i++ {
 		z := d.logit(w, b, d.cat, d.dense, i)
-		// log(1+e^z) − y·z, stably.
-		f += softplus(z) - d.y[i]*z
+		// log(1+e^z) − y·z, stably; softplus and σ share e^−|z|.
+		e := math.Exp(-math.Abs(z))
+		f += softplusExp(z, e) - d.y[i]*z
 		if g == nil {
 			continue
 		}
-		r := sigmoid(z) - d.y[i]
-		for j := range d.numCat {
-			g[d.off[j]+int(d.cat[i*d.numCat+j])] += r
+		r := sigmoidExp(z, e) - d.y[i]
+		for _, s := range d.cat[i*d.numCat : (i+1)*d.numCat] {
+			g[s] += r
 		}
 		for k := range d.numDense {
 			g[base+k] += r * d.dense[i*d.numDense+k]
@@ -263,24 +342,34 @@ func (c *evalCache) at(d *design, x []float64, lambda float64) float64 {
 	return c.f
 }
 
-func softplus(z float64) float64 {
+// softplusExp is softplus(z) given e = e^−|z|, with the same operations
+// as softplus.
+func softplusExp(z, e float64) float64 {
 	if z > 0 {
-		return z + math.Log1p(math.Exp(-z))
+		return z + math.Log1p(e)
 	}
-	return math.Log1p(math.Exp(z))
+	return math.Log1p(e)
 }
 
-func sigmoid(z float64) float64 {
+// sigmoidExp is sigmoid(z) given e = e^−|z|, with the same operations as
+// sigmoid.
+func sigmoidExp(z, e float64) float64 {
 	if z >= 0 {
-		return 1 / (1 + math.Exp(-z))
+		return 1 / (1 + e)
 	}
-	e := math.Exp(z)
 	return e / (1 + e)
 }
 
 // Fit fits the baseline on train (which must have labels and both
 // classes) and scores val and test (either may be nil or empty).
 func Fit(train, val, test *data.Dataset, o Options) (*Result, error) {
+	return FitContext(context.Background(), train, val, test, o)
+}
+
+// FitContext is Fit that gives up, returning ctx's error, once ctx is
+// done (checked at every L-BFGS iteration), so a fit running beside
+// training can be abandoned with it.
+func FitContext(ctx context.Context, train, val, test *data.Dataset, o Options) (*Result, error) {
 	if train == nil || train.X == nil || len(train.Labels) != len(train.IDs) {
 		return nil, errors.New("baseline: the training split has no features or no labels")
 	}
@@ -313,7 +402,8 @@ func Fit(train, val, test *data.Dataset, o Options) (*Result, error) {
 		return nil, fmt.Errorf("baseline: the %d training rows fitted are of one class", n)
 	}
 	d := newDesign(train.X, train.Labels, n)
-	res := &Result{TrainRows: n, Capped: n < len(train.IDs), Features: d.p, ValAUC: math.NaN(), TestAUC: math.NaN()}
+	d.serial = o.Serial
+	res := &Result{TrainRows: n, Capped: n < len(train.IDs), Features: d.fullP, ValAUC: math.NaN(), TestAUC: math.NaN()}
 
 	hasVal := val != nil && len(val.IDs) > 0
 	lambdas := []float64{1 / float64(n)}
@@ -329,9 +419,13 @@ func Fit(train, val, test *data.Dataset, o Options) (*Result, error) {
 	rate := float64(pos) / float64(n)
 	theta[d.p] = math.Log(rate / (1 - rate))
 	bestAUC := math.Inf(-1)
-	var scratch []float64
+	var scratch, best []float64
 	for _, lambda := range lambdas {
-		it, conv, err := d.minimise(theta, lambda, o.MaxIter)
+		it, conv, err := d.minimise(ctx, theta, lambda, o.MaxIter)
+		res.LambdasFitted++
+		if err == nil {
+			err = ctx.Err()
+		}
 		if err != nil {
 			return nil, fmt.Errorf("baseline: λ=%g: %w", lambda, err)
 		}
@@ -343,16 +437,20 @@ func Fit(train, val, test *data.Dataset, o Options) (*Result, error) {
 				valAUC = math.NaN()
 			}
 		}
-		if res.W == nil || valAUC > bestAUC {
+
+		if best == nil || valAUC > bestAUC {
 			bestAUC = valAUC
 			res.Lambda, res.Iterations, res.Converged, res.ValAUC = lambda, it, conv, valAUC
-			res.W = append(res.W[:0], theta[:d.p]...)
-			res.B = theta[d.p]
+			best = append(best[:0], theta...)
+		} else if valAUC < bestAUC {
+			// Past the peak of the path: the weaker penalties left
+			// cost the most iterations and would fit the noise more.
+			break
 		}
 	}
+	res.W, res.B = d.unpack(best, nil), best[d.p]
 	if test != nil && len(test.IDs) > 0 {
-		theta = append(append(theta[:0], res.W...), res.B)
-		scratch = d.scores(theta, test.X, scratch)
+		scratch = d.scores(best, test.X, scratch)
 		if auc, ok := metrics.AUC(scratch, test.Labels, nil); ok {
 			res.TestAUC = auc
 		}
@@ -362,7 +460,7 @@ func Fit(train, val, test *data.Dataset, o Options) (*Result, error) {
 
 // minimise runs L-BFGS from theta (updated in place) for one λ and
 // returns the iterations made and whether it converged before maxIter.
-func (d *design) minimise(theta []float64, lambda float64, maxIter int) (int, bool, error) {
+func (d *design) minimise(ctx context.Context, theta []float64, lambda float64, maxIter int) (int, bool, error) {
 	var c evalCache
 	p := optimize.Problem{
 		Func: func(x []float64) float64 { return c.at(d, x, lambda) },
@@ -371,9 +469,12 @@ func (d *design) minimise(theta []float64, lambda float64, maxIter int) (int, bo
 	settings := &optimize.Settings{
 		MajorIterations:   maxIter,
 		GradientThreshold: 1e-7,
-		Converger:         &optimize.FunctionConverge{Absolute: 1e-10, Relative: 1e-10, Iterations: 20},
+		Converger:         &ctxConverge{ctx: ctx, FunctionConverge: optimize.FunctionConverge{Absolute: 1e-10, Relative: 1e-10, Iterations: 20}},
 	}
 	r, err := optimize.Minimize(p, theta, settings, &optimize.LBFGS{})
+	if ctx.Err() != nil {
+		return 0, false, ctx.Err()
+	}
 	if r == nil || math.IsNaN(r.F) || math.IsInf(r.F, 0) {
 		if err == nil {
 			err = errors.New("the loss is not finite")
@@ -388,13 +489,33 @@ func (d *design) minimise(theta []float64, lambda float64, maxIter int) (int, bo
 	return r.Stats.MajorIterations, conv, nil
 }
 
+// ctxConverge is gonum's function-value convergence test that also ends
+// the run (as a failure) once ctx is done.
+type ctxConverge struct {
+	ctx context.Context
+	optimize.FunctionConverge
+}
+
+// Converged reports Failure once ctx is done, else what FunctionConverge
+// says.
+func (c *ctxConverge) Converged(loc *optimize.Location) optimize.Status {
+	if c.ctx.Err() != nil {
+		return optimize.Failure
+	}
+	return c.FunctionConverge.Converged(loc)
+}
+
 // scores returns the baseline's logits on every row of x (the AUC reads
 // them as scores; the sigmoid would not change the order).
 func (d *design) scores(theta []float64, x *data.Features, dst []float64) []float64 {
 	dense := d.standardise(x, x.Rows, nil)
+	cat := make([]int32, len(x.Cat))
+	for i, id := range x.Cat {
+		cat[i] = d.slot[d.off[i%d.numCat]+int(id)]
+	}
 	dst = append(dst[:0], make([]float64, x.Rows)...)
 	for i := range x.Rows {
-		dst[i] = d.logit(theta[:d.p], theta[d.p], x.Cat, dense, i)
+		dst[i] = d.logit(theta[:d.p], theta[d.p], cat, dense, i)
 	}
 	return dst
 }

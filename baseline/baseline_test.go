@@ -1,6 +1,8 @@
 package baseline
 
 import (
+	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -144,18 +146,26 @@ func TestFitMatchesNewton(t *testing.T) {
 		name                      string
 		n, numCat, card, numDense int
 		lambda                    float64
+		unseen                    int // ids added to every column's cardinality that no row holds
 	}{
-		{"numeric only", 300, 0, 0, 3, 0.01},
-		{"categorical only", 300, 2, 4, 0, 0.05},
-		{"mixed", 400, 2, 3, 2, 0.001},
+		{"numeric only", 300, 0, 0, 3, 0.01, 0},
+		{"categorical only", 300, 2, 4, 0, 0.05, 0},
+		{"mixed", 400, 2, 3, 2, 0.001, 0},
+		{"ids no row holds", 300, 2, 3, 1, 0.01, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := table(tc.n, tc.numCat, tc.card, tc.numDense, 1)
+			for j := range d.X.Cardinality {
+				d.X.Cardinality[j] += tc.unseen
+			}
 			r, err := Fit(d, d, nil, Options{Lambdas: []float64{tc.lambda}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			want := newton(d, tc.lambda)
+			if len(r.W)+1 != len(want) || r.Features != len(r.W) {
+				t.Fatalf("%d weights (Features %d), Newton has %d", len(r.W), r.Features, len(want)-1)
+			}
 			got := append(append([]float64(nil), r.W...), r.B)
 			for k := range want {
 				if math.Abs(got[k]-want[k]) > 1e-4 {
@@ -179,7 +189,7 @@ func TestGradientZeroAtOptimum(t *testing.T) {
 		t.Fatal(err)
 	}
 	des := newDesign(d.X, d.Labels, len(d.IDs))
-	theta := append(append([]float64(nil), r.W...), r.B)
+	theta := des.pack(r.W, r.B)
 	grad := make([]float64, len(theta))
 	des.objective(theta, grad, lambda)
 	for k := range theta {
@@ -224,6 +234,86 @@ func TestSeparableAUC(t *testing.T) {
 	}
 	if r.W[0] <= 0 {
 		t.Errorf("weight %v of the separating column, want > 0", r.W[0])
+	}
+	if r.LambdasFitted != len(DefaultLambdas) {
+		t.Errorf("fitted %d λ, want the whole grid of %d", r.LambdasFitted, len(DefaultLambdas))
+	}
+}
+
+// TestUnseenIDsGetZero: ids that only rows past the cap hold get weight
+// exactly 0 (their penalised optimum), the full layout is kept, and
+// scoring a split that holds them works.
+func TestUnseenIDsGetZero(t *testing.T) {
+	d := table(400, 2, 5, 1, 4)
+	// The first 100 rows never hold id 4 of column 0; later rows do.
+	for i := range 100 {
+		if d.X.Cat[i*2] == 4 {
+			d.X.Cat[i*2] = 0
+		}
+	}
+	r, err := Fit(d, d, d, Options{MaxRows: 100, Lambdas: []float64{0.01}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.W) != 2*5+1 || r.W[4] != 0 {
+		t.Errorf("%d weights, weight of the unseen id %v; want 11 and exactly 0", len(r.W), r.W[4])
+	}
+	if r.W[0] == 0 || math.IsNaN(r.TestAUC) {
+		t.Errorf("weight of a seen id %v, test AUC %v", r.W[0], r.TestAUC)
+	}
+}
+
+// TestSoftplusSigmoidExp checks the shared-exponential forms against the
+// plain formulas log(1+e^z) and 1/(1+e^−z) where those are accurate.
+func TestSoftplusSigmoidExp(t *testing.T) {
+	for _, z := range []float64{-30, -3.5, -0.25, 0, 1e-9, 0.7, 4, 30} {
+		e := math.Exp(-math.Abs(z))
+		sp, sg := softplusExp(z, e), sigmoidExp(z, e)
+		if want := math.Log(1 + math.Exp(z)); math.Abs(sp-want) > 1e-12*max(1, want) {
+			t.Errorf("softplus(%v) = %v, want %v", z, sp, want)
+		}
+		if want := 1 / (1 + math.Exp(-z)); math.Abs(sg-want) > 1e-15 {
+			t.Errorf("sigmoid(%v) = %v, want %v", z, sg, want)
+		}
+	}
+}
+
+// TestPathStopsPastPeak: on a small training set with many noise
+// categories the validation AUC peaks and falls along the λ path; the
+// path stops there, and the kept λ has the best AUC of those fitted
+// (a separable problem, whose AUC never falls, fits the whole grid).
+func TestPathStopsPastPeak(t *testing.T) {
+	lambdas := []float64{1, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6}
+	train := table(80, 6, 12, 1, 8)
+	val := table(2000, 6, 12, 1, 9)
+	r, err := Fit(train, val, nil, Options{Lambdas: lambdas})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.LambdasFitted >= len(lambdas) {
+		t.Fatalf("fitted all %d λ; want the path to stop past the peak", r.LambdasFitted)
+	}
+	for _, l := range lambdas[:r.LambdasFitted] {
+		one, err := Fit(train, val, nil, Options{Lambdas: []float64{l}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A cold start reaches the same optimum as the warm one (to
+		// the optimiser's tolerance).
+		if one.ValAUC > r.ValAUC+1e-9 {
+			t.Errorf("λ %g alone: validation AUC %v beats the kept λ %g's %v", l, one.ValAUC, r.Lambda, r.ValAUC)
+		}
+	}
+}
+
+// TestFitContextCancelled: a fit whose context is done stops with the
+// context's error.
+func TestFitContextCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	d := table(300, 2, 3, 2, 5)
+	if _, err := FitContext(ctx, d, d, nil, Options{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("error %v, want context.Canceled", err)
 	}
 }
 
@@ -290,6 +380,10 @@ func TestObjectiveParallelMatchesOneRange(t *testing.T) {
 	again := make([]float64, len(theta))
 	if f2 := des.objective(theta, again, lambda); f2 != f || !slices.Equal(again, grad) {
 		t.Error("a second evaluation differs from the first")
+	}
+	des.serial = true
+	if f3 := des.objective(theta, again, lambda); f3 != f || !slices.Equal(again, grad) {
+		t.Error("the serial evaluation differs from the parallel one")
 	}
 }
 

@@ -101,16 +101,31 @@ func Train(ctx context.Context, cfg config.Config, opt Options) (*rundir.Summary
 	if len(cfg.Auto) > 0 {
 		logf(opt.Log, "settings %s", cfg.AutoNote())
 	}
-	var base *rundir.BaselineSummary
+	// The baseline is fitted beside training, on its own goroutine (the
+	// step leaves a core idle much of the time), and waited for before
+	// the summary; a run that fails or is cancelled abandons it. It
+	// only reads the splits, which training does not change.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var base func() *rundir.BaselineSummary
 	if cfg.Baseline && split.Train.X != nil && split.Train.X.Image == nil {
-		base = rundir.FitBaseline(train, val, split.Test, cfg.BaselineRows, "all")
-		logf(opt.Log, "%s", base.Line())
+		done := make(chan *rundir.BaselineSummary, 1)
+		test := split.Test
+		go func() { done <- rundir.FitBaselineContext(ctx, train, val, test, cfg.BaselineRows, "all", true) }()
+		base = func() *rundir.BaselineSummary {
+			b := <-done
+			logf(opt.Log, "%s", b.Line())
+			return b
+		}
 	}
 	split.Train = train
 	return trainSplit(ctx, cfg, split, val, base, opt)
 }
 
-func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, val *data.Dataset, base *rundir.BaselineSummary, opt Options) (*rundir.Summary, error) {
+// trainSplit trains on split and records the run; base, when non-nil,
+// waits for the baseline fitted beside training (called once, before
+// the summary).
+func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, val *data.Dataset, base func() *rundir.BaselineSummary, opt Options) (*rundir.Summary, error) {
 	bottom, top, wide, err := cfg.BuildModels(split.Train.X)
 	if err != nil {
 		return nil, err
@@ -142,7 +157,6 @@ func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, val *
 		return nil, err
 	}
 	defer rec.Close()
-	rec.SetBaseline(base)
 	j := &joiner{rec: rec, bottom: bottom}
 	if cfg.Dump != "" {
 		if j.dump, err = dump.NewWriter(cfg.Dump, cfg.DumpBatches); err != nil {
@@ -157,6 +171,10 @@ func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, val *
 	}
 	sel := &selection{keep: cfg.Select == config.SelectBest, bottom: bottom, top: top}
 	onEval := func(res *active.EvalResult) error {
+		// Every training step before this evaluation is recorded first.
+		if err := j.queue.wait(); err != nil {
+			return err
+		}
 		// The passive party waits for the answer to its last evaluation
 		// message meanwhile: the model attacks may use its bottom.
 		figs, err := evalAttacks()
@@ -210,6 +228,13 @@ func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, val *
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var dumpBatch func(*audit.Batch) error
+	if j.dump != nil {
+		dumpBatch = j.dump.Batch
+	}
+	if !recordInline {
+		j.queue, j.needClean = newAuditQueue(rec, dumpBatch), aud.NeedsOracle()
+	}
 	pConn, aConn := inproc.Pipe()
 	activeErr := make(chan error, 1)
 	go func() {
@@ -223,6 +248,9 @@ func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, val *
 	perr := pas.Run(ctx, pConn)
 	pConn.Close()
 	aerr := <-activeErr
+	if qerr := j.queue.close(); aerr == nil && perr == nil {
+		aerr = qerr
+	}
 	elapsed := time.Since(start)
 	runErr := aerr
 	if runErr == nil && perr != nil {
@@ -233,6 +261,9 @@ func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, val *
 	}
 	if runErr == nil {
 		runErr = reserve.Release()
+	}
+	if base != nil && (runErr == nil || atomicfile.IsDiskFull(runErr) && pas.Step() > 0) {
+		rec.SetBaseline(base())
 	}
 	if runErr != nil {
 		if atomicfile.IsDiskFull(runErr) && pas.Step() > 0 {
@@ -346,6 +377,11 @@ type joiner struct {
 
 	act *active.Observation // this step's active view
 	err error
+
+	// queue, when set, records the steps on its own goroutine;
+	// needClean says the auditor asks for the clean gradients.
+	queue     *auditQueue
+	needClean bool
 }
 
 func (j *joiner) active(ob *active.Observation) error {
@@ -364,6 +400,12 @@ func (j *joiner) passive(ob *passive.Observation) error {
 		// The cosine oracle: the clean gradient backpropagated through the
 		// passive's layers at the same parameters.
 		Clean: func() ([]*tensor.Matrix, error) { return j.bottom.Backprop(a.Clean) },
+	}
+	if j.queue != nil {
+		if err := j.queue.push(a, ab, j.needClean); err != nil {
+			return j.fail(err)
+		}
+		return nil
 	}
 	if _, err := j.rec.Batch(rundir.Observation{Active: a, Audit: ab}); err != nil {
 		return j.fail(err)

@@ -209,6 +209,55 @@ func TestTrainIsDeterministicForASeed(t *testing.T) {
 	}
 }
 
+// TestQueuedRecordingMatchesInline: recording the steps on the queue's
+// goroutine writes the same batches, evaluations and summary figures as
+// recording them inline, with a protection, the cosine oracle, the epoch
+// memory and the dump.
+func TestQueuedRecordingMatchesInline(t *testing.T) {
+	var runs [2]config.Config
+	var sums [2]*rundir.Summary
+	for i, inline := range []bool{true, false} {
+		recordInline = inline
+		cfg := smallConfig(t)
+		cfg.Epochs, cfg.Protect, cfg.Params = 1, "iso", protect.Params{"iso_t": 1}
+		cfg.Dump, cfg.DumpBatches = t.TempDir(), 3
+		sum, err := Train(context.Background(), cfg, Options{})
+		recordInline = false
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs[i], sums[i] = cfg, sum
+	}
+	for _, f := range []string{"batches.jsonl", "eval.jsonl"} {
+		a := readLines(t, filepath.Join(runs[0].Out, f))
+		b := readLines(t, filepath.Join(runs[1].Out, f))
+		if len(a) != len(b) || len(a) == 0 {
+			t.Fatalf("%s: %d vs %d records", f, len(a), len(b))
+		}
+		for k := range a {
+			delete(a[k], "protect_ms")
+			delete(b[k], "protect_ms")
+			ja, _ := json.Marshal(a[k])
+			jb, _ := json.Marshal(b[k])
+			if string(ja) != string(jb) {
+				t.Fatalf("%s record %d:\ninline %s\nqueued %s", f, k, ja, jb)
+			}
+		}
+	}
+	la, _ := json.Marshal(sums[0].Leak)
+	lb, _ := json.Marshal(sums[1].Leak)
+	if string(la) != string(lb) {
+		t.Errorf("summary leak: inline %s, queued %s", la, lb)
+	}
+	for _, name := range []string{"index.jsonl", "step000002_cut_grad.npy"} {
+		a, errA := os.ReadFile(filepath.Join(runs[0].Dump, name))
+		b, errB := os.ReadFile(filepath.Join(runs[1].Dump, name))
+		if errA != nil || errB != nil || string(a) != string(b) {
+			t.Errorf("dump %s differs (%v, %v)", name, errA, errB)
+		}
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string

@@ -1,6 +1,7 @@
 package rundir
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"time"
@@ -183,9 +184,16 @@ func (b *BaselineSummary) Line() string {
 // package's cap); columns says whose columns they are. A failure is
 // recorded in the result's Error rather than ending the run.
 func FitBaseline(train, val, test *data.Dataset, maxRows int, columns string) *BaselineSummary {
+	return FitBaselineContext(context.Background(), train, val, test, maxRows, columns, false)
+}
+
+// FitBaselineContext is FitBaseline that gives up (recording ctx's error)
+// once ctx is done, and with serial keeps to one core (the same figures):
+// for a fit running beside training.
+func FitBaselineContext(ctx context.Context, train, val, test *data.Dataset, maxRows int, columns string, serial bool) *BaselineSummary {
 	start := time.Now()
 	out := &BaselineSummary{Model: "logistic regression (L2 chosen on validation, L-BFGS; one-hot categoricals, standardised numerics)", Columns: columns}
-	r, err := baseline.Fit(train, val, test, baseline.Options{MaxRows: maxRows})
+	r, err := baseline.FitContext(ctx, train, val, test, baseline.Options{MaxRows: maxRows, Serial: serial})
 	out.Seconds = time.Since(start).Seconds()
 	if err != nil {
 		out.Error = err.Error()
