@@ -82,6 +82,11 @@ type activeRun struct {
 	saved, acked int64
 	// reserve holds disk space for the summary of a run ended early.
 	reserve *atomicfile.Reservation
+	// baseCtx ends with RunActive (abandoning a baseline fit still
+	// running); baseline delivers the fit started beside training once
+	// the IDs are aligned (nil without one).
+	baseCtx  context.Context
+	baseline chan *rundir.BaselineSummary
 }
 
 // RunActive runs the active party: it loads its data, listens, aligns IDs
@@ -118,6 +123,9 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, e
 		return nil, fmt.Errorf("active: %w", err)
 	}
 	r := &activeRun{cfg: cfg, log: log, pd: pd, start: time.Now(), store: store{dir: cfg.checkpointDir(), role: "active", keep: cfg.KeepCheckpoints}}
+	var cancelBase context.CancelFunc
+	r.baseCtx, cancelBase = context.WithCancel(ctx)
+	defer cancelBase()
 	if err := cleanOrphans(log, cfg.Out, cfg.checkpointDir()); err != nil {
 		return nil, fmt.Errorf("active: %w", err)
 	}
@@ -356,9 +364,29 @@ func (r *activeRun) psi(_ context.Context, req *psi.Request) (*psi.Response, err
 	r.rec.SetConfig(r.cfg.Config)
 	r.rec.SetValRows(valRows)
 	r.common, r.split, r.eval, r.valRows = common, split, eval, valRows
+	r.startBaseline()
 	r.log.Info("IDs aligned", "intersection", len(common), "train", len(split.Train.IDs), "validation", valRows, "test", len(split.Test.IDs),
 		"batch", r.cfg.Batch, "epochs", r.cfg.Epochs, "lr", r.cfg.LR, "auto", r.cfg.Auto)
 	return resp, nil
+}
+
+// startBaseline starts fitting the logistic baseline on the active
+// party's own columns (what it gets without the passive party) beside
+// training, on one core, as the in-process run does; finish waits for it.
+// The fit only reads the aligned splits, which training does not change.
+func (r *activeRun) startBaseline() {
+	if !r.cfg.Baseline || r.split.Train.X == nil || r.split.Train.X.Image != nil {
+		return
+	}
+	var val *data.Dataset
+	if r.valRows > 0 {
+		val = data.SelectRows(r.eval, seq(0, r.valRows))
+	}
+	train, test, rows := r.split.Train, r.split.Test, r.cfg.BaselineRows
+	r.baseline = make(chan *rundir.BaselineSummary, 1)
+	go func() {
+		r.baseline <- rundir.FitBaselineContext(r.baseCtx, train, val, test, rows, "active party's own", true)
+	}()
 }
 
 // checkpoint handles the Checkpoint control call: after it, the active
@@ -513,14 +541,8 @@ func (r *activeRun) evalDone(res *active.EvalResult) error {
 // finish writes summary.json like the in-process run (leak keys at the cut
 // layer only: that is what the active party sees).
 func (r *activeRun) finish() (*rundir.Summary, error) {
-	if r.cfg.Baseline && r.split.Train.X != nil && r.split.Train.X.Image == nil {
-		// The baseline on the active party's own columns: what it gets
-		// without the passive party.
-		var val *data.Dataset
-		if r.valRows > 0 {
-			val = data.SelectRows(r.eval, seq(0, r.valRows))
-		}
-		b := rundir.FitBaseline(r.split.Train, val, r.split.Test, r.cfg.BaselineRows, "active party's own")
+	if r.baseline != nil {
+		b := <-r.baseline
 		r.log.Info(b.Line())
 		r.rec.SetBaseline(b)
 	}
