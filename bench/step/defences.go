@@ -117,32 +117,6 @@ func Defences(ctx context.Context, spec DefenceSpec) ([]DefenceCost, error) {
 	return out, nil
 }
 
-// DefenceStep times spec.Steps training steps of the in-process split run
-// with gradient protection name and defence parameters p (add-ons are on
-// when their first parameter is set) and returns their cost; Ratio is
-// left 0.
-func DefenceStep(ctx context.Context, spec DefenceSpec, name string, p protect.Params) (*DefenceCost, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	split, err := loadDefenceData(spec)
-	if err != nil {
-		return nil, err
-	}
-	r, err := startDefence(ctx, spec, name, p, split)
-	if err != nil {
-		return nil, err
-	}
-	for range spec.Warmup + spec.Steps + 1 {
-		if err := r.step(); err != nil {
-			return nil, err
-		}
-	}
-	if err := r.finish(spec); err != nil {
-		return nil, err
-	}
-	return &r.cost, nil
-}
-
 // defenceRun is one defence's in-process run, its passive party held
 // before every training exchange until step lets it go.
 type defenceRun struct {
