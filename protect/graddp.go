@@ -42,7 +42,8 @@ func init() {
 				return nil, err
 			}
 			return g.Account(releases)
-		}})
+		},
+		Bench: Params{"grad_dp_sigma": 1, "grad_dp_clip": 1e-3}})
 }
 
 // GradDP is gradient perturbation with differential privacy for the label

@@ -3,6 +3,7 @@ package protect
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"strconv"
@@ -138,6 +139,9 @@ type Spec struct {
 	// gradient row has been released at most releases times (e.g. "eps",
 	// "delta"); summary.json records it.
 	Account func(p Params, releases int64) (map[string]float64, error)
+	// Bench is the representative setting `splitguard bench` times the
+	// defence at (nil: see [BenchParams]).
+	Bench Params
 }
 
 var (
@@ -511,4 +515,31 @@ func buildOne[T interface{ Name() string }](p Params, kind string, build func(*S
 		out, found = v, spec.Name
 	}
 	return out, nil
+}
+
+// BenchParams returns the setting the step benchmark times spec at: its
+// Bench field when set; nil for a gradient protection that builds without
+// parameters (its default, e.g. grad_avg over the whole batch) or a
+// defence without any; else its first parameter (which turns an add-on on)
+// at 1, or its lower bound plus 1, or the middle of its range, the first
+// of these the parameter accepts.
+func BenchParams(spec *Spec) Params {
+	if spec.Bench != nil {
+		return maps.Clone(spec.Bench)
+	}
+	if len(spec.Params) == 0 {
+		return nil
+	}
+	if spec.Role == GradientRole && spec.New != nil {
+		if _, err := spec.New(Params{}); err == nil {
+			return nil
+		}
+	}
+	first := spec.Params[0]
+	for _, v := range []float64{1, first.Min + 1, (first.Min + first.Max) / 2} {
+		if first.Check(v) == nil {
+			return Params{first.Key: v}
+		}
+	}
+	return Params{first.Key: first.Min}
 }

@@ -13,7 +13,8 @@ import (
 // settingScore is one protection setting's row of the DCS ranking.
 type settingScore struct {
 	g *group
-	// mp is the main-task performance (best test AUC, mean over seeds);
+	// mp is the main-task performance (the kept model's test AUC,
+	// Summary.MainAUC, mean over seeds);
 	// ap maps each cut-layer leak key to the attack performance
 	// 2·q95|AUC − ½|.
 	mp      float64
@@ -24,7 +25,7 @@ type settingScore struct {
 }
 
 // dcsScores scores every setting of dataset against the ideal defence
-// (AP* = 0, MP* = the mean best test AUC of the runs without protection)
+// (AP* = 0, MP* = the mean test AUC (Summary.MainAUC) of the runs without protection)
 // with VFLAIR's DCS at β = ½, per cut-layer attack, and their mean
 // (T-DCS). It returns the settings best first (NaN T-DCS last), MP* and a
 // note when MP* had to be taken from another setting.
@@ -37,7 +38,7 @@ func dcsScores(gs []*group, dataset string, cutKeys []string) ([]settingScore, f
 		if g.Setting.Dataset != dataset {
 			continue
 		}
-		mp, _ := stat(g.Runs, func(s *Summary) *float64 { return s.TestAUCBest })
+		mp, _ := stat(g.Runs, (*Summary).MainAUC)
 		step, _ := stat(g.Runs, func(s *Summary) *float64 { return rawNum(s.Raw, "step_ms_mean") })
 		eps, _ := stat(g.Runs, func(s *Summary) *float64 {
 			if p, ok := s.Raw["privacy"].(map[string]any); ok {
@@ -61,7 +62,7 @@ func dcsScores(gs []*group, dataset string, cutKeys []string) ([]settingScore, f
 	}
 	if math.IsNaN(mpIdeal) && !math.IsInf(bestMP, -1) {
 		mpIdeal = bestMP
-		note = fmt.Sprintf("%s: no run without protection; MP* is the best test AUC among the settings (%.4f)", dataset, bestMP)
+		note = fmt.Sprintf("%s: no run without protection; MP* is the highest test AUC among the settings (%.4f)", dataset, bestMP)
 	}
 	for i := range out {
 		sc := &out[i]
@@ -101,7 +102,7 @@ func dcsTable(gs []*group, cutKeys []string) (*Table, []string) {
 	for _, k := range cutKeys {
 		t.Head = append(t.Head, Cell{Text: "DCS " + k})
 	}
-	for _, h := range []string{"best test AUC (MP)", "test AUC cost (MP* − MP)", "step time ×none", "grad_dp ε"} {
+	for _, h := range []string{"test AUC, selected model (MP)", "test AUC cost (MP* − MP)", "step time ×none", "grad_dp ε"} {
 		t.Head = append(t.Head, Cell{Text: h})
 	}
 	var notes []string
@@ -147,7 +148,7 @@ func (b *builder) dcsSection() (*Section, error) {
 	rank := &Section{ID: "dcs", Title: "Defences ranked by DCS",
 		Lead: "VFLAIR's defence capability score DCS = 1/(1 + √(½(AP − AP*)² + ½(MP − MP*)²)) per cut-layer attack, and T-DCS, its mean over the attacks; " +
 			"settings ranked by T-DCS within each dataset (mean over seeds). AP = 2·q95|leak AUC − ½| (0 at chance, 1 for a perfect attack), AP* = 0; " +
-			"MP = best test AUC, MP* = that of the runs without protection. Costs: test AUC lost against MP*, and the mean step time as a multiple of the unprotected run's."}
+			"MP = the test AUC of the model kept (selected on validation, else the final one), MP* = that of the runs without protection. Costs: test AUC lost against MP*, and the mean step time as a multiple of the unprotected run's."}
 	var notes []string
 	rank.Table, notes = dcsTable(b.gs, b.cutKeys)
 	if !b.single {

@@ -8,7 +8,9 @@ import (
 // sumRun is a run with only what the DCS ranking reads.
 func sumRun(method, param string, value, auc, normQ, cosQ, stepMS, eps float64) *Run {
 	f := func(v float64) *float64 { return &v }
-	s := &Summary{TestAUCBest: f(auc), Leak: map[string]LeakStat{"norm/cut": {Q95Abs: f(normQ)}},
+	// The top of the test curve is higher than the model kept: the ranking
+	// must not read it.
+	s := &Summary{TestAUCSelected: f(auc), TestAUCBest: f(auc + 0.05), Leak: map[string]LeakStat{"norm/cut": {Q95Abs: f(normQ)}},
 		Raw: map[string]any{"step_ms_mean": stepMS}}
 	if !math.IsNaN(cosQ) {
 		s.Leak["cosine/cut"] = LeakStat{Q95Abs: f(cosQ)}
@@ -71,5 +73,23 @@ func TestDCSRankingHandCase(t *testing.T) {
 	_, mpIdeal, note = dcsScores(groups(runs[1:]), "d", keys)
 	if mpIdeal != 0.79 || note == "" {
 		t.Errorf("without none: MP* = %v, note %q; want 0.79 and a note", mpIdeal, note)
+	}
+}
+
+// TestMainAUC: the kept model's AUC is the selected one, and for runs made
+// before selection existed the final one — never the top of the test curve.
+func TestMainAUC(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	tests := []struct {
+		s         Summary
+		auc, loss float64
+	}{
+		{Summary{TestAUCBest: f(0.9), TestAUCFinal: f(0.8), TestAUCSelected: f(0.85), TestLossFinal: f(0.5), TestLossSelected: f(0.4)}, 0.85, 0.4},
+		{Summary{TestAUCBest: f(0.9), TestAUCFinal: f(0.8), TestLossFinal: f(0.5)}, 0.8, 0.5},
+	}
+	for i, tc := range tests {
+		if a, l := tc.s.MainAUC(), tc.s.MainLoss(); *a != tc.auc || *l != tc.loss {
+			t.Errorf("case %d: MainAUC %v, MainLoss %v, want %v, %v", i, *a, *l, tc.auc, tc.loss)
+		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // tradeoffFigure draws, for the leak key, leak (q95 |AUC−0.5| and raw q95)
-// against best test AUC and final test loss: one curve per method, points
+// against the kept model's test AUC and test loss (Summary.MainAUC): one curve per method, points
 // labelled with the parameter where the label covers nothing (see
 // pointLabels), and one legend beside the top right panel. It returns the
 // panels, the number of settings and each panel's labeller.
@@ -29,8 +29,8 @@ func tradeoffFigure(gs []*group, dataset, key string) ([][]*plot.Plot, int, []*p
 		{fmt.Sprintf("q95 leak AUC (%s, %s layer)", attack, layer), leakStat(key, false)},
 	}
 	ysAx := []axis{
-		{"best test AUC", func(s *Summary) *float64 { return s.TestAUCBest }},
-		{"final test loss (BCE)", func(s *Summary) *float64 { return s.TestLossFinal }},
+		{"test AUC (selected model)", (*Summary).MainAUC},
+		{"test loss (BCE, selected model)", (*Summary).MainLoss},
 	}
 	grid := make([][]*plot.Plot, 2)
 	points := 0
@@ -122,7 +122,7 @@ func (b *builder) tradeoffSection() (*Section, error) {
 	trade := &Section{ID: "tradeoff", Title: "Privacy–utility trade-off",
 		Lead: "Each point is one protection setting (mean over seeds), labelled with its parameter; one curve per method. " +
 			"Left: q95 over training batches of |leak AUC − 0.5| (the papers' tables); right: raw q95 leak AUC (their figures). " +
-			"Top: best test AUC (higher is better); bottom: final test loss."}
+			"Top: test AUC of the model kept, selected on validation (higher is better); bottom: its test loss."}
 	for _, d := range b.ds {
 		for _, k := range b.cutKeys {
 			grid, n, _, err := tradeoffFigure(b.gs, d, k)

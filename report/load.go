@@ -78,6 +78,30 @@ type Summary struct {
 	// TestAUCSelected is the test AUC of the model selected without
 	// looking at the test split (absent in runs made before it existed).
 	TestAUCSelected *float64 `json:"test_auc_selected"`
+	// TestLossSelected is the selected model's test loss (absent as
+	// TestAUCSelected is).
+	TestLossSelected *float64 `json:"test_loss_selected"`
+}
+
+// MainAUC is the test AUC of the model a user keeps, the main-task
+// performance of the trade-off figures, the DCS ranking and the matrix:
+// the model selected without looking at the test split
+// (TestAUCSelected), or for runs made before selection existed the final
+// model, the one they saved. TestAUCBest, the top of the test curve, is
+// chosen by looking at the test split.
+func (s *Summary) MainAUC() *float64 {
+	if s.TestAUCSelected != nil {
+		return s.TestAUCSelected
+	}
+	return s.TestAUCFinal
+}
+
+// MainLoss is the test loss of the model MainAUC scores.
+func (s *Summary) MainLoss() *float64 {
+	if s.TestAUCSelected != nil && s.TestLossSelected != nil {
+		return s.TestLossSelected
+	}
+	return s.TestLossFinal
 }
 
 // Run is one run directory as read by [LoadRun].

@@ -61,7 +61,7 @@ func modelAUC(key string) func(*Summary) *float64 {
 // one column per protection setting, one row per attack with the mean over
 // the setting's seeds of q95 |leak AUC − ½| at the cut layer (per-batch
 // attacks) or of the final model-completion AUC − ½ (model attacks), and a
-// last row with the test-AUC cost: the best test AUC of the unprotected
+// last row with the test-AUC cost: the kept model's test AUC (Summary.MainAUC) of the unprotected
 // setting minus the setting's (NaN without an unprotected setting). cols
 // is empty when the dataset has fewer than two settings or no attack
 // figure.
@@ -104,10 +104,10 @@ func matrixCells(gs []*group, dataset string) (cols []*group, rowNames []string,
 	cost := make([]float64, len(cols))
 	ref := math.NaN()
 	if none != nil {
-		ref = statOrNaN(none.Runs, func(s *Summary) *float64 { return s.TestAUCBest })
+		ref = statOrNaN(none.Runs, (*Summary).MainAUC)
 	}
 	for j, g := range cols {
-		cost[j] = ref - statOrNaN(g.Runs, func(s *Summary) *float64 { return s.TestAUCBest })
+		cost[j] = ref - statOrNaN(g.Runs, (*Summary).MainAUC)
 	}
 	return cols, rowNames, append(vals, cost)
 }
@@ -217,7 +217,7 @@ func (b *builder) matrixSection() (*Section, error) {
 	s := &Section{ID: "matrix", Title: "What stops what",
 		Lead: "Attacks × protection settings at the cut layer (mean over seeds): q95 over training batches of |leak AUC − 0.5| for the per-batch attacks, " +
 			"completion AUC − 0.5 at the final evaluation for model completion (which attacks the trained bottom, after training), and the test-AUC cost " +
-			"(best test AUC without protection minus the setting's). Red: more leakage (0.5 is total); blue: more cost (0.05 and above)."}
+			"(the kept model's test AUC without protection minus the setting's). Red: more leakage (0.5 is total); blue: more cost (0.05 and above)."}
 	for _, d := range b.ds {
 		p, w, h, err := matrixFigure(b.gs, d)
 		if err != nil {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -26,6 +25,8 @@ type benchOptions struct {
 	Warmup int
 	JSON   bool
 	Engine string
+	// Defences times every registered defence instead (benchDefences).
+	Defences bool
 }
 
 // benchModels maps a --model value to a function that builds one training
@@ -71,7 +72,15 @@ batches and prints the median time per step after a warm-up.
 rows (ids uniform), 13 dense columns, embeddings of dimension 4, 6×128 layers cut
 after the 3rd. --model cnn is the ISIC CNN step (84×84×3 inputs, 6 blocks of 3×3
 convolutions with 64 channels, ReLU and 2×2 max-pooling, cut after block 4); use
---batch 128 as in the paper.`,
+--batch 128 as in the paper.
+
+--defences times the in-process split run's step (both parties over the in-memory
+transport) on synthetic Criteo-shaped rows with every registered defence alone at
+its representative setting, and prints its median ms/step, its ratio to no
+protection, the one-off setup time (building the models and the defence, e.g.
+CAE's autoencoder) and the bytes each way per step as the network transport
+encodes the messages (protobuf plus gRPC's 5-byte message header; HTTP/2 and TLS
+framing excluded). --model is wdl or mlp there; --vocab does not apply.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, o) },
 	}
@@ -82,6 +91,7 @@ convolutions with 64 channels, ReLU and 2×2 max-pooling, cut after block 4); us
 	f.IntVar(&o.Steps, "steps", 50, "timed steps (the median is reported)")
 	f.IntVar(&o.Warmup, "warmup", 5, "untimed steps first")
 	f.StringVar(&o.Engine, "engine", "", "matrix engine to time instead of the default (one of those the error for an unknown name lists)")
+	f.BoolVar(&o.Defences, "defences", false, "time the step with every registered defence at its representative setting (ms/step, ratio to none, bytes each way per step)")
 	f.BoolVar(&o.JSON, "json", false, `print one JSON object {"ms_per_step":…, "examples_per_s":…, …}`)
 	return cmd
 }
@@ -100,6 +110,9 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 			return fmt.Errorf("bench: --engine: %w", err)
 		}
 		tensor.Default = e
+	}
+	if o.Defences {
+		return benchDefences(cmd, o)
 	}
 	step, err := build(o)
 	if err != nil {
@@ -137,13 +150,5 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 	return err
 }
 
-// median returns the middle value of v (the mean of the two middle ones
-// for an even count); v is sorted in place.
-func median(v []float64) float64 {
-	sort.Float64s(v)
-	n := len(v)
-	if n%2 == 1 {
-		return v[n/2]
-	}
-	return (v[n/2-1] + v[n/2]) / 2
-}
+// median is the median of the step times (sorted in place).
+var median = step.Median

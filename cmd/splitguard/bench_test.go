@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/splitguard/splitguard/protect"
 )
 
 func TestMedian(t *testing.T) {
@@ -49,6 +51,51 @@ func TestBenchUnknownModel(t *testing.T) {
 	cmd.SetOut(&bytes.Buffer{})
 	cmd.SetArgs([]string{"bench", "--model", "nope"})
 	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), `unknown --model "nope"`) {
+		t.Errorf("error %v", err)
+	}
+}
+
+func TestBenchDefences(t *testing.T) {
+	for _, asJSON := range []bool{false, true} {
+		cmd := newRootCmd()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		args := []string{"bench", "--defences", "--batch", "16", "--steps", "2", "--warmup", "0"}
+		if asJSON {
+			args = append(args, "--json")
+		}
+		cmd.SetArgs(args)
+		if err := cmd.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		if !asJSON {
+			for _, s := range protect.Specs() {
+				if !strings.Contains(out.String(), " "+s.Name+" ") {
+					t.Errorf("no row for %s in\n%s", s.Name, out.String())
+				}
+			}
+			continue
+		}
+		var got struct {
+			Defences []struct {
+				Defence string  `json:"defence"`
+				Ratio   float64 `json:"ratio_to_none"`
+			} `json:"defences"`
+		}
+		if err := json.NewDecoder(&out).Decode(&got); err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Defences) != len(protect.Specs()) || got.Defences[0].Defence != "none" || got.Defences[0].Ratio != 1 {
+			t.Errorf("JSON %+v", got)
+		}
+	}
+}
+
+func TestBenchDefencesModel(t *testing.T) {
+	cmd := newRootCmd()
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetArgs([]string{"bench", "--defences", "--model", "cnn"})
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--model wdl or mlp") {
 		t.Errorf("error %v", err)
 	}
 }
