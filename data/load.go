@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"strings"
 )
 
 // maxBadExamples bounds how many bad-row messages Info keeps.
@@ -49,6 +51,9 @@ func Load(path string, o Options) (*Split, error) {
 		return nil, err
 	}
 	l := &loader{o: o, name: path, lr: newLineReader(src.r), rewind: src.rewind}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() && !strings.HasSuffix(path, ".gz") {
+		l.size = fi.Size()
+	}
 	err = l.run()
 	if cerr := src.close(); err == nil && cerr != nil {
 		return nil, fmt.Errorf("data: %s: %w", path, cerr)
@@ -220,6 +225,51 @@ type loader struct {
 	thirdLabel  string
 	thirdLine   int64
 	imputeMean  bool // csv: a missing numeric cell takes the training mean
+
+	// size is the table's size in bytes when known (an uncompressed
+	// file), else 0; reserved is set once the parts' slices were sized
+	// from it (reserve).
+	size     int64
+	reserved bool
+}
+
+// reserveAfter is how many kept rows the loader reads before it sizes the
+// parts' slices for the rest of a table of known size: enough lines to
+// estimate their mean length and each part's share.
+const reserveAfter = 4096
+
+// reserve grows every part's slices once to hold the rows the rest of the
+// table is expected to add: the bytes left over the mean line length so
+// far, times the part's share of the lines so far, plus 5%. Appending
+// then rarely copies, which was a third of the time spent encoding a
+// large table. It only sets capacities, so the rows loaded do not depend
+// on it; an estimate that is short or long costs a copy or some slack.
+func (l *loader) reserve() {
+	l.reserved = true
+	lines, read := l.lr.line, l.lr.read
+	if l.size <= read || lines <= 0 || read <= 0 {
+		return
+	}
+	left := float64(l.size-read) / (float64(read) / float64(lines))
+	nc, nd := len(l.cats), len(l.dense)
+	for _, p := range []*part{&l.train, &l.test} {
+		more := int(1.05*left*float64(len(p.ids))/float64(lines)) + 16
+		p.ids = growExact(p.ids, more)
+		if l.sc.label >= 0 {
+			p.labels = growExact(p.labels, more)
+		}
+		p.cat = growExact(p.cat, more*nc)
+		p.dense = growExact(p.dense, more*nd)
+	}
+}
+
+// growExact returns s with room for n more elements and, when it had to
+// move, no more: slices.Grow would round the capacity up by a quarter.
+func growExact[T any](s []T, n int) []T {
+	if cap(s)-len(s) >= n {
+		return s
+	}
+	return append(make([]T, 0, len(s)+n), s...)
 }
 
 // errf formats an error about the table as a whole.
@@ -546,6 +596,9 @@ func (l *loader) encode(line []byte, rowNum uint64) (string, error) {
 
 	// The row is good: commit it.
 	l.rowsKept++
+	if l.rowsKept == reserveAfter && l.size > 0 && !l.reserved {
+		l.reserve()
+	}
 	p := &l.train
 	if isTest {
 		p = &l.test
