@@ -134,17 +134,40 @@ func (t *InputTop) Step() error {
 // Save implements model.Top: the top's checkpoint (length-prefixed), then
 // the input layer's state.
 func (t *InputTop) Save(w io.Writer) error {
+	return saveFramed(w, nil, t.Top.Save, t.In.Save)
+}
+
+// saveFramed writes head, then what inner saves prefixed with its length
+// (8 bytes, little-endian), then what tail saves: a model checkpoint
+// followed by the state of the defence layer wrapped around it.
+func saveFramed(w io.Writer, head []byte, inner, tail func(io.Writer) error) error {
 	var b bytes.Buffer
-	if err := t.Top.Save(&b); err != nil {
+	if err := inner(&b); err != nil {
 		return err
 	}
-	if _, err := w.Write(binary.LittleEndian.AppendUint64(nil, uint64(b.Len()))); err != nil {
+	head = binary.LittleEndian.AppendUint64(head, uint64(b.Len()))
+	if _, err := w.Write(head); err != nil {
 		return err
 	}
 	if _, err := w.Write(b.Bytes()); err != nil {
 		return err
 	}
-	return t.In.Save(w)
+	return tail(w)
+}
+
+// splitFramed splits what saveFramed wrote after its head into the inner
+// checkpoint and the rest; ok is false when the length prefix is missing
+// or runs past the end, n and left being the length read and the bytes
+// after it, for the error.
+func splitFramed(raw []byte) (inner, rest []byte, ok bool, n, left uint64) {
+	if len(raw) < 8 {
+		return nil, nil, false, 0, 0
+	}
+	n, left = binary.LittleEndian.Uint64(raw), uint64(len(raw)-8)
+	if n > left {
+		return nil, nil, false, n, left
+	}
+	return raw[8 : 8+n], raw[8+n:], true, n, left
 }
 
 // Load implements model.Top.
@@ -156,12 +179,12 @@ func (t *InputTop) Load(r io.Reader) error {
 	if len(raw) < 8 {
 		return errors.New("model: loading top checkpoint: truncated (a top model behind " + t.In.Name() + ")")
 	}
-	n := binary.LittleEndian.Uint64(raw)
-	if n > uint64(len(raw)-8) {
-		return fmt.Errorf("model: loading top checkpoint: a top of %d bytes overruns the %d left (a checkpoint without %s?)", n, len(raw)-8, t.In.Name())
+	inner, rest, ok, n, left := splitFramed(raw)
+	if !ok {
+		return fmt.Errorf("model: loading top checkpoint: a top of %d bytes overruns the %d left (a checkpoint without %s?)", n, left, t.In.Name())
 	}
-	if err := t.Top.Load(bytes.NewReader(raw[8 : 8+n])); err != nil {
+	if err := t.Top.Load(bytes.NewReader(inner)); err != nil {
 		return err
 	}
-	return t.In.Load(bytes.NewReader(raw[8+n:]))
+	return t.In.Load(bytes.NewReader(rest))
 }

@@ -124,20 +124,9 @@ func (b *OutputBottom) Step() error {
 // Save implements model.Bottom: a version tag, the bottom's checkpoint
 // (length-prefixed), then the output layer's state.
 func (b *OutputBottom) Save(w io.Writer) error {
-	var buf bytes.Buffer
-	if err := b.Bottom.Save(&buf); err != nil {
-		return err
-	}
 	head := binary.LittleEndian.AppendUint32(nil, uint32(len(outputBottomTag)))
 	head = append(head, outputBottomTag...)
-	head = binary.LittleEndian.AppendUint64(head, uint64(buf.Len()))
-	if _, err := w.Write(head); err != nil {
-		return err
-	}
-	if _, err := w.Write(buf.Bytes()); err != nil {
-		return err
-	}
-	return b.Out.Save(w)
+	return saveFramed(w, head, b.Bottom.Save, b.Out.Save)
 }
 
 // Load implements model.Bottom.
@@ -151,15 +140,14 @@ func (b *OutputBottom) Load(r io.Reader) error {
 	if len(raw) < 4+n+8 || binary.LittleEndian.Uint32(raw) != uint32(n) || string(raw[4:4+n]) != outputBottomTag {
 		return fmt.Errorf("model: loading bottom checkpoint: not a %s checkpoint (one without %s at the passive party's output?)", outputBottomTag, name)
 	}
-	raw = raw[4+n:]
-	m := binary.LittleEndian.Uint64(raw)
-	if m > uint64(len(raw)-8) {
-		return fmt.Errorf("model: loading bottom checkpoint: a bottom of %d bytes overruns the %d left", m, len(raw)-8)
+	inner, rest, ok, m, left := splitFramed(raw[4+n:])
+	if !ok {
+		return fmt.Errorf("model: loading bottom checkpoint: a bottom of %d bytes overruns the %d left", m, left)
 	}
-	if err := b.Bottom.Load(bytes.NewReader(raw[8 : 8+m])); err != nil {
+	if err := b.Bottom.Load(bytes.NewReader(inner)); err != nil {
 		return err
 	}
-	if err := b.Out.Load(bytes.NewReader(raw[8+m:])); err != nil {
+	if err := b.Out.Load(bytes.NewReader(rest)); err != nil {
 		return fmt.Errorf("model: loading bottom checkpoint: %s at the passive party's output: %w", name, err)
 	}
 	return nil

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/splitguard/splitguard/config"
-	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/protect"
 	"github.com/splitguard/splitguard/run"
 	"github.com/splitguard/splitguard/rundir"
@@ -186,14 +185,7 @@ func TestServeWithDefenceLayers(t *testing.T) {
 	base.Params = protect.Params{"fedpass_range": 3, "mid_passive_lambda": 0.01}
 	act, pas := partyConfigs(base, root, newTestPKI(t))
 	sum := pair(t, act, pas)
-	full, err := data.Load(base.Data, base.DataOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	label := map[uint64]uint8{}
-	for i, id := range full.Test.IDs {
-		label[id] = full.Test.Labels[i]
-	}
+	full, label := testLabels(t, base)
 	out := filepath.Join(root, "scores.csv")
 	if _, pr := serveScore(t, act, pas, ServeOptions{Out: out, Sessions: 1}, ScoreOptions{Out: filepath.Join(root, "p.csv")}); pr.Scored != len(full.Test.IDs) {
 		t.Fatalf("scored %d of %d test rows", pr.Scored, len(full.Test.IDs))

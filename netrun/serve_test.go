@@ -173,14 +173,7 @@ func TestServeScoresLikeTheFinalEvaluation(t *testing.T) {
 	act, pas := partyConfigs(base, root, newTestPKI(t))
 	sum := pair(t, act, pas)
 
-	full, err := data.Load(base.Data, base.DataOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	label := map[uint64]uint8{}
-	for i, id := range full.Test.IDs {
-		label[id] = full.Test.Labels[i]
-	}
+	full, label := testLabels(t, base)
 
 	out := filepath.Join(root, "scores-active.csv")
 	sr, pr := serveScore(t, act, pas, ServeOptions{Out: out, Sessions: 1}, ScoreOptions{Out: filepath.Join(root, "p.csv")})
@@ -268,4 +261,19 @@ func TestSettingsFromTheDataAgree(t *testing.T) {
 				i, c.Batch, c.Epochs, c.LR, c.EvalEvery, c.AutoRows, c.Auto, chosen[0].Batch, chosen[0].Epochs, chosen[0].LR, chosen[0].EvalEvery, got.TrainRows)
 		}
 	}
+}
+
+// testLabels loads the table of base as the in-process run would and
+// returns its split with the test rows' labels by example ID.
+func testLabels(t *testing.T, base config.Config) (*data.Split, map[uint64]uint8) {
+	t.Helper()
+	full, err := data.Load(base.Data, base.DataOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	label := make(map[uint64]uint8, len(full.Test.IDs))
+	for i, id := range full.Test.IDs {
+		label[id] = full.Test.Labels[i]
+	}
+	return full, label
 }
