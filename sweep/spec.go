@@ -261,6 +261,11 @@ func (s *Spec) Expand() ([]RunSpec, error) {
 				}
 				vals = l
 			}
+			for _, v := range vals {
+				if v == nil || v == "" {
+					return nil, fmt.Errorf("sweep: grid entry %d (line %d): %s has no value; give one, e.g. {protect: iso, iso_t: [1, 9]}", i+1, n.Line, k)
+				}
+			}
 			keys = append(keys, k)
 			choices = append(choices, vals)
 		}

@@ -136,6 +136,8 @@ func TestSpecErrors(t *testing.T) {
 		{"out in base", "base: {out: x}\ngrid: [{protect: none}]\n", "base sets out"},
 		{"seed in grid", "grid: [{protect: none, seed: [1, 2]}]\n", "seed is set by the sweep"},
 		{"empty list", "grid: [{protect: iso, iso_t: []}]\n", "iso_t is an empty list"},
+		{"key without value", "grid: [{protect}]\n", "protect has no value"},
+		{"empty value in a list", "grid: [{protect: iso, iso_t: [1, \"\"]}]\n", "iso_t has no value"},
 		{"not a mapping", "grid: [none]\n", "grid entry 1"},
 		{"duplicate", "grid: [{protect: none}, {protect: none}]\n", "same run"},
 		{"dataset without name", "datasets: [{data: x}]\ngrid: [{protect: none}]\n", "needs a name"},
