@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/splitguard/splitguard/internal/vec"
 	"github.com/splitguard/splitguard/tensor"
 )
 
@@ -71,15 +72,11 @@ func adamCorrections(lr, b1, b2 float32, t int64) (float32, float32) {
 	return float32(float64(lr) / bc1), float32(1 / math.Sqrt(bc2))
 }
 
+// adamUpdate is one Adam step over a parameter's values (internal/vec:
+// eight lanes at a time where the CPU has AVX2, the same bits as its Go
+// loop).
 func adamUpdate(w, g, m, v []float32, b1, b2, eps, step, vScale float32) {
-	g, m, v = g[:len(w)], m[:len(w)], v[:len(w)]
-	c1, c2 := 1-b1, 1-b2
-	for j, gj := range g {
-		mj := b1*m[j] + c1*gj
-		vj := b2*v[j] + c2*gj*gj
-		m[j], v[j] = mj, vj
-		w[j] -= step * mj / (float32(math.Sqrt(float64(vj)))*vScale + eps)
-	}
+	vec.Adam(w, g, m, v, b1, b2, eps, step, vScale)
 }
 
 // LazyAdam is Adam for an [Embedding] that updates only the rows the last

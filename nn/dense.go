@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/splitguard/splitguard/internal/vec"
 	"github.com/splitguard/splitguard/tensor"
 )
 
@@ -112,12 +113,5 @@ func ColSums(dst []float32, m *tensor.Matrix) {
 	if len(dst) != m.Cols {
 		panic(fmt.Sprintf("nn: ColSums into %d values for %d columns", len(dst), m.Cols))
 	}
-	clear(dst)
-	for i := range m.Rows {
-		r := m.Row(i)
-		r = r[:len(dst)]
-		for j, v := range r {
-			dst[j] += v
-		}
-	}
+	vec.ColSums(dst, m.Data, m.Rows, m.Cols)
 }

@@ -3,6 +3,8 @@ package tensor
 import (
 	"fmt"
 	"math"
+
+	"github.com/splitguard/splitguard/internal/vec"
 )
 
 // Matrix is a dense float32 matrix stored row-major: element (i, j) is
@@ -88,11 +90,8 @@ func (e *NotFiniteError) Error() string {
 // CheckFinite returns a *NotFiniteError naming the first NaN or ±Inf in
 // m, or nil when every value is finite.
 func CheckFinite(name string, m *Matrix) error {
-	for k, v := range m.Data {
-		// v-v is NaN exactly when v is NaN or ±Inf.
-		if v-v != 0 {
-			return &NotFiniteError{Name: name, Row: k / max(m.Cols, 1), Col: k % max(m.Cols, 1), Value: v}
-		}
+	if k := vec.FirstNonFinite(m.Data); k >= 0 {
+		return &NotFiniteError{Name: name, Row: k / max(m.Cols, 1), Col: k % max(m.Cols, 1), Value: m.Data[k]}
 	}
 	return nil
 }

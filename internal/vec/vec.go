@@ -1,0 +1,156 @@
+// Package vec holds the element-wise float32 loops of the training step
+// that run on every activation and weight: the finiteness check, ReLU and
+// its gradient, column sums and the Adam update. On amd64 CPUs with AVX2
+// they run as Go assembly over eight lanes at a time; elsewhere, and for
+// the few elements past the last full vector, as plain Go loops. Every
+// assembly loop performs, per element, exactly the IEEE single-precision
+// operations of its Go loop in the same order (no fused multiply-add), so
+// both give bit-identical results; the tests check that on every length
+// and on NaN, ±Inf, ±0 and subnormal inputs.
+package vec
+
+import "math"
+
+// accel says whether the assembly loops run (the CPU has AVX2); tests
+// switch it off with SetAccel to run the Go loops.
+var accel = hasAVX2
+
+// Accelerated reports whether the assembly loops run on this CPU.
+func Accelerated() bool { return accel }
+
+// SetAccel switches the assembly loops on or off (on only where the CPU
+// can run them) and returns a function that restores the previous
+// setting. It is a test hook: it must not be called while other
+// goroutines use the package.
+func SetAccel(on bool) (restore func()) {
+	prev := accel
+	accel = on && hasAVX2
+	return func() { accel = prev }
+}
+
+// FirstNonFinite returns the index of the first NaN or ±Inf in x, or -1
+// when every value is finite.
+func FirstNonFinite(x []float32) int {
+	n := 0
+	if accel && len(x) >= lanes {
+		n = len(x) &^ (lanes - 1)
+		if !anyNonFiniteAsm(&x[0], n) {
+			x = x[n:]
+		} else {
+			n = 0
+		}
+	}
+	for k, v := range x {
+		// v-v is NaN exactly when v is NaN or ±Inf.
+		if v-v != 0 {
+			return n + k
+		}
+	}
+	return -1
+}
+
+// Relu sets y[i] = max(x[i], 0) for every i < len(x), bit for bit as
+// clearing every value whose sign bit is set: negative numbers, −0 and
+// NaNs with the sign bit become +0. len(y) must be at least len(x).
+func Relu(y, x []float32) {
+	y = y[:len(x)]
+	if accel && len(x) >= lanes {
+		n := len(x) &^ (lanes - 1)
+		reluAsm(&y[0], &x[0], n)
+		y, x = y[n:], x[n:]
+	}
+	for i, v := range x {
+		b := math.Float32bits(v)
+		y[i] = math.Float32frombits(b &^ uint32(int32(b)>>31))
+	}
+}
+
+// ReluGrad sets dx[i] = dy[i] where y[i] > 0 and 0 elsewhere, for every
+// i < len(dy), where y is the output of Relu: its bits read as a
+// non-negative int32 that is 0 exactly when y is +0. dx and y must be at
+// least as long as dy.
+func ReluGrad(dx, dy, y []float32) {
+	dx, y = dx[:len(dy)], y[:len(dy)]
+	if accel && len(dy) >= lanes {
+		n := len(dy) &^ (lanes - 1)
+		reluGradAsm(&dx[0], &dy[0], &y[0], n)
+		dx, dy, y = dx[n:], dy[n:], y[n:]
+	}
+	for i, g := range dy {
+		m := uint32(-int32(math.Float32bits(y[i])) >> 31)
+		dx[i] = math.Float32frombits(math.Float32bits(g) & m)
+	}
+}
+
+// ColSums sets dst[j] = Σ_i m[i·stride + j] over rows i = 0 … rows−1, for
+// j < len(dst), adding the rows in order from 0 (so each column's sum is
+// the one a loop over the rows gives). m holds rows rows of stride ≥
+// len(dst) floats (the last row may end at len(dst)).
+func ColSums(dst, m []float32, rows, stride int) {
+	clear(dst)
+	if rows <= 0 || len(dst) == 0 {
+		return
+	}
+	if stride < len(dst) || len(m) < (rows-1)*stride+len(dst) {
+		panic("vec: ColSums given a matrix smaller than its shape")
+	}
+	j := 0
+	if accel {
+		for ; j+wideCols <= len(dst); j += wideCols {
+			sumRows64Asm(&dst[j], &m[j], rows, stride)
+		}
+		for ; j+lanes <= len(dst); j += lanes {
+			sumRows8Asm(&dst[j], &m[j], rows, stride)
+		}
+	}
+	if j == len(dst) {
+		return
+	}
+	tail := dst[j:]
+	for i := range rows {
+		r := m[i*stride+j : i*stride+len(dst)]
+		for k, v := range r {
+			tail[k] += v
+		}
+	}
+}
+
+// Adam applies one Adam step to the weights w from the gradient g and the
+// moments m and v (updated in place), with c₁ = 1−β₁ and c₂ = 1−β₂:
+//
+//	m ← β₁·m + c₁·g
+//	v ← β₂·v + (c₂·g)·g
+//	w ← w − (step·m) / (√v·vScale + eps)
+//
+// every operation rounded to float32 in that order (the square root is
+// correctly rounded, which is what rounding a float64 root gives). g, m
+// and v must be at least as long as w.
+func Adam(w, g, m, v []float32, b1, b2, eps, step, vScale float32) {
+	g, m, v = g[:len(w)], m[:len(w)], v[:len(w)]
+	c1, c2 := 1-b1, 1-b2
+	if accel && len(w) >= lanes {
+		n := len(w) &^ (lanes - 1)
+		adamAsm(&w[0], &g[0], &m[0], &v[0], n, &adamConsts{b1, c1, b2, c2, eps, step, vScale})
+		w, g, m, v = w[n:], g[n:], m[n:], v[n:]
+	}
+	for j, gj := range g {
+		// The conversions round each product to float32, so no
+		// compiler fuses them into a multiply-add (GOAMD64=v3 would).
+		mj := float32(b1*m[j]) + float32(c1*gj)
+		vj := float32(b2*v[j]) + float32(float32(c2*gj)*gj)
+		m[j], v[j] = mj, vj
+		w[j] -= float32(step*mj) / (float32(float32(math.Sqrt(float64(vj)))*vScale) + eps)
+	}
+}
+
+// adamConsts are Adam's scalars as the assembly loop reads them.
+type adamConsts struct {
+	b1, c1, b2, c2, eps, step, vScale float32
+}
+
+// lanes is the floats in one AVX2 register; wideCols the columns one
+// pass of the column-sum loop keeps in eight registers.
+const (
+	lanes    = 8
+	wideCols = 64
+)

@@ -1,0 +1,28 @@
+package vec
+
+import "golang.org/x/sys/cpu"
+
+var hasAVX2 = cpu.X86.HasAVX2
+
+// The loops of vec_amd64.s; n is a positive multiple of 8.
+
+//go:noescape
+func anyNonFiniteAsm(x *float32, n int) bool
+
+//go:noescape
+func reluAsm(y, x *float32, n int)
+
+//go:noescape
+func reluGradAsm(dx, dy, y *float32, n int)
+
+//go:noescape
+func adamAsm(w, grad, m, v *float32, n int, c *adamConsts)
+
+// sumRows64Asm adds rows rows of 64 floats, stride floats apart, into the
+// 64 floats at dst; sumRows8Asm does the same for 8.
+//
+//go:noescape
+func sumRows64Asm(dst, m *float32, rows, stride int)
+
+//go:noescape
+func sumRows8Asm(dst, m *float32, rows, stride int)

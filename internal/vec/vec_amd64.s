@@ -1,0 +1,256 @@
+// Element-wise AVX2 loops of package vec, written by hand. Each handles n
+// floats, n a positive multiple of 8, and does per lane exactly what the
+// Go loop of the same name does per element (see vec.go).
+
+#include "textflag.h"
+
+// func anyNonFiniteAsm(x *float32, n int) bool
+// A value is NaN or ±Inf exactly when its exponent bits are all ones.
+TEXT ·anyNonFiniteAsm(SB), NOSPLIT, $0-17
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	MOVL $0x7f800000, AX
+	MOVD AX, X15
+	VPBROADCASTD X15, Y15
+	VPXOR Y14, Y14, Y14
+	VPXOR Y13, Y13, Y13
+	CMPQ CX, $32
+	JLT  nf8
+
+nf32:
+	VPAND     (SI), Y15, Y0
+	VPAND     32(SI), Y15, Y1
+	VPAND     64(SI), Y15, Y2
+	VPAND     96(SI), Y15, Y3
+	VPCMPEQD  Y15, Y0, Y0
+	VPCMPEQD  Y15, Y1, Y1
+	VPCMPEQD  Y15, Y2, Y2
+	VPCMPEQD  Y15, Y3, Y3
+	VPOR      Y0, Y1, Y1
+	VPOR      Y2, Y3, Y3
+	VPOR      Y1, Y14, Y14
+	VPOR      Y3, Y13, Y13
+	ADDQ      $128, SI
+	SUBQ      $32, CX
+	CMPQ      CX, $32
+	JGE       nf32
+
+nf8:
+	TESTQ     CX, CX
+	JZ        nfdone
+	VPAND     (SI), Y15, Y0
+	VPCMPEQD  Y15, Y0, Y0
+	VPOR      Y0, Y14, Y14
+	ADDQ      $32, SI
+	SUBQ      $8, CX
+	JMP       nf8
+
+nfdone:
+	VPOR      Y13, Y14, Y14
+	VPTEST    Y14, Y14
+	SETNE     ret+16(FP)
+	VZEROUPPER
+	RET
+
+// func reluAsm(y, x *float32, n int)
+// y = x &^ (x >> 31, arithmetic): clears every value whose sign bit is set.
+TEXT ·reluAsm(SB), NOSPLIT, $0-24
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	CMPQ CX, $32
+	JLT  relu8
+
+relu32:
+	VMOVDQU (SI), Y0
+	VMOVDQU 32(SI), Y1
+	VMOVDQU 64(SI), Y2
+	VMOVDQU 96(SI), Y3
+	VPSRAD  $31, Y0, Y4
+	VPSRAD  $31, Y1, Y5
+	VPSRAD  $31, Y2, Y6
+	VPSRAD  $31, Y3, Y7
+	VPANDN  Y0, Y4, Y0
+	VPANDN  Y1, Y5, Y1
+	VPANDN  Y2, Y6, Y2
+	VPANDN  Y3, Y7, Y3
+	VMOVDQU Y0, (DI)
+	VMOVDQU Y1, 32(DI)
+	VMOVDQU Y2, 64(DI)
+	VMOVDQU Y3, 96(DI)
+	ADDQ    $128, SI
+	ADDQ    $128, DI
+	SUBQ    $32, CX
+	CMPQ    CX, $32
+	JGE     relu32
+
+relu8:
+	TESTQ   CX, CX
+	JZ      reludone
+	VMOVDQU (SI), Y0
+	VPSRAD  $31, Y0, Y4
+	VPANDN  Y0, Y4, Y0
+	VMOVDQU Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JMP     relu8
+
+reludone:
+	VZEROUPPER
+	RET
+
+// func reluGradAsm(dx, dy, y *float32, n int)
+// dx = dy & ((0 − y) >> 31, arithmetic): keeps dy where y's bits are a
+// positive int32.
+TEXT ·reluGradAsm(SB), NOSPLIT, $0-32
+	MOVQ dx+0(FP), DI
+	MOVQ dy+8(FP), SI
+	MOVQ y+16(FP), DX
+	MOVQ n+24(FP), CX
+	VPXOR Y15, Y15, Y15
+	CMPQ CX, $32
+	JLT  rg8
+
+rg32:
+	VPSUBD  (DX), Y15, Y0
+	VPSUBD  32(DX), Y15, Y1
+	VPSUBD  64(DX), Y15, Y2
+	VPSUBD  96(DX), Y15, Y3
+	VPSRAD  $31, Y0, Y0
+	VPSRAD  $31, Y1, Y1
+	VPSRAD  $31, Y2, Y2
+	VPSRAD  $31, Y3, Y3
+	VPAND   (SI), Y0, Y0
+	VPAND   32(SI), Y1, Y1
+	VPAND   64(SI), Y2, Y2
+	VPAND   96(SI), Y3, Y3
+	VMOVDQU Y0, (DI)
+	VMOVDQU Y1, 32(DI)
+	VMOVDQU Y2, 64(DI)
+	VMOVDQU Y3, 96(DI)
+	ADDQ    $128, SI
+	ADDQ    $128, DI
+	ADDQ    $128, DX
+	SUBQ    $32, CX
+	CMPQ    CX, $32
+	JGE     rg32
+
+rg8:
+	TESTQ   CX, CX
+	JZ      rgdone
+	VPSUBD  (DX), Y15, Y0
+	VPSRAD  $31, Y0, Y0
+	VPAND   (SI), Y0, Y0
+	VMOVDQU Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	ADDQ    $32, DX
+	SUBQ    $8, CX
+	JMP     rg8
+
+rgdone:
+	VZEROUPPER
+	RET
+
+// func adamAsm(w, grad, m, v *float32, n int, c *adamConsts)
+// adamConsts: b1 +0, c1 +4, b2 +8, c2 +12, eps +16, step +20, vScale +24.
+TEXT ·adamAsm(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), DI
+	MOVQ grad+8(FP), SI
+	MOVQ m+16(FP), R8
+	MOVQ v+24(FP), R9
+	MOVQ n+32(FP), CX
+	MOVQ c+40(FP), AX
+	VBROADCASTSS 0(AX), Y8   // b1
+	VBROADCASTSS 4(AX), Y9   // c1
+	VBROADCASTSS 8(AX), Y10  // b2
+	VBROADCASTSS 12(AX), Y11 // c2
+	VBROADCASTSS 16(AX), Y12 // eps
+	VBROADCASTSS 20(AX), Y13 // step
+	VBROADCASTSS 24(AX), Y14 // vScale
+
+adam8:
+	VMOVUPS (SI), Y0          // g
+	VMULPS  (R8), Y8, Y1      // b1·m
+	VMULPS  Y0, Y9, Y2        // c1·g
+	VADDPS  Y2, Y1, Y1        // m' = b1·m + c1·g
+	VMULPS  (R9), Y10, Y3     // b2·v
+	VMULPS  Y0, Y11, Y4       // c2·g
+	VMULPS  Y0, Y4, Y4        // (c2·g)·g
+	VADDPS  Y4, Y3, Y3        // v' = b2·v + (c2·g)·g
+	VMOVUPS Y1, (R8)
+	VMOVUPS Y3, (R9)
+	VSQRTPS Y3, Y5            // √v'
+	VMULPS  Y14, Y5, Y5       // √v'·vScale
+	VADDPS  Y12, Y5, Y5       // + eps
+	VMULPS  Y1, Y13, Y6       // step·m'
+	VDIVPS  Y5, Y6, Y6        // (step·m') / (√v'·vScale + eps)
+	VMOVUPS (DI), Y7
+	VSUBPS  Y6, Y7, Y7        // w − …
+	VMOVUPS Y7, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	ADDQ    $32, R8
+	ADDQ    $32, R9
+	SUBQ    $8, CX
+	JNZ     adam8
+	VZEROUPPER
+	RET
+
+// func sumRows64Asm(dst, m *float32, rows, stride int)
+TEXT ·sumRows64Asm(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ m+8(FP), SI
+	MOVQ rows+16(FP), CX
+	MOVQ stride+24(FP), DX
+	SHLQ $2, DX
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+
+s64:
+	VADDPS (SI), Y0, Y0
+	VADDPS 32(SI), Y1, Y1
+	VADDPS 64(SI), Y2, Y2
+	VADDPS 96(SI), Y3, Y3
+	VADDPS 128(SI), Y4, Y4
+	VADDPS 160(SI), Y5, Y5
+	VADDPS 192(SI), Y6, Y6
+	VADDPS 224(SI), Y7, Y7
+	ADDQ   DX, SI
+	DECQ   CX
+	JNZ    s64
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	VZEROUPPER
+	RET
+
+// func sumRows8Asm(dst, m *float32, rows, stride int)
+TEXT ·sumRows8Asm(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ m+8(FP), SI
+	MOVQ rows+16(FP), CX
+	MOVQ stride+24(FP), DX
+	SHLQ $2, DX
+	VMOVUPS (DI), Y0
+
+s8:
+	VADDPS (SI), Y0, Y0
+	ADDQ   DX, SI
+	DECQ   CX
+	JNZ    s8
+	VMOVUPS Y0, (DI)
+	VZEROUPPER
+	RET

@@ -1,0 +1,14 @@
+//go:build !amd64
+
+package vec
+
+const hasAVX2 = false
+
+func anyNonFiniteAsm(x *float32, n int) bool { panic("vec: no assembly on this architecture") }
+func reluAsm(y, x *float32, n int)           { panic("vec: no assembly on this architecture") }
+func reluGradAsm(dx, dy, y *float32, n int)  { panic("vec: no assembly on this architecture") }
+func adamAsm(w, g, m, v *float32, n int, c *adamConsts) {
+	panic("vec: no assembly on this architecture")
+}
+func sumRows64Asm(dst, m *float32, rows, stride int) { panic("vec: no assembly on this architecture") }
+func sumRows8Asm(dst, m *float32, rows, stride int)  { panic("vec: no assembly on this architecture") }

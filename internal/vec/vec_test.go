@@ -1,0 +1,278 @@
+package vec
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// specials are the values the loops must treat exactly as their Go
+// loops do.
+var specials = []float32{
+	0, float32(math.Copysign(0, -1)), 1, -1, float32(math.Inf(1)), float32(math.Inf(-1)),
+	float32(math.NaN()), math.Float32frombits(0xffc00000), // NaN with the sign bit
+	math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32, math.MaxFloat32, -math.MaxFloat32,
+}
+
+// fill returns n values, mostly normal numbers of both signs, with a
+// special value every few elements when withSpecials is set.
+func fill(r *rand.Rand, n int, withSpecials bool) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(r.NormFloat64() * math.Exp(4*r.NormFloat64()))
+		if withSpecials && r.IntN(7) == 0 {
+			x[i] = specials[r.IntN(len(specials))]
+		}
+	}
+	return x
+}
+
+// modes runs f with the assembly loops on (where the CPU has them) and
+// off, naming each.
+func modes(t *testing.T, f func(t *testing.T)) {
+	t.Helper()
+	for _, on := range []bool{true, false} {
+		name := "go"
+		if on {
+			if !hasAVX2 {
+				t.Log("no AVX2 on this CPU: the assembly loops are not tested here")
+				continue
+			}
+			name = "avx2"
+		}
+		restore := SetAccel(on)
+		t.Run(name, f)
+		restore()
+	}
+}
+
+func sameBits(a, b []float32) int {
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestFirstNonFinite(t *testing.T) {
+	modes(t, func(t *testing.T) {
+		for n := 0; n <= 140; n++ {
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(i) - 3.5
+			}
+			if got := FirstNonFinite(x); got != -1 {
+				t.Fatalf("n=%d all finite: got %d", n, got)
+			}
+			for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), math.Float32frombits(0x7f800001)} {
+				for _, at := range []int{0, n / 3, n - 1} {
+					if n == 0 {
+						continue
+					}
+					y := append([]float32(nil), x...)
+					y[at] = bad
+					if at+1 < n {
+						y[n-1] = bad // a later one must not be reported
+					}
+					if got := FirstNonFinite(y); got != at {
+						t.Fatalf("n=%d, %v at %d: got %d", n, bad, at, got)
+					}
+				}
+			}
+		}
+		// The largest finite values and subnormals are finite.
+		x := []float32{math.MaxFloat32, -math.MaxFloat32, math.SmallestNonzeroFloat32, 0, 1, 2, 3, 4, 5}
+		if got := FirstNonFinite(x); got != -1 {
+			t.Fatalf("extreme finite values: got %d", got)
+		}
+	})
+}
+
+// TestReluMatchesDefinition checks Relu against max(x, 0) on ordinary
+// values and against the sign-bit rule on the special ones, and the
+// assembly against the Go loop bit for bit.
+func TestRelu(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for n := 0; n <= 200; n += 1 + n/16 {
+		x := fill(r, n, true)
+		want := make([]float32, n)
+		for i, v := range x {
+			switch {
+			case math.Signbit(float64(v)):
+				want[i] = 0
+			default:
+				want[i] = v
+			}
+		}
+		modes(t, func(t *testing.T) {
+			y := make([]float32, n+3)
+			Relu(y, x)
+			if i := sameBits(y[:n], want); i >= 0 {
+				t.Fatalf("n=%d: y[%d] = %v for x = %v, want %v", n, i, y[i], x[i], want[i])
+			}
+			if y[n] != 0 || y[n+1] != 0 {
+				t.Fatalf("n=%d: wrote past len(x)", n)
+			}
+		})
+	}
+}
+
+func TestReluGrad(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for n := 0; n <= 200; n += 1 + n/16 {
+		x := fill(r, n, true)
+		y := make([]float32, n)
+		restore := SetAccel(false)
+		Relu(y, x)
+		restore()
+		dy := fill(r, n, true)
+		want := make([]float32, n)
+		for i := range dy {
+			if y[i] > 0 || math.IsNaN(float64(y[i])) {
+				want[i] = dy[i]
+			}
+		}
+		modes(t, func(t *testing.T) {
+			dx := make([]float32, n)
+			for i := range dx {
+				dx[i] = 42
+			}
+			ReluGrad(dx, dy, y)
+			if i := sameBits(dx, want); i >= 0 {
+				t.Fatalf("n=%d: dx[%d] = %v for y = %v, dy = %v; want %v", n, i, dx[i], y[i], dy[i], want[i])
+			}
+		})
+	}
+}
+
+func TestColSums(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, tc := range []struct{ rows, cols, stride int }{
+		{0, 5, 5}, {1, 1, 1}, {3, 7, 7}, {5, 8, 8}, {4, 9, 11}, {17, 64, 64}, {2, 65, 70},
+		{1024, 128, 128}, {33, 130, 131}, {7, 200, 256}, {3, 72, 72},
+	} {
+		m := fill(r, max(tc.rows*tc.stride, 1), false)
+		// The reference: each column summed over the rows in order, in
+		// float32, one column at a time.
+		want := make([]float32, tc.cols)
+		for j := range want {
+			var s float32
+			for i := range tc.rows {
+				s += m[i*tc.stride+j]
+			}
+			want[j] = s
+		}
+		modes(t, func(t *testing.T) {
+			dst := make([]float32, tc.cols)
+			for i := range dst {
+				dst[i] = 99 // cleared first
+			}
+			ColSums(dst, m, tc.rows, tc.stride)
+			if i := sameBits(dst, want); i >= 0 {
+				t.Fatalf("%+v: column %d sums to %v, want %v", tc, i, dst[i], want[i])
+			}
+		})
+	}
+}
+
+func TestColSumsRefusesShortMatrix(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a matrix shorter than rows×stride was accepted")
+		}
+	}()
+	ColSums(make([]float32, 4), make([]float32, 7), 2, 4)
+}
+
+// TestAdam checks the update against Adam computed in float64 (close) and
+// the assembly against the Go loop (bit for bit), including zero
+// gradients, huge ones and a NaN.
+func TestAdam(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const b1, b2, eps, step, vScale = 0.9, 0.999, 1e-8, 1e-3 / (1 - 0.9), 1 / 0.0316227766
+	for n := 0; n <= 100; n += 1 + n/8 {
+		w0, g := fill(r, n, false), fill(r, n, false)
+		m0, v0 := fill(r, n, false), fill(r, n, false)
+		for i := range v0 {
+			v0[i] = float32(math.Abs(float64(v0[i])))
+			if i%5 == 0 {
+				g[i] = 0
+			}
+		}
+		if n > 3 {
+			g[3] = float32(math.NaN())
+		}
+		var bits [2][4][]float32
+		for k, on := range []bool{false, true} {
+			if on && !hasAVX2 {
+				bits[1] = bits[0]
+				continue
+			}
+			w, m, v := append([]float32(nil), w0...), append([]float32(nil), m0...), append([]float32(nil), v0...)
+			restore := SetAccel(on)
+			Adam(w, g, m, v, b1, b2, eps, step, vScale)
+			restore()
+			bits[k] = [4][]float32{w, m, v, g}
+		}
+		for part, name := range []string{"w", "m", "v"} {
+			if i := sameBits(bits[0][part], bits[1][part]); i >= 0 {
+				t.Fatalf("n=%d: %s[%d] is %v by assembly, %v by the Go loop", n, name, i, bits[1][part][i], bits[0][part][i])
+			}
+		}
+		for i := range n {
+			if math.IsNaN(float64(g[i])) {
+				if !math.IsNaN(float64(bits[0][0][i])) {
+					t.Fatalf("n=%d: a NaN gradient left w[%d] = %v", n, i, bits[0][0][i])
+				}
+				continue
+			}
+			gm := 0.9*float64(m0[i]) + 0.1*float64(g[i])
+			gv := 0.999*float64(v0[i]) + 0.001*float64(g[i])*float64(g[i])
+			want := float64(w0[i]) - step*gm/(math.Sqrt(gv)*vScale+eps)
+			if got := float64(bits[0][0][i]); math.Abs(got-want) > 1e-5*math.Max(1, math.Abs(want)) {
+				t.Fatalf("n=%d: w[%d] = %v, Adam in float64 gives %v", n, i, got, want)
+			}
+		}
+	}
+}
+
+func BenchmarkLoops(b *testing.B) {
+	r := rand.New(rand.NewPCG(9, 10))
+	x, y := fill(r, 1024*128, false), make([]float32, 1024*128)
+	w, g, m, v := fill(r, 128*128, false), fill(r, 128*128, false), make([]float32, 128*128), make([]float32, 128*128)
+	dst := make([]float32, 128)
+	for _, on := range []bool{true, false} {
+		name := "go"
+		if on {
+			name = "avx2"
+		}
+		restore := SetAccel(on)
+		b.Run("FirstNonFinite-1024x128/"+name, func(b *testing.B) {
+			for b.Loop() {
+				FirstNonFinite(x)
+			}
+		})
+		b.Run("Relu-1024x128/"+name, func(b *testing.B) {
+			for b.Loop() {
+				Relu(y, x)
+			}
+		})
+		b.Run("ReluGrad-1024x128/"+name, func(b *testing.B) {
+			for b.Loop() {
+				ReluGrad(y, x, x)
+			}
+		})
+		b.Run("ColSums-1024x128/"+name, func(b *testing.B) {
+			for b.Loop() {
+				ColSums(dst, x, 1024, 128)
+			}
+		})
+		b.Run("Adam-128x128/"+name, func(b *testing.B) {
+			for b.Loop() {
+				Adam(w, g, m, v, 0.9, 0.999, 1e-8, 1e-3, 1)
+			}
+		})
+		restore()
+	}
+}
