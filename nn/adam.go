@@ -108,11 +108,7 @@ func (a *LazyAdam) Step(e *Embedding) {
 		for c := 0; c < len(sh.touched); c += touchChunk {
 			rows := sh.touched[c:min(c+touchChunk, len(sh.touched))]
 			sh.sink += e.touch(rows)
-			for s, r := range rows {
-				s += c
-				row := e.store[int(r)*S : int(r)*S+3*D]
-				adamUpdate(row[:D], sh.grad[s*D:(s+1)*D], row[D:2*D], row[2*D:], b1, b2, eps, step, vScale)
-			}
+			vec.AdamRows(e.store, S, rows, sh.grad[c*D:(c+len(rows))*D], D, b1, b2, eps, step, vScale)
 		}
 	})
 }

@@ -154,3 +154,31 @@ const (
 	lanes    = 8
 	wideCols = 64
 )
+
+// AdamRows applies Adam (as [Adam]) to the rows of a table laid out
+// row-major with stride floats per row, each row holding its d weights,
+// then their d first moments, then their d second moments. rows lists the
+// rows to update; grad holds their gradients, d floats per listed row in
+// the same order. Rows listed twice are updated twice.
+func AdamRows(store []float32, stride int, rows []int32, grad []float32, d int, b1, b2, eps, step, vScale float32) {
+	if len(rows) == 0 {
+		return
+	}
+	if d <= 0 || stride < 3*d || len(grad) < len(rows)*d {
+		panic("vec: AdamRows given a row width, stride or gradient that do not fit")
+	}
+	limit := (len(store)-3*d)/stride + 1 // rows whose moments end inside store
+	for _, r := range rows {
+		if r < 0 || int(r) >= limit {
+			panic("vec: AdamRows given a row outside the table")
+		}
+	}
+	if accel && d%4 == 0 {
+		adamRowsAsm(&store[0], stride, &rows[0], len(rows), &grad[0], d, &adamConsts{b1, 1 - b1, b2, 1 - b2, eps, step, vScale})
+		return
+	}
+	for s, r := range rows {
+		row := store[int(r)*stride : int(r)*stride+3*d]
+		Adam(row[:d], grad[s*d:(s+1)*d], row[d:2*d], row[2*d:], b1, b2, eps, step, vScale)
+	}
+}

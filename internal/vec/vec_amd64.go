@@ -26,3 +26,8 @@ func sumRows64Asm(dst, m *float32, rows, stride int)
 
 //go:noescape
 func sumRows8Asm(dst, m *float32, rows, stride int)
+
+// adamRowsAsm is AdamRows for d a multiple of 4, four lanes at a time.
+//
+//go:noescape
+func adamRowsAsm(store *float32, stride int, rows *int32, n int, grad *float32, d int, c *adamConsts)

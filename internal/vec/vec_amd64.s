@@ -254,3 +254,62 @@ s8:
 	VMOVUPS Y0, (DI)
 	VZEROUPPER
 	RET
+
+// func adamRowsAsm(store *float32, stride int, rows *int32, n int, grad *float32, d int, c *adamConsts)
+// The loop of adamAsm on 128-bit registers, row by row: row r's weights
+// start at store + r·stride floats, its moments d and 2d floats later.
+TEXT ·adamRowsAsm(SB), NOSPLIT, $0-56
+	MOVQ store+0(FP), DI
+	MOVQ stride+8(FP), R10
+	SHLQ $2, R10
+	MOVQ rows+16(FP), SI
+	MOVQ n+24(FP), CX
+	MOVQ grad+32(FP), DX
+	MOVQ d+40(FP), BX
+	SHLQ $2, BX
+	MOVQ c+48(FP), AX
+	VBROADCASTSS 0(AX), X8   // b1
+	VBROADCASTSS 4(AX), X9   // c1
+	VBROADCASTSS 8(AX), X10  // b2
+	VBROADCASTSS 12(AX), X11 // c2
+	VBROADCASTSS 16(AX), X12 // eps
+	VBROADCASTSS 20(AX), X13 // step
+	VBROADCASTSS 24(AX), X14 // vScale
+
+arow:
+	MOVLQSX (SI), R12
+	IMULQ   R10, R12
+	ADDQ    DI, R12           // weights
+	LEAQ    (R12)(BX*1), R8   // first moments
+	LEAQ    (R8)(BX*1), R9    // second moments
+	MOVQ    BX, R11
+
+achunk:
+	VMOVUPS (DX), X0
+	VMULPS  (R8), X8, X1
+	VMULPS  X0, X9, X2
+	VADDPS  X2, X1, X1
+	VMULPS  (R9), X10, X3
+	VMULPS  X0, X11, X4
+	VMULPS  X0, X4, X4
+	VADDPS  X4, X3, X3
+	VMOVUPS X1, (R8)
+	VMOVUPS X3, (R9)
+	VSQRTPS X3, X5
+	VMULPS  X14, X5, X5
+	VADDPS  X12, X5, X5
+	VMULPS  X1, X13, X6
+	VDIVPS  X5, X6, X6
+	VMOVUPS (R12), X7
+	VSUBPS  X6, X7, X7
+	VMOVUPS X7, (R12)
+	ADDQ    $16, DX
+	ADDQ    $16, R8
+	ADDQ    $16, R9
+	ADDQ    $16, R12
+	SUBQ    $16, R11
+	JNZ     achunk
+	ADDQ    $4, SI
+	DECQ    CX
+	JNZ     arow
+	RET
