@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sync"
 
+	"github.com/splitguard/splitguard/internal/par"
 	"github.com/splitguard/splitguard/tensor"
 )
 
@@ -58,7 +58,6 @@ type Conv2D struct {
 	dxAud  tensor.Matrix
 	view   tensor.Matrix // header over dy for the bias gradient
 	ws     [convWorkers]convScratch
-	wg     sync.WaitGroup
 }
 
 // convWorkers is how many goroutines a Conv2D splits a batch over: the
@@ -114,20 +113,21 @@ func (c *Conv2D) chunk() int {
 }
 
 // parallel runs f(w, lo, hi) for worker w's images [lo, hi) of a batch of
-// B, on two goroutines when B ≥ 2 (worker 0 on the caller's).
+// B, in two halves when B ≥ 2 (worker 0 on the caller's goroutine, worker
+// 1 on internal/par's; the halves' products then run serially each).
 func (c *Conv2D) parallel(B int, f func(w, lo, hi int)) {
 	if B < 2 {
 		f(0, 0, B)
 		return
 	}
 	h := B / 2
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		f(1, h, B)
-	}()
-	f(0, 0, h)
-	c.wg.Wait()
+	par.Do(2, func(w int) {
+		if w == 0 {
+			f(0, 0, h)
+		} else {
+			f(1, h, B)
+		}
+	})
 }
 
 // Forward implements Layer.

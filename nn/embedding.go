@@ -7,9 +7,9 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
-	"sync"
 	"unsafe"
 
+	"github.com/splitguard/splitguard/internal/par"
 	"github.com/splitguard/splitguard/tensor"
 )
 
@@ -63,7 +63,6 @@ type Embedding struct {
 	store   []float32 // total rows × stride, 64-byte aligned
 	rows    int       // B of the last Lookup
 	shards  []embShard
-	wg      sync.WaitGroup
 }
 
 // embShard is the fields [lo, hi) handled by one goroutine, the sorted
@@ -254,22 +253,10 @@ func (e *Embedding) shardOf(f int) int {
 	panic(fmt.Sprintf("nn: embedding field %d out of range", f))
 }
 
-// parallel runs fn for every shard, on its own goroutine when there are
-// several.
+// parallel runs fn for every shard, the shards after the first on
+// internal/par's workers when they are free.
 func (e *Embedding) parallel(fn func(sh *embShard)) {
-	if len(e.shards) == 1 {
-		fn(&e.shards[0])
-		return
-	}
-	e.wg.Add(len(e.shards) - 1)
-	for i := 1; i < len(e.shards); i++ {
-		go func(sh *embShard) {
-			defer e.wg.Done()
-			fn(sh)
-		}(&e.shards[i])
-	}
-	fn(&e.shards[0])
-	e.wg.Wait()
+	par.Do(len(e.shards), func(i int) { fn(&e.shards[i]) })
 }
 
 // Lookup reads ids (rows×F, row-major, field f's ids in [0, cards[f]))

@@ -48,12 +48,12 @@ import "C"
 import (
 	"fmt"
 	"os"
-	"runtime"
 	"strings"
-	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
+
+	"github.com/splitguard/splitguard/internal/par"
 )
 
 // openBLASCore is the kernel family OpenBLAS runs, as it names it
@@ -94,8 +94,7 @@ func defaultEngine() Engine {
 // OpenBLAS runs single-threaded here (see defaultEngine): its own threads
 // synchronise too often to pay at splitguard's sizes. Instead a large
 // product is cut into two halves along the longer side of C, and the two
-// halves run as concurrent single-threaded calls, one on a helper
-// goroutine. OpenBLAS's kernels may round a half's entries differently
+// halves run as concurrent single-threaded calls (internal/par). OpenBLAS's kernels may round a half's entries differently
 // from a whole call's, so the cut is fixed by the shapes alone: it is
 // made with one core as well (the halves then run one after the other),
 // and results are bit-identical whatever GOMAXPROCS and timing are.
@@ -135,27 +134,18 @@ func (OpenBLASEngine) Sgemm(transA, transB bool, m, n, k int, alpha float32, a [
 		}
 		n = h
 	}
-	if runtime.GOMAXPROCS(0) < 2 {
-		obSgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	// The halves run at once on internal/par's workers, or one after the
+	// other when none is free (or GOMAXPROCS is 1).
+	par.Do(2, func(p int) {
+		if p == 0 {
+			obSgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+			return
+		}
 		obSgemm(j.transA, j.transB, j.m, j.n, j.k, j.alpha, j.a, j.lda, j.b, j.ldb, j.beta, j.c, j.ldc)
-		return
-	}
-	// One helper goroutine serves every caller, one product at a time, so
-	// that the split allocates nothing; a caller that finds it busy waits.
-	half.mu.Lock()
-	defer half.mu.Unlock()
-	half.once.Do(func() {
-		half.start, half.done = make(chan struct{}), make(chan struct{})
-		go half.serve()
 	})
-	half.job = j
-	half.start <- struct{}{}
-	obSgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-	<-half.done
-	half.job = sgemmJob{} // drop the references to the caller's slices
 }
 
-// sgemmJob is one cblas_sgemm call's arguments.
+// sgemmJob is the second half of a split product.
 type sgemmJob struct {
 	transA, transB bool
 	m, n, k        int
@@ -167,27 +157,6 @@ type sgemmJob struct {
 	beta           float32
 	c              []float32
 	ldc            int
-}
-
-// splitHelper is the goroutine that computes the second half of a split
-// product: start hands it job, done reports it finished.
-type splitHelper struct {
-	mu          sync.Mutex
-	once        sync.Once
-	job         sgemmJob
-	start, done chan struct{}
-}
-
-// half is the one helper, started by the first split product.
-var half splitHelper
-
-// serve runs the helper: each receive on start computes job.
-func (h *splitHelper) serve() {
-	for range h.start {
-		j := &h.job
-		obSgemm(j.transA, j.transB, j.m, j.n, j.k, j.alpha, j.a, j.lda, j.b, j.ldb, j.beta, j.c, j.ldc)
-		h.done <- struct{}{}
-	}
 }
 
 // obSgemm is one cblas_sgemm call.

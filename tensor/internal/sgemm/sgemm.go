@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+
+	"github.com/splitguard/splitguard/internal/par"
 )
 
 // kernelFunc is an assembly micro-kernel: one mr×nr tile of C from k steps
@@ -20,7 +22,7 @@ type kernelFunc func(k int, a *float32, as int, b *float32, bs int, c *float32, 
 // the product built on them.
 //
 // Large products are cut into row or column ranges computed on up to
-// GOMAXPROCS goroutines. The cut falls on whole tiles and every entry of
+// GOMAXPROCS goroutines (internal/par's workers). The cut falls on whole tiles and every entry of
 // C is summed over k in order within one tile, so results are
 // bit-identical whatever GOMAXPROCS is and wherever the operands sit in
 // memory; they differ in the last bits between kernels and from other
@@ -96,12 +98,11 @@ func (e *Kernel) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []floa
 		e.serial(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
-	var wg sync.WaitGroup
 	tiles := mt
 	if !byRows {
 		tiles = nt
 	}
-	for p := range parts {
+	par.Do(parts, func(p int) {
 		t0, t1 := tiles*p/parts, tiles*(p+1)/parts
 		if byRows {
 			i0, i1 := t0*e.mr, min(t1*e.mr, m)
@@ -111,29 +112,18 @@ func (e *Kernel) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []floa
 			} else {
 				sa = a[i0*lda:]
 			}
-			run := func() { e.serial(transA, transB, i1-i0, n, k, alpha, sa, lda, b, ldb, beta, c[i0*ldc:], ldc) }
-			if p == parts-1 {
-				run()
-			} else {
-				wg.Go(run)
-			}
-		} else {
-			j0, j1 := t0*e.nr, min(t1*e.nr, n)
-			var sb []float32
-			if transB {
-				sb = b[j0*ldb:]
-			} else {
-				sb = b[j0:]
-			}
-			run := func() { e.serial(transA, transB, m, j1-j0, k, alpha, a, lda, sb, ldb, beta, c[j0:], ldc) }
-			if p == parts-1 {
-				run()
-			} else {
-				wg.Go(run)
-			}
+			e.serial(transA, transB, i1-i0, n, k, alpha, sa, lda, b, ldb, beta, c[i0*ldc:], ldc)
+			return
 		}
-	}
-	wg.Wait()
+		j0, j1 := t0*e.nr, min(t1*e.nr, n)
+		var sb []float32
+		if transB {
+			sb = b[j0*ldb:]
+		} else {
+			sb = b[j0:]
+		}
+		e.serial(transA, transB, m, j1-j0, k, alpha, a, lda, sb, ldb, beta, c[j0:], ldc)
+	})
 }
 
 // thin computes a product with one or two columns (a logit layer and its

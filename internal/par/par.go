@@ -1,0 +1,141 @@
+// Package par runs the parallel parts of a training step — the halves of
+// a matrix product, the embedding's field shards, a convolution's batch
+// halves — on a few long-lived worker goroutines.
+//
+// A part of the step lasts 50–500 µs. Handing it to a new goroutine (or
+// to a parked one) costs a wake-up of an idle OS thread, which on a
+// virtual machine can take as long as the part itself, so splitting the
+// step over two cores bought nothing. The workers here spin for a short
+// while after each part, yielding to other goroutines as they do, before
+// they park; a part offered while a worker spins starts within
+// microseconds. The caller runs part 0 itself and then takes back every
+// part no worker has claimed yet, so a busy or slow pool costs no more
+// than running the parts in turn.
+//
+// Which goroutine runs a part never changes a result: callers give each
+// part its own fixed share of the work and output.
+package par
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Spin is how long an idle worker keeps looking for a new part before it
+// parks.
+const Spin = 300 * time.Microsecond
+
+// maxWorkers bounds the pool.
+const maxWorkers = 64
+
+// job is one call of Do.
+type job struct {
+	fn   func(int)
+	n    int32
+	next atomic.Int32 // the next part to claim
+	done atomic.Int32 // parts finished
+}
+
+// claimAndRun runs parts of j until none is left unclaimed, and returns
+// how many it ran.
+func (j *job) claimAndRun() {
+	for {
+		i := j.next.Add(1) - 1
+		if i >= j.n {
+			return
+		}
+		j.fn(int(i))
+		j.done.Add(1)
+	}
+}
+
+var (
+	busy    atomic.Bool         // a Do is using the pool
+	current atomic.Pointer[job] // the job on offer
+	parked  atomic.Int32        // workers parked on wake
+	wake    = make(chan struct{}, maxWorkers)
+
+	startMu sync.Mutex
+	started int // workers started
+)
+
+// Do calls fn(0), …, fn(n−1), each exactly once and possibly at the same
+// time on different goroutines, and returns when all have returned.
+// fn(0) runs on the calling goroutine. A Do called while another is in
+// progress (from fn, or from another goroutine) runs its parts in turn on
+// its caller.
+func Do(n int, fn func(i int)) {
+	if n <= 0 {
+		return
+	}
+	if n == 1 || !busy.CompareAndSwap(false, true) {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	defer busy.Store(false)
+	ensureWorkers(min(n-1, runtime.GOMAXPROCS(0)-1, maxWorkers))
+	j := &job{fn: fn, n: int32(n)}
+	j.next.Store(1)
+	current.Store(j)
+	for k := min(int(parked.Load()), n-1); k > 0; k-- {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	fn(0)
+	j.done.Add(1)
+	j.claimAndRun()
+	for spins := 0; j.done.Load() < j.n; spins++ {
+		if spins%16 == 15 {
+			runtime.Gosched()
+		}
+	}
+	current.CompareAndSwap(j, nil)
+}
+
+// ensureWorkers starts workers until there are at least n.
+func ensureWorkers(n int) {
+	if n <= 0 {
+		return
+	}
+	startMu.Lock()
+	defer startMu.Unlock()
+	for ; started < n; started++ {
+		go worker()
+	}
+}
+
+// worker runs offered parts, spinning for Spin after each before it
+// parks.
+func worker() {
+	var seen *job
+	for {
+		deadline := time.Now().Add(Spin)
+		for spins := 0; ; spins++ {
+			if j := current.Load(); j != nil && j != seen {
+				seen = j
+				j.claimAndRun()
+				deadline = time.Now().Add(Spin)
+				continue
+			}
+			if spins%64 == 63 {
+				if time.Now().After(deadline) {
+					break
+				}
+				runtime.Gosched()
+			}
+		}
+		parked.Add(1)
+		if j := current.Load(); j != nil && j != seen {
+			parked.Add(-1)
+			continue
+		}
+		<-wake
+		parked.Add(-1)
+	}
+}
