@@ -107,7 +107,7 @@ func (a *LazyAdam) Step(e *Embedding) {
 	e.parallel(func(sh *embShard) {
 		for c := 0; c < len(sh.touched); c += touchChunk {
 			rows := sh.touched[c:min(c+touchChunk, len(sh.touched))]
-			sh.sink += e.touch(rows)
+			e.touch(sh, rows)
 			vec.AdamRows(e.store, S, rows, sh.grad[c*D:(c+len(rows))*D], D, b1, b2, eps, step, vScale)
 		}
 	})

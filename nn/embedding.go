@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/splitguard/splitguard/internal/par"
+	"github.com/splitguard/splitguard/internal/vec"
 	"github.com/splitguard/splitguard/tensor"
 )
 
@@ -87,27 +88,36 @@ type embShard struct {
 // the rows are still in L1 when the work reaches them.
 const touchChunk = 64
 
-// touch reads the first float of each of rows and returns a value
-// computed from them, which the caller must keep. Go has no prefetch
-// instruction; a tight loop of independent loads is the next best thing:
-// the CPU overlaps dozens of its cache misses, where a loop doing real
-// work per row fills its reorder window after a few.
-func (e *Embedding) touch(rows []int32) uint32 {
+// touch brings the first cache line of each of rows toward the cache
+// ahead of the work on them, so that their misses overlap: a prefetch
+// instruction per row where the CPU runs internal/vec's assembly, else a
+// tight loop of independent loads (the CPU overlaps dozens of their
+// misses, where a loop doing real work per row fills its reorder window
+// after a few), whose sum goes to sh.sink so that they stay.
+func (e *Embedding) touch(sh *embShard, rows []int32) {
+	if vec.Accelerated() {
+		vec.PrefetchRows(e.store, e.stride, rows)
+		return
+	}
 	var x uint32
 	for _, r := range rows {
 		x += math.Float32bits(e.store[int(r)*e.stride])
 	}
-	return x
+	sh.sink += x
 }
 
 // touchKeys is touch for the rows of sorted keys (id<<32 | batch row) of
 // the field whose id 0 is global row off.
-func (e *Embedding) touchKeys(keys []uint64, off int) uint32 {
+func (e *Embedding) touchKeys(sh *embShard, keys []uint64, off int) {
+	if vec.Accelerated() {
+		vec.PrefetchKeys(e.store, e.stride, keys, off)
+		return
+	}
 	var x uint32
 	for _, k := range keys {
 		x += math.Float32bits(e.store[(off+int(k>>32))*e.stride])
 	}
-	return x
+	sh.sink += x
 }
 
 // NewEmbedding returns tables of cards[f] rows each, dim wide, with
@@ -300,7 +310,7 @@ func (e *Embedding) Lookup(ids []int32, rows int, dst *tensor.Matrix, col0 int) 
 			var src []float32
 			for c, key := range keys {
 				if c%touchChunk == 0 {
-					sh.sink += e.touchKeys(keys[c:min(c+touchChunk, len(keys))], off)
+					e.touchKeys(sh, keys[c:min(c+touchChunk, len(keys))], off)
 				}
 				if id := key >> 32; id != prev {
 					r := (off + int(id)) * S
@@ -398,7 +408,7 @@ func (e *Embedding) Backward(dy *tensor.Matrix, col0 int) {
 		if l2 != 0 {
 			for s, r := range sh.touched {
 				if s%touchChunk == 0 {
-					sh.sink += e.touch(sh.touched[s:min(s+touchChunk, len(sh.touched))])
+					e.touch(sh, sh.touched[s:min(s+touchChunk, len(sh.touched))])
 				}
 				w := e.store[int(r)*S : int(r)*S+D]
 				dst := sh.grad[s*D : (s+1)*D]

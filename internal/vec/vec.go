@@ -173,12 +173,32 @@ func AdamRows(store []float32, stride int, rows []int32, grad []float32, d int, 
 			panic("vec: AdamRows given a row outside the table")
 		}
 	}
-	if accel && d%4 == 0 {
+	if accel {
 		adamRowsAsm(&store[0], stride, &rows[0], len(rows), &grad[0], d, &adamConsts{b1, 1 - b1, b2, 1 - b2, eps, step, vScale})
 		return
 	}
 	for s, r := range rows {
 		row := store[int(r)*stride : int(r)*stride+3*d]
 		Adam(row[:d], grad[s*d:(s+1)*d], row[d:2*d], row[2*d:], b1, b2, eps, step, vScale)
+	}
+}
+
+// PrefetchRows asks the CPU to bring the first cache line of each listed
+// row of a table (stride floats per row) into the cache, without waiting
+// for it: a pass about to work on rows scattered over a table far larger
+// than the caches issues this first, so that their misses overlap. It
+// reads nothing and never faults, whatever the rows; where the CPU has no
+// AVX2 it does nothing.
+func PrefetchRows(store []float32, stride int, rows []int32) {
+	if accel && len(rows) > 0 && len(store) > 0 {
+		prefetchRowsAsm(&store[0], stride, &rows[0], len(rows))
+	}
+}
+
+// PrefetchKeys is PrefetchRows for the rows off + key>>32 of keys (an id
+// in the high half of each key).
+func PrefetchKeys(store []float32, stride int, keys []uint64, off int) {
+	if accel && len(keys) > 0 && len(store) > 0 {
+		prefetchKeysAsm(&store[0], stride, &keys[0], len(keys), off)
 	}
 }

@@ -27,7 +27,14 @@ func sumRows64Asm(dst, m *float32, rows, stride int)
 //go:noescape
 func sumRows8Asm(dst, m *float32, rows, stride int)
 
-// adamRowsAsm is AdamRows for d a multiple of 4, four lanes at a time.
+// adamRowsAsm is AdamRows, four lanes at a time and the last d mod 4
+// floats one by one.
 //
 //go:noescape
 func adamRowsAsm(store *float32, stride int, rows *int32, n int, grad *float32, d int, c *adamConsts)
+
+//go:noescape
+func prefetchRowsAsm(store *float32, stride int, rows *int32, n int)
+
+//go:noescape
+func prefetchKeysAsm(store *float32, stride int, keys *uint64, n int, off int)

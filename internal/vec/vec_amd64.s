@@ -256,7 +256,8 @@ s8:
 	RET
 
 // func adamRowsAsm(store *float32, stride int, rows *int32, n int, grad *float32, d int, c *adamConsts)
-// The loop of adamAsm on 128-bit registers, row by row: row r's weights
+// The loop of adamAsm on 128-bit registers (and on single floats for the
+// last d mod 4), row by row: row r's weights
 // start at store + r·stride floats, its moments d and 2d floats later.
 TEXT ·adamRowsAsm(SB), NOSPLIT, $0-56
 	MOVQ store+0(FP), DI
@@ -283,6 +284,8 @@ arow:
 	LEAQ    (R12)(BX*1), R8   // first moments
 	LEAQ    (R8)(BX*1), R9    // second moments
 	MOVQ    BX, R11
+	ANDQ    $-16, R11         // bytes in whole groups of 4
+	JZ      ascalar
 
 achunk:
 	VMOVUPS (DX), X0
@@ -309,7 +312,79 @@ achunk:
 	ADDQ    $16, R12
 	SUBQ    $16, R11
 	JNZ     achunk
+
+ascalar:
+	MOVQ    BX, R11
+	ANDQ    $15, R11          // bytes of the last d mod 4 floats
+	JZ      anext
+
+aone:
+	VMOVSS  (DX), X0
+	VMULSS  (R8), X8, X1
+	VMULSS  X0, X9, X2
+	VADDSS  X2, X1, X1
+	VMULSS  (R9), X10, X3
+	VMULSS  X0, X11, X4
+	VMULSS  X0, X4, X4
+	VADDSS  X4, X3, X3
+	VMOVSS  X1, (R8)
+	VMOVSS  X3, (R9)
+	VSQRTSS X3, X3, X5
+	VMULSS  X14, X5, X5
+	VADDSS  X12, X5, X5
+	VMULSS  X1, X13, X6
+	VDIVSS  X5, X6, X6
+	VMOVSS  (R12), X7
+	VSUBSS  X6, X7, X7
+	VMOVSS  X7, (R12)
+	ADDQ    $4, DX
+	ADDQ    $4, R8
+	ADDQ    $4, R9
+	ADDQ    $4, R12
+	SUBQ    $4, R11
+	JNZ     aone
+
+anext:
 	ADDQ    $4, SI
 	DECQ    CX
 	JNZ     arow
+	RET
+
+// func prefetchRowsAsm(store *float32, stride int, rows *int32, n int)
+// PREFETCHT0 store + rows[i]·stride floats, for i < n (n > 0).
+TEXT ·prefetchRowsAsm(SB), NOSPLIT, $0-32
+	MOVQ store+0(FP), DI
+	MOVQ stride+8(FP), R10
+	SHLQ $2, R10
+	MOVQ rows+16(FP), SI
+	MOVQ n+24(FP), CX
+
+prow:
+	MOVLQSX    (SI), AX
+	IMULQ      R10, AX
+	PREFETCHT0 (DI)(AX*1)
+	ADDQ       $4, SI
+	DECQ       CX
+	JNZ        prow
+	RET
+
+// func prefetchKeysAsm(store *float32, stride int, keys *uint64, n int, off int)
+// PREFETCHT0 store + (off + keys[i]>>32)·stride floats, for i < n (n > 0).
+TEXT ·prefetchKeysAsm(SB), NOSPLIT, $0-40
+	MOVQ store+0(FP), DI
+	MOVQ stride+8(FP), R10
+	SHLQ $2, R10
+	MOVQ keys+16(FP), SI
+	MOVQ n+24(FP), CX
+	MOVQ off+32(FP), DX
+
+pkey:
+	MOVQ       (SI), AX
+	SHRQ       $32, AX
+	ADDQ       DX, AX
+	IMULQ      R10, AX
+	PREFETCHT0 (DI)(AX*1)
+	ADDQ       $8, SI
+	DECQ       CX
+	JNZ        pkey
 	RET

@@ -16,3 +16,11 @@ func sumRows8Asm(dst, m *float32, rows, stride int)  { panic("vec: no assembly o
 func adamRowsAsm(store *float32, stride int, rows *int32, n int, grad *float32, d int, c *adamConsts) {
 	panic("vec: no assembly on this architecture")
 }
+
+func prefetchRowsAsm(store *float32, stride int, rows *int32, n int) {
+	panic("vec: no assembly on this architecture")
+}
+
+func prefetchKeysAsm(store *float32, stride int, keys *uint64, n int, off int) {
+	panic("vec: no assembly on this architecture")
+}
