@@ -27,6 +27,12 @@ import (
 // parks.
 const Spin = 300 * time.Microsecond
 
+// yieldEvery is how many times a spinning goroutine polls (a few
+// nanoseconds each) between yields to the scheduler: often enough that a
+// goroutine waiting for the processor waits microseconds, rarely enough
+// that the yields (which take the scheduler's lock) cost little.
+const yieldEvery = 512
+
 // maxWorkers bounds the pool.
 const maxWorkers = 64
 
@@ -91,7 +97,7 @@ func Do(n int, fn func(i int)) {
 	j.done.Add(1)
 	j.claimAndRun()
 	for spins := 0; j.done.Load() < j.n; spins++ {
-		if spins%16 == 15 {
+		if spins%yieldEvery == yieldEvery-1 {
 			runtime.Gosched()
 		}
 	}
@@ -123,7 +129,7 @@ func worker() {
 				deadline = time.Now().Add(Spin)
 				continue
 			}
-			if spins%64 == 63 {
+			if spins%yieldEvery == yieldEvery-1 {
 				if time.Now().After(deadline) {
 					break
 				}
