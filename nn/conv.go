@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/splitguard/splitguard/internal/par"
+	"github.com/splitguard/splitguard/internal/vec"
 	"github.com/splitguard/splitguard/tensor"
 )
 
@@ -114,7 +115,8 @@ func (c *Conv2D) chunk() int {
 
 // parallel runs f(w, lo, hi) for worker w's images [lo, hi) of a batch of
 // B, in two halves when B ≥ 2 (worker 0 on the caller's goroutine, worker
-// 1 on internal/par's; the halves' products then run serially each).
+// 1 on one of internal/par's; each half's products split further on
+// goroutines of their own where there are more cores).
 func (c *Conv2D) parallel(B int, f func(w, lo, hi int)) {
 	if B < 2 {
 		f(0, 0, B)
@@ -306,10 +308,7 @@ func (c *Conv2D) col2im(dcol []float32, nb int, dx []float32) {
 					j0, j1 := max(0, -lo), K-max(0, hi-W)
 					s := src[i*kc+j0*C : i*kc+j1*C]
 					d := xi[(rr*W+lo+j0)*C : (rr*W+lo+j1)*C]
-					d = d[:len(s)]
-					for t, v := range s {
-						d[t] += v
-					}
+					vec.Add(d, s)
 				}
 			}
 		}

@@ -10,7 +10,8 @@
 // they park; a part offered while a worker spins starts within
 // microseconds. The caller runs part 0 itself and then takes back every
 // part no worker has claimed yet, so a busy or slow pool costs no more
-// than running the parts in turn.
+// than running the parts in turn. One Do at a time uses the pool; a
+// nested or concurrent one starts goroutines, as a plain split would.
 //
 // Which goroutine runs a part never changes a result: callers give each
 // part its own fixed share of the work and output.
@@ -70,16 +71,26 @@ var (
 // Do calls fn(0), …, fn(n−1), each exactly once and possibly at the same
 // time on different goroutines, and returns when all have returned.
 // fn(0) runs on the calling goroutine. A Do called while another is in
-// progress (from fn, or from another goroutine) runs its parts in turn on
-// its caller.
+// progress (from fn, or from another goroutine) starts a goroutine for
+// each of its other parts instead of using the pool.
 func Do(n int, fn func(i int)) {
 	if n <= 0 {
 		return
 	}
-	if n == 1 || !busy.CompareAndSwap(false, true) {
-		for i := range n {
-			fn(i)
+	if n == 1 {
+		fn(0)
+		return
+	}
+	if !busy.CompareAndSwap(false, true) {
+		// The pool is taken (a nested or concurrent Do): the parts
+		// after the first go to goroutines of their own, so that on a
+		// machine with many cores a nested split still spreads.
+		var wg sync.WaitGroup
+		for i := 1; i < n; i++ {
+			wg.Go(func() { fn(i) })
 		}
+		fn(0)
+		wg.Wait()
 		return
 	}
 	defer busy.Store(false)

@@ -202,3 +202,60 @@ func PrefetchKeys(store []float32, stride int, keys []uint64, off int) {
 		prefetchKeysAsm(&store[0], stride, &keys[0], len(keys), off)
 	}
 }
+
+// Add sets dst[i] += src[i] for every i < len(src); dst must be at least
+// as long.
+func Add(dst, src []float32) {
+	dst = dst[:len(src)]
+	if accel && len(src) >= lanes {
+		n := len(src) &^ (lanes - 1)
+		addAsm(&dst[0], &src[0], n)
+		dst, src = dst[n:], src[n:]
+	}
+	for i, v := range src {
+		dst[i] += v
+	}
+}
+
+// MaxPool2x2Row is one output row of a 2×2, stride-2 max pool over an
+// image stored as rows of w pixels of c channels (wc = w·c floats per
+// image row). For each output column q < ow and channel ch < c it looks
+// at the four inputs x[k] for k = top + 2q·c + ch, then k + c, then
+// k + wc, then k + wc + c, and writes the largest into y[q·c + ch] and its
+// index k into arg[q·c + ch]; a later input replaces the one kept only
+// when it is greater (so the first wins ties, a NaN is kept only when it
+// comes first, and a later NaN never replaces anything).
+func MaxPool2x2Row(y []float32, arg []int32, x []float32, top, wc, c, ow int) {
+	if ow <= 0 || c <= 0 {
+		return
+	}
+	y, arg = y[:ow*c], arg[:ow*c]
+	_ = x[top+wc+2*ow*c-1] // the last input read
+	if top < 0 || wc < 2*ow*c {
+		panic("vec: MaxPool2x2Row given a row that does not fit its image")
+	}
+	if accel && c%lanes == 0 && top+wc+2*ow*c <= 1<<31-1 {
+		maxPoolRowAsm(&y[0], &arg[0], &x[top], &x[top+wc], ow, c, top, wc)
+		return
+	}
+	for q := range ow {
+		o := q * c
+		i00 := top + 2*q*c
+		i01, i10 := i00+c, i00+wc
+		i11 := i10 + c
+		for ch := range c {
+			best, at := x[i00+ch], i00+ch
+			if v := x[i01+ch]; v > best {
+				best, at = v, i01+ch
+			}
+			if v := x[i10+ch]; v > best {
+				best, at = v, i10+ch
+			}
+			if v := x[i11+ch]; v > best {
+				best, at = v, i11+ch
+			}
+			y[o+ch] = best
+			arg[o+ch] = int32(at)
+		}
+	}
+}

@@ -38,3 +38,12 @@ func prefetchRowsAsm(store *float32, stride int, rows *int32, n int)
 
 //go:noescape
 func prefetchKeysAsm(store *float32, stride int, keys *uint64, n int, off int)
+
+//go:noescape
+func addAsm(dst, src *float32, n int)
+
+// maxPoolRowAsm is MaxPool2x2Row for c a multiple of 8: top and bottom
+// point at x[top] and x[top+wc]; base is top.
+//
+//go:noescape
+func maxPoolRowAsm(y *float32, arg *int32, top, bottom *float32, ow, c, base, wc int)

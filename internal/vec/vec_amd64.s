@@ -388,3 +388,118 @@ pkey:
 	DECQ       CX
 	JNZ        pkey
 	RET
+
+// func addAsm(dst, src *float32, n int)
+TEXT ·addAsm(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	CMPQ CX, $32
+	JLT  add8
+
+add32:
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VADDPS  (SI), Y0, Y0
+	VADDPS  32(SI), Y1, Y1
+	VADDPS  64(SI), Y2, Y2
+	VADDPS  96(SI), Y3, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ    $128, SI
+	ADDQ    $128, DI
+	SUBQ    $32, CX
+	CMPQ    CX, $32
+	JGE     add32
+
+add8:
+	TESTQ   CX, CX
+	JZ      adddone
+	VMOVUPS (DI), Y0
+	VADDPS  (SI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JMP     add8
+
+adddone:
+	VZEROUPPER
+	RET
+
+DATA iota8<>+0(SB)/4, $0
+DATA iota8<>+4(SB)/4, $1
+DATA iota8<>+8(SB)/4, $2
+DATA iota8<>+12(SB)/4, $3
+DATA iota8<>+16(SB)/4, $4
+DATA iota8<>+20(SB)/4, $5
+DATA iota8<>+24(SB)/4, $6
+DATA iota8<>+28(SB)/4, $7
+GLOBL iota8<>(SB), RODATA|NOPTR, $32
+
+// func maxPoolRowAsm(y *float32, arg *int32, top, bottom *float32, ow, c, base, wc int)
+// Per 8 channels: best and its index start at the top-left input; each
+// of top-right, bottom-left, bottom-right replaces them where it is
+// greater (VCMPPS predicate GT_OQ, false on NaN, as Go's >).
+TEXT ·maxPoolRowAsm(SB), NOSPLIT, $0-64
+	MOVQ y+0(FP), DI
+	MOVQ arg+8(FP), SI
+	MOVQ top+16(FP), R8
+	MOVQ bottom+24(FP), R9
+	MOVQ ow+32(FP), DX
+	MOVQ c+40(FP), R10
+	MOVQ base+48(FP), AX
+	MOVQ wc+56(FP), BX
+	VMOVDQU iota8<>(SB), Y15
+	MOVQ R10, X14
+	VPBROADCASTD X14, Y14 // c
+	MOVQ BX, X13
+	VPBROADCASTD X13, Y13 // wc
+	VPADDD Y14, Y13, Y12  // wc + c
+	MOVQ R10, R11
+	SHLQ $2, R11          // c in bytes
+
+mpcol:
+	MOVQ R10, CX
+
+mpch:
+	MOVQ         AX, X1
+	VPBROADCASTD X1, Y1
+	VPADDD       Y15, Y1, Y1 // indices of the top-left inputs
+	VMOVUPS      (R8), Y2    // best
+	VMOVDQU      Y1, Y3      // its index
+	VMOVUPS      (R8)(R11*1), Y4
+	VCMPPS       $0x1e, Y2, Y4, Y5
+	VBLENDVPS    Y5, Y4, Y2, Y2
+	VPADDD       Y14, Y1, Y6
+	VBLENDVPS    Y5, Y6, Y3, Y3
+	VMOVUPS      (R9), Y4
+	VCMPPS       $0x1e, Y2, Y4, Y5
+	VBLENDVPS    Y5, Y4, Y2, Y2
+	VPADDD       Y13, Y1, Y6
+	VBLENDVPS    Y5, Y6, Y3, Y3
+	VMOVUPS      (R9)(R11*1), Y4
+	VCMPPS       $0x1e, Y2, Y4, Y5
+	VBLENDVPS    Y5, Y4, Y2, Y2
+	VPADDD       Y12, Y1, Y6
+	VBLENDVPS    Y5, Y6, Y3, Y3
+	VMOVUPS      Y2, (DI)
+	VMOVDQU      Y3, (SI)
+	ADDQ         $32, R8
+	ADDQ         $32, R9
+	ADDQ         $32, DI
+	ADDQ         $32, SI
+	ADDQ         $8, AX
+	SUBQ         $8, CX
+	JNZ          mpch
+	ADDQ         R11, R8 // skip the right-hand inputs to the next pair of columns
+	ADDQ         R11, R9
+	ADDQ         R10, AX
+	DECQ         DX
+	JNZ          mpcol
+	VZEROUPPER
+	RET

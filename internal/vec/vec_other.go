@@ -24,3 +24,9 @@ func prefetchRowsAsm(store *float32, stride int, rows *int32, n int) {
 func prefetchKeysAsm(store *float32, stride int, keys *uint64, n int, off int) {
 	panic("vec: no assembly on this architecture")
 }
+
+func addAsm(dst, src *float32, n int) { panic("vec: no assembly on this architecture") }
+
+func maxPoolRowAsm(y *float32, arg *int32, top, bottom *float32, ow, c, base, wc int) {
+	panic("vec: no assembly on this architecture")
+}

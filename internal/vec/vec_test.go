@@ -322,3 +322,91 @@ func TestAdamRowsRefusesRowOutsideTable(t *testing.T) {
 	}()
 	AdamRows(make([]float32, 3*16), 16, []int32{3}, make([]float32, 4), 4, 0.9, 0.999, 1e-8, 1, 1)
 }
+
+// TestAdd checks dst += src against the sum of each pair, on every
+// length around the vector widths, leaving dst past len(src) alone.
+func TestAdd(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for n := 0; n <= 140; n++ {
+		dst0, src := fill(r, n+5, true), fill(r, n, true)
+		want := append([]float32(nil), dst0...)
+		for i := range src {
+			want[i] = dst0[i] + src[i]
+		}
+		modes(t, func(t *testing.T) {
+			dst := append([]float32(nil), dst0...)
+			Add(dst, src)
+			// Two NaNs may carry either payload (the hardware returns
+			// the first operand's, and the compiler may swap them).
+			for i := range dst {
+				if math.IsNaN(float64(dst[i])) && math.IsNaN(float64(want[i])) {
+					dst[i] = want[i]
+				}
+			}
+			if i := sameBits(dst, want); i >= 0 {
+				t.Fatalf("n=%d: dst[%d] = %v, want %v", n, i, dst[i], want[i])
+			}
+		})
+	}
+}
+
+// TestMaxPool2x2Row checks the assembly against the Go loop (values and
+// indices), and both against the rule on hand-made windows: ties keep the
+// first input, a NaN is kept only in the first place.
+func TestMaxPool2x2Row(t *testing.T) {
+	nan := float32(math.NaN())
+	// One window, c = 8: each channel a different case.
+	//            ch0 ch1 ch2 ch3 ch4 ch5 ch6 ch7
+	tl := []float32{1, 5, 2, 2, nan, 0, 3, -1}
+	tr := []float32{2, 4, 2, 7, 9, nan, 3, -2}
+	bl := []float32{3, 3, 2, 7, 1, 1, nan, -3}
+	br := []float32{4, 2, 2, 1, 9, 1, 4, -1}
+	x := append(append(append(append([]float32(nil), tl...), tr...), bl...), br...)
+	wantY := []float32{4, 5, 2, 7, nan, 1, 4, -1}
+	wantArg := []int32{24, 1, 2, 11, 4, 21, 30, 7}
+	modes(t, func(t *testing.T) {
+		y, arg := make([]float32, 8), make([]int32, 8)
+		MaxPool2x2Row(y, arg, x, 0, 16, 8, 1)
+		for ch := range 8 {
+			same := y[ch] == wantY[ch] || math.IsNaN(float64(y[ch])) && math.IsNaN(float64(wantY[ch]))
+			if !same || arg[ch] != wantArg[ch] {
+				t.Fatalf("channel %d: max %v at %d, want %v at %d", ch, y[ch], arg[ch], wantY[ch], wantArg[ch])
+			}
+		}
+	})
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, tc := range []struct{ w, c, rows int }{{4, 8, 4}, {6, 16, 2}, {84, 64, 4}, {5, 8, 4}, {6, 3, 2}} {
+		x := fill(r, tc.w*tc.c*tc.rows+3, true)
+		for i := range x {
+			if i%5 == 0 {
+				x[i] = float32(r.IntN(3)) // ties
+			}
+		}
+		ow := tc.w / 2
+		var ys [2][]float32
+		var args [2][]int32
+		for k, on := range []bool{false, true} {
+			if on && !hasAVX2 {
+				ys[1], args[1] = ys[0], args[0]
+				continue
+			}
+			restore := SetAccel(on)
+			ys[k], args[k] = make([]float32, ow*tc.c*(tc.rows/2)), make([]int32, ow*tc.c*(tc.rows/2))
+			for r := range tc.rows / 2 {
+				MaxPool2x2Row(ys[k][r*ow*tc.c:], args[k][r*ow*tc.c:], x, 2*r*tc.w*tc.c, tc.w*tc.c, tc.c, ow)
+			}
+			restore()
+		}
+		if i := sameBits(ys[0], ys[1]); i >= 0 {
+			t.Fatalf("%+v: y[%d] %v by assembly, %v by the Go loop", tc, i, ys[1][i], ys[0][i])
+		}
+		for i := range args[0] {
+			if args[0][i] != args[1][i] {
+				t.Fatalf("%+v: arg[%d] %d by assembly, %d by the Go loop", tc, i, args[1][i], args[0][i])
+			}
+			if x[args[0][i]] != ys[0][i] && !math.IsNaN(float64(ys[0][i])) {
+				t.Fatalf("%+v: arg[%d] = %d points at %v, not the max %v", tc, i, args[0][i], x[args[0][i]], ys[0][i])
+			}
+		}
+	}
+}
