@@ -59,10 +59,11 @@ func (j *job) claimAndRun() {
 }
 
 var (
-	busy    atomic.Bool         // a Do is using the pool
-	current atomic.Pointer[job] // the job on offer
-	parked  atomic.Int32        // workers parked on wake
-	wake    = make(chan struct{}, maxWorkers)
+	busy      atomic.Bool         // a Do is using the pool
+	busyParts atomic.Int32        // how many parts it has
+	current   atomic.Pointer[job] // the job on offer
+	parked    atomic.Int32        // workers parked on wake
+	wake      = make(chan struct{}, maxWorkers)
 
 	startMu sync.Mutex
 	started int // workers started
@@ -72,7 +73,9 @@ var (
 // time on different goroutines, and returns when all have returned.
 // fn(0) runs on the calling goroutine. A Do called while another is in
 // progress (from fn, or from another goroutine) starts a goroutine for
-// each of its other parts instead of using the pool.
+// each of its other parts instead of using the pool when GOMAXPROCS is at
+// least twice the parts of the Do in progress, and otherwise runs them in
+// turn on its caller.
 func Do(n int, fn func(i int)) {
 	if n <= 0 {
 		return
@@ -82,9 +85,18 @@ func Do(n int, fn func(i int)) {
 		return
 	}
 	if !busy.CompareAndSwap(false, true) {
-		// The pool is taken (a nested or concurrent Do): the parts
-		// after the first go to goroutines of their own, so that on a
-		// machine with many cores a nested split still spreads.
+		// The pool is taken (a nested or concurrent Do). With cores to
+		// spare beyond the parts already running, the parts after the
+		// first go to goroutines of their own, so that a nested split
+		// still spreads on a machine with many cores; otherwise they
+		// run in turn here (more goroutines than cores only
+		// interleave).
+		if runtime.GOMAXPROCS(0) < 2*int(busyParts.Load()) {
+			for i := range n {
+				fn(i)
+			}
+			return
+		}
 		var wg sync.WaitGroup
 		for i := 1; i < n; i++ {
 			wg.Go(func() { fn(i) })
@@ -93,6 +105,7 @@ func Do(n int, fn func(i int)) {
 		wg.Wait()
 		return
 	}
+	busyParts.Store(int32(n))
 	defer busy.Store(false)
 	ensureWorkers(min(n-1, runtime.GOMAXPROCS(0)-1, maxWorkers))
 	j := &job{fn: fn, n: int32(n)}

@@ -10,7 +10,7 @@ TEXT ·anyNonFiniteAsm(SB), NOSPLIT, $0-17
 	MOVQ x+0(FP), SI
 	MOVQ n+8(FP), CX
 	MOVL $0x7f800000, AX
-	MOVD AX, X15
+	VMOVD AX, X15
 	VPBROADCASTD X15, Y15
 	VPXOR Y14, Y14, Y14
 	VPXOR Y13, Y13, Y13
@@ -454,22 +454,24 @@ TEXT ·maxPoolRowAsm(SB), NOSPLIT, $0-64
 	MOVQ c+40(FP), R10
 	MOVQ base+48(FP), AX
 	MOVQ wc+56(FP), BX
-	VMOVDQU iota8<>(SB), Y15
-	MOVQ R10, X14
+	VMOVQ        R10, X14
 	VPBROADCASTD X14, Y14 // c
-	MOVQ BX, X13
+	VMOVQ        BX, X13
 	VPBROADCASTD X13, Y13 // wc
-	VPADDD Y14, Y13, Y12  // wc + c
-	MOVQ R10, R11
-	SHLQ $2, R11          // c in bytes
+	VPADDD       Y14, Y13, Y12 // wc + c
+	MOVL         $8, CX
+	VMOVD        CX, X11
+	VPBROADCASTD X11, Y11 // 8
+	VMOVQ        AX, X1
+	VPBROADCASTD X1, Y1
+	VPADDD       iota8<>(SB), Y1, Y1 // indices of the first window's top-left inputs
+	MOVQ         R10, R11
+	SHLQ         $2, R11 // c in bytes
 
 mpcol:
 	MOVQ R10, CX
 
 mpch:
-	MOVQ         AX, X1
-	VPBROADCASTD X1, Y1
-	VPADDD       Y15, Y1, Y1 // indices of the top-left inputs
 	VMOVUPS      (R8), Y2    // best
 	VMOVDQU      Y1, Y3      // its index
 	VMOVUPS      (R8)(R11*1), Y4
@@ -493,12 +495,12 @@ mpch:
 	ADDQ         $32, R9
 	ADDQ         $32, DI
 	ADDQ         $32, SI
-	ADDQ         $8, AX
+	VPADDD       Y11, Y1, Y1
 	SUBQ         $8, CX
 	JNZ          mpch
 	ADDQ         R11, R8 // skip the right-hand inputs to the next pair of columns
 	ADDQ         R11, R9
-	ADDQ         R10, AX
+	VPADDD       Y14, Y1, Y1
 	DECQ         DX
 	JNZ          mpcol
 	VZEROUPPER
