@@ -9,8 +9,9 @@
 // penalised) by full-batch L-BFGS (gonum/optimize; the loss is summed over
 // two fixed row ranges in parallel and added in order, so the result is
 // deterministic), for each λ of a small grid warm-started from the
-// strongest penalty down; with a validation set the λ of the best
-// validation AUC is kept, else λ = 1/n. The path stops at the first λ
+// strongest penalty down (to a loose tolerance); with a validation set
+// the λ of the best validation AUC is kept and refitted to the tight
+// tolerance, else λ = 1/n is fitted to it. The path stops at the first λ
 // whose validation AUC falls below the best so far: the weaker penalties
 // after it take the most iterations and, on a path whose AUC rises to one
 // peak and falls, cannot win. Only the ids that occur in the fitted rows
@@ -38,6 +39,14 @@ import (
 const (
 	DefaultMaxRows = 50_000
 	DefaultMaxIter = 300
+)
+
+// gradTol is the gradient norm below which the kept λ's fit has
+// converged; pathGradTol is the looser one of the fits along the path that
+// choose λ.
+const (
+	gradTol     = 1e-7
+	pathGradTol = 1e-5
 )
 
 // DefaultLambdas is the λ grid tried when a validation set is given,
@@ -420,8 +429,17 @@ func FitContext(ctx context.Context, train, val, test *data.Dataset, o Options) 
 	theta[d.p] = math.Log(rate / (1 - rate))
 	bestAUC := math.Inf(-1)
 	var scratch, best []float64
+	// The path is walked with a looser gradient tolerance when there is
+	// more than one λ (the AUCs that choose among them settle long
+	// before the loss does); the λ kept is then refitted from there to
+	// the tight tolerance, so the weights and AUCs reported are those of
+	// a converged fit.
+	pathTol := gradTol
+	if len(lambdas) > 1 {
+		pathTol = pathGradTol
+	}
 	for _, lambda := range lambdas {
-		it, conv, err := d.minimise(ctx, theta, lambda, o.MaxIter)
+		it, conv, err := d.minimise(ctx, theta, lambda, o.MaxIter, pathTol)
 		res.LambdasFitted++
 		if err == nil {
 			err = ctx.Err()
@@ -448,6 +466,23 @@ func FitContext(ctx context.Context, train, val, test *data.Dataset, o Options) 
 			break
 		}
 	}
+	if pathTol != gradTol {
+		it, conv, err := d.minimise(ctx, best, res.Lambda, o.MaxIter, gradTol)
+		if err == nil {
+			err = ctx.Err()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("baseline: λ=%g: %w", res.Lambda, err)
+		}
+		res.Iterations += it
+		res.Converged = conv
+		if hasVal {
+			scratch = d.scores(best, val.X, scratch)
+			if auc, ok := metrics.AUC(scratch, val.Labels, nil); ok {
+				res.ValAUC = auc
+			}
+		}
+	}
 	res.W, res.B = d.unpack(best, nil), best[d.p]
 	if test != nil && len(test.IDs) > 0 {
 		scratch = d.scores(best, test.X, scratch)
@@ -458,9 +493,10 @@ func FitContext(ctx context.Context, train, val, test *data.Dataset, o Options) 
 	return res, nil
 }
 
-// minimise runs L-BFGS from theta (updated in place) for one λ and
+// minimise runs L-BFGS from theta (updated in place) for one λ until the
+// gradient's norm is below gradTol (or the loss stops changing) and
 // returns the iterations made and whether it converged before maxIter.
-func (d *design) minimise(ctx context.Context, theta []float64, lambda float64, maxIter int) (int, bool, error) {
+func (d *design) minimise(ctx context.Context, theta []float64, lambda float64, maxIter int, gradTol float64) (int, bool, error) {
 	var c evalCache
 	p := optimize.Problem{
 		Func: func(x []float64) float64 { return c.at(d, x, lambda) },
@@ -468,7 +504,7 @@ func (d *design) minimise(ctx context.Context, theta []float64, lambda float64, 
 	}
 	settings := &optimize.Settings{
 		MajorIterations:   maxIter,
-		GradientThreshold: 1e-7,
+		GradientThreshold: gradTol,
 		Converger:         &ctxConverge{ctx: ctx, FunctionConverge: optimize.FunctionConverge{Absolute: 1e-10, Relative: 1e-10, Iterations: 20}},
 	}
 	r, err := optimize.Minimize(p, theta, settings, &optimize.LBFGS{})
