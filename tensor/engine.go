@@ -16,8 +16,9 @@ type Engine interface {
 	Name() string
 }
 
-// Default is the engine used by MatMul. It is gonum's pure-Go BLAS unless
-// the binary was built with the `openblas` tag.
+// Default is the engine used by MatMul: the fastest SIMDEngine the CPU
+// runs (gonum's pure-Go BLAS where it runs none), or OpenBLAS when the
+// binary was built with the `openblas` tag.
 var Default Engine = defaultEngine()
 
 // MatMul sets c = alpha·op(a)·op(b) + beta·c through Default, where op
