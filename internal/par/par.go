@@ -11,7 +11,8 @@
 // microseconds. The caller runs part 0 itself and then takes back every
 // part no worker has claimed yet, so a busy or slow pool costs no more
 // than running the parts in turn. One Do at a time uses the pool; a
-// nested or concurrent one starts goroutines, as a plain split would.
+// nested or concurrent one starts goroutines where there are cores to
+// spare, and runs its parts in turn where there are not.
 //
 // Which goroutine runs a part never changes a result: callers give each
 // part its own fixed share of the work and output.
@@ -45,8 +46,7 @@ type job struct {
 	done atomic.Int32 // parts finished
 }
 
-// claimAndRun runs parts of j until none is left unclaimed, and returns
-// how many it ran.
+// claimAndRun runs parts of j until none is left unclaimed.
 func (j *job) claimAndRun() {
 	for {
 		i := j.next.Add(1) - 1
@@ -65,8 +65,8 @@ var (
 	parked    atomic.Int32        // workers parked on wake
 	wake      = make(chan struct{}, maxWorkers)
 
-	startMu sync.Mutex
-	started int // workers started
+	startMu sync.Mutex   // held while starting workers
+	started atomic.Int32 // workers started
 )
 
 // Do calls fn(0), …, fn(n−1), each exactly once and possibly at the same
@@ -130,13 +130,14 @@ func Do(n int, fn func(i int)) {
 
 // ensureWorkers starts workers until there are at least n.
 func ensureWorkers(n int) {
-	if n <= 0 {
+	if n <= int(started.Load()) {
 		return
 	}
 	startMu.Lock()
 	defer startMu.Unlock()
-	for ; started < n; started++ {
+	for int(started.Load()) < n {
 		go worker()
+		started.Add(1)
 	}
 }
 
