@@ -24,4 +24,12 @@ for i in $(seq 1 "$runs"); do
   b1=$("$bin" bench --model wdl --json | exps)
   b2=$("$bin" bench --model wdl --json --vocab "$vocab" | exps)
   python3 -c "print(f'run $i: train $steps steps in {$e - $s:.1f} s = $ex ex/s; ' f'bench {$b1} ex/s (ratio {$ex / $b1:.2f}); bench --vocab $vocab {$b2} ex/s (ratio {$ex / $b2:.2f})')"
+  echo "$ex $b1 $b2" >> "$out/ratios"
 done
+python3 - "$out/ratios" <<'PY'
+import statistics, sys
+rows = [tuple(map(float, l.split())) for l in open(sys.argv[1])]
+for k, name in ((1, "bench"), (2, "bench --vocab")):
+    r = sorted(t[0] / t[k] for t in rows)
+    print(f"train ÷ {name}: median {statistics.median(r):.2f}, min {r[0]:.2f}, max {r[-1]:.2f} over {len(r)} pairs")
+PY
