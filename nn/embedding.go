@@ -41,7 +41,8 @@ import (
 // gradient contiguously and LazyAdam walks that compact list. Repeats of
 // an id are summed in batch-row order, so the results do not depend on
 // the sort either. Before each pass works on a chunk of rows it first
-// loads one float of each (touch), so that their cache misses overlap.
+// prefetches them (touch: PREFETCHT0 through internal/vec, or one load
+// of each where the CPU has no AVX2), so that their cache misses overlap.
 //
 // # L2 regularisation
 //
