@@ -94,8 +94,9 @@ func defaultEngine() Engine {
 // OpenBLAS runs single-threaded here (see defaultEngine): its own threads
 // synchronise too often to pay at splitguard's sizes. Instead a large
 // product is cut into two halves along the longer side of C, and the two
-// halves run as concurrent single-threaded calls (internal/par). OpenBLAS's kernels may round a half's entries differently
-// from a whole call's, so the cut is fixed by the shapes alone: it is
+// halves run as concurrent single-threaded calls (internal/par).
+// OpenBLAS's kernels may round a half's entries differently from a whole
+// call's, so the cut is fixed by the shapes alone: it is
 // made with one core as well (the halves then run one after the other),
 // and results are bit-identical whatever GOMAXPROCS and timing are.
 type OpenBLASEngine struct{}

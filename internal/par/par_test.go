@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// TestDoRunsEachPartOnce checks that every part runs exactly once, part 0
-// on the caller, for counts below, at and above the workers available.
+// TestDoRunsEachPartOnce checks that every part runs exactly once, for
+// counts below, at and above the workers available.
 func TestDoRunsEachPartOnce(t *testing.T) {
 	for _, n := range []int{0, 1, 2, 3, 7, 64, 200} {
 		counts := make([]atomic.Int32, max(n, 1))

@@ -22,8 +22,8 @@ type kernelFunc func(k int, a *float32, as int, b *float32, bs int, c *float32, 
 // the product built on them.
 //
 // Large products are cut into row or column ranges computed on up to
-// GOMAXPROCS goroutines (internal/par's workers). The cut falls on whole tiles and every entry of
-// C is summed over k in order within one tile, so results are
+// GOMAXPROCS goroutines (internal/par's workers). The cut falls on whole
+// tiles and every entry of C is summed over k in order within one tile, so results are
 // bit-identical whatever GOMAXPROCS is and wherever the operands sit in
 // memory; they differ in the last bits between kernels and from other
 // implementations. Products with one or two columns go through unrolled
