@@ -6,8 +6,9 @@
 // the training rows' mean and standard deviation.
 //
 // It minimises the mean logistic loss plus (λ/2)·‖w‖² (the bias is not
-// penalised) by full-batch L-BFGS (gonum/optimize; the loss is summed over
-// two fixed row ranges in parallel and added in order, so the result is
+// penalised) by full-batch L-BFGS (gonum/optimize, on weights rescaled by
+// the square root of the Hessian's diagonal; the loss is summed over two
+// fixed row ranges in parallel and added in order, so the result is
 // deterministic), for each λ of a small grid warm-started from the
 // strongest penalty down (to a loose tolerance); with a validation set
 // the λ of the best validation AUC is kept and refitted to the tight
@@ -309,28 +310,47 @@ const (
 
 // lossRows returns Σ (softplus(z_i) − y_i·z_i) over rows [lo, hi) and,
 // when g is non-nil, adds Σ (σ(z_i) − y_i)·x_i into g (unscaled).
+//
+// Rows go in blocks of lossBlock: the block's logits (gathers) first, then
+// its losses and residuals, then its gradient (scatters), so the memory
+// accesses of one row wait on neither the exponential of the row before
+// nor its scatter. The sums are made in row order, as one row at a time
+// would.
 func (d *design) lossRows(w []float64, b float64, g []float64, lo, hi int) float64 {
 	base := d.p - d.numDense
 	var f float64
-	for i := lo; i < hi; i++ {
-		z := d.logit(w, b, d.cat, d.dense, i)
-		// log(1+e^z) − y·z, stably; softplus and σ share e^−|z|.
-		e := math.Exp(-math.Abs(z))
-		f += softplusExp(z, e) - d.y[i]*z
+	var z, r [lossBlock]float64
+	for i0 := lo; i0 < hi; i0 += lossBlock {
+		m := min(lossBlock, hi-i0)
+		for k := range m {
+			z[k] = d.logit(w, b, d.cat, d.dense, i0+k)
+		}
+		for k := range m {
+			// log(1+e^z) − y·z, stably; softplus and σ share e^−|z|.
+			e := math.Exp(-math.Abs(z[k]))
+			y := d.y[i0+k]
+			f += softplusExp(z[k], e) - y*z[k]
+			r[k] = sigmoidExp(z[k], e) - y
+		}
 		if g == nil {
 			continue
 		}
-		r := sigmoidExp(z, e) - d.y[i]
-		for _, s := range d.cat[i*d.numCat : (i+1)*d.numCat] {
-			g[s] += r
+		for k := range m {
+			i, rk := i0+k, r[k]
+			for _, s := range d.cat[i*d.numCat : (i+1)*d.numCat] {
+				g[s] += rk
+			}
+			for j, x := range d.dense[i*d.numDense : (i+1)*d.numDense] {
+				g[base+j] += rk * x
+			}
+			g[d.p] += rk
 		}
-		for k := range d.numDense {
-			g[base+k] += r * d.dense[i*d.numDense+k]
-		}
-		g[d.p] += r
 	}
 	return f
 }
+
+// lossBlock is the rows lossRows takes in one block.
+const lossBlock = 64
 
 // evalCache holds the last point objective was evaluated at with its
 // gradient: gonum asks for the loss and the gradient of one point in two
@@ -499,20 +519,52 @@ func FitContext(ctx context.Context, train, val, test *data.Dataset, o Options) 
 }
 
 // minimise runs L-BFGS from theta (updated in place) for one λ until the
-// gradient's norm is below gradTol (or the loss stops changing) and
-// returns the iterations made and whether it converged before maxIter.
+// gradient's largest entry is below gradTol (or the loss stops changing)
+// and returns the iterations made and whether it converged before
+// maxIter.
+//
+// L-BFGS runs on rescaled weights u = √h ⊙ θ, h the diagonal of the
+// Hessian at the starting θ (see hessianDiagonal): a one-hot weight's
+// curvature grows with its id's count, from λ for an id seen once to
+// about a quarter of its share of the rows for a frequent one, and that
+// spread, not the loss's shape, is what slows an unscaled L-BFGS. The
+// scaling changes the path to the optimum, not the optimum; the stopping
+// test reads the gradient in θ, as unscaled.
 func (d *design) minimise(ctx context.Context, theta []float64, lambda float64, maxIter int, gradTol float64) (int, bool, error) {
+	scale := d.hessianDiagonal(theta, lambda)
+	for k, h := range scale {
+		scale[k] = 1 / math.Sqrt(h) // θ = scale ⊙ u
+	}
+	u := make([]float64, len(theta))
+	for k, v := range theta {
+		u[k] = v / scale[k]
+	}
 	var c evalCache
+	x := make([]float64, len(theta))
+	at := func(uu []float64) float64 {
+		for k, v := range uu {
+			x[k] = scale[k] * v
+		}
+		return c.at(d, x, lambda)
+	}
 	p := optimize.Problem{
-		Func: func(x []float64) float64 { return c.at(d, x, lambda) },
-		Grad: func(grad, x []float64) { c.at(d, x, lambda); copy(grad, c.grad) },
+		Func: at,
+		Grad: func(grad, uu []float64) {
+			at(uu)
+			for k, g := range c.grad {
+				grad[k] = scale[k] * g
+			}
+		},
 	}
 	settings := &optimize.Settings{
-		MajorIterations:   maxIter,
-		GradientThreshold: gradTol,
-		Converger:         &ctxConverge{ctx: ctx, FunctionConverge: optimize.FunctionConverge{Absolute: 1e-10, Relative: 1e-10, Iterations: 20}},
+		MajorIterations: maxIter,
+		// NaN turns gonum's own test, on the rescaled gradient, off;
+		// scaledConverge tests the gradient in θ.
+		GradientThreshold: math.NaN(),
+		Converger: &scaledConverge{ctx: ctx, scale: scale, tol: gradTol,
+			FunctionConverge: optimize.FunctionConverge{Absolute: 1e-10, Relative: 1e-10, Iterations: 20}},
 	}
-	r, err := optimize.Minimize(p, theta, settings, &optimize.LBFGS{})
+	r, err := optimize.Minimize(p, u, settings, &optimize.LBFGS{})
 	if ctx.Err() != nil {
 		return 0, false, ctx.Err()
 	}
@@ -525,23 +577,75 @@ func (d *design) minimise(ctx context.Context, theta []float64, lambda float64, 
 	// A line search that can no longer decrease the loss (gonum reports
 	// a failure) leaves the best point found, which is kept; Converged
 	// then says false.
-	copy(theta, r.X)
+	for k, v := range r.X {
+		theta[k] = scale[k] * v
+	}
 	conv := r.Status == optimize.GradientThreshold || r.Status == optimize.FunctionConvergence
 	return r.Stats.MajorIterations, conv, nil
 }
 
-// ctxConverge is gonum's function-value convergence test that also ends
-// the run (as a failure) once ctx is done.
-type ctxConverge struct {
-	ctx context.Context
+// hessianDiagonal returns the diagonal of f's Hessian at θ = (w, b):
+// (1/n) Σᵢ σᵢ(1−σᵢ) x_ij² + λ for a weight, without λ for the bias, with
+// σᵢ = σ(zᵢ). Entries are at least minCurvature, so a bias whose rows are
+// all fitted to certainty still scales by a finite factor.
+func (d *design) hessianDiagonal(theta []float64, lambda float64) []float64 {
+	w, b := theta[:d.p], theta[d.p]
+	base := d.p - d.numDense
+	h := make([]float64, d.p+1)
+	for i := range d.n {
+		z := d.logit(w, b, d.cat, d.dense, i)
+		e := math.Exp(-math.Abs(z))
+		v := e / ((1 + e) * (1 + e)) // σ(z)(1−σ(z))
+		for _, s := range d.cat[i*d.numCat : (i+1)*d.numCat] {
+			h[s] += v
+		}
+		for k, x := range d.dense[i*d.numDense : (i+1)*d.numDense] {
+			h[base+k] += v * x * x
+		}
+		h[d.p] += v
+	}
+	inv := 1 / float64(d.n)
+	for k := range h {
+		h[k] *= inv
+		if k < d.p {
+			h[k] += lambda
+		}
+		h[k] = max(h[k], minCurvature)
+	}
+	return h
+}
+
+// minCurvature is the least diagonal entry hessianDiagonal returns.
+const minCurvature = 1e-12
+
+// scaledConverge ends a rescaled fit (minimise) once the gradient in θ,
+// the rescaled gradient divided by scale, has no entry of magnitude
+// tol or more; otherwise it is gonum's function-value test, and it ends
+// the run as a failure once ctx is done.
+type scaledConverge struct {
+	ctx   context.Context
+	scale []float64
+	tol   float64
 	optimize.FunctionConverge
 }
 
-// Converged reports Failure once ctx is done, else what FunctionConverge
-// says.
-func (c *ctxConverge) Converged(loc *optimize.Location) optimize.Status {
+// Converged reports Failure once ctx is done, GradientThreshold once the
+// gradient in θ is below tol, else what FunctionConverge says.
+func (c *scaledConverge) Converged(loc *optimize.Location) optimize.Status {
 	if c.ctx.Err() != nil {
 		return optimize.Failure
+	}
+	if loc.Gradient != nil {
+		small := true
+		for k, g := range loc.Gradient {
+			if math.Abs(g/c.scale[k]) >= c.tol {
+				small = false
+				break
+			}
+		}
+		if small {
+			return optimize.GradientThreshold
+		}
 	}
 	return c.FunctionConverge.Converged(loc)
 }
