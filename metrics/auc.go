@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -19,7 +18,8 @@ type scoredLabel struct {
 // zero value is ready to use. A Scratch must not be used from two
 // goroutines at once.
 type Scratch struct {
-	pairs []scoredLabel
+	pairs    []scoredLabel
+	pos, neg []uint64 // AUC's sort keys of the positives and the negatives
 }
 
 // AUC is [Scratch.AUC] with a fresh scratch.
@@ -56,37 +56,66 @@ func (sc *Scratch) aucCounts(scores []float64, labels []uint8, mask []bool) (auc
 	if mask != nil && len(mask) != len(scores) {
 		panic(fmt.Sprintf("metrics: AUC of %d scores with a mask of %d rows", len(scores), len(mask)))
 	}
-	p := sc.pairs[:0]
+	// The positives' and the negatives' scores are sorted apart as
+	// integer keys in the scores' order (sortKey), then merged: sorting
+	// plain integers is several times faster than sorting (score, label)
+	// records by a comparison function.
+	ps, ns := sc.pos[:0], sc.neg[:0]
 	for i, s := range scores {
 		if mask != nil && !mask[i] {
 			continue
 		}
-		p = append(p, scoredLabel{s: s, pos: labels[i] != 0})
+		if labels[i] != 0 {
+			ps = append(ps, sortKey(s))
+		} else {
+			ns = append(ns, sortKey(s))
+		}
 	}
-	sc.pairs = p
-	slices.SortFunc(p, func(a, b scoredLabel) int { return cmp.Compare(a.s, b.s) })
+	sc.pos, sc.neg = ps, ns
+	if len(ps) == 0 || len(ns) == 0 {
+		return math.NaN(), len(ps), len(ns), false
+	}
+	slices.Sort(ps)
+	slices.Sort(ns)
 
 	// twiceU counts 2 per correctly ordered (positive, negative) pair and
-	// 1 per tie, so it stays an exact integer.
-	var twiceU, negBelow, nPos, nNeg int64
-	for i := 0; i < len(p); {
-		var gPos, gNeg int64
-		j := i
-		for ; j < len(p) && cmp.Compare(p[j].s, p[i].s) == 0; j++ {
-			if p[j].pos {
-				gPos++
-			} else {
-				gNeg++
-			}
+	// 1 per tie, so it stays an exact integer. Each group of positives
+	// with one key meets the negatives below it and those equal to it.
+	var twiceU, negBelow int64
+	j := 0
+	for i := 0; i < len(ps); {
+		k := ps[i]
+		gPos := int64(0)
+		for ; i < len(ps) && ps[i] == k; i++ {
+			gPos++
+		}
+		for ; j < len(ns) && ns[j] < k; j++ {
+			negBelow++
+		}
+		gNeg := int64(0)
+		for e := j; e < len(ns) && ns[e] == k; e++ {
+			gNeg++
 		}
 		twiceU += gPos * (2*negBelow + gNeg)
-		negBelow += gNeg
-		nPos += gPos
-		nNeg += gNeg
-		i = j
 	}
-	if nPos == 0 || nNeg == 0 {
-		return math.NaN(), int(nPos), int(nNeg), false
+	nPos, nNeg := int64(len(ps)), int64(len(ns))
+	return float64(twiceU) / (2 * float64(nPos) * float64(nNeg)), len(ps), len(ns), true
+}
+
+// sortKey maps a score to an integer in the order cmp.Compare gives the
+// scores: every NaN to 0, below −∞, all NaNs tied; −0 and +0 to one key;
+// otherwise the IEEE bits with the sign bit set for a positive number
+// and every bit flipped for a negative one.
+func sortKey(s float64) uint64 {
+	if s != s {
+		return 0
 	}
-	return float64(twiceU) / (2 * float64(nPos) * float64(nNeg)), int(nPos), int(nNeg), true
+	b := math.Float64bits(s)
+	if b == 1<<63 { // −0
+		b = 0
+	}
+	if b>>63 != 0 {
+		return ^b
+	}
+	return b | 1<<63
 }

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"cmp"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
@@ -304,5 +305,45 @@ func TestLeakSummary(t *testing.T) {
 	}
 	if a, ly, ok := SplitKey("hint5_inner/2"); !ok || a != "hint5_inner" || ly != "2" {
 		t.Errorf("SplitKey = %q %q %v", a, ly, ok)
+	}
+}
+
+// TestAUCSpecialScores checks AUC against the pair-by-pair definition
+// under cmp.Compare's order — every NaN below −∞ and tied with the other
+// NaNs, −0 tied with +0 — on scores drawn from NaN, ±∞, ±0, subnormals and
+// numbers of both signs.
+func TestAUCSpecialScores(t *testing.T) {
+	special := []float64{math.NaN(), math.Inf(-1), math.Inf(1), 0, math.Copysign(0, -1),
+		5e-324, -5e-324, -1e300, 1e300, -2.5, -0.5, 0.5, 2.5, math.Float64frombits(0x7ff8000000000001)}
+	r := rand.New(rand.NewPCG(8, 9))
+	var sc Scratch
+	for trial := range 300 {
+		n := 2 + r.IntN(40)
+		scores := make([]float64, n)
+		labels := make([]uint8, n)
+		for i := range n {
+			scores[i] = special[r.IntN(len(special))]
+			labels[i] = uint8(r.IntN(2))
+		}
+		labels[0], labels[1] = 0, 1
+		var num, den float64
+		for i := range n {
+			for j := range n {
+				if labels[i] == 0 || labels[j] != 0 {
+					continue
+				}
+				den++
+				switch cmp.Compare(scores[i], scores[j]) {
+				case 1:
+					num++
+				case 0:
+					num += 0.5
+				}
+			}
+		}
+		got, ok := sc.AUC(scores, labels, nil)
+		if !ok || got != num/den {
+			t.Fatalf("trial %d: AUC = %v (ok %v), by pairs %v; scores %v labels %v", trial, got, ok, num/den, scores, labels)
+		}
 	}
 }
