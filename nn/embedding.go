@@ -33,11 +33,13 @@ import (
 //
 // The tables are far larger than the caches and a batch's ids are nearly
 // all different rows, so the cost of a step is dominated by cache and TLB
-// misses on the rows it touches. Lookup therefore sorts each field's
-// (id, batch row) pairs once (a stable radix sort on the id) and reuses
-// that order in Backward and in LazyAdam: every distinct row is read once
-// per pass, in address order, and its repeats are merged without any
-// per-row bookkeeping in the table. Backward writes each distinct row's
+// misses on the rows it touches. Lookup reads the rows in batch order,
+// prefetching them a chunk ahead. The first Backward after it sorts each
+// field's (id, batch row) pairs once (a stable radix sort on the id) and
+// that order serves Backward and LazyAdam: every distinct row is read
+// once per pass, in address order, and its repeats are merged without
+// any per-row bookkeeping in the table. A lookup no backward follows (an
+// evaluation) never sorts. Backward writes each distinct row's
 // gradient contiguously and LazyAdam walks that compact list. Repeats of
 // an id are summed in batch-row order, so the results do not depend on
 // the sort either. Before each pass works on a chunk of rows it first
@@ -64,6 +66,7 @@ type Embedding struct {
 	stride  int       // floats per row: Dim weights, Dim m, Dim v, an unused slot, padding
 	store   []float32 // total rows × stride, 64-byte aligned
 	rows    int       // B of the last Lookup
+	sorted  bool      // the shards' keys of the last Lookup are sorted by id
 	shards  []embShard
 }
 
@@ -274,7 +277,7 @@ func (e *Embedding) parallel(fn func(sh *embShard)) {
 // and writes field f's vector of batch row i into
 // dst[i][col0+f·Dim : col0+(f+1)·Dim]. dst must already have rows rows
 // and at least col0+F·Dim columns; other columns are left alone. It
-// remembers the batch's ids, sorted per field, for Backward. An
+// remembers the batch's ids for Backward. An
 // out-of-range id is an error naming its batch row and field, and leaves
 // the layer as it was.
 func (e *Embedding) Lookup(ids []int32, rows int, dst *tensor.Matrix, col0 int) error {
@@ -291,6 +294,7 @@ func (e *Embedding) Lookup(ids []int32, rows int, dst *tensor.Matrix, col0 int) 
 		}
 	}
 	e.rows = rows
+	e.sorted = false
 	D, S := e.Dim, e.stride
 	e.parallel(func(sh *embShard) {
 		n := (sh.hi - sh.lo) * rows
@@ -298,27 +302,18 @@ func (e *Embedding) Lookup(ids []int32, rows int, dst *tensor.Matrix, col0 int) 
 			sh.keys = make([]uint64, n)
 		}
 		sh.keys = sh.keys[:n]
-		if cap(sh.scratch) < rows {
-			sh.scratch = make([]uint64, rows)
-		}
 		for f := sh.lo; f < sh.hi; f++ {
 			keys := sh.keys[(f-sh.lo)*rows : (f-sh.lo+1)*rows]
 			for i := range keys {
 				keys[i] = uint64(ids[i*F+f])<<32 | uint64(i)
 			}
-			sh.count = sortByID(keys, sh.scratch[:rows], sh.count, bits.Len(uint(e.cards[f]-1)))
-			prev, off := uint64(math.MaxUint64), e.offsets[f]
-			var src []float32
-			for c, key := range keys {
-				if c%touchChunk == 0 {
-					e.touchKeys(sh, keys[c:min(c+touchChunk, len(keys))], off)
+			off := e.offsets[f]
+			for i, key := range keys {
+				if i%touchChunk == 0 {
+					e.touchKeys(sh, keys[i:min(i+touchChunk, len(keys))], off)
 				}
-				if id := key >> 32; id != prev {
-					r := (off + int(id)) * S
-					src = e.store[r : r+D]
-					prev = id
-				}
-				i := int(uint32(key))
+				r := (off + int(key>>32)) * S
+				src := e.store[r : r+D]
 				o := dst.Data[i*dst.Cols+col0+f*D : i*dst.Cols+col0+(f+1)*D]
 				for k := range o { // a loop, not copy: D is tiny and memmove's call costs more
 					o[k] = src[k]
@@ -327,6 +322,20 @@ func (e *Embedding) Lookup(ids []int32, rows int, dst *tensor.Matrix, col0 int) 
 		}
 	})
 	return nil
+}
+
+// sortKeys sorts sh's keys of the last Lookup by id, field by field (the
+// first Backward after a Lookup does it, so a lookup that no backward
+// follows — evaluation — never sorts).
+func (e *Embedding) sortKeys(sh *embShard) {
+	rows := e.rows
+	if cap(sh.scratch) < rows {
+		sh.scratch = make([]uint64, rows)
+	}
+	for f := sh.lo; f < sh.hi; f++ {
+		keys := sh.keys[(f-sh.lo)*rows : (f-sh.lo+1)*rows]
+		sh.count = sortByID(keys, sh.scratch[:rows], sh.count, bits.Len(uint(e.cards[f]-1)))
+	}
 }
 
 // sortByID sorts keys (id<<32 | batch row, id < 2^idBits) by id, stably,
@@ -382,7 +391,12 @@ func (e *Embedding) Backward(dy *tensor.Matrix, col0 int) {
 	}
 	l2 := 2 * e.L2
 	rows := e.rows
+	sort := !e.sorted
+	e.sorted = true
 	e.parallel(func(sh *embShard) {
+		if sort {
+			e.sortKeys(sh)
+		}
 		sh.touched = sh.touched[:0]
 		sh.grad = sh.grad[:0]
 		for f := sh.lo; f < sh.hi; f++ {
