@@ -1,8 +1,9 @@
 #!/bin/bash
-# A whole `train` run against its step: runs `splitguard train --data FILE` with its default flags,
-# then `splitguard bench --model wdl` (default vocab, and the vocab given), back to back, RUNS times,
+# A whole `train` run against its step: runs `splitguard train --data FILE` with its default flags
+# between two runs of `splitguard bench --model wdl` (default vocab, and the vocab given), RUNS times,
 # and prints the run's examples per second (steps × 1024 over the command's wall time, start to exit)
-# and its ratio to bench's. Pairing keeps the ratio meaningful on a machine whose speed drifts.
+# and its ratio to bench's (the mean of the bench before and the bench after). Pairing, with bench on
+# both sides of the run, keeps the ratio meaningful on a machine whose speed drifts.
 #
 #   splitguard data synth --rows 200000 --out s200k.tsv
 #   bench/whole_run.sh ./splitguard s200k.tsv 3 9173
@@ -16,6 +17,8 @@ trap 'rm -rf "$out"' EXIT
 exps() { python3 -c 'import json,sys; print(int(json.loads(sys.stdin.read().strip().splitlines()[-1])["examples_per_s"]))'; }
 for i in $(seq 1 "$runs"); do
   rm -rf "$out/run"
+  a1=$("$bin" bench --model wdl --json | exps)
+  a2=$("$bin" bench --model wdl --json --vocab "$vocab" | exps)
   s=$(date +%s.%N)
   "$bin" train --data "$data" --out "$out/run" >/dev/null 2>"$out/err" || { cat "$out/err" >&2; exit 1; }
   e=$(date +%s.%N)
@@ -23,6 +26,7 @@ for i in $(seq 1 "$runs"); do
   ex=$(python3 -c "print(int($steps * 1024 / ($e - $s)))")
   b1=$("$bin" bench --model wdl --json | exps)
   b2=$("$bin" bench --model wdl --json --vocab "$vocab" | exps)
+  b1=$(( (a1 + b1) / 2 )); b2=$(( (a2 + b2) / 2 ))
   python3 -c "print(f'run $i: train $steps steps in {$e - $s:.1f} s = $ex ex/s; ' f'bench {$b1} ex/s (ratio {$ex / $b1:.2f}); bench --vocab $vocab {$b2} ex/s (ratio {$ex / $b2:.2f})')"
   echo "$ex $b1 $b2" >> "$out/ratios"
 done
