@@ -102,13 +102,13 @@ func CheckFiniteSlice(name string, v []float32) error {
 }
 
 // RowNorms writes the Euclidean norm of every row of m into dst
-// (len(dst) must be m.Rows), accumulating in float64.
+// (len(dst) must be m.Rows), accumulating each row's squares in float64
+// in column order (internal/vec, eight rows at a time where the CPU has
+// AVX2, bit for bit the row-by-row loop).
 func RowNorms(dst []float64, m *Matrix) {
-	for i := range m.Rows {
-		var s float64
-		for _, v := range m.Row(i) {
-			s += float64(v) * float64(v)
-		}
+	dst = dst[:m.Rows]
+	vec.SumSquares(dst, m.Data, m.Cols, m.Cols)
+	for i, s := range dst {
 		dst[i] = math.Sqrt(s)
 	}
 }

@@ -8,12 +8,12 @@ import (
 
 // TestRowNormsBitExact: every row's norm equals, bit for bit, the one a
 // plain row-by-row loop adding the squares in column order gives — on
-// every row count around the four rows summed together, with values of
+// every row count up to past the eight rows summed together, with values of
 // very different sizes so that another order of additions would round
 // differently — and a hand case.
 func TestRowNormsBitExact(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	for rows := range 10 {
+	for rows := range 18 {
 		for _, cols := range []int{0, 1, 3, 128, 131} {
 			m := New(rows, cols)
 			for k := range m.Data {

@@ -115,6 +115,42 @@ func ColSums(dst, m []float32, rows, stride int) {
 	}
 }
 
+// SumSquares sets dst[i] = Σ_k float64(m[i·stride + k])² over the cols
+// columns k of each of the rows rows i = 0 … len(dst)−1, adding each row's
+// squares one by one in column order in float64 (so each sum is the one
+// a loop over the row gives, bit for bit). m holds len(dst) rows of
+// stride ≥ cols floats (the last row may end at cols).
+func SumSquares(dst []float64, m []float32, cols, stride int) {
+	rows := len(dst)
+	if rows == 0 {
+		return
+	}
+	if cols < 0 || stride < cols || len(m) < (rows-1)*stride+cols {
+		panic("vec: SumSquares given a matrix smaller than its shape")
+	}
+	i, k0 := 0, 0
+	if accel && cols >= 4 {
+		k0 = cols &^ 3
+		for ; i+8 <= rows; i += 8 {
+			sumSquares8Asm(&dst[i], &m[i*stride], stride, k0)
+		}
+	}
+	for r := range dst {
+		if r >= i {
+			dst[r] = 0
+		}
+		k := k0
+		if r >= i {
+			k = 0
+		}
+		s := dst[r]
+		for _, v := range m[r*stride+k : r*stride+cols] {
+			s += float64(v) * float64(v)
+		}
+		dst[r] = s
+	}
+}
+
 // Adam applies one Adam step to the weights w from the gradient g and the
 // moments m and v (updated in place), with c₁ = 1−β₁ and c₂ = 1−β₂:
 //

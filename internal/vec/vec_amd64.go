@@ -47,3 +47,9 @@ func addAsm(dst, src *float32, n int)
 //
 //go:noescape
 func maxPoolRowAsm(y *float32, arg *int32, top, bottom *float32, ow, c, base, wc int)
+
+// sumSquares8Asm is SumSquares for eight rows of n columns, n a positive
+// multiple of 4.
+//
+//go:noescape
+func sumSquares8Asm(dst *float64, m *float32, stride, n int)

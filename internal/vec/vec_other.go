@@ -30,3 +30,7 @@ func addAsm(dst, src *float32, n int) { panic("vec: no assembly on this architec
 func maxPoolRowAsm(y *float32, arg *int32, top, bottom *float32, ow, c, base, wc int) {
 	panic("vec: no assembly on this architecture")
 }
+
+func sumSquares8Asm(dst *float64, m *float32, stride, n int) {
+	panic("vec: no assembly on this architecture")
+}

@@ -410,3 +410,62 @@ func TestMaxPool2x2Row(t *testing.T) {
 		}
 	}
 }
+
+// TestSumSquares: each row's sum of squares equals, bit for bit, a float64
+// loop over the row in column order — on row counts around the eight
+// rows the assembly takes at once, column counts around its four, wider
+// strides, values spread over many magnitudes (another order of additions
+// would round differently) and NaN, ±Inf, ±0 and subnormals — and a hand
+// case.
+func TestSumSquares(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, tc := range []struct{ rows, cols, stride int }{
+		{0, 4, 4}, {1, 0, 0}, {1, 3, 3}, {8, 4, 4}, {8, 5, 5}, {9, 7, 9}, {7, 8, 8},
+		{16, 12, 13}, {17, 128, 128}, {24, 131, 136}, {1024, 128, 128}, {15, 2, 2}, {40, 64, 64},
+	} {
+		for _, specials := range []bool{false, true} {
+			m := fill(r, max((tc.rows-1)*tc.stride+tc.cols, 1), specials)
+			want := make([]float64, tc.rows)
+			for i := range want {
+				var s float64
+				for k := range tc.cols {
+					v := float64(m[i*tc.stride+k])
+					s += v * v
+				}
+				want[i] = s
+			}
+			modes(t, func(t *testing.T) {
+				dst := make([]float64, tc.rows)
+				for i := range dst {
+					dst[i] = 99 // overwritten
+				}
+				SumSquares(dst, m, tc.cols, tc.stride)
+				for i := range dst {
+					if math.Float64bits(dst[i]) != math.Float64bits(want[i]) && !(math.IsNaN(dst[i]) && math.IsNaN(want[i])) {
+						t.Fatalf("%+v specials %v: row %d sums to %v, want %v", tc, specials, i, dst[i], want[i])
+					}
+				}
+			})
+		}
+	}
+	m := []float32{3, 4, 0, 0, 1, 2, 2, 4, -5, 12, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 2, 0, 0, 0, 1, -1, 1, -1, 8, 0, 0, -15, 9, 9, 9, 9}
+	want := []float64{25, 25, 169, 4, 0, 4, 4, 289, 324}
+	modes(t, func(t *testing.T) {
+		dst := make([]float64, 9)
+		SumSquares(dst, m, 4, 4)
+		for i := range dst {
+			if dst[i] != want[i] {
+				t.Errorf("row %d: %v, want %v", i, dst[i], want[i])
+			}
+		}
+	})
+}
+
+func TestSumSquaresRefusesShortMatrix(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a matrix shorter than its rows was accepted")
+		}
+	}()
+	SumSquares(make([]float64, 3), make([]float32, 9), 4, 4)
+}
