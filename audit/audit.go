@@ -77,6 +77,7 @@ type Batch struct {
 type Auditor struct {
 	grad, embed []attack.Attack
 	needOracle  bool
+	needOutputs bool
 	minority    bool
 	seed        uint64
 	knownRows   int       // the most known rows any attack declares
@@ -113,6 +114,7 @@ func New(names []string, positivesMinority bool, seed uint64) (*Auditor, error) 
 		}
 		needs := p.Needs()
 		a.needOracle = a.needOracle || needs.Oracle
+		a.needOutputs = a.needOutputs || !needs.Model && (needs.Input == attack.Embedding || needs.WithOutput)
 		if needs.Hints > maxHints {
 			return nil, fmt.Errorf("attack %s needs %d hints; the auditor provides at most %d", n, needs.Hints, maxHints)
 		}
@@ -147,6 +149,11 @@ func New(names []string, positivesMinority bool, seed uint64) (*Auditor, error) 
 // which the auditor does not run: they attack the trained bottom at each
 // evaluation (package completion).
 func (a *Auditor) ModelAttacks() []string { return a.model }
+
+// NeedsOutputs reports whether an attack of the auditor reads the layers'
+// forward outputs (an embedding attack, or a gradient attack with
+// attack.Needs.WithOutput): without one, Observe reads Batch.Grads only.
+func (a *Auditor) NeedsOutputs() bool { return a.needOutputs }
 
 // NeedsOracle reports whether an attack of the auditor reads the oracle,
 // so Observe calls Batch.Clean (for a batch with a positive).

@@ -135,3 +135,29 @@ func TestUnknownAttack(t *testing.T) {
 		t.Fatal("no error for an unknown attack")
 	}
 }
+
+// TestNeedsOutputs: the auditor asks for the layers' outputs exactly when
+// a per-batch attack reads them (an embedding attack, or a gradient
+// attack that reads the output too), not for gradient-only attacks or a
+// model attack, which reads the trained bottom at evaluations.
+func TestNeedsOutputs(t *testing.T) {
+	for _, tc := range []struct {
+		attacks []string
+		want    bool
+	}{
+		{[]string{"norm"}, false},
+		{[]string{"norm", "cosine", "spectral_grad"}, false},
+		{[]string{"completion"}, false},
+		{[]string{"norm", "spectral"}, true},
+		{[]string{"grad_match"}, true},
+		{[]string{"similarity_embed"}, true},
+	} {
+		a, err := New(tc.attacks, true, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := a.NeedsOutputs(); got != tc.want {
+			t.Errorf("%v: NeedsOutputs %v, want %v", tc.attacks, got, tc.want)
+		}
+	}
+}

@@ -27,6 +27,9 @@ type auditQueue struct {
 	free chan *auditSlot
 	work chan *auditSlot
 	busy sync.WaitGroup
+	// outputs says the recording reads the batches' layer outputs; without
+	// it push copies the gradients only.
+	outputs bool
 
 	mu  sync.Mutex
 	err error // the first recording error
@@ -107,7 +110,10 @@ func (q *auditQueue) push(a *active.Observation, b *audit.Batch, needClean bool)
 	s.act.Clean, s.act.Protected, s.act.Probs, s.act.LossLabels, s.act.Rows = nil, nil, nil, nil, nil
 	s.ids = append(s.ids[:0], b.IDs...)
 	s.grads, s.gradBuf = copyMatrices(s.grads, s.gradBuf, b.Grads)
-	s.outputs, s.outBuf = copyMatrices(s.outputs, s.outBuf, b.Outputs)
+	s.outputs = s.outputs[:0]
+	if q.outputs {
+		s.outputs, s.outBuf = copyMatrices(s.outputs, s.outBuf, b.Outputs)
+	}
 	s.cln, s.cBuf = copyMatrices(s.cln, s.cBuf, clean)
 	s.batch = audit.Batch{Step: b.Step, Epoch: b.Epoch, IDs: s.ids, Labels: s.labels, Layers: b.Layers,
 		Grads: s.grads, Outputs: s.outputs}

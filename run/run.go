@@ -234,6 +234,8 @@ func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, val *
 	}
 	if !recordInline {
 		j.queue, j.needClean = newAuditQueue(rec, dumpBatch), aud.NeedsOracle()
+		// Copy the layers' outputs only for an attack or a dump that reads them.
+		j.queue.outputs = aud.NeedsOutputs() || dumpBatch != nil
 	}
 	pConn, aConn := inproc.Pipe()
 	activeErr := make(chan error, 1)
