@@ -125,6 +125,7 @@ type Active struct {
 	wantIDs   []uint64
 
 	evalProbs []float32
+	evalRows  []int // the test rows of one evaluation slice
 	evalSeen  int
 }
 
@@ -320,15 +321,22 @@ func (a *Active) EvalBatch(f *transport.Forward) (*transport.Backward, error) {
 	if err := transport.ValidateForward(f, transport.Eval, a.step, f.Batch, a.test.IDs[start:end], a.cutDim); err != nil {
 		return nil, fmt.Errorf("active: refusing the evaluation batch: %w", err)
 	}
-	rows := make([]int, end-start)
-	for i := range rows {
-		rows[i] = start + i
+	// The rows go through the top in slices of evalSlice (see there).
+	e, d := f.Embedding, f.Embedding.Cols
+	for s := start; s < end; s += evalSlice {
+		t := min(s+evalSlice, end)
+		rows := a.evalRows[:0]
+		for r := s; r < t; r++ {
+			rows = append(rows, r)
+		}
+		a.evalRows = rows
+		slice := &tensor.Matrix{Rows: t - s, Cols: d, Data: e.Data[(s-start)*d : (t-start)*d]}
+		logits, err := a.top.Forward(slice, a.wideBatch(a.test.X, rows))
+		if err != nil {
+			return nil, fmt.Errorf("active: evaluation at step %d: %w", f.Step, err)
+		}
+		nn.Sigmoid(a.evalProbs[s:t], logits)
 	}
-	logits, err := a.top.Forward(f.Embedding, a.wideBatch(a.test.X, rows))
-	if err != nil {
-		return nil, fmt.Errorf("active: evaluation at step %d: %w", f.Step, err)
-	}
-	nn.Sigmoid(a.evalProbs[start:end], logits)
 	a.evalSeen = end
 	if f.Last {
 		if end != n {
@@ -340,6 +348,13 @@ func (a *Active) EvalBatch(f *transport.Forward) (*transport.Backward, error) {
 	}
 	return &transport.Backward{Step: f.Step, Batch: f.Batch}, nil
 }
+
+// evalSlice is the most rows the top forwards at once in an evaluation:
+// a message of more rows goes through in slices of this many, whose every
+// layer's activations (2,048 × 128 floats: 1 MiB) stay in a core's L2
+// cache where those of a whole 8,192-row message would not. Every row's
+// logit is the same either way (a row's forward reads that row only).
+const evalSlice = 2048
 
 // wideBatch gathers the active party's own features of rows, or returns
 // nil for a top without a wide part.

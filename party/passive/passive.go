@@ -76,6 +76,7 @@ type Passive struct {
 	order    []int
 	batch    data.Batch
 	ids      []uint64
+	evalOut  tensor.Matrix // an evaluation message's embeddings, forwarded in slices
 }
 
 // New returns a passive party training bottom on train, evaluating on test,
@@ -211,8 +212,7 @@ func (p *Passive) Evaluate(ctx context.Context, conn transport.PassiveConn) erro
 		for r := start; r < end; r++ {
 			rows = append(rows, r)
 		}
-		p.test.X.Gather(rows, &p.batch)
-		e, err := p.bottom.Forward(&p.batch)
+		e, err := p.evalForward(rows)
 		if err != nil {
 			return fmt.Errorf("passive: evaluation at step %d: %w", p.step, err)
 		}
@@ -232,6 +232,38 @@ func (p *Passive) Evaluate(ctx context.Context, conn transport.PassiveConn) erro
 		p.cfg.EvalObserver(p.step)
 	}
 	return nil
+}
+
+// evalSlice is the most rows the bottom forwards at once in an
+// evaluation: a message of more rows is forwarded in slices of this many,
+// whose every layer's activations (2,048 × 128 floats: 1 MiB) stay in a
+// core's L2 cache where those of a whole 8,192-row message would not.
+// Every row's embedding is the same either way (a row's forward reads
+// that row only).
+const evalSlice = 2048
+
+// evalForward returns the cut embeddings of the test rows rows, forwarded
+// in slices of evalSlice rows into p.evalOut.
+func (p *Passive) evalForward(rows []int) (*tensor.Matrix, error) {
+	if len(rows) <= evalSlice {
+		p.test.X.Gather(rows, &p.batch)
+		return p.bottom.Forward(&p.batch)
+	}
+	d := p.bottom.CutDim()
+	p.evalOut.Resize(len(rows), d)
+	for s := 0; s < len(rows); s += evalSlice {
+		e := min(s+evalSlice, len(rows))
+		p.test.X.Gather(rows[s:e], &p.batch)
+		out, err := p.bottom.Forward(&p.batch)
+		if err != nil {
+			return nil, err
+		}
+		if out.Rows != e-s || out.Cols != d {
+			return nil, fmt.Errorf("the bottom gave a %d×%d embedding for %d rows of width %d", out.Rows, out.Cols, e-s, d)
+		}
+		copy(p.evalOut.Data[s*d:e*d], out.Data[:(e-s)*d])
+	}
+	return &p.evalOut, nil
 }
 
 func gatherIDs(dst, ids []uint64, rows []int) []uint64 {
