@@ -243,3 +243,25 @@ func TestWarnings(t *testing.T) {
 		t.Errorf("warnings %q, want the split model below the baseline", joined)
 	}
 }
+
+// TestEvalSlicesChangeNothing: an evaluation message larger than the
+// slices the parties forward it in (8,192 rows) and messages smaller than
+// one slice (1,000 rows) give the same evaluation records, number for
+// number.
+func TestEvalSlicesChangeNothing(t *testing.T) {
+	var got [2][]map[string]any
+	for k, eb := range []int{8192, 1000} {
+		cfg := smallConfig(t)
+		cfg.SynthRows, cfg.Epochs, cfg.EvalEvery, cfg.EvalBatch = 12000, 1, 20, eb // about 2,300 rows evaluated
+		cfg.Attacks = []string{"norm"}
+		if _, err := Train(context.Background(), cfg, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		got[k] = readLines(t, filepath.Join(cfg.Out, rundir.EvalFile))
+	}
+	a, _ := json.Marshal(got[0])
+	b, _ := json.Marshal(got[1])
+	if len(got[0]) < 2 || string(a) != string(b) {
+		t.Fatalf("evaluation records differ between 8,192-row and 1,000-row messages:\n%s\n%s", a, b)
+	}
+}
