@@ -206,7 +206,6 @@ type loader struct {
 
 	fields  [][]byte
 	scratch []byte
-	vals    []float64 // parsed dense values of the current row
 
 	rowsRead, rowsKept, bad int64
 	badExamples             []string
@@ -244,9 +243,8 @@ const reserveAfter = 4096
 // then rarely copies, which was a third of the time spent encoding a
 // large table. It only sets capacities, so the rows loaded do not depend
 // on it; an estimate that is short or long costs a copy or some slack.
-func (l *loader) reserve() {
+func (l *loader) reserve(lines, read int64) {
 	l.reserved = true
-	lines, read := l.lr.line, l.lr.read
 	if l.size <= read || lines <= 0 || read <= 0 {
 		return
 	}
@@ -358,29 +356,46 @@ func (l *loader) run() error {
 	} else {
 		l.setup()
 	}
+	// The rows, in chunks (rows.go).
+	c := &rowChunk{}
 	for i, b := range buffered {
-		if err := l.row(b, bufferedLine[i]); err != nil {
-			return err
+		c.add(b, bufferedLine[i], l.lr.read)
+		if len(c.ends) == rowsChunk {
+			if err := l.encodeChunk(c); err != nil {
+				return err
+			}
 		}
 	}
 	for {
 		line, err := l.lr.next()
 		if err == io.EOF {
-			if l.labelErr != nil {
-				return fmt.Errorf("%w%s", l.labelErr, l.labels.advice(l.sc.names[l.sc.label], l.o))
-			}
-			return nil
+			break
 		}
 		if err != nil {
+			// The rows before the failed read first: a bad one among
+			// them is reported as it would have been.
+			if cerr := l.encodeChunk(c); cerr != nil {
+				return cerr
+			}
 			return l.errf("%v", err)
 		}
 		if len(line) == 0 {
 			continue
 		}
-		if err := l.row(line, l.lr.line); err != nil {
-			return err
+		c.add(line, l.lr.line, l.lr.read)
+		if len(c.ends) == rowsChunk {
+			if err := l.encodeChunk(c); err != nil {
+				return err
+			}
 		}
 	}
+	if err := l.encodeChunk(c); err != nil {
+		return err
+	}
+	if l.labelErr != nil {
+		return fmt.Errorf("%w%s", l.labelErr, l.labels.advice(l.sc.names[l.sc.label], l.o))
+	}
+	return nil
 }
 
 // eachRow calls fn with the fields of every remaining non-blank line (and
@@ -470,7 +485,6 @@ func (l *loader) setupEncoding() error {
 			l.dense = append(l.dense, denseCol{field: f, name: c.Name, min: c.Min, max: c.Max, log: c.Log, missing: c.Missing})
 		}
 	}
-	l.vals = make([]float64, len(l.dense))
 	return nil
 }
 
@@ -489,183 +503,6 @@ func (l *loader) setup() {
 			l.dense = append(l.dense, denseCol{field: j, name: name, min: math.Inf(1), max: math.Inf(-1), log: l.o.LogDense})
 		}
 	}
-	l.vals = make([]float64, len(l.dense))
-}
-
-// row processes one data line. It returns an error only when the row is
-// bad and bad rows are not skipped.
-func (l *loader) row(line []byte, n int64) error {
-	if l.labelErr != nil {
-		// After a bad label: only count the label column's values.
-		if f, err := splitFields(line, l.sc.delim, l.fields, &l.scratch); err == nil && len(f) == len(l.sc.names) {
-			l.labels.add(f[l.sc.label])
-			l.fields = f
-		}
-		return nil
-	}
-	rowNum := l.rowsRead
-	l.rowsRead++
-	l.labelBad = false
-	msg, err := l.encode(line, uint64(rowNum))
-	if msg == "" && err == nil {
-		return nil
-	}
-	if err == nil {
-		err = l.lineErr(n, "%s", msg)
-	} else {
-		err = l.lineErr(n, "%v", err)
-	}
-	if !l.o.SkipBadRows {
-		if l.labelBad {
-			l.labelErr = err
-			return nil
-		}
-		return err
-	}
-	l.bad++
-	if len(l.badExamples) < maxBadExamples {
-		l.badExamples = append(l.badExamples, err.Error())
-	}
-	return nil
-}
-
-// encode parses, checks and (if sampled) stores one row. A bad row is
-// reported by a non-empty message or an error, before any state changes.
-func (l *loader) encode(line []byte, rowNum uint64) (string, error) {
-	sc := l.sc
-	var err error
-	l.fields, err = splitFields(line, sc.delim, l.fields, &l.scratch)
-	if err != nil {
-		return "", err
-	}
-	f := l.fields
-	if len(f) != len(sc.names) {
-		return fmt.Sprintf("%d fields, want %d", len(f), len(sc.names)), nil
-	}
-	id := rowNum
-	if sc.id >= 0 {
-		v, ok := parseUint64(f[sc.id])
-		if !ok {
-			if sc.idMode == idUint {
-				return fmt.Sprintf("ID %q in column %q is not an unsigned integer", f[sc.id], sc.names[sc.id]), nil
-			}
-			if len(f[sc.id]) == 0 {
-				return fmt.Sprintf("empty ID in column %q", sc.names[sc.id]), nil
-			}
-			v = hashBytes(0, f[sc.id])
-		}
-		id = v
-	}
-	var label uint8
-	if sc.label >= 0 {
-		lb := f[sc.label]
-		l.labels.add(lb)
-		var ok bool
-		if label, ok = labelOf(lb, &l.o); !ok {
-			l.labelBad = true
-			return fmt.Sprintf("label %q in column %q is %s", lb, sc.names[sc.label], l.badLabelWhy()), nil
-		}
-		if label == 0 && len(l.o.Positive) > 0 && len(l.o.Negative) == 0 {
-			l.noteImplicitNegative(bytes.TrimSpace(lb))
-		}
-	}
-	kept, isTest := Assign(l.o.Seed, id, l.o.Sample, l.o.TestFrac)
-	if !kept {
-		return "", nil
-	}
-	for i := range l.dense {
-		d := &l.dense[i]
-		b := f[d.field]
-		if IsMissing(b) {
-			l.vals[i] = math.NaN() // missing
-			continue
-		}
-		v, ok := parseNumber(bytes.TrimSpace(b))
-		if !ok {
-			hint := ""
-			if l.o.Format == FormatCSV {
-				hint = " (declare the column categorical, key categorical, if it is not numeric)"
-			}
-			return fmt.Sprintf("numeric column %q: %q is not a number%s", d.name, b, hint), nil
-		}
-		if d.log {
-			v = math.Copysign(math.Log1p(math.Abs(v)), v)
-		}
-		l.vals[i] = v
-	}
-
-	// The row is good: commit it.
-	l.rowsKept++
-	if l.rowsKept == reserveAfter && l.size > 0 && !l.reserved {
-		l.reserve()
-	}
-	p := &l.train
-	if isTest {
-		p = &l.test
-	}
-	p.ids = append(p.ids, id)
-	if sc.label >= 0 {
-		p.labels = append(p.labels, label)
-		p.pos += int(label)
-	}
-	for i := range l.cats {
-		c := &l.cats[i]
-		b := f[c.field]
-		if len(b) == 0 {
-			c.na++
-		}
-		var v int32
-		switch {
-		case c.buckets > 0:
-			v = int32(hashBytes(c.salt, b) % uint64(c.buckets))
-		case l.enc != nil:
-			var ok bool
-			if v, ok = c.vocab[string(b)]; !ok {
-				c.oov++ // v = 0, the out-of-vocabulary id
-			}
-		default:
-			var ok bool
-			v, ok = c.vocab[string(b)]
-			if !ok {
-				v = int32(len(c.trainCount))
-				c.vocab[string(b)] = v
-				c.trainCount = append(c.trainCount, 0)
-			}
-			if !isTest {
-				if c.trainCount[v] == 0 {
-					c.trainOrder = append(c.trainOrder, v)
-				}
-				c.trainCount[v]++
-			}
-		}
-		p.cat = append(p.cat, v)
-	}
-	for i := range l.dense {
-		d := &l.dense[i]
-		v := l.vals[i]
-		miss := math.IsNaN(v)
-		if miss {
-			d.na++
-		}
-		if l.enc != nil {
-			if miss {
-				v = d.missing
-			}
-			p.dense = append(p.dense, scaleDense(float32(v), d.min, d.max))
-			continue
-		}
-		if miss && !l.imputeMean {
-			v, miss = 0, false // Criteo and Avazu: NA ↦ 0, as the authors did
-		}
-		if !isTest && !miss {
-			d.min = math.Min(d.min, v)
-			d.max = math.Max(d.max, v)
-			d.sum += v
-			d.n++
-		}
-		p.dense = append(p.dense, float32(v)) // NaN: imputed in finish
-	}
-	return "", nil
 }
 
 // badLabelWhy says what a label value should have been.
@@ -683,12 +520,12 @@ func (l *loader) badLabelWhy() string {
 // positive (positive values given, negative ones not): the first such value
 // is the negative class; another one is remembered for the error at the
 // end.
-func (l *loader) noteImplicitNegative(v []byte) {
+func (l *loader) noteImplicitNegative(v []byte, line int64) {
 	switch {
 	case !l.implicitSet:
 		l.implicitNeg, l.implicitSet = string(v), true
 	case l.thirdLabel == "" && string(v) != l.implicitNeg:
-		l.thirdLabel, l.thirdLine = string(v), l.lr.line
+		l.thirdLabel, l.thirdLine = string(v), line
 	}
 }
 

@@ -1,6 +1,7 @@
 // Package par runs the parallel parts of a training step — the halves of
 // a matrix product, the embedding's field shards, a convolution's batch
-// halves — on a few long-lived worker goroutines.
+// halves — and the passes of the table reader over a chunk of lines on a
+// few long-lived worker goroutines.
 //
 // A part of the step lasts 50–500 µs. Handing it to a new goroutine (or
 // to a parked one) costs a wake-up of an idle OS thread, which on a
