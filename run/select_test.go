@@ -249,6 +249,9 @@ func TestWarnings(t *testing.T) {
 // one slice (1,000 rows) give the same evaluation records, number for
 // number.
 func TestEvalSlicesChangeNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two training runs; the race detector's -short pass leaves them out")
+	}
 	var got [2][]map[string]any
 	for k, eb := range []int{8192, 1000} {
 		cfg := smallConfig(t)

@@ -76,7 +76,8 @@ type Passive struct {
 	order    []int
 	batch    data.Batch
 	ids      []uint64
-	evalOut  tensor.Matrix // an evaluation message's embeddings, forwarded in slices
+	evalBuf  [2]tensor.Matrix // evaluation messages' embeddings, two in turn
+	evalRows []int
 }
 
 // New returns a passive party training bottom on train, evaluating on test,
@@ -204,27 +205,45 @@ func (p *Passive) Evaluate(ctx context.Context, conn transport.PassiveConn) erro
 	if p.test.X == nil || p.test.X.Rows == 0 {
 		return nil
 	}
-	n := p.test.X.Rows
-	rows := make([]int, 0, p.cfg.EvalBatch)
-	for b, start := 0, 0; start < n; b, start = b+1, start+p.cfg.EvalBatch {
-		end := min(start+p.cfg.EvalBatch, n)
-		rows = rows[:0]
-		for r := start; r < end; r++ {
-			rows = append(rows, r)
-		}
-		e, err := p.evalForward(rows)
-		if err != nil {
+	n, eb := p.test.X.Rows, p.cfg.EvalBatch
+	msgs := (n + eb - 1) / eb
+	// Each message's embeddings are computed while the one before is in
+	// flight, into the other of two buffers: the bottom's forward then
+	// overlaps the active party's scoring (in one process, the two use
+	// both cores; over a network, the round trip). Errors come out in the
+	// order one message at a time gives: a message's exchange before the
+	// next message's forward.
+	compute := func(b int) error {
+		start, end := b*eb, min((b+1)*eb, n)
+		e := &p.evalBuf[b%2]
+		if err := p.evalForward(start, end, e); err != nil {
 			return fmt.Errorf("passive: evaluation at step %d: %w", p.step, err)
 		}
-		if err := tensor.CheckFinite(fmt.Sprintf("passive: evaluation at step %d: test embedding", p.step), e); err != nil {
-			return err
+		return tensor.CheckFinite(fmt.Sprintf("passive: evaluation at step %d: test embedding", p.step), e)
+	}
+	if err := compute(0); err != nil {
+		return err
+	}
+	for b := range msgs {
+		start, end := b*eb, min((b+1)*eb, n)
+		var next chan error
+		if b+1 < msgs {
+			next = make(chan error, 1)
+			go func() { next <- compute(b + 1) }()
 		}
-		_, err = conn.Exchange(ctx, &transport.Forward{
+		_, err := conn.Exchange(ctx, &transport.Forward{
 			Phase: transport.Eval, Step: p.step, Batch: b, Last: end == n,
-			IDs: p.test.IDs[start:end], Embedding: e,
+			IDs: p.test.IDs[start:end], Embedding: &p.evalBuf[b%2],
 		})
+		var nextErr error
+		if next != nil {
+			nextErr = <-next
+		}
 		if err != nil {
 			return fmt.Errorf("passive: evaluation at step %d: %w", p.step, err)
+		}
+		if nextErr != nil {
+			return nextErr
 		}
 	}
 	p.lastEval = p.step
@@ -242,28 +261,28 @@ func (p *Passive) Evaluate(ctx context.Context, conn transport.PassiveConn) erro
 // that row only).
 const evalSlice = 2048
 
-// evalForward returns the cut embeddings of the test rows rows, forwarded
-// in slices of evalSlice rows into p.evalOut.
-func (p *Passive) evalForward(rows []int) (*tensor.Matrix, error) {
-	if len(rows) <= evalSlice {
-		p.test.X.Gather(rows, &p.batch)
-		return p.bottom.Forward(&p.batch)
-	}
+// evalForward writes into dst the cut embeddings of the test rows
+// [start, end), forwarded in slices of evalSlice rows.
+func (p *Passive) evalForward(start, end int, dst *tensor.Matrix) error {
 	d := p.bottom.CutDim()
-	p.evalOut.Resize(len(rows), d)
-	for s := 0; s < len(rows); s += evalSlice {
-		e := min(s+evalSlice, len(rows))
-		p.test.X.Gather(rows[s:e], &p.batch)
+	dst.Resize(end-start, d)
+	for s := start; s < end; s += evalSlice {
+		e := min(s+evalSlice, end)
+		p.evalRows = p.evalRows[:0]
+		for r := s; r < e; r++ {
+			p.evalRows = append(p.evalRows, r)
+		}
+		p.test.X.Gather(p.evalRows, &p.batch)
 		out, err := p.bottom.Forward(&p.batch)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if out.Rows != e-s || out.Cols != d {
-			return nil, fmt.Errorf("the bottom gave a %d×%d embedding for %d rows of width %d", out.Rows, out.Cols, e-s, d)
+			return fmt.Errorf("the bottom gave a %d×%d embedding for %d rows of width %d", out.Rows, out.Cols, e-s, d)
 		}
-		copy(p.evalOut.Data[s*d:e*d], out.Data[:(e-s)*d])
+		copy(dst.Data[(s-start)*d:(e-start)*d], out.Data[:(e-s)*d])
 	}
-	return &p.evalOut, nil
+	return nil
 }
 
 func gatherIDs(dst, ids []uint64, rows []int) []uint64 {
