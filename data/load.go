@@ -16,7 +16,9 @@ const maxBadExamples = 5
 // train and test splits, encoded per METHODS §6:
 //
 //   - Rows are streamed; only the sampled rows are kept, already encoded
-//     (int32 category ids, float32 dense values). One pass over the file.
+//     (int32 category ids, float32 dense values). One pass over the file,
+//     in chunks of lines parsed on every core and committed in line order
+//     (rows.go), with the rows, ids and errors of one line at a time.
 //   - Sampling and the split are decided by [Assign] on (Seed, example ID).
 //   - An empty categorical value is a category of its own (NA); an empty
 //     dense value is 0.

@@ -43,6 +43,7 @@ const maxWorkers = 64
 type job struct {
 	fn   func(int)
 	n    int32
+	seq  uint64       // which Do of the pool it is, from 1
 	next atomic.Int32 // the next part to claim
 	done atomic.Int32 // parts finished
 }
@@ -68,6 +69,8 @@ var (
 
 	startMu sync.Mutex   // held while starting workers
 	started atomic.Int32 // workers started
+
+	jobs uint64 // Do calls that used the pool (written only by the Do holding it)
 )
 
 // Do calls fn(0), …, fn(n−1), each exactly once and possibly at the same
@@ -109,7 +112,8 @@ func Do(n int, fn func(i int)) {
 	busyParts.Store(int32(n))
 	defer busy.Store(false)
 	ensureWorkers(min(n-1, runtime.GOMAXPROCS(0)-1, maxWorkers))
-	j := &job{fn: fn, n: int32(n)}
+	jobs++
+	j := &job{fn: fn, n: int32(n), seq: jobs}
 	j.next.Store(1)
 	current.Store(j)
 	for k := min(int(parked.Load()), n-1); k > 0; k-- {
@@ -143,14 +147,16 @@ func ensureWorkers(n int) {
 }
 
 // worker runs offered parts, spinning for Spin after each before it
-// parks.
+// parks. It remembers the last job it saw by its number, not by pointer:
+// a job's function may reach a lot of memory (a loaded table), which a
+// pointer kept here would keep from the collector until the next Do.
 func worker() {
-	var seen *job
+	var seen uint64
 	for {
 		deadline := time.Now().Add(Spin)
 		for spins := 0; ; spins++ {
-			if j := current.Load(); j != nil && j != seen {
-				seen = j
+			if j := current.Load(); j != nil && j.seq != seen {
+				seen = j.seq
 				j.claimAndRun()
 				deadline = time.Now().Add(Spin)
 				continue
@@ -163,7 +169,7 @@ func worker() {
 			}
 		}
 		parked.Add(1)
-		if j := current.Load(); j != nil && j != seen {
+		if j := current.Load(); j != nil && j.seq != seen {
 			parked.Add(-1)
 			continue
 		}

@@ -91,3 +91,27 @@ func BenchmarkDo2(b *testing.B) {
 		Do(2, func(i int) { sink[i]++ })
 	}
 }
+
+// TestDoKeepsNothingAlive: once Do returns, nothing in the pool reaches
+// its function (a closure over a loaded table, say) any more, so the
+// collector can free what the function captured.
+func TestDoKeepsNothingAlive(t *testing.T) {
+	freed := make(chan struct{})
+	func() {
+		big := make([]byte, 1<<20)
+		runtime.AddCleanup(&big[0], func(ch chan struct{}) { close(ch) }, freed)
+		Do(4, func(i int) {
+			big[i]++
+			time.Sleep(100 * time.Microsecond) // let the workers claim parts
+		})
+	}()
+	for range 50 {
+		runtime.GC()
+		select {
+		case <-freed:
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	t.Fatal("memory captured by a finished Do's function was not freed")
+}
