@@ -160,6 +160,11 @@ func (l *loader) parseRow(pp *parsePart, line []byte, rowNum uint64, r *parsedRo
 		return
 	}
 	r.fields = true
+	if sc.label >= 0 {
+		// Kept before the ID is read: after a bad label, a row's label is
+		// counted whatever its ID (commitRow).
+		r.label = pp.keep(f[sc.label])
+	}
 	id := rowNum
 	if sc.id >= 0 {
 		v, ok := parseUint64(f[sc.id])
@@ -177,9 +182,6 @@ func (l *loader) parseRow(pp *parsePart, line []byte, rowNum uint64, r *parsedRo
 		id = v
 	}
 	r.id = id
-	if sc.label >= 0 {
-		r.label = pp.keep(f[sc.label])
-	}
 	r.kept, r.test = Assign(l.o.Seed, id, l.o.Sample, l.o.TestFrac)
 	if !r.kept {
 		return

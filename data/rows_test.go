@@ -123,3 +123,28 @@ func TestRowNumbersAreIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestLabelsCountedAfterBadLabel: after a bad label (bad rows not
+// skipped) the rest of the file is read to count the label column's
+// values, every row with the right number of fields, whatever its ID.
+func TestLabelsCountedAfterBadLabel(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.csv")
+	table := "id,a,label\n1,x,0\n2,y,maybe\n,z,1\n4,w,1\n5,v\n"
+	if err := os.WriteFile(path, []byte(table), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path, Options{Format: FormatCSV, LabelCol: "label", IDCol: "id", Categorical: []string{"a"}})
+	if err == nil {
+		t.Fatal("a bad label was accepted")
+	}
+	// The row with an empty ID counts its label 1; the row with too few
+	// fields counts nothing.
+	for _, want := range []string{`line 3`, `"1" ×2`, `"0" ×1`, `"maybe" ×1`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %s", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), `"" ×`) {
+		t.Errorf("error %q counts an empty label", err)
+	}
+}
