@@ -24,3 +24,15 @@ func ExampleMaxPool2x2Row() {
 	fmt.Println(y, arg)
 	// Output: [5 9] [1 6]
 }
+
+func ExampleSumSquares() {
+	// Two rows of three columns, stored four floats apart.
+	m := []float32{
+		3, 4, 0, 99,
+		1, 2, 2,
+	}
+	dst := make([]float64, 2)
+	vec.SumSquares(dst, m, 3, 4)
+	fmt.Println(dst, math.Sqrt(dst[0]))
+	// Output: [25 9] 5
+}
