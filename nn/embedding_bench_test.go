@@ -12,15 +12,8 @@ import (
 // batch 1024, ids uniform (the cache-hostile case).
 func BenchmarkEmbeddingStep(b *testing.B) {
 	const B, F, V, D = 1024, 26, 100000, 4
-	cards := make([]int, F)
-	for i := range cards {
-		cards[i] = V
-	}
 	r := rand.New(rand.NewPCG(1, 2))
-	e, err := NewEmbedding(cards, D, 0.05, r)
-	if err != nil {
-		b.Fatal(err)
-	}
+	e := benchTables(b, F, V, D, r)
 	e.L2 = 0.01
 	opt := NewLazyAdam(1e-4)
 	var batches [][]int32
@@ -59,15 +52,8 @@ func BenchmarkEmbeddingStep(b *testing.B) {
 // it.
 func BenchmarkEmbeddingEvalLookup(b *testing.B) {
 	const B, F, V, D = 8192, 26, 100000, 4
-	cards := make([]int, F)
-	for i := range cards {
-		cards[i] = V
-	}
 	r := rand.New(rand.NewPCG(3, 4))
-	e, err := NewEmbedding(cards, D, 0.05, r)
-	if err != nil {
-		b.Fatal(err)
-	}
+	e := benchTables(b, F, V, D, r)
 	ids := make([]int32, B*F)
 	for i := range ids {
 		ids[i] = int32(r.IntN(V))
@@ -78,4 +64,18 @@ func BenchmarkEmbeddingEvalLookup(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// benchTables returns f tables of v rows, d wide, drawn from r.
+func benchTables(b *testing.B, f, v, d int, r *rand.Rand) *Embedding {
+	b.Helper()
+	cards := make([]int, f)
+	for i := range cards {
+		cards[i] = v
+	}
+	e, err := NewEmbedding(cards, d, 0.05, r)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return e
 }

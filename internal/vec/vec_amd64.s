@@ -506,14 +506,43 @@ mpch:
 	VZEROUPPER
 	RET
 
+// SQUARES4 adds the squares of four columns of four rows into acc, column
+// by column: the rows start at base, base+DX, base+2·DX and base+BX (DX
+// the row stride in bytes, BX three strides); X0–X7 are scratch. The
+// four loads are transposed so that each register holds one column of
+// the four rows, then widened to float64, squared and added in column
+// order.
+#define SQUARES4(base, acc) \
+	VMOVUPS   (base), X0; \
+	VMOVUPS   (base)(DX*1), X1; \
+	VMOVUPS   (base)(DX*2), X2; \
+	VMOVUPS   (base)(BX*1), X3; \
+	VUNPCKLPS X1, X0, X4; \
+	VUNPCKHPS X1, X0, X5; \
+	VUNPCKLPS X3, X2, X6; \
+	VUNPCKHPS X3, X2, X7; \
+	VMOVLHPS  X6, X4, X0; \
+	VMOVHLPS  X4, X6, X1; \
+	VMOVLHPS  X7, X5, X2; \
+	VMOVHLPS  X5, X7, X3; \
+	VCVTPS2PD X0, Y0; \
+	VCVTPS2PD X1, Y1; \
+	VCVTPS2PD X2, Y2; \
+	VCVTPS2PD X3, Y3; \
+	VMULPD    Y0, Y0, Y0; \
+	VMULPD    Y1, Y1, Y1; \
+	VMULPD    Y2, Y2, Y2; \
+	VMULPD    Y3, Y3, Y3; \
+	VADDPD    Y0, acc, acc; \
+	VADDPD    Y1, acc, acc; \
+	VADDPD    Y2, acc, acc; \
+	VADDPD    Y3, acc, acc
+
 // func sumSquares8Asm(dst *float64, m *float32, stride, n int)
 // Eight rows, stride floats apart from m, n columns (a positive multiple
 // of 4): dst[r] = Σ_k float64(row r's k-th float)², each row's terms
 // added one by one in column order. Rows 0–3 and 4–7 are two groups of
-// four lanes; each step loads four columns of a group's four rows,
-// transposes them so that one register holds one column of the four
-// rows, and adds the columns' squares into the group's accumulator in
-// column order.
+// four lanes, each summed by SQUARES4 into its own accumulator.
 TEXT ·sumSquares8Asm(SB), NOSPLIT, $0-32
 	MOVQ   dst+0(FP), R8
 	MOVQ   m+8(FP), SI
@@ -526,56 +555,8 @@ TEXT ·sumSquares8Asm(SB), NOSPLIT, $0-32
 	VXORPD Y9, Y9, Y9
 
 sq4:
-	VMOVUPS    (SI), X0
-	VMOVUPS    (SI)(DX*1), X1
-	VMOVUPS    (SI)(DX*2), X2
-	VMOVUPS    (SI)(BX*1), X3
-	VUNPCKLPS  X1, X0, X4
-	VUNPCKHPS  X1, X0, X5
-	VUNPCKLPS  X3, X2, X6
-	VUNPCKHPS  X3, X2, X7
-	VMOVLHPS   X6, X4, X0
-	VMOVHLPS   X4, X6, X1
-	VMOVLHPS   X7, X5, X2
-	VMOVHLPS   X5, X7, X3
-	VCVTPS2PD  X0, Y0
-	VCVTPS2PD  X1, Y1
-	VCVTPS2PD  X2, Y2
-	VCVTPS2PD  X3, Y3
-	VMULPD     Y0, Y0, Y0
-	VMULPD     Y1, Y1, Y1
-	VMULPD     Y2, Y2, Y2
-	VMULPD     Y3, Y3, Y3
-	VADDPD     Y0, Y8, Y8
-	VADDPD     Y1, Y8, Y8
-	VADDPD     Y2, Y8, Y8
-	VADDPD     Y3, Y8, Y8
-
-	VMOVUPS    (DI), X10
-	VMOVUPS    (DI)(DX*1), X11
-	VMOVUPS    (DI)(DX*2), X12
-	VMOVUPS    (DI)(BX*1), X13
-	VUNPCKLPS  X11, X10, X4
-	VUNPCKHPS  X11, X10, X5
-	VUNPCKLPS  X13, X12, X6
-	VUNPCKHPS  X13, X12, X7
-	VMOVLHPS   X6, X4, X10
-	VMOVHLPS   X4, X6, X11
-	VMOVLHPS   X7, X5, X12
-	VMOVHLPS   X5, X7, X13
-	VCVTPS2PD  X10, Y10
-	VCVTPS2PD  X11, Y11
-	VCVTPS2PD  X12, Y12
-	VCVTPS2PD  X13, Y13
-	VMULPD     Y10, Y10, Y10
-	VMULPD     Y11, Y11, Y11
-	VMULPD     Y12, Y12, Y12
-	VMULPD     Y13, Y13, Y13
-	VADDPD     Y10, Y9, Y9
-	VADDPD     Y11, Y9, Y9
-	VADDPD     Y12, Y9, Y9
-	VADDPD     Y13, Y9, Y9
-
+	SQUARES4(SI, Y8)
+	SQUARES4(DI, Y9)
 	ADDQ $16, SI
 	ADDQ $16, DI
 	SUBQ $4, CX
