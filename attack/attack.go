@@ -310,14 +310,6 @@ func sqDist(a, b []float32) float64 {
 	return s0 + s1
 }
 
-// grow returns s resized to n, reusing its storage when possible.
-func grow[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
-	}
-	return s[:n]
-}
-
 // fill sets every element of s to v.
 func fill[T any](s []T, v T) {
 	for i := range s {

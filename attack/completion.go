@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/splitguard/splitguard/internal/buf"
 	"github.com/splitguard/splitguard/nn"
 	"github.com/splitguard/splitguard/tensor"
 )
@@ -112,7 +113,7 @@ func (a *Completion) Complete(in *CompletionInput, dst []float64) ([]float64, er
 
 	// Supervised fit on the known rows.
 	nK := in.Known.Rows
-	a.y, a.w = grow(a.y, nK), grow(a.w, nK)
+	a.y, a.w = buf.Grow(a.y, nK), buf.Grow(a.w, nK)
 	setBalanced(a.y, a.w, in.Labels, 1)
 	if err := a.fit(&a.known, in.Seed); err != nil {
 		return nil, err
@@ -137,7 +138,7 @@ func (a *Completion) Complete(in *CompletionInput, dst []float64) ([]float64, er
 		}
 	}
 	a.q = a.predict(&a.tgt, a.q)
-	dst = grow(dst, in.Target.Rows)
+	dst = buf.Grow(dst, in.Target.Rows)
 	pi := a.Prior
 	for i, q := range a.q {
 		q = clampProb(q)
@@ -148,7 +149,7 @@ func (a *Completion) Complete(in *CompletionInput, dst []float64) ([]float64, er
 
 // standardise writes the standardised copies of the three matrices.
 func (a *Completion) standardise(in *CompletionInput, d, nU int) {
-	a.mean, a.inv = grow(a.mean, d), grow(a.inv, d)
+	a.mean, a.inv = buf.Grow(a.mean, d), buf.Grow(a.inv, d)
 	clear(a.mean)
 	clear(a.inv)
 	n := 0
@@ -226,7 +227,7 @@ func (a *Completion) pseudoRound(in *CompletionInput, d int, rho float64, seed u
 	if kPos < 1 || kNeg < 1 {
 		return nil // too few unlabelled rows to add either class
 	}
-	a.order = grow(a.order, nU)
+	a.order = buf.Grow(a.order, nU)
 	for i := range a.order {
 		a.order[i] = i
 	}
@@ -243,7 +244,7 @@ func (a *Completion) pseudoRound(in *CompletionInput, d int, rho float64, seed u
 	n := nK + kPos + kNeg
 	a.train.Resize(n, d)
 	copy(a.train.Data, a.known.Data[:nK*d])
-	a.y, a.w = grow(a.y, n), grow(a.w, n)
+	a.y, a.w = buf.Grow(a.y, n), buf.Grow(a.w, n)
 	setBalanced(a.y[:nK], a.w[:nK], in.Labels, 0.5)
 	r := nK
 	for k, row := range a.order {
@@ -378,7 +379,7 @@ func (a *Completion) forward(x *tensor.Matrix) *tensor.Matrix {
 
 // predict writes the head's probability for each row of x into dst.
 func (a *Completion) predict(x *tensor.Matrix, dst []float64) []float64 {
-	dst = grow(dst, x.Rows)
+	dst = buf.Grow(dst, x.Rows)
 	if x.Rows == 0 {
 		return dst
 	}

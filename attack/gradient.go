@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/splitguard/splitguard/internal/buf"
 	"github.com/splitguard/splitguard/tensor"
 )
 
@@ -65,7 +66,7 @@ func (a *Cosine) Score(obs *Observation, scores []float64, scored []bool) error 
 	if err := checkFiniteSlice(a.Name(), obs.Layer, "oracle", obs.Oracle); err != nil {
 		return err
 	}
-	a.norms = grow(a.norms, n)
+	a.norms = buf.Grow(a.norms, n)
 	if err := rowNorms(a.norms, obs.X, a.Name(), obs.Layer); err != nil {
 		return err
 	}
@@ -125,7 +126,7 @@ func (a *MajorityCosine) Score(obs *Observation, scores []float64, scored []bool
 	}
 	x := obs.X
 	d := x.Cols
-	a.norms = grow(a.norms, n)
+	a.norms = buf.Grow(a.norms, n)
 	if err := rowNorms(a.norms, x, a.Name(), obs.Layer); err != nil {
 		return err
 	}
@@ -141,7 +142,7 @@ func (a *MajorityCosine) Score(obs *Observation, scores []float64, scored []bool
 			dst[j] = float32(float64(v) * inv)
 		}
 	}
-	a.counts = grow(a.counts, n)
+	a.counts = buf.Grow(a.counts, n)
 	clear(a.counts)
 	step := max(1, min(n, majorityChunk, majorityBlock/max(n, 1)))
 	for lo := 0; lo < n; lo += step {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/splitguard/splitguard/internal/buf"
 )
 
 func init() {
@@ -76,7 +78,7 @@ func (a *GradMatch) Score(obs *Observation, scores []float64, scored []bool) err
 	if d != de {
 		return fmt.Errorf("attack %s at layer %q: gradient has %d columns, output %d", a.Name(), obs.Layer, d, de)
 	}
-	a.bg, a.e = grow(a.bg, n*d), grow(a.e, n*d)
+	a.bg, a.e = buf.Grow(a.bg, n*d), buf.Grow(a.e, n*d)
 	for k, v := range obs.X.Data[:n*d] {
 		a.bg[k] = float64(v) * float64(n)
 	}
@@ -84,10 +86,10 @@ func (a *GradMatch) Score(obs *Observation, scores []float64, scored []bool) err
 		a.e[k] = float64(v)
 	}
 	// Top right singular vector of B·G by power iteration on GᵀG.
-	a.w, a.best = grow(a.w, d+1), grow(a.best, d+1)
+	a.w, a.best = buf.Grow(a.w, d+1), buf.Grow(a.best, d+1)
 	v := a.topSingular(n, d)
 	var sigma float64
-	a.proj = grow(a.proj, n)
+	a.proj = buf.Grow(a.proj, n)
 	for i := range n {
 		s := dotF(a.bg[i*d:(i+1)*d], v)
 		a.proj[i] = s
@@ -123,7 +125,7 @@ func (a *GradMatch) Score(obs *Observation, scores []float64, scored []bool) err
 	for i := range n {
 		scores[i] = a.t[i] - a.p[i]
 	}
-	a.sorted = grow(a.sorted, n)
+	a.sorted = buf.Grow(a.sorted, n)
 	copy(a.sorted, scores)
 	slices.Sort(a.sorted)
 	m, ok := TwoMeans1D(a.sorted)
@@ -154,11 +156,11 @@ func (a *GradMatch) Score(obs *Observation, scores []float64, scored []bool) err
 // topSingular returns the top right singular vector of the n×d row-major
 // a.bg (power iteration on BᵀB from a fixed start, 200 steps at most).
 func (a *GradMatch) topSingular(n, d int) []float64 {
-	a.power, a.powerTo = grow(a.power, d), grow(a.powerTo, d)
+	a.power, a.powerTo = buf.Grow(a.power, d), buf.Grow(a.powerTo, d)
 	for j := range d {
 		a.power[j] = 1 / math.Sqrt(float64(d)) * (1 + 0.01*float64(j%7))
 	}
-	a.proj = grow(a.proj, n)
+	a.proj = buf.Grow(a.proj, n)
 	for range 200 {
 		for i := range n {
 			a.proj[i] = dotF(a.bg[i*d:(i+1)*d], a.power)
@@ -189,7 +191,7 @@ func (a *GradMatch) topSingular(n, d int) []float64 {
 // best labels) and returns the residual Σ‖(p_i − y_i)w − B·g_i‖² at the
 // clamped labels, with w = a.w[:d], c = a.w[d].
 func (a *GradMatch) labels(n, d int) float64 {
-	a.p, a.t = grow(a.p, n), grow(a.t, n)
+	a.p, a.t = buf.Grow(a.p, n), buf.Grow(a.t, n)
 	w, c := a.w[:d], a.w[d]
 	ww := dotF(w, w)
 	var loss float64
@@ -209,7 +211,7 @@ func (a *GradMatch) labels(n, d int) float64 {
 // fit runs Adam on (w, c) = a.w from its current value and returns the
 // final residual.
 func (a *GradMatch) fit(n, d int) float64 {
-	a.gw, a.mw, a.vw = grow(a.gw, d+1), grow(a.mw, d+1), grow(a.vw, d+1)
+	a.gw, a.mw, a.vw = buf.Grow(a.gw, d+1), buf.Grow(a.mw, d+1), buf.Grow(a.vw, d+1)
 	clear(a.mw)
 	clear(a.vw)
 	scale := math.Sqrt(dotF(a.w[:d], a.w[:d]) / float64(d))

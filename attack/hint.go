@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"github.com/splitguard/splitguard/internal/buf"
 )
 
 // HintScoring says how a hint attack compares a row with the hints.
@@ -99,7 +101,7 @@ func (a *Hint) Score(obs *Observation, scores []float64, scored []bool) error {
 		fill(scores, 0)
 		return nil
 	}
-	a.hNorms = grow(a.hNorms, len(hints))
+	a.hNorms = buf.Grow(a.hNorms, len(hints))
 	best := 0
 	for j, h := range hints {
 		a.hNorms[j] = math.Sqrt(dot(x.Row(h), x.Row(h)))

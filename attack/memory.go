@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/splitguard/splitguard/internal/buf"
 	"github.com/splitguard/splitguard/tensor"
 )
 
@@ -153,7 +154,7 @@ func (m *Memory) Scores(layer string, dst *MemoryScores) error {
 	}
 	n, d := len(l.ids), l.d
 	dst.IDs = append(dst.IDs[:0], l.ids...)
-	dst.Norm = grow(dst.Norm, n)
+	dst.Norm = buf.Grow(dst.Norm, n)
 	var rn float64
 	if l.nRef > 0 {
 		for _, v := range l.ref {
@@ -162,7 +163,7 @@ func (m *Memory) Scores(layer string, dst *MemoryScores) error {
 		rn = math.Sqrt(rn)
 	}
 	if rn > 0 {
-		dst.Cosine = grow(dst.Cosine, n)
+		dst.Cosine = buf.Grow(dst.Cosine, n)
 	} else {
 		dst.Cosine = nil
 	}

@@ -3,6 +3,8 @@ package attack
 import (
 	"fmt"
 	"math"
+
+	"github.com/splitguard/splitguard/internal/buf"
 )
 
 // SimilarityKnown is the number of known rows of the registered similarity
@@ -61,11 +63,11 @@ func (a *Similarity) Score(obs *Observation, scores []float64, scored []bool) er
 	if len(obs.Known) != len(obs.KnownLabels) {
 		return fmt.Errorf("attack %s at layer %q: %d known rows but %d known labels", a.Name(), obs.Layer, len(obs.Known), len(obs.KnownLabels))
 	}
-	a.norms = grow(a.norms, n)
+	a.norms = buf.Grow(a.norms, n)
 	if err := rowNorms(a.norms, obs.X, a.Name(), obs.Layer); err != nil {
 		return err
 	}
-	a.known = grow(a.known, n)
+	a.known = buf.Grow(a.known, n)
 	clear(a.known)
 	known, labels := obs.Known, obs.KnownLabels
 	if len(known) > a.k {

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/splitguard/splitguard/internal/buf"
 	"github.com/splitguard/splitguard/tensor"
 )
 
@@ -109,7 +110,7 @@ func (a *Spectral) Score(obs *Observation, scores []float64, scored []bool) erro
 		}
 		a.s[i] = s
 	}
-	a.sorted = grow(a.sorted, n)
+	a.sorted = buf.Grow(a.sorted, n)
 	copy(a.sorted, a.s[:n])
 	slices.Sort(a.sorted)
 	m, ok := TwoMeans1D(a.sorted)
@@ -155,7 +156,7 @@ func (a *Spectral) Score(obs *Observation, scores []float64, scored []bool) erro
 // thousands, batch 128) would otherwise cost d² per step.
 func (a *Spectral) topDirection(x *tensor.Matrix) {
 	n, d := x.Rows, x.Cols
-	a.mean = grow(a.mean, d)
+	a.mean = buf.Grow(a.mean, d)
 	clear(a.mean)
 	for i := range n {
 		for j, v := range x.Row(i) {
@@ -172,8 +173,8 @@ func (a *Spectral) topDirection(x *tensor.Matrix) {
 			dst[j] = float32(float64(v) - a.mean[j])
 		}
 	}
-	a.s = grow(a.s, n)
-	a.v = grow(a.v, d)
+	a.s = buf.Grow(a.s, n)
+	a.v = buf.Grow(a.v, d)
 	dual := n < d
 	m := d
 	if dual {
@@ -182,14 +183,14 @@ func (a *Spectral) topDirection(x *tensor.Matrix) {
 	} else {
 		tensor.MatMul(&a.cov, &a.centred, true, &a.centred, false, 1, 0)
 	}
-	a.q = grow(a.q, m)
-	a.u = grow(a.u, m)
-	a.c64 = grow(a.c64, m*m)
+	a.q = buf.Grow(a.q, m)
+	a.u = buf.Grow(a.u, m)
+	a.c64 = buf.Grow(a.c64, m*m)
 	for k, c := range a.cov.Data {
 		a.c64[k] = float64(c)
 	}
 	if len(a.w) != m {
-		a.w = grow(a.w, m)
+		a.w = buf.Grow(a.w, m)
 		r := rand.New(rand.NewPCG(uint64(m), spectralStream))
 		for j := range a.w {
 			a.w[j] = r.NormFloat64()

@@ -13,6 +13,7 @@ import (
 	"strconv"
 
 	"github.com/splitguard/splitguard/attack"
+	"github.com/splitguard/splitguard/internal/buf"
 	"github.com/splitguard/splitguard/metrics"
 	"github.com/splitguard/splitguard/tensor"
 )
@@ -169,8 +170,8 @@ func (a *Auditor) HasEpochMemory() bool { return a.memory != nil }
 func (a *Auditor) Observe(b *Batch) (map[string]*float64, error) {
 	clear(a.result)
 	n := len(b.Labels)
-	a.scores = grow(a.scores, n)
-	a.scored = grow(a.scored, n)
+	a.scores = buf.Grow(a.scores, n)
+	a.scored = buf.Grow(a.scored, n)
 	a.hints = attack.PickHints(b.Labels, maxHints, a.rng, a.hints)
 	oracleRow := pickPositive(b.Labels, a.rng)
 	var clean []*tensor.Matrix
@@ -256,7 +257,7 @@ func (a *Auditor) pickKnown(b *Batch) {
 	n := len(b.Labels)
 	k := min(a.knownRows, n)
 	r := rand.New(rand.NewPCG(a.seed^(uint64(b.Step)*0x9e3779b97f4a7c15), streamKnown))
-	a.perm = grow(a.perm, n)
+	a.perm = buf.Grow(a.perm, n)
 	for i := range a.perm {
 		a.perm[i] = i
 	}
@@ -290,11 +291,4 @@ func pickPositive(labels []uint8, r *rand.Rand) int {
 		}
 	}
 	return -1
-}
-
-func grow[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
-	}
-	return s[:n]
 }

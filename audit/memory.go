@@ -3,6 +3,7 @@ package audit
 import (
 	"fmt"
 
+	"github.com/splitguard/splitguard/internal/buf"
 	"github.com/splitguard/splitguard/metrics"
 )
 
@@ -24,7 +25,7 @@ func (a *Auditor) EndEpoch(labelOf func(id uint64) (uint8, bool)) (map[string]*f
 	out := map[string]*float64{}
 	for _, layer := range a.memory.Layers() {
 		ids := a.memory.IDs(layer)
-		a.memLabels = grow(a.memLabels, len(ids))
+		a.memLabels = buf.Grow(a.memLabels, len(ids))
 		for i, id := range ids {
 			y, ok := labelOf(id)
 			if !ok {

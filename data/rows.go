@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 
+	"github.com/splitguard/splitguard/internal/buf"
 	"github.com/splitguard/splitguard/internal/par"
 )
 
@@ -106,12 +107,9 @@ func (l *loader) encodeChunk(c *rowChunk) error {
 	}
 	defer c.reset()
 	nc, nd := len(l.cats), len(l.dense)
-	if cap(c.rows) < n {
-		c.rows = make([]parsedRow, n)
-	}
-	c.rows = c.rows[:n]
-	c.dense = grown(c.dense, n*nd)
-	c.cats = grown(c.cats, 2*n*nc)
+	c.rows = buf.Grow(c.rows, n)
+	c.dense = buf.Grow(c.dense, n*nd)
+	c.cats = buf.Grow(c.cats, 2*n*nc)
 	parts := min(runtime.GOMAXPROCS(0), maxLoadParts, (n+255)/256)
 	for len(c.parts) < parts {
 		c.parts = append(c.parts, parsePart{})
@@ -132,14 +130,6 @@ func (l *loader) encodeChunk(c *rowChunk) error {
 	}
 	l.encodeCategorical(c)
 	return nil
-}
-
-// grown returns s with length n, reusing its storage when it can.
-func grown[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
-	}
-	return s[:n]
 }
 
 // parseRow reads line, the data row numbered rowNum (its ID when the table

@@ -10,6 +10,7 @@ import (
 
 	"github.com/splitguard/splitguard/atomicfile"
 	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/internal/buf"
 	"github.com/splitguard/splitguard/rundir"
 )
 
@@ -109,7 +110,7 @@ func gatherRows(split *data.Split, rows []rowRef, b *data.Batch) {
 	x := split.Train.X
 	nc, nd := x.NumCat, x.NumDense
 	b.Rows = len(rows)
-	b.Cat = grow(b.Cat, len(rows)*nc)
+	b.Cat = buf.Grow(b.Cat, len(rows)*nc)
 	b.Dense = b.Dense.Resize(len(rows), nd)
 	for i, ref := range rows {
 		src := x
@@ -136,11 +137,4 @@ func writeScores(path string, ids []uint64, scores []float32) error {
 		}
 	}
 	return atomicfile.WriteFile(path, b, 0o644)
-}
-
-func grow[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
-	}
-	return s[:n]
 }

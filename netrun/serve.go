@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/internal/buf"
 	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/nn"
 	"github.com/splitguard/splitguard/psi"
@@ -217,7 +218,7 @@ func (r *serveRun) score(_ context.Context, b *grpcnet.ScoreBatch) (*grpcnet.Sco
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
-	r.probs = grow(r.probs, len(logits))
+	r.probs = buf.Grow(r.probs, len(logits))
 	nn.Sigmoid(r.probs, logits)
 	if err := tensor.CheckFinite(where+": scores", &tensor.Matrix{Rows: 1, Cols: len(r.probs), Data: r.probs}); err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/splitguard/splitguard/internal/buf"
 	"github.com/splitguard/splitguard/tensor"
 )
 
@@ -226,7 +227,7 @@ func (c *DCor) prepare(e *tensor.Matrix, y []float32, ones int) {
 	c.buf.Resize(n, n)
 	c.me.Resize(n, e.Cols)
 	for _, s := range []*[]float64{&c.norm, &c.yf, &c.z, &c.r, &c.r1, &c.rowsM, &c.rowS, &c.rowS1} {
-		*s = growF64(*s, n)
+		*s = buf.Grow(*s, n)
 	}
 	p := float64(ones) / float64(n)
 	for i := range n {
@@ -256,7 +257,7 @@ func (c *DCor) prepare(e *tensor.Matrix, y []float32, ones int) {
 	c.work[1].plo, c.work[1].phi = (nb+1)/2, nb
 	for k := range c.work {
 		w := &c.work[k]
-		w.col0, w.col1 = growF64(w.col0, n), growF64(w.col1, n)
+		w.col0, w.col1 = buf.Grow(w.col0, n), buf.Grow(w.col1, n)
 		clear(w.col0)
 		clear(w.col1)
 		w.sumSq = 0
@@ -376,12 +377,4 @@ func (c *DCor) product(e *tensor.Matrix, w *dcorWorker) {
 			tensor.Default.Sgemm(true, false, i1-i0, d, i0, 1, c.buf.Data[i0:], n, e.Data, d, 1, c.me.Data[i0*d:], d)
 		}
 	}
-}
-
-// growF64 returns a slice of length n, reusing s's storage.
-func growF64(s []float64, n int) []float64 {
-	if cap(s) < n {
-		return make([]float64, n)
-	}
-	return s[:n]
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/splitguard/splitguard/internal/buf"
 	"github.com/splitguard/splitguard/tensor"
 )
 
@@ -101,19 +102,12 @@ func (m *Mixup) MixTargets(y []float32) []float32 {
 	if !m.trained || len(y) != len(m.perm) {
 		return y
 	}
-	m.targets = grow32(m.targets, len(y))
+	m.targets = buf.Grow(m.targets, len(y))
 	l := float32(m.lambda)
 	for i := range y {
 		m.targets[i] = l*y[i] + (1-l)*y[m.perm[i]]
 	}
 	return m.targets
-}
-
-func grow32(s []float32, n int) []float32 {
-	if cap(s) < n {
-		return make([]float32, n)
-	}
-	return s[:n]
 }
 
 // Backward implements InputLayer: ∂L/∂e_i = λ·g_i + (1 − λ)·g_π⁻¹(i).

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/internal/buf"
 	"github.com/splitguard/splitguard/metrics"
 	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/nn"
@@ -227,8 +228,8 @@ func (a *Active) TrainStep(f *transport.Forward) (*transport.Backward, error) {
 		return nil, fmt.Errorf("active: refusing the batch: %w", err)
 	}
 	n := len(rows)
-	a.labels = grow(a.labels, n)
-	a.lossY = grow(a.lossY, n)
+	a.labels = buf.Grow(a.labels, n)
+	a.lossY = buf.Grow(a.lossY, n)
 	lossSrc := a.train.Labels
 	if a.cfg.TrainLabels != nil {
 		lossSrc = a.cfg.TrainLabels
@@ -245,11 +246,11 @@ func (a *Active) TrainStep(f *transport.Forward) (*transport.Backward, error) {
 	if err != nil {
 		return nil, fmt.Errorf("active: step %d: %w", a.step, err)
 	}
-	a.probs = grow(a.probs, n)
-	a.dLogits = grow(a.dLogits, n)
+	a.probs = buf.Grow(a.probs, n)
+	a.dLogits = buf.Grow(a.dLogits, n)
 	target := a.lossY
 	if a.cfg.TrainTargets != nil {
-		a.targetY = grow(a.targetY, n)
+		a.targetY = buf.Grow(a.targetY, n)
 		for i, r := range rows {
 			a.targetY[i] = a.cfg.TrainTargets[r]
 		}
@@ -307,7 +308,7 @@ func (a *Active) TrainStep(f *transport.Forward) (*transport.Backward, error) {
 func (a *Active) EvalBatch(f *transport.Forward) (*transport.Backward, error) {
 	n := len(a.test.IDs)
 	if f.Batch == 0 {
-		a.evalProbs = grow(a.evalProbs, n)
+		a.evalProbs = buf.Grow(a.evalProbs, n)
 		a.evalSeen = 0
 	}
 	start := a.evalSeen
@@ -403,11 +404,4 @@ func toFloat64(p []float32) []float64 {
 		out[i] = float64(v)
 	}
 	return out
-}
-
-func grow[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
-	}
-	return s[:n]
 }

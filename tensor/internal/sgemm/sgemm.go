@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/splitguard/splitguard/internal/buf"
 	"github.com/splitguard/splitguard/internal/par"
 )
 
@@ -133,10 +134,10 @@ func (e *Kernel) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []floa
 // on where the operands sit in memory.
 func thin(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	var tmp, col []float32
-	buf := gemmBufs.Get().(*gemmBuf)
-	defer gemmBufs.Put(buf)
-	buf.tile = grow(buf.tile, m+k)
-	tmp, col = buf.tile[:m], buf.tile[m:]
+	sc := gemmBufs.Get().(*gemmBuf)
+	defer gemmBufs.Put(sc)
+	sc.tile = buf.Grow(sc.tile, m+k)
+	tmp, col = sc.tile[:m], sc.tile[m:]
 	for j := range n {
 		// Column j of op(B), gathered so that the dot products and axpys
 		// read it with unit stride.
@@ -253,24 +254,16 @@ type gemmBuf struct{ b, a, tile []float32 }
 
 var gemmBufs = sync.Pool{New: func() any { return new(gemmBuf) }}
 
-// grow returns s with length n, reallocating only when it is too short.
-func grow(s []float32, n int) []float32 {
-	if cap(s) < n {
-		return make([]float32, n)
-	}
-	return s[:n]
-}
-
 // serial computes the product on the calling goroutine.
 func (e *Kernel) serial(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	mr, nr := e.mr, e.nr
-	buf := gemmBufs.Get().(*gemmBuf)
-	defer gemmBufs.Put(buf)
+	sc := gemmBufs.Get().(*gemmBuf)
+	defer gemmBufs.Put(sc)
 	kcMax, ncMax := min(k, blockK), min(n, blockN)
-	buf.b = grow(buf.b, kcMax*((ncMax+nr-1)/nr*nr))
-	buf.a = grow(buf.a, kcMax*mr)
-	buf.tile = grow(buf.tile, mr*nr)
-	tile := buf.tile
+	sc.b = buf.Grow(sc.b, kcMax*((ncMax+nr-1)/nr*nr))
+	sc.a = buf.Grow(sc.a, kcMax*mr)
+	sc.tile = buf.Grow(sc.tile, mr*nr)
+	tile := sc.tile
 	for p0 := 0; p0 < k; p0 += blockK {
 		kc := min(blockK, k-p0)
 		bt, load := beta, 1
@@ -281,19 +274,19 @@ func (e *Kernel) serial(transA, transB bool, m, n, k int, alpha float32, a []flo
 		}
 		for j0 := 0; j0 < n; j0 += blockN {
 			nc := min(blockN, n-j0)
-			packB(transB, b, ldb, p0, kc, j0, nc, nr, buf.b)
+			packB(transB, b, ldb, p0, kc, j0, nc, nr, sc.b)
 			for i0 := 0; i0 < m; i0 += blockM {
 				mc := min(blockM, m-i0)
 				full := mc / mr * mr // rows in whole tiles
 				if full < mc {
-					packA(transA, a, lda, i0+full, mc-full, p0, kc, mr, buf.a)
+					packA(transA, a, lda, i0+full, mc-full, p0, kc, mr, sc.a)
 				}
 				for jj := 0; jj < nc; jj += nr {
 					ncc := min(nr, nc-jj)
-					bp := &buf.b[jj*kc]
+					bp := &sc.b[jj*kc]
 					for ii := 0; ii < mc; ii += mr {
 						i := i0 + ii
-						kern, ap, as := e.cols, &buf.a[0], mr
+						kern, ap, as := e.cols, &sc.a[0], mr
 						switch {
 						case ii >= full:
 						case transA:
