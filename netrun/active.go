@@ -123,6 +123,7 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, e
 		return nil, fmt.Errorf("active: %w", err)
 	}
 	r := &activeRun{cfg: cfg, log: log, pd: pd, start: time.Now(), store: store{dir: cfg.checkpointDir(), role: "active", keep: cfg.KeepCheckpoints}}
+	r.store.acked = func() int64 { return r.acked }
 	var cancelBase context.CancelFunc
 	r.baseCtx, cancelBase = context.WithCancel(ctx)
 	defer cancelBase()
@@ -144,6 +145,13 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, e
 		return nil, err
 	}
 	defer r.rec.Close()
+	fbs, err := r.store.readFallbacks()
+	if err != nil {
+		return nil, fmt.Errorf("active: %w", err)
+	}
+	for _, fb := range fbs {
+		r.rec.AddFallback(fb)
+	}
 
 	r.srv, err = listen(&cfg, opt, grpcnet.Handlers{Hello: r.hello, PSI: r.psi, Checkpoint: r.checkpoint,
 		Shutdown: func(_ context.Context, reason string) error {
@@ -295,6 +303,10 @@ func (r *activeRun) TrainStep(f *transport.Forward) (*transport.Backward, error)
 			return nil, err
 		}
 		r.acked = r.saved
+		// The pair below the new acknowledged step is all a fallback needs.
+		if err := r.store.trim(r.saved); err != nil {
+			return nil, err
+		}
 	}
 	r.embedding, r.ids = f.Embedding, f.IDs
 	r.stepStart = time.Now()
@@ -392,14 +404,34 @@ func (r *activeRun) startBaseline() {
 // checkpoint handles the Checkpoint control call: after it, the active
 // party is at step (rolling back to its checkpoint of step if needed) and,
 // at a checkpoint step, has saved its checkpoint.
-func (r *activeRun) checkpoint(_ context.Context, step int64) error {
+func (r *activeRun) checkpoint(_ context.Context, step int64, holds []int64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.split == nil {
 		return errors.New("active: checkpoint before the ID alignment")
 	}
+	var fb *rundir.CheckpointFallback
 	if step < r.acked {
-		return fmt.Errorf("active: refusing to go back to step %d: both parties acknowledged the checkpoint of step %d; the run's record up to it is kept", step, r.acked)
+		var err error
+		if fb, err = r.fallback(step, holds); err != nil {
+			return fmt.Errorf("active: refusing to go back to step %d: both parties acknowledged the checkpoint of step %d; the run's record up to it is kept (%w)", step, r.acked, err)
+		}
+	}
+	if fb != nil {
+		if err := r.build(step); err != nil {
+			return err
+		}
+		r.srv.ResetOrder()
+		if err := r.store.writeAcked(step); err != nil {
+			return err
+		}
+		r.acked = step
+		if err := r.store.addFallback(*fb); err != nil {
+			return err
+		}
+		r.rec.AddFallback(*fb)
+		r.log.Warn("resuming from an older checkpoint: the acknowledged one is lost on one side", "step", step, "acknowledged", fb.From, "reason", fb.Reason)
+		return nil
 	}
 	if r.party == nil || r.party.Step() != step {
 		if step != 0 && !r.store.has(step) {
@@ -421,6 +453,52 @@ func (r *activeRun) checkpoint(_ context.Context, step int64) error {
 		return r.saveCheckpoint(step)
 	}
 	return nil
+}
+
+// fallback decides whether a resume at step, below the acknowledged step,
+// may go ahead, and returns its record: only when one party's copy of the
+// acknowledged checkpoint is lost (the active's does not verify, or the
+// passive does not list it among holds, the checkpoints it holds intact),
+// and only to the newest step both hold intact below it, which must be the
+// active's newest checkpoint below it (or step 0 when the acknowledged
+// checkpoint is the run's first): never more than one checkpoint back.
+// holds comes from the session's owner; an impostor holding the passive's
+// certificate can move the run back by one checkpoint, which replays the
+// same steps, and no further.
+func (r *activeRun) fallback(step int64, holds []int64) (*rundir.CheckpointFallback, error) {
+	steps, err := r.store.steps()
+	if err != nil {
+		return nil, err
+	}
+	prev := int64(0)
+	for _, s := range steps {
+		if s < r.acked {
+			prev = s
+		}
+	}
+	if prev == 0 && r.cfg.CheckpointEvery > 0 && r.acked > int64(r.cfg.CheckpointEvery) {
+		return nil, fmt.Errorf("this party holds no checkpoint below step %d", r.acked)
+	}
+	if step != prev {
+		return nil, fmt.Errorf("the newest checkpoint below it is step %d", prev)
+	}
+	if step > 0 && !slices.Contains(holds, step) {
+		return nil, fmt.Errorf("the passive party does not hold step %d intact (it holds %v)", step, holds)
+	}
+	if step > 0 {
+		if err := r.store.verify(step); err != nil {
+			return nil, fmt.Errorf("this party's checkpoint of step %d does not verify: %w", step, err)
+		}
+	}
+	var reason string
+	if err := r.store.verify(r.acked); err != nil {
+		reason = fmt.Sprintf("the active party's checkpoint of step %d does not verify: %v", r.acked, err)
+	} else if !slices.Contains(holds, r.acked) {
+		reason = fmt.Sprintf("the passive party does not hold its checkpoint of step %d intact", r.acked)
+	} else {
+		return nil, fmt.Errorf("both parties hold step %d intact", r.acked)
+	}
+	return &rundir.CheckpointFallback{From: r.acked, To: step, Reason: reason}, nil
 }
 
 // build makes the party afresh and, for step > 0, restores its checkpoint.

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/splitguard/splitguard/atomicfile"
+	"github.com/splitguard/splitguard/rundir"
 )
 
 // Checkpoint files. Version 3 (written) is
@@ -58,6 +61,13 @@ type store struct {
 	// keep is how many of the newest checkpoints stay (at least 2; 0 or
 	// less means DefaultKeepCheckpoints).
 	keep int
+	// acked, when set, returns the newest step both parties are known to
+	// hold: the two newest checkpoints at or below it are never pruned,
+	// so that when one party's copy of the acknowledged checkpoint is
+	// lost, both still hold the one before it (the fallback of
+	// activeRun.checkpoint). Unset, every checkpoint counts as at or
+	// below it (the passive saves a step only after the active did).
+	acked func() int64
 }
 
 func (s *store) path(step int64) string {
@@ -133,6 +143,11 @@ func (s *store) prune(step int64) error {
 	if err := s.verify(step); err != nil {
 		return err // keep everything: the new checkpoint is not good
 	}
+	return s.trim(step)
+}
+
+// trim deletes the checkpoints older than step that prunable lets go.
+func (s *store) trim(step int64) error {
 	keep := s.keep
 	if keep <= 0 {
 		keep = DefaultKeepCheckpoints
@@ -142,16 +157,62 @@ func (s *store) prune(step int64) error {
 	if err != nil {
 		return err
 	}
-	for len(steps) > keep {
-		if steps[0] >= step {
-			break
-		}
-		if err := os.Remove(s.path(steps[0])); err != nil && !errors.Is(err, os.ErrNotExist) {
+	for _, old := range prunable(steps, step, keep, s.ackedStep()) {
+		if err := os.Remove(s.path(old)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("checkpoint: pruning: %w", err)
 		}
-		steps = steps[1:]
 	}
 	return nil
+}
+
+// ackedStep is s.acked(), or the largest step without it.
+func (s *store) ackedStep() int64 {
+	if s.acked == nil {
+		return math.MaxInt64
+	}
+	return s.acked()
+}
+
+// prunable returns the steps (of steps, ascending) a save of step may
+// delete: all but the newest keep, the two newest at or below acked, and
+// any at or after step.
+func prunable(steps []int64, step int64, keep int, acked int64) []int64 {
+	kept := map[int64]bool{}
+	for i := len(steps) - 1; i >= 0 && i >= len(steps)-keep; i-- {
+		kept[steps[i]] = true
+	}
+	below := 0
+	for i := len(steps) - 1; i >= 0 && below < 2; i-- {
+		if steps[i] <= acked {
+			kept[steps[i]] = true
+			below++
+		}
+	}
+	var out []int64
+	for _, st := range steps {
+		if !kept[st] && st < step {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// intact returns the steps of the checkpoints present that verify (their
+// checksum), oldest first, and logs each one that does not.
+func (s *store) intact(log *slog.Logger) ([]int64, error) {
+	steps, err := s.steps()
+	if err != nil {
+		return nil, err
+	}
+	var out []int64
+	for _, st := range steps {
+		if err := s.verify(st); err != nil {
+			log.Warn("skipping a checkpoint that does not verify", "step", st, "err", err)
+			continue
+		}
+		out = append(out, st)
+	}
+	return out, nil
 }
 
 // verify reads the checkpoint of step back and checks its SHA-256.
@@ -458,6 +519,53 @@ func (s *store) writeAcked(step int64) error {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	return nil
+}
+
+// fallbacksPath is the file recording the run's resumes from an older
+// checkpoint, one JSON object a line.
+func (s *store) fallbacksPath() string { return filepath.Join(s.dir, s.role+".fallbacks") }
+
+// addFallback appends f to fallbacksPath (rewritten whole, atomically).
+func (s *store) addFallback(f rundir.CheckpointFallback) error {
+	all, err := s.readFallbacks()
+	if err != nil {
+		return err
+	}
+	var b []byte
+	for _, g := range append(all, f) {
+		line, err := json.Marshal(g)
+		if err != nil {
+			return err
+		}
+		b = append(append(b, line...), '\n')
+	}
+	if err := atomicfile.WriteFile(s.fallbacksPath(), b, 0o600); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return nil
+}
+
+// readFallbacks returns what fallbacksPath records (nothing when absent).
+func (s *store) readFallbacks() ([]rundir.CheckpointFallback, error) {
+	b, err := os.ReadFile(s.fallbacksPath())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	var out []rundir.CheckpointFallback
+	for i, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		var f rundir.CheckpointFallback
+		if err := json.Unmarshal(line, &f); err != nil {
+			return nil, fmt.Errorf("checkpoint: %s line %d: %w", s.fallbacksPath(), i+1, err)
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }
 
 // cleanOrphans removes the temporary files that interrupted writes left

@@ -126,6 +126,8 @@ type faultRun struct {
 	act, pas Config
 	px       *proxy
 	done     chan activeResult
+	// cancel ends the active party's context (as a signal would).
+	cancel context.CancelFunc
 	log      *strings.Builder
 	logMu    *sync.Mutex
 }
@@ -177,6 +179,7 @@ func startFault(t *testing.T, base config.Config, root string) *faultRun {
 	r := &faultRun{t: t, act: act, pas: pas, done: make(chan activeResult, 1), log: &strings.Builder{}, logMu: &sync.Mutex{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Second)
 	t.Cleanup(cancel)
+	r.cancel = cancel
 	addr := make(chan string, 1)
 	go func() {
 		s, err := RunActive(ctx, act, Options{Logger: r.logger(), Ready: func(a string) { addr <- a }})

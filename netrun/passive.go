@@ -182,23 +182,28 @@ func (p *passiveRun) session(ctx context.Context) error {
 }
 
 // resume agrees with the active party on the step to continue from: the
-// current step, else the newest common checkpoint, else step 0.
+// current step, else the newest common checkpoint, else step 0. Each
+// proposal lists the checkpoints this party holds intact, so that the
+// active may let it fall back behind the acknowledged step when one
+// party's copy of that checkpoint is lost (activeRun.fallback).
 func (p *passiveRun) resume(ctx context.Context) error {
+	log := p.opt.logger().With("party", "passive")
 	var cands []int64
 	if p.party != nil {
 		cands = append(cands, p.party.Step())
 	}
-	steps, err := p.store.steps()
-	if err != nil {
-		return err
-	}
+	var holds []int64
 	if p.cfg.CheckpointEvery > 0 {
-		for i := len(steps) - 1; i >= 0; i-- {
-			cands = append(cands, steps[i])
+		var err error
+		if holds, err = p.store.intact(log); err != nil {
+			return err
+		}
+		holds = holds[max(0, len(holds)-grpcnet.MaxHolds):]
+		for i := len(holds) - 1; i >= 0; i-- {
+			cands = append(cands, holds[i])
 		}
 	}
 	cands = append(cands, 0)
-	log := p.opt.logger().With("party", "passive")
 	tried := map[int64]bool{}
 	var last error
 	for _, s := range cands {
@@ -217,7 +222,7 @@ func (p *passiveRun) resume(ctx context.Context) error {
 				continue
 			}
 		}
-		if err := p.client.Checkpoint(ctx, s); err != nil {
+		if err := p.client.Checkpoint(ctx, s, holds...); err != nil {
 			if grpcnet.NeedsNewSession(err) {
 				return err
 			}
@@ -280,10 +285,20 @@ func (p *passiveRun) build(step int64) (*passive.Passive, error) {
 // ends the run there.
 var testHookPassiveSaved func(step int64) error
 
+// testHookPassiveStep, when set (by tests), is called after every
+// training step the passive completed (step steps done), before any
+// checkpoint of that step; an error ends the run there.
+var testHookPassiveStep func(step int64) error
+
 // afterStep checkpoints at every checkpoint step: the active party first
 // (Checkpoint call), then the passive.
 func (p *passiveRun) afterStep(ctx context.Context, step int64) error {
 	p.progress = time.Now()
+	if testHookPassiveStep != nil {
+		if err := testHookPassiveStep(step); err != nil {
+			return err
+		}
+	}
 	n := int64(p.cfg.CheckpointEvery)
 	if n <= 0 || step%n != 0 || step >= p.party.TotalSteps() {
 		return nil

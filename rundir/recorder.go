@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -77,7 +78,11 @@ type Recorder struct {
 	baseline     *BaselineSummary
 	earlyStopped bool
 	valRows      int
+	fallbacks    []CheckpointFallback
 }
+
+// AddFallback records a resume from an older checkpoint in the summary.
+func (r *Recorder) AddFallback(f CheckpointFallback) { r.fallbacks = append(r.fallbacks, f) }
 
 // Truncate marks the run as ended before its planned steps for reason;
 // the summary Finish writes says so.
@@ -356,7 +361,8 @@ func (r *Recorder) Finish(steps int64, elapsed time.Duration) (*Summary, error) 
 		Leak: r.aud.Summary(), TrainRows: len(train.IDs), TestRows: len(r.split.Test.IDs),
 		TrainPosRate: float64(pos) / float64(max(len(train.IDs), 1)), BadRowsSkipped: r.split.Info.BadRows,
 		Engine: tensor.Default.Name(), Protect: cfg.Protect,
-		Truncated: cfg.MaxSteps > 0 && steps < planned && !r.earlyStopped,
+		Truncated:           cfg.MaxSteps > 0 && steps < planned && !r.earlyStopped,
+		CheckpointFallbacks: slices.Clone(r.fallbacks),
 	}
 	for _, e := range r.evalsSeen {
 		for k, v := range e.Attacks {

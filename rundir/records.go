@@ -112,6 +112,10 @@ type Summary struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Auto lists the settings chosen from the data (config.yaml's auto).
 	Auto []string `json:"auto,omitempty"`
+	// CheckpointFallbacks are the resumes of a two-process run from the
+	// checkpoint before the acknowledged one, because one party's copy of
+	// that one was lost, oldest first.
+	CheckpointFallbacks []CheckpointFallback `json:"checkpoint_fallbacks,omitempty"`
 
 	TestLossFinal float64 `json:"test_loss_final"`
 	// TestLossNote says what the test loss includes.
@@ -150,6 +154,15 @@ type Summary struct {
 	// each over the evaluations.
 	EvalAttacksFinal map[string]float64 `json:"eval_attacks_final,omitempty"`
 	EvalAttacksBest  map[string]float64 `json:"eval_attacks_best,omitempty"`
+}
+
+// CheckpointFallback records a two-process run that resumed at step To,
+// the checkpoint before the acknowledged step From, because one party's
+// checkpoint of From was corrupt or missing (Reason says which).
+type CheckpointFallback struct {
+	From   int64  `json:"from"`
+	To     int64  `json:"to"`
+	Reason string `json:"reason"`
 }
 
 // EpochRecord is one line of epochs.jsonl: the epoch attacks' leak AUCs

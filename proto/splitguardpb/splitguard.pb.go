@@ -697,10 +697,15 @@ func (x *Backward) GetGrad() *Tensor {
 }
 
 // CheckpointRequest asks to checkpoint after step (the number of training
-// steps done).
+// steps done), or, from a passive party resuming, to continue from step.
+// holds lists the steps of the checkpoints the passive holds intact (each
+// verified against its checksum) when it resumes below its newest one: the
+// active party then lets it fall back behind the acknowledged step by at
+// most one checkpoint, to the newest step both hold intact.
 type CheckpointRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Step          int64                  `protobuf:"varint,1,opt,name=step,proto3" json:"step,omitempty"`
+	Holds         []int64                `protobuf:"varint,2,rep,packed,name=holds,proto3" json:"holds,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -740,6 +745,13 @@ func (x *CheckpointRequest) GetStep() int64 {
 		return x.Step
 	}
 	return 0
+}
+
+func (x *CheckpointRequest) GetHolds() []int64 {
+	if x != nil {
+		return x.Holds
+	}
+	return nil
 }
 
 // CheckpointResponse confirms the checkpoint.
@@ -1056,9 +1068,10 @@ const file_splitguard_proto_rawDesc = "" +
 	"\bBackward\x12\x12\n" +
 	"\x04step\x18\x01 \x01(\x03R\x04step\x12\x14\n" +
 	"\x05batch\x18\x02 \x01(\x03R\x05batch\x12)\n" +
-	"\x04grad\x18\x03 \x01(\v2\x15.splitguard.v1.TensorR\x04grad\"'\n" +
+	"\x04grad\x18\x03 \x01(\v2\x15.splitguard.v1.TensorR\x04grad\"=\n" +
 	"\x11CheckpointRequest\x12\x12\n" +
-	"\x04step\x18\x01 \x01(\x03R\x04step\"(\n" +
+	"\x04step\x18\x01 \x01(\x03R\x04step\x12\x14\n" +
+	"\x05holds\x18\x02 \x03(\x03R\x05holds\"(\n" +
 	"\x12CheckpointResponse\x12\x12\n" +
 	"\x04step\x18\x01 \x01(\x03R\x04step\")\n" +
 	"\x0fShutdownRequest\x12\x16\n" +

@@ -289,10 +289,14 @@ func (c *Client) PSI(ctx context.Context, req *psi.Request) (*psi.Response, erro
 
 // Checkpoint asks the active party to checkpoint after step training
 // steps; it returns once the active has agreed (and checkpointed).
-func (c *Client) Checkpoint(ctx context.Context, step int64) error {
+//
+// A passive party resuming below its newest checkpoint lists holds, the
+// steps of the checkpoints it holds intact (ascending, at most MaxHolds):
+// see Handlers.Checkpoint.
+func (c *Client) Checkpoint(ctx context.Context, step int64, holds ...int64) error {
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
-	resp, err := c.rpc.Checkpoint(c.withSession(ctx), &pb.CheckpointRequest{Step: step}, grpc.WaitForReady(true))
+	resp, err := c.rpc.Checkpoint(c.withSession(ctx), &pb.CheckpointRequest{Step: step, Holds: holds}, grpc.WaitForReady(true))
 	if err != nil {
 		return fmt.Errorf("grpcnet: checkpoint at step %d: %w", step, err)
 	}

@@ -23,7 +23,7 @@ func TestCloseReturnsWithStuckHandler(t *testing.T) {
 	entered := make(chan struct{})
 	s, err := Listen("127.0.0.1:0", ServerOptions{InsecureLoopback: true, Logger: quietLogger(t),
 		Local: Hello{Party: "active", Config: fp},
-		Handlers: Handlers{Checkpoint: func(context.Context, int64) error {
+		Handlers: Handlers{Checkpoint: func(context.Context, int64, []int64) error {
 			close(entered)
 			<-release // ignores the context: stuck until the test ends
 			return nil

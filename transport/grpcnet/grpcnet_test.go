@@ -197,7 +197,7 @@ func TestExchangeMutualTLS(t *testing.T) {
 	p := newPKI(t)
 	var ckpt []int64
 	s := startServer(t, ServerOptions{TLS: p.server(t), Handlers: Handlers{
-		Checkpoint: func(_ context.Context, step int64) error { ckpt = append(ckpt, step); return nil },
+		Checkpoint: func(_ context.Context, step int64, _ []int64) error { ckpt = append(ckpt, step); return nil },
 	}})
 	e := runEcho(s, nil)
 	c := dial(t, s.Addr(), ClientOptions{TLS: p.client(t, pki.FilesIn(p.dir, "passive"))})

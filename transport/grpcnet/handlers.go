@@ -29,9 +29,12 @@ type Handlers struct {
 	// PSI answers one PSI round; (*psi.Responder).Handle fits after
 	// wrapping.
 	PSI func(ctx context.Context, req *psi.Request) (*psi.Response, error)
-	// Checkpoint is asked to checkpoint after step training steps; an error
-	// refuses.
-	Checkpoint func(ctx context.Context, step int64) error
+	// Checkpoint is asked to checkpoint after step training steps, or to
+	// resume from step; an error refuses. holds is what the passive sent
+	// with a resume below its newest checkpoint: the steps of the
+	// checkpoints it holds intact (at most MaxHolds, each ≥ 0, ascending,
+	// no repeats; nil otherwise).
+	Checkpoint func(ctx context.Context, step int64, holds []int64) error
 	// Shutdown is told that the passive ends the run; reason is empty for a
 	// normal end.
 	Shutdown func(ctx context.Context, reason string) error
@@ -42,6 +45,9 @@ type Handlers struct {
 	// the active party shares its scores.
 	Score func(ctx context.Context, b *ScoreBatch) (*ScoreResult, error)
 }
+
+// MaxHolds is the most held checkpoints a Checkpoint call may list.
+const MaxHolds = 64
 
 // errBeforeHello is the text of the refusal of a call that needs a Hello.
 const errBeforeHello = "without the session of a successful Hello"
@@ -145,7 +151,16 @@ func (v *service) Checkpoint(ctx context.Context, req *pb.CheckpointRequest) (*p
 	if req.GetStep() < 0 {
 		return nil, statusf(codes.InvalidArgument, "checkpoint at negative step %d", req.GetStep())
 	}
-	if err := s.o.Handlers.Checkpoint(ctx, req.GetStep()); err != nil {
+	holds := req.GetHolds()
+	if len(holds) > MaxHolds {
+		return nil, statusf(codes.InvalidArgument, "checkpoint at step %d: %d held checkpoints listed, at most %d", req.GetStep(), len(holds), MaxHolds)
+	}
+	for i, h := range holds {
+		if h < 0 || (i > 0 && h <= holds[i-1]) {
+			return nil, statusf(codes.InvalidArgument, "checkpoint at step %d: the held checkpoints %v are not distinct steps ≥ 0 in ascending order", req.GetStep(), holds)
+		}
+	}
+	if err := s.o.Handlers.Checkpoint(ctx, req.GetStep(), holds); err != nil {
 		s.log.Warn("grpcnet: checkpoint refused", "peer", peerName(ctx), "step", req.GetStep(), "err", err)
 		return nil, toStatus(err, codes.FailedPrecondition, fmt.Sprintf("checkpoint at step %d", req.GetStep()))
 	}

@@ -33,7 +33,7 @@ func TestSessionOwnsCalls(t *testing.T) {
 	var ckpts []int64
 	var shuts []string
 	s := startServer(t, ServerOptions{TLS: p.server(t), Handlers: Handlers{
-		Checkpoint: func(_ context.Context, step int64) error {
+		Checkpoint: func(_ context.Context, step int64, _ []int64) error {
 			mu.Lock()
 			ckpts = append(ckpts, step)
 			mu.Unlock()
@@ -125,7 +125,7 @@ func TestSessionOwnsCalls(t *testing.T) {
 // a session that ended is no longer current after the new Hello.
 func TestSessionEndsWithShutdown(t *testing.T) {
 	p := newPKI(t)
-	s := startServer(t, ServerOptions{TLS: p.server(t), Handlers: Handlers{Checkpoint: func(context.Context, int64) error { return nil }}})
+	s := startServer(t, ServerOptions{TLS: p.server(t), Handlers: Handlers{Checkpoint: func(context.Context, int64, []int64) error { return nil }}})
 	files := pki.FilesIn(p.dir, "passive")
 	a := dial(t, s.Addr(), ClientOptions{TLS: p.client(t, files)})
 	b := dial(t, s.Addr(), ClientOptions{TLS: p.client(t, files)})
