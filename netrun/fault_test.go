@@ -128,8 +128,8 @@ type faultRun struct {
 	done     chan activeResult
 	// cancel ends the active party's context (as a signal would).
 	cancel context.CancelFunc
-	log      *strings.Builder
-	logMu    *sync.Mutex
+	log    *strings.Builder
+	logMu  *sync.Mutex
 }
 
 type activeResult struct {
