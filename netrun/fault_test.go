@@ -332,7 +332,7 @@ func (r *faultRun) intruder(t *testing.T) *grpcnet.Client {
 	t.Helper()
 	cfg := r.pas
 	cfg.Addr = r.px.target
-	c, err := dial(&cfg, Options{Logger: r.logger()}, "intruder")
+	c, err := dial(&cfg, Options{Logger: r.logger()}, "intruder", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 	if err := pd.saveEncoding(cfg.Out); err != nil {
 		return nil, fmt.Errorf("passive: %w", err)
 	}
-	client, err := dial(&cfg, opt, "passive")
+	client, err := dial(&cfg, opt, "passive", 0)
 	if err != nil {
 		return nil, err
 	}

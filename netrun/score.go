@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
 	"log/slog"
 
@@ -34,7 +35,16 @@ type ScoreOptions struct {
 	// Unscored, when set, receives the IDs the active party does not hold
 	// (one per line).
 	Unscored string
+	// ConnectTimeout bounds how long scoring waits for an active party
+	// that does not answer at all (a closed port); 0 means
+	// DefaultScoreConnectTimeout.
+	ConnectTimeout time.Duration
 }
+
+// DefaultScoreConnectTimeout is how long scoring waits, by default, for an
+// active party that does not answer: a serving active party is up before
+// anyone scores against it.
+const DefaultScoreConnectTimeout = 30 * time.Second
 
 // ScoreResult reports a passive scoring session.
 type ScoreResult struct {
@@ -95,7 +105,11 @@ func Score(ctx context.Context, cfg Config, so ScoreOptions, opt Options) (*Scor
 	if err := readModel(so.Model, func(r *bufio.Reader) error { return bottom.Load(r) }); err != nil {
 		return nil, fmt.Errorf("passive score: %w", err)
 	}
-	client, err := dial(&cfg, opt, "passive score")
+	connect := so.ConnectTimeout
+	if connect <= 0 {
+		connect = DefaultScoreConnectTimeout
+	}
+	client, err := dial(&cfg, opt, "passive score", connect)
 	if err != nil {
 		return nil, err
 	}

@@ -35,10 +35,11 @@ func listen(cfg *Config, opt Options, h grpcnet.Handlers, who string) (*grpcnet.
 
 // dial connects the passive party to the active party at cfg.Addr (mutual
 // TLS unless cfg.InsecureLoopback). who names the caller in errors
-// ("passive", "passive score").
-func dial(cfg *Config, opt Options, who string) (*grpcnet.Client, error) {
+// ("passive", "passive score"); connect bounds how long the Hello waits
+// for an active party that does not answer (0: cfg.PeerTimeout).
+func dial(cfg *Config, opt Options, who string, connect time.Duration) (*grpcnet.Client, error) {
 	co := grpcnet.ClientOptions{InsecureLoopback: cfg.InsecureLoopback, Logger: opt.logger(),
-		MaxMessageBytes: cfg.MaxMessageMB << 20, ExchangeTimeout: cfg.ExchangeTimeout, CallTimeout: cfg.PeerTimeout}
+		MaxMessageBytes: cfg.MaxMessageMB << 20, ExchangeTimeout: cfg.ExchangeTimeout, CallTimeout: cfg.PeerTimeout, ConnectTimeout: connect}
 	if !cfg.InsecureLoopback {
 		var err error
 		if co.TLS, err = pki.ClientTLSConfig(cfg.tlsFiles(), cfg.PeerName); err != nil {

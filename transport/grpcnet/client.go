@@ -43,6 +43,10 @@ type ClientOptions struct {
 	// CallTimeout bounds each control call (default 10 minutes: a PSI
 	// round over millions of IDs takes minutes).
 	CallTimeout time.Duration
+	// ConnectTimeout bounds how long Hello waits for an active party that
+	// does not answer at all (a closed port, an unreachable host); 0 means
+	// CallTimeout.
+	ConnectTimeout time.Duration
 	// MaxRetries is how often one exchange is re-sent after a transient
 	// failure (default 6; negative: never).
 	MaxRetries int
@@ -231,6 +235,12 @@ func (c *Client) Hello(ctx context.Context, local Hello) (*Hello, error) {
 	// not listening yet is waited for here, with backoff.
 	var resp *pb.HelloResponse
 	var header metadata.MD
+	wait := c.o.ConnectTimeout
+	if wait <= 0 || wait > c.o.CallTimeout {
+		wait = c.o.CallTimeout
+	}
+	giveUp := time.Now().Add(wait)
+	lastLog := time.Time{}
 	for delay := 50 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
 		resp, err = c.rpc.Hello(c.withSession(ctx), req, grpc.Header(&header))
 		if err == nil {
@@ -243,7 +253,15 @@ func (c *Client) Hello(ctx context.Context, local Hello) (*Hello, error) {
 		if status.Code(err) != codes.Unavailable {
 			return nil, fmt.Errorf("grpcnet: hello: %w", err)
 		}
-		t := time.NewTimer(delay)
+		if time.Since(lastLog) >= 30*time.Second {
+			c.log.Warn("grpcnet: the active party does not answer yet; retrying", "addr", c.addr, "until", giveUp.Format(time.TimeOnly), "err", status.Convert(err).Message())
+			lastLog = time.Now()
+		}
+		left := time.Until(giveUp)
+		if left <= 0 {
+			return nil, fmt.Errorf("grpcnet: hello: nothing answered at %s within %v: %w", c.addr, wait, err)
+		}
+		t := time.NewTimer(min(delay, left))
 		select {
 		case <-t.C:
 		case <-ctx.Done():
