@@ -144,8 +144,8 @@ func TestColumnsSplit(t *testing.T) {
 }
 
 // TestColumnsMissing: a column asked for with --columns that the party's
-// file does not hold ends the run before any connection, with an error
-// naming the party, the file and the column; so does a feature list that
+// file does not hold ends the run before training, with an error naming
+// the party, the file and the column; so does a feature list that
 // names the label column.
 func TestColumnsMissing(t *testing.T) {
 	path := synthFile(t, 50)
@@ -153,7 +153,7 @@ func TestColumnsMissing(t *testing.T) {
 	base := smallConfig(path, filepath.Join(root, "unused"))
 	act, pas := partyConfigs(base, root, "")
 	act.InsecureLoopback, pas.InsecureLoopback = true, true
-	pas.Addr = "127.0.0.1:1" // never dialled: the data fails first
+	pas.Addr = "127.0.0.1:1" // closed: the passive's refusal reaches no one
 	ctx := context.Background()
 
 	pas.Columns = []string{"I1", "C99"}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -68,7 +69,9 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 	}
 	pd, err := loadParty(&cfg, false)
 	if err != nil {
-		return nil, fmt.Errorf("passive: %w", err)
+		err = fmt.Errorf("passive: %w", err)
+		tellRefusal(ctx, &cfg, opt, log, err)
+		return nil, err
 	}
 	log.Info("data loaded", "train", len(pd.split.Train.IDs), "test", len(pd.split.Test.IDs))
 	if cfg.Format == data.FormatCSV && cfg.Label == "" {
@@ -141,6 +144,30 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 		err = cerr
 	}
 	return res, err
+}
+
+// refusalConnectTimeout is how long a passive party that cannot take part
+// waits for the active party to answer, to tell it so.
+const refusalConnectTimeout = 3 * time.Second
+
+// tellRefusal tells the active party, if it answers within
+// refusalConnectTimeout, that this party ends the run before it began
+// because of err (its data could not be loaded), so that the active ends
+// at once with the reason instead of waiting for the peer timeout. It is
+// best effort: a failure is only logged.
+func tellRefusal(ctx context.Context, cfg *Config, opt Options, log *slog.Logger, cause error) {
+	client, err := dial(cfg, opt, "passive", refusalConnectTimeout)
+	if err == nil {
+		defer client.Close()
+		hctx, cancel := context.WithTimeout(ctx, refusalConnectTimeout+2*time.Second)
+		defer cancel()
+		if _, err = client.Hello(hctx, grpcnet.Hello{Party: partyName(cfg.Name, "passive"), Config: cfg.fingerprint()}); err == nil {
+			abortSession(client, cause)
+			log.Info("told the active party that this party cannot take part")
+			return
+		}
+	}
+	log.Warn("could not tell the active party that this party cannot take part", "err", err)
 }
 
 // session runs one session: Hello, PSI, resume, training to the end.
