@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/splitguard/splitguard/atomicfile"
 	"github.com/splitguard/splitguard/attack"
 	"github.com/splitguard/splitguard/audit"
@@ -62,17 +64,23 @@ type activeRun struct {
 	mu        sync.Mutex
 	responder *psi.Responder
 	common    []uint64 // the ID intersection, once known
-	split     *data.Split
-	eval      *data.Dataset // validation rows, then test rows
-	valRows   int
-	party     *active.Active
-	aud       *audit.Auditor
-	layers    []string
-	embedding *tensor.Matrix
-	ids       []uint64
-	epoch     int
-	stepStart time.Time
-	start     time.Time
+	// realign bounds the PSIs of later sessions (a restarted passive's,
+	// or an impostor's once the passive is gone); passiveIDs is the number
+	// of IDs the passive aligned with the first time (round 1), which a
+	// later session's must equal; round1 the count of the session's own.
+	realign            *rate.Limiter
+	passiveIDs, round1 int
+	split              *data.Split
+	eval               *data.Dataset // validation rows, then test rows
+	valRows            int
+	party              *active.Active
+	aud                *audit.Auditor
+	layers             []string
+	embedding          *tensor.Matrix
+	ids                []uint64
+	epoch              int
+	stepStart          time.Time
+	start              time.Time
 	// planned is the number of training steps of the run.
 	planned int64
 	// saved is the step of the newest checkpoint this party saved or
@@ -122,7 +130,8 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, e
 	if err := pd.saveEncoding(cfg.Out); err != nil {
 		return nil, fmt.Errorf("active: %w", err)
 	}
-	r := &activeRun{cfg: cfg, log: log, pd: pd, start: time.Now(), store: store{dir: cfg.checkpointDir(), role: "active", keep: cfg.KeepCheckpoints}}
+	r := &activeRun{cfg: cfg, log: log, pd: pd, start: time.Now(), store: store{dir: cfg.checkpointDir(), role: "active", keep: cfg.KeepCheckpoints},
+		realign: rate.NewLimiter(rate.Every(realignEvery), realignBurst)}
 	r.store.acked = func() int64 { return r.acked }
 	var cancelBase context.CancelFunc
 	r.baseCtx, cancelBase = context.WithCancel(ctx)
@@ -346,6 +355,18 @@ func (r *activeRun) hello(_ context.Context, peer grpcnet.Hello) error {
 func (r *activeRun) psi(_ context.Context, req *psi.Request) (*psi.Response, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if req.Round == 1 && r.responder != nil {
+		if r.common != nil {
+			if len(req.Elements) != r.passiveIDs {
+				return nil, fmt.Errorf("active: a new session aligns %d IDs, the run's passive party aligned %d: refused (the passive's data cannot change within a run)", len(req.Elements), r.passiveIDs)
+			}
+			if wait := realignWait(r.realign, time.Now()); wait > 0 {
+				r.log.Warn("refusing a realignment: too many sessions", "retry_in", wait.Round(time.Second))
+				return nil, grpcnet.TryAgainLater(fmt.Errorf("active: realignments are limited to %d at once and one per %v; try again in %v", realignBurst, realignEvery, wait.Round(time.Second)))
+			}
+		}
+		r.round1 = len(req.Elements)
+	}
 	resp, common, err := respondPSI("active", r.responder, req)
 	if err != nil {
 		return nil, err
@@ -376,10 +397,32 @@ func (r *activeRun) psi(_ context.Context, req *psi.Request) (*psi.Response, err
 	r.rec.SetConfig(r.cfg.Config)
 	r.rec.SetValRows(valRows)
 	r.common, r.split, r.eval, r.valRows = common, split, eval, valRows
+	r.passiveIDs = r.round1
 	r.startBaseline()
 	r.log.Info("IDs aligned", "intersection", len(common), "train", len(split.Train.IDs), "validation", valRows, "test", len(split.Test.IDs),
 		"batch", r.cfg.Batch, "epochs", r.cfg.Epochs, "lr", r.cfg.LR, "auto", r.cfg.Auto)
 	return resp, nil
+}
+
+// A run's later alignments (each a new session's PSI, which tells the
+// peer which of its IDs the active holds) are limited to realignBurst in
+// a row, then one per realignEvery: a passive that reconnects after a cut
+// link never notices, a certificate holder flooding the active party once
+// the passive is gone learns little.
+const (
+	realignBurst = 10
+	realignEvery = time.Minute
+)
+
+// realignWait takes a realignment from lim at now, or returns how long
+// until one is free (taking nothing).
+func realignWait(lim *rate.Limiter, now time.Time) time.Duration {
+	res := lim.ReserveN(now, 1)
+	if d := res.DelayFrom(now); d > 0 {
+		res.CancelAt(now)
+		return d
+	}
+	return 0
 }
 
 // startBaseline starts fitting the logistic baseline on the active

@@ -2,10 +2,14 @@ package netrun
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/splitguard/splitguard/psi"
+	"github.com/splitguard/splitguard/transport/grpcnet"
 )
 
 // TestPassiveDataRefusalReachesActive: a passive party whose data cannot
@@ -42,4 +46,67 @@ func TestPassiveDataRefusalReachesActive(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the active party was not told")
 	}
+}
+
+// TestRealignmentFlood: once the passive party is gone (killed after step
+// 5), a holder of its certificate opens session after session, each with
+// a PSI over IDs of its choosing (each PSI's first round tells it which of
+// its IDs the active holds). A PSI over another number of IDs than the
+// passive aligned is refused outright; with the same number, realignBurst
+// are answered and the next is refused as "try again later", a temporary
+// refusal a reconnecting passive waits out.
+func TestRealignmentFlood(t *testing.T) {
+	root := t.TempDir()
+	const rows = 200
+	base := smallConfig(synthFile(t, rows), filepath.Join(root, "unused"))
+	base.Attacks = []string{"norm"}
+	r := startFault(t, base, root)
+	killPassiveAfter(t, r.px, 5)
+	if _, err := r.passive(context.Background()); !errors.Is(err, errKilled) {
+		t.Fatalf("the killed passive: %v", err)
+	}
+	m := r.intruder(t)
+	ctx := context.Background()
+	hello := func() {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			_, err := m.Hello(ctx, grpcnet.Hello{Party: "passive", Config: helloPrint(r.pas)})
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("hello: %v", err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	probe := func(n int) error {
+		ids := make([]uint64, n)
+		for i := range ids {
+			ids[i] = uint64(10_000 + i) // none of them the active's
+		}
+		_, err := psi.RunUint64(ids, nil, func(q *psi.Request) (*psi.Response, error) { return m.PSI(ctx, q) })
+		return err
+	}
+	hello()
+	if err := probe(rows + 1); err == nil || !strings.Contains(err.Error(), "the run's passive party aligned") {
+		t.Fatalf("a PSI over another number of IDs: %v", err)
+	}
+	for i := range realignBurst + 1 {
+		hello()
+		err := probe(rows)
+		if i < realignBurst {
+			// Answered in round 1; refused in round 2 (another intersection).
+			if err == nil || !strings.Contains(err.Error(), "intersection changed") {
+				t.Fatalf("realignment %d: %v", i+1, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), "try again in") || !grpcnet.NeedsNewSession(err) {
+			t.Fatalf("realignment %d: %v, want a temporary refusal", i+1, err)
+		}
+	}
+	r.cancel()
+	r.activeEnd()
 }

@@ -372,6 +372,12 @@ func statusf(code codes.Code, format string, args ...any) error {
 
 // toStatus turns a handler's error into a gRPC status error with the given
 // code unless it already is one.
+// TryAgainLater marks a handler's refusal as temporary: the client sees
+// it as a lost session (NeedsNewSession) and tries again after its backoff.
+func TryAgainLater(err error) error {
+	return status.Error(codes.Unavailable, err.Error())
+}
+
 func toStatus(err error, code codes.Code, what string) error {
 	if _, ok := status.FromError(err); ok {
 		return err
