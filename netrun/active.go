@@ -33,6 +33,11 @@ type Options struct {
 	// Logger receives progress, refusals and connection events
 	// (slog.Default() when nil).
 	Logger *slog.Logger
+	// Clock, when set, is the wall clock the TLS handshakes check the
+	// peer's certificate against (time.Now when nil), for tests of a
+	// machine whose clock is off. Timeouts use the monotonic clock and do
+	// not read it.
+	Clock func() time.Time
 	// Ready, when set, is called with the active party's listening address
 	// (useful with port 0).
 	Ready func(addr string)

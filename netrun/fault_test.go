@@ -173,6 +173,13 @@ func faultBase(t *testing.T, root string) (base config.Config, ref string) {
 
 func startFault(t *testing.T, base config.Config, root string) *faultRun {
 	t.Helper()
+	return startFaultWith(t, base, root, Options{})
+}
+
+// startFaultWith is startFault with the active party's options aopt (its
+// logger and Ready are the test's).
+func startFaultWith(t *testing.T, base config.Config, root string, aopt Options) *faultRun {
+	t.Helper()
 	act, pas := partyConfigs(base, root, newTestPKI(t))
 	// Generous: the race detector makes PSI and training slow.
 	act.PeerTimeout, pas.PeerTimeout = 90*time.Second, 90*time.Second
@@ -182,7 +189,8 @@ func startFault(t *testing.T, base config.Config, root string) *faultRun {
 	r.cancel = cancel
 	addr := make(chan string, 1)
 	go func() {
-		s, err := RunActive(ctx, act, Options{Logger: r.logger(), Ready: func(a string) { addr <- a }})
+		aopt.Logger, aopt.Ready = r.logger(), func(a string) { addr <- a }
+		s, err := RunActive(ctx, act, aopt)
 		r.done <- activeResult{s, err}
 	}()
 	select {

@@ -25,6 +25,7 @@ func listen(cfg *Config, opt Options, h grpcnet.Handlers, who string) (*grpcnet.
 		if so.TLS, err = pki.ServerTLSConfig(cfg.tlsFiles(), cfg.PeerName); err != nil {
 			return nil, fmt.Errorf("%s: %w", who, err)
 		}
+		so.TLS.Time = opt.Clock
 	}
 	srv, err := grpcnet.Listen(cfg.Addr, so)
 	if err != nil {
@@ -45,6 +46,7 @@ func dial(cfg *Config, opt Options, who string, connect time.Duration) (*grpcnet
 		if co.TLS, err = pki.ClientTLSConfig(cfg.tlsFiles(), cfg.PeerName); err != nil {
 			return nil, fmt.Errorf("%s: %w", who, err)
 		}
+		co.TLS.Time = opt.Clock
 	}
 	client, err := grpcnet.Dial(cfg.Addr, co)
 	if err != nil {

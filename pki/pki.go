@@ -45,6 +45,11 @@ const (
 	CAKeyFile  = "ca.key"
 )
 
+// ClockSkew is how far certificates are backdated: a party whose clock is
+// up to this much behind the machine that issued them (or that jumped
+// back by as much) still accepts them.
+const ClockSkew = 2 * time.Hour
+
 // DefaultValidity is the lifetime of certificates when none is given.
 const DefaultValidity = 365 * 24 * time.Hour
 
@@ -114,7 +119,7 @@ func InitCA(dir string, o CAOptions) error {
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
 		Subject:               pkix.Name{CommonName: o.CommonName, Organization: []string{"splitguard"}},
-		NotBefore:             now.Add(-5 * time.Minute),
+		NotBefore:             now.Add(-ClockSkew),
 		NotAfter:              now.Add(o.Validity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
@@ -180,7 +185,7 @@ func Issue(dir, name string, o IssueOptions) (certPath, keyPath string, err erro
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
 		Subject:      pkix.Name{CommonName: name, Organization: []string{"splitguard"}},
-		NotBefore:    now.Add(-5 * time.Minute),
+		NotBefore:    now.Add(-ClockSkew),
 		NotAfter:     now.Add(o.Validity),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
@@ -391,21 +396,24 @@ func pinnedConfig(f Files, peerName, side, peerRole string, usage x509.ExtKeyUsa
 	if err != nil {
 		return nil, nil, err
 	}
-	return &tls.Config{
-		MinVersion:   tls.VersionTLS13,
-		Certificates: []tls.Certificate{cert},
-		VerifyConnection: func(cs tls.ConnectionState) error {
-			return verifyPeer(cs, pool, peerName, usage, peerRole)
-		},
-	}, pool, nil
+	cfg := &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}}
+	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+		now := time.Now
+		if cfg.Time != nil {
+			now = cfg.Time
+		}
+		return verifyPeer(cs, pool, peerName, usage, peerRole, now())
+	}
+	return cfg, pool, nil
 }
 
 // verifyPeer verifies the peer's chain against the pool for the given
 // usage and checks that the leaf carries want. Both sides run it in
 // VerifyConnection: for the server it is the only verification of the
 // client's chain; for the client it repeats crypto/tls's own, so that the
-// pinning holds even if a caller loosens the standard checks.
-func verifyPeer(cs tls.ConnectionState, pool *x509.CertPool, want string, usage x509.ExtKeyUsage, role string) error {
+// pinning holds even if a caller loosens the standard checks. now is the
+// time the certificates must be valid at (the configuration's Time).
+func verifyPeer(cs tls.ConnectionState, pool *x509.CertPool, want string, usage x509.ExtKeyUsage, role string, now time.Time) error {
 	if len(cs.PeerCertificates) == 0 {
 		return fmt.Errorf("pki: the %s presented no certificate", role)
 	}
@@ -414,7 +422,7 @@ func verifyPeer(cs tls.ConnectionState, pool *x509.CertPool, want string, usage 
 	for _, c := range cs.PeerCertificates[1:] {
 		inter.AddCert(c)
 	}
-	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{usage}, CurrentTime: now}); err != nil {
 		return fmt.Errorf("pki: %s certificate %q: %w", role, leaf.Subject.CommonName, err)
 	}
 	if err := leaf.VerifyHostname(want); err != nil {
