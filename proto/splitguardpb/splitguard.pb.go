@@ -200,8 +200,12 @@ type HelloRequest struct {
 	ProtocolVersion uint32                 `protobuf:"varint,1,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
 	Party           string                 `protobuf:"bytes,2,opt,name=party,proto3" json:"party,omitempty"`
 	Config          *ConfigFingerprint     `protobuf:"bytes,3,opt,name=config,proto3" json:"config,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// id_format describes how the party's example IDs are written
+	// ("integer", "decimal", "text", …; empty: not said), so that an empty
+	// intersection of IDs written two ways can be named.
+	IdFormat      string `protobuf:"bytes,4,opt,name=id_format,json=idFormat,proto3" json:"id_format,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HelloRequest) Reset() {
@@ -255,6 +259,13 @@ func (x *HelloRequest) GetConfig() *ConfigFingerprint {
 	return nil
 }
 
+func (x *HelloRequest) GetIdFormat() string {
+	if x != nil {
+		return x.IdFormat
+	}
+	return ""
+}
+
 // HelloResponse is the active party's own view.
 type HelloResponse struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
@@ -262,8 +273,10 @@ type HelloResponse struct {
 	Party           string                 `protobuf:"bytes,2,opt,name=party,proto3" json:"party,omitempty"`
 	Config          *ConfigFingerprint     `protobuf:"bytes,3,opt,name=config,proto3" json:"config,omitempty"`
 	// accepted is false when the active refuses the run; reason says why.
-	Accepted      bool   `protobuf:"varint,4,opt,name=accepted,proto3" json:"accepted,omitempty"`
-	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	Accepted bool   `protobuf:"varint,4,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	Reason   string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	// id_format: as in HelloRequest, the active party's.
+	IdFormat      string `protobuf:"bytes,6,opt,name=id_format,json=idFormat,proto3" json:"id_format,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -329,6 +342,13 @@ func (x *HelloResponse) GetAccepted() bool {
 func (x *HelloResponse) GetReason() string {
 	if x != nil {
 		return x.Reason
+	}
+	return ""
+}
+
+func (x *HelloResponse) GetIdFormat() string {
+	if x != nil {
+		return x.IdFormat
 	}
 	return ""
 }
@@ -1031,17 +1051,19 @@ const file_splitguard_proto_rawDesc = "" +
 	"\x04seed\x18\x03 \x01(\x04R\x04seed\x12\x16\n" +
 	"\x06epochs\x18\x04 \x01(\rR\x06epochs\x12'\n" +
 	"\x0fschedule_length\x18\x05 \x01(\x04R\x0escheduleLength\x12\x16\n" +
-	"\x06digest\x18\x06 \x01(\fR\x06digest\"\x89\x01\n" +
+	"\x06digest\x18\x06 \x01(\fR\x06digest\"\xa6\x01\n" +
 	"\fHelloRequest\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x14\n" +
 	"\x05party\x18\x02 \x01(\tR\x05party\x128\n" +
-	"\x06config\x18\x03 \x01(\v2 .splitguard.v1.ConfigFingerprintR\x06config\"\xbe\x01\n" +
+	"\x06config\x18\x03 \x01(\v2 .splitguard.v1.ConfigFingerprintR\x06config\x12\x1b\n" +
+	"\tid_format\x18\x04 \x01(\tR\bidFormat\"\xdb\x01\n" +
 	"\rHelloResponse\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x14\n" +
 	"\x05party\x18\x02 \x01(\tR\x05party\x128\n" +
 	"\x06config\x18\x03 \x01(\v2 .splitguard.v1.ConfigFingerprintR\x06config\x12\x1a\n" +
 	"\baccepted\x18\x04 \x01(\bR\baccepted\x12\x16\n" +
-	"\x06reason\x18\x05 \x01(\tR\x06reason\"V\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x1b\n" +
+	"\tid_format\x18\x06 \x01(\tR\bidFormat\"V\n" +
 	"\n" +
 	"PSIRequest\x12\x14\n" +
 	"\x05round\x18\x01 \x01(\rR\x05round\x12\x1a\n" +

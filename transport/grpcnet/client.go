@@ -228,7 +228,7 @@ func (c *Client) Hello(ctx context.Context, local Hello) (*Hello, error) {
 	}
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
-	req := &pb.HelloRequest{ProtocolVersion: local.Version, Party: local.Party, Config: fp}
+	req := &pb.HelloRequest{ProtocolVersion: local.Version, Party: local.Party, Config: fp, IdFormat: local.IDFormat}
 	// Not WaitForReady: a connection that cannot be made fails the call at
 	// once, so that a refused TLS handshake (which no retry can fix) is
 	// reported now instead of after CallTimeout. An active party that is
@@ -269,7 +269,7 @@ func (c *Client) Hello(ctx context.Context, local Hello) (*Hello, error) {
 			return nil, fmt.Errorf("grpcnet: hello: the active party at %s was not reachable within %v: %w", c.addr, c.o.CallTimeout, err)
 		}
 	}
-	remote := &Hello{Version: resp.GetProtocolVersion(), Party: resp.GetParty(), Config: fingerprintFromPB(resp.GetConfig())}
+	remote := &Hello{Version: resp.GetProtocolVersion(), Party: resp.GetParty(), Config: fingerprintFromPB(resp.GetConfig()), IDFormat: resp.GetIdFormat()}
 	if !resp.GetAccepted() {
 		c.log.Warn("grpcnet: the active party refused the run", "reason", resp.GetReason())
 		return remote, fmt.Errorf("grpcnet: hello: the active party %q refused the run: %s", remote.Party, resp.GetReason())

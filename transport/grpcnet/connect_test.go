@@ -40,3 +40,19 @@ func TestHelloClosedPort(t *testing.T) {
 		t.Fatalf("no log line naming the address:\n%s", logs.String())
 	}
 }
+
+// TestHelloCarriesIDFormat: each side's Hello tells the other how its IDs
+// are written, and a difference alone refuses nothing.
+func TestHelloCarriesIDFormat(t *testing.T) {
+	var seen string
+	s := startServer(t, ServerOptions{InsecureLoopback: true, Local: Hello{Party: "active", Config: fp, IDFormat: "integer"},
+		Handlers: Handlers{Hello: func(_ context.Context, peer Hello) error { seen = peer.IDFormat; return nil }}})
+	c := dial(t, s.Addr(), ClientOptions{InsecureLoopback: true})
+	remote, err := c.Hello(context.Background(), Hello{Party: "passive", Config: fp, IDFormat: "decimal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if remote.IDFormat != "integer" || seen != "decimal" {
+		t.Fatalf("the passive saw the active's IDs as %q, the active the passive's as %q; want integer and decimal", remote.IDFormat, seen)
+	}
+}

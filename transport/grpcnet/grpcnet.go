@@ -143,6 +143,10 @@ type Hello struct {
 	Version uint32 // ProtocolVersion when zero in a local Hello
 	Party   string
 	Config  Fingerprint
+	// IDFormat says how the party's example IDs are written (see
+	// data.IDFormat); it does not take part in mismatch: it only names
+	// the likely cause of an empty intersection.
+	IDFormat string
 }
 
 // mismatch reports why two Hellos cannot run together ("" when they can).

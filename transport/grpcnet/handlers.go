@@ -87,8 +87,8 @@ func (v *service) Hello(ctx context.Context, req *pb.HelloRequest) (*pb.HelloRes
 	if err != nil {
 		return nil, toStatus(err, codes.Internal, "hello")
 	}
-	resp := &pb.HelloResponse{ProtocolVersion: local.Version, Party: local.Party, Config: fp}
-	remote := Hello{Version: req.GetProtocolVersion(), Party: req.GetParty(), Config: fingerprintFromPB(req.GetConfig())}
+	resp := &pb.HelloResponse{ProtocolVersion: local.Version, Party: local.Party, Config: fp, IdFormat: local.IDFormat}
+	remote := Hello{Version: req.GetProtocolVersion(), Party: req.GetParty(), Config: fingerprintFromPB(req.GetConfig()), IDFormat: req.GetIdFormat()}
 	reason := local.mismatch(remote)
 	s.helloMu.Lock()
 	defer s.helloMu.Unlock()
