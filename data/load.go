@@ -290,6 +290,7 @@ func (l *loader) run() error {
 		return err
 	}
 	delim := sniffDelimiter(l.o.Format, first)
+	l.lr.delim = delim
 	l.fields, err = splitFields(first, delim, l.fields, &l.scratch)
 	if err != nil {
 		return l.lineErr(l.lr.line, "%v", err)
@@ -323,6 +324,7 @@ func (l *loader) run() error {
 		if l.lr, err = l.rewind(); err != nil {
 			return l.errf("%v", err)
 		}
+		l.lr.delim = delim
 		if _, err := l.firstLine(); err != nil {
 			return err
 		}
