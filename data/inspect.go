@@ -83,7 +83,7 @@ func Inspect(path string, o Options, cardCap int) (*Report, error) {
 func InspectReader(r io.Reader, name string, o Options, cardCap int) (*Report, error) {
 	l := &loader{name: name}
 	var err error
-	if l.lr, l.rewind, err = rewindable(r, name); err != nil {
+	if l.lr, l.rewind, _, err = rewindable(r, name); err != nil {
 		return nil, err
 	}
 	return inspect(l, o, cardCap)

@@ -327,45 +327,48 @@ func (s *source) rewind() (*lineReader, error) {
 
 func (s *source) close() error { return s.closer() }
 
-// rewindable returns a line reader over r and a function restarting it
-// once at r's start: by seeking when r is an io.Seeker, else over the
-// bytes read from r so far, kept in memory as they are read, followed by
-// the rest of r.
-func rewindable(r io.Reader, name string) (*lineReader, func() (*lineReader, error), error) {
+// rewindable returns a line reader over r and a function restarting it at
+// r's start: by seeking when r is an io.Seeker, else over the bytes read
+// from r so far, kept in memory as they are read, followed by the rest of
+// r. forget, for a reader that is not a seeker, stops keeping its bytes
+// and drops those kept: rewind then fails.
+func rewindable(r io.Reader, name string) (lr *lineReader, rewind func() (*lineReader, error), forget func(), err error) {
 	rs, ok := r.(io.ReadSeeker)
 	if !ok {
 		rec := &recorder{r: r}
 		return newLineReader(rec), func() (*lineReader, error) {
-			if rec.done {
-				return nil, errors.New("the table can be read again only once")
+			if rec.off {
+				return nil, errors.New("the table cannot be read again")
 			}
-			rec.done = true
-			return newLineReader(io.MultiReader(bytes.NewReader(rec.buf.Bytes()), r)), nil
-		}, nil
+			return newLineReader(io.MultiReader(bytes.NewReader(rec.buf.Bytes()), rec)), nil
+		}, rec.forget, nil
 	}
 	start, err := rs.Seek(0, io.SeekCurrent)
 	if err != nil {
-		return nil, nil, fmt.Errorf("data: %s: %w", name, err)
+		return nil, nil, nil, fmt.Errorf("data: %s: %w", name, err)
 	}
 	return newLineReader(rs), func() (*lineReader, error) {
 		if _, err := rs.Seek(start, io.SeekStart); err != nil {
 			return nil, err
 		}
 		return newLineReader(rs), nil
-	}, nil
+	}, func() {}, nil
 }
 
-// recorder reads r and keeps a copy of what it read.
+// recorder reads r and keeps a copy of what it read (never sliding or
+// changing the bytes already kept, which earlier rewinds read).
 type recorder struct {
-	r    io.Reader
-	buf  bytes.Buffer
-	done bool // the copy was handed over; nothing more is kept
+	r   io.Reader
+	buf bytes.Buffer
+	off bool // nothing more is kept
 }
 
 func (rc *recorder) Read(p []byte) (int, error) {
 	n, err := rc.r.Read(p)
-	if !rc.done {
+	if !rc.off {
 		rc.buf.Write(p[:n])
 	}
 	return n, err
 }
+
+func (rc *recorder) forget() { rc.off, rc.buf = true, bytes.Buffer{} }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -42,7 +43,8 @@ const maxBadExamples = 5
 // skipped and counted in Info.BadRows. Rows outside the sample are only
 // checked for their field count and ID. An empty file, a missing label
 // column, no training rows after sampling and a training split with one
-// class are errors.
+// class are errors, and so are two kept rows with the same example ID (the
+// error names the ID and both lines).
 func Load(path string, o Options) (*Split, error) {
 	src, err := openSource(path)
 	if err != nil {
@@ -76,7 +78,7 @@ func LoadReader(r io.Reader, name string, o Options) (*Split, error) {
 		return nil, err
 	}
 	l := &loader{o: o, name: name}
-	if l.lr, l.rewind, err = rewindable(r, name); err != nil {
+	if l.lr, l.rewind, l.forget, err = rewindable(r, name); err != nil {
 		return nil, err
 	}
 	if err := l.run(); err != nil {
@@ -112,20 +114,34 @@ func LoadReader(r io.Reader, name string, o Options) (*Split, error) {
 // (ColumnInfo.OOV). Loading the training file itself with its own
 // encoding gives exactly the features Load gave.
 func LoadWith(path string, o Options, enc *Encoding) (*Split, error) {
-	r, closeFn, err := openTable(path)
+	src, err := openSource(path)
 	if err != nil {
-		return nil, fmt.Errorf("data: %w", err)
+		return nil, err
 	}
-	s, err := LoadReaderWith(r, path, o, enc)
-	if cerr := closeFn(); err == nil && cerr != nil {
+	s, err := loadWith(newLineReader(src.r), src.rewind, path, o, enc)
+	if cerr := src.close(); err == nil && cerr != nil {
 		return nil, fmt.Errorf("data: %s: %w", path, cerr)
 	}
 	return s, err
 }
 
 // LoadReaderWith is [LoadWith] reading from r; name is used in errors and
-// Info.
+// Info. A repeated example ID is named by its lines only when r is an
+// [io.Seeker] (the table is read again to find them).
 func LoadReaderWith(r io.Reader, name string, o Options, enc *Encoding) (*Split, error) {
+	if _, ok := r.(io.ReadSeeker); ok {
+		lr, rewind, _, err := rewindable(r, name)
+		if err != nil {
+			return nil, err
+		}
+		return loadWith(lr, rewind, name, o, enc)
+	}
+	return loadWith(newLineReader(r), nil, name, o, enc)
+}
+
+// loadWith is [LoadReaderWith] over lr; rewind, when set, reads the table
+// again from its start.
+func loadWith(lr *lineReader, rewind func() (*lineReader, error), name string, o Options, enc *Encoding) (*Split, error) {
 	if enc == nil {
 		return nil, fmt.Errorf("data: %s: no encoding to load with", name)
 	}
@@ -139,7 +155,7 @@ func LoadReaderWith(r io.Reader, name string, o Options, enc *Encoding) (*Split,
 	if o, err = o.withDefaults(); err != nil {
 		return nil, err
 	}
-	l := &loader{o: o, name: name, lr: newLineReader(r), enc: enc}
+	l := &loader{o: o, name: name, lr: lr, rewind: rewind, enc: enc}
 	if err := l.run(); err != nil {
 		return nil, err
 	}
@@ -195,6 +211,9 @@ type loader struct {
 	// rewind, when set, restarts lr at the beginning of the table (the
 	// kind-detection pass reads it first).
 	rewind func() (*lineReader, error)
+	// forget, when set, tells a reader kept in memory for rewind that it
+	// will not be rewound (rewind is then nil).
+	forget func()
 	sc     *schema
 	// enc, when set, is the encoding to apply (LoadWith); encFields[i] is
 	// the field of enc.Columns[i].
@@ -305,6 +324,12 @@ func (l *loader) run() error {
 			return err
 		}
 	}
+	if l.forget != nil && !(len(sc.pending) > 0 && l.o.DetectRows == 0) && sc.id < 0 {
+		// Neither kind detection nor a duplicate ID's lines will read
+		// the table again.
+		l.forget()
+		l.rewind = nil
+	}
 	if !sc.header {
 		// The first line is data: keep a copy, it is processed below.
 		first = bytes.Clone(first)
@@ -399,7 +424,79 @@ func (l *loader) run() error {
 	if l.labelErr != nil {
 		return fmt.Errorf("%w%s", l.labelErr, l.labels.advice(l.sc.names[l.sc.label], l.o))
 	}
+	return l.checkUniqueIDs()
+}
+
+// checkUniqueIDs refuses a table whose kept rows repeat an example ID (the
+// parties join on IDs). The IDs are sorted in a copy unless already in
+// order; the lines of a repeated ID are then found by reading the table
+// again when it can be. Without an ID column the IDs are the row numbers.
+func (l *loader) checkUniqueIDs() error {
+	if l.sc.id < 0 {
+		return nil
+	}
+	// An ID decides its split, so a repeated ID is in one part.
+	for _, p := range []*part{&l.train, &l.test} {
+		ids := p.ids
+		if !slices.IsSorted(ids) {
+			ids = slices.Clone(ids)
+			slices.Sort(ids)
+		}
+		for i := 1; i < len(ids); i++ {
+			if ids[i] == ids[i-1] {
+				return l.duplicateErr(ids[i])
+			}
+		}
+	}
 	return nil
+}
+
+// duplicateErr is the error for the repeated example ID id: it names the
+// first two lines that give it when the table can be read again.
+func (l *loader) duplicateErr(id uint64) error {
+	const why = "example IDs must be unique: the parties join on them"
+	var lines [2]int64
+	var raw [2]string
+	found := 0
+	if l.rewind != nil {
+		lr, err := l.rewind()
+		if err == nil {
+			lr.delim = l.sc.delim
+			first := l.sc.header
+			var fields [][]byte
+			var scratch []byte
+			for found < 2 {
+				line, err := lr.next()
+				if err != nil {
+					break
+				}
+				if len(line) == 0 {
+					continue
+				}
+				if first {
+					first = false
+					continue
+				}
+				f, err := splitFields(line, l.sc.delim, fields, &scratch)
+				if err != nil || len(f) != len(l.sc.names) {
+					continue
+				}
+				fields = f
+				if v, msg := l.sc.idOf(f[l.sc.id]); msg == "" && v == id {
+					lines[found], raw[found] = lr.line, string(f[l.sc.id])
+					found++
+				}
+			}
+		}
+	}
+	if found < 2 {
+		return l.errf("example ID %d appears more than once; %s", id, why)
+	}
+	if raw[0] != raw[1] {
+		return l.lineErr(lines[1], "ID %q in column %q is the example ID of %q on line %d (both read as %d); %s",
+			raw[1], l.sc.names[l.sc.id], raw[0], lines[0], id, why)
+	}
+	return l.lineErr(lines[1], "ID %q in column %q already appears on line %d; %s", raw[1], l.sc.names[l.sc.id], lines[0], why)
 }
 
 // eachRow calls fn with the fields of every remaining non-blank line (and

@@ -157,19 +157,9 @@ func (l *loader) parseRow(pp *parsePart, line []byte, rowNum uint64, r *parsedRo
 	}
 	id := rowNum
 	if sc.id >= 0 {
-		v, ok := parseUint64(f[sc.id])
-		if !ok {
-			if sc.idMode == idUint {
-				r.msg = fmt.Sprintf("ID %q in column %q is not an unsigned integer", f[sc.id], sc.names[sc.id])
-				return
-			}
-			if len(f[sc.id]) == 0 {
-				r.msg = fmt.Sprintf("empty ID in column %q", sc.names[sc.id])
-				return
-			}
-			v = hashBytes(0, f[sc.id])
+		if id, r.msg = sc.idOf(f[sc.id]); r.msg != "" {
+			return
 		}
-		id = v
 	}
 	r.id = id
 	r.kept, r.test = Assign(l.o.Seed, id, l.o.Sample, l.o.TestFrac)
@@ -201,6 +191,23 @@ func (l *loader) parseRow(pp *parsePart, line []byte, rowNum uint64, r *parsedRo
 		o := pp.keep(f[l.cats[i].field])
 		cats[2*i], cats[2*i+1] = o[0], o[1]
 	}
+}
+
+// idOf returns the example ID an ID field b gives: the number itself for
+// an unsigned integer, else (unless the format's IDs must be integers)
+// [HashID] of the text; msg says why b is not an ID.
+func (sc *schema) idOf(b []byte) (id uint64, msg string) {
+	v, ok := parseUint64(b)
+	if ok {
+		return v, ""
+	}
+	if sc.idMode == idUint {
+		return 0, fmt.Sprintf("ID %q in column %q is not an unsigned integer", b, sc.names[sc.id])
+	}
+	if len(b) == 0 {
+		return 0, fmt.Sprintf("empty ID in column %q", sc.names[sc.id])
+	}
+	return hashBytes(0, b), ""
 }
 
 // keep copies b into the arena and returns where it is.
