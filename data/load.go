@@ -6,8 +6,11 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
+
+	"github.com/splitguard/splitguard/internal/par"
 )
 
 // maxBadExamples bounds how many bad-row messages Info keeps.
@@ -24,12 +27,12 @@ const maxBadExamples = 5
 //   - An empty categorical value is a category of its own (NA); an empty
 //     dense value is 0.
 //   - Vocabulary mode (HashBuckets == 0): each categorical column's ids are
-//     1, 2, … in order of first appearance in the training split; id 0 is
-//     the out-of-vocabulary id, used for values never seen in training
-//     (or seen fewer than MinCount times there). Values are given
-//     provisional ids as they stream by and renumbered at the end, so the
-//     vocabulary is built from the training split only and the file is
-//     read once.
+//     1, 2, … for its training values in byte order of their text, so
+//     that the order of the rows changes nothing; id 0 is the
+//     out-of-vocabulary id, used for values never seen in training (or
+//     seen fewer than MinCount times there). Values are given provisional
+//     ids as they stream by and renumbered at the end, so the vocabulary
+//     is built from the training split only and the file is read once.
 //   - Hashing mode (HashBuckets = N > 0): id = FNV-1a(column name, value)
 //     mod N, no vocabulary.
 //   - Dense values: NA ↦ 0, optionally x ↦ sign(x)·ln(1+|x|) (LogDense),
@@ -169,8 +172,9 @@ type catCol struct {
 	salt    uint64 // hashing mode
 	buckets int    // hashing mode: the bucket count; 0 in vocabulary mode
 	// Vocabulary mode: provisional ids in order of first appearance in
-	// any kept row, training counts per provisional id, and provisional
-	// ids in order of first appearance in the training split.
+	// any kept row, training counts per provisional id, and the
+	// provisional ids seen in the training split (renumbered in byte
+	// order of their values at the end: vocabularies).
 	// With an encoding (LoadWith), vocab maps the encoding's values to
 	// their final ids and oov counts kept rows whose value is not in it.
 	vocab      map[string]int32
@@ -189,7 +193,7 @@ type denseCol struct {
 	// sum and n accumulate the training split's values that are not
 	// missing; missing is the value a missing cell takes (the encoding's,
 	// or learnt at the end: the mean for csv, 0 for Criteo and Avazu).
-	sum     float64
+	sum     exactSum // csv only (imputeMean): exact, so the row order changes nothing
 	n       int64
 	missing float64
 }
@@ -641,6 +645,51 @@ func scaleDense(v float32, lo, hi float64) float32 {
 	return float32(min(max(x, 0), 1))
 }
 
+// vocabRemap is one categorical column's final vocabulary (vocabulary
+// mode, when learning): remap takes a provisional id to its final id (0 for
+// a value folded into the out-of-vocabulary id), vocab[id-1] is final id
+// id's value.
+type vocabRemap struct {
+	remap []int32
+	vocab []string
+}
+
+// vocabularies builds each vocabulary-mode column's final vocabulary: the
+// values seen at least MinCount times in the training split, in byte order
+// of their text, get ids 1, 2, …; the others fold into id 0. The ids thus
+// depend on the set of training values and their counts, never on the
+// order of the rows. The columns are sorted in parallel.
+func (l *loader) vocabularies() []vocabRemap {
+	out := make([]vocabRemap, len(l.cats))
+	parts := min(runtime.GOMAXPROCS(0), maxLoadParts, len(l.cats))
+	par.Do(parts, func(w int) {
+		for j := w; j < len(l.cats); j += parts {
+			c := &l.cats[j]
+			if c.buckets > 0 {
+				continue
+			}
+			text := make([]string, len(c.trainCount)) // by provisional id
+			for v, p := range c.vocab {
+				text[p] = v
+			}
+			kept := make([]int32, 0, len(c.trainOrder))
+			for _, p := range c.trainOrder {
+				if int(c.trainCount[p]) >= l.o.MinCount {
+					kept = append(kept, p)
+				}
+			}
+			slices.SortFunc(kept, func(a, b int32) int { return strings.Compare(text[a], text[b]) })
+			r := vocabRemap{remap: make([]int32, len(c.trainCount)), vocab: make([]string, len(kept))}
+			for i, p := range kept {
+				r.remap[p] = int32(i + 1)
+				r.vocab[i] = text[p]
+			}
+			out[j] = r
+		}
+	})
+	return out
+}
+
 // finish renumbers the vocabularies, scales the dense values and builds
 // the split and its encoding (with an encoding given, both are done).
 func (l *loader) finish() (*Split, error) {
@@ -689,6 +738,10 @@ func (l *loader) finish() (*Split, error) {
 		info.HashBuckets, info.MinCount, info.LogDense = 0, enc.MinCount, false
 	}
 	nc, nd := len(l.cats), len(l.dense)
+	var remaps []vocabRemap
+	if l.enc == nil {
+		remaps = l.vocabularies()
+	}
 	card := make([]int, nc)
 	catNames := make([]string, nc)
 	denseNames := make([]string, nd)
@@ -709,16 +762,9 @@ func (l *loader) finish() (*Split, error) {
 			ci.Seen = len(c.vocab)
 			l.cats[j].vocab = nil
 		default:
-			remap := make([]int32, len(c.trainCount)) // provisional → final; 0 = OOV
-			next := int32(1)
-			for _, p := range c.trainOrder {
-				if int(c.trainCount[p]) >= l.o.MinCount {
-					remap[p] = next
-					next++
-				} else {
-					ci.Folded++
-				}
-			}
+			remap, vocab := remaps[j].remap, remaps[j].vocab
+			next := int32(len(vocab) + 1)
+			ci.Folded = len(c.trainOrder) - len(vocab)
 			for r := j; r < len(l.train.cat); r += nc {
 				l.train.cat[r] = remap[l.train.cat[r]]
 			}
@@ -727,12 +773,6 @@ func (l *loader) finish() (*Split, error) {
 				l.test.cat[r] = v
 				if v == 0 {
 					ci.TestOOV++
-				}
-			}
-			vocab := make([]string, next-1)
-			for v, p := range c.vocab {
-				if id := remap[p]; id != 0 {
-					vocab[id-1] = v
 				}
 			}
 			learnt[c.field] = ColumnEncoding{Name: c.name, Kind: KindCategorical, Vocab: vocab}
@@ -750,7 +790,7 @@ func (l *loader) finish() (*Split, error) {
 				// No training value (all missing, or no training rows).
 				d.min, d.max = 0, 0
 			} else if l.imputeMean {
-				d.missing = d.sum / float64(d.n)
+				d.missing = d.sum.mean(d.n)
 			}
 			scale := func(v []float32) {
 				for r := j; r < len(v); r += nd {

@@ -22,8 +22,9 @@ import (
 //     errors, the kept row's ID, label and numeric values, and the
 //     numeric columns' statistics;
 //  3. categorical (in parallel, by columns): each column's values of the
-//     committed rows, in line order, through its vocabulary (ids in
-//     order of first appearance) or its hash. A column's state is its
+//     committed rows, in line order, through its vocabulary (provisional
+//     ids in order of first appearance, renumbered in byte order of the
+//     values at the end) or its hash. A column's state is its
 //     own, so the columns need no locks.
 
 // rowsChunk is how many lines the loader encodes at a time (a variable
@@ -330,7 +331,9 @@ func (l *loader) commit(c *rowChunk, i int) (string, error) {
 		if !r.test && !miss {
 			d.min = math.Min(d.min, v)
 			d.max = math.Max(d.max, v)
-			d.sum += v
+			if l.imputeMean {
+				d.sum.add(v)
+			}
 			d.n++
 		}
 		p.dense = append(p.dense, float32(v)) // NaN: imputed in finish
