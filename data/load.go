@@ -234,6 +234,9 @@ type loader struct {
 
 	rowsRead, rowsKept, bad int64
 	badExamples             []string
+	// idFormat counts how the rows' IDs are written (rows whose fields
+	// and ID are good, sampled or not).
+	idFormat IDFormat
 
 	// labels counts the label column's values over every data row.
 	labels labelTally
@@ -696,7 +699,7 @@ func (l *loader) finish() (*Split, error) {
 	info := Info{
 		Path: l.name, Format: l.o.Format, Delimiter: l.sc.delim, Header: l.sc.header,
 		RowsRead: l.rowsRead, RowsKept: l.rowsKept, BadRows: l.bad, BadExamples: l.badExamples,
-		Bytes: l.lr.read, HasLabels: l.sc.label >= 0, HashBuckets: l.o.HashBuckets,
+		Bytes: l.lr.read, HasLabels: l.sc.label >= 0, HashBuckets: l.o.HashBuckets, IDFormat: l.idFormat,
 		MinCount: l.o.MinCount, LogDense: l.o.LogDense, Sample: l.o.Sample, TestFrac: l.o.TestFrac, Seed: l.o.Seed,
 		Train: PartInfo{Rows: len(l.train.ids), Positives: l.train.pos},
 		Test:  PartInfo{Rows: len(l.test.ids), Positives: l.test.pos},

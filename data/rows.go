@@ -45,6 +45,7 @@ type parsedRow struct {
 	numMsg string // a kept row's first bad numeric value, "" for none
 	w      int    // the parse part whose arena holds the label and categorical values
 	label  [2]int32
+	idKind IDKind // how the ID is written (with an ID column)
 }
 
 // parsePart is one parse goroutine's buffers.
@@ -158,6 +159,7 @@ func (l *loader) parseRow(pp *parsePart, line []byte, rowNum uint64, r *parsedRo
 	}
 	id := rowNum
 	if sc.id >= 0 {
+		r.idKind = ClassifyID(f[sc.id])
 		if id, r.msg = sc.idOf(f[sc.id]); r.msg != "" {
 			return
 		}
@@ -272,6 +274,9 @@ func (l *loader) commit(c *rowChunk, i int) (string, error) {
 	}
 	if r.msg != "" {
 		return r.msg, nil
+	}
+	if sc.id >= 0 {
+		l.idFormat.Counts[r.idKind]++
 	}
 	var label uint8
 	if sc.label >= 0 {
