@@ -10,8 +10,8 @@ import (
 )
 
 // trainA is a training table: city and k categorical (k detected: not
-// numeric), n dense. With no test split its vocabularies are, in order of
-// first appearance, city: paris 1, rome 2, oslo 3; k: x 1, y 2, "" 3; n
+// numeric), n dense. With no test split its vocabularies are, in byte
+// order of the values, city: oslo 1, paris 2, rome 3; k: "" 1, x 2, y 3; n
 // ranges over [10, 30] and a missing n takes the training mean 20.
 const trainA = "id,label,city,n,k\n" +
 	"1,1,paris,10,x\n" +
@@ -39,10 +39,10 @@ func TestLoadWithAppliesTheSavedEncoding(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := writeFile(t, "b.csv", "k,extra,n,city,id\n"+
-		"y,foo,15,rome,7\n"+ // city rome 2, k y 2, n (15-10)/20
+		"y,foo,15,rome,7\n"+ // city rome 3, k y 3, n (15-10)/20
 		"z,bar,45,berlin,8\n"+ // unseen → 0, 0; n above the range → 1
-		",baz,-3,paris,9\n"+ // k NA 3, city paris 1; n below → 0
-		"x,qux,6,oslo,10\n"+ // 1, 3; n below → 0
+		",baz,-3,paris,9\n"+ // k NA 1, city paris 2; n below → 0
+		"x,qux,6,oslo,10\n"+ // 1, 2; n below → 0
 		"x,,NaN,oslo,11\n") // n missing ↦ 20 → 0.5
 	s, err := LoadWith(b, Options{NoLabel: true, TestFrac: -1}, enc)
 	if err != nil {
@@ -55,7 +55,7 @@ func TestLoadWithAppliesTheSavedEncoding(t *testing.T) {
 	if !slices.Equal(x.CatNames, []string{"city", "k"}) || !slices.Equal(x.DenseNames, []string{"n"}) || !slices.Equal(x.Cardinality, []int{4, 4}) {
 		t.Fatalf("columns %v %v, cardinalities %v; want city, k; n; 4, 4", x.CatNames, x.DenseNames, x.Cardinality)
 	}
-	wantCat := []int32{2, 2, 0, 0, 1, 3, 3, 1, 3, 1}
+	wantCat := []int32{3, 3, 0, 0, 2, 1, 1, 2, 1, 2}
 	wantDense := []float32{0.25, 1, 0, 0, 0.5}
 	if !slices.Equal(x.Cat, wantCat) || !slices.Equal(x.Dense, wantDense) {
 		t.Fatalf("categorical ids %v, want %v; dense %v, want %v", x.Cat, wantCat, x.Dense, wantDense)

@@ -71,6 +71,7 @@ func FuzzLoadReader(f *testing.F) {
 	f.Add("x,y\nyes,no\n1,maybe\n\"q,\"\"t\",yes\n", "y", "yes")
 	f.Add("a\tb\ty\n1\t?\t0\n", "y", "")
 	f.Add("1,2,3\n4,5,6\n", "y", "")
+	f.Add("id,n,y\n1,\"a\nb\",1\n2,\"c\"\"\r\nd\",0\n3,\"open,1\n", "y", "")
 	f.Fuzz(func(t *testing.T, body, label, positive string) {
 		o := Options{Format: FormatCSV, LabelCol: label, TestFrac: -1, SkipBadRows: true}
 		if positive != "" {

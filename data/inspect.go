@@ -83,7 +83,7 @@ func Inspect(path string, o Options, cardCap int) (*Report, error) {
 func InspectReader(r io.Reader, name string, o Options, cardCap int) (*Report, error) {
 	l := &loader{name: name}
 	var err error
-	if l.lr, l.rewind, err = rewindable(r, name); err != nil {
+	if l.lr, l.rewind, _, err = rewindable(r, name); err != nil {
 		return nil, err
 	}
 	return inspect(l, o, cardCap)
@@ -103,6 +103,7 @@ func inspect(l *loader, o Options, cardCap int) (*Report, error) {
 		return nil, err
 	}
 	delim := sniffDelimiter(o.Format, first)
+	l.lr.delim = delim
 	l.fields, err = splitFields(first, delim, l.fields, &l.scratch)
 	if err != nil {
 		return nil, l.lineErr(l.lr.line, "%v", err)
@@ -182,6 +183,7 @@ func inspect(l *loader, o Options, cardCap int) (*Report, error) {
 		if l.lr, err = l.rewind(); err != nil {
 			return nil, l.errf("%v", err)
 		}
+		l.lr.delim = delim
 		if _, err := l.firstLine(); err != nil {
 			return nil, err
 		}

@@ -17,26 +17,88 @@ import (
 // large enough that a typical line never straddles two fills.
 const readBufferSize = 1 << 20
 
-// lineReader yields the lines of a text stream one at a time without
-// allocating per line: the returned slice is valid until the next call.
-// Line endings ("\n" or "\r\n") are removed. Line numbers are 1-based.
+// MaxRecordBytes is the most bytes one record of a table may hold (its
+// line ending excluded; a record spans several lines only when a quoted
+// field holds a line break). A longer record is refused with an error
+// naming its first line, after reading at most this many bytes of it.
+const MaxRecordBytes = 1 << 20
+
+// lineReader yields the records of a text stream one at a time without
+// allocating per record: the returned slice is valid until the next call.
+// A record is one line, or several when a quoted field (RFC 4180) holds a
+// line break: the lines are then joined with "\n" (a "\r\n" inside the
+// field becomes "\n", as encoding/csv does). Record endings ("\n" or
+// "\r\n") are removed. Line numbers are 1-based.
 type lineReader struct {
 	r    *bufio.Reader
 	long []byte // holds a line longer than the reader's buffer
-	line int64  // number of the line last returned
+	rec  []byte // holds a record of several lines
+	line int64  // number of the first line of the record last returned
+	phys int64  // number of the last line read
 	read int64  // bytes consumed so far
+	// delim is the field delimiter, which decides where a quoted field
+	// may open; 0 (before it is known) stands for both ',' and '\t'.
+	delim byte
 }
 
 func newLineReader(r io.Reader) *lineReader {
 	return &lineReader{r: bufio.NewReaderSize(r, readBufferSize)}
 }
 
-// next returns the next line, or io.EOF when the stream is exhausted.
+// next returns the next record, or io.EOF when the stream is exhausted.
+// A record of more than MaxRecordBytes is an error naming its first line.
 func (lr *lineReader) next() ([]byte, error) {
+	s, err := lr.physical(0)
+	if err != nil {
+		return nil, err
+	}
+	lr.line = lr.phys
+	if bytes.IndexByte(s, '"') < 0 || !lr.endsQuoted(s, false) {
+		return s, nil
+	}
+	// A quoted field holds a line break: join the lines up to the one
+	// that closes it (or the end of the stream, which leaves the field
+	// unterminated for splitFields to report).
+	lr.rec = append(lr.rec[:0], s...)
+	for {
+		s, err = lr.physical(len(lr.rec) + 1)
+		if err == io.EOF {
+			return lr.rec, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		lr.rec = append(append(lr.rec, '\n'), s...)
+		if !lr.endsQuoted(s, true) {
+			return lr.rec, nil
+		}
+	}
+}
+
+// recordTooLong is the error for a record longer than MaxRecordBytes.
+func (lr *lineReader) recordTooLong() error {
+	if lr.phys > lr.line && lr.line > 0 {
+		return fmt.Errorf("line %d: the record starting there (a quoted field opened on it is still open on line %d) is longer than %d bytes, the most one record may hold",
+			lr.line, lr.phys, MaxRecordBytes)
+	}
+	return fmt.Errorf("line %d is longer than %d bytes, the most one record may hold", lr.phys, MaxRecordBytes)
+}
+
+// physical reads the next line, its ending removed, or returns io.EOF. held
+// is how many bytes of the current record came before it: a line taking the
+// record past MaxRecordBytes is an error, and is not read further.
+func (lr *lineReader) physical(held int) ([]byte, error) {
 	s, err := lr.r.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
 		lr.long = append(lr.long[:0], s...)
 		for errors.Is(err, bufio.ErrBufferFull) {
+			if held+len(lr.long) > MaxRecordBytes+2 {
+				if held == 0 {
+					lr.line = lr.phys + 1
+				}
+				lr.phys++
+				return nil, lr.recordTooLong()
+			}
 			s, err = lr.r.ReadSlice('\n')
 			lr.long = append(lr.long, s...)
 		}
@@ -49,14 +111,47 @@ func (lr *lineReader) next() ([]byte, error) {
 		return nil, io.EOF
 	}
 	lr.read += int64(len(s))
-	lr.line++
+	lr.phys++
 	if n := len(s); s[n-1] == '\n' {
 		s = s[:n-1]
 	}
 	if n := len(s); n > 0 && s[n-1] == '\r' {
 		s = s[:n-1]
 	}
+	if held+len(s) > MaxRecordBytes {
+		if held == 0 {
+			lr.line = lr.phys
+		}
+		return nil, lr.recordTooLong()
+	}
 	return s, nil
+}
+
+// endsQuoted reports whether a record whose line s was read ends inside a
+// quoted field, given whether s starts inside one. A quote opens a field
+// only at its start; inside, "" is a quote and a lone quote closes it. A
+// quote elsewhere is left for splitFields to refuse.
+func (lr *lineReader) endsQuoted(s []byte, in bool) bool {
+	start := !in // at the start of a field
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case in:
+			if c == '"' {
+				if i+1 < len(s) && s[i+1] == '"' {
+					i++
+				} else {
+					in = false
+				}
+			}
+		case c == '"' && start:
+			in = true
+			start = false
+		default:
+			start = c == lr.delim || (lr.delim == 0 && (c == ',' || c == '\t'))
+		}
+	}
+	return in
 }
 
 // openTable opens path for reading, transparently decompressing a ".gz"
@@ -80,8 +175,9 @@ func openTable(path string) (io.Reader, func() error, error) {
 // splitFields splits line at delim into dst (reused) and returns it. A
 // line without a double quote is split in place. Otherwise fields are
 // parsed as RFC 4180 quoted fields ("" inside quotes is one quote) and
-// written to *scratch, which the returned fields then share. Quoted fields
-// spanning several lines are not supported.
+// written to *scratch, which the returned fields then share. A quoted
+// field may hold line breaks: the lineReader joins its lines into one
+// record.
 func splitFields(line []byte, delim byte, dst [][]byte, scratch *[]byte) ([][]byte, error) {
 	dst = dst[:0]
 	if bytes.IndexByte(line, '"') < 0 {
@@ -232,25 +328,47 @@ func (s *source) rewind() (*lineReader, error) {
 func (s *source) close() error { return s.closer() }
 
 // rewindable returns a line reader over r and a function restarting it at
-// r's start: by seeking when r is an io.Seeker, else over r read into
-// memory.
-func rewindable(r io.Reader, name string) (*lineReader, func() (*lineReader, error), error) {
+// r's start: by seeking when r is an io.Seeker, else over the bytes read
+// from r so far, kept in memory as they are read, followed by the rest of
+// r. forget, for a reader that is not a seeker, stops keeping its bytes
+// and drops those kept: rewind then fails.
+func rewindable(r io.Reader, name string) (lr *lineReader, rewind func() (*lineReader, error), forget func(), err error) {
 	rs, ok := r.(io.ReadSeeker)
 	if !ok {
-		b, err := io.ReadAll(r)
-		if err != nil {
-			return nil, nil, fmt.Errorf("data: %s: %w", name, err)
-		}
-		rs = bytes.NewReader(b)
+		rec := &recorder{r: r}
+		return newLineReader(rec), func() (*lineReader, error) {
+			if rec.off {
+				return nil, errors.New("the table cannot be read again")
+			}
+			return newLineReader(io.MultiReader(bytes.NewReader(rec.buf.Bytes()), rec)), nil
+		}, rec.forget, nil
 	}
 	start, err := rs.Seek(0, io.SeekCurrent)
 	if err != nil {
-		return nil, nil, fmt.Errorf("data: %s: %w", name, err)
+		return nil, nil, nil, fmt.Errorf("data: %s: %w", name, err)
 	}
 	return newLineReader(rs), func() (*lineReader, error) {
 		if _, err := rs.Seek(start, io.SeekStart); err != nil {
 			return nil, err
 		}
 		return newLineReader(rs), nil
-	}, nil
+	}, func() {}, nil
 }
+
+// recorder reads r and keeps a copy of what it read (never sliding or
+// changing the bytes already kept, which earlier rewinds read).
+type recorder struct {
+	r   io.Reader
+	buf bytes.Buffer
+	off bool // nothing more is kept
+}
+
+func (rc *recorder) Read(p []byte) (int, error) {
+	n, err := rc.r.Read(p)
+	if !rc.off {
+		rc.buf.Write(p[:n])
+	}
+	return n, err
+}
+
+func (rc *recorder) forget() { rc.off, rc.buf = true, bytes.Buffer{} }

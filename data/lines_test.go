@@ -109,7 +109,9 @@ func TestHotPathAllocations(t *testing.T) {
 }
 
 func TestLineReader(t *testing.T) {
-	long := strings.Repeat("x", readBufferSize+10)
+	// The longest record allowed; with its line ending it overflows the
+	// reader's buffer.
+	long := strings.Repeat("x", MaxRecordBytes)
 	lr := newLineReader(strings.NewReader("a\r\nb\n\n" + long + "\nlast"))
 	want := []string{"a", "b", "", long, "last"}
 	for i, w := range want {

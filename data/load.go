@@ -6,7 +6,11 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime"
+	"slices"
 	"strings"
+
+	"github.com/splitguard/splitguard/internal/par"
 )
 
 // maxBadExamples bounds how many bad-row messages Info keeps.
@@ -23,12 +27,12 @@ const maxBadExamples = 5
 //   - An empty categorical value is a category of its own (NA); an empty
 //     dense value is 0.
 //   - Vocabulary mode (HashBuckets == 0): each categorical column's ids are
-//     1, 2, … in order of first appearance in the training split; id 0 is
-//     the out-of-vocabulary id, used for values never seen in training
-//     (or seen fewer than MinCount times there). Values are given
-//     provisional ids as they stream by and renumbered at the end, so the
-//     vocabulary is built from the training split only and the file is
-//     read once.
+//     1, 2, … for its training values in byte order of their text, so
+//     that the order of the rows changes nothing; id 0 is the
+//     out-of-vocabulary id, used for values never seen in training (or
+//     seen fewer than MinCount times there). Values are given provisional
+//     ids as they stream by and renumbered at the end, so the vocabulary
+//     is built from the training split only and the file is read once.
 //   - Hashing mode (HashBuckets = N > 0): id = FNV-1a(column name, value)
 //     mod N, no vocabulary.
 //   - Dense values: NA ↦ 0, optionally x ↦ sign(x)·ln(1+|x|) (LogDense),
@@ -42,7 +46,8 @@ const maxBadExamples = 5
 // skipped and counted in Info.BadRows. Rows outside the sample are only
 // checked for their field count and ID. An empty file, a missing label
 // column, no training rows after sampling and a training split with one
-// class are errors.
+// class are errors, and so are two kept rows with the same example ID (the
+// error names the ID and both lines).
 func Load(path string, o Options) (*Split, error) {
 	src, err := openSource(path)
 	if err != nil {
@@ -76,7 +81,7 @@ func LoadReader(r io.Reader, name string, o Options) (*Split, error) {
 		return nil, err
 	}
 	l := &loader{o: o, name: name}
-	if l.lr, l.rewind, err = rewindable(r, name); err != nil {
+	if l.lr, l.rewind, l.forget, err = rewindable(r, name); err != nil {
 		return nil, err
 	}
 	if err := l.run(); err != nil {
@@ -112,20 +117,34 @@ func LoadReader(r io.Reader, name string, o Options) (*Split, error) {
 // (ColumnInfo.OOV). Loading the training file itself with its own
 // encoding gives exactly the features Load gave.
 func LoadWith(path string, o Options, enc *Encoding) (*Split, error) {
-	r, closeFn, err := openTable(path)
+	src, err := openSource(path)
 	if err != nil {
-		return nil, fmt.Errorf("data: %w", err)
+		return nil, err
 	}
-	s, err := LoadReaderWith(r, path, o, enc)
-	if cerr := closeFn(); err == nil && cerr != nil {
+	s, err := loadWith(newLineReader(src.r), src.rewind, path, o, enc)
+	if cerr := src.close(); err == nil && cerr != nil {
 		return nil, fmt.Errorf("data: %s: %w", path, cerr)
 	}
 	return s, err
 }
 
 // LoadReaderWith is [LoadWith] reading from r; name is used in errors and
-// Info.
+// Info. A repeated example ID is named by its lines only when r is an
+// [io.Seeker] (the table is read again to find them).
 func LoadReaderWith(r io.Reader, name string, o Options, enc *Encoding) (*Split, error) {
+	if _, ok := r.(io.ReadSeeker); ok {
+		lr, rewind, _, err := rewindable(r, name)
+		if err != nil {
+			return nil, err
+		}
+		return loadWith(lr, rewind, name, o, enc)
+	}
+	return loadWith(newLineReader(r), nil, name, o, enc)
+}
+
+// loadWith is [LoadReaderWith] over lr; rewind, when set, reads the table
+// again from its start.
+func loadWith(lr *lineReader, rewind func() (*lineReader, error), name string, o Options, enc *Encoding) (*Split, error) {
 	if enc == nil {
 		return nil, fmt.Errorf("data: %s: no encoding to load with", name)
 	}
@@ -139,7 +158,7 @@ func LoadReaderWith(r io.Reader, name string, o Options, enc *Encoding) (*Split,
 	if o, err = o.withDefaults(); err != nil {
 		return nil, err
 	}
-	l := &loader{o: o, name: name, lr: newLineReader(r), enc: enc}
+	l := &loader{o: o, name: name, lr: lr, rewind: rewind, enc: enc}
 	if err := l.run(); err != nil {
 		return nil, err
 	}
@@ -153,8 +172,9 @@ type catCol struct {
 	salt    uint64 // hashing mode
 	buckets int    // hashing mode: the bucket count; 0 in vocabulary mode
 	// Vocabulary mode: provisional ids in order of first appearance in
-	// any kept row, training counts per provisional id, and provisional
-	// ids in order of first appearance in the training split.
+	// any kept row, training counts per provisional id, and the
+	// provisional ids seen in the training split (renumbered in byte
+	// order of their values at the end: vocabularies).
 	// With an encoding (LoadWith), vocab maps the encoding's values to
 	// their final ids and oov counts kept rows whose value is not in it.
 	vocab      map[string]int32
@@ -173,7 +193,7 @@ type denseCol struct {
 	// sum and n accumulate the training split's values that are not
 	// missing; missing is the value a missing cell takes (the encoding's,
 	// or learnt at the end: the mean for csv, 0 for Criteo and Avazu).
-	sum     float64
+	sum     exactSum // csv only (imputeMean): exact, so the row order changes nothing
 	n       int64
 	missing float64
 }
@@ -195,6 +215,9 @@ type loader struct {
 	// rewind, when set, restarts lr at the beginning of the table (the
 	// kind-detection pass reads it first).
 	rewind func() (*lineReader, error)
+	// forget, when set, tells a reader kept in memory for rewind that it
+	// will not be rewound (rewind is then nil).
+	forget func()
 	sc     *schema
 	// enc, when set, is the encoding to apply (LoadWith); encFields[i] is
 	// the field of enc.Columns[i].
@@ -211,6 +234,9 @@ type loader struct {
 
 	rowsRead, rowsKept, bad int64
 	badExamples             []string
+	// idFormat counts how the rows' IDs are written (rows whose fields
+	// and ID are good, sampled or not).
+	idFormat IDFormat
 
 	// labels counts the label column's values over every data row.
 	labels labelTally
@@ -290,6 +316,7 @@ func (l *loader) run() error {
 		return err
 	}
 	delim := sniffDelimiter(l.o.Format, first)
+	l.lr.delim = delim
 	l.fields, err = splitFields(first, delim, l.fields, &l.scratch)
 	if err != nil {
 		return l.lineErr(l.lr.line, "%v", err)
@@ -303,6 +330,12 @@ func (l *loader) run() error {
 		if err := l.bindEncoding(); err != nil {
 			return err
 		}
+	}
+	if l.forget != nil && !(len(sc.pending) > 0 && l.o.DetectRows == 0) && sc.id < 0 {
+		// Neither kind detection nor a duplicate ID's lines will read
+		// the table again.
+		l.forget()
+		l.rewind = nil
 	}
 	if !sc.header {
 		// The first line is data: keep a copy, it is processed below.
@@ -323,6 +356,7 @@ func (l *loader) run() error {
 		if l.lr, err = l.rewind(); err != nil {
 			return l.errf("%v", err)
 		}
+		l.lr.delim = delim
 		if _, err := l.firstLine(); err != nil {
 			return err
 		}
@@ -397,7 +431,79 @@ func (l *loader) run() error {
 	if l.labelErr != nil {
 		return fmt.Errorf("%w%s", l.labelErr, l.labels.advice(l.sc.names[l.sc.label], l.o))
 	}
+	return l.checkUniqueIDs()
+}
+
+// checkUniqueIDs refuses a table whose kept rows repeat an example ID (the
+// parties join on IDs). The IDs are sorted in a copy unless already in
+// order; the lines of a repeated ID are then found by reading the table
+// again when it can be. Without an ID column the IDs are the row numbers.
+func (l *loader) checkUniqueIDs() error {
+	if l.sc.id < 0 {
+		return nil
+	}
+	// An ID decides its split, so a repeated ID is in one part.
+	for _, p := range []*part{&l.train, &l.test} {
+		ids := p.ids
+		if !slices.IsSorted(ids) {
+			ids = slices.Clone(ids)
+			slices.Sort(ids)
+		}
+		for i := 1; i < len(ids); i++ {
+			if ids[i] == ids[i-1] {
+				return l.duplicateErr(ids[i])
+			}
+		}
+	}
 	return nil
+}
+
+// duplicateErr is the error for the repeated example ID id: it names the
+// first two lines that give it when the table can be read again.
+func (l *loader) duplicateErr(id uint64) error {
+	const why = "example IDs must be unique: the parties join on them"
+	var lines [2]int64
+	var raw [2]string
+	found := 0
+	if l.rewind != nil {
+		lr, err := l.rewind()
+		if err == nil {
+			lr.delim = l.sc.delim
+			first := l.sc.header
+			var fields [][]byte
+			var scratch []byte
+			for found < 2 {
+				line, err := lr.next()
+				if err != nil {
+					break
+				}
+				if len(line) == 0 {
+					continue
+				}
+				if first {
+					first = false
+					continue
+				}
+				f, err := splitFields(line, l.sc.delim, fields, &scratch)
+				if err != nil || len(f) != len(l.sc.names) {
+					continue
+				}
+				fields = f
+				if v, msg := l.sc.idOf(f[l.sc.id]); msg == "" && v == id {
+					lines[found], raw[found] = lr.line, string(f[l.sc.id])
+					found++
+				}
+			}
+		}
+	}
+	if found < 2 {
+		return l.errf("example ID %d appears more than once; %s", id, why)
+	}
+	if raw[0] != raw[1] {
+		return l.lineErr(lines[1], "ID %q in column %q is the example ID of %q on line %d (both read as %d); %s",
+			raw[1], l.sc.names[l.sc.id], raw[0], lines[0], id, why)
+	}
+	return l.lineErr(lines[1], "ID %q in column %q already appears on line %d; %s", raw[1], l.sc.names[l.sc.id], lines[0], why)
 }
 
 // eachRow calls fn with the fields of every remaining non-blank line (and
@@ -542,13 +648,58 @@ func scaleDense(v float32, lo, hi float64) float32 {
 	return float32(min(max(x, 0), 1))
 }
 
+// vocabRemap is one categorical column's final vocabulary (vocabulary
+// mode, when learning): remap takes a provisional id to its final id (0 for
+// a value folded into the out-of-vocabulary id), vocab[id-1] is final id
+// id's value.
+type vocabRemap struct {
+	remap []int32
+	vocab []string
+}
+
+// vocabularies builds each vocabulary-mode column's final vocabulary: the
+// values seen at least MinCount times in the training split, in byte order
+// of their text, get ids 1, 2, …; the others fold into id 0. The ids thus
+// depend on the set of training values and their counts, never on the
+// order of the rows. The columns are sorted in parallel.
+func (l *loader) vocabularies() []vocabRemap {
+	out := make([]vocabRemap, len(l.cats))
+	parts := min(runtime.GOMAXPROCS(0), maxLoadParts, len(l.cats))
+	par.Do(parts, func(w int) {
+		for j := w; j < len(l.cats); j += parts {
+			c := &l.cats[j]
+			if c.buckets > 0 {
+				continue
+			}
+			text := make([]string, len(c.trainCount)) // by provisional id
+			for v, p := range c.vocab {
+				text[p] = v
+			}
+			kept := make([]int32, 0, len(c.trainOrder))
+			for _, p := range c.trainOrder {
+				if int(c.trainCount[p]) >= l.o.MinCount {
+					kept = append(kept, p)
+				}
+			}
+			slices.SortFunc(kept, func(a, b int32) int { return strings.Compare(text[a], text[b]) })
+			r := vocabRemap{remap: make([]int32, len(c.trainCount)), vocab: make([]string, len(kept))}
+			for i, p := range kept {
+				r.remap[p] = int32(i + 1)
+				r.vocab[i] = text[p]
+			}
+			out[j] = r
+		}
+	})
+	return out
+}
+
 // finish renumbers the vocabularies, scales the dense values and builds
 // the split and its encoding (with an encoding given, both are done).
 func (l *loader) finish() (*Split, error) {
 	info := Info{
 		Path: l.name, Format: l.o.Format, Delimiter: l.sc.delim, Header: l.sc.header,
 		RowsRead: l.rowsRead, RowsKept: l.rowsKept, BadRows: l.bad, BadExamples: l.badExamples,
-		Bytes: l.lr.read, HasLabels: l.sc.label >= 0, HashBuckets: l.o.HashBuckets,
+		Bytes: l.lr.read, HasLabels: l.sc.label >= 0, HashBuckets: l.o.HashBuckets, IDFormat: l.idFormat,
 		MinCount: l.o.MinCount, LogDense: l.o.LogDense, Sample: l.o.Sample, TestFrac: l.o.TestFrac, Seed: l.o.Seed,
 		Train: PartInfo{Rows: len(l.train.ids), Positives: l.train.pos},
 		Test:  PartInfo{Rows: len(l.test.ids), Positives: l.test.pos},
@@ -590,6 +741,10 @@ func (l *loader) finish() (*Split, error) {
 		info.HashBuckets, info.MinCount, info.LogDense = 0, enc.MinCount, false
 	}
 	nc, nd := len(l.cats), len(l.dense)
+	var remaps []vocabRemap
+	if l.enc == nil {
+		remaps = l.vocabularies()
+	}
 	card := make([]int, nc)
 	catNames := make([]string, nc)
 	denseNames := make([]string, nd)
@@ -610,16 +765,9 @@ func (l *loader) finish() (*Split, error) {
 			ci.Seen = len(c.vocab)
 			l.cats[j].vocab = nil
 		default:
-			remap := make([]int32, len(c.trainCount)) // provisional → final; 0 = OOV
-			next := int32(1)
-			for _, p := range c.trainOrder {
-				if int(c.trainCount[p]) >= l.o.MinCount {
-					remap[p] = next
-					next++
-				} else {
-					ci.Folded++
-				}
-			}
+			remap, vocab := remaps[j].remap, remaps[j].vocab
+			next := int32(len(vocab) + 1)
+			ci.Folded = len(c.trainOrder) - len(vocab)
 			for r := j; r < len(l.train.cat); r += nc {
 				l.train.cat[r] = remap[l.train.cat[r]]
 			}
@@ -628,12 +776,6 @@ func (l *loader) finish() (*Split, error) {
 				l.test.cat[r] = v
 				if v == 0 {
 					ci.TestOOV++
-				}
-			}
-			vocab := make([]string, next-1)
-			for v, p := range c.vocab {
-				if id := remap[p]; id != 0 {
-					vocab[id-1] = v
 				}
 			}
 			learnt[c.field] = ColumnEncoding{Name: c.name, Kind: KindCategorical, Vocab: vocab}
@@ -651,7 +793,7 @@ func (l *loader) finish() (*Split, error) {
 				// No training value (all missing, or no training rows).
 				d.min, d.max = 0, 0
 			} else if l.imputeMean {
-				d.missing = d.sum / float64(d.n)
+				d.missing = d.sum.mean(d.n)
 			}
 			scale := func(v []float32) {
 				for r := j; r < len(v); r += nd {

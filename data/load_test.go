@@ -97,8 +97,8 @@ func seedFor(t *testing.T, ids []uint64, test []uint64, frac float64) uint64 {
 
 func TestEncodingRules(t *testing.T) {
 	// testdata/tiny.csv, rows 10, 11, 12 in train and 13, 14 in test:
-	//   a: train u v u → u=1 v=2; test "" and w unseen → 0 (OOV).
-	//   b: train p "" q → p=1 ""=2 q=3; test p p → 1 1.
+	//   a: train u v u → u=1 v=2 (byte order); test "" and w unseen → 0 (OOV).
+	//   b: train p "" q → ""=1 p=2 q=3 (byte order); test p p → 2 2.
 	//   x: train 2 4 NA → min 2, max 4, NA takes the training mean 3 →
 	//      0 1 .5; test 1 → 0, 6 → 1 (both clipped).
 	seed := seedFor(t, []uint64{10, 11, 12, 13, 14}, []uint64{13, 14}, 0.5)
@@ -111,14 +111,14 @@ func TestEncodingRules(t *testing.T) {
 		trainDense, testDens []float64
 	}{
 		{"vocabulary", func(*Options) {},
-			[]int32{1, 1, 2, 2, 1, 3}, []int32{0, 1, 0, 1}, []int{3, 4},
+			[]int32{1, 2, 2, 1, 1, 3}, []int32{0, 2, 0, 2}, []int{3, 4},
 			[]float64{0, 1, .5}, []float64{0, 1}},
 		{"min count 2", func(o *Options) { o.MinCount = 2 },
 			[]int32{1, 0, 0, 0, 1, 0}, []int32{0, 0, 0, 0}, []int{2, 1},
 			[]float64{0, 1, .5}, []float64{0, 1}},
 		// log: 2 → ln 3, 4 → ln 5, NA → their mean, halfway; test 1 → ln 2 < ln 3 → 0.
 		{"log dense", func(o *Options) { o.LogDense = true },
-			[]int32{1, 1, 2, 2, 1, 3}, []int32{0, 1, 0, 1}, []int{3, 4},
+			[]int32{1, 2, 2, 1, 1, 3}, []int32{0, 2, 0, 2}, []int{3, 4},
 			[]float64{0, 1, .5}, []float64{0, 1}},
 	}
 	for _, c := range cases {
@@ -364,8 +364,9 @@ func TestGenericCSV(t *testing.T) {
 	if !slices.Equal(s.Train.X.CatNames, []string{"zip"}) || !slices.Equal(s.Train.X.DenseNames, []string{"score"}) {
 		t.Errorf("declared: categorical %v dense %v", s.Train.X.CatNames, s.Train.X.DenseNames)
 	}
-	// zip as categories 75001 69001 75002 06000 → 1 2 3 4 ("06000" keeps its zero).
-	if !slices.Equal(s.Train.X.Cat, []int32{1, 2, 3, 4}) {
+	// zip as categories 75001 69001 75002 06000 → 3 2 4 1, the values'
+	// byte order ("06000" keeps its zero).
+	if !slices.Equal(s.Train.X.Cat, []int32{3, 2, 4, 1}) {
 		t.Errorf("zip ids %v", s.Train.X.Cat)
 	}
 	// With a declared negative value, "maybe" is a bad label.

@@ -272,6 +272,10 @@ type Info struct {
 	Labels      []LabelCount
 	OtherLabels int64
 	Bytes       int64 // bytes read (uncompressed)
+	// IDFormat says how the ID column's values are written, over every
+	// data row whose fields and ID are good (sampled or not); zero
+	// ("row numbers") without an ID column and for image sets.
+	IDFormat    IDFormat
 	Train, Test PartInfo
 	HasLabels   bool
 	Columns     []ColumnInfo

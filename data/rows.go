@@ -22,8 +22,9 @@ import (
 //     errors, the kept row's ID, label and numeric values, and the
 //     numeric columns' statistics;
 //  3. categorical (in parallel, by columns): each column's values of the
-//     committed rows, in line order, through its vocabulary (ids in
-//     order of first appearance) or its hash. A column's state is its
+//     committed rows, in line order, through its vocabulary (provisional
+//     ids in order of first appearance, renumbered in byte order of the
+//     values at the end) or its hash. A column's state is its
 //     own, so the columns need no locks.
 
 // rowsChunk is how many lines the loader encodes at a time (a variable
@@ -44,6 +45,7 @@ type parsedRow struct {
 	numMsg string // a kept row's first bad numeric value, "" for none
 	w      int    // the parse part whose arena holds the label and categorical values
 	label  [2]int32
+	idKind IDKind // how the ID is written (with an ID column)
 }
 
 // parsePart is one parse goroutine's buffers.
@@ -157,19 +159,10 @@ func (l *loader) parseRow(pp *parsePart, line []byte, rowNum uint64, r *parsedRo
 	}
 	id := rowNum
 	if sc.id >= 0 {
-		v, ok := parseUint64(f[sc.id])
-		if !ok {
-			if sc.idMode == idUint {
-				r.msg = fmt.Sprintf("ID %q in column %q is not an unsigned integer", f[sc.id], sc.names[sc.id])
-				return
-			}
-			if len(f[sc.id]) == 0 {
-				r.msg = fmt.Sprintf("empty ID in column %q", sc.names[sc.id])
-				return
-			}
-			v = hashBytes(0, f[sc.id])
+		r.idKind = ClassifyID(f[sc.id])
+		if id, r.msg = sc.idOf(f[sc.id]); r.msg != "" {
+			return
 		}
-		id = v
 	}
 	r.id = id
 	r.kept, r.test = Assign(l.o.Seed, id, l.o.Sample, l.o.TestFrac)
@@ -201,6 +194,23 @@ func (l *loader) parseRow(pp *parsePart, line []byte, rowNum uint64, r *parsedRo
 		o := pp.keep(f[l.cats[i].field])
 		cats[2*i], cats[2*i+1] = o[0], o[1]
 	}
+}
+
+// idOf returns the example ID an ID field b gives: the number itself for
+// an unsigned integer, else (unless the format's IDs must be integers)
+// [HashID] of the text; msg says why b is not an ID.
+func (sc *schema) idOf(b []byte) (id uint64, msg string) {
+	v, ok := parseUint64(b)
+	if ok {
+		return v, ""
+	}
+	if sc.idMode == idUint {
+		return 0, fmt.Sprintf("ID %q in column %q is not an unsigned integer", b, sc.names[sc.id])
+	}
+	if len(b) == 0 {
+		return 0, fmt.Sprintf("empty ID in column %q", sc.names[sc.id])
+	}
+	return hashBytes(0, b), ""
 }
 
 // keep copies b into the arena and returns where it is.
@@ -265,6 +275,9 @@ func (l *loader) commit(c *rowChunk, i int) (string, error) {
 	if r.msg != "" {
 		return r.msg, nil
 	}
+	if sc.id >= 0 {
+		l.idFormat.Counts[r.idKind]++
+	}
 	var label uint8
 	if sc.label >= 0 {
 		lb := c.bytesAt(r, r.label)
@@ -323,7 +336,9 @@ func (l *loader) commit(c *rowChunk, i int) (string, error) {
 		if !r.test && !miss {
 			d.min = math.Min(d.min, v)
 			d.max = math.Max(d.max, v)
-			d.sum += v
+			if l.imputeMean {
+				d.sum.add(v)
+			}
 			d.n++
 		}
 		p.dense = append(p.dense, float32(v)) // NaN: imputed in finish

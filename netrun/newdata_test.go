@@ -3,10 +3,12 @@ package netrun
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -70,8 +72,8 @@ func readTable(t *testing.T, path string) []map[string]string {
 // another order and whose rows include values not in A's vocabulary,
 // through `active serve` / `passive score` on loopback, both reading the
 // in-process run's directory. The scores equal the saved models' run here
-// directly on B encoded by hand with A's vocabulary (ids in order of first
-// appearance in A's training split, data.Assign deciding the split; unseen
+// directly on B encoded by hand with A's vocabulary (ids in byte order of
+// the values of A's training split, data.Assign deciding the split; unseen
 // values → 0). A B without a column of the encoding and a model config
 // other than the run's are refused.
 func TestServeNewFileWithTheTrainingEncoding(t *testing.T) {
@@ -104,9 +106,13 @@ func TestServeNewFileWithTheTrainingEncoding(t *testing.T) {
 			continue
 		}
 		for j, n := range names {
-			if _, ok := vocab[j][row[n]]; !ok {
-				vocab[j][row[n]] = int32(len(vocab[j]) + 1)
-			}
+			vocab[j][row[n]] = 0
+		}
+	}
+	// Ids 1, 2, … in byte order of the values (data.Load's rule).
+	for j := range vocab {
+		for i, v := range slices.Sorted(maps.Keys(vocab[j])) {
+			vocab[j][v] = int32(i + 1)
 		}
 	}
 	// B encoded with it.

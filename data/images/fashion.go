@@ -182,8 +182,13 @@ func b2u8(b bool) uint8 {
 	return 0
 }
 
-// maxIDXBytes bounds the data an IDX header may declare.
-const maxIDXBytes = 1 << 32
+// MaxIDXBytes is the most data bytes one IDX file may hold (256 MiB,
+// five times Fashion-MNIST's 47 MB training images). A header declaring
+// more is refused before any data is read, so a small gzipped file cannot
+// make the reader hold gigabytes; within the limit the data buffer grows
+// with the bytes actually read, so a file shorter than its header fails
+// after holding no more than it has.
+const MaxIDXBytes = 256 << 20
 
 // readIDX reads one IDX file (name or name.gz in dir) whose magic must be
 // want, and returns its dimensions and data; the data must fill the file
@@ -243,8 +248,8 @@ func decodeIDX(r *bufio.Reader, want uint32) ([]int, []byte, error) {
 		}
 		dims[i] = int(d)
 		size *= uint64(d)
-		if size > maxIDXBytes {
-			return nil, nil, fmt.Errorf("the header's dimensions %v declare more than %d bytes", dims[:i+1], uint64(maxIDXBytes))
+		if size > MaxIDXBytes {
+			return nil, nil, fmt.Errorf("the header's dimensions %v declare more than %d bytes, the most an IDX file may hold", dims[:i+1], MaxIDXBytes)
 		}
 	}
 	// The buffer grows with the data actually read, so a header that
