@@ -74,6 +74,8 @@ type activeRun struct {
 	// of IDs the passive aligned with the first time (round 1), which a
 	// later session's must equal; round1 the count of the session's own.
 	realign            *rate.Limiter
+	// peerIDFormat is how the session's passive writes its IDs (Hello).
+	peerIDFormat string
 	passiveIDs, round1 int
 	split              *data.Split
 	eval               *data.Dataset // validation rows, then test rows
@@ -171,7 +173,7 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, e
 		Shutdown: func(_ context.Context, reason string) error {
 			log.Info("the passive party ends the run", "reason", reason)
 			return nil
-		}}, "active")
+		}}, "active", pd.split.Info.IDFormat.String())
 	if err != nil {
 		return nil, err
 	}
@@ -351,8 +353,12 @@ func (r *activeRun) hello(_ context.Context, peer grpcnet.Hello) error {
 	}
 	r.mu.Lock()
 	r.responder = resp
+	r.peerIDFormat = peer.IDFormat
 	r.mu.Unlock()
 	r.log.Info("session started", "peer", peer.Party)
+	if h := idFormatHint(r.pd.split.Info.IDFormat.String(), peer.IDFormat, "active", "passive"); h != "" {
+		r.log.Warn("the parties write their IDs differently" + h)
+	}
 	return nil
 }
 
@@ -387,7 +393,8 @@ func (r *activeRun) psi(_ context.Context, req *psi.Request) (*psi.Response, err
 	}
 	split := r.pd.restrict(common)
 	if len(split.Train.IDs) < 2 {
-		return nil, fmt.Errorf("active: only %d training examples in the intersection of %d IDs", len(split.Train.IDs), len(common))
+		return nil, fmt.Errorf("active: only %d training examples in the intersection of %d IDs%s", len(split.Train.IDs), len(common),
+			idFormatHint(r.pd.split.Info.IDFormat.String(), r.peerIDFormat, "active", "passive"))
 	}
 	eval, valRows, err := holdOut(&r.cfg, split)
 	if err != nil {

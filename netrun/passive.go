@@ -173,7 +173,9 @@ func tellRefusal(ctx context.Context, cfg *Config, opt Options, log *slog.Logger
 // session runs one session: Hello, PSI, resume, training to the end.
 func (p *passiveRun) session(ctx context.Context) error {
 	log := p.opt.logger().With("party", "passive")
-	if _, err := p.client.Hello(ctx, grpcnet.Hello{Party: partyName(p.cfg.Name, "passive"), Config: p.hello}); err != nil {
+	own := p.pd.split.Info.IDFormat.String()
+	remote, err := p.client.Hello(ctx, grpcnet.Hello{Party: partyName(p.cfg.Name, "passive"), Config: p.hello, IDFormat: own})
+	if err != nil {
 		if strings.Contains(err.Error(), "digest") {
 			err = fmt.Errorf("%w (%s)", err, p.cfg.digestHint())
 		}
@@ -182,6 +184,9 @@ func (p *passiveRun) session(ctx context.Context) error {
 	keys, err := psi.RunUint64(p.pd.ids(), nil, func(r *psi.Request) (*psi.Response, error) { return p.client.PSI(ctx, r) })
 	if err != nil {
 		return fmt.Errorf("passive: private ID alignment: %w", err)
+	}
+	if len(keys) == 0 {
+		return fmt.Errorf("passive: no ID in the intersection%s", idFormatHint(own, remote.IDFormat, "passive", "active"))
 	}
 	if p.common == nil {
 		split := p.pd.restrict(keys)

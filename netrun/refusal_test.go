@@ -3,6 +3,8 @@ package netrun
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -109,4 +111,52 @@ func TestRealignmentFlood(t *testing.T) {
 	}
 	r.cancel()
 	r.activeEnd()
+}
+
+// TestIDFormatMismatchNamed: the active party's IDs are integers (1000),
+// the passive's the same numbers written as decimals (1000.0), which hash
+// as text: no ID is shared. The run ends with an error that names both
+// formats (before this test: "0 IDs in the intersection" and no hint).
+func TestIDFormatMismatchNamed(t *testing.T) {
+	root := t.TempDir()
+	write := func(name, suffix string) string {
+		var b strings.Builder
+		b.WriteString("id,label,x,c\n")
+		for i := range 300 {
+			fmt.Fprintf(&b, "%d%s,%d,%d,k%d\n", 1000+i, suffix, i%2, i%7, i%5)
+		}
+		p := filepath.Join(root, name)
+		if err := os.WriteFile(p, []byte(b.String()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	base := smallConfig(write("active.csv", ""), filepath.Join(root, "unused"))
+	base.Format, base.Label, base.IDCol = "csv", "label", "id"
+	base.HashBuckets = 0
+	base.Protect, base.Params = "none", nil
+	base.Attacks = []string{"norm"}
+	act, pas := partyConfigs(base, root, newTestPKI(t))
+	pas.Data = write("passive.csv", ".0")
+	act.Columns, pas.Columns = []string{"x"}, []string{"c"}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		_, err := RunActive(ctx, act, Options{Logger: testLogger(t), Ready: func(a string) { addr <- a }})
+		done <- err
+	}()
+	select {
+	case pas.Addr = <-addr:
+	case err := <-done:
+		t.Fatalf("active: %v", err)
+	}
+	want := "the active party's IDs are written as integer, the passive party's as decimal"
+	if _, err := RunPassive(ctx, pas, Options{Logger: testLogger(t)}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("passive: %v, want an error containing %q", err, want)
+	}
+	if err := <-done; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("active: %v, want an error containing %q", err, want)
+	}
 }

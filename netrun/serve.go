@@ -126,7 +126,7 @@ func Serve(ctx context.Context, cfg Config, so ServeOptions, opt Options) (*Serv
 	log.Info("model and data loaded", "model", so.Model, "rows", len(r.rows), "share_scores", so.ShareScores)
 
 	srv, err := listen(&cfg, opt, grpcnet.Handlers{Hello: r.hello, PSI: r.psi, Score: r.score,
-		Shutdown: func(_ context.Context, reason string) error { return r.shutdown(reason, log) }}, "active serve")
+		Shutdown: func(_ context.Context, reason string) error { return r.shutdown(reason, log) }}, "active serve", pd.split.Info.IDFormat.String())
 	if err != nil {
 		return nil, err
 	}

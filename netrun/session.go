@@ -11,12 +11,12 @@ import (
 )
 
 // listen starts the active party's gRPC server on cfg.Addr (mutual TLS
-// unless cfg.InsecureLoopback), announcing cfg's fingerprint in Hello and
-// answering with h. who names the caller in errors ("active", "active
-// serve").
-func listen(cfg *Config, opt Options, h grpcnet.Handlers, who string) (*grpcnet.Server, error) {
+// unless cfg.InsecureLoopback), announcing cfg's fingerprint and the
+// format of its IDs (idFormat) in Hello and answering with h. who names
+// the caller in errors ("active", "active serve").
+func listen(cfg *Config, opt Options, h grpcnet.Handlers, who, idFormat string) (*grpcnet.Server, error) {
 	so := grpcnet.ServerOptions{InsecureLoopback: cfg.InsecureLoopback, Logger: opt.logger(),
-		Local:           grpcnet.Hello{Party: partyName(cfg.Name, "active"), Config: cfg.fingerprint()},
+		Local:           grpcnet.Hello{Party: partyName(cfg.Name, "active"), Config: cfg.fingerprint(), IDFormat: idFormat},
 		MaxMessageBytes: cfg.MaxMessageMB << 20,
 		Handlers:        h,
 	}
@@ -53,6 +53,17 @@ func dial(cfg *Config, opt Options, who string, connect time.Duration) (*grpcnet
 		return nil, fmt.Errorf("%s: %w", who, err)
 	}
 	return client, nil
+}
+
+// idFormatHint names two parties' ID formats when they differ, for the
+// error of an (almost) empty intersection; "" when they agree or one is
+// not known.
+func idFormatHint(own, peer, ownRole, peerRole string) string {
+	if own == "" || peer == "" || own == peer {
+		return ""
+	}
+	return fmt.Sprintf(" (the %s party's IDs are written as %s, the %s party's as %s: the same ID written two ways, such as 1000 and 1000.0, is two IDs)",
+		ownRole, own, peerRole, peer)
 }
 
 // abortSession tells the active party that the passive's session ended
