@@ -74,9 +74,9 @@ type activeRun struct {
 	// of IDs the passive aligned with the first time (round 1), which a
 	// later session's must equal; round1 the count of the session's own.
 	realign            *rate.Limiter
+	passiveIDs, round1 int
 	// peerIDFormat is how the session's passive writes its IDs (Hello).
 	peerIDFormat string
-	passiveIDs, round1 int
 	split              *data.Split
 	eval               *data.Dataset // validation rows, then test rows
 	valRows            int
