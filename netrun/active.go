@@ -77,17 +77,17 @@ type activeRun struct {
 	passiveIDs, round1 int
 	// peerIDFormat is how the session's passive writes its IDs (Hello).
 	peerIDFormat string
-	split              *data.Split
-	eval               *data.Dataset // validation rows, then test rows
-	valRows            int
-	party              *active.Active
-	aud                *audit.Auditor
-	layers             []string
-	embedding          *tensor.Matrix
-	ids                []uint64
-	epoch              int
-	stepStart          time.Time
-	start              time.Time
+	split        *data.Split
+	eval         *data.Dataset // validation rows, then test rows
+	valRows      int
+	party        *active.Active
+	aud          *audit.Auditor
+	layers       []string
+	embedding    *tensor.Matrix
+	ids          []uint64
+	epoch        int
+	stepStart    time.Time
+	start        time.Time
 	// planned is the number of training steps of the run.
 	planned int64
 	// saved is the step of the newest checkpoint this party saved or
