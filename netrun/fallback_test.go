@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/splitguard/splitguard/rundir"
+	"github.com/splitguard/splitguard/config"
 )
 
 // TestPrunable: a save keeps the newest keep checkpoints and the two
@@ -116,14 +117,16 @@ func corruptFile(t *testing.T, path string) {
 }
 
 // TestLostCheckpointAfterKill is the red team's dead end: the passive is
-// killed at step 13, between checkpoints (both parties acknowledged step
-// 10, checkpoints every 5), and one party's checkpoint of step 10 is then
-// corrupt or gone. The passive's: it restarts against the live active. The
-// active's: the active was stopped too and both restart. The run falls
-// back to step 5, which both hold intact, says so in the log and in
-// summary.json, and ends identical to the uninterrupted in-process run
-// (the code before this test refused every step below 10 and ended the run
-// truncated).
+// killed between checkpoints (at step 13: both parties acknowledged step
+// 10, checkpoints every 5) or right after its save of step 10 (then only
+// step 5 is acknowledged), and one party's newest checkpoint, of step 10,
+// is then corrupt, truncated or gone. The passive's: it restarts against
+// the live active. The active's: the active was stopped too and both
+// restart. The run resumes at step 5, which both hold intact; after a kill
+// at 13 that is a fallback behind the acknowledged step, which the log and
+// summary.json record. Every run ends identical to the uninterrupted
+// in-process run (the code before this test refused every step below 10
+// after a kill at 13 and ended the run truncated).
 func TestLostCheckpointAfterKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two-party runs")
@@ -140,60 +143,75 @@ func TestLostCheckpointAfterKill(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, tc := range []struct {
-		side   string
-		damage func(t *testing.T, path string)
-		how    string
-		reason string
-	}{
-		{"passive", corruptFile, "corrupt", "passive party does not hold its checkpoint of step 10"},
-		{"passive", remove, "missing", "passive party does not hold its checkpoint of step 10"},
-		{"active", truncate, "truncated", "active party's checkpoint of step 10 does not verify"},
-		{"active", remove, "missing", "active party's checkpoint of step 10 does not verify"},
-	} {
-		name := tc.side + "-" + tc.how
-		t.Run(name, func(t *testing.T) {
-			dir := filepath.Join(root, name)
-			r := startFault(t, base, dir)
-			testHookPassiveStep = func(s int64) error {
-				if s != 13 {
-					return nil
-				}
-				r.px.cut()
-				return errKilled
+	damages := []struct {
+		how string
+		do  func(t *testing.T, path string)
+	}{{"corrupt", corruptFile}, {"truncated", truncate}, {"missing", remove}}
+	for _, kill := range []int64{13, 10} {
+		for _, side := range []string{"passive", "active"} {
+			for _, dmg := range damages {
+				name := fmt.Sprintf("kill-at-%d/%s-%s", kill, side, dmg.how)
+				t.Run(name, func(t *testing.T) {
+					lostCheckpointRun(t, base, ref, filepath.Join(root, name), kill, side, dmg.do)
+				})
 			}
-			t.Cleanup(func() { testHookPassiveStep = nil })
-			if _, err := r.passive(context.Background()); !errors.Is(err, errKilled) {
-				t.Fatalf("the killed passive: %v", err)
-			}
-			testHookPassiveStep = nil
-			if tc.side == "passive" {
-				tc.damage(t, filepath.Join(r.pas.checkpointDir(), "passive-000000000010.ckpt"))
-				r.px.up()
-			} else {
-				r.cancel()
-				if res := r.activeEnd(); res.err == nil {
-					t.Fatal("the stopped active party ended without an error")
-				}
-				tc.damage(t, filepath.Join(r.act.checkpointDir(), "active-000000000010.ckpt"))
-				r = startFault(t, base, dir)
-			}
-			if _, err := r.passive(context.Background()); err != nil {
-				t.Fatalf("the restarted passive: %v\n%s", err, r.logText())
-			}
-			res := r.activeEnd()
-			if res.err != nil {
-				t.Fatalf("active: %v\n%s", res.err, r.logText())
-			}
-			want := []rundir.CheckpointFallback{{From: 10, To: 5}}
-			got := readSummary(t, r.act.Out).CheckpointFallbacks
-			if len(got) != 1 || got[0].From != 10 || got[0].To != 5 || !strings.Contains(got[0].Reason, tc.reason) {
-				t.Fatalf("summary's checkpoint fallbacks %+v, want %+v for a reason containing %q", got, want, tc.reason)
-			}
-			if log := r.logText(); !strings.Contains(log, "resuming from an older checkpoint") {
-				t.Fatalf("no log line of the fallback:\n%s", log)
-			}
-			r.sameAsReference(ref)
-		})
+		}
 	}
+}
+
+// lostCheckpointRun is one case of TestLostCheckpointAfterKill.
+func lostCheckpointRun(t *testing.T, base config.Config, ref, dir string, kill int64, side string, damage func(*testing.T, string)) {
+	r := startFault(t, base, dir)
+	killed := func(s int64) error {
+		if s != kill {
+			return nil
+		}
+		r.px.cut()
+		return errKilled
+	}
+	if kill%5 == 0 {
+		testHookPassiveSaved = killed
+	} else {
+		testHookPassiveStep = killed
+	}
+	t.Cleanup(func() { testHookPassiveStep, testHookPassiveSaved = nil, nil })
+	if _, err := r.passive(context.Background()); !errors.Is(err, errKilled) {
+		t.Fatalf("the killed passive: %v", err)
+	}
+	testHookPassiveStep, testHookPassiveSaved = nil, nil
+	if side == "passive" {
+		damage(t, filepath.Join(r.pas.checkpointDir(), "passive-000000000010.ckpt"))
+		r.px.up()
+	} else {
+		r.cancel()
+		if res := r.activeEnd(); res.err == nil {
+			t.Fatal("the stopped active party ended without an error")
+		}
+		damage(t, filepath.Join(r.act.checkpointDir(), "active-000000000010.ckpt"))
+		r = startFault(t, base, dir)
+	}
+	if _, err := r.passive(context.Background()); err != nil {
+		t.Fatalf("the restarted passive: %v\n%s", err, r.logText())
+	}
+	if res := r.activeEnd(); res.err != nil {
+		t.Fatalf("active: %v\n%s", res.err, r.logText())
+	}
+	got := readSummary(t, r.act.Out).CheckpointFallbacks
+	log := r.logText()
+	if kill == 13 {
+		reason := map[string]string{"passive": "passive party does not hold its checkpoint of step 10",
+			"active": "active party's checkpoint of step 10 does not verify"}[side]
+		if len(got) != 1 || got[0].From != 10 || got[0].To != 5 || !strings.Contains(got[0].Reason, reason) {
+			t.Fatalf("summary's checkpoint fallbacks %+v, want one from 10 to 5 for a reason containing %q", got, reason)
+		}
+		if !strings.Contains(log, "resuming from an older checkpoint") {
+			t.Fatalf("no log line of the fallback:\n%s", log)
+		}
+	} else if len(got) != 0 {
+		t.Fatalf("summary's checkpoint fallbacks %+v, want none: step 5 is the acknowledged one", got)
+	}
+	if !regexp.MustCompile(`msg=resuming party=passive step=5\b`).MatchString(log) {
+		t.Fatalf("the passive did not resume at step 5:\n%s", log)
+	}
+	r.sameAsReference(ref)
 }
