@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -60,9 +59,11 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 		return nil, err
 	}
 	log := opt.logger().With("party", "passive")
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+	lock, err := openOut(&cfg, opt, "passive", log)
+	if err != nil {
 		return nil, err
 	}
+	defer lock.Unlock()
 	if err := cleanOrphans(log, cfg.Out, cfg.checkpointDir()); err != nil {
 		return nil, fmt.Errorf("passive: %w", err)
 	}
@@ -103,6 +104,9 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 			break
 		}
 		if ctx.Err() != nil || !grpcnet.NeedsNewSession(err) {
+			if cause := signalled(ctx); cause != nil {
+				err = p.stopped(cause)
+			}
 			log.Error("run failed", "err", err)
 			abortSession(client, err)
 			client.Close()
@@ -124,6 +128,9 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 		case <-time.After(backoff):
 		case <-ctx.Done():
 			client.Close()
+			if cause := signalled(ctx); cause != nil {
+				return nil, p.stopped(cause)
+			}
 			return nil, ctx.Err()
 		}
 		backoff = min(2*backoff, 5*time.Second)
