@@ -28,6 +28,17 @@ func openOut(cfg *Config, opt Options, role string, log *slog.Logger) (*rundir.D
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", role, err)
 	}
+	// This party's checkpoints say that the run made progress.
+	st := store{dir: cfg.checkpointDir(), role: role}
+	steps, err := st.steps()
+	if err != nil {
+		lock.Unlock()
+		return nil, fmt.Errorf("%s: %w", role, err)
+	}
+	ckpts := []string{st.ackedPath()}
+	for _, s := range steps {
+		ckpts = append(ckpts, st.path(s))
+	}
 	err = rundir.CheckReuse(cfg.Out, func(path string) ([]string, error) {
 		old, err := LoadConfigFile(path, Default())
 		if err != nil {
@@ -35,7 +46,7 @@ func openOut(cfg *Config, opt Options, role string, log *slog.Logger) (*rundir.D
 		}
 		cur := *cfg
 		return rundir.DiffConfigs(&old, &cur, &old.Config, &cur.Config, operationalKeys...)
-	})
+	}, ckpts...)
 	if err == nil {
 		return lock, nil
 	}
@@ -44,15 +55,11 @@ func openOut(cfg *Config, opt Options, role string, log *slog.Logger) (*rundir.D
 		return nil, fmt.Errorf("%s: %w", role, err)
 	}
 	log.Warn("replacing the run in the run directory (force)", "dir", cfg.Out, "was", err)
-	st := store{dir: cfg.checkpointDir(), role: role}
-	steps, err := st.steps()
-	for _, s := range steps {
+	err = nil
+	for _, p := range ckpts {
 		if err == nil {
-			err = removeIfThere(st.path(s))
+			err = removeIfThere(p)
 		}
-	}
-	if err == nil {
-		err = removeIfThere(st.ackedPath())
 	}
 	if err == nil {
 		err = rundir.Clear(cfg.Out)

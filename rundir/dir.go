@@ -113,30 +113,46 @@ func (l *DirLock) Unlock() error {
 // holds another run.
 var ErrOtherRun = errors.New("it holds another run")
 
-// runFiles are the files whose presence says that a directory holds a run.
+// runFiles are the files a run writes in its directory ([Clear] removes
+// them).
 var runFiles = []string{ConfigFile, BatchesFile, EvalFile, EpochsFile, SummaryFile, EncodingFile, BottomModelFile, TopModelFile}
 
+// learnedFiles are the files that say, when not empty, that a run made
+// progress (config.yaml and the encoding are written again by any start).
+var learnedFiles = []string{BatchesFile, EvalFile, EpochsFile, SummaryFile, BottomModelFile, TopModelFile}
+
 // CheckReuse decides, reading only, whether a run may write into dir: yes
-// for a missing or empty directory, or one that holds an unfinished run
-// (no summary.json, or one marked truncated for another reason than
-// max_steps: an interrupted run, which a restart resumes or redoes) whose
-// config.yaml diff finds identical (diff returns the keys that differ;
-// [ConfigDiff] compares the training configuration). Otherwise it
-// returns an error wrapping [ErrOtherRun]: a finished run, a run of
-// another configuration, or run files without a config.yaml.
-func CheckReuse(dir string, diff func(configPath string) ([]string, error)) error {
-	var present []string
-	for _, name := range runFiles {
-		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
-			present = append(present, name)
-		} else if !errors.Is(err, fs.ErrNotExist) {
+// when nothing a run learned is there (no records, summary or models, and
+// none of the files in progress, e.g. a party's checkpoints: a start that
+// failed early left at most config.yaml and the encoding), or for an
+// unfinished run (no summary.json, or one marked truncated for another
+// reason than max_steps: an interrupted run, which a restart resumes or
+// redoes) whose config.yaml diff finds identical (diff returns the keys
+// that differ; [ConfigDiff] compares the training configuration).
+// Otherwise it returns an error wrapping [ErrOtherRun]: a finished run, a
+// run of another configuration, or a run's files without a config.yaml.
+func CheckReuse(dir string, diff func(configPath string) ([]string, error), progress ...string) error {
+	paths := slices.Clone(progress)
+	for _, name := range learnedFiles {
+		paths = append(paths, filepath.Join(dir, name))
+	}
+	var learned []string
+	for _, path := range paths {
+		st, err := os.Stat(path)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
 			return err
 		}
+		if st.Size() > 0 {
+			learned = append(learned, filepath.Base(path))
+		}
 	}
-	if len(present) == 0 {
+	if len(learned) == 0 {
 		return nil
 	}
-	if slices.Contains(present, SummaryFile) {
+	if slices.Contains(learned, SummaryFile) {
 		path := filepath.Join(dir, SummaryFile)
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -150,10 +166,14 @@ func CheckReuse(dir string, diff func(configPath string) ([]string, error)) erro
 			return fmt.Errorf("%s: %w, finished (%s)", dir, ErrOtherRun, SummaryFile)
 		}
 	}
-	if !slices.Contains(present, ConfigFile) {
-		return fmt.Errorf("%s: %w: it holds %s but no %s", dir, ErrOtherRun, strings.Join(present, ", "), ConfigFile)
+	path := filepath.Join(dir, ConfigFile)
+	if _, err := os.Stat(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%s: %w: it holds %s but no %s", dir, ErrOtherRun, strings.Join(learned, ", "), ConfigFile)
+		}
+		return err
 	}
-	keys, err := diff(filepath.Join(dir, ConfigFile))
+	keys, err := diff(path)
 	if err != nil {
 		return err
 	}

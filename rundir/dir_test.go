@@ -123,10 +123,16 @@ func TestCheckReuse(t *testing.T) {
 		{"the same configuration written as given", func(t *testing.T, dir string) {
 			b, _ := config.Marshal(&given)
 			os.WriteFile(filepath.Join(dir, ConfigFile), b, 0o644)
+			os.WriteFile(filepath.Join(dir, BatchesFile), []byte("{}\n"), 0o644)
 		}, false, ""},
 		{"a sweep's partial config.yaml of the same configuration", func(t *testing.T, dir string) {
 			os.WriteFile(filepath.Join(dir, ConfigFile), []byte("synth_rows: 6000\nprotect: none\nattacks: [norm]\nout: elsewhere\n"), 0o644)
+			os.WriteFile(filepath.Join(dir, BatchesFile), []byte("{}\n"), 0o644)
 		}, false, ""},
+		{"a sweep's partial config.yaml of another configuration", func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, ConfigFile), []byte("synth_rows: 6000\nprotect: iso\nattacks: [norm]\n"), 0o644)
+			os.WriteFile(filepath.Join(dir, BatchesFile), []byte("{}\n"), 0o644)
+		}, true, "differs in protect"},
 		{"interrupted run of the same configuration", func(t *testing.T, dir string) {
 			writeResolved(t, dir, given)
 			writeSummary(t, dir, Summary{Truncated: true, TruncatedReason: "stopped by SIGTERM after 40 steps", Signal: "SIGTERM"})
@@ -139,7 +145,19 @@ func TestCheckReuse(t *testing.T) {
 			writeResolved(t, dir, given)
 			writeSummary(t, dir, Summary{Truncated: true, TruncatedReason: "max_steps 10 of 100 planned steps"})
 		}, true, "finished"},
-		{"unfinished run of another learning rate", func(t *testing.T, dir string) { writeResolved(t, dir, other) }, true, "differs in lr"},
+		{"a failed start of another configuration: config.yaml and empty records", func(t *testing.T, dir string) {
+			writeResolved(t, dir, other)
+			os.WriteFile(filepath.Join(dir, BatchesFile), nil, 0o644)
+			os.WriteFile(filepath.Join(dir, EncodingFile), []byte("enc"), 0o644)
+		}, false, ""},
+		{"unfinished run of another learning rate", func(t *testing.T, dir string) {
+			writeResolved(t, dir, other)
+			os.WriteFile(filepath.Join(dir, BatchesFile), []byte("{}\n"), 0o644)
+		}, true, "differs in lr"},
+		{"checkpoints of another configuration", func(t *testing.T, dir string) {
+			writeResolved(t, dir, other)
+			os.WriteFile(filepath.Join(dir, "progress.ckpt"), []byte("ck"), 0o644)
+		}, true, "differs in lr"},
 		{"interrupted run of another configuration", func(t *testing.T, dir string) {
 			writeResolved(t, dir, other)
 			writeSummary(t, dir, Summary{Truncated: true, TruncatedReason: "the peer went away"})
@@ -159,7 +177,7 @@ func TestCheckReuse(t *testing.T) {
 			}
 			tc.setup(t, dir)
 			before := snapshot(t, filepath.Dir(dir))
-			err := CheckReuse(dir, func(path string) ([]string, error) { return ConfigDiff(path, given) })
+			err := CheckReuse(dir, func(path string) ([]string, error) { return ConfigDiff(path, given) }, filepath.Join(dir, "progress.ckpt"))
 			if got := errors.Is(err, ErrOtherRun); got != tc.other || (err != nil && !tc.other) {
 				t.Fatalf("CheckReuse: %v; want another run: %v", err, tc.other)
 			}
