@@ -73,7 +73,8 @@ func Lock(dir string) (*DirLock, error) {
 		return nil, &LockedError{Dir: dir, PID: pid}
 	}
 	pid := []byte(strconv.Itoa(os.Getpid()) + "\n")
-	if err := f.Truncate(0); err == nil {
+	err = f.Truncate(0)
+	if err == nil {
 		_, err = f.WriteAt(pid, 0)
 	}
 	if err != nil {
