@@ -38,6 +38,7 @@ type LockedError struct {
 	PID int
 }
 
+// Error names the directory and the holder's process ID.
 func (e *LockedError) Error() string {
 	holder := "pid unknown"
 	if e.PID > 0 {
@@ -311,6 +312,7 @@ type Stopped struct {
 	Signal string
 }
 
+// Error says which signal stopped the run.
 func (e *Stopped) Error() string { return "stopped by " + e.Signal }
 
 // SignalOf returns the name of the signal that stopped a run whose error
