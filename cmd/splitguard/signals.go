@@ -21,8 +21,9 @@ const (
 // exitStatusHelp is the paragraph of the commands' help on signals and
 // exit statuses.
 const exitStatusHelp = "SIGINT (Ctrl-C) or SIGTERM (what Slurm, Kubernetes and systemd send) stops the run gracefully:\n" +
-	"a log line names the signal, the models and a summary.json marked truncated (naming the signal) are\n" +
-	"saved, and the exit status is 130 (SIGINT) or 143 (SIGTERM); a second signal ends the process at once.\n" +
+	"a log line names the signal, the model reached is saved (and by train and active a summary.json marked\n" +
+	"truncated, naming the signal), and the exit status is 130 (SIGINT) or 143 (SIGTERM); a second signal\n" +
+	"ends the process at once. Checkpoints are kept: the same command again resumes (train runs again).\n" +
 	"Exit status 1: any other error; 0: the run finished."
 
 // stopped is the exit status of the signal that stopped this process's
