@@ -41,6 +41,10 @@ type Options struct {
 	// Ready, when set, is called with the active party's listening address
 	// (useful with port 0).
 	Ready func(addr string)
+	// Force lets a party replace another run in its run directory (a
+	// finished run, or one of another configuration), which is otherwise
+	// refused before anything is written; its checkpoints go with it.
+	Force bool
 }
 
 func (o Options) logger() *slog.Logger {
@@ -123,6 +127,11 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, e
 		}
 	}
 	log := opt.logger().With("party", "active")
+	lock, err := openOut(&cfg, opt, "active", log)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Unlock()
 	if err := writeConfig(&cfg); err != nil {
 		return nil, err
 	}
@@ -169,16 +178,20 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, e
 		r.rec.AddFallback(fb)
 	}
 
+	// The handlers (a restarted passive calls at once) wait for r.met.
+	r.mu.Lock()
 	r.srv, err = listen(&cfg, opt, grpcnet.Handlers{Hello: r.hello, PSI: r.psi, Checkpoint: r.checkpoint,
 		Shutdown: func(_ context.Context, reason string) error {
 			log.Info("the passive party ends the run", "reason", reason)
 			return nil
 		}}, "active", pd.split.Info.IDFormat.String())
 	if err != nil {
+		r.mu.Unlock()
 		return nil, err
 	}
 	defer r.srv.Close()
 	r.met = newActiveMetrics(cfg, r.srv.Stats)
+	r.mu.Unlock()
 	if cfg.MetricsAddr != "" {
 		stop, addr, err := r.met.serve(cfg.MetricsAddr)
 		if err != nil {
@@ -219,6 +232,9 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, e
 			}
 		}
 		serr = fmt.Errorf("active: %w after %d steps; the model is saved in %s", serr, steps, r.cfg.Out)
+	}
+	if cause := signalled(ctx); cause != nil {
+		serr = r.stopped(cause, steps)
 	}
 	return nil, r.endEarly(serr)
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -61,9 +60,11 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 		return nil, err
 	}
 	log := opt.logger().With("party", "passive")
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+	lock, err := openOut(&cfg, opt, "passive", log)
+	if err != nil {
 		return nil, err
 	}
+	defer lock.Unlock()
 	if err := cleanOrphans(log, cfg.Out, cfg.checkpointDir()); err != nil {
 		return nil, fmt.Errorf("passive: %w", err)
 	}
@@ -106,6 +107,9 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 			break
 		}
 		if ctx.Err() != nil || !grpcnet.NeedsNewSession(err) {
+			if cause := signalled(ctx); cause != nil {
+				err = p.stopped(cause)
+			}
 			log.Error("run failed", "err", err)
 			abortSession(client, err)
 			client.Close()
@@ -127,6 +131,9 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 		case <-time.After(backoff):
 		case <-ctx.Done():
 			client.Close()
+			if cause := signalled(ctx); cause != nil {
+				return nil, p.stopped(cause)
+			}
 			return nil, ctx.Err()
 		}
 		backoff = min(2*backoff, 5*time.Second)

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -44,19 +43,44 @@ type Options struct {
 	// OnEval, when set, is called with every eval.jsonl record after it
 	// is written.
 	OnEval func(rundir.EvalRecord)
+	// Force lets the run replace another run in cfg.Out (a finished run,
+	// or one of another configuration: rundir.CheckReuse), which is
+	// otherwise refused before anything is written.
+	Force bool
 }
 
 // Train runs one in-process split-training run as cfg describes, writing
 // the run directory cfg.Out, and returns its summary. The settings left
 // to the data are chosen once the training rows are known
 // (config.Config.ResolveForData); config.yaml holds the resolved values.
+//
+// The run holds cfg.Out's lock (rundir.Lock) from before it reads the
+// directory until it returns: a directory in use by another process is
+// refused (a *rundir.LockedError) untouched. So is a directory holding
+// another run (an error wrapping rundir.ErrOtherRun) unless opt.Force; an
+// interrupted run of the same configuration is run again from the start.
+// When ctx is cancelled with a *rundir.Stopped cause (a signal), the
+// models and a summary marked truncated, naming the signal, are saved,
+// and the error wraps the cause.
 func Train(ctx context.Context, cfg config.Config, opt Options) (*rundir.Summary, error) {
 	cfg.Layers = slices.Clone(cfg.Layers)
 	cfg.Resolve()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+	lock, err := rundir.Lock(cfg.Out)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Unlock()
+	if err := rundir.CheckReuse(cfg.Out, func(path string) ([]string, error) { return rundir.ConfigDiff(path, cfg) }); err != nil {
+		if !errors.Is(err, rundir.ErrOtherRun) || !opt.Force {
+			return nil, err
+		}
+		logf(opt.Log, "replacing the run in %s (force)", cfg.Out)
+	}
+	// Nothing of an earlier run stays: this one writes every file anew.
+	if err := rundir.Clear(cfg.Out); err != nil {
 		return nil, err
 	}
 	if removed, err := atomicfile.CleanTemps(cfg.Out); err != nil {
@@ -269,7 +293,13 @@ func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, val *
 	}
 	if runErr != nil {
 		if atomicfile.IsDiskFull(runErr) && pas.Step() > 0 {
-			return nil, salvage(cfg, rec, reserve, sel, bottom, top, pas.Step(), elapsed, runErr)
+			return nil, salvage(cfg, rec, reserve, sel, bottom, top, pas.Step(), elapsed, runErr,
+				fmt.Sprintf("the disk filled up after %d steps: %v", pas.Step(), runErr))
+		}
+		if cause := context.Cause(ctx); rundir.SignalOf(cause) != "" {
+			rec.SetSignal(rundir.SignalOf(cause))
+			return nil, salvage(cfg, rec, reserve, sel, bottom, top, pas.Step(), elapsed, cause,
+				fmt.Sprintf("%v after %d steps", cause, pas.Step()))
 		}
 		return nil, runErr
 	}
@@ -303,17 +333,18 @@ type counter int64
 
 func (c *counter) Write(p []byte) (int, error) { *c += counter(len(p)); return len(p), nil }
 
-// salvage ends a run that the disk filling up stopped after steps: the
-// reserved space is given back, the models (the selected ones, as at a
-// normal end) are saved and summary.json says the run is truncated and
-// why. It returns why, with what could not be saved.
+// salvage ends a run that the disk filling up (or a signal) stopped
+// after steps: the reserved space is given back, the models (the selected
+// ones, as at a normal end) are saved and summary.json says the run is
+// truncated and why (reason). It returns why, with what could not be
+// saved.
 func salvage(cfg config.Config, rec *rundir.Recorder, reserve *atomicfile.Reservation, sel *selection, bottom model.Bottom, top model.Top,
-	steps int64, elapsed time.Duration, why error) error {
+	steps int64, elapsed time.Duration, why error, reason string) error {
 	errs := []error{why, reserve.Release()}
 	if err := sel.save(cfg.Out, bottom, top); err != nil {
 		errs = append(errs, err)
 	}
-	rec.Truncate(fmt.Sprintf("the disk filled up after %d steps: %v", steps, why))
+	rec.Truncate(reason)
 	if _, err := rec.Finish(steps, elapsed); err != nil {
 		errs = append(errs, fmt.Errorf("summary: %w", err))
 	}

@@ -68,6 +68,7 @@ type Recorder struct {
 	evalsSeen []EvalRecord
 	best      EvalRecord
 	truncated string // why the run ended early ("" unless Truncate was called)
+	signal    string // the signal that ended it, if one did
 
 	// Validation: the evaluation with the best validation AUC so far,
 	// and how many evaluations came after it.
@@ -87,6 +88,9 @@ func (r *Recorder) AddFallback(f CheckpointFallback) { r.fallbacks = append(r.fa
 // Truncate marks the run as ended before its planned steps for reason;
 // the summary Finish writes says so.
 func (r *Recorder) Truncate(reason string) { r.truncated = reason }
+
+// SetSignal records the signal that ended the run (Summary.Signal).
+func (r *Recorder) SetSignal(name string) { r.signal = name }
 
 // Open starts recording the run cfg describes into cfg.Out. With resume,
 // what a previous process of the run wrote is kept until
@@ -334,16 +338,25 @@ func (r *Recorder) endEpoch() error {
 }
 
 // Finish closes the last epoch and writes summary.json for a run that
-// made steps training steps in elapsed.
+// made steps training steps in elapsed. A run without an evaluation has
+// no summary, unless it was truncated after [Recorder.Start]: its summary
+// then says that its evaluation figures are not results.
 func (r *Recorder) Finish(steps int64, elapsed time.Duration) (*Summary, error) {
-	if len(r.evalsSeen) == 0 {
+	noEval := len(r.evalsSeen) == 0
+	if noEval && (r.truncated == "" || r.split == nil || r.aud == nil) {
 		return nil, errors.New("no evaluation was recorded")
 	}
 	if err := r.endEpoch(); err != nil {
 		return nil, err
 	}
 	cfg, train := &r.cfg, r.split.Train
-	last := r.evalsSeen[len(r.evalsSeen)-1]
+	var last EvalRecord
+	best := r.best
+	if noEval {
+		best = EvalRecord{}
+	} else {
+		last = r.evalsSeen[len(r.evalsSeen)-1]
+	}
 	examples := int64(0)
 	if steps > 0 {
 		examples = min(steps*int64(cfg.Batch), int64(cfg.Epochs)*int64(len(train.IDs)))
@@ -354,9 +367,9 @@ func (r *Recorder) Finish(steps int64, elapsed time.Duration) (*Summary, error) 
 	}
 	planned := int64(cfg.Epochs) * int64((len(train.IDs)+cfg.Batch-1)/cfg.Batch)
 	s := &Summary{
-		TestAUCBest: r.best.TestAUC, TestAUCFinal: last.TestAUC, BestStep: r.best.Step,
+		TestAUCBest: best.TestAUC, TestAUCFinal: last.TestAUC, BestStep: best.Step,
 		TestLossFinal: last.TestLoss, TestLossNote: "mean binary cross-entropy on the test split, without regularisers",
-		ACEFinal: last.ACE, ACEBest: r.best.ACE, ACEBins: cfg.ACEBins, TrainLossFinal: r.lastLoss,
+		ACEFinal: last.ACE, ACEBest: best.ACE, ACEBins: cfg.ACEBins, TrainLossFinal: r.lastLoss,
 		Steps: steps, Epochs: cfg.Epochs, Examples: examples, Seconds: elapsed.Seconds(),
 		Leak: r.aud.Summary(), TrainRows: len(train.IDs), TestRows: len(r.split.Test.IDs),
 		TrainPosRate: float64(pos) / float64(max(len(train.IDs), 1)), BadRowsSkipped: r.split.Info.BadRows,
@@ -389,7 +402,7 @@ func (r *Recorder) Finish(steps int64, elapsed time.Duration) (*Summary, error) 
 	}
 	switch {
 	case r.truncated != "":
-		s.Truncated, s.TruncatedReason = true, r.truncated
+		s.Truncated, s.TruncatedReason, s.Signal = true, r.truncated, r.signal
 	case s.Truncated:
 		s.TruncatedReason = fmt.Sprintf("max_steps %d of %d planned steps", cfg.MaxSteps, planned)
 	}
@@ -401,6 +414,9 @@ func (r *Recorder) Finish(steps int64, elapsed time.Duration) (*Summary, error) 
 		s.StepMSMean = 1000 * elapsed.Seconds() / float64(steps)
 	}
 	r.selection(s)
+	if noEval {
+		s.Warnings = append(s.Warnings, "no evaluation was recorded before the run ended: its AUC, loss and ACE figures are not results")
+	}
 	if err := WriteJSON(filepath.Join(cfg.Out, SummaryFile), s); err != nil {
 		return nil, err
 	}

@@ -149,6 +149,9 @@ type Summary struct {
 	// TruncatedReason says why a truncated run ended before its planned
 	// steps (max_steps, the peer ending the run, an error).
 	TruncatedReason string `json:"truncated_reason,omitempty"`
+	// Signal names the signal that ended a truncated run ("SIGINT",
+	// "SIGTERM"), when one did.
+	Signal string `json:"signal,omitempty"`
 	// EvalAttacksFinal and EvalAttacksBest are the model attacks' figures
 	// (EvalRecord.Attacks) at the last evaluation and the largest value of
 	// each over the evaluations.

@@ -69,6 +69,11 @@ type Options struct {
 	// StaleAfter how old a claim may get before its run is taken over by
 	// another process (≤ 0: DefaultHeartbeat, DefaultStaleAfter).
 	Heartbeat, StaleAfter time.Duration
+	// Force lets a whole sweep replace the record of another sweep in its
+	// directory (an error wrapping ErrOtherSweep otherwise, before
+	// anything is written); runs of the same name finished there count as
+	// done.
+	Force bool
 }
 
 // stderrTail is how much of a failed child's stderr is kept.
@@ -115,6 +120,14 @@ func complete(path string) bool {
 // and at the end. The error is non-nil only when the sweep itself could
 // not work (or ctx was cancelled); failed runs are in the outcomes.
 func Run(ctx context.Context, runs []RunSpec, out string, opt Options) ([]Outcome, error) {
+	for _, r := range runs {
+		if err := CheckName(r.Name); err != nil {
+			return nil, fmt.Errorf("sweep: run name: %w", err)
+		}
+	}
+	if err := checkManifest(out, runs, opt.Shard, opt.Force); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, fmt.Errorf("sweep: %w", err)
 	}
@@ -134,7 +147,7 @@ func Run(ctx context.Context, runs []RunSpec, out string, opt Options) ([]Outcom
 	if shard.Count <= 1 {
 		shard = Shard{Index: 0, Count: 1}
 	}
-	if err := saveManifest(out, runs, shard); err != nil {
+	if err := saveManifest(out, runs); err != nil {
 		return nil, err
 	}
 	jobs := opt.Jobs
@@ -159,11 +172,6 @@ func Run(ctx context.Context, runs []RunSpec, out string, opt Options) ([]Outcom
 			continue
 		}
 		todo = append(todo, i)
-	}
-	for _, r := range runs {
-		if err := CheckName(r.Name); err != nil {
-			return outcomes, fmt.Errorf("sweep: run name: %w", err)
-		}
 	}
 	// Write and check every configuration before starting anything.
 	work := func(i int) string { return stateDir(out, "work", runs[i].Name+"@"+token) }

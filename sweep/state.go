@@ -131,22 +131,47 @@ func Fingerprint(runs []RunSpec) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// saveManifest writes runs.yaml. A sharded sweep refuses a directory that
-// holds another sweep (its shards would disagree on who runs what); a
-// whole sweep replaces the record.
-func saveManifest(out string, runs []RunSpec, shard Shard) error {
+// ErrOtherSweep is wrapped by the error of [Run] for a directory that
+// holds another sweep (its runs.yaml records other runs).
+var ErrOtherSweep = errors.New("it holds another sweep")
+
+// checkManifest refuses, reading only, a directory whose runs.yaml
+// records another sweep than runs: a sharded sweep always (its shards
+// would disagree on who runs what), a whole sweep unless force (it then
+// replaces the record).
+func checkManifest(out string, runs []RunSpec, shard Shard, force bool) error {
 	fp, err := Fingerprint(runs)
 	if err != nil {
 		return err
 	}
 	path := stateDir(out, "runs.yaml")
-	if old, err := loadManifest(out); err == nil {
-		if old.Fingerprint == fp {
+	old, err := loadManifest(out)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
-		if !shard.Whole() {
-			return fmt.Errorf("sweep: %s holds another sweep (%s differs from this sweep file's runs): shards of one sweep must share one sweep file; to start over, run the sweep once without a shard or give another out", out, path)
-		}
+		return err
+	}
+	switch {
+	case old.Fingerprint == fp:
+		return nil
+	case !shard.Whole():
+		return fmt.Errorf("sweep: %s holds another sweep (%s differs from this sweep file's runs): shards of one sweep must share one sweep file; to start over, run the sweep once without a shard or give another out", out, path)
+	case !force:
+		return fmt.Errorf("sweep: %s: %w (%s records other runs than this sweep file's)", out, ErrOtherSweep, path)
+	}
+	return nil
+}
+
+// saveManifest writes runs.yaml (after [checkManifest]).
+func saveManifest(out string, runs []RunSpec) error {
+	fp, err := Fingerprint(runs)
+	if err != nil {
+		return err
+	}
+	path := stateDir(out, "runs.yaml")
+	if old, err := loadManifest(out); err == nil && old.Fingerprint == fp {
+		return nil
 	}
 	m := manifest{Fingerprint: fp}
 	for _, r := range runs {

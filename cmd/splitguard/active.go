@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/signal"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -55,12 +53,14 @@ func resolveNetConfig(fs *pflag.FlagSet, configFile string, fromFlags netrun.Con
 	return fileCfg, err
 }
 
-func signalContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
+// signalContext is the command's context, cancelled by SIGINT or SIGTERM
+// (notifyStop), which log names.
+func signalContext(cmd *cobra.Command, log *slog.Logger) (context.Context, func()) {
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	return signal.NotifyContext(ctx, os.Interrupt)
+	return notifyStop(ctx, func(name string) { log.Warn("received a signal: stopping the run", "signal", name) })
 }
 
 // partyBody is the work of a networked party command (`active`, `passive`
@@ -68,15 +68,23 @@ func signalContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 // cancelled on interrupt and a text logger on stderr.
 type partyBody func(ctx context.Context, cmd *cobra.Command, cfg netrun.Config, log *slog.Logger) error
 
+// forceFlag reads the --force flag of a party command (false for its
+// inference subcommands, which have none).
+func forceFlag(cmd *cobra.Command) bool {
+	f, err := cmd.Flags().GetBool("force")
+	return err == nil && f
+}
+
 // runParty resolves the command's config and runs body with it.
 func runParty(cmd *cobra.Command, resolve func() (netrun.Config, error), body partyBody) error {
 	cfg, err := resolve()
 	if err != nil {
 		return err
 	}
-	ctx, stop := signalContext(cmd)
+	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+	ctx, stop := signalContext(cmd, log)
 	defer stop()
-	return body(ctx, cmd, cfg, slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil)))
+	return body(ctx, cmd, cfg, log)
 }
 
 // newPartyCmd completes cmd (its Use and texts set) as `active` or
@@ -91,6 +99,10 @@ func newPartyCmd(cmd, sub *cobra.Command, body partyBody) *cobra.Command {
 	}
 	netFlags(cmd.Flags(), &cfg)
 	cmd.Flags().StringVar(&configFile, "config", "", "YAML config file; its keys mirror the flags, flags given on the command line win")
+	var force bool
+	addForceFlag(cmd.Flags(), &force)
+	cmd.Long += "\n\nIt refuses an --out that holds another run (a finished one, or one of another configuration) unless\n" +
+		"--force (which also deletes that run's checkpoints); restarted with the same configuration, it resumes.\n\n" + exitStatusHelp
 	cmd.AddCommand(sub)
 	return cmd
 }
@@ -103,7 +115,7 @@ func newActiveCmd() *cobra.Command {
 			"party by private set intersection, answers its training batches with protected gradients, audits\n" +
 			"what it sends (leak AUCs at the cut layer) and writes the run directory like `train`.",
 	}, newActiveServeCmd(), func(ctx context.Context, cmd *cobra.Command, cfg netrun.Config, log *slog.Logger) error {
-		sum, err := netrun.RunActive(ctx, cfg, netrun.Options{Logger: log,
+		sum, err := netrun.RunActive(ctx, cfg, netrun.Options{Logger: log, Force: forceFlag(cmd),
 			Ready: func(addr string) { fmt.Fprintln(cmd.ErrOrStderr(), "active party listening on", addr) }})
 		if err != nil {
 			return err

@@ -1,11 +1,16 @@
 package main
 
 import (
+	"errors"
 	"io"
 	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/splitguard/splitguard/rundir"
+	"github.com/splitguard/splitguard/sweep"
 )
 
 // keyRef is how library errors name a configuration key: "key NAME",
@@ -40,4 +45,22 @@ func (f flagNamesWriter) Write(b []byte) (int, error) {
 		return 0, err
 	}
 	return len(b), nil
+}
+
+// addForceFlag adds --force, which lets a command replace another run in
+// its --out.
+func addForceFlag(fs *pflag.FlagSet, force *bool) {
+	fs.BoolVar(force, "force", false, "replace another run (or sweep) that --out holds: a finished one, or one of another configuration")
+}
+
+// withForceAdvice adds to msg, the text of err, how to replace the other
+// run that err says --out holds, where cmd has --force.
+func withForceAdvice(cmd *cobra.Command, msg string, err error) string {
+	if !errors.Is(err, rundir.ErrOtherRun) && !errors.Is(err, sweep.ErrOtherSweep) {
+		return msg
+	}
+	if cmd == nil || cmd.Flags().Lookup("force") == nil {
+		return msg
+	}
+	return msg + "; give another --out, or --force to replace it"
 }

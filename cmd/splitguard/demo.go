@@ -48,7 +48,7 @@ gradients the passive party received.`,
 					cfg.Params = protect.Params{"marvell_s": 4}
 				}
 				cfg.Out = filepath.Join(out, name)
-				sum, err := trainAndReport(cmd.Context(), cfg, "", cmd.OutOrStdout(), cmd.ErrOrStderr())
+				sum, err := trainAndReport(cmd.Context(), cfg, "", false, cmd.OutOrStdout(), cmd.ErrOrStderr())
 				if err != nil {
 					return err
 				}

@@ -12,6 +12,9 @@ import (
 func main() {
 	if err := newRootCmd().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "splitguard:", err)
+		if code := stopped.Load(); code != 0 {
+			os.Exit(int(code)) // a signal stopped the run (signals.go)
+		}
 		os.Exit(1)
 	}
 }

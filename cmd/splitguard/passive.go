@@ -20,7 +20,7 @@ func newPassiveCmd() *cobra.Command {
 			"IDs by private set intersection, resumes from the last common checkpoint and trains its bottom model,\n" +
 			"sending cut-layer embeddings and applying the protected gradients it gets back.",
 	}, newPassiveScoreCmd(), func(ctx context.Context, cmd *cobra.Command, cfg netrun.Config, log *slog.Logger) error {
-		res, err := netrun.RunPassive(ctx, cfg, netrun.Options{Logger: log})
+		res, err := netrun.RunPassive(ctx, cfg, netrun.Options{Logger: log, Force: forceFlag(cmd)})
 		if err != nil {
 			return err
 		}

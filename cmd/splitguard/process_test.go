@@ -364,51 +364,60 @@ func TestKillAndResume(t *testing.T) {
 			if err := a.wait(30 * time.Second); err != nil {
 				t.Fatalf("active: %v\n%s", err, a.logText())
 			}
-			var resumed string
-			for _, l := range strings.Split(a.logText(), "\n") {
-				if strings.Contains(l, "msg=resuming") {
-					resumed = l // the last one: the resumption after the kill
-				}
-			}
-			t.Logf("%s killed; the restarted run: %s", victim, resumed)
-			if strings.Contains(resumed, "step=0") {
-				t.Fatalf("the run restarted from scratch instead of a checkpoint: %s", resumed)
-			}
-			for _, file := range []string{"top.model", "eval.jsonl"} {
-				if !bytes.Equal(readFile(t, filepath.Join(f.dir, act, file)), readFile(t, filepath.Join(refA, file))) {
-					t.Errorf("%s differs from the uninterrupted run's", file)
-				}
-			}
-			if !bytes.Equal(readFile(t, filepath.Join(f.dir, pas, "bottom.model")), readFile(t, filepath.Join(refP, "bottom.model"))) {
-				t.Error("bottom.model differs from the uninterrupted run's")
-			}
-			got, want := readJSON(t, filepath.Join(f.dir, act, "summary.json")), readJSON(t, filepath.Join(refA, "summary.json"))
-			for _, k := range []string{"test_auc_final", "test_loss_final", "train_loss_final", "steps", "leak"} {
-				if fmt.Sprint(got[k]) != fmt.Sprint(want[k]) {
-					t.Errorf("summary %s: %v after the kill, %v uninterrupted", k, got[k], want[k])
-				}
-			}
-			// Per-batch records without the timings.
-			strip := func(b []byte) string {
-				var lines []string
-				for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-					var m map[string]any
-					if err := json.Unmarshal([]byte(l), &m); err != nil {
-						t.Fatal(err)
-					}
-					delete(m, "protect_ms")
-					if p, ok := m["protection"].(map[string]any); ok {
-						delete(p, "solve_ms")
-					}
-					s, _ := json.Marshal(m)
-					lines = append(lines, string(s))
-				}
-				return strings.Join(lines, "\n")
-			}
-			if g, w := strip(readFile(t, filepath.Join(f.dir, act, "batches.jsonl"))), strip(readFile(t, filepath.Join(refA, "batches.jsonl"))); g != w {
-				t.Error("batches.jsonl differs from the uninterrupted run's")
-			}
+			sameAsUninterrupted(t, f, a, victim+" killed", act, pas, refA, refP)
 		})
+	}
+}
+
+// sameAsUninterrupted checks that the run in act and pas (the active's
+// last process a) resumed from a checkpoint, not from scratch, and ended
+// with the same model files, evaluations, summary figures and per-batch
+// records as the uninterrupted run in refA and refP.
+func sameAsUninterrupted(t *testing.T, f fixture, a *proc, what, act, pas, refA, refP string) {
+	t.Helper()
+	var resumed string
+	for _, l := range strings.Split(a.logText(), "\n") {
+		if strings.Contains(l, "msg=resuming") {
+			resumed = l // the last one: the resumption after the kill
+		}
+	}
+	t.Logf("%s; the restarted run: %s", what, resumed)
+	if strings.Contains(resumed, "step=0") {
+		t.Fatalf("the run restarted from scratch instead of a checkpoint: %s", resumed)
+	}
+	for _, file := range []string{"top.model", "eval.jsonl"} {
+		if !bytes.Equal(readFile(t, filepath.Join(f.dir, act, file)), readFile(t, filepath.Join(refA, file))) {
+			t.Errorf("%s differs from the uninterrupted run's", file)
+		}
+	}
+	if !bytes.Equal(readFile(t, filepath.Join(f.dir, pas, "bottom.model")), readFile(t, filepath.Join(refP, "bottom.model"))) {
+		t.Error("bottom.model differs from the uninterrupted run's")
+	}
+	got, want := readJSON(t, filepath.Join(f.dir, act, "summary.json")), readJSON(t, filepath.Join(refA, "summary.json"))
+	for _, k := range []string{"test_auc_final", "test_loss_final", "train_loss_final", "steps", "leak"} {
+		if fmt.Sprint(got[k]) != fmt.Sprint(want[k]) {
+			t.Errorf("summary %s: %v after the kill, %v uninterrupted", k, got[k], want[k])
+		}
+	}
+	// Per-batch records without the timings.
+	strip := func(b []byte) string {
+		var lines []string
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatal(err)
+			}
+			delete(m, "protect_ms")
+			if p, ok := m["protection"].(map[string]any); ok {
+				delete(p, "solve_ms")
+			}
+			s, _ := json.Marshal(m)
+			lines = append(lines, string(s))
+		}
+		return strings.Join(lines, "\n")
+	}
+	if g, w := strip(readFile(t, filepath.Join(f.dir, act, "batches.jsonl"))), strip(readFile(t, filepath.Join(refA, "batches.jsonl"))); g != w {
+		t.Error("batches.jsonl differs from the uninterrupted run's")
 	}
 }
 

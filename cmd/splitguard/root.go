@@ -36,7 +36,7 @@ func adviseFlags(cmd *cobra.Command) {
 			if err == nil {
 				return nil
 			}
-			if msg := withFlagNames(c, err.Error()); msg != err.Error() {
+			if msg := withForceAdvice(c, withFlagNames(c, err.Error()), err); msg != err.Error() {
 				return &advisedError{msg: msg, err: err}
 			}
 			return err

@@ -20,6 +20,7 @@ func init() { subcommands = append(subcommands, newSweepCmd) }
 
 func newSweepCmd() *cobra.Command {
 	var out, shardText string
+	var force bool
 	var jobs int
 	var yes bool
 	cmd := &cobra.Command{
@@ -84,7 +85,7 @@ results.csv, 'sweep export --slurm|--k8s' writes the batch job.`,
 				fmt.Fprintf(stderr, "sweep: shard %s (from %s) of %d runs into %s, %d at once\n", shard, source, len(runs), out, jobs)
 			}
 			outcomes, err := sweep.Run(ctx, runs, out, sweep.Options{
-				Jobs: jobs, Shard: shard, Progress: stderr, Terminal: isTerm, Validate: validateRunConfig,
+				Jobs: jobs, Shard: shard, Progress: stderr, Terminal: isTerm, Validate: validateRunConfig, Force: force,
 			})
 			failed := 0
 			for _, o := range outcomes {
@@ -119,6 +120,7 @@ results.csv, 'sweep export --slurm|--k8s' writes the batch job.`,
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "sweep directory to write (one sub-directory per run)")
+	addForceFlag(cmd.Flags(), &force)
 	cmd.Flags().IntVar(&jobs, "jobs", runtime.NumCPU(), "runs at once (each run itself uses up to 2 cores)")
 	cmd.Flags().BoolVar(&yes, "yes", false, fmt.Sprintf("run a sweep of more than %d runs", sweep.ConfirmRuns))
 	cmd.Flags().StringVar(&shardText, "shard", "", "run only shard I of N (e.g. 0/3); default from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX, else the whole sweep")

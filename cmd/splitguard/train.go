@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"sort"
 	"strings"
 
@@ -76,20 +74,25 @@ func trainFlags(fs *pflag.FlagSet, c *config.Config) {
 func newTrainCmd() *cobra.Command {
 	cfg := config.Default()
 	var configFile, uiAddr string
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "train --data PATH --out DIR [flags]",
 		Short: "Run two-party split training in one process, auditing label leakage every batch",
-		Args:  uiArgs(&uiAddr),
+		Long: "train runs both parties in this process and writes the run directory --out. It refuses an --out that\n" +
+			"holds another run (a finished one, or one of another configuration) unless --force, and an --out\n" +
+			"that another process is writing.\n\n" + exitStatusHelp,
+		Args: uiArgs(&uiAddr),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			final, err := resolveConfig(cmd.Flags(), configFile, cfg)
 			if err != nil {
 				return err
 			}
-			_, err = trainAndReport(cmd.Context(), final, uiAddr, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			_, err = trainAndReport(cmd.Context(), final, uiAddr, force, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			return err
 		},
 	}
 	trainFlags(cmd.Flags(), &cfg)
+	addForceFlag(cmd.Flags(), &force)
 	cmd.Flags().StringVar(&configFile, "config", "", "YAML config file; its keys mirror the flags, flags given on the command line win")
 	addUIFlag(cmd.Flags(), &uiAddr)
 	return cmd
@@ -131,14 +134,16 @@ func reapplyFlags(fs *pflag.FlagSet, bind func(*pflag.FlagSet)) error {
 	return err
 }
 
-func trainAndReport(ctx context.Context, cfg config.Config, uiAddr string, stdout, stderr io.Writer) (*rundir.Summary, error) {
+func trainAndReport(ctx context.Context, cfg config.Config, uiAddr string, force bool, stdout, stderr io.Writer) (*rundir.Summary, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	ctx, stop := notifyStop(ctx, func(name string) {
+		fmt.Fprintf(stderr, "splitguard: received %s: stopping the run; saving the models and a summary marked truncated\n", name)
+	})
 	defer stop()
 	prog := newProgress(stderr, cfg.Batch)
-	opts := run.Options{Log: flagNamesWriter{prog.logWriter()}, Progress: prog.update}
+	opts := run.Options{Log: flagNamesWriter{prog.logWriter()}, Progress: prog.update, Force: force}
 	var feed *ui.Feed
 	if uiAddr != "" {
 		feed = ui.NewFeed(ui.Info{Title: cfg.Out, Protect: cfg.Legend().Text, Method: cfg.Protect})

@@ -72,6 +72,30 @@ func (s *Server) ResetOrder() {
 	}
 }
 
+// Leave ends the run in this process only: it is stopping (a signal) and
+// a restarted process of the active party will resume it. The passive
+// party's open and later calls are answered codes.Unavailable, telling it
+// err, so that it starts a new session (NeedsNewSession) instead of
+// ending its run. Close the server after it.
+func (s *Server) Leave(err error) {
+	s.mu.Lock()
+	select {
+	case <-s.ended:
+	default:
+		s.leaving = true
+	}
+	s.mu.Unlock()
+	s.endWith(err, fmt.Errorf("the active party is stopping (%v); it resumes the run when restarted", err))
+}
+
+// endCode is the status of a call refused because the run ended.
+func (s *Server) endCode() codes.Code {
+	if s.leaving {
+		return codes.Unavailable
+	}
+	return codes.FailedPrecondition
+}
+
 // end marks the run over; the first reason wins.
 func (s *Server) end(err error) { s.endWith(err, err) }
 
@@ -175,7 +199,7 @@ func (s *Server) admit(ctx context.Context, f *transport.Forward, sum uint64) (*
 	select {
 	case <-s.ended:
 		s.mu.Unlock()
-		return nil, statusf(codes.FailedPrecondition, "%v refused: the run has ended (%v)", k, s.endPeer)
+		return nil, statusf(s.endCode(), "%v refused: the run has ended (%v)", k, s.endPeer)
 	default:
 	}
 	switch {
@@ -213,9 +237,9 @@ func (s *Server) admit(ctx context.Context, f *transport.Forward, sum uint64) (*
 		return nil, statusf(codes.Canceled, "%v: stream ended before the answer was ready", k)
 	case <-s.ended:
 		s.mu.Lock()
-		reason := s.endPeer
+		reason, code := s.endPeer, s.endCode()
 		s.mu.Unlock()
-		return nil, statusf(codes.FailedPrecondition, "%v: the run ended before the answer was ready: %v", k, reason)
+		return nil, statusf(code, "%v: the run ended before the answer was ready: %v", k, reason)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -74,6 +74,9 @@ type Server struct {
 	ended     chan struct{} // closed by end
 	endErr    error
 	endPeer   error // what the passive party is told of endErr
+	// leaving: the run ended by Leave, to go on in a restarted process;
+	// the passive's calls are then answered Unavailable (a new session).
+	leaving bool
 
 	scoreMu sync.Mutex // serialises Score calls
 	score   scoreState
