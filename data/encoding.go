@@ -394,9 +394,10 @@ func noEOF(err error) error {
 
 // SaveEncoding writes e to path atomically: to a temporary file in the
 // same directory, synced, then renamed, so readers see either no file (or
-// the old one) or the whole new one.
+// the old one) or the whole new one. The file is readable by its owner
+// only (0600): a vocabulary lists the party's feature values.
 func SaveEncoding(path string, e *Encoding) error {
-	err := atomicfile.Write(path, 0o644, func(w io.Writer) error {
+	err := atomicfile.Write(path, 0o600, func(w io.Writer) error {
 		_, err := e.WriteTo(w)
 		return err
 	})

@@ -648,7 +648,7 @@ func (r *activeRun) saveCheckpoint(step int64) error {
 
 // saveFinal writes the top model for serving.
 func (r *activeRun) saveFinal() error {
-	return atomicfile.Write(filepath.Join(r.cfg.Out, rundir.TopModelFile), 0o644, r.party.SaveModel)
+	return atomicfile.Write(filepath.Join(r.cfg.Out, rundir.TopModelFile), rundir.FileMode, r.party.SaveModel)
 }
 
 // observe audits and records one training batch: the cut layer, which is

@@ -311,7 +311,7 @@ func (c *Config) fingerprint() grpcnet.Fingerprint {
 // writeConfig writes the party's resolved configuration into its run
 // directory.
 func writeConfig(cfg *Config) error {
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.Out, rundir.DirMode); err != nil {
 		return err
 	}
 	b, err := config.Marshal(cfg)

@@ -132,9 +132,9 @@ func writeScores(path string, ids []uint64, scores []float32) error {
 		b = append(b, '\n')
 	}
 	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, rundir.DirMode); err != nil {
 			return err
 		}
 	}
-	return atomicfile.WriteFile(path, b, 0o644)
+	return atomicfile.WriteFile(path, b, rundir.FileMode)
 }

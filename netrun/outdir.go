@@ -35,7 +35,7 @@ func openOut(cfg *Config, opt Options, role string, log *slog.Logger) (*rundir.D
 		lock.Unlock()
 		return nil, fmt.Errorf("%s: %w", role, err)
 	}
-	ckpts := []string{st.ackedPath()}
+	ckpts := []string{st.ackedPath(), st.fallbacksPath()}
 	for _, s := range steps {
 		ckpts = append(ckpts, st.path(s))
 	}

@@ -356,5 +356,5 @@ func (p *passiveRun) afterStep(ctx context.Context, step int64) error {
 
 // saveFinal writes the bottom model.
 func (p *passiveRun) saveFinal() error {
-	return atomicfile.Write(filepath.Join(p.cfg.Out, rundir.BottomModelFile), 0o644, p.party.SaveModel)
+	return atomicfile.Write(filepath.Join(p.cfg.Out, rundir.BottomModelFile), rundir.FileMode, p.party.SaveModel)
 }

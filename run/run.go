@@ -497,7 +497,7 @@ func saveModels(dir string, bottom, top saver) error {
 		file string
 		save func(io.Writer) error
 	}{{rundir.BottomModelFile, bottom.Save}, {rundir.TopModelFile, top.Save}} {
-		if err := atomicfile.Write(filepath.Join(dir, m.file), 0o644, m.save); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, m.file), rundir.FileMode, m.save); err != nil {
 			return fmt.Errorf("saving %s: %w", m.file, err)
 		}
 	}

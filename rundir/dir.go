@@ -55,11 +55,11 @@ func (e *LockedError) Error() string {
 // the run's last file is written. Where flock is not available (not
 // Unix), the lock always succeeds.
 func Lock(dir string) (*DirLock, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, DirMode); err != nil {
 		return nil, err
 	}
 	path := filepath.Join(dir, LockFile)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, FileMode)
 	if err != nil {
 		return nil, err
 	}

@@ -41,10 +41,10 @@ func KeepLines(path string, keep func([]byte) (bool, error)) (*os.File, error) {
 			return nil, err
 		}
 	}
-	if err := atomicfile.WriteFile(path, kept.Bytes(), 0o644); err != nil {
+	if err := atomicfile.WriteFile(path, kept.Bytes(), FileMode); err != nil {
 		return nil, err
 	}
-	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o644)
+	return os.OpenFile(path, os.O_WRONLY|os.O_APPEND, FileMode)
 }
 
 // AppendLine appends v to f as one JSON line with a single write.
@@ -113,5 +113,5 @@ func WriteJSON(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	return atomicfile.WriteFile(path, append(b, '\n'), 0o644)
+	return atomicfile.WriteFile(path, append(b, '\n'), FileMode)
 }

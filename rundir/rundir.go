@@ -32,3 +32,12 @@ const (
 	BottomModelFile = "bottom.model"
 	TopModelFile    = "top.model"
 )
+
+// File modes of a run directory: it is created DirMode, and its records
+// (label-derived: batches, evaluations, summary), models and encoding
+// (feature values) are written FileMode, readable by their owner only, as
+// the checkpoints are. config.yaml stays readable by all (0644).
+const (
+	DirMode  = 0o700
+	FileMode = 0o600
+)

@@ -1,0 +1,38 @@
+package run
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/splitguard/splitguard/rundir"
+)
+
+// TestRunFilesOwnerOnly: a run directory that train creates is readable
+// by its owner only, and so are its label-derived records, its models and
+// its encoding; config.yaml stays readable by all.
+func TestRunFilesOwnerOnly(t *testing.T) {
+	cfg := smallConfig(t)
+	cfg.Epochs = 1
+	cfg.Out = filepath.Join(t.TempDir(), "fresh", "run")
+	if _, err := Train(context.Background(), cfg, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]os.FileMode{".": 0o700, rundir.ConfigFile: 0o644}
+	for _, f := range []string{rundir.BatchesFile, rundir.EvalFile, rundir.SummaryFile, rundir.BottomModelFile, rundir.TopModelFile, rundir.EncodingFile} {
+		want[f] = 0o600
+	}
+	for f, mode := range want {
+		st, err := os.Stat(filepath.Join(cfg.Out, f))
+		if err != nil {
+			if f == rundir.EncodingFile && os.IsNotExist(err) {
+				continue // a format without a vocabulary
+			}
+			t.Fatal(err)
+		}
+		if got := st.Mode().Perm(); got != mode {
+			t.Errorf("%s: mode %v, want %v", f, got, mode)
+		}
+	}
+}
