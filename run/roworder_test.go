@@ -33,7 +33,9 @@ func TestRowOrderDoesNotMatter(t *testing.T) {
 	}
 	orders := map[string][]string{"as written": rows, "reversed": slices.Clone(rows), "shuffled": slices.Clone(rows)}
 	slices.Reverse(orders["reversed"])
-	rng.Shuffle(len(rows), func(i, j int) { orders["shuffled"][i], orders["shuffled"][j] = orders["shuffled"][j], orders["shuffled"][i] })
+	rng.Shuffle(len(rows), func(i, j int) {
+		orders["shuffled"][i], orders["shuffled"][j] = orders["shuffled"][j], orders["shuffled"][i]
+	})
 	runs := map[string]string{}
 	for name, rs := range orders {
 		dir := t.TempDir()
