@@ -3,6 +3,7 @@ package netrun
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/rundir"
 )
 
@@ -152,82 +154,157 @@ func TestPartyNeverOverwritesARun(t *testing.T) {
 }
 
 // TestSignalStopsEitherParty: a signal (the context cancelled with a
-// rundir.Stopped cause, as the command does) stops either party after the
-// checkpoint of step 10: the party returns an error naming the signal and
-// saves its model; the active's summary is marked truncated (naming the
-// signal when it was the one stopped). Both restarted with the same
-// configuration, the run resumes and ends identical to the uninterrupted
-// in-process run.
+// rundir.Stopped cause, as the command does) stops either party at a phase
+// of the run: before the first checkpoint (step 3), right after the
+// checkpoint of step 10, and between checkpoints (step 13). The party
+// returns an error naming the signal and saves its model; the active's
+// summary is marked truncated (naming the signal when it was the one
+// stopped). Both restarted with the same configuration, the run resumes
+// and ends identical to the uninterrupted in-process run. Under -short
+// only the stop after the checkpoint of step 10 runs.
 func TestSignalStopsEitherParty(t *testing.T) {
 	root := t.TempDir()
 	base, ref := faultBase(t, root)
-	for _, victim := range []string{"active", "passive"} {
-		t.Run(victim, func(t *testing.T) {
-			act, pas := partyConfigs(base, filepath.Join(root, victim), newTestPKI(t))
-			act.PeerTimeout, pas.PeerTimeout = 90*time.Second, 90*time.Second
-			startActive := func(ctx context.Context) (string, chan activeResult) {
-				addr, done := make(chan string, 1), make(chan activeResult, 1)
-				go func() {
-					s, err := RunActive(ctx, act, Options{Logger: testLogger(t), Ready: func(a string) { addr <- a }})
-					done <- activeResult{s, err}
-				}()
-				select {
-				case a := <-addr:
-					return a, done
-				case res := <-done:
-					t.Fatalf("active: %v", res.err)
+	for _, at := range []int64{10, 3, 13} {
+		for _, victim := range []string{"active", "passive"} {
+			t.Run(fmt.Sprintf("step-%d/%s", at, victim), func(t *testing.T) {
+				if testing.Short() && at != 10 {
+					t.Skip("one phase under -short")
 				}
-				return "", nil
-			}
-			actx, stopActive := context.WithCancelCause(context.Background())
-			defer stopActive(nil)
-			pctx, stopPassive := context.WithCancelCause(context.Background())
-			defer stopPassive(nil)
-			sigterm := &rundir.Stopped{Signal: "SIGTERM"}
-			hookAt(t, 10, func() error {
-				map[string]context.CancelCauseFunc{"active": stopActive, "passive": stopPassive}[victim](sigterm)
-				return nil
+				signalStopRun(t, base, ref, filepath.Join(root, fmt.Sprint(at), victim), at, victim)
 			})
-			var done chan activeResult
-			pas.Addr, done = startActive(actx)
-			pdone := make(chan error, 1)
-			go func() { _, err := RunPassive(pctx, pas, Options{Logger: testLogger(t)}); pdone <- err }()
-			res := <-done
-			sum := readSummary(t, act.Out)
-			if !sum.Truncated || sum.Steps < 10 {
-				t.Errorf("the active's summary: truncated %v after %d steps, reason %q", sum.Truncated, sum.Steps, sum.TruncatedReason)
+		}
+	}
+}
+
+// signalStopRun is one case of TestSignalStopsEitherParty: victim stopped
+// by SIGTERM after step at (after its checkpoint when at is one).
+func signalStopRun(t *testing.T, base config.Config, ref, dir string, at int64, victim string) {
+	act, pas := partyConfigs(base, dir, newTestPKI(t))
+	act.PeerTimeout, pas.PeerTimeout = 90*time.Second, 90*time.Second
+	startActive := func(ctx context.Context) (string, chan activeResult) {
+		addr, done := make(chan string, 1), make(chan activeResult, 1)
+		go func() {
+			s, err := RunActive(ctx, act, Options{Logger: testLogger(t), Ready: func(a string) { addr <- a }})
+			done <- activeResult{s, err}
+		}()
+		select {
+		case a := <-addr:
+			return a, done
+		case res := <-done:
+			t.Fatalf("active: %v", res.err)
+		}
+		return "", nil
+	}
+	actx, stopActive := context.WithCancelCause(context.Background())
+	defer stopActive(nil)
+	pctx, stopPassive := context.WithCancelCause(context.Background())
+	defer stopPassive(nil)
+	sigterm := &rundir.Stopped{Signal: "SIGTERM"}
+	stop := func(s int64) error {
+		if s == at {
+			map[string]context.CancelCauseFunc{"active": stopActive, "passive": stopPassive}[victim](sigterm)
+		}
+		return nil
+	}
+	if at%int64(pas.CheckpointEvery) == 0 {
+		testHookPassiveSaved = stop
+	} else {
+		testHookPassiveStep = stop
+	}
+	t.Cleanup(func() { testHookPassiveSaved, testHookPassiveStep = nil, nil })
+	var done chan activeResult
+	pas.Addr, done = startActive(actx)
+	pdone := make(chan error, 1)
+	go func() { _, err := RunPassive(pctx, pas, Options{Logger: testLogger(t)}); pdone <- err }()
+	res := <-done
+	sum := readSummary(t, act.Out)
+	if !sum.Truncated || sum.Steps < at {
+		t.Errorf("the active's summary: truncated %v after %d steps, reason %q", sum.Truncated, sum.Steps, sum.TruncatedReason)
+	}
+	if victim == "active" {
+		if rundir.SignalOf(res.err) != "SIGTERM" || sum.Signal != "SIGTERM" || !strings.Contains(sum.TruncatedReason, "SIGTERM") {
+			t.Fatalf("the stopped active: %v; summary signal %q, reason %q", res.err, sum.Signal, sum.TruncatedReason)
+		}
+		if _, err := os.Stat(filepath.Join(act.Out, rundir.TopModelFile)); err != nil {
+			t.Errorf("no model saved: %v", err)
+		}
+	} else {
+		if err := <-pdone; rundir.SignalOf(err) != "SIGTERM" {
+			t.Fatalf("the stopped passive: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(pas.Out, rundir.BottomModelFile)); err != nil {
+			t.Errorf("no model saved: %v", err)
+		}
+		go func() { _, err := RunPassive(context.Background(), pas, Options{Logger: testLogger(t)}); pdone <- err }()
+	}
+	// The active restarted on the same address (the passive, still
+	// running or restarted, reconnects to it).
+	act.Addr = pas.Addr
+	_, done = startActive(context.Background())
+	if err := <-pdone; err != nil {
+		t.Fatalf("passive: %v", err)
+	}
+	if res := <-done; res.err != nil {
+		t.Fatalf("the restarted active: %v", res.err)
+	}
+	r := &faultRun{t: t, act: act}
+	r.sameAsReference(ref)
+	if s := readSummary(t, act.Out); s.Truncated || s.Signal != "" {
+		t.Errorf("the resumed run's summary: truncated %v, signal %q", s.Truncated, s.Signal)
+	}
+}
+
+// TestSecondProcessOnALiveRun: while a two-party run is live — before its
+// first checkpoint (step 3), right after the checkpoint of step 10, and
+// between checkpoints (step 13) — a second active and a second passive
+// are started on its run directories (a supervisor that thought the first
+// hung). Each is refused at once, naming this process's ID, and the live
+// run ends identical to the uninterrupted in-process run (before the lock,
+// a second passive removed the live one's temporary checkpoint file and
+// the run aborted).
+func TestSecondProcessOnALiveRun(t *testing.T) {
+	root := t.TempDir()
+	base, ref := faultBase(t, root)
+	for _, at := range []int64{3, 10, 13} {
+		t.Run(fmt.Sprint("step-", at), func(t *testing.T) {
+			if testing.Short() && at != 13 {
+				t.Skip("one phase under -short")
 			}
-			if victim == "active" {
-				if rundir.SignalOf(res.err) != "SIGTERM" || sum.Signal != "SIGTERM" || !strings.Contains(sum.TruncatedReason, "SIGTERM") {
-					t.Fatalf("the stopped active: %v; summary signal %q, reason %q", res.err, sum.Signal, sum.TruncatedReason)
+			r := startFault(t, base, filepath.Join(root, fmt.Sprint(at)))
+			refusals := make(chan []error, 1)
+			second := func(s int64) error {
+				if s != at {
+					return nil
 				}
-				if _, err := os.Stat(filepath.Join(act.Out, rundir.TopModelFile)); err != nil {
-					t.Errorf("no model saved: %v", err)
-				}
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				act := r.act
+				act.Addr = "127.0.0.1:0"
+				_, errA := RunActive(ctx, act, Options{Logger: testLogger(t)})
+				_, errP := RunPassive(ctx, r.pas, Options{Logger: testLogger(t)})
+				refusals <- []error{errA, errP}
+				return nil
+			}
+			if at%int64(r.pas.CheckpointEvery) == 0 {
+				testHookPassiveSaved = second
 			} else {
-				if err := <-pdone; rundir.SignalOf(err) != "SIGTERM" {
-					t.Fatalf("the stopped passive: %v", err)
+				testHookPassiveStep = second
+			}
+			t.Cleanup(func() { testHookPassiveSaved, testHookPassiveStep = nil, nil })
+			if _, err := r.passive(context.Background()); err != nil {
+				t.Fatalf("the live passive: %v\n%s", err, r.logText())
+			}
+			if res := r.activeEnd(); res.err != nil {
+				t.Fatalf("the live active: %v", res.err)
+			}
+			for i, err := range <-refusals {
+				var locked *rundir.LockedError
+				if !errors.As(err, &locked) || locked.PID != os.Getpid() || !strings.Contains(err.Error(), strconv.Itoa(os.Getpid())) {
+					t.Errorf("second %s: %v, want a refusal naming pid %d", []string{"active", "passive"}[i], err, os.Getpid())
 				}
-				if _, err := os.Stat(filepath.Join(pas.Out, rundir.BottomModelFile)); err != nil {
-					t.Errorf("no model saved: %v", err)
-				}
-				go func() { _, err := RunPassive(context.Background(), pas, Options{Logger: testLogger(t)}); pdone <- err }()
 			}
-			// The active restarted on the same address (the passive, still
-			// running or restarted, reconnects to it).
-			act.Addr = pas.Addr
-			_, done = startActive(context.Background())
-			if err := <-pdone; err != nil {
-				t.Fatalf("passive: %v", err)
-			}
-			if res := <-done; res.err != nil {
-				t.Fatalf("the restarted active: %v", res.err)
-			}
-			r := &faultRun{t: t, act: act}
 			r.sameAsReference(ref)
-			if s := readSummary(t, act.Out); s.Truncated || s.Signal != "" {
-				t.Errorf("the resumed run's summary: truncated %v, signal %q", s.Truncated, s.Signal)
-			}
 		})
 	}
 }
