@@ -3,7 +3,6 @@ package netrun
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"github.com/splitguard/splitguard/atomicfile/atomicfiletest"
 	"log/slog"
@@ -276,15 +275,7 @@ func TestPassiveKilledResumes(t *testing.T) {
 	}{
 		{"intact", func(*testing.T, string) {}, "step=10", ""},
 		{"newest checkpoint corrupt", func(t *testing.T, dir string) {
-			p := filepath.Join(dir, "passive-000000000010.ckpt")
-			b, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b[len(b)/2] ^= 0xff
-			if err := os.WriteFile(p, b, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			corruptFile(t, filepath.Join(dir, "passive-000000000010.ckpt"))
 		}, "step=5", "skipping a checkpoint that does not verify"},
 		{"orphaned temporary", func(t *testing.T, dir string) {
 			if err := os.WriteFile(filepath.Join(dir, ".tmp-passive-000000000015.ckpt-123"), []byte("half"), 0o600); err != nil {
@@ -441,15 +432,11 @@ func TestRollbackStopsAtAcknowledged(t *testing.T) {
 
 func readSummary(t *testing.T, dir string) rundir.Summary {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, rundir.SummaryFile))
+	s, err := rundir.ReadSummary(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s rundir.Summary
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return *s
 }
 
 // TestEarlyEndIsTruncated: a passive that ends the run before its planned

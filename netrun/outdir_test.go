@@ -12,27 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/splitguard/splitguard/atomicfile/atomicfiletest"
 	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/rundir"
 )
-
-// tree returns every file under dir with its content.
-func tree(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	files := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		files[p] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
-}
 
 // TestPartyRefusesALockedDirectory: while another process holds a run
 // directory (here another lock in this process: flock conflicts between
@@ -68,7 +51,7 @@ func TestPartyRefusesALockedDirectory(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			before := tree(t, cfg.Out)
+			before := atomicfiletest.Snapshot(t, cfg.Out)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			begin := time.Now()
@@ -84,7 +67,7 @@ func TestPartyRefusesALockedDirectory(t *testing.T) {
 			if took := time.Since(begin); took > 5*time.Second {
 				t.Errorf("refused after %v, want at once", took)
 			}
-			if after := tree(t, cfg.Out); !reflect.DeepEqual(before, after) {
+			if after := atomicfiletest.Snapshot(t, cfg.Out); !reflect.DeepEqual(before, after) {
 				t.Fatalf("the refused %s changed the directory:\nbefore %v\nafter  %v", role, before, after)
 			}
 		})
@@ -123,12 +106,12 @@ func TestPartyNeverOverwritesARun(t *testing.T) {
 		}, "differs in seed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := tree(t, tc.dir)
+			before := atomicfiletest.Snapshot(t, tc.dir)
 			err := tc.start()
 			if !errors.Is(err, rundir.ErrOtherRun) || !strings.Contains(err.Error(), tc.mention) {
 				t.Fatalf("error %v, want another run (%s)", err, tc.mention)
 			}
-			if after := tree(t, tc.dir); !reflect.DeepEqual(before, after) {
+			if after := atomicfiletest.Snapshot(t, tc.dir); !reflect.DeepEqual(before, after) {
 				t.Fatal("the refused party changed its directory")
 			}
 		})

@@ -14,6 +14,25 @@ import (
 	"github.com/splitguard/splitguard/transport/grpcnet"
 )
 
+// goActive starts the active party of act and returns its address once
+// it listens, and where its error arrives when it returns.
+func goActive(t *testing.T, ctx context.Context, act Config) (string, <-chan error) {
+	t.Helper()
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		_, err := RunActive(ctx, act, Options{Logger: testLogger(t), Ready: func(a string) { addr <- a }})
+		done <- err
+	}()
+	select {
+	case a := <-addr:
+		return a, done
+	case err := <-done:
+		t.Fatalf("active: %v", err)
+	}
+	return "", nil
+}
+
 // TestPassiveDataRefusalReachesActive: a passive party whose data cannot
 // be loaded (here a column its file lacks) tells the running active party
 // at once; the active ends within seconds with the passive's reason
@@ -26,17 +45,8 @@ func TestPassiveDataRefusalReachesActive(t *testing.T) {
 	pas.Columns = []string{"I1", "C99"}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	addr := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		_, err := RunActive(ctx, act, Options{Logger: testLogger(t), Ready: func(a string) { addr <- a }})
-		done <- err
-	}()
-	select {
-	case pas.Addr = <-addr:
-	case err := <-done:
-		t.Fatalf("active: %v", err)
-	}
+	var done <-chan error
+	pas.Addr, done = goActive(t, ctx, act)
 	if _, err := RunPassive(ctx, pas, Options{Logger: testLogger(t)}); err == nil || !strings.Contains(err.Error(), `"C99" not found`) {
 		t.Fatalf("passive: %v", err)
 	}
@@ -141,17 +151,8 @@ func TestIDFormatMismatchNamed(t *testing.T) {
 	act.Columns, pas.Columns = []string{"x"}, []string{"c"}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	addr := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		_, err := RunActive(ctx, act, Options{Logger: testLogger(t), Ready: func(a string) { addr <- a }})
-		done <- err
-	}()
-	select {
-	case pas.Addr = <-addr:
-	case err := <-done:
-		t.Fatalf("active: %v", err)
-	}
+	var done <-chan error
+	pas.Addr, done = goActive(t, ctx, act)
 	want := "the active party's IDs are written as integer, the passive party's as decimal"
 	if _, err := RunPassive(ctx, pas, Options{Logger: testLogger(t)}); err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("passive: %v, want an error containing %q", err, want)

@@ -2,7 +2,6 @@ package run
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -44,15 +43,11 @@ func files(t *testing.T, dir string) map[string]string {
 
 func summaryOf(t *testing.T, dir string) rundir.Summary {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, rundir.SummaryFile))
+	s, err := rundir.ReadSummary(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s rundir.Summary
-	if err := json.Unmarshal(b, &s); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return *s
 }
 
 // TestTrainRefusesALockedDirectory: while another holder has the run

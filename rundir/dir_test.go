@@ -10,26 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/splitguard/splitguard/atomicfile/atomicfiletest"
 	"github.com/splitguard/splitguard/config"
 )
-
-// snapshot returns every file under dir with its content.
-func snapshot(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	files := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		files[p] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
-}
 
 // TestLockRefusesASecondHolderAndTouchesNothing: a second Lock of a held
 // directory (another open file description, as another process would
@@ -49,13 +32,13 @@ func TestLockRefusesASecondHolderAndTouchesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	before := snapshot(t, dir)
+	before := atomicfiletest.Snapshot(t, dir)
 	_, err = Lock(dir)
 	var le *LockedError
 	if !errors.As(err, &le) || le.PID != os.Getpid() || le.Dir != dir || !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) {
 		t.Fatalf("second Lock: %v, want a LockedError naming pid %d", err, os.Getpid())
 	}
-	if after := snapshot(t, dir); !reflect.DeepEqual(before, after) {
+	if after := atomicfiletest.Snapshot(t, dir); !reflect.DeepEqual(before, after) {
 		t.Fatalf("the refused Lock changed the directory:\nbefore %v\nafter  %v", before, after)
 	}
 	if err := first.Unlock(); err != nil {
@@ -176,7 +159,7 @@ func TestCheckReuse(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.setup(t, dir)
-			before := snapshot(t, filepath.Dir(dir))
+			before := atomicfiletest.Snapshot(t, filepath.Dir(dir))
 			err := CheckReuse(dir, func(path string) ([]string, error) { return ConfigDiff(path, given) }, filepath.Join(dir, "progress.ckpt"))
 			if got := errors.Is(err, ErrOtherRun); got != tc.other || (err != nil && !tc.other) {
 				t.Fatalf("CheckReuse: %v; want another run: %v", err, tc.other)
@@ -184,7 +167,7 @@ func TestCheckReuse(t *testing.T) {
 			if tc.other && !strings.Contains(err.Error(), tc.mention) {
 				t.Errorf("error %q does not say %q", err, tc.mention)
 			}
-			if after := snapshot(t, filepath.Dir(dir)); !reflect.DeepEqual(before, after) {
+			if after := atomicfiletest.Snapshot(t, filepath.Dir(dir)); !reflect.DeepEqual(before, after) {
 				t.Error("CheckReuse changed the directory")
 			}
 		})

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/splitguard/splitguard/atomicfile"
 )
@@ -105,6 +106,20 @@ func (w *jsonLines) Close() error {
 		return nil
 	}
 	return w.f.Close()
+}
+
+// ReadSummary reads the summary.json of the run directory dir.
+func ReadSummary(dir string) (*Summary, error) {
+	path := filepath.Join(dir, SummaryFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var s Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &s, nil
 }
 
 // WriteJSON atomically writes v as indented JSON to path.
