@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -81,6 +80,12 @@ type activeRun struct {
 	passiveIDs, round1 int
 	// peerIDFormat is how the session's passive writes its IDs (Hello).
 	peerIDFormat string
+	// kept is the top of the selected evaluation (select: best); keep and
+	// stop are the verdict on the evaluation round just scored, sent with
+	// the answer to its last message; stopSent says a stop was sent.
+	kept             keptModel
+	keep, stop       bool
+	stopSent         bool
 	split        *data.Split
 	eval         *data.Dataset // validation rows, then test rows
 	valRows      int
@@ -213,7 +218,12 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, e
 		return nil, errors.New("active: the passive party ended the run before training started")
 	}
 	steps := r.party.Step()
-	if serr == nil && steps >= r.planned {
+	early := serr == nil && r.stopSent && steps < r.planned
+	if early {
+		r.rec.SetEarlyStopped()
+		r.log.Info("early stop: evaluations without a better validation AUC", "early_stop", r.cfg.EarlyStop, "steps", steps)
+	}
+	if serr == nil && (steps >= r.planned || early) {
 		if err := r.saveFinal(); err != nil {
 			return nil, r.endEarly(fmt.Errorf("active: saving the model: %w", err))
 		}
@@ -347,11 +357,20 @@ func (r *activeRun) TrainStep(f *transport.Forward) (*transport.Backward, error)
 
 // EvalBatch implements active.Handler with the current party (r.mu is
 // held).
+//
+// The answer to a round's last message carries the verdict evalDone made:
+// keep this evaluation's models, stop training here.
 func (r *activeRun) EvalBatch(f *transport.Forward) (*transport.Backward, error) {
 	if err := r.started(f); err != nil {
 		return nil, err
 	}
-	return r.party.EvalBatch(f)
+	b, err := r.party.EvalBatch(f)
+	if err != nil || !f.Last {
+		return b, err
+	}
+	b.Keep, b.Stop = r.keep, r.stop
+	r.stopSent = r.stopSent || r.stop
+	return b, nil
 }
 
 func (r *activeRun) started(f *transport.Forward) error {
@@ -601,6 +620,7 @@ func (r *activeRun) build(step int64) error {
 	if err != nil {
 		return err
 	}
+	var kept keptModel
 	if step > 0 {
 		secs, err := r.store.load(step)
 		if err != nil {
@@ -615,12 +635,16 @@ func (r *activeRun) build(step int64) error {
 		if party.Step() != step {
 			return fmt.Errorf("active: checkpoint of step %d holds step %d", step, party.Step())
 		}
+		if err := kept.restore(secs, step); err != nil {
+			return err
+		}
 	}
 	if err := r.rec.Rewind(step); err != nil {
 		return err
 	}
 	r.rec.Start(r.split, aud, int64(cfg.Epochs)*int64(sched.BatchesPerEpoch()))
 	r.party, r.aud, r.layers = party, aud, audit.LayerNames(cfg.Cut)
+	r.kept, r.keep, r.stop, r.stopSent = kept, false, false, false
 	r.planned = int64(cfg.Epochs) * int64(sched.BatchesPerEpoch())
 	if cfg.MaxSteps > 0 {
 		r.planned = min(r.planned, cfg.MaxSteps)
@@ -638,7 +662,11 @@ func (r *activeRun) saveCheckpoint(step int64) error {
 	if err != nil {
 		return err
 	}
-	if err := r.store.save(step, ckSection{"active", r.party.SaveState}, bytesSection("audit", as)); err != nil {
+	secs := []ckSection{{"active", r.party.SaveState}, bytesSection("audit", as)}
+	if k, ok := r.kept.section(); ok {
+		secs = append(secs, k)
+	}
+	if err := r.store.save(step, secs...); err != nil {
 		return err
 	}
 	r.saved = step
@@ -647,8 +675,10 @@ func (r *activeRun) saveCheckpoint(step int64) error {
 }
 
 // saveFinal writes the top model for serving.
+// saveFinal writes the top model for serving: the one of the selected
+// evaluation (select: best), else the last.
 func (r *activeRun) saveFinal() error {
-	return atomicfile.Write(filepath.Join(r.cfg.Out, rundir.TopModelFile), rundir.FileMode, r.party.SaveModel)
+	return r.kept.write(r.cfg.Out, rundir.TopModelFile, r.party.SaveModel)
 }
 
 // observe audits and records one training batch: the cut layer, which is
@@ -679,6 +709,17 @@ func (r *activeRun) evalDone(res *active.EvalResult) error {
 		return err
 	}
 	r.met.eval(e)
+	// The verdict, as the in-process run decides it (run's selection and
+	// its Stop): keep the models of the evaluation the recorder selects
+	// now, stop once it has stalled.
+	cur, ok := r.rec.Selected()
+	r.keep = r.cfg.Select == config.SelectBest && ok && cur.Step == e.Step
+	r.stop = r.rec.Stalled()
+	if r.keep {
+		if err := r.kept.keep(e.Step, r.party.SaveModel); err != nil {
+			return err
+		}
+	}
 	args := []any{"step", e.Step, "test_auc", e.TestAUC, "test_loss", e.TestLoss, "ace", e.ACE}
 	if e.ValAUC != nil {
 		args = append(args, "val_auc", *e.ValAUC)
@@ -698,6 +739,9 @@ func (r *activeRun) finish() (*rundir.Summary, error) {
 	s, err := r.rec.Finish(r.party.Step(), time.Since(r.start))
 	if err != nil {
 		return nil, fmt.Errorf("active: %w", err)
+	}
+	for _, w := range s.Warnings {
+		r.log.Warn(w)
 	}
 	return s, nil
 }

@@ -29,7 +29,11 @@
 //     with its peer from the last common checkpoint.
 //
 // Only the protected gradient crosses the wire towards the passive: no
-// label, prediction or loss value. The active audits what it sends (leak
+// label, prediction or loss value. The answer to each evaluation round
+// carries the active's verdict (transport.Backward.Keep and Stop), so that
+// the run keeps the model of the best validation AUC and stops early as the
+// in-process run does (select: best, early_stop); each is one bit per
+// evaluation about the validation AUC. The active audits what it sends (leak
 // AUCs at the cut layer) and exposes Prometheus metrics; it writes the same
 // run directory files as the in-process run. The passive may run the
 // attacks on what it receives (red-team mode) and log label-free scores.
@@ -179,9 +183,6 @@ func (c *Config) validate(role string) error {
 	}
 	if c.MaxMessageMB <= 0 {
 		bad("max message size %d MB, want > 0", c.MaxMessageMB)
-	}
-	if role == "active" || role == "passive" {
-		c.validateSelection(bad) // serving reads a training run's config
 	}
 	if c.DumpBatches > 0 || c.Dump != "" {
 		bad("dumps (key dump) are an in-process option")

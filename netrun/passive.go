@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/splitguard/splitguard/atomicfile"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/party/passive"
 	"github.com/splitguard/splitguard/psi"
@@ -35,7 +34,9 @@ type passiveRun struct {
 	hello  grpcnet.Fingerprint
 	common []uint64
 	party  *passive.Passive
-	red    *redTeam
+	// kept is the bottom of the evaluation the active party selected.
+	kept keptModel
+	red  *redTeam
 	// progress is when the run last made progress (a step, a session).
 	progress time.Time
 }
@@ -75,7 +76,9 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 		return nil, err
 	}
 	log.Info("data loaded", "train", len(pd.split.Train.IDs), "test", len(pd.split.Test.IDs))
-	if cfg.Format == data.FormatCSV && cfg.Label == "" {
+	if cfg.Format == data.FormatCSV && cfg.Label == "" && len(cfg.Columns) == 0 {
+		// With columns named, only those are read: the label is not among
+		// them unless the user named it.
 		log.Warn("no label column named (key label): every column of this file is a feature; if the file holds the labels, " +
 			"name that column so that it is dropped, or ignore it (key ignore)")
 	}
@@ -253,9 +256,10 @@ func (p *passiveRun) resume(ctx context.Context) error {
 		// Verify a checkpoint before proposing it: one that does not load
 		// is skipped for the next older one.
 		var party *passive.Passive
+		var kept keptModel
 		if p.party == nil || p.party.Step() != s {
 			var err error
-			if party, err = p.build(s); err != nil {
+			if party, kept, err = p.build(s); err != nil {
 				log.Warn("skipping a checkpoint that does not verify; falling back to an older one", "step", s, "err", err)
 				last = err
 				continue
@@ -275,7 +279,7 @@ func (p *passiveRun) resume(ctx context.Context) error {
 					return err
 				}
 			}
-			p.party = party
+			p.party, p.kept = party, kept
 		}
 		log.Info("resuming", "step", s)
 		return nil
@@ -283,40 +287,45 @@ func (p *passiveRun) resume(ctx context.Context) error {
 	return fmt.Errorf("passive: no step to resume from: %w", last)
 }
 
-// build makes the party afresh and, for step > 0, restores its checkpoint.
-func (p *passiveRun) build(step int64) (*passive.Passive, error) {
+// build makes the party afresh and, for step > 0, restores its checkpoint
+// and the bottom kept by then.
+func (p *passiveRun) build(step int64) (*passive.Passive, keptModel, error) {
 	cfg := &p.cfg
+	var kept keptModel
 	bottom, err := newBottom(cfg, p.split.Train.X)
 	if err != nil {
-		return nil, err
+		return nil, kept, err
 	}
 	sched, err := schedule.New(len(p.split.Train.IDs), cfg.Batch, cfg.Seed)
 	if err != nil {
-		return nil, err
+		return nil, kept, err
 	}
 	pc := passive.Config{Epochs: cfg.Epochs, MaxSteps: cfg.MaxSteps, EvalEvery: cfg.EvalEvery, EvalBatch: cfg.EvalBatch,
-		AfterStep: p.afterStep}
+		AfterStep: p.afterStep, Kept: func(step int64) error { return p.kept.keep(step, p.party.SaveModel) }}
 	if p.red != nil {
 		pc.Observer = p.red.observe
 	}
 	party, err := passive.New(bottom, passive.Split{IDs: p.split.Train.IDs, X: p.split.Train.X},
 		passive.Split{IDs: p.eval.IDs, X: p.eval.X}, sched, pc)
 	if err != nil {
-		return nil, err
+		return nil, kept, err
 	}
 	if step > 0 {
 		secs, err := p.store.load(step)
 		if err != nil {
-			return nil, err
+			return nil, kept, err
 		}
 		if err := party.LoadState(bytes.NewReader(secs["passive"])); err != nil {
-			return nil, fmt.Errorf("checkpoint %s: %w", p.store.path(step), err)
+			return nil, kept, fmt.Errorf("checkpoint %s: %w", p.store.path(step), err)
 		}
 		if party.Step() != step {
-			return nil, fmt.Errorf("passive: checkpoint of step %d holds step %d", step, party.Step())
+			return nil, kept, fmt.Errorf("passive: checkpoint of step %d holds step %d", step, party.Step())
+		}
+		if err := kept.restore(secs, step); err != nil {
+			return nil, kept, err
 		}
 	}
-	return party, nil
+	return party, kept, nil
 }
 
 // testHookPassiveSaved, when set (by tests), is called after the passive
@@ -345,7 +354,11 @@ func (p *passiveRun) afterStep(ctx context.Context, step int64) error {
 	if err := p.client.Checkpoint(ctx, step); err != nil {
 		return err
 	}
-	if err := p.store.save(step, ckSection{"passive", p.party.SaveState}); err != nil {
+	secs := []ckSection{{"passive", p.party.SaveState}}
+	if k, ok := p.kept.section(); ok {
+		secs = append(secs, k)
+	}
+	if err := p.store.save(step, secs...); err != nil {
 		return err
 	}
 	if testHookPassiveSaved != nil {
@@ -355,6 +368,7 @@ func (p *passiveRun) afterStep(ctx context.Context, step int64) error {
 }
 
 // saveFinal writes the bottom model.
+// (the one of the evaluation the active party selected, else the last).
 func (p *passiveRun) saveFinal() error {
-	return atomicfile.Write(filepath.Join(p.cfg.Out, rundir.BottomModelFile), rundir.FileMode, p.party.SaveModel)
+	return p.kept.write(p.cfg.Out, rundir.BottomModelFile, p.party.SaveModel)
 }

@@ -2,7 +2,10 @@
 // interfaces through which they say it. Only these messages cross the
 // boundary: example IDs and the cut-layer embedding forward, the
 // (protected) cut-layer gradient backward. There is no message that could
-// carry a label, a prediction or a loss to the passive party.
+// carry a label, a prediction or a loss to the passive party; the answer to
+// an evaluation round carries two bits (Backward.Keep, Backward.Stop) so
+// that a two-process run selects its model and stops early as one process
+// does.
 //
 // Implementations: transport/inproc (Go channels, one process) and
 // transport/grpcnet (gRPC with mutual TLS, two processes).
@@ -65,6 +68,22 @@ type Backward struct {
 	// Grad is the protected gradient g̃ (B×d) for a Train batch and nil for
 	// an Eval batch.
 	Grad *tensor.Matrix
+	// Keep and Stop are the active party's verdict on an evaluation round,
+	// set only on the answer to its last message (Forward.Last): Keep says
+	// that the active keeps this evaluation's models (its validation AUC
+	// is the best so far: the passive keeps its bottom as it is now), Stop
+	// that training ends here (early stopping). Each is one bit per
+	// evaluation about the validation AUC; see docs/THREAT-MODEL.md.
+	Keep, Stop bool
+}
+
+// CheckVerdict refuses an answer b to f that carries a verdict (Keep or
+// Stop) when f is not the last message of an evaluation round.
+func CheckVerdict(f *Forward, b *Backward) error {
+	if (b.Keep || b.Stop) && (f.Phase != Eval || !f.Last) {
+		return fmt.Errorf("transport: the answer to %v step %d batch %d carries a verdict (keep %v, stop %v): only the last message of an evaluation round may", f.Phase, f.Step, f.Batch, b.Keep, b.Stop)
+	}
+	return nil
 }
 
 // PassiveConn is the passive party's end of a connection.

@@ -40,8 +40,14 @@ type Config struct {
 	EvalObserver func(step int64)
 	// Stop, when set, is asked after every evaluation during training
 	// whether to end training there (early stopping); the evaluation just
-	// made is then the last.
+	// made is then the last. Training also ends there when the active
+	// party's answer to the round says so (transport.Backward.Stop).
 	Stop func(step int64) bool
+	// Kept, when set, is called after an evaluation round whose last
+	// answer says that the active party keeps this evaluation's models
+	// (transport.Backward.Keep), with the steps done: the bottom model as
+	// it is now is the one to keep. An error ends the run.
+	Kept func(step int64) error
 	// AfterStep, when set, is called after every training step and the
 	// evaluation that follows it, if any, with the number of steps done
 	// (a networked run checkpoints here). An error ends Run.
@@ -72,7 +78,8 @@ type Passive struct {
 
 	step     int64
 	lastEval int64 // steps done at the last evaluation, -1 before the first
-	stopped  bool  // training was ended early by Config.Stop
+	stopped  bool  // training was ended early by Config.Stop or the active party
+	stopAsk  bool  // the last evaluation round's answer asked to stop
 	order    []int
 	batch    data.Batch
 	ids      []uint64
@@ -133,7 +140,7 @@ func (p *Passive) Train(ctx context.Context, conn transport.PassiveConn) error {
 			if err := p.Evaluate(ctx, conn); err != nil {
 				return err
 			}
-			if p.cfg.Stop != nil && p.cfg.Stop(p.step) {
+			if p.stopAsk || p.cfg.Stop != nil && p.cfg.Stop(p.step) {
 				p.stopped = true
 				break
 			}
@@ -224,6 +231,7 @@ func (p *Passive) Evaluate(ctx context.Context, conn transport.PassiveConn) erro
 	if err := compute(0); err != nil {
 		return err
 	}
+	var keep, stop bool
 	for b := range msgs {
 		start, end := b*eb, min((b+1)*eb, n)
 		var next chan error
@@ -231,7 +239,7 @@ func (p *Passive) Evaluate(ctx context.Context, conn transport.PassiveConn) erro
 			next = make(chan error, 1)
 			go func() { next <- compute(b + 1) }()
 		}
-		_, err := conn.Exchange(ctx, &transport.Forward{
+		bw, err := conn.Exchange(ctx, &transport.Forward{
 			Phase: transport.Eval, Step: p.step, Batch: b, Last: end == n,
 			IDs: p.test.IDs[start:end], Embedding: &p.evalBuf[b%2],
 		})
@@ -245,8 +253,16 @@ func (p *Passive) Evaluate(ctx context.Context, conn transport.PassiveConn) erro
 		if nextErr != nil {
 			return nextErr
 		}
+		if end == n {
+			keep, stop = bw.Keep, bw.Stop
+		}
 	}
-	p.lastEval = p.step
+	p.lastEval, p.stopAsk = p.step, stop
+	if keep && p.cfg.Kept != nil {
+		if err := p.cfg.Kept(p.step); err != nil {
+			return err
+		}
+	}
 	if p.cfg.EvalObserver != nil {
 		p.cfg.EvalObserver(p.step)
 	}

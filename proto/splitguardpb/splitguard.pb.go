@@ -660,7 +660,12 @@ type Backward struct {
 	Step  int64                  `protobuf:"varint,1,opt,name=step,proto3" json:"step,omitempty"`
 	Batch int64                  `protobuf:"varint,2,opt,name=batch,proto3" json:"batch,omitempty"`
 	// The protected gradient (train); absent for an evaluation batch.
-	Grad          *Tensor `protobuf:"bytes,3,opt,name=grad,proto3" json:"grad,omitempty"`
+	Grad *Tensor `protobuf:"bytes,3,opt,name=grad,proto3" json:"grad,omitempty"`
+	// The active party's verdict on an evaluation round, only on the answer
+	// to its last message: keep this evaluation's model (the best validation
+	// AUC so far), stop training here (early stopping).
+	Keep          bool `protobuf:"varint,4,opt,name=keep,proto3" json:"keep,omitempty"`
+	Stop          bool `protobuf:"varint,5,opt,name=stop,proto3" json:"stop,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -714,6 +719,20 @@ func (x *Backward) GetGrad() *Tensor {
 		return x.Grad
 	}
 	return nil
+}
+
+func (x *Backward) GetKeep() bool {
+	if x != nil {
+		return x.Keep
+	}
+	return false
+}
+
+func (x *Backward) GetStop() bool {
+	if x != nil {
+		return x.Stop
+	}
+	return false
 }
 
 // CheckpointRequest asks to checkpoint after step (the number of training
@@ -1086,11 +1105,13 @@ const file_splitguard_proto_rawDesc = "" +
 	"\x05batch\x18\x04 \x01(\x03R\x05batch\x12\x12\n" +
 	"\x04last\x18\x05 \x01(\bR\x04last\x12\x14\n" +
 	"\x03ids\x18\x06 \x03(\x04B\x02\x10\x01R\x03ids\x123\n" +
-	"\tembedding\x18\a \x01(\v2\x15.splitguard.v1.TensorR\tembedding\"_\n" +
+	"\tembedding\x18\a \x01(\v2\x15.splitguard.v1.TensorR\tembedding\"\x87\x01\n" +
 	"\bBackward\x12\x12\n" +
 	"\x04step\x18\x01 \x01(\x03R\x04step\x12\x14\n" +
 	"\x05batch\x18\x02 \x01(\x03R\x05batch\x12)\n" +
-	"\x04grad\x18\x03 \x01(\v2\x15.splitguard.v1.TensorR\x04grad\"=\n" +
+	"\x04grad\x18\x03 \x01(\v2\x15.splitguard.v1.TensorR\x04grad\x12\x12\n" +
+	"\x04keep\x18\x04 \x01(\bR\x04keep\x12\x12\n" +
+	"\x04stop\x18\x05 \x01(\bR\x04stop\"=\n" +
 	"\x11CheckpointRequest\x12\x12\n" +
 	"\x04step\x18\x01 \x01(\x03R\x04step\x12\x14\n" +
 	"\x05holds\x18\x02 \x03(\x03R\x05holds\"(\n" +

@@ -167,7 +167,10 @@ func (s *Server) Reply(ctx context.Context, b *transport.Backward) error {
 	if b.Step != k.step || b.Batch != k.batch {
 		return fmt.Errorf("grpcnet: Reply for step %d batch %d, the unanswered message is %v", b.Step, b.Batch, k)
 	}
-	m := &pb.Backward{Step: b.Step, Batch: int64(b.Batch)}
+	if err := transport.CheckVerdict(&transport.Forward{Phase: s.lastPhase, Step: k.step, Batch: k.batch, Last: s.lastLast}, b); err != nil {
+		return fmt.Errorf("grpcnet: Reply: %w", err)
+	}
+	m := &pb.Backward{Step: b.Step, Batch: int64(b.Batch), Keep: b.Keep, Stop: b.Stop}
 	switch k.phase {
 	case transport.Eval:
 		if b.Grad != nil {
@@ -219,7 +222,7 @@ func (s *Server) admit(ctx context.Context, f *transport.Forward, sum uint64) (*
 		s.mu.Unlock()
 		return nil, statusf(codes.FailedPrecondition, "%v arrived while %v is unanswered (the protocol is lock-step)", k, last)
 	default:
-		s.have, s.lastKey, s.lastSum, s.lastPhase = true, k, sum, f.Phase
+		s.have, s.lastKey, s.lastSum, s.lastPhase, s.lastLast = true, k, sum, f.Phase, f.Last
 		s.lastRows, s.lastCols = f.Embedding.Rows, f.Embedding.Cols
 		s.lastReply, s.ready, s.delivered, s.pending = nil, make(chan struct{}), false, f
 		select {

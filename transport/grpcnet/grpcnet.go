@@ -322,7 +322,10 @@ func decodeBackward(m *pb.Backward, f *transport.Forward, maxValues int) (*trans
 	if m.GetStep() != f.Step || m.GetBatch() != int64(f.Batch) {
 		return nil, fmt.Errorf("answer for step %d batch %d, sent step %d batch %d", m.GetStep(), m.GetBatch(), f.Step, f.Batch)
 	}
-	b := &transport.Backward{Step: f.Step, Batch: f.Batch}
+	b := &transport.Backward{Step: f.Step, Batch: f.Batch, Keep: m.GetKeep(), Stop: m.GetStop()}
+	if err := transport.CheckVerdict(f, b); err != nil {
+		return nil, err
+	}
 	where := fmt.Sprintf("%v step %d batch %d: gradient", f.Phase, f.Step, f.Batch)
 	if f.Phase == transport.Eval {
 		if m.GetGrad() != nil {

@@ -66,6 +66,7 @@ type Server struct {
 	lastRows  int // shape of the last embedding
 	lastCols  int
 	lastPhase transport.Phase
+	lastLast  bool               // the last message ends an evaluation round
 	lastReply *pb.Backward       // nil while the last message is unanswered
 	delivered bool               // the last message was handed out by Recv
 	pending   *transport.Forward // the last admitted message; nil after ResetOrder

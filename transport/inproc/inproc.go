@@ -207,6 +207,9 @@ func checkBackward(f *transport.Forward, b *transport.Backward) error {
 	if b.Step != f.Step || b.Batch != f.Batch {
 		return fmt.Errorf("inproc: Reply for step %d batch %d, the unanswered message is %s", b.Step, b.Batch, where(f))
 	}
+	if err := transport.CheckVerdict(f, b); err != nil {
+		return fmt.Errorf("inproc: %w", err)
+	}
 	if f.Phase == transport.Eval {
 		if b.Grad != nil {
 			return fmt.Errorf("inproc: Reply to %s carries a gradient; an evaluation batch is answered without one", where(f))

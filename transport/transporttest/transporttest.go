@@ -134,6 +134,10 @@ func msg(phase transport.Phase, step int64, epoch, batch, rows, cols int) *trans
 // the embedding's shape with fixture values, for an Eval message none.
 func answerFor(f *transport.Forward) *transport.Backward {
 	b := &transport.Backward{Step: f.Step, Batch: f.Batch}
+	if f.Phase == transport.Eval && f.Last {
+		// Every combination of the verdict's two bits, over the steps.
+		b.Keep, b.Stop = f.Step%2 == 0, f.Step%4 < 2
+	}
 	if f.Phase == transport.Train {
 		b.Grad = tensor.New(f.Embedding.Rows, f.Embedding.Cols)
 		for i := range b.Grad.Data {
@@ -207,6 +211,9 @@ func diffBackward(got, want *transport.Backward) string {
 	}
 	if d := sameBits(got.Grad, want.Grad); d != "" {
 		return "gradient: " + d
+	}
+	if got.Keep != want.Keep || got.Stop != want.Stop {
+		return fmt.Sprintf("verdict keep %v stop %v, want keep %v stop %v", got.Keep, got.Stop, want.Keep, want.Stop)
 	}
 	return ""
 }
@@ -445,7 +452,7 @@ func testUnusual(t *testing.T, p transport.PassiveConn, a transport.ActiveConn) 
 	answers[4] = answerFor(evalOne)
 	s := serve(t, a, func(f *transport.Forward) *transport.Backward {
 		b := answers[f.Step]
-		return &transport.Backward{Step: b.Step, Batch: b.Batch, Grad: cloneMatrix(b.Grad)}
+		return &transport.Backward{Step: b.Step, Batch: b.Batch, Grad: cloneMatrix(b.Grad), Keep: b.Keep, Stop: b.Stop}
 	})
 	plan := []*transport.Forward{one, same, zero, wide, evalOne}
 	for _, f := range plan {
@@ -567,29 +574,32 @@ func testMalformedReply(t *testing.T, p transport.PassiveConn, a transport.Activ
 		}
 	})
 	cases := []struct {
-		name   string
-		phase  transport.Phase
-		mutate func(b *transport.Backward) *transport.Backward
+		name    string
+		phase   transport.Phase
+		mutate  func(b *transport.Backward) *transport.Backward
+		notLast bool // an evaluation message that does not end its round
 	}{
-		{"nil answer", transport.Train, func(*transport.Backward) *transport.Backward { return nil }},
-		{"another step", transport.Train, func(b *transport.Backward) *transport.Backward { b.Step++; return b }},
-		{"another batch", transport.Train, func(b *transport.Backward) *transport.Backward { b.Batch++; return b }},
-		{"no gradient", transport.Train, func(b *transport.Backward) *transport.Backward { b.Grad = nil; return b }},
-		{"a row too few", transport.Train, func(b *transport.Backward) *transport.Backward { b.Grad = tensor.New(3, 3); return b }},
-		{"a column too many", transport.Train, func(b *transport.Backward) *transport.Backward { b.Grad = tensor.New(4, 4); return b }},
+		{"nil answer", transport.Train, func(*transport.Backward) *transport.Backward { return nil }, false},
+		{"another step", transport.Train, func(b *transport.Backward) *transport.Backward { b.Step++; return b }, false},
+		{"another batch", transport.Train, func(b *transport.Backward) *transport.Backward { b.Batch++; return b }, false},
+		{"no gradient", transport.Train, func(b *transport.Backward) *transport.Backward { b.Grad = nil; return b }, false},
+		{"a row too few", transport.Train, func(b *transport.Backward) *transport.Backward { b.Grad = tensor.New(3, 3); return b }, false},
+		{"a column too many", transport.Train, func(b *transport.Backward) *transport.Backward { b.Grad = tensor.New(4, 4); return b }, false},
 		{"data shorter than the shape", transport.Train, func(b *transport.Backward) *transport.Backward {
 			b.Grad.Data = b.Grad.Data[:11]
 			return b
-		}},
+		}, false},
 		{"a gradient for an evaluation batch", transport.Eval, func(b *transport.Backward) *transport.Backward {
 			b.Grad = tensor.New(4, 3)
 			return b
-		}},
+		}, false},
+		{"a verdict on a training answer", transport.Train, func(b *transport.Backward) *transport.Backward { b.Keep = true; return b }, false},
+		{"a stop inside an evaluation round", transport.Eval, func(b *transport.Backward) *transport.Backward { b.Stop = true; return b }, true},
 	}
 	for i, c := range cases {
 		f := msg(c.phase, int64(i), 0, i, 4, 3)
 		if c.phase == transport.Eval {
-			f.Batch, f.Last = 0, true
+			f.Batch, f.Last = 0, !c.notLast
 		}
 		x := send(t, p, a, f)
 		within(t, "Reply with "+c.name, func() {

@@ -1,0 +1,87 @@
+package netrun
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/splitguard/splitguard/config"
+	"github.com/splitguard/splitguard/rundir"
+	"github.com/splitguard/splitguard/run"
+)
+
+// TestSelectionAndEarlyStopAsInProcess: with select: best and early
+// stopping, a two-process run keeps the model of the evaluation with the
+// best validation AUC and stops early exactly as the in-process run does
+// (the active party tells the passive in its answer to each evaluation
+// round): the same batches and evaluations, the same selected step and
+// early stop in summary.json, and the same bytes in bottom.model and
+// top.model. So does a run whose passive is killed after a checkpoint and
+// restarted (the kept models travel in the checkpoints). Before this
+// test, a two-process run refused both settings and kept the last model.
+func TestSelectionAndEarlyStopAsInProcess(t *testing.T) {
+	root := t.TempDir()
+	base := smallConfig(synthFile(t, faultRows), filepath.Join(root, "inproc"))
+	base.Attacks = []string{"norm"}
+	base.Select, base.EarlyStop, base.EvalEvery, base.Epochs, base.LR = config.SelectBest, 3, 2, 4, 0.01
+	want, err := run.Train(context.Background(), base, run.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	planned := int64(base.Epochs) * int64((want.TrainRows+base.Batch-1)/base.Batch)
+	if !want.EarlyStopped || want.Steps >= planned || want.SelectedStep >= want.Steps {
+		t.Fatalf("the in-process run does not exercise the test: early stopped %v after %d of %d steps, selected step %d",
+			want.EarlyStopped, want.Steps, planned, want.SelectedStep)
+	}
+	t.Logf("in process: stopped after %d of %d steps, kept step %d (validation AUC %.4f)", want.Steps, planned, want.SelectedStep, *want.ValAUCSelected)
+	for _, killed := range []bool{false, true} {
+		name := map[bool]string{false: "uninterrupted", true: "passive killed after step 5"}[killed]
+		t.Run(name, func(t *testing.T) {
+			var act, pas Config
+			if killed {
+				r := startFault(t, base, filepath.Join(root, "killed"))
+				killPassiveAfter(t, r.px, 5)
+				if _, err := r.passive(context.Background()); !errors.Is(err, errKilled) {
+					t.Fatalf("the killed passive: %v", err)
+				}
+				testHookPassiveSaved = nil
+				r.px.up()
+				if _, err := r.passive(context.Background()); err != nil {
+					t.Fatalf("the restarted passive: %v\n%s", err, r.logText())
+				}
+				if res := r.activeEnd(); res.err != nil {
+					t.Fatalf("active: %v", res.err)
+				}
+				r.sameAsReference(base.Out)
+				act, pas = r.act, r.pas
+			} else {
+				act, pas = partyConfigs(base, filepath.Join(root, "pair"), newTestPKI(t))
+				pair(t, act, pas)
+				(&faultRun{t: t, act: act}).sameAsReference(base.Out)
+			}
+			got, err := rundir.ReadSummary(act.Out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.EarlyStopped != want.EarlyStopped || got.Steps != want.Steps || got.SelectedStep != want.SelectedStep ||
+				got.Select != want.Select || got.TestAUCSelected != want.TestAUCSelected {
+				t.Errorf("summary: early stopped %v after %d steps, select %s, kept step %d (test AUC %v); in process %v, %d, %s, %d (%v)",
+					got.EarlyStopped, got.Steps, got.Select, got.SelectedStep, got.TestAUCSelected,
+					want.EarlyStopped, want.Steps, want.Select, want.SelectedStep, want.TestAUCSelected)
+			}
+			for _, m := range []struct{ dir, file string }{{pas.Out, rundir.BottomModelFile}, {act.Out, rundir.TopModelFile}} {
+				g, err1 := os.ReadFile(filepath.Join(m.dir, m.file))
+				w, err2 := os.ReadFile(filepath.Join(base.Out, m.file))
+				if err1 != nil || err2 != nil {
+					t.Fatal(err1, err2)
+				}
+				if !bytes.Equal(g, w) {
+					t.Errorf("%s differs from the in-process run's (%d and %d bytes)", m.file, len(g), len(w))
+				}
+			}
+		})
+	}
+}
