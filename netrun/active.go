@@ -83,20 +83,20 @@ type activeRun struct {
 	// kept is the top of the selected evaluation (select: best); keep and
 	// stop are the verdict on the evaluation round just scored, sent with
 	// the answer to its last message; stopSent says a stop was sent.
-	kept             keptModel
-	keep, stop       bool
-	stopSent         bool
-	split        *data.Split
-	eval         *data.Dataset // validation rows, then test rows
-	valRows      int
-	party        *active.Active
-	aud          *audit.Auditor
-	layers       []string
-	embedding    *tensor.Matrix
-	ids          []uint64
-	epoch        int
-	stepStart    time.Time
-	start        time.Time
+	kept       keptModel
+	keep, stop bool
+	stopSent   bool
+	split      *data.Split
+	eval       *data.Dataset // validation rows, then test rows
+	valRows    int
+	party      *active.Active
+	aud        *audit.Auditor
+	layers     []string
+	embedding  *tensor.Matrix
+	ids        []uint64
+	epoch      int
+	stepStart  time.Time
+	start      time.Time
 	// planned is the number of training steps of the run.
 	planned int64
 	// saved is the step of the newest checkpoint this party saved or

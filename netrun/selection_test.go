@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/splitguard/splitguard/config"
-	"github.com/splitguard/splitguard/rundir"
 	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/rundir"
 )
 
 // TestSelectionAndEarlyStopAsInProcess: with select: best and early
