@@ -10,6 +10,7 @@ import (
 
 	"github.com/splitguard/splitguard/attack"
 	"github.com/splitguard/splitguard/audit"
+	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/metrics"
 	"github.com/splitguard/splitguard/party/passive"
 	"github.com/splitguard/splitguard/rundir"
@@ -51,10 +52,9 @@ type RedTeamRecord struct {
 
 func newRedTeam(path string, names []string, minority bool) (*redTeam, error) {
 	r := &redTeam{path: path, minority: minority}
-	if slices.Contains(names, "all") {
-		names = attack.Names()
-	}
-	for _, n := range names {
+	// "all" expands as in train (config.ExpandAttacks: the expensive
+	// attacks only when named), then the label-free ones stay.
+	for _, n := range config.ExpandAttacks(names) {
 		p, err := attack.NewPlugin(n)
 		if err != nil {
 			return nil, err
