@@ -70,14 +70,15 @@ type activeRun struct {
 	// mu is held while a message is processed and during control calls,
 	// so that a checkpoint or rollback never overlaps a step.
 	mu        sync.Mutex
-	responder *psi.Responder
+	responder *psi.StreamResponder
 	common    []uint64 // the ID intersection, once known
 	// realign bounds the PSIs of later sessions (a restarted passive's,
 	// or an impostor's once the passive is gone); passiveIDs is the number
-	// of IDs the passive aligned with the first time (round 1), which a
-	// later session's must equal; round1 the count of the session's own.
-	realign            *rate.Limiter
-	passiveIDs, round1 int
+	// of IDs the passive aligned with the first time (announced in the
+	// PSI's first request), which a later session's must equal; announced
+	// the session's own.
+	realign               *rate.Limiter
+	passiveIDs, announced int64
 	// peerIDFormat is how the session's passive writes its IDs (Hello).
 	peerIDFormat string
 	// kept is the top of the selected evaluation (select: best); keep and
@@ -380,13 +381,17 @@ func (r *activeRun) started(f *transport.Forward) error {
 	return nil
 }
 
-// hello starts a new session: a fresh PSI responder.
+// hello starts a new session: a fresh PSI responder (the previous
+// session's, if unfinished, removes its spill files).
 func (r *activeRun) hello(_ context.Context, peer grpcnet.Hello) error {
-	resp, err := psi.NewResponder(psi.Uint64Keys(r.pd.ids()), nil)
+	resp, err := newResponder(r.pd.ids())
 	if err != nil {
 		return err
 	}
 	r.mu.Lock()
+	if r.responder != nil {
+		_ = r.responder.Close()
+	}
 	r.responder = resp
 	r.peerIDFormat = peer.IDFormat
 	r.mu.Unlock()
@@ -401,17 +406,17 @@ func (r *activeRun) hello(_ context.Context, peer grpcnet.Hello) error {
 func (r *activeRun) psi(_ context.Context, req *psi.Request) (*psi.Response, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if req.Round == 1 && r.responder != nil {
+	if n := announcedIDs(req); n >= 0 && r.responder != nil {
 		if r.common != nil {
-			if len(req.Elements) != r.passiveIDs {
-				return nil, fmt.Errorf("active: a new session aligns %d IDs, the run's passive party aligned %d: refused (the passive's data cannot change within a run)", len(req.Elements), r.passiveIDs)
+			if n != r.passiveIDs {
+				return nil, fmt.Errorf("active: a new session aligns %d IDs, the run's passive party aligned %d: refused (the passive's data cannot change within a run)", n, r.passiveIDs)
 			}
 			if wait := realignWait(r.realign, time.Now()); wait > 0 {
 				r.log.Warn("refusing a realignment: too many sessions", "retry_in", wait.Round(time.Second))
 				return nil, grpcnet.TryAgainLater(fmt.Errorf("active: realignments are limited to %d at once and one per %v; try again in %v", realignBurst, realignEvery, wait.Round(time.Second)))
 			}
 		}
-		r.round1 = len(req.Elements)
+		r.announced = n
 	}
 	resp, common, err := respondPSI("active", r.responder, req)
 	if err != nil {
@@ -444,7 +449,7 @@ func (r *activeRun) psi(_ context.Context, req *psi.Request) (*psi.Response, err
 	r.rec.SetConfig(r.cfg.Config)
 	r.rec.SetValRows(valRows)
 	r.common, r.split, r.eval, r.valRows = common, split, eval, valRows
-	r.passiveIDs = r.round1
+	r.passiveIDs = r.announced
 	r.startBaseline()
 	r.log.Info("IDs aligned", "intersection", len(common), "train", len(split.Train.IDs), "validation", valRows, "test", len(split.Test.IDs),
 		"batch", r.cfg.Batch, "epochs", r.cfg.Epochs, "lr", r.cfg.LR, "auto", r.cfg.Auto)

@@ -474,7 +474,7 @@ func TestEarlyEndIsTruncated(t *testing.T) {
 		for i := range ids {
 			ids[i] = uint64(i)
 		}
-		if _, err := psi.RunUint64(ids, nil, func(q *psi.Request) (*psi.Response, error) { return c.PSI(ctx, q) }); err != nil {
+		if _, err := alignIDs(ids, func(q *psi.Request) (*psi.Response, error) { return c.PSI(ctx, q) }); err != nil {
 			t.Fatal(err)
 		}
 		if err := c.Checkpoint(ctx, 0); err != nil {

@@ -191,7 +191,7 @@ func (p *passiveRun) session(ctx context.Context) error {
 		}
 		return err
 	}
-	keys, err := psi.RunUint64(p.pd.ids(), nil, func(r *psi.Request) (*psi.Response, error) { return p.client.PSI(ctx, r) })
+	keys, err := alignIDs(p.pd.ids(), func(r *psi.Request) (*psi.Response, error) { return p.client.PSI(ctx, r) })
 	if err != nil {
 		return fmt.Errorf("passive: private ID alignment: %w", err)
 	}

@@ -62,11 +62,12 @@ func TestPassiveDataRefusalReachesActive(t *testing.T) {
 
 // TestRealignmentFlood: once the passive party is gone (killed after step
 // 5), a holder of its certificate opens session after session, each with
-// a PSI over IDs of its choosing (each PSI's first round tells it which of
-// its IDs the active holds). A PSI over another number of IDs than the
-// passive aligned is refused outright; with the same number, realignBurst
-// are answered and the next is refused as "try again later", a temporary
-// refusal a reconnecting passive waits out.
+// a PSI over IDs of its choosing (each PSI that gets past its first
+// request tells it which of its IDs the active holds). A PSI announcing
+// another number of IDs than the passive aligned is refused at its first
+// request; with the same number, realignBurst are answered and the next
+// is refused as "try again later", a temporary refusal a reconnecting
+// passive waits out.
 func TestRealignmentFlood(t *testing.T) {
 	root := t.TempDir()
 	const rows = 200
@@ -98,7 +99,7 @@ func TestRealignmentFlood(t *testing.T) {
 		for i := range ids {
 			ids[i] = uint64(10_000 + i) // none of them the active's
 		}
-		_, err := psi.RunUint64(ids, nil, func(q *psi.Request) (*psi.Response, error) { return m.PSI(ctx, q) })
+		_, err := alignIDs(ids, func(q *psi.Request) (*psi.Response, error) { return m.PSI(ctx, q) })
 		return err
 	}
 	hello()
@@ -109,7 +110,8 @@ func TestRealignmentFlood(t *testing.T) {
 		hello()
 		err := probe(rows)
 		if i < realignBurst {
-			// Answered in round 1; refused in round 2 (another intersection).
+			// Answered to the end, where the active refuses another
+			// intersection than the run's.
 			if err == nil || !strings.Contains(err.Error(), "intersection changed") {
 				t.Fatalf("realignment %d: %v", i+1, err)
 			}

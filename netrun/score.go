@@ -132,7 +132,7 @@ func scoreSession(ctx context.Context, client *grpcnet.Client, cfg *Config, so S
 	if _, err := client.Hello(ctx, grpcnet.Hello{Party: partyName(cfg.Name, "passive"), Config: cfg.fingerprint()}); err != nil {
 		return nil, fmt.Errorf("passive score: %w", err)
 	}
-	common, err := psi.RunUint64(ids, nil, func(r *psi.Request) (*psi.Response, error) { return client.PSI(ctx, r) })
+	common, err := alignIDs(ids, func(r *psi.Request) (*psi.Response, error) { return client.PSI(ctx, r) })
 	if err != nil {
 		return nil, fmt.Errorf("passive score: private ID alignment: %w", err)
 	}

@@ -70,7 +70,7 @@ type serveRun struct {
 	done chan struct{} // receives nothing; closed when Sessions are served
 
 	mu        sync.Mutex
-	responder *psi.Responder
+	responder *psi.StreamResponder
 	started   time.Time // when the current session started
 	common    []uint64  // intersection of the current session
 	lastID    uint64
@@ -160,12 +160,15 @@ func (r *serveRun) hello(_ context.Context, peer grpcnet.Hello) error {
 	for id := range r.rows {
 		ids = append(ids, id)
 	}
-	resp, err := psi.NewResponder(psi.Uint64Keys(ids), nil)
+	resp, err := newResponder(ids)
 	if err != nil {
 		return err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.responder != nil {
+		_ = r.responder.Close()
+	}
 	r.responder, r.common, r.any, r.ids, r.scores, r.finished = resp, nil, false, r.ids[:0], r.scores[:0], false
 	return nil
 }

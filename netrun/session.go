@@ -2,6 +2,7 @@ package netrun
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -75,26 +76,46 @@ func abortSession(client *grpcnet.Client, err error) {
 	_ = client.Shutdown(ctx, err.Error())
 }
 
+// newResponder starts the active party's side of a session's ID
+// alignment over ids (sorted or not, free of duplicates, read in place):
+// the streamed protocol (psi.NewStreamResponder), whose memory is bounded
+// by its chunk and one spill partition (spilled under os.TempDir, or
+// TMPDIR), not by the number of IDs.
+func newResponder(ids []uint64) (*psi.StreamResponder, error) {
+	return psi.NewStreamResponder(ids, psi.StreamOptions{})
+}
+
+// alignIDs runs the passive party's side of the ID alignment over call
+// (the streamed protocol, as newResponder) and returns the sorted
+// intersection.
+func alignIDs(ids []uint64, call func(*psi.Request) (*psi.Response, error)) ([]uint64, error) {
+	return psi.RunStreamUint64(ids, psi.StreamOptions{}, call)
+}
+
+// announcedIDs is the number of IDs the passive announces in the first
+// request of the streamed PSI (psi.RoundStreamHello), -1 when the request
+// is not that one or does not say.
+func announcedIDs(req *psi.Request) int64 {
+	if req.Round != psi.RoundStreamHello || len(req.Digest) != 8 {
+		return -1
+	}
+	return int64(min(binary.BigEndian.Uint64(req.Digest), 1<<62))
+}
+
 // respondPSI answers one PSI round of a session's responder (nil before
 // Hello: an error naming who). Once the protocol is done it also returns
 // the ID intersection, never nil then; before that, common is nil.
-func respondPSI(who string, responder *psi.Responder, req *psi.Request) (resp *psi.Response, common []uint64, err error) {
+func respondPSI(who string, responder *psi.StreamResponder, req *psi.Request) (resp *psi.Response, common []uint64, err error) {
 	if responder == nil {
 		return nil, nil, fmt.Errorf("%s: PSI before Hello", who)
 	}
 	if resp, err = responder.Handle(req); err != nil {
 		return nil, nil, err
 	}
-	select {
-	case <-responder.Done():
-	default:
+	if req.Round != psi.RoundStreamFinish {
 		return resp, nil, nil
 	}
-	keys, err := responder.Intersection()
-	if err != nil {
-		return nil, nil, err
-	}
-	if common, err = psi.Uint64s(keys); err != nil {
+	if common, err = responder.Intersection(); err != nil {
 		return nil, nil, err
 	}
 	return resp, common, nil

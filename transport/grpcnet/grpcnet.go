@@ -85,8 +85,10 @@ import (
 	"github.com/splitguard/splitguard/transport"
 )
 
-// ProtocolVersion is the wire protocol version exchanged in Hello.
-const ProtocolVersion = 1
+// ProtocolVersion is the wire protocol version exchanged in Hello: 2 since
+// the ID alignment runs the streamed PSI (psi.RunStreamUint64), which
+// version 1 peers do not speak.
+const ProtocolVersion = 2
 
 // DefaultMaxMessageBytes bounds one gRPC message when the options leave it 0.
 const DefaultMaxMessageBytes = 64 << 20
