@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -562,7 +563,7 @@ func TestHelloAndControl(t *testing.T) {
 		want  string
 	}{
 		{"fingerprint", Hello{Party: "passive", Config: other}, "cut dim 4 ≠ 5, seed 7 ≠ 8"},
-		{"version", Hello{Version: 99, Party: "passive", Config: fp}, "protocol version 1 ≠ 99"},
+		{"version", Hello{Version: 99, Party: "passive", Config: fp}, fmt.Sprintf("protocol version %d ≠ 99", ProtocolVersion)},
 		{"handler", Hello{Party: "eve", Config: fp}, "unknown party eve"},
 	}
 	for _, tc := range tests {
