@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -27,6 +28,15 @@ type benchOptions struct {
 	Engine string
 	// Defences times every registered defence instead (benchDefences).
 	Defences bool
+	// Cores, when set, prints the scaling table over these core counts
+	// (benchCores), Rounds times interleaved, with NoIndependent skipping
+	// the runs of independent one-core processes.
+	Cores         string
+	Rounds        int
+	NoIndependent bool
+	// PSI, when positive, times the streamed PSI of that many IDs a side
+	// instead of a training step (benchPSI).
+	PSI int
 }
 
 // benchModels maps a --model value to a function that builds one training
@@ -80,7 +90,17 @@ its representative setting, and prints its median ms/step, its ratio to no
 protection, the one-off setup time (building the models and the defence, e.g.
 CAE's autoencoder) and the bytes each way per step as the network transport
 encodes the messages (protobuf plus gRPC's 5-byte message header; HTTP/2 and TLS
-framing excluded). --model is wdl or mlp there; --vocab does not apply.`,
+framing excluded). --model is wdl or mlp there; --vocab does not apply.
+
+--psi N times the ID alignment instead: the streamed PSI that two-process runs use,
+of N IDs a side (half shared), both parties in this process, in µs per input ID.
+
+--cores 1,2,4,… prints how the step (or, with --psi, the PSI) scales with cores: for
+each count c, a child process with GOMAXPROCS=c, and c one-core children running at
+the same time; the efficiency is the first's rate over the c children's summed rate
+(1.0: c cores do as much for one run as for c separate runs). --rounds R repeats the
+whole sweep R times, interleaved, and reports medians (machines drift by ±20%
+between minutes: use R ≥ 3 for figures you report). Children are this program.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, o) },
 	}
@@ -93,6 +113,10 @@ framing excluded). --model is wdl or mlp there; --vocab does not apply.`,
 	f.StringVar(&o.Engine, "engine", "", "matrix engine to time instead of the default (one of those the error for an unknown name lists)")
 	f.BoolVar(&o.Defences, "defences", false, "time the step with every registered defence at its representative setting (ms/step, ratio to none, bytes each way per step)")
 	f.BoolVar(&o.JSON, "json", false, `print one JSON object {"ms_per_step":…, "examples_per_s":…, …}`)
+	f.StringVar(&o.Cores, "cores", "", "print the scaling table over these core counts (e.g. 1,2,4,8,16)")
+	f.IntVar(&o.Rounds, "rounds", 3, "with --cores: interleaved rounds whose medians are reported")
+	f.BoolVar(&o.NoIndependent, "no-independent", false, "with --cores: skip the independent one-core processes (no efficiency column)")
+	f.IntVar(&o.PSI, "psi", 0, "time the streamed PSI of this many IDs a side instead of a training step")
 	return cmd
 }
 
@@ -110,6 +134,21 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 			return fmt.Errorf("bench: --engine: %w", err)
 		}
 		tensor.Default = e
+	}
+	if o.PSI != 0 && (o.PSI < 2 || o.Defences) {
+		return fmt.Errorf("bench: --psi %d: want at least 2 IDs, and not with --defences", o.PSI)
+	}
+	if o.Cores != "" {
+		if o.Defences {
+			return errors.New("bench: --cores scales the step or the PSI, not --defences")
+		}
+		return benchCores(cmd, o)
+	}
+	if cmd.Flags().Changed("rounds") || o.NoIndependent {
+		return errors.New("bench: --rounds and --no-independent only apply with --cores")
+	}
+	if o.PSI > 0 {
+		return benchPSI(cmd, o)
 	}
 	if o.Defences {
 		return benchDefences(cmd, o)
