@@ -36,3 +36,22 @@ func TestRunFilesOwnerOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryHasTestAUCInterval: summary.json gives the selected model's
+// test AUC with its bootstrap interval, which holds it.
+func TestSummaryHasTestAUCInterval(t *testing.T) {
+	cfg := smallConfig(t)
+	cfg.Epochs = 1
+	sum, err := Train(context.Background(), cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci := sum.TestAUCSelectedCI95
+	if ci == nil || !(ci[0] <= sum.TestAUCSelected && sum.TestAUCSelected <= ci[1]) || !(ci[0] < ci[1]) {
+		t.Fatalf("test AUC %.4f, interval %v", sum.TestAUCSelected, ci)
+	}
+	back, err := rundir.ReadSummary(cfg.Out)
+	if err != nil || back.TestAUCSelectedCI95 == nil || *back.TestAUCSelectedCI95 != *ci {
+		t.Fatalf("summary.json's interval %v, returned %v (%v)", back.TestAUCSelectedCI95, *ci, err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/splitguard/splitguard/audit"
 	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/metrics"
 	"github.com/splitguard/splitguard/party/active"
 	"github.com/splitguard/splitguard/protect"
 	"github.com/splitguard/splitguard/tensor"
@@ -80,6 +81,12 @@ type Recorder struct {
 	earlyStopped bool
 	valRows      int
 	fallbacks    []CheckpointFallback
+	// selScores and selLabels are the test scores and labels of the
+	// selected evaluation (selStep), for its bootstrap interval; empty
+	// when that evaluation ran in an earlier process of a resumed run.
+	selScores []float64
+	selLabels []uint8
+	selStep   int64
 }
 
 // AddFallback records a resume from an older checkpoint in the summary.
@@ -258,6 +265,11 @@ func (r *Recorder) EvalWith(res *active.EvalResult, attacks map[string]float64) 
 		return e, err
 	}
 	r.addEval(e)
+	if sel, ok := r.Selected(); ok && sel.Step == e.Step && len(res.TestScores) > 0 {
+		r.selScores = append(r.selScores[:0], res.TestScores...)
+		r.selLabels = append(r.selLabels[:0], res.TestLabels...)
+		r.selStep = e.Step
+	}
 	if r.hooks.OnEval != nil {
 		r.hooks.OnEval(e)
 	}
@@ -423,6 +435,10 @@ func (r *Recorder) Finish(steps int64, elapsed time.Duration) (*Summary, error) 
 	return s, nil
 }
 
+// bootstrapReplicates is the number of bootstrap samples behind
+// summary.json's test_auc_selected_ci95.
+const bootstrapReplicates = 1000
+
 // The warning thresholds: a split model whose AUC is this much below the
 // baseline's, and a loss that did not fall.
 const baselineTolerance = 0.01
@@ -443,6 +459,11 @@ func (r *Recorder) selection(s *Summary) {
 	sel, _ := r.Selected()
 	s.SelectedStep, s.TestAUCSelected, s.TestLossSelected, s.ACESelected = sel.Step, sel.TestAUC, sel.TestLoss, sel.ACE
 	s.ValAUCSelected = sel.ValAUC
+	if len(r.selScores) > 0 && r.selStep == sel.Step {
+		if iv, err := metrics.AUCBootstrap(r.selScores, r.selLabels, bootstrapReplicates, 0.95, uint64(cfg.Seed)); err == nil {
+			s.TestAUCSelectedCI95 = &[2]float64{iv.Lo, iv.Hi}
+		}
+	}
 	if r.hasBestVal {
 		v := *r.bestVal.ValAUC
 		s.ValAUCBest = &v

@@ -95,9 +95,15 @@ type Summary struct {
 	TestLossSelected float64  `json:"test_loss_selected"`
 	ACESelected      float64  `json:"ace_selected"`
 	ValAUCSelected   *float64 `json:"val_auc_selected"`
-	ValAUCBest       *float64 `json:"val_auc_best"`
-	ValRows          int      `json:"val_rows"`
-	ValFrac          float64  `json:"val_frac"`
+	// TestAUCSelectedCI95 is the 95% stratified percentile bootstrap
+	// interval of TestAUCSelected over the test rows (1,000 replicates
+	// seeded by the run's seed; metrics.AUCBootstrap): the spread that
+	// the test split's size alone allows. Absent when the selected
+	// evaluation ran in an earlier process of a resumed run.
+	TestAUCSelectedCI95 *[2]float64 `json:"test_auc_selected_ci95,omitempty"`
+	ValAUCBest          *float64    `json:"val_auc_best"`
+	ValRows             int         `json:"val_rows"`
+	ValFrac             float64     `json:"val_frac"`
 	// EarlyStopped says training ended after EarlyStop evaluations without
 	// a better validation AUC, before its planned steps.
 	EarlyStopped bool `json:"early_stopped,omitempty"`

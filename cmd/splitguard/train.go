@@ -204,7 +204,11 @@ func printSelection(w io.Writer, s *rundir.Summary) {
 		}
 		return fmt.Sprintf("%.4f", *x)
 	}
-	fmt.Fprintf(w, "%-34s %10s %10.4f\n", "split model (selected)", opt(s.ValAUCSelected), s.TestAUCSelected)
+	ci := ""
+	if c := s.TestAUCSelectedCI95; c != nil {
+		ci = fmt.Sprintf("  (95%% bootstrap interval %.4f–%.4f)", c[0], c[1])
+	}
+	fmt.Fprintf(w, "%-34s %10s %10.4f%s\n", "split model (selected)", opt(s.ValAUCSelected), s.TestAUCSelected, ci)
 	if b := s.Baseline; b != nil {
 		name := "logistic baseline (" + b.Columns + ")"
 		if b.Error != "" {

@@ -93,6 +93,12 @@ type EvalResult struct {
 	// validation split has a single class.
 	ValRows         int
 	ValAUC, ValLoss float64
+	// TestScores and TestLabels are the test rows' predicted
+	// probabilities and labels behind AUC, valid during the EvalObserver
+	// call only (a recorder copies what it keeps: the selected
+	// evaluation's, for a bootstrap interval).
+	TestScores []float64
+	TestLabels []uint8
 }
 
 // trainingMode is implemented by top models that behave differently in
@@ -383,7 +389,7 @@ func (a *Active) finishEval() error {
 	if err != nil {
 		return fmt.Errorf("active: test calibration: %w", err)
 	}
-	res := &EvalResult{Step: a.step, AUC: auc, Rows: len(labels), Loss: loss, ACE: ace, ValRows: v}
+	res := &EvalResult{Step: a.step, AUC: auc, Rows: len(labels), Loss: loss, ACE: ace, ValRows: v, TestScores: probs, TestLabels: labels}
 	if v > 0 {
 		if res.ValAUC, ok = metrics.AUC(all[:v], a.test.Labels[:v], nil); !ok {
 			res.ValAUC = math.NaN()
