@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 
 	"gopkg.in/yaml.v3"
 
@@ -62,6 +63,29 @@ func (c *Config) DataOptions() data.Options {
 		Sample: c.Sample, TestFrac: c.TestFrac, Seed: c.Seed,
 		HashBuckets: c.HashBuckets, SkipBadRows: c.SkipBadRows,
 	}
+}
+
+// MinPositivesPerBatch is the fewest positives a training batch should
+// hold on average. A batch's leak AUC needs a positive and a negative: at
+// two positives on average about e^-2 ≈ 14% of batches have none and are
+// skipped; below it the skipped share climbs fast (27% at 1.3, 37% at
+// one) and the defences and attacks that act per batch (Marvell's noise,
+// max_norm's scaling, the attacks' ranking within a batch) work on the
+// one positive a batch has, so their figures mean little.
+const MinPositivesPerBatch = 2
+
+// PositivesWarning returns a warning when batches of batch rows drawn
+// from training rows with positive rate posRate hold fewer than
+// MinPositivesPerBatch positives on average, or "" when they hold enough.
+func PositivesWarning(batch int, posRate float64) string {
+	if batch <= 0 || posRate <= 0 || posRate >= 1 || float64(batch)*posRate >= MinPositivesPerBatch {
+		return ""
+	}
+	none := math.Pow(1-posRate, float64(batch))
+	return fmt.Sprintf("batches of %d rows hold %.1f positives on average (%.2f%% of the training rows are positive), below %d: "+
+		"%.0f%% of batches have none (their leak AUC is undefined and skipped) and per-batch defences and attacks work on one or two positives; "+
+		"a batch of at least %d rows (key batch) holds %d on average",
+		batch, float64(batch)*posRate, 100*posRate, MinPositivesPerBatch, 100*none, int(math.Ceil(MinPositivesPerBatch/posRate)), MinPositivesPerBatch)
 }
 
 // BatchWarning returns a warning when the batch size leaves too few

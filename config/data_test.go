@@ -60,3 +60,32 @@ func TestBatchWarning(t *testing.T) {
 		}
 	}
 }
+
+// TestPositivesWarning: batches holding fewer than MinPositivesPerBatch
+// positives on average are warned of, with the share of batches without
+// any ((1−p)^B, by hand) and the batch that would hold enough.
+func TestPositivesWarning(t *testing.T) {
+	for _, tc := range []struct {
+		batch int
+		rate  float64
+		want  []string // "" parts: no warning
+	}{
+		{256, 0.05, nil}, // 12.8 positives
+		{40, 0.05, nil},  // exactly 2
+		{64, 0.02, []string{"batches of 64 rows hold 1.3 positives", "27% of batches have none", "at least 100 rows"}}, // 0.98^64 = 0.274
+		{32, 0.001, []string{"hold 0.0 positives", "97% of batches have none", "at least 2000 rows"}},                  // 0.999^32 = 0.968
+		{64, 0, nil},
+		{0, 0.01, nil},
+	} {
+		w := PositivesWarning(tc.batch, tc.rate)
+		if (w == "") != (tc.want == nil) {
+			t.Errorf("batch %d, rate %v: %q", tc.batch, tc.rate, w)
+			continue
+		}
+		for _, part := range tc.want {
+			if !strings.Contains(w, part) {
+				t.Errorf("batch %d, rate %v: %q lacks %q", tc.batch, tc.rate, w, part)
+			}
+		}
+	}
+}

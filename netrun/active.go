@@ -81,6 +81,9 @@ type activeRun struct {
 	passiveIDs, announced int64
 	// peerIDFormat is how the session's passive writes its IDs (Hello).
 	peerIDFormat string
+	// warnedPositives: the summary already warns of too few positives per
+	// batch.
+	warnedPositives bool
 	// kept is the top of the selected evaluation (select: best); keep and
 	// stop are the verdict on the evaluation round just scored, sent with
 	// the answer to its last message; stopSent says a stop was sent.
@@ -448,6 +451,11 @@ func (r *activeRun) psi(_ context.Context, req *psi.Request) (*psi.Response, err
 	}
 	r.rec.SetConfig(r.cfg.Config)
 	r.rec.SetValRows(valRows)
+	if w := config.PositivesWarning(r.cfg.Batch, positiveRate(split.Train.Labels)); w != "" && !r.warnedPositives {
+		r.log.Warn(w)
+		r.rec.Warn(w)
+		r.warnedPositives = true
+	}
 	r.common, r.split, r.eval, r.valRows = common, split, eval, valRows
 	r.passiveIDs = r.announced
 	r.startBaseline()
@@ -475,6 +483,15 @@ func realignWait(lim *rate.Limiter, now time.Time) time.Duration {
 		return d
 	}
 	return 0
+}
+
+// positiveRate is the share of labels that are 1.
+func positiveRate(labels []uint8) float64 {
+	n := 0
+	for _, y := range labels {
+		n += int(y)
+	}
+	return float64(n) / float64(max(len(labels), 1))
 }
 
 // startBaseline starts fitting the logistic baseline on the active

@@ -122,6 +122,9 @@ func Train(ctx context.Context, cfg config.Config, opt Options) (*rundir.Summary
 	if w := config.BatchWarning(cfg.Batch, len(train.IDs), cfg.Epochs); w != "" {
 		logf(opt.Log, "warning: %s", w)
 	}
+	if w := config.PositivesWarning(cfg.Batch, posRate(train.Labels)); w != "" {
+		logf(opt.Log, "warning: %s", w) // and in the summary (trainSplit)
+	}
 	if len(cfg.Auto) > 0 {
 		logf(opt.Log, "settings %s", cfg.AutoNote())
 	}
@@ -181,6 +184,9 @@ func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, val *
 		return nil, err
 	}
 	defer rec.Close()
+	if w := config.PositivesWarning(cfg.Batch, posRate(split.Train.Labels)); w != "" {
+		rec.Warn(w)
+	}
 	j := &joiner{rec: rec, bottom: bottom}
 	if cfg.Dump != "" {
 		if j.dump, err = dump.NewWriter(cfg.Dump, cfg.DumpBatches); err != nil {

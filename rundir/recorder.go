@@ -81,6 +81,7 @@ type Recorder struct {
 	earlyStopped bool
 	valRows      int
 	fallbacks    []CheckpointFallback
+	warnings     []string // Warn's, before the summary's own
 	// selScores and selLabels are the test scores and labels of the
 	// selected evaluation (selStep), for its bootstrap interval; empty
 	// when that evaluation ran in an earlier process of a resumed run.
@@ -91,6 +92,10 @@ type Recorder struct {
 
 // AddFallback records a resume from an older checkpoint in the summary.
 func (r *Recorder) AddFallback(f CheckpointFallback) { r.fallbacks = append(r.fallbacks, f) }
+
+// Warn adds a warning to the summary (and nothing else: the caller logs
+// it).
+func (r *Recorder) Warn(msg string) { r.warnings = append(r.warnings, msg) }
 
 // Truncate marks the run as ended before its planned steps for reason;
 // the summary Finish writes says so.
@@ -451,6 +456,7 @@ const TestAUCBestNote = "the top of the per-step test curve, chosen by looking a
 func (r *Recorder) selection(s *Summary) {
 	cfg := &r.cfg
 	s.TestAUCBestNote = TestAUCBestNote
+	s.Warnings = append(s.Warnings, r.warnings...)
 	s.Select, s.ValFrac, s.Auto, s.EarlyStopped = cfg.Select, cfg.ValFrac, cfg.Auto, r.earlyStopped
 	if s.Select == "" {
 		s.Select = config.SelectLast
