@@ -5,7 +5,9 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"sync"
 )
 
 // AUCInterval is a bootstrap confidence interval of an AUC.
@@ -16,88 +18,168 @@ type AUCInterval struct {
 	Replicates int
 }
 
-// AUCBootstrap returns the stratified percentile bootstrap interval of
-// the AUC of scores against labels at the given level (e.g. 0.95), from b
-// replicates drawn with a PCG seeded by seed: each replicate resamples the
-// positives among the positives and the negatives among the negatives,
-// with replacement (so every replicate has both classes, in the same
-// numbers), and the interval is the (1−level)/2 and (1+level)/2 quantiles
-// (nearest rank) of the replicates' AUCs. NaN scores are refused; ties
-// count ½ as in AUC.
+// AUCBootstrap returns the percentile interval of the AUC of scores
+// against labels at the given level (e.g. 0.95) from b Poisson bootstrap
+// replicates [Chamandy12]: each replicate gives every row an independent
+// Poisson(1) weight — its number of copies in the resample, the limit of
+// the classic multinomial draw of n rows with replacement — and computes
+// the weighted AUC (ties ½, as AUC); the interval is the (1−level)/2 and
+// (1+level)/2 quantiles (nearest rank) of the replicates' AUCs. Replicate
+// r draws from a PCG seeded by (seed, r), so the result does not depend on
+// how the replicates are spread over the cores. NaN scores are refused.
 //
-// The scores are sorted once; a replicate is then one pass over them with
-// the multiplicity of each row (no copy of the data): O(n log n + b·n).
+// The scores are sorted once; a replicate is one sequential pass over the
+// sorted rows (no copy of the data, no random access): O(n log n + b·n),
+// spread over GOMAXPROCS cores.
 func AUCBootstrap(scores []float64, labels []uint8, b int, level float64, seed uint64) (AUCInterval, error) {
-	aucs, err := bootstrapAUCs(scores, labels, b, seed)
+	if !(level > 0 && level < 1) {
+		return AUCInterval{}, errors.New("metrics: bootstrap level outside (0, 1)")
+	}
+	s, err := newBootSample(scores, labels)
 	if err != nil {
 		return AUCInterval{}, err
 	}
-	if !(level > 0 && level < 1) {
-		return AUCInterval{}, errors.New("metrics: bootstrap level outside (0, 1)")
+	if b < 1 {
+		return AUCInterval{}, errors.New("metrics: bootstrap: at least one replicate")
+	}
+	aucs := make([]float64, b)
+	workers := min(runtime.GOMAXPROCS(0), b)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for r := w; r < b; r += workers {
+				aucs[r] = s.replicate(seed, uint64(r))
+			}
+		})
+	}
+	wg.Wait()
+	// A replicate whose weights leave a class empty has no AUC (likely
+	// only on a handful of rows): it is dropped.
+	aucs = slices.DeleteFunc(aucs, math.IsNaN)
+	if len(aucs) < (b+1)/2 {
+		return AUCInterval{}, errors.New("metrics: bootstrap: too few rows of a class for the replicates to hold both")
 	}
 	slices.Sort(aucs)
 	lo := aucs[NearestRank(len(aucs), (1-level)/2)]
 	hi := aucs[NearestRank(len(aucs), (1+level)/2)]
-	return AUCInterval{Lo: lo, Hi: hi, Level: level, Replicates: b}, nil
+	return AUCInterval{Lo: lo, Hi: hi, Level: level, Replicates: len(aucs)}, nil
 }
 
-// bootstrapAUCs returns the b replicates' AUCs, in the order drawn.
-func bootstrapAUCs(scores []float64, labels []uint8, b int, seed uint64) ([]float64, error) {
+// bootSample is a scored sample sorted by score: pos[k] is 1 when the
+// k-th smallest score is a positive, else 0, and last[k] says whether it
+// ends its tie group.
+type bootSample struct {
+	pos  []uint64
+	last []bool
+}
+
+func newBootSample(scores []float64, labels []uint8) (*bootSample, error) {
 	if len(scores) != len(labels) {
 		return nil, errors.New("metrics: bootstrap: scores and labels differ in length")
 	}
-	if b < 1 {
-		return nil, errors.New("metrics: bootstrap: at least one replicate")
-	}
-	var pos, neg []int
-	for i, y := range labels {
+	var np int
+	order := make([]int, len(scores))
+	for i := range order {
 		if math.IsNaN(scores[i]) {
 			return nil, errors.New("metrics: bootstrap: a NaN score")
 		}
-		if y == 1 {
-			pos = append(pos, i)
-		} else {
-			neg = append(neg, i)
+		order[i] = i
+		if labels[i] == 1 {
+			np++
 		}
 	}
-	if len(pos) == 0 || len(neg) == 0 {
+	if np == 0 || np == len(scores) {
 		return nil, errors.New("metrics: bootstrap: a single class")
 	}
-	// order: the rows by score; group[k] is the first position of the
-	// tie group of order[k].
-	order := make([]int, len(scores))
-	for i := range order {
-		order[i] = i
-	}
 	slices.SortFunc(order, func(i, j int) int { return cmp.Compare(scores[i], scores[j]) })
-	weight := make([]float64, len(scores))
-	rng := rand.New(rand.NewPCG(seed, 0x626f6f7473747261)) // "bootstra"
-	out := make([]float64, b)
-	np, nn := float64(len(pos)), float64(len(neg))
-	for r := range out {
-		clear(weight)
-		for range pos {
-			weight[pos[rng.IntN(len(pos))]]++
+	s := &bootSample{pos: make([]uint64, len(order)), last: make([]bool, len(order))}
+	for k, i := range order {
+		if labels[i] == 1 {
+			s.pos[k] = 1
 		}
-		for range neg {
-			weight[neg[rng.IntN(len(neg))]]++
-		}
-		var num, negBelow float64
-		for k := 0; k < len(order); {
-			var pw, nw float64
-			e := k
-			for ; e < len(order) && scores[order[e]] == scores[order[k]]; e++ {
-				if labels[order[e]] == 1 {
-					pw += weight[order[e]]
-				} else {
-					nw += weight[order[e]]
-				}
-			}
-			num += pw * (negBelow + nw/2)
-			negBelow += nw
-			k = e
-		}
-		out[r] = num / (np * nn)
+		s.last[k] = k == len(order)-1 || scores[order[k+1]] != scores[i]
 	}
-	return out, nil
+	return s, nil
+}
+
+// poissonThresholds holds ⌊2³²·P(X ≤ k)⌋ for a Poisson(1) variable X,
+// k = 0, 1, …: a uniform 32-bit u draws the first k with u <
+// poissonThresholds[k] (the last entry is 2³², so every u draws).
+var poissonThresholds = func() []uint64 {
+	var c []uint64
+	p, sum := math.Exp(-1), 0.0
+	for k := 0; ; k++ {
+		sum += p
+		t := uint64(math.Floor(sum * (1 << 32)))
+		if t >= 1<<32 || k == 20 {
+			return append(c, 1<<32)
+		}
+		c = append(c, t)
+		p /= float64(k + 1)
+	}
+}()
+
+// poisson draws a Poisson(1) value from the 32-bit uniform u: the count
+// of thresholds u reaches, without a branch up to k = 8 (1 − P(X ≤ 8) ≈
+// 1e-6: the loop beyond is almost never entered).
+func poisson(u uint64) uint32 {
+	t := &poissonThresholds
+	// (t−1−u)>>63 is 1 when u ≥ t, else 0 (u, t ≤ 2³²).
+	k := ((*t)[0]-1-u)>>63 + ((*t)[1]-1-u)>>63 + ((*t)[2]-1-u)>>63 + ((*t)[3]-1-u)>>63 +
+		((*t)[4]-1-u)>>63 + ((*t)[5]-1-u)>>63 + ((*t)[6]-1-u)>>63 + ((*t)[7]-1-u)>>63
+	if k == 8 {
+		for u >= (*t)[k] {
+			k++
+		}
+	}
+	return uint32(k)
+}
+
+// weights draws the n rows' Poisson(1) weights of one replicate from rng
+// (two per 64-bit draw) and hands each to f in row order.
+func weights(rng *rand.Rand, n int, f func(k int, w uint32)) {
+	for k := 0; k < n; k += 2 {
+		u := rng.Uint64()
+		f(k, poisson(u&(1<<32-1)))
+		if k+1 < n {
+			f(k+1, poisson(u>>32))
+		}
+	}
+}
+
+// replicateRNG is replicate r's random source.
+func replicateRNG(seed, r uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, r^0x626f6f7473747261)) // "bootstra"
+}
+
+// replicate returns the AUC of replicate r: the sample in which the k-th
+// row appears w_k times, the w_k drawn as weights draws them (inlined
+// here: this loop is the bootstrap's cost); NaN when the weights leave a
+// class empty.
+func (s *bootSample) replicate(seed, r uint64) float64 {
+	rng := replicateRNG(seed, r)
+	var num, negBelow, wp float64
+	var pw, nw uint64
+	var u uint64
+	for k := range s.pos {
+		if k%2 == 0 {
+			u = rng.Uint64()
+		} else {
+			u >>= 32
+		}
+		w := uint64(poisson(u & (1<<32 - 1)))
+		p := s.pos[k]
+		pw += w * p
+		nw += w * (1 - p)
+		if s.last[k] {
+			num += float64(pw) * (negBelow + float64(nw)/2)
+			negBelow += float64(nw)
+			wp += float64(pw)
+			pw, nw = 0, 0
+		}
+	}
+	if wp == 0 || negBelow == 0 {
+		return math.NaN()
+	}
+	return num / (wp * negBelow)
 }

@@ -3,6 +3,8 @@ package metrics
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"slices"
 	"testing"
 )
 
@@ -25,46 +27,105 @@ func pairAUC(s []float64, y []uint8) float64 {
 	return num / den
 }
 
-// TestBootstrapReplicatesByHand: every replicate's AUC equals the AUC,
-// counted pair by pair, of the data set the replicate draws (the same
-// draws, materialised), on scores with ties, ±0 and infinities.
-func TestBootstrapReplicatesByHand(t *testing.T) {
-	scores := []float64{0.1, 0.4, 0.4, 0.35, 0.8, math.Copysign(0, -1), 0, math.Inf(1), 0.4, 0.9, math.Inf(-1), 0.2}
-	labels := []uint8{0, 1, 0, 1, 1, 0, 1, 0, 1, 1, 0, 0}
-	const b, seed = 50, 7
-	got, err := bootstrapAUCs(scores, labels, b, seed)
+var (
+	bootScores = []float64{0.1, 0.4, 0.4, 0.35, 0.8, math.Copysign(0, -1), 0, math.Inf(1), 0.4, 0.9, math.Inf(-1), 0.2}
+	bootLabels = []uint8{0, 1, 0, 1, 1, 0, 1, 0, 1, 1, 0, 0}
+)
+
+// TestBootSampleSorted: the sample is the rows in score order, each tie
+// group (−0 and 0 are one, 0.4 thrice) holding its rows' labels.
+func TestBootSampleSorted(t *testing.T) {
+	s, err := newBootSample(bootScores, bootLabels)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pos, neg []int
-	for i, y := range labels {
-		if y == 1 {
-			pos = append(pos, i)
-		} else {
-			neg = append(neg, i)
+	// By hand: -Inf(n) 0,-0 (p,n) 0.1(n) 0.2(n) 0.35(p) 0.4×3 (p,n,p) 0.8(p) 0.9(p) +Inf(n).
+	wantEnds := []int{1, 3, 4, 5, 6, 9, 10, 11, 12}
+	var ends []int
+	for k, l := range s.last {
+		if l {
+			ends = append(ends, k+1)
 		}
 	}
-	rng := rand.New(rand.NewPCG(seed, 0x626f6f7473747261))
-	for r := range b {
-		var s []float64
-		var y []uint8
-		for range pos {
-			i := pos[rng.IntN(len(pos))]
-			s, y = append(s, scores[i]), append(y, 1)
+	wantPos := [][]uint64{{0}, {0, 1}, {0}, {0}, {1}, {0, 1, 1}, {1}, {1}, {0}}
+	if !slices.Equal(ends, wantEnds) {
+		t.Fatalf("groups end at %v, want %v", ends, wantEnds)
+	}
+	start := 0
+	for g, end := range ends {
+		got := slices.Clone(s.pos[start:end])
+		slices.Sort(got)
+		if !slices.Equal(got, wantPos[g]) {
+			t.Errorf("group %d holds %v, want %v", g, got, wantPos[g])
 		}
-		for range neg {
-			i := neg[rng.IntN(len(neg))]
-			s, y = append(s, scores[i]), append(y, 0)
+		start = end
+	}
+}
+
+// TestBootstrapReplicatesByHand: every replicate's AUC equals the AUC,
+// counted pair by pair, of the sample it draws materialised (each sorted
+// row repeated its weight's number of times), on scores with ties, ±0
+// and infinities.
+func TestBootstrapReplicatesByHand(t *testing.T) {
+	s, err := newBootSample(bootScores, bootLabels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sorted := slices.Clone(bootScores)
+	slices.Sort(sorted)
+	w := make([]uint32, len(sorted))
+	checked := 0
+	for r := range uint64(200) {
+		got := s.replicate(9, r)
+		weights(replicateRNG(9, r), len(w), func(k int, v uint32) { w[k] = v })
+		var ms []float64
+		var my []uint8
+		for k := range sorted {
+			for range w[k] {
+				ms = append(ms, sorted[k])
+				my = append(my, uint8(s.pos[k]))
+			}
 		}
-		if want := pairAUC(s, y); got[r] != want {
-			t.Fatalf("replicate %d: AUC %v, the materialised sample's %v", r, got[r], want)
+		if !slices.Contains(my, 0) || !slices.Contains(my, 1) {
+			if !math.IsNaN(got) {
+				t.Fatalf("replicate %d lacks a class but has AUC %v", r, got)
+			}
+			continue
 		}
+		if want := pairAUC(ms, my); got != want {
+			t.Fatalf("replicate %d (weights %v): AUC %v, the materialised sample's %v", r, w, got, want)
+		}
+		checked++
+	}
+	if checked < 150 {
+		t.Fatalf("only %d of 200 replicates held both classes", checked)
+	}
+}
+
+// TestPoissonWeights: the weights' mean and variance are 1, and P(0) is
+// 1/e, over 200,000 draws (within 5 standard errors).
+func TestPoissonWeights(t *testing.T) {
+	w := make([]uint32, 200000)
+	weights(rand.New(rand.NewPCG(1, 1)), len(w), func(k int, v uint32) { w[k] = v })
+	var sum, sq, zeros float64
+	for _, v := range w {
+		sum += float64(v)
+		sq += float64(v) * float64(v)
+		if v == 0 {
+			zeros++
+		}
+	}
+	n := float64(len(w))
+	mean, variance, p0 := sum/n, sq/n-(sum/n)*(sum/n), zeros/n
+	if math.Abs(mean-1) > 5/math.Sqrt(n) || math.Abs(variance-1) > 5*math.Sqrt(3/n) || math.Abs(p0-math.Exp(-1)) > 5*math.Sqrt(0.25/n) {
+		t.Errorf("mean %.4f, variance %.4f, P(0) %.4f; want 1, 1, %.4f", mean, variance, p0, math.Exp(-1))
 	}
 }
 
 // TestBootstrapIntervalWidth: on 4,000 rows of a binormal model, the
 // 95% interval holds the AUC and its width is within 25% of the normal
-// approximation's 2·1.96·SE with Hanley and McNeil's (1982) SE.
+// approximation's 2·1.96·SE with Hanley and McNeil's (1982) SE; the same
+// seed gives the same interval at any GOMAXPROCS (per-replicate streams).
 func TestBootstrapIntervalWidth(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	n := 4000
@@ -97,6 +158,14 @@ func TestBootstrapIntervalWidth(t *testing.T) {
 	if !(iv.Lo < auc && auc < iv.Hi) || math.Abs(width-want) > 0.25*want {
 		t.Errorf("interval [%.4f, %.4f] for AUC %.4f: width %.4f, the normal approximation's %.4f", iv.Lo, iv.Hi, auc, width, want)
 	}
+	for _, procs := range []int{1, 3} {
+		old := runtime.GOMAXPROCS(procs)
+		again, err := AUCBootstrap(scores, labels, 1000, 0.95, 3)
+		runtime.GOMAXPROCS(old)
+		if err != nil || again != iv {
+			t.Errorf("GOMAXPROCS %d: %+v, %v; want %+v", procs, again, err, iv)
+		}
+	}
 }
 
 func TestBootstrapRefuses(t *testing.T) {
@@ -112,9 +181,31 @@ func TestBootstrapRefuses(t *testing.T) {
 		{"lengths", []float64{1}, []uint8{1, 0}, 10, 0.95},
 		{"no replicate", []float64{1, 2}, []uint8{1, 0}, 0, 0.95},
 		{"level", []float64{1, 2}, []uint8{1, 0}, 10, 1},
+		{"one row a class", []float64{1, 2}, []uint8{1, 0}, 1000, 0.95}, // both classes in only (1−1/e)² ≈ 40% of replicates
 	} {
 		if _, err := AUCBootstrap(tc.scores, tc.labels, tc.b, tc.level, 1); err == nil {
 			t.Errorf("%s: accepted", tc.name)
 		}
+	}
+}
+
+// TestPoissonThresholds: poisson draws k exactly for the u between the
+// k−1-th and k-th thresholds, the branch-free count and the tail loop
+// alike.
+func TestPoissonThresholds(t *testing.T) {
+	prev := uint64(0)
+	for k, th := range poissonThresholds {
+		for _, u := range []uint64{prev, (prev + th) / 2, th - 1} {
+			if u < prev || u >= th {
+				continue
+			}
+			if got := poisson(u); got != uint32(k) {
+				t.Fatalf("u %d (between %d and %d): %d, want %d", u, prev, th, got, k)
+			}
+		}
+		prev = th
+	}
+	if poissonThresholds[len(poissonThresholds)-1] != 1<<32 || len(poissonThresholds) < 10 {
+		t.Fatalf("thresholds %v", poissonThresholds)
 	}
 }

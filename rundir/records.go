@@ -95,10 +95,10 @@ type Summary struct {
 	TestLossSelected float64  `json:"test_loss_selected"`
 	ACESelected      float64  `json:"ace_selected"`
 	ValAUCSelected   *float64 `json:"val_auc_selected"`
-	// TestAUCSelectedCI95 is the 95% stratified percentile bootstrap
-	// interval of TestAUCSelected over the test rows (1,000 replicates
-	// seeded by the run's seed; metrics.AUCBootstrap): the spread that
-	// the test split's size alone allows. Absent when the selected
+	// TestAUCSelectedCI95 is the 95% percentile interval of
+	// TestAUCSelected from 1,000 Poisson bootstrap replicates of the test
+	// rows seeded by the run's seed (metrics.AUCBootstrap): the spread
+	// that the test split's size alone allows. Absent when the selected
 	// evaluation ran in an earlier process of a resumed run.
 	TestAUCSelectedCI95 *[2]float64 `json:"test_auc_selected_ci95,omitempty"`
 	ValAUCBest          *float64    `json:"val_auc_best"`
