@@ -7,6 +7,7 @@ import (
 	"github.com/splitguard/splitguard/pki"
 	"github.com/splitguard/splitguard/tensor"
 	"github.com/splitguard/splitguard/transport"
+	"github.com/splitguard/splitguard/transport/wire"
 )
 
 // TestWireBytesMatchesStats checks WireBytes against what a real
@@ -34,7 +35,7 @@ func TestWireBytesMatchesStats(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		nf, nb, err := WireBytes(f, b)
+		nf, nb, err := WireBytes(f, b, wire.Encodings{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +74,7 @@ func TestWireBytesByHand(t *testing.T) {
 			&transport.Backward{Step: 3, Batch: 2}, 43 + 2 + 5, 4 + 5},
 	}
 	for _, tc := range tests {
-		fwd, bwd, err := WireBytes(tc.f, tc.b)
+		fwd, bwd, err := WireBytes(tc.f, tc.b, wire.Encodings{})
 		if err != nil {
 			t.Fatal(err)
 		}
