@@ -130,6 +130,24 @@ func TestEncodedSizeByHand(t *testing.T) {
 			t.Errorf("%v: a 1024×128 tensor takes %d bytes, want %d", tc.enc, got, tc.want)
 		}
 	}
+	// One training exchange at batch 1024 and a 128-wide cut, for the
+	// record (logged with -v): the messages' bytes in each encoding.
+	ids := make([]uint64, 1024)
+	for i := range ids {
+		ids[i] = uint64(1e9) + uint64(i)
+	}
+	for _, enc := range []wire.Encoding{wire.F32, wire.F16, wire.BF16, wire.Int8} {
+		e := m.Clone()
+		if err := enc.Round(e); err != nil {
+			t.Fatal(err)
+		}
+		nf, nb, err := WireBytes(&transport.Forward{Phase: transport.Train, Step: 1000, Batch: 7, IDs: ids, Embedding: e},
+			&transport.Backward{Step: 1000, Batch: 7, Grad: e}, wire.Encodings{Embedding: enc, Gradient: enc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("batch 1024, cut 128, %v both ways: forward %d bytes, backward %d bytes, %d per step", enc, nf, nb, nf+nb)
+	}
 	// The small messages of TestWireBytesByHand in f16 and int8: a 2×3
 	// tensor is rows 2 + cols 2 + encoding 2 + packed (1+1+12 for f16,
 	// 1+1+2·(4+3) for int8), as a field 2 bytes more; the Forward adds
