@@ -566,12 +566,18 @@ func (x *PSIResponse) GetDigest() []byte {
 	return nil
 }
 
-// Tensor is a dense row-major matrix of float32 values. With encoding
-// F32, exactly one of values and le_f32 holds rows*cols numbers (both
-// empty when rows*cols is 0); senders in this repository use le_f32 (4
-// little-endian bytes per number). With any other encoding, packed holds
-// the values as the encoding says, its length fixed by the shape, and
-// values and le_f32 are empty.
+// Tensor is a row-major matrix of float32 values. With encoding F32 and
+// not sparse, exactly one of values and le_f32 holds rows*cols numbers
+// (both empty when rows*cols is 0); senders in this repository use le_f32
+// (4 little-endian bytes per number). With any other encoding, packed
+// holds the values as the encoding says, its length fixed by the shape,
+// and values and le_f32 are empty.
+//
+// sparse (F32, F16, BF16 only): packed holds only the values that are not
+// +0, each as the encoding packs it (F32: 4 little-endian bytes), and index
+// their row-major positions as unsigned varints, the first position and
+// then each gap to the next less one; every other value is +0. Senders
+// choose it when it is smaller than the dense packing.
 type Tensor struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Rows          uint32                 `protobuf:"varint,1,opt,name=rows,proto3" json:"rows,omitempty"`
@@ -580,6 +586,8 @@ type Tensor struct {
 	LeF32         []byte                 `protobuf:"bytes,4,opt,name=le_f32,json=leF32,proto3" json:"le_f32,omitempty"`
 	Encoding      Encoding               `protobuf:"varint,5,opt,name=encoding,proto3,enum=splitguard.v1.Encoding" json:"encoding,omitempty"`
 	Packed        []byte                 `protobuf:"bytes,6,opt,name=packed,proto3" json:"packed,omitempty"`
+	Sparse        bool                   `protobuf:"varint,7,opt,name=sparse,proto3" json:"sparse,omitempty"`
+	Index         []byte                 `protobuf:"bytes,8,opt,name=index,proto3" json:"index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -652,6 +660,20 @@ func (x *Tensor) GetEncoding() Encoding {
 func (x *Tensor) GetPacked() []byte {
 	if x != nil {
 		return x.Packed
+	}
+	return nil
+}
+
+func (x *Tensor) GetSparse() bool {
+	if x != nil {
+		return x.Sparse
+	}
+	return false
+}
+
+func (x *Tensor) GetIndex() []byte {
+	if x != nil {
+		return x.Index
 	}
 	return nil
 }
@@ -1191,14 +1213,16 @@ const file_splitguard_proto_rawDesc = "" +
 	"\x05round\x18\x01 \x01(\rR\x05round\x12\x1a\n" +
 	"\belements\x18\x02 \x03(\fR\belements\x12\x10\n" +
 	"\x03own\x18\x03 \x03(\fR\x03own\x12\x16\n" +
-	"\x06digest\x18\x04 \x01(\fR\x06digest\"\xb0\x01\n" +
+	"\x06digest\x18\x04 \x01(\fR\x06digest\"\xde\x01\n" +
 	"\x06Tensor\x12\x12\n" +
 	"\x04rows\x18\x01 \x01(\rR\x04rows\x12\x12\n" +
 	"\x04cols\x18\x02 \x01(\rR\x04cols\x12\x1a\n" +
 	"\x06values\x18\x03 \x03(\x02B\x02\x10\x01R\x06values\x12\x15\n" +
 	"\x06le_f32\x18\x04 \x01(\fR\x05leF32\x123\n" +
 	"\bencoding\x18\x05 \x01(\x0e2\x17.splitguard.v1.EncodingR\bencoding\x12\x16\n" +
-	"\x06packed\x18\x06 \x01(\fR\x06packed\"\xd4\x01\n" +
+	"\x06packed\x18\x06 \x01(\fR\x06packed\x12\x16\n" +
+	"\x06sparse\x18\a \x01(\bR\x06sparse\x12\x14\n" +
+	"\x05index\x18\b \x01(\fR\x05index\"\xd4\x01\n" +
 	"\aForward\x12*\n" +
 	"\x05phase\x18\x01 \x01(\x0e2\x14.splitguard.v1.PhaseR\x05phase\x12\x12\n" +
 	"\x04step\x18\x02 \x01(\x03R\x04step\x12\x14\n" +

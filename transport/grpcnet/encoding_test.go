@@ -16,9 +16,10 @@ import (
 
 // TestEncodedExchange runs exchanges over a real connection in each pair
 // of encodings: the active receives the rounded embedding the passive sent
-// bit for bit, the passive the rounded gradient the active replied, and
-// the bytes the client counts equal WireBytes with the session's
-// encodings.
+// bit for bit, the passive the rounded gradient the active replied (at
+// step 2 a gradient of mostly +0, which goes sparse where the encoding
+// has a sparse packing, and then takes fewer bytes than dense), and the
+// bytes the client counts equal WireBytes with the session's encodings.
 func TestEncodedExchange(t *testing.T) {
 	p := newPKI(t)
 	for _, enc := range []wire.Encodings{{Embedding: wire.F16, Gradient: wire.BF16}, {Embedding: wire.Int8, Gradient: wire.Int8}, {Embedding: wire.BF16, Gradient: wire.F32}} {
@@ -37,7 +38,9 @@ func TestEncodedExchange(t *testing.T) {
 					got <- f.Embedding.Clone()
 					g := tensor.New(f.Embedding.Rows, f.Embedding.Cols)
 					for i, v := range f.Embedding.Data {
-						g.Data[i] = -v/3 + 1e-3
+						if f.Step != 2 || i%16 == 0 { // step 2: sparsified, mostly +0
+							g.Data[i] = -v/3 + 1e-3
+						}
 					}
 					if err := enc.Gradient.Round(g); err != nil {
 						panic(err)
@@ -78,6 +81,9 @@ func TestEncodedExchange(t *testing.T) {
 					t.Fatal(err)
 				}
 				fwd, bwd = fwd+nf, bwd+nb
+				if dense := int64(enc.Gradient.Size(4, 5)); step == 2 && enc.Gradient.Sparse() && nb >= dense {
+					t.Errorf("a gradient of 2 values in 20 took %d bytes, its dense values alone %d", nb, dense)
+				}
 			}
 			after := c.Stats()
 			if after.BytesSent-before.BytesSent != fwd || after.BytesReceived-before.BytesReceived != bwd {
@@ -153,8 +159,12 @@ func TestEncodedSizeByHand(t *testing.T) {
 	// 1+1+2·(4+3) for int8), as a field 2 bytes more; the Forward adds
 	// phase, step, batch (2 each) and ids (5), the Backward step and
 	// batch (2 each); gRPC 5 bytes each.
-	f := &transport.Forward{Phase: transport.Train, Step: 3, Batch: 2, IDs: []uint64{1, 300}, Embedding: tensor.New(2, 3)}
-	b := &transport.Backward{Step: 3, Batch: 2, Grad: tensor.New(2, 3)}
+	ones := tensor.New(2, 3) // no zero: packed dense
+	for i := range ones.Data {
+		ones.Data[i] = 1
+	}
+	f := &transport.Forward{Phase: transport.Train, Step: 3, Batch: 2, IDs: []uint64{1, 300}, Embedding: ones}
+	b := &transport.Backward{Step: 3, Batch: 2, Grad: ones}
 	for _, tc := range []struct {
 		enc      wire.Encodings
 		fwd, bwd int64

@@ -85,6 +85,17 @@ func FuzzDecodeBackward(f *testing.F) {
 		}
 		b, _ := proto.Marshal(&pb.Backward{Step: 3, Batch: 1, Grad: g})
 		f.Add(b)
+		if enc.Sparse() { // a gradient of one value: sparse
+			one := forward(transport.Train, 3, 1, 2, 3).Embedding
+			clear(one.Data)
+			one.Data[4] = 0.5
+			g, err := encodeTensor(one, enc)
+			if err != nil || !g.GetSparse() {
+				f.Fatalf("%v: a gradient of one value not packed sparse (%v)", enc, err)
+			}
+			b, _ := proto.Marshal(&pb.Backward{Step: 3, Batch: 1, Grad: g})
+			f.Add(b)
+		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var m pb.Backward

@@ -242,12 +242,21 @@ func phaseFromPB(p pb.Phase) (transport.Phase, error) {
 	return 0, fmt.Errorf("invalid phase %v", p)
 }
 
-// encodeTensor writes m in encoding enc: float32 as little-endian bytes
-// in le_f32, any other encoding packed (wire.Encoding.Pack), which refuses
+// encodeTensor writes m in encoding enc: sparse when that is smaller
+// (wire.Encoding.PackSparse: mostly +0, as the sparsify and dsgd
+// protections leave a gradient), else float32 as little-endian bytes in
+// le_f32 and any other encoding packed (wire.Encoding.Pack). Both refuse
 // values enc does not hold (the parties round before sending).
 func encodeTensor(m *tensor.Matrix, enc wire.Encoding) (*pb.Tensor, error) {
 	if m.Rows < 0 || m.Cols < 0 || m.Rows > math.MaxUint32 || m.Cols > math.MaxUint32 || len(m.Data) != m.Rows*m.Cols {
 		return nil, fmt.Errorf("grpcnet: matrix %d×%d with %d values", m.Rows, m.Cols, len(m.Data))
+	}
+	if n := enc.SparseSize(m); n >= 0 && n < enc.Size(m.Rows, m.Cols) {
+		vals, index, err := enc.PackSparse(nil, nil, m)
+		if err != nil {
+			return nil, err
+		}
+		return &pb.Tensor{Rows: uint32(m.Rows), Cols: uint32(m.Cols), Encoding: pb.Encoding(enc), Packed: vals, Sparse: true, Index: index}, nil
 	}
 	buf, err := enc.Pack(make([]byte, 0, enc.Size(m.Rows, m.Cols)), m)
 	if err != nil {
@@ -282,6 +291,22 @@ func decodeTensor(t *pb.Tensor, maxValues int, what string, want wire.Encoding) 
 		return nil, fmt.Errorf("%s: encoding %v, the session agreed on %v", what, enc, want)
 	}
 	vals, raw := t.GetValues(), t.GetLeF32()
+	if t.GetSparse() {
+		if len(vals) > 0 || len(raw) > 0 {
+			return nil, fmt.Errorf("%s: sparse with values or le_f32 set", what)
+		}
+		m, err := enc.UnpackSparse(nil, int(rows), int(cols), t.GetPacked(), t.GetIndex())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		if err := tensor.CheckFinite(what, m); err != nil {
+			return nil, err
+		}
+		return m, nil
+	}
+	if len(t.GetIndex()) > 0 {
+		return nil, fmt.Errorf("%s: an index without sparse set", what)
+	}
 	if enc != wire.F32 {
 		if len(vals) > 0 || len(raw) > 0 {
 			return nil, fmt.Errorf("%s: encoding %v with values or le_f32 set", what, enc)
@@ -418,6 +443,12 @@ func checksum(seed maphash.Seed, m *pb.Forward) uint64 {
 	binary.LittleEndian.PutUint64(buf[:], uint64(len(m.GetEmbedding().GetPacked())))
 	h.Write(buf[:])
 	h.Write(m.GetEmbedding().GetPacked())
+	if m.GetEmbedding().GetSparse() {
+		h.WriteByte(1)
+	} else {
+		h.WriteByte(0)
+	}
+	h.Write(m.GetEmbedding().GetIndex()) // its length follows from the values'
 	for _, v := range m.GetEmbedding().GetValues() {
 		binary.LittleEndian.PutUint32(buf[:4], math.Float32bits(v))
 		h.Write(buf[:4])

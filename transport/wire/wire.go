@@ -329,3 +329,139 @@ func (e Encoding) Unpack(m *tensor.Matrix, rows, cols int, b []byte) (*tensor.Ma
 	}
 	return m, nil
 }
+
+// Sparse reports whether e has a sparse packing: F32, F16 and BF16 do;
+// Int8 does not (its values cost one byte already, and each row a scale).
+func (e Encoding) Sparse() bool { return e == F32 || e == F16 || e == BF16 }
+
+// width is the bytes of one value in e's dense packing (F32, F16, BF16).
+func (e Encoding) width() int {
+	if e == F32 {
+		return 4
+	}
+	return 2
+}
+
+// SparseSize returns the bytes of m's sparse packing (values and index
+// together; see [Encoding.PackSparse]), or −1 when e has none.
+func (e Encoding) SparseSize(m *tensor.Matrix) int {
+	if !e.Sparse() {
+		return -1
+	}
+	n, prev := 0, -1
+	for i, v := range m.Data {
+		if math.Float32bits(v) != 0 {
+			n += e.width() + uvarintLen(uint64(i-prev-1))
+			prev = i
+		}
+	}
+	return n
+}
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for x >= 0x80 {
+		x >>= 7
+		n++
+	}
+	return n
+}
+
+// PackSparse appends to vals the values of m that are not +0 (−0 is a
+// value), packed as [Encoding.Pack] packs them, and to index their
+// positions in row-major order as unsigned varints: the first position,
+// then each gap to the next less one. Values e does not hold are an error,
+// as in Pack.
+func (e Encoding) PackSparse(vals, index []byte, m *tensor.Matrix) ([]byte, []byte, error) {
+	if !e.Sparse() {
+		return vals, index, fmt.Errorf("wire: %v has no sparse packing", e)
+	}
+	if len(m.Data) != m.Rows*m.Cols {
+		return vals, index, fmt.Errorf("wire: matrix %d×%d with %d values", m.Rows, m.Cols, len(m.Data))
+	}
+	prev := -1
+	for i, v := range m.Data {
+		if math.Float32bits(v) == 0 {
+			continue
+		}
+		var err error
+		if vals, err = e.packValue(vals, v); err != nil {
+			return vals, index, fmt.Errorf("wire: index %d: %w", i, err)
+		}
+		index = binary.AppendUvarint(index, uint64(i-prev-1))
+		prev = i
+	}
+	return vals, index, nil
+}
+
+// UnpackSparse decodes a sparse packing of a rows×cols tensor into m
+// (resized; the positions not listed are +0). An index that does not
+// decode, runs past the tensor, or lists a different number of positions
+// than vals holds values is an error.
+func (e Encoding) UnpackSparse(m *tensor.Matrix, rows, cols int, vals, index []byte) (*tensor.Matrix, error) {
+	if !e.Sparse() {
+		return m, fmt.Errorf("wire: %v has no sparse packing", e)
+	}
+	if rows < 0 || cols < 0 {
+		return m, fmt.Errorf("wire: negative shape %d×%d", rows, cols)
+	}
+	w := e.width()
+	if len(vals)%w != 0 {
+		return m, fmt.Errorf("wire: sparse %v: %d bytes of values is not a whole number of %d-byte values", e, len(vals), w)
+	}
+	if m == nil {
+		m = &tensor.Matrix{}
+	}
+	m = m.Resize(rows, cols)
+	clear(m.Data)
+	n, k := uint64(len(m.Data)), len(vals)/w
+	pos := uint64(0) // the next free position
+	for j := 0; j < k; j++ {
+		gap, l := binary.Uvarint(index)
+		if l <= 0 {
+			return m, fmt.Errorf("wire: sparse %v: position %d of %d does not decode", e, j, k)
+		}
+		index = index[l:]
+		if gap >= n-pos {
+			return m, fmt.Errorf("wire: sparse %v: position %d lies beyond the %d×%d tensor", e, j, rows, cols)
+		}
+		i := pos + gap
+		pos = i + 1
+		m.Data[i] = e.value(vals[j*w:])
+	}
+	if len(index) > 0 {
+		return m, fmt.Errorf("wire: sparse %v: %d positions for %d values", e, k+1, k)
+	}
+	return m, nil
+}
+
+// packValue appends v packed as F32, F16 or BF16, refusing a value the
+// encoding does not hold.
+func (e Encoding) packValue(dst []byte, v float32) ([]byte, error) {
+	switch e {
+	case F16:
+		h := float16.Fromfloat32(v)
+		if math.Float32bits(h.Float32()) != math.Float32bits(v) {
+			return dst, fmt.Errorf("wire: f16: value %g is not a float16 value (round before packing)", v)
+		}
+		return binary.LittleEndian.AppendUint16(dst, h.Bits()), nil
+	case BF16:
+		b := math.Float32bits(v)
+		if b&0xffff != 0 {
+			return dst, fmt.Errorf("wire: bf16: value %g is not a bfloat16 value (round before packing)", v)
+		}
+		return binary.LittleEndian.AppendUint16(dst, uint16(b>>16)), nil
+	}
+	return binary.LittleEndian.AppendUint32(dst, math.Float32bits(v)), nil
+}
+
+// value decodes the F32, F16 or BF16 value at the start of b.
+func (e Encoding) value(b []byte) float32 {
+	switch e {
+	case F16:
+		return float16.Frombits(binary.LittleEndian.Uint16(b)).Float32()
+	case BF16:
+		return math.Float32frombits(uint32(binary.LittleEndian.Uint16(b)) << 16)
+	}
+	return math.Float32frombits(binary.LittleEndian.Uint32(b))
+}

@@ -305,3 +305,107 @@ func FuzzRoundPack(f *testing.F) {
 		}
 	})
 }
+
+// TestSparseByHand packs a tensor whose sparse packing is written out by
+// hand: a 2×3 float32 tensor with 1.5 at position 2 and −0 at position 4
+// (−0 is a value, only +0 is left out) has index bytes 2 (the first
+// position) and 1 (the gap 4−2−1), and 8 bytes of values; a value at
+// position 200 of a 1×300 tensor has the two-byte varint 0xc8 0x01.
+func TestSparseByHand(t *testing.T) {
+	negZero := float32(math.Copysign(0, -1))
+	m := matrix(2, 3, 0, 0, 1.5, 0, negZero, 0)
+	vals, index, err := F32.PackSparse(nil, nil, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantVals := binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, math.Float32bits(1.5)), 1<<31)
+	if string(index) != "\x02\x01" || string(vals) != string(wantVals) || F32.SparseSize(m) != 10 {
+		t.Errorf("sparse packing: index %x, values %x, size %d; want 0201, %x, 10", index, vals, F32.SparseSize(m), wantVals)
+	}
+	got, err := F32.UnpackSparse(nil, 2, 3, vals, index)
+	if err != nil || !bitsEqual(got.Data, m.Data) {
+		t.Errorf("UnpackSparse = %v, %v; want %v", got, err, m.Data)
+	}
+	far := tensor.New(1, 300)
+	far.Data[200] = 2
+	vals, index, err = BF16.PackSparse(nil, nil, far)
+	if err != nil || string(index) != "\xc8\x01" || string(vals) != "\x00\x40" {
+		t.Errorf("bf16 2 at position 200: index %x, values %x (%v); want c801, 0040", index, vals, err)
+	}
+	if Int8.SparseSize(m) != -1 {
+		t.Error("int8 claims a sparse packing")
+	}
+}
+
+// TestSparseLossless checks that sparse packing restores every value bit
+// for bit at densities from 0 to 1, and that SparseSize is its length.
+func TestSparseLossless(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, enc := range []Encoding{F32, F16, BF16} {
+		for _, density := range []float64{0, 0.01, 0.3, 1} {
+			m := tensor.New(17, 40)
+			for i := range m.Data {
+				if rng.Float64() < density {
+					m.Data[i] = float32(rng.NormFloat64())
+				}
+			}
+			if err := enc.Round(m); err != nil {
+				t.Fatal(err)
+			}
+			vals, index, err := enc.PackSparse(nil, nil, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(vals)+len(index) != enc.SparseSize(m) {
+				t.Errorf("%v density %g: %d bytes, SparseSize says %d", enc, density, len(vals)+len(index), enc.SparseSize(m))
+			}
+			got, err := enc.UnpackSparse(tensor.New(3, 3), 17, 40, vals, index)
+			if err != nil || !bitsEqual(got.Data, m.Data) {
+				t.Fatalf("%v density %g: sparse round trip differs (%v)", enc, density, err)
+			}
+		}
+	}
+}
+
+// TestUnpackSparseRefuses checks the sparse decoder's refusals.
+func TestUnpackSparseRefuses(t *testing.T) {
+	two := []byte{0, 0x3c, 0, 0x40} // f16 1 and 2
+	for _, tc := range []struct {
+		name        string
+		enc         Encoding
+		vals, index []byte
+		want        string
+	}{
+		{"beyond", F16, two, []byte{5, 0}, "beyond the 2×3 tensor"},
+		{"gap beyond", F16, two, []byte{0, 5}, "beyond the 2×3 tensor"},
+		{"more positions", F16, two, []byte{0, 0, 0}, "3 positions for 2 values"},
+		{"fewer positions", F16, two, []byte{0}, "position 1 of 2 does not decode"},
+		{"odd values", F16, two[:3], []byte{0}, "not a whole number"},
+		{"int8", Int8, two, []byte{0, 0}, "no sparse packing"},
+	} {
+		_, err := tc.enc.UnpackSparse(nil, 2, 3, tc.vals, tc.index)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error saying %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// FuzzUnpackSparse feeds arbitrary bytes to the sparse decoder: an error
+// or a tensor of the asked shape, never a panic; a tensor it accepts packs
+// back to at most as many bytes.
+func FuzzUnpackSparse(f *testing.F) {
+	f.Add(uint8(0), []byte{0, 0, 0xc0, 0x3f}, []byte{2})
+	f.Fuzz(func(t *testing.T, enc uint8, vals, index []byte) {
+		e := Encoding(enc % 3)
+		m, err := e.UnpackSparse(nil, 3, 5, vals, index)
+		if err != nil {
+			return
+		}
+		if m.Rows != 3 || m.Cols != 5 || len(m.Data) != 15 {
+			t.Fatalf("shape %d×%d, %d values", m.Rows, m.Cols, len(m.Data))
+		}
+		if s := e.SparseSize(m); s > len(vals)+len(index) {
+			t.Fatalf("repacked in %d bytes, more than the %d decoded", s, len(vals)+len(index))
+		}
+	})
+}
