@@ -21,6 +21,7 @@ import (
 	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/protect"
 	"github.com/splitguard/splitguard/tensor"
+	"github.com/splitguard/splitguard/transport/wire"
 )
 
 // Config is everything a training run needs. Its YAML keys mirror the
@@ -118,6 +119,16 @@ type Config struct {
 	EvalBatch int `yaml:"eval_batch"`
 	ACEBins   int `yaml:"ace_bins"`
 
+	// WireEmbedding and WireGradient are the encodings of the messages
+	// between the parties (package transport/wire: f32, f16, bf16, int8;
+	// empty means f32): the passive rounds its embeddings to
+	// WireEmbedding before sending them, the active its protected
+	// gradients to WireGradient, in every mode, so that the in-process
+	// run sees what a two-process run sends; grpcnet packs them in fewer
+	// bytes.
+	WireEmbedding string `yaml:"wire_embedding"`
+	WireGradient  string `yaml:"wire_gradient"`
+
 	// Validation and model selection. ValFrac is the share of the
 	// training rows held out for validation, decided by a keyed hash of
 	// (seed, ID) like the test split (0: no validation split). Select is
@@ -192,7 +203,29 @@ func Default() Config {
 		L2: 0.01, Seed: 1, EvalEvery: -1, EarlyStop: -1, ACEBins: 15, ValFrac: DefaultValFrac, Baseline: true,
 		Protect: "none", Attacks: []string{"norm"}, PositivesMinority: true,
 		SynthPosRate: 0.25, PositiveClass: 1,
+		WireEmbedding: "f32", WireGradient: "f32",
 	}
+}
+
+// Wire returns the encodings of the messages between the parties (keys
+// wire_embedding and wire_gradient; empty is f32), or an error naming the
+// key of an unknown one.
+func (c *Config) Wire() (wire.Encodings, error) {
+	var w wire.Encodings
+	for _, k := range []struct {
+		key, val string
+		enc      *wire.Encoding
+	}{{"wire_embedding", c.WireEmbedding, &w.Embedding}, {"wire_gradient", c.WireGradient, &w.Gradient}} {
+		if k.val == "" {
+			continue
+		}
+		e, err := wire.Parse(k.val)
+		if err != nil {
+			return w, fmt.Errorf("key %s: %w", k.key, err)
+		}
+		*k.enc = e
+	}
+	return w, nil
 }
 
 // Model defaults that [Config.Resolve] applies.
@@ -216,6 +249,12 @@ func (c *Config) Resolve() {
 	image := data.IsImageFormat(c.Format)
 	if c.Format == data.FormatFashionMNIST && c.Data == "" {
 		c.Data = data.FashionMNISTDir
+	}
+	if c.WireEmbedding == "" {
+		c.WireEmbedding = wire.F32.String()
+	}
+	if c.WireGradient == "" {
+		c.WireGradient = wire.F32.String()
 	}
 	if c.TestFrac == 0 && c.Format != data.FormatFashionMNIST {
 		c.TestFrac = data.DefaultTestFrac
@@ -399,6 +438,9 @@ func (c *Config) validate() error {
 		bad("learning rate %g, want > 0 (or 0: chosen from the data)", c.LR)
 	}
 	c.validateSelection(bad)
+	if _, err := c.Wire(); err != nil {
+		bad("%v", err)
+	}
 	if c.Sample <= 0 || c.Sample > 1 {
 		bad("sample %g, want a fraction in (0, 1]", c.Sample)
 	}

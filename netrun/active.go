@@ -635,9 +635,13 @@ func (r *activeRun) build(step int64) error {
 	if m := aud.ModelAttacks(); len(m) > 0 && step == 0 {
 		r.log.Warn("model attacks need the trained bottom model, which only the passive party holds: not run during training; run `splitguard attack completion` on the passive party's directory", "attacks", m)
 	}
+	enc, err := cfg.Wire()
+	if err != nil {
+		return err
+	}
 	party, err := active.New(top, r.split.Train, r.eval, sched, cfg.CutDim(), active.Config{
 		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, TrainTargets: def.TrainTargets, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
-		Observer: r.observe, EvalObserver: r.evalDone, ValRows: r.valRows,
+		Observer: r.observe, EvalObserver: r.evalDone, ValRows: r.valRows, WireGradient: enc.Gradient,
 	})
 	if err != nil {
 		return err

@@ -55,6 +55,7 @@ import (
 	"github.com/splitguard/splitguard/pki"
 	"github.com/splitguard/splitguard/rundir"
 	"github.com/splitguard/splitguard/transport/grpcnet"
+	"github.com/splitguard/splitguard/transport/wire"
 )
 
 // Config is one party's configuration. The training keys are those of the
@@ -284,6 +285,11 @@ func (c *Config) SharedDigest() []byte {
 			c.Format, c.PositiveClass, c.PosRate, c.NegPerPos, c.ImageSize, c.ImagePad,
 			c.ImageChannels, c.CNNBlocks, c.CNNChannels, c.CNNKernel, c.CNNDense)
 	}
+	if w, _ := c.Wire(); w != (wire.Encodings{}) {
+		// The message encodings (absent for f32 both ways: the digest
+		// is then unchanged); Hello also compares them by name.
+		s += fmt.Sprintf(" wire_embedding=%v wire_gradient=%v", w.Embedding, w.Gradient)
+	}
 	if pd := c.PassiveDefences(); len(pd) > 0 {
 		// The passive party applies them, the active records them
 		// (absent without one: the digest is then unchanged).
@@ -300,13 +306,14 @@ func (c *Config) digestHint() string {
 	if l := c.PassiveDefences(); len(l) > 0 {
 		pd = strings.Join(l, ", ")
 	}
-	return "the digest covers the model, optimiser, data split, schedule, evaluation and checkpoint cadence, " +
+	return "the digest covers the model, optimiser, data split, schedule, evaluation and checkpoint cadence, the wire encodings, " +
 		"and the passive-side defences, which both parties must set alike (here: " + pd + "); compare the two parties' config.yaml"
 }
 
 // fingerprint is what Hello compares.
 func (c *Config) fingerprint() grpcnet.Fingerprint {
-	return grpcnet.Fingerprint{CutDim: c.CutDim(), BatchSize: c.Batch, Seed: c.Seed, Epochs: c.Epochs, Digest: c.SharedDigest()}
+	w, _ := c.Wire() // validated before any Hello
+	return grpcnet.Fingerprint{CutDim: c.CutDim(), BatchSize: c.Batch, Seed: c.Seed, Epochs: c.Epochs, Digest: c.SharedDigest(), Wire: w}
 }
 
 // writeConfig writes the party's resolved configuration into its run

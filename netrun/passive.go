@@ -300,8 +300,12 @@ func (p *passiveRun) build(step int64) (*passive.Passive, keptModel, error) {
 	if err != nil {
 		return nil, kept, err
 	}
+	enc, err := cfg.Wire()
+	if err != nil {
+		return nil, kept, err
+	}
 	pc := passive.Config{Epochs: cfg.Epochs, MaxSteps: cfg.MaxSteps, EvalEvery: cfg.EvalEvery, EvalBatch: cfg.EvalBatch,
-		AfterStep: p.afterStep, Kept: func(step int64) error { return p.kept.keep(step, p.party.SaveModel) }}
+		WireEmbedding: enc.Embedding, AfterStep: p.afterStep, Kept: func(step int64) error { return p.kept.keep(step, p.party.SaveModel) }}
 	if p.red != nil {
 		pc.Observer = p.red.observe
 	}

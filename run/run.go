@@ -222,9 +222,13 @@ func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, val *
 		valRows = len(val.IDs)
 	}
 	rec.SetValRows(valRows)
+	enc, err := cfg.Wire()
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
 	act, err := active.New(top, split.Train, eval, sched, bottom.CutDim(), active.Config{
 		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, TrainTargets: def.TrainTargets, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
-		Observer: j.active, EvalObserver: onEval, ValRows: valRows,
+		Observer: j.active, EvalObserver: onEval, ValRows: valRows, WireGradient: enc.Gradient,
 	})
 	if err != nil {
 		return nil, err
@@ -233,7 +237,7 @@ func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, val *
 		passive.Split{IDs: split.Train.IDs, X: split.Train.X},
 		passive.Split{IDs: eval.IDs, X: eval.X},
 		sched, passive.Config{Epochs: cfg.Epochs, MaxSteps: cfg.MaxSteps, EvalEvery: cfg.EvalEvery, EvalBatch: cfg.EvalBatch,
-			Observer: j.passive,
+			Observer: j.passive, WireEmbedding: enc.Embedding,
 			// Both parties run in this process: the passive learns
 			// when to stop from the recorder (a networked passive
 			// cannot; see netrun).

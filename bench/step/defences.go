@@ -18,6 +18,7 @@ import (
 	"github.com/splitguard/splitguard/transport"
 	"github.com/splitguard/splitguard/transport/grpcnet"
 	"github.com/splitguard/splitguard/transport/inproc"
+	"github.com/splitguard/splitguard/transport/wire"
 )
 
 // DefenceSpec is the shape of the per-defence cost benchmark.
@@ -315,7 +316,7 @@ func (m *meter) Exchange(ctx context.Context, f *transport.Forward) (*transport.
 		return b, err
 	}
 	t0 := time.Now()
-	nf, nb, err := grpcnet.WireBytes(f, b)
+	nf, nb, err := grpcnet.WireBytes(f, b, wire.Encodings{})
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/splitguard/splitguard/protect"
 	"github.com/splitguard/splitguard/run"
 	"github.com/splitguard/splitguard/rundir"
+	"github.com/splitguard/splitguard/transport/wire"
 	"github.com/splitguard/splitguard/ui"
 )
 
@@ -60,6 +61,8 @@ func trainFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.IntVar(&c.BaselineRows, "baseline-rows", c.BaselineRows, "training rows the baseline reads at most (0: 50000)")
 	fs.IntVar(&c.EvalBatch, "eval-batch", c.EvalBatch, "rows per evaluation message (0: 8192 wdl/mlp, --batch for cnn)")
 	fs.IntVar(&c.ACEBins, "ace-bins", c.ACEBins, "bins of the adaptive calibration error")
+	fs.StringVar(&c.WireEmbedding, "wire-embedding", c.WireEmbedding, "encoding of the embeddings the passive party sends: "+strings.Join(wire.Names(), ", ")+" (the passive rounds to it; see METHODS, wire encodings)")
+	fs.StringVar(&c.WireGradient, "wire-gradient", c.WireGradient, "encoding of the gradients the active party sends: "+strings.Join(wire.Names(), ", ")+" (the active rounds the protected gradient to it)")
 	fs.StringVar(&c.Protect, "protect", c.Protect, "gradient protection: "+strings.Join(protect.Names(), ", "))
 	defenceFlags(fs, &c.Params)
 	fs.StringSliceVar(&c.Attacks, "attacks", c.Attacks, "attacks to audit every batch: "+strings.Join(attack.Names(), ", ")+", or all")

@@ -24,6 +24,7 @@ import (
 	"github.com/splitguard/splitguard/schedule"
 	"github.com/splitguard/splitguard/tensor"
 	"github.com/splitguard/splitguard/transport"
+	"github.com/splitguard/splitguard/transport/wire"
 )
 
 // PCG streams of the active party's random draws.
@@ -54,6 +55,11 @@ type Config struct {
 	Observer func(*Observation) error
 	// EvalObserver, when set, is called after every evaluation round.
 	EvalObserver func(*EvalResult) error
+	// WireGradient is the encoding the gradients are sent in: the
+	// protected gradient is rounded to its values (wire.Encoding.Round)
+	// before the Observer sees it and it is sent, so that the audit sees
+	// what the passive receives (F32, the zero value: as it is).
+	WireGradient wire.Encoding
 	// ValRows is how many leading rows of the evaluation set are the
 	// validation split (the rest are the test split): both are scored in
 	// one evaluation round and their metrics kept apart.
@@ -293,6 +299,9 @@ func (a *Active) TrainStep(f *transport.Forward) (*transport.Backward, error) {
 	}
 	if err := tensor.CheckFinite(fmt.Sprintf("active: step %d: protected gradient", a.step), a.protected); err != nil {
 		return nil, err
+	}
+	if err := a.cfg.WireGradient.Round(a.protected); err != nil {
+		return nil, fmt.Errorf("active: step %d: protected gradient: %w", a.step, err)
 	}
 	if a.cfg.Observer != nil {
 		ob := &Observation{Step: a.step, Epoch: epoch, Batch: b, Rows: rows, Labels: a.labels,

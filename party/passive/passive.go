@@ -14,6 +14,7 @@ import (
 	"github.com/splitguard/splitguard/schedule"
 	"github.com/splitguard/splitguard/tensor"
 	"github.com/splitguard/splitguard/transport"
+	"github.com/splitguard/splitguard/transport/wire"
 )
 
 // Split is the passive party's share of one split of the data: example IDs
@@ -52,6 +53,11 @@ type Config struct {
 	// evaluation that follows it, if any, with the number of steps done
 	// (a networked run checkpoints here). An error ends Run.
 	AfterStep func(ctx context.Context, step int64) error
+	// WireEmbedding is the encoding the embeddings are sent in: every
+	// embedding (training and evaluation) is rounded to its values
+	// before it is sent (wire.Encoding.Round; F32, the zero value, sends
+	// them as they are). The bottom model keeps its own unrounded output.
+	WireEmbedding wire.Encoding
 }
 
 // Observation is what the passive party holds after backpropagating one
@@ -62,7 +68,8 @@ type Observation struct {
 	Epoch, Batch int
 	IDs          []uint64
 	Rows         []int // rows of the training split
-	// Outputs[i] is passive layer i's output (last: the cut embedding).
+	// Outputs[i] is passive layer i's output (last: the cut embedding as
+	// sent, rounded to Config.WireEmbedding).
 	Outputs []*tensor.Matrix
 	// Grads[i] is the gradient with respect to Outputs[i] obtained by
 	// backpropagating the received g̃ (last: g̃ itself).
@@ -84,6 +91,8 @@ type Passive struct {
 	batch    data.Batch
 	ids      []uint64
 	evalBuf  [2]tensor.Matrix // evaluation messages' embeddings, two in turn
+	sent     *tensor.Matrix   // the rounded training embedding sent (WireEmbedding other than F32)
+	outs     []*tensor.Matrix // the observation's outputs, the last one replaced by sent
 	evalRows []int
 }
 
@@ -179,8 +188,20 @@ func (p *Passive) trainStep(ctx context.Context, conn transport.PassiveConn) err
 	if err := tensor.CheckFinite(fmt.Sprintf("passive: step %d: cut-layer embedding", p.step), e); err != nil {
 		return err
 	}
+	send := e
+	if p.cfg.WireEmbedding != wire.F32 {
+		if p.sent == nil {
+			p.sent = &tensor.Matrix{}
+		}
+		p.sent = p.sent.Resize(e.Rows, e.Cols)
+		copy(p.sent.Data, e.Data)
+		if err := p.cfg.WireEmbedding.Round(p.sent); err != nil {
+			return fmt.Errorf("passive: step %d: cut-layer embedding: %w", p.step, err)
+		}
+		send = p.sent
+	}
 	bw, err := conn.Exchange(ctx, &transport.Forward{
-		Phase: transport.Train, Step: p.step, Epoch: epoch, Batch: b, IDs: p.ids, Embedding: e,
+		Phase: transport.Train, Step: p.step, Epoch: epoch, Batch: b, IDs: p.ids, Embedding: send,
 	})
 	if err != nil {
 		return fmt.Errorf("passive: step %d: %w", p.step, err)
@@ -193,8 +214,14 @@ func (p *Passive) trainStep(ctx context.Context, conn transport.PassiveConn) err
 		return fmt.Errorf("passive: step %d: %w", p.step, err)
 	}
 	if p.cfg.Observer != nil {
+		outs := p.bottom.Outputs()
+		if send != e && len(outs) > 0 {
+			p.outs = append(p.outs[:0], outs...)
+			p.outs[len(outs)-1] = send
+			outs = p.outs
+		}
 		ob := &Observation{Step: p.step, Epoch: epoch, Batch: b, IDs: p.ids, Rows: rows,
-			Outputs: p.bottom.Outputs(), Grads: grads}
+			Outputs: outs, Grads: grads}
 		if err := p.cfg.Observer(ob); err != nil {
 			return err
 		}
@@ -226,7 +253,13 @@ func (p *Passive) Evaluate(ctx context.Context, conn transport.PassiveConn) erro
 		if err := p.evalForward(start, end, e); err != nil {
 			return fmt.Errorf("passive: evaluation at step %d: %w", p.step, err)
 		}
-		return tensor.CheckFinite(fmt.Sprintf("passive: evaluation at step %d: test embedding", p.step), e)
+		if err := tensor.CheckFinite(fmt.Sprintf("passive: evaluation at step %d: test embedding", p.step), e); err != nil {
+			return err
+		}
+		if err := p.cfg.WireEmbedding.Round(e); err != nil {
+			return fmt.Errorf("passive: evaluation at step %d: test embedding: %w", p.step, err)
+		}
+		return nil
 	}
 	if err := compute(0); err != nil {
 		return err

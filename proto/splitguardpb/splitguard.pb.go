@@ -102,6 +102,66 @@ func (Phase) EnumDescriptor() ([]byte, []int) {
 	return file_splitguard_proto_rawDescGZIP(), []int{0}
 }
 
+// Encoding of a tensor's values (package transport/wire; a receiver
+// refuses a tensor in an encoding other than the one agreed at Hello).
+type Encoding int32
+
+const (
+	// float32: 4 little-endian bytes per value, in values or le_f32.
+	Encoding_ENCODING_F32 Encoding = 0
+	// IEEE binary16: 2 little-endian bytes per value, in packed.
+	Encoding_ENCODING_F16 Encoding = 1
+	// bfloat16 (the upper half of a binary32): 2 little-endian bytes per
+	// value, in packed.
+	Encoding_ENCODING_BF16 Encoding = 2
+	// Per row: a little-endian float32 scale s ≥ 0, then cols signed bytes
+	// q in −127…127; the value is q·s rounded to float32. In packed.
+	Encoding_ENCODING_INT8 Encoding = 3
+)
+
+// Enum value maps for Encoding.
+var (
+	Encoding_name = map[int32]string{
+		0: "ENCODING_F32",
+		1: "ENCODING_F16",
+		2: "ENCODING_BF16",
+		3: "ENCODING_INT8",
+	}
+	Encoding_value = map[string]int32{
+		"ENCODING_F32":  0,
+		"ENCODING_F16":  1,
+		"ENCODING_BF16": 2,
+		"ENCODING_INT8": 3,
+	}
+)
+
+func (x Encoding) Enum() *Encoding {
+	p := new(Encoding)
+	*p = x
+	return p
+}
+
+func (x Encoding) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Encoding) Descriptor() protoreflect.EnumDescriptor {
+	return file_splitguard_proto_enumTypes[1].Descriptor()
+}
+
+func (Encoding) Type() protoreflect.EnumType {
+	return &file_splitguard_proto_enumTypes[1]
+}
+
+func (x Encoding) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Encoding.Descriptor instead.
+func (Encoding) EnumDescriptor() ([]byte, []int) {
+	return file_splitguard_proto_rawDescGZIP(), []int{1}
+}
+
 // ConfigFingerprint is what both parties must agree on before training.
 type ConfigFingerprint struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -117,7 +177,11 @@ type ConfigFingerprint struct {
 	ScheduleLength uint64 `protobuf:"varint,5,opt,name=schedule_length,json=scheduleLength,proto3" json:"schedule_length,omitempty"`
 	// Optional digest of further settings both sides must share (e.g. a
 	// SHA-256 of the canonical shared config). Compared byte for byte.
-	Digest        []byte `protobuf:"bytes,6,opt,name=digest,proto3" json:"digest,omitempty"`
+	Digest []byte `protobuf:"bytes,6,opt,name=digest,proto3" json:"digest,omitempty"`
+	// Encodings of the embeddings (passive → active) and of the gradients
+	// (active → passive) on the Train stream; both must agree.
+	WireEmbedding Encoding `protobuf:"varint,7,opt,name=wire_embedding,json=wireEmbedding,proto3,enum=splitguard.v1.Encoding" json:"wire_embedding,omitempty"`
+	WireGradient  Encoding `protobuf:"varint,8,opt,name=wire_gradient,json=wireGradient,proto3,enum=splitguard.v1.Encoding" json:"wire_gradient,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -192,6 +256,20 @@ func (x *ConfigFingerprint) GetDigest() []byte {
 		return x.Digest
 	}
 	return nil
+}
+
+func (x *ConfigFingerprint) GetWireEmbedding() Encoding {
+	if x != nil {
+		return x.WireEmbedding
+	}
+	return Encoding_ENCODING_F32
+}
+
+func (x *ConfigFingerprint) GetWireGradient() Encoding {
+	if x != nil {
+		return x.WireGradient
+	}
+	return Encoding_ENCODING_F32
 }
 
 // HelloRequest is the passive party's greeting.
@@ -488,15 +566,28 @@ func (x *PSIResponse) GetDigest() []byte {
 	return nil
 }
 
-// Tensor is a dense row-major float32 matrix. Exactly one of values and
-// le_f32 holds rows*cols numbers (both empty when rows*cols is 0); senders
-// in this repository use le_f32 (4 little-endian bytes per number).
+// Tensor is a row-major matrix of float32 values. With encoding F32 and
+// not sparse, exactly one of values and le_f32 holds rows*cols numbers
+// (both empty when rows*cols is 0); senders in this repository use le_f32
+// (4 little-endian bytes per number). With any other encoding, packed
+// holds the values as the encoding says, its length fixed by the shape,
+// and values and le_f32 are empty.
+//
+// sparse (F32, F16, BF16 only): packed holds only the values that are not
+// +0, each as the encoding packs it (F32: 4 little-endian bytes), and index
+// their row-major positions as unsigned varints, the first position and
+// then each gap to the next less one; every other value is +0. Senders
+// choose it when it is smaller than the dense packing.
 type Tensor struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Rows          uint32                 `protobuf:"varint,1,opt,name=rows,proto3" json:"rows,omitempty"`
 	Cols          uint32                 `protobuf:"varint,2,opt,name=cols,proto3" json:"cols,omitempty"`
 	Values        []float32              `protobuf:"fixed32,3,rep,packed,name=values,proto3" json:"values,omitempty"`
 	LeF32         []byte                 `protobuf:"bytes,4,opt,name=le_f32,json=leF32,proto3" json:"le_f32,omitempty"`
+	Encoding      Encoding               `protobuf:"varint,5,opt,name=encoding,proto3,enum=splitguard.v1.Encoding" json:"encoding,omitempty"`
+	Packed        []byte                 `protobuf:"bytes,6,opt,name=packed,proto3" json:"packed,omitempty"`
+	Sparse        bool                   `protobuf:"varint,7,opt,name=sparse,proto3" json:"sparse,omitempty"`
+	Index         []byte                 `protobuf:"bytes,8,opt,name=index,proto3" json:"index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -555,6 +646,34 @@ func (x *Tensor) GetValues() []float32 {
 func (x *Tensor) GetLeF32() []byte {
 	if x != nil {
 		return x.LeF32
+	}
+	return nil
+}
+
+func (x *Tensor) GetEncoding() Encoding {
+	if x != nil {
+		return x.Encoding
+	}
+	return Encoding_ENCODING_F32
+}
+
+func (x *Tensor) GetPacked() []byte {
+	if x != nil {
+		return x.Packed
+	}
+	return nil
+}
+
+func (x *Tensor) GetSparse() bool {
+	if x != nil {
+		return x.Sparse
+	}
+	return false
+}
+
+func (x *Tensor) GetIndex() []byte {
+	if x != nil {
+		return x.Index
 	}
 	return nil
 }
@@ -1062,7 +1181,7 @@ var File_splitguard_proto protoreflect.FileDescriptor
 
 const file_splitguard_proto_rawDesc = "" +
 	"\n" +
-	"\x10splitguard.proto\x12\rsplitguard.v1\"\xb8\x01\n" +
+	"\x10splitguard.proto\x12\rsplitguard.v1\"\xb6\x02\n" +
 	"\x11ConfigFingerprint\x12\x17\n" +
 	"\acut_dim\x18\x01 \x01(\rR\x06cutDim\x12\x1d\n" +
 	"\n" +
@@ -1070,7 +1189,9 @@ const file_splitguard_proto_rawDesc = "" +
 	"\x04seed\x18\x03 \x01(\x04R\x04seed\x12\x16\n" +
 	"\x06epochs\x18\x04 \x01(\rR\x06epochs\x12'\n" +
 	"\x0fschedule_length\x18\x05 \x01(\x04R\x0escheduleLength\x12\x16\n" +
-	"\x06digest\x18\x06 \x01(\fR\x06digest\"\xa6\x01\n" +
+	"\x06digest\x18\x06 \x01(\fR\x06digest\x12>\n" +
+	"\x0ewire_embedding\x18\a \x01(\x0e2\x17.splitguard.v1.EncodingR\rwireEmbedding\x12<\n" +
+	"\rwire_gradient\x18\b \x01(\x0e2\x17.splitguard.v1.EncodingR\fwireGradient\"\xa6\x01\n" +
 	"\fHelloRequest\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x14\n" +
 	"\x05party\x18\x02 \x01(\tR\x05party\x128\n" +
@@ -1092,12 +1213,16 @@ const file_splitguard_proto_rawDesc = "" +
 	"\x05round\x18\x01 \x01(\rR\x05round\x12\x1a\n" +
 	"\belements\x18\x02 \x03(\fR\belements\x12\x10\n" +
 	"\x03own\x18\x03 \x03(\fR\x03own\x12\x16\n" +
-	"\x06digest\x18\x04 \x01(\fR\x06digest\"c\n" +
+	"\x06digest\x18\x04 \x01(\fR\x06digest\"\xde\x01\n" +
 	"\x06Tensor\x12\x12\n" +
 	"\x04rows\x18\x01 \x01(\rR\x04rows\x12\x12\n" +
 	"\x04cols\x18\x02 \x01(\rR\x04cols\x12\x1a\n" +
 	"\x06values\x18\x03 \x03(\x02B\x02\x10\x01R\x06values\x12\x15\n" +
-	"\x06le_f32\x18\x04 \x01(\fR\x05leF32\"\xd4\x01\n" +
+	"\x06le_f32\x18\x04 \x01(\fR\x05leF32\x123\n" +
+	"\bencoding\x18\x05 \x01(\x0e2\x17.splitguard.v1.EncodingR\bencoding\x12\x16\n" +
+	"\x06packed\x18\x06 \x01(\fR\x06packed\x12\x16\n" +
+	"\x06sparse\x18\a \x01(\bR\x06sparse\x12\x14\n" +
+	"\x05index\x18\b \x01(\fR\x05index\"\xd4\x01\n" +
 	"\aForward\x12*\n" +
 	"\x05phase\x18\x01 \x01(\x0e2\x14.splitguard.v1.PhaseR\x05phase\x12\x12\n" +
 	"\x04step\x18\x02 \x01(\x03R\x04step\x12\x14\n" +
@@ -1133,7 +1258,12 @@ const file_splitguard_proto_rawDesc = "" +
 	"\x11PHASE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vPHASE_TRAIN\x10\x01\x12\x0e\n" +
 	"\n" +
-	"PHASE_EVAL\x10\x022\xb3\x03\n" +
+	"PHASE_EVAL\x10\x02*T\n" +
+	"\bEncoding\x12\x10\n" +
+	"\fENCODING_F32\x10\x00\x12\x10\n" +
+	"\fENCODING_F16\x10\x01\x12\x11\n" +
+	"\rENCODING_BF16\x10\x02\x12\x11\n" +
+	"\rENCODING_INT8\x10\x032\xb3\x03\n" +
 	"\rSplitLearning\x12B\n" +
 	"\x05Hello\x12\x1b.splitguard.v1.HelloRequest\x1a\x1c.splitguard.v1.HelloResponse\x12<\n" +
 	"\x03PSI\x12\x19.splitguard.v1.PSIRequest\x1a\x1a.splitguard.v1.PSIResponse\x12<\n" +
@@ -1155,49 +1285,53 @@ func file_splitguard_proto_rawDescGZIP() []byte {
 	return file_splitguard_proto_rawDescData
 }
 
-var file_splitguard_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_splitguard_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_splitguard_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_splitguard_proto_goTypes = []any{
 	(Phase)(0),                 // 0: splitguard.v1.Phase
-	(*ConfigFingerprint)(nil),  // 1: splitguard.v1.ConfigFingerprint
-	(*HelloRequest)(nil),       // 2: splitguard.v1.HelloRequest
-	(*HelloResponse)(nil),      // 3: splitguard.v1.HelloResponse
-	(*PSIRequest)(nil),         // 4: splitguard.v1.PSIRequest
-	(*PSIResponse)(nil),        // 5: splitguard.v1.PSIResponse
-	(*Tensor)(nil),             // 6: splitguard.v1.Tensor
-	(*Forward)(nil),            // 7: splitguard.v1.Forward
-	(*Backward)(nil),           // 8: splitguard.v1.Backward
-	(*CheckpointRequest)(nil),  // 9: splitguard.v1.CheckpointRequest
-	(*CheckpointResponse)(nil), // 10: splitguard.v1.CheckpointResponse
-	(*ShutdownRequest)(nil),    // 11: splitguard.v1.ShutdownRequest
-	(*ShutdownResponse)(nil),   // 12: splitguard.v1.ShutdownResponse
-	(*ScoreRequest)(nil),       // 13: splitguard.v1.ScoreRequest
-	(*ScoreResponse)(nil),      // 14: splitguard.v1.ScoreResponse
+	(Encoding)(0),              // 1: splitguard.v1.Encoding
+	(*ConfigFingerprint)(nil),  // 2: splitguard.v1.ConfigFingerprint
+	(*HelloRequest)(nil),       // 3: splitguard.v1.HelloRequest
+	(*HelloResponse)(nil),      // 4: splitguard.v1.HelloResponse
+	(*PSIRequest)(nil),         // 5: splitguard.v1.PSIRequest
+	(*PSIResponse)(nil),        // 6: splitguard.v1.PSIResponse
+	(*Tensor)(nil),             // 7: splitguard.v1.Tensor
+	(*Forward)(nil),            // 8: splitguard.v1.Forward
+	(*Backward)(nil),           // 9: splitguard.v1.Backward
+	(*CheckpointRequest)(nil),  // 10: splitguard.v1.CheckpointRequest
+	(*CheckpointResponse)(nil), // 11: splitguard.v1.CheckpointResponse
+	(*ShutdownRequest)(nil),    // 12: splitguard.v1.ShutdownRequest
+	(*ShutdownResponse)(nil),   // 13: splitguard.v1.ShutdownResponse
+	(*ScoreRequest)(nil),       // 14: splitguard.v1.ScoreRequest
+	(*ScoreResponse)(nil),      // 15: splitguard.v1.ScoreResponse
 }
 var file_splitguard_proto_depIdxs = []int32{
-	1,  // 0: splitguard.v1.HelloRequest.config:type_name -> splitguard.v1.ConfigFingerprint
-	1,  // 1: splitguard.v1.HelloResponse.config:type_name -> splitguard.v1.ConfigFingerprint
-	0,  // 2: splitguard.v1.Forward.phase:type_name -> splitguard.v1.Phase
-	6,  // 3: splitguard.v1.Forward.embedding:type_name -> splitguard.v1.Tensor
-	6,  // 4: splitguard.v1.Backward.grad:type_name -> splitguard.v1.Tensor
-	6,  // 5: splitguard.v1.ScoreRequest.embedding:type_name -> splitguard.v1.Tensor
-	2,  // 6: splitguard.v1.SplitLearning.Hello:input_type -> splitguard.v1.HelloRequest
-	4,  // 7: splitguard.v1.SplitLearning.PSI:input_type -> splitguard.v1.PSIRequest
-	7,  // 8: splitguard.v1.SplitLearning.Train:input_type -> splitguard.v1.Forward
-	9,  // 9: splitguard.v1.SplitLearning.Checkpoint:input_type -> splitguard.v1.CheckpointRequest
-	11, // 10: splitguard.v1.SplitLearning.Shutdown:input_type -> splitguard.v1.ShutdownRequest
-	13, // 11: splitguard.v1.SplitLearning.Score:input_type -> splitguard.v1.ScoreRequest
-	3,  // 12: splitguard.v1.SplitLearning.Hello:output_type -> splitguard.v1.HelloResponse
-	5,  // 13: splitguard.v1.SplitLearning.PSI:output_type -> splitguard.v1.PSIResponse
-	8,  // 14: splitguard.v1.SplitLearning.Train:output_type -> splitguard.v1.Backward
-	10, // 15: splitguard.v1.SplitLearning.Checkpoint:output_type -> splitguard.v1.CheckpointResponse
-	12, // 16: splitguard.v1.SplitLearning.Shutdown:output_type -> splitguard.v1.ShutdownResponse
-	14, // 17: splitguard.v1.SplitLearning.Score:output_type -> splitguard.v1.ScoreResponse
-	12, // [12:18] is the sub-list for method output_type
-	6,  // [6:12] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	1,  // 0: splitguard.v1.ConfigFingerprint.wire_embedding:type_name -> splitguard.v1.Encoding
+	1,  // 1: splitguard.v1.ConfigFingerprint.wire_gradient:type_name -> splitguard.v1.Encoding
+	2,  // 2: splitguard.v1.HelloRequest.config:type_name -> splitguard.v1.ConfigFingerprint
+	2,  // 3: splitguard.v1.HelloResponse.config:type_name -> splitguard.v1.ConfigFingerprint
+	1,  // 4: splitguard.v1.Tensor.encoding:type_name -> splitguard.v1.Encoding
+	0,  // 5: splitguard.v1.Forward.phase:type_name -> splitguard.v1.Phase
+	7,  // 6: splitguard.v1.Forward.embedding:type_name -> splitguard.v1.Tensor
+	7,  // 7: splitguard.v1.Backward.grad:type_name -> splitguard.v1.Tensor
+	7,  // 8: splitguard.v1.ScoreRequest.embedding:type_name -> splitguard.v1.Tensor
+	3,  // 9: splitguard.v1.SplitLearning.Hello:input_type -> splitguard.v1.HelloRequest
+	5,  // 10: splitguard.v1.SplitLearning.PSI:input_type -> splitguard.v1.PSIRequest
+	8,  // 11: splitguard.v1.SplitLearning.Train:input_type -> splitguard.v1.Forward
+	10, // 12: splitguard.v1.SplitLearning.Checkpoint:input_type -> splitguard.v1.CheckpointRequest
+	12, // 13: splitguard.v1.SplitLearning.Shutdown:input_type -> splitguard.v1.ShutdownRequest
+	14, // 14: splitguard.v1.SplitLearning.Score:input_type -> splitguard.v1.ScoreRequest
+	4,  // 15: splitguard.v1.SplitLearning.Hello:output_type -> splitguard.v1.HelloResponse
+	6,  // 16: splitguard.v1.SplitLearning.PSI:output_type -> splitguard.v1.PSIResponse
+	9,  // 17: splitguard.v1.SplitLearning.Train:output_type -> splitguard.v1.Backward
+	11, // 18: splitguard.v1.SplitLearning.Checkpoint:output_type -> splitguard.v1.CheckpointResponse
+	13, // 19: splitguard.v1.SplitLearning.Shutdown:output_type -> splitguard.v1.ShutdownResponse
+	15, // 20: splitguard.v1.SplitLearning.Score:output_type -> splitguard.v1.ScoreResponse
+	15, // [15:21] is the sub-list for method output_type
+	9,  // [9:15] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_splitguard_proto_init() }
@@ -1210,7 +1344,7 @@ func file_splitguard_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_splitguard_proto_rawDesc), len(file_splitguard_proto_rawDesc)),
-			NumEnums:      1,
+			NumEnums:      2,
 			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,

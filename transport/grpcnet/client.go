@@ -24,6 +24,7 @@ import (
 	pb "github.com/splitguard/splitguard/proto/splitguardpb"
 	"github.com/splitguard/splitguard/psi"
 	"github.com/splitguard/splitguard/transport"
+	"github.com/splitguard/splitguard/transport/wire"
 )
 
 // ClientOptions configure Dial. Zero durations and counts take the
@@ -81,6 +82,8 @@ type Client struct {
 
 	mu     sync.Mutex // serialises Exchange and Close (lock-step)
 	closed bool
+	// wire are the encodings the last successful Hello agreed on.
+	wire   wire.Encodings
 	stream pb.SplitLearning_TrainClient
 	cancel context.CancelFunc // cancels stream
 }
@@ -285,6 +288,7 @@ func (c *Client) Hello(ctx context.Context, local Hello) (*Hello, error) {
 	// A stream of the previous session would be refused: start afresh.
 	c.mu.Lock()
 	c.session.Store(tok[0])
+	c.wire = local.Config.Wire
 	c.dropStream()
 	c.mu.Unlock()
 	return remote, nil
@@ -344,7 +348,7 @@ func (c *Client) Exchange(ctx context.Context, f *transport.Forward) (*transport
 	if c.closed {
 		return nil, ErrClientClosed
 	}
-	m, err := encodeForward(f)
+	m, err := encodeForward(f, c.wire.Embedding)
 	if err != nil {
 		return nil, err
 	}
@@ -361,7 +365,7 @@ func (c *Client) Exchange(ctx context.Context, f *transport.Forward) (*transport
 	if err != nil {
 		return nil, err
 	}
-	b, err := decodeBackward(reply, f, c.max)
+	b, err := decodeBackward(reply, f, c.max, c.wire.Gradient)
 	if err != nil {
 		c.cnt.rejected.Add(1)
 		c.log.Warn("grpcnet: refused the active party's answer", "msg", where, "err", err)

@@ -8,13 +8,27 @@ import (
 
 	pb "github.com/splitguard/splitguard/proto/splitguardpb"
 	"github.com/splitguard/splitguard/transport"
+	"github.com/splitguard/splitguard/transport/wire"
 )
 
+// encodings lists every wire encoding, for the fuzz targets.
+var encodings = []wire.Encoding{wire.F32, wire.F16, wire.BF16, wire.Int8}
+
+// rounded returns f with its embedding rounded to enc, as a passive
+// party sends it.
+func rounded(tb testing.TB, f *transport.Forward, enc wire.Encoding) *transport.Forward {
+	if err := enc.Round(f.Embedding); err != nil {
+		tb.Fatal(err)
+	}
+	return f
+}
+
 // FuzzDecodeForward feeds arbitrary wire bytes to the server's Forward
-// decoding: an error or a message with one ID per row of a finite
-// embedding, never a panic.
+// decoding, expecting each encoding in turn: an error or a message with
+// one ID per row of a finite embedding, never a panic, and never a tensor
+// in an encoding other than the one expected.
 func FuzzDecodeForward(f *testing.F) {
-	m, err := encodeForward(forward(transport.Train, 3, 1, 2, 3))
+	m, err := encodeForward(forward(transport.Train, 3, 1, 2, 3), wire.F32)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -23,41 +37,79 @@ func FuzzDecodeForward(f *testing.F) {
 	m.Embedding.LeF32, m.Embedding.Values = nil, []float32{1, 2, 3, 4, 5, 6}
 	b, _ = proto.Marshal(m)
 	f.Add(b)
+	for _, enc := range encodings[1:] {
+		m, err := encodeForward(rounded(f, forward(transport.Train, 3, 1, 2, 3), enc), enc)
+		if err != nil {
+			f.Fatal(err)
+		}
+		b, _ := proto.Marshal(m)
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var m pb.Forward
 		if proto.Unmarshal(b, &m) != nil {
 			return
 		}
-		fw, err := decodeForward(&m, 1<<16)
-		if err != nil {
-			return
-		}
-		if len(fw.IDs) != fw.Embedding.Rows || len(fw.Embedding.Data) != fw.Embedding.Rows*fw.Embedding.Cols || fw.Step < 0 {
-			t.Fatalf("inconsistent message %v step %d: %d IDs, %d×%d", fw.Phase, fw.Step, len(fw.IDs), fw.Embedding.Rows, fw.Embedding.Cols)
-		}
-		for _, v := range fw.Embedding.Data {
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				t.Fatal("a non-finite number passed")
+		for _, want := range encodings {
+			fw, err := decodeForward(&m, 1<<16, want)
+			if err != nil {
+				continue
+			}
+			if got := wire.Encoding(m.GetEmbedding().GetEncoding()); got != want {
+				t.Fatalf("an embedding in encoding %v accepted where %v was agreed", got, want)
+			}
+			if len(fw.IDs) != fw.Embedding.Rows || len(fw.Embedding.Data) != fw.Embedding.Rows*fw.Embedding.Cols || fw.Step < 0 {
+				t.Fatalf("inconsistent message %v step %d: %d IDs, %d×%d", fw.Phase, fw.Step, len(fw.IDs), fw.Embedding.Rows, fw.Embedding.Cols)
+			}
+			if n := len(m.GetEmbedding().GetPacked()); want != wire.F32 && n != want.Size(fw.Embedding.Rows, fw.Embedding.Cols) {
+				t.Fatalf("%v payload of %d bytes accepted for %d×%d", want, n, fw.Embedding.Rows, fw.Embedding.Cols)
+			}
+			for _, v := range fw.Embedding.Data {
+				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+					t.Fatal("a non-finite number passed")
+				}
 			}
 		}
 	})
 }
 
 // FuzzDecodeBackward feeds arbitrary wire bytes to the client's checks of
-// an answer (training and evaluation), and to the checks of a score
-// answer: an error or an answer of the right shape.
+// an answer (training and evaluation, expecting each encoding in turn),
+// and to the checks of a score answer: an error or an answer of the right
+// shape in the expected encoding.
 func FuzzDecodeBackward(f *testing.F) {
-	g, _ := encodeTensor(forward(transport.Train, 3, 1, 2, 3).Embedding)
-	b, _ := proto.Marshal(&pb.Backward{Step: 3, Batch: 1, Grad: g})
-	f.Add(b)
+	for _, enc := range encodings {
+		g, err := encodeTensor(rounded(f, forward(transport.Train, 3, 1, 2, 3), enc).Embedding, enc)
+		if err != nil {
+			f.Fatal(err)
+		}
+		b, _ := proto.Marshal(&pb.Backward{Step: 3, Batch: 1, Grad: g})
+		f.Add(b)
+		if enc.Sparse() { // a gradient of one value: sparse
+			one := forward(transport.Train, 3, 1, 2, 3).Embedding
+			clear(one.Data)
+			one.Data[4] = 0.5
+			g, err := encodeTensor(one, enc)
+			if err != nil || !g.GetSparse() {
+				f.Fatalf("%v: a gradient of one value not packed sparse (%v)", enc, err)
+			}
+			b, _ := proto.Marshal(&pb.Backward{Step: 3, Batch: 1, Grad: g})
+			f.Add(b)
+		}
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var m pb.Backward
 		if proto.Unmarshal(b, &m) == nil {
 			for _, ph := range []transport.Phase{transport.Train, transport.Eval} {
-				fw := forward(ph, 3, 1, 2, 3)
-				bw, err := decodeBackward(&m, fw, 1<<16)
-				if err == nil && ph == transport.Train && (bw.Grad.Rows != 2 || bw.Grad.Cols != 3) {
-					t.Fatalf("gradient %d×%d accepted for a 2×3 embedding", bw.Grad.Rows, bw.Grad.Cols)
+				for _, want := range encodings {
+					fw := forward(ph, 3, 1, 2, 3)
+					bw, err := decodeBackward(&m, fw, 1<<16, want)
+					if err == nil && ph == transport.Train && (bw.Grad.Rows != 2 || bw.Grad.Cols != 3) {
+						t.Fatalf("gradient %d×%d accepted for a 2×3 embedding", bw.Grad.Rows, bw.Grad.Cols)
+					}
+					if err == nil && ph == transport.Train && wire.Encoding(m.GetGrad().GetEncoding()) != want {
+						t.Fatalf("a gradient in encoding %v accepted where %v was agreed", m.GetGrad().GetEncoding(), want)
+					}
 				}
 			}
 		}

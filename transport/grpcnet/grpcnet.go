@@ -54,7 +54,9 @@
 // # Validation
 //
 // Both ends check every message they receive before handing it on: phase,
-// non-negative step and batch, a tensor whose rows×cols matches its data, one
+// non-negative step and batch, a tensor in the encoding agreed at Hello
+// (Fingerprint.Wire; package transport/wire) whose rows×cols matches its
+// data, dense or sparse, one
 // ID per embedding row, a gradient answering the step and batch sent with
 // the embedding's shape, only finite numbers, and a bound on the message size
 // (MaxMessageBytes, enforced by gRPC too). The party layer adds the checks
@@ -83,6 +85,7 @@ import (
 	pb "github.com/splitguard/splitguard/proto/splitguardpb"
 	"github.com/splitguard/splitguard/tensor"
 	"github.com/splitguard/splitguard/transport"
+	"github.com/splitguard/splitguard/transport/wire"
 )
 
 // ProtocolVersion is the wire protocol version exchanged in Hello: 2 since
@@ -104,6 +107,10 @@ type Fingerprint struct {
 	// Digest is an optional digest of further shared settings, compared
 	// byte for byte.
 	Digest []byte
+	// Wire are the encodings of the Train stream's tensors: the Client
+	// sends embeddings in Wire.Embedding, the Server gradients in
+	// Wire.Gradient, and each refuses a tensor in another encoding.
+	Wire wire.Encodings
 }
 
 // Diff describes how f differs from o field by field ("" when they agree).
@@ -120,16 +127,20 @@ func (f Fingerprint) Diff(o Fingerprint) string {
 	add("epochs", f.Epochs, o.Epochs)
 	add("schedule length", f.ScheduleLength, o.ScheduleLength)
 	add("digest", fmt.Sprintf("%x", f.Digest), fmt.Sprintf("%x", o.Digest))
+	add("wire encoding of embeddings (key wire_embedding)", f.Wire.Embedding, o.Wire.Embedding)
+	add("wire encoding of gradients (key wire_gradient)", f.Wire.Gradient, o.Wire.Gradient)
 	return strings.Join(d, ", ")
 }
 
 func (f Fingerprint) toPB() (*pb.ConfigFingerprint, error) {
 	if f.CutDim < 0 || f.BatchSize < 0 || f.Epochs < 0 || f.ScheduleLength < 0 ||
-		f.CutDim > math.MaxUint32 || f.BatchSize > math.MaxUint32 || f.Epochs > math.MaxUint32 {
+		f.CutDim > math.MaxUint32 || f.BatchSize > math.MaxUint32 || f.Epochs > math.MaxUint32 ||
+		!f.Wire.Embedding.Valid() || !f.Wire.Gradient.Valid() {
 		return nil, fmt.Errorf("grpcnet: config fingerprint out of range: %+v", f)
 	}
 	return &pb.ConfigFingerprint{CutDim: uint32(f.CutDim), BatchSize: uint32(f.BatchSize), Seed: f.Seed,
-		Epochs: uint32(f.Epochs), ScheduleLength: uint64(f.ScheduleLength), Digest: f.Digest}, nil
+		Epochs: uint32(f.Epochs), ScheduleLength: uint64(f.ScheduleLength), Digest: f.Digest,
+		WireEmbedding: pb.Encoding(f.Wire.Embedding), WireGradient: pb.Encoding(f.Wire.Gradient)}, nil
 }
 
 func fingerprintFromPB(p *pb.ConfigFingerprint) Fingerprint {
@@ -137,7 +148,14 @@ func fingerprintFromPB(p *pb.ConfigFingerprint) Fingerprint {
 		return Fingerprint{}
 	}
 	return Fingerprint{CutDim: int(p.GetCutDim()), BatchSize: int(p.GetBatchSize()), Seed: p.GetSeed(),
-		Epochs: int(p.GetEpochs()), ScheduleLength: int64(min(p.GetScheduleLength(), math.MaxInt64)), Digest: p.GetDigest()}
+		Epochs: int(p.GetEpochs()), ScheduleLength: int64(min(p.GetScheduleLength(), math.MaxInt64)), Digest: p.GetDigest(),
+		Wire: wire.Encodings{Embedding: encodingFromPB(p.GetWireEmbedding()), Gradient: encodingFromPB(p.GetWireGradient())}}
+}
+
+// encodingFromPB converts a wire encoding; an unknown number stays
+// unknown (not Valid), so that it differs from every encoding.
+func encodingFromPB(e pb.Encoding) wire.Encoding {
+	return wire.Encoding(min(e, math.MaxUint8))
 }
 
 // Hello is what a party says about itself at the start of a run.
@@ -228,21 +246,39 @@ func phaseFromPB(p pb.Phase) (transport.Phase, error) {
 	return 0, fmt.Errorf("invalid phase %v", p)
 }
 
-// encodeTensor writes m as little-endian float32 bytes.
-func encodeTensor(m *tensor.Matrix) (*pb.Tensor, error) {
+// encodeTensor writes m in encoding enc: sparse when that is smaller
+// (wire.Encoding.PackSparse: mostly +0, as the sparsify and dsgd
+// protections leave a gradient), else float32 as little-endian bytes in
+// le_f32 and any other encoding packed (wire.Encoding.Pack). Both refuse
+// values enc does not hold (the parties round before sending).
+func encodeTensor(m *tensor.Matrix, enc wire.Encoding) (*pb.Tensor, error) {
 	if m.Rows < 0 || m.Cols < 0 || m.Rows > math.MaxUint32 || m.Cols > math.MaxUint32 || len(m.Data) != m.Rows*m.Cols {
 		return nil, fmt.Errorf("grpcnet: matrix %d×%d with %d values", m.Rows, m.Cols, len(m.Data))
 	}
-	buf := make([]byte, 4*len(m.Data))
-	for i, v := range m.Data {
-		binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(v))
+	if n := enc.SparseSize(m); n >= 0 && n < enc.Size(m.Rows, m.Cols) {
+		vals, index, err := enc.PackSparse(nil, nil, m)
+		if err != nil {
+			return nil, err
+		}
+		return &pb.Tensor{Rows: uint32(m.Rows), Cols: uint32(m.Cols), Encoding: pb.Encoding(enc), Packed: vals, Sparse: true, Index: index}, nil
 	}
-	return &pb.Tensor{Rows: uint32(m.Rows), Cols: uint32(m.Cols), LeF32: buf}, nil
+	buf, err := enc.Pack(make([]byte, 0, enc.Size(m.Rows, m.Cols)), m)
+	if err != nil {
+		return nil, err
+	}
+	t := &pb.Tensor{Rows: uint32(m.Rows), Cols: uint32(m.Cols)}
+	if enc == wire.F32 {
+		t.LeF32 = buf
+	} else {
+		t.Encoding, t.Packed = pb.Encoding(enc), buf
+	}
+	return t, nil
 }
 
 // decodeTensor checks and decodes a wire tensor of at most maxValues
-// numbers; what names it in errors.
-func decodeTensor(t *pb.Tensor, maxValues int, what string) (*tensor.Matrix, error) {
+// numbers, in encoding want (the one agreed at Hello); what names it in
+// errors.
+func decodeTensor(t *pb.Tensor, maxValues int, what string, want wire.Encoding) (*tensor.Matrix, error) {
 	if t == nil {
 		return nil, fmt.Errorf("%s: missing", what)
 	}
@@ -251,7 +287,46 @@ func decodeTensor(t *pb.Tensor, maxValues int, what string) (*tensor.Matrix, err
 	if n > uint64(maxValues) {
 		return nil, fmt.Errorf("%s: %d×%d exceeds the limit of %d values", what, rows, cols, maxValues)
 	}
+	enc := encodingFromPB(t.GetEncoding())
+	if !enc.Valid() {
+		return nil, fmt.Errorf("%s: unknown encoding %d", what, t.GetEncoding())
+	}
+	if enc != want {
+		return nil, fmt.Errorf("%s: encoding %v, the session agreed on %v", what, enc, want)
+	}
 	vals, raw := t.GetValues(), t.GetLeF32()
+	if t.GetSparse() {
+		if len(vals) > 0 || len(raw) > 0 {
+			return nil, fmt.Errorf("%s: sparse with values or le_f32 set", what)
+		}
+		m, err := enc.UnpackSparse(nil, int(rows), int(cols), t.GetPacked(), t.GetIndex())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		if err := tensor.CheckFinite(what, m); err != nil {
+			return nil, err
+		}
+		return m, nil
+	}
+	if len(t.GetIndex()) > 0 {
+		return nil, fmt.Errorf("%s: an index without sparse set", what)
+	}
+	if enc != wire.F32 {
+		if len(vals) > 0 || len(raw) > 0 {
+			return nil, fmt.Errorf("%s: encoding %v with values or le_f32 set", what, enc)
+		}
+		m, err := enc.Unpack(nil, int(rows), int(cols), t.GetPacked())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		if err := tensor.CheckFinite(what, m); err != nil {
+			return nil, err
+		}
+		return m, nil
+	}
+	if len(t.GetPacked()) > 0 {
+		return nil, fmt.Errorf("%s: encoding f32 with packed set", what)
+	}
 	if len(vals) > 0 && len(raw) > 0 {
 		return nil, fmt.Errorf("%s: both values and le_f32 are set", what)
 	}
@@ -276,8 +351,9 @@ func decodeTensor(t *pb.Tensor, maxValues int, what string) (*tensor.Matrix, err
 	return m, nil
 }
 
-// encodeForward converts and checks an outgoing Forward.
-func encodeForward(f *transport.Forward) (*pb.Forward, error) {
+// encodeForward converts and checks an outgoing Forward, its embedding in
+// encoding enc.
+func encodeForward(f *transport.Forward, enc wire.Encoding) (*pb.Forward, error) {
 	if f == nil || f.Embedding == nil {
 		return nil, errors.New("grpcnet: forward message without an embedding")
 	}
@@ -288,15 +364,16 @@ func encodeForward(f *transport.Forward) (*pb.Forward, error) {
 	if len(f.IDs) != f.Embedding.Rows {
 		return nil, fmt.Errorf("grpcnet: %v step %d batch %d: %d IDs for %d embedding rows", f.Phase, f.Step, f.Batch, len(f.IDs), f.Embedding.Rows)
 	}
-	emb, err := encodeTensor(f.Embedding)
+	emb, err := encodeTensor(f.Embedding, enc)
 	if err != nil {
 		return nil, fmt.Errorf("grpcnet: %v step %d batch %d: embedding: %w", f.Phase, f.Step, f.Batch, err)
 	}
 	return &pb.Forward{Phase: ph, Step: f.Step, Epoch: int64(f.Epoch), Batch: int64(f.Batch), Last: f.Last, Ids: f.IDs, Embedding: emb}, nil
 }
 
-// decodeForward checks and converts an incoming Forward.
-func decodeForward(m *pb.Forward, maxValues int) (*transport.Forward, error) {
+// decodeForward checks and converts an incoming Forward whose embedding
+// must be in encoding want.
+func decodeForward(m *pb.Forward, maxValues int, want wire.Encoding) (*transport.Forward, error) {
 	ph, err := phaseFromPB(m.GetPhase())
 	if err != nil {
 		return nil, fmt.Errorf("forward step %d batch %d: %w", m.GetStep(), m.GetBatch(), err)
@@ -305,7 +382,7 @@ func decodeForward(m *pb.Forward, maxValues int) (*transport.Forward, error) {
 	if m.GetStep() < 0 || m.GetEpoch() < 0 || m.GetBatch() < 0 || m.GetEpoch() > math.MaxInt32 || m.GetBatch() > math.MaxInt32 {
 		return nil, fmt.Errorf("%s: step, epoch and batch must be non-negative (and epoch, batch < 2^31)", where)
 	}
-	emb, err := decodeTensor(m.GetEmbedding(), maxValues, where+": embedding")
+	emb, err := decodeTensor(m.GetEmbedding(), maxValues, where+": embedding", want)
 	if err != nil {
 		return nil, err
 	}
@@ -319,8 +396,9 @@ func decodeForward(m *pb.Forward, maxValues int) (*transport.Forward, error) {
 		Last: m.GetLast(), IDs: m.GetIds(), Embedding: emb}, nil
 }
 
-// decodeBackward checks the answer to f and converts it.
-func decodeBackward(m *pb.Backward, f *transport.Forward, maxValues int) (*transport.Backward, error) {
+// decodeBackward checks the answer to f, whose gradient must be in
+// encoding want, and converts it.
+func decodeBackward(m *pb.Backward, f *transport.Forward, maxValues int, want wire.Encoding) (*transport.Backward, error) {
 	if m.GetStep() != f.Step || m.GetBatch() != int64(f.Batch) {
 		return nil, fmt.Errorf("answer for step %d batch %d, sent step %d batch %d", m.GetStep(), m.GetBatch(), f.Step, f.Batch)
 	}
@@ -335,7 +413,7 @@ func decodeBackward(m *pb.Backward, f *transport.Forward, maxValues int) (*trans
 		}
 		return b, nil
 	}
-	g, err := decodeTensor(m.GetGrad(), maxValues, where)
+	g, err := decodeTensor(m.GetGrad(), maxValues, where, want)
 	if err != nil {
 		return nil, err
 	}
@@ -352,7 +430,7 @@ func checksum(seed maphash.Seed, m *pb.Forward) uint64 {
 	h.SetSeed(seed)
 	var buf [8]byte
 	for _, v := range []uint64{uint64(m.GetPhase()), uint64(m.GetStep()), uint64(m.GetEpoch()), uint64(m.GetBatch()),
-		uint64(m.GetEmbedding().GetRows()), uint64(m.GetEmbedding().GetCols())} {
+		uint64(m.GetEmbedding().GetRows()), uint64(m.GetEmbedding().GetCols()), uint64(m.GetEmbedding().GetEncoding())} {
 		binary.LittleEndian.PutUint64(buf[:], v)
 		h.Write(buf[:])
 	}
@@ -366,6 +444,15 @@ func checksum(seed maphash.Seed, m *pb.Forward) uint64 {
 		h.Write(buf[:])
 	}
 	h.Write(m.GetEmbedding().GetLeF32())
+	binary.LittleEndian.PutUint64(buf[:], uint64(len(m.GetEmbedding().GetPacked())))
+	h.Write(buf[:])
+	h.Write(m.GetEmbedding().GetPacked())
+	if m.GetEmbedding().GetSparse() {
+		h.WriteByte(1)
+	} else {
+		h.WriteByte(0)
+	}
+	h.Write(m.GetEmbedding().GetIndex()) // its length follows from the values'
 	for _, v := range m.GetEmbedding().GetValues() {
 		binary.LittleEndian.PutUint32(buf[:4], math.Float32bits(v))
 		h.Write(buf[:4])

@@ -24,6 +24,7 @@ import (
 	"github.com/splitguard/splitguard/psi"
 	"github.com/splitguard/splitguard/tensor"
 	"github.com/splitguard/splitguard/transport"
+	"github.com/splitguard/splitguard/transport/wire"
 )
 
 var fp = Fingerprint{CutDim: 4, BatchSize: 8, Seed: 7, Epochs: 2, ScheduleLength: 100, Digest: []byte{1, 2}}
@@ -395,7 +396,7 @@ func TestMalformedForwardRejected(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := func() *pb.Forward {
-		m, err := encodeForward(forward(transport.Train, 0, 0, 2, 3))
+		m, err := encodeForward(forward(transport.Train, 0, 0, 2, 3), wire.F32)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 
 	pb "github.com/splitguard/splitguard/proto/splitguardpb"
 	"github.com/splitguard/splitguard/tensor"
+	"github.com/splitguard/splitguard/transport/wire"
 )
 
 // ScoreBatch is one batch of cut-layer embeddings the passive party asks
@@ -72,7 +73,7 @@ func (v *service) Score(ctx context.Context, req *pb.ScoreRequest) (*pb.ScoreRes
 	if req.GetBatch() < 0 || req.GetBatch() > math.MaxInt32 {
 		return nil, refuse(codes.InvalidArgument, "%s: batch number out of range", where)
 	}
-	emb, err := decodeTensor(req.GetEmbedding(), s.maxValues, where+": embedding")
+	emb, err := decodeTensor(req.GetEmbedding(), s.maxValues, where+": embedding", wire.F32)
 	if err != nil {
 		return nil, refuse(codes.InvalidArgument, "refused score request: %v", err)
 	}
@@ -131,7 +132,7 @@ func (c *Client) Score(ctx context.Context, b *ScoreBatch) (*ScoreResult, error)
 	if len(b.IDs) != b.Embedding.Rows {
 		return nil, fmt.Errorf("grpcnet: %s: %d IDs for %d embedding rows", where, len(b.IDs), b.Embedding.Rows)
 	}
-	emb, err := encodeTensor(b.Embedding)
+	emb, err := encodeTensor(b.Embedding, wire.F32)
 	if err != nil {
 		return nil, fmt.Errorf("grpcnet: %s: %w", where, err)
 	}

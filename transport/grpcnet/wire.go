@@ -7,6 +7,7 @@ import (
 
 	pb "github.com/splitguard/splitguard/proto/splitguardpb"
 	"github.com/splitguard/splitguard/transport"
+	"github.com/splitguard/splitguard/transport/wire"
 )
 
 // messagePrefix is the length-prefixed-message header gRPC writes before
@@ -17,9 +18,11 @@ const messagePrefix = 5
 // Client sending f (forward) and a Server answering with b (backward),
 // counted as [Stats] counts them — the protobuf encoding this package
 // sends plus gRPC's 5-byte message header, without HTTP/2 and TLS
-// framing. b is nil for the answer to an Eval message.
-func WireBytes(f *transport.Forward, b *transport.Backward) (forward, backward int64, err error) {
-	m, err := encodeForward(f)
+// framing. b is nil for the answer to an Eval message. enc are the
+// session's encodings; the tensors must hold values they represent
+// (rounded by wire.Encoding.Round), as the parties send them.
+func WireBytes(f *transport.Forward, b *transport.Backward, enc wire.Encodings) (forward, backward int64, err error) {
+	m, err := encodeForward(f, enc.Embedding)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -27,7 +30,7 @@ func WireBytes(f *transport.Forward, b *transport.Backward) (forward, backward i
 	if b != nil {
 		r.Step, r.Batch = b.Step, int64(b.Batch)
 		if b.Grad != nil {
-			if r.Grad, err = encodeTensor(b.Grad); err != nil {
+			if r.Grad, err = encodeTensor(b.Grad, enc.Gradient); err != nil {
 				return 0, 0, fmt.Errorf("grpcnet: step %d batch %d: gradient: %w", b.Step, b.Batch, err)
 			}
 		}

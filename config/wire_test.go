@@ -1,0 +1,45 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/splitguard/splitguard/transport/wire"
+)
+
+// TestWireKeys checks the wire encoding keys: the default is f32 both
+// ways, a YAML file sets them by name, an empty value resolves to f32,
+// and an unknown value is refused naming the key and the allowed values.
+func TestWireKeys(t *testing.T) {
+	c := Default()
+	if w, err := c.Wire(); err != nil || w != (wire.Encodings{Embedding: wire.F32, Gradient: wire.F32}) {
+		t.Fatalf("default encodings %+v, %v; want f32 both ways", w, err)
+	}
+	if err := DecodeYAML([]byte("wire_embedding: bf16\nwire_gradient: int8\n"), &c); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := c.Wire(); err != nil || w != (wire.Encodings{Embedding: wire.BF16, Gradient: wire.Int8}) {
+		t.Fatalf("encodings %+v, %v; want bf16 and int8", w, err)
+	}
+	b, err := Marshal(&c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "\nwire_embedding: bf16\n") || !strings.Contains(string(b), "\nwire_gradient: int8\n") {
+		t.Errorf("config.yaml does not record the encodings:\n%s", b)
+	}
+	c.WireEmbedding, c.WireGradient = "", ""
+	c.Resolve()
+	if c.WireEmbedding != "f32" || c.WireGradient != "f32" {
+		t.Errorf("resolved empty encodings to %q, %q; want f32", c.WireEmbedding, c.WireGradient)
+	}
+	c.SynthRows, c.Out = 100, t.TempDir()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("a valid configuration refused: %v", err)
+	}
+	c.WireGradient = "fp8"
+	err = c.Validate()
+	if err == nil || !strings.Contains(err.Error(), `key wire_gradient: unknown wire encoding "fp8" (want one of f32, f16, bf16, int8)`) {
+		t.Errorf("an unknown encoding: %v", err)
+	}
+}

@@ -1,0 +1,84 @@
+package netrun
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/rundir"
+)
+
+// TestEncodedNetworkedMatchesInProcess trains with compact wire encodings
+// on both directions (f16, bf16, int8) in process and as two parties over
+// mutual TLS, and checks that the records agree bit for bit (the parties
+// round, the transport packs losslessly), that they differ from the f32
+// run's (the rounding is applied), and that config.yaml records the
+// encodings. The test AUCs are logged, not asserted: the data is tiny.
+func TestEncodedNetworkedMatchesInProcess(t *testing.T) {
+	path := synthFile(t, 900)
+	root := t.TempDir()
+	ref := smallConfig(path, filepath.Join(root, "f32"))
+	f32, err := run.Train(context.Background(), ref, run.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f32Evals := readLines[rundir.EvalRecord](t, filepath.Join(ref.Out, "eval.jsonl"))
+	for _, enc := range []string{"f16", "bf16", "int8"} {
+		t.Run(enc, func(t *testing.T) {
+			dir := filepath.Join(root, enc)
+			base := smallConfig(path, filepath.Join(dir, "inproc"))
+			base.WireEmbedding, base.WireGradient = enc, enc
+			want, err := run.Train(context.Background(), base, run.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			act, pas := partyConfigs(base, dir, newTestPKI(t))
+			got := pair(t, act, pas)
+			w := readLines[rundir.EvalRecord](t, filepath.Join(base.Out, "eval.jsonl"))
+			if g := readLines[rundir.EvalRecord](t, filepath.Join(act.Out, "eval.jsonl")); !reflect.DeepEqual(g, w) || len(w) < 3 {
+				t.Fatalf("evaluations differ:\n got %v\nwant %v", g, w)
+			}
+			if reflect.DeepEqual(w, f32Evals) {
+				t.Errorf("the %s run's evaluations equal the f32 run's: nothing was rounded", enc)
+			}
+			sameBatches(t, act.Out, base.Out, 1)
+			if got.TestAUCFinal != want.TestAUCFinal || got.TrainLossFinal != want.TrainLossFinal || got.Steps != want.Steps {
+				t.Fatalf("summaries differ:\n got %+v\nwant %+v", got, want)
+			}
+			for _, d := range []string{act.Out, pas.Out, base.Out} {
+				b, err := os.ReadFile(filepath.Join(d, rundir.ConfigFile))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(string(b), "wire_embedding: "+enc+"\n") || !strings.Contains(string(b), "wire_gradient: "+enc+"\n") {
+					t.Errorf("%s does not record the encodings %s", filepath.Join(d, rundir.ConfigFile), enc)
+				}
+			}
+			t.Logf("test AUC %s %.6f, f32 %.6f; %d steps", enc, got.TestAUCFinal, f32.TestAUCFinal, got.Steps)
+		})
+	}
+}
+
+// TestWireMismatchNamed: parties configured with different encodings are
+// refused at Hello, both naming the key that differs.
+func TestWireMismatchNamed(t *testing.T) {
+	root := t.TempDir()
+	base := smallConfig(synthFile(t, 200), filepath.Join(root, "unused"))
+	act, pas := partyConfigs(base, root, newTestPKI(t))
+	act.WireGradient = "int8"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var done <-chan error
+	pas.Addr, done = goActive(t, ctx, act)
+	want := "key wire_gradient"
+	if _, err := RunPassive(ctx, pas, Options{Logger: testLogger(t)}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("passive: %v, want an error containing %q", err, want)
+	}
+	cancel()
+	<-done
+}

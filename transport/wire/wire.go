@@ -1,0 +1,467 @@
+// Package wire is the codec of the cut-layer tensors the two parties
+// exchange: the encodings of embeddings and gradients on the wire.
+//
+// An encoding is two separate things. Rounding ([Encoding.Round]) is lossy
+// and happens in the parties, before a tensor is sent: the passive rounds
+// its embedding, the active its protected gradient, so that everything
+// downstream (the active's top model, the audit, the passive's backward
+// pass) sees the values that cross the wire, and the in-process and
+// two-process runs give the same records. Packing ([Encoding.Pack],
+// [Encoding.Unpack]) is lossless on a rounded tensor and happens in the
+// transport: it writes the rounded values in fewer bytes, and refuses a
+// tensor that is not rounded.
+//
+// The encodings (docs/METHODS.md, "Wire encodings"):
+//
+//   - f32: IEEE binary32, 4 bytes per value; rounding is the identity.
+//   - f16: IEEE binary16 (round to nearest even, github.com/x448/float16),
+//     2 bytes per value; a value beyond ±65504 is an error.
+//   - bf16: bfloat16, the upper half of a binary32 (round to nearest
+//     even), 2 bytes per value.
+//   - int8: per row, a float32 scale s (the smallest float32 with 127·s ≥
+//     max|v|) and q = round(v/s) in −127…127 (nearest, ties to even); the
+//     value is q·s rounded to float32; 1 byte per value and 4 per row.
+package wire
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/x448/float16"
+
+	"github.com/splitguard/splitguard/tensor"
+)
+
+// Encoding is how the values of one tensor are represented on the wire.
+// The zero value is F32.
+type Encoding uint8
+
+// The encodings; their numbers are those of the wire format
+// (proto/splitguard.proto, enum Encoding).
+const (
+	F32  Encoding = 0 // float32, 4 bytes per value
+	F16  Encoding = 1 // IEEE float16, 2 bytes per value
+	BF16 Encoding = 2 // bfloat16, 2 bytes per value
+	Int8 Encoding = 3 // int8 with a float32 scale per row
+)
+
+var names = [...]string{F32: "f32", F16: "f16", BF16: "bf16", Int8: "int8"}
+
+// Names lists the encodings' names in order.
+func Names() []string { return append([]string(nil), names[:]...) }
+
+// String returns the encoding's name (f32, f16, bf16, int8).
+func (e Encoding) String() string {
+	if e.Valid() {
+		return names[e]
+	}
+	return fmt.Sprintf("encoding(%d)", uint8(e))
+}
+
+// Valid reports whether e is one of the defined encodings.
+func (e Encoding) Valid() bool { return int(e) < len(names) }
+
+// Parse returns the encoding named s.
+func Parse(s string) (Encoding, error) {
+	for i, n := range names {
+		if s == n {
+			return Encoding(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown wire encoding %q (want one of %s)", s, strings.Join(names[:], ", "))
+}
+
+// Encodings are the encodings of the two directions of a run.
+type Encodings struct {
+	Embedding Encoding // passive → active: cut-layer embeddings
+	Gradient  Encoding // active → passive: protected gradients
+}
+
+// Size returns the bytes of a packed rows×cols tensor.
+func (e Encoding) Size(rows, cols int) int {
+	switch e {
+	case F16, BF16:
+		return 2 * rows * cols
+	case Int8:
+		return rows * (4 + cols)
+	}
+	return 4 * rows * cols
+}
+
+// Round rounds m in place to the values e represents (the identity for
+// F32). A value e cannot represent finitely (beyond float16's ±65504, or
+// bfloat16's range) is an error; m must be finite.
+func (e Encoding) Round(m *tensor.Matrix) error {
+	switch e {
+	case F32:
+		return nil
+	case F16:
+		for i, v := range m.Data {
+			h := float16.Fromfloat32(v)
+			if !h.IsFinite() {
+				return fmt.Errorf("wire: f16: value %g at row %d column %d is beyond float16's range ±65504", v, i/max(m.Cols, 1), i%max(m.Cols, 1))
+			}
+			m.Data[i] = h.Float32()
+		}
+	case BF16:
+		for i, v := range m.Data {
+			r := roundBF16(math.Float32bits(v))
+			if r&0x7f80 == 0x7f80 {
+				return fmt.Errorf("wire: bf16: value %g at row %d column %d is beyond bfloat16's range", v, i/max(m.Cols, 1), i%max(m.Cols, 1))
+			}
+			m.Data[i] = math.Float32frombits(uint32(r) << 16)
+		}
+	case Int8:
+		for r := range m.Rows {
+			row := m.Data[r*m.Cols : (r+1)*m.Cols]
+			var big float32
+			for _, v := range row {
+				if !(math.Abs(float64(v)) <= math.MaxFloat32) {
+					return fmt.Errorf("wire: int8: non-finite value %g in row %d", v, r)
+				}
+				big = max(big, float32(math.Abs(float64(v))))
+			}
+			s := int8Scale(big)
+			for i, v := range row {
+				row[i] = dequant(quant(v, s), s)
+			}
+		}
+	default:
+		return fmt.Errorf("wire: unknown encoding %d", uint8(e))
+	}
+	return nil
+}
+
+// roundBF16 rounds float32 bits to the nearest bfloat16 (ties to even).
+func roundBF16(b uint32) uint16 {
+	return uint16((b + 0x7fff + (b>>16)&1) >> 16)
+}
+
+// int8Scale returns the scale of a row whose largest magnitude is big: 0
+// for a row of zeros, else the smallest float32 s with 127·s ≥ big (so
+// that no value needs clamping), one step smaller where 127·s would
+// overflow float32.
+func int8Scale(big float32) float32 {
+	if big == 0 {
+		return 0
+	}
+	s := float32(float64(big) / 127)
+	if float64(s)*127 < float64(big) {
+		s = math.Nextafter32(s, math.MaxFloat32)
+	}
+	if math.IsInf(float64(dequant(127, s)), 0) {
+		s = math.Nextafter32(s, 0)
+	}
+	return s
+}
+
+// quant returns round(v/s) (ties to even) clamped to −127…127; 0 for s = 0.
+func quant(v, s float32) int8 {
+	if s == 0 {
+		return 0
+	}
+	q := math.RoundToEven(float64(v) / float64(s))
+	return int8(max(-127, min(127, q)))
+}
+
+// dequant returns q·s rounded once to float32 (the product is exact in
+// float64).
+func dequant(q int8, s float32) float32 { return float32(float64(q) * float64(s)) }
+
+// Pack appends the packed values of m to dst and returns it. m must hold
+// values e represents (m rounded by [Encoding.Round]); any other value is
+// an error, so that packing never loses information.
+func (e Encoding) Pack(dst []byte, m *tensor.Matrix) ([]byte, error) {
+	if len(m.Data) != m.Rows*m.Cols {
+		return dst, fmt.Errorf("wire: matrix %d×%d with %d values", m.Rows, m.Cols, len(m.Data))
+	}
+	switch e {
+	case F32:
+		for _, v := range m.Data {
+			dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(v))
+		}
+	case F16:
+		for i, v := range m.Data {
+			h := float16.Fromfloat32(v)
+			if math.Float32bits(h.Float32()) != math.Float32bits(v) {
+				return dst, fmt.Errorf("wire: f16: value %g at index %d is not a float16 value (round before packing)", v, i)
+			}
+			dst = binary.LittleEndian.AppendUint16(dst, h.Bits())
+		}
+	case BF16:
+		for i, v := range m.Data {
+			b := math.Float32bits(v)
+			if b&0xffff != 0 {
+				return dst, fmt.Errorf("wire: bf16: value %g at index %d is not a bfloat16 value (round before packing)", v, i)
+			}
+			dst = binary.LittleEndian.AppendUint16(dst, uint16(b>>16))
+		}
+	case Int8:
+		for r := range m.Rows {
+			row := m.Data[r*m.Cols : (r+1)*m.Cols]
+			s, ok := findScale(row)
+			if !ok {
+				return dst, fmt.Errorf("wire: int8: row %d is not a row of q·s values with one float32 scale s (round before packing)", r)
+			}
+			dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(s))
+			for _, v := range row {
+				dst = append(dst, byte(quant(v, s)))
+			}
+		}
+	default:
+		return dst, fmt.Errorf("wire: unknown encoding %d", uint8(e))
+	}
+	return dst, nil
+}
+
+// findScale finds a scale s that represents row exactly: every value is
+// q·s rounded to float32 with q in −127…127. For a row whose largest
+// value is normal, the scale Round chose gave it q = ±127 and lies within
+// a unit in the last place of max|v|/127: the candidates are a few units
+// either side. For a row of subnormals, every value is an integer
+// multiple of the smallest float32, and so is the scale Round chose: the
+// greatest common divisor of the multiples is a scale that fits. A
+// candidate is accepted only when it reproduces every value bit for bit.
+func findScale(row []float32) (float32, bool) {
+	var big float32
+	for _, v := range row {
+		if !(math.Abs(float64(v)) <= math.MaxFloat32) {
+			return 0, false
+		}
+		big = max(big, float32(math.Abs(float64(v))))
+	}
+	fits := func(s float32) bool {
+		for _, v := range row {
+			if s == 0 {
+				if math.Float32bits(v) != 0 {
+					return false
+				}
+				continue
+			}
+			q := math.RoundToEven(float64(v) / float64(s))
+			if q < -127 || q > 127 || math.Float32bits(dequant(int8(q), s)) != math.Float32bits(v) {
+				return false
+			}
+		}
+		return true
+	}
+	if big == 0 {
+		return 0, fits(0)
+	}
+	var cands []float32
+	if big < math.SmallestNonzeroFloat32*(1<<23) { // every value is subnormal
+		var g uint32
+		for _, v := range row {
+			g = gcd(g, math.Float32bits(v)&0x7fffffff)
+		}
+		cands = append(cands, math.Float32frombits(g))
+	}
+	s0 := float32(float64(big) / 127)
+	cands = append(cands, s0)
+	up, down := s0, s0
+	for range 4 {
+		up, down = math.Nextafter32(up, math.MaxFloat32), math.Nextafter32(down, 0)
+		cands = append(cands, down, up)
+	}
+	for _, s := range cands {
+		if s > 0 && !math.IsInf(float64(s), 0) && fits(s) {
+			return s, true
+		}
+	}
+	return 0, false
+}
+
+func gcd(a, b uint32) uint32 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// Unpack decodes b, the packed values of a rows×cols tensor, into m
+// (resized). A length that does not match the shape, or an int8 scale
+// that is negative or not finite, or an int8 value of −128, is an error;
+// the values may be non-finite (the caller checks them).
+func (e Encoding) Unpack(m *tensor.Matrix, rows, cols int, b []byte) (*tensor.Matrix, error) {
+	if !e.Valid() {
+		return m, fmt.Errorf("wire: unknown encoding %d", uint8(e))
+	}
+	if rows < 0 || cols < 0 {
+		return m, fmt.Errorf("wire: negative shape %d×%d", rows, cols)
+	}
+	if want := e.Size(rows, cols); len(b) != want {
+		return m, fmt.Errorf("wire: %s: shape %d×%d needs %d bytes, got %d", e, rows, cols, want, len(b))
+	}
+	if m == nil {
+		m = &tensor.Matrix{}
+	}
+	m = m.Resize(rows, cols)
+	switch e {
+	case F32:
+		for i := range m.Data {
+			m.Data[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+		}
+	case F16:
+		for i := range m.Data {
+			m.Data[i] = float16.Frombits(binary.LittleEndian.Uint16(b[2*i:])).Float32()
+		}
+	case BF16:
+		for i := range m.Data {
+			m.Data[i] = math.Float32frombits(uint32(binary.LittleEndian.Uint16(b[2*i:])) << 16)
+		}
+	case Int8:
+		for r := range rows {
+			p := b[r*(4+cols):]
+			s := math.Float32frombits(binary.LittleEndian.Uint32(p))
+			if !(s >= 0 && s <= math.MaxFloat32) {
+				return m, fmt.Errorf("wire: int8: row %d: scale %g is not a finite non-negative number", r, s)
+			}
+			for c := range cols {
+				q := int8(p[4+c])
+				if q == -128 {
+					return m, fmt.Errorf("wire: int8: row %d column %d: value −128 is outside −127…127", r, c)
+				}
+				m.Data[r*cols+c] = dequant(q, s)
+			}
+		}
+	}
+	return m, nil
+}
+
+// Sparse reports whether e has a sparse packing: F32, F16 and BF16 do;
+// Int8 does not (its values cost one byte already, and each row a scale).
+func (e Encoding) Sparse() bool { return e == F32 || e == F16 || e == BF16 }
+
+// width is the bytes of one value in e's dense packing (F32, F16, BF16).
+func (e Encoding) width() int {
+	if e == F32 {
+		return 4
+	}
+	return 2
+}
+
+// SparseSize returns the bytes of m's sparse packing (values and index
+// together; see [Encoding.PackSparse]), or −1 when e has none.
+func (e Encoding) SparseSize(m *tensor.Matrix) int {
+	if !e.Sparse() {
+		return -1
+	}
+	n, prev := 0, -1
+	for i, v := range m.Data {
+		if math.Float32bits(v) != 0 {
+			n += e.width() + uvarintLen(uint64(i-prev-1))
+			prev = i
+		}
+	}
+	return n
+}
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for x >= 0x80 {
+		x >>= 7
+		n++
+	}
+	return n
+}
+
+// PackSparse appends to vals the values of m that are not +0 (−0 is a
+// value), packed as [Encoding.Pack] packs them, and to index their
+// positions in row-major order as unsigned varints: the first position,
+// then each gap to the next less one. Values e does not hold are an error,
+// as in Pack.
+func (e Encoding) PackSparse(vals, index []byte, m *tensor.Matrix) ([]byte, []byte, error) {
+	if !e.Sparse() {
+		return vals, index, fmt.Errorf("wire: %v has no sparse packing", e)
+	}
+	if len(m.Data) != m.Rows*m.Cols {
+		return vals, index, fmt.Errorf("wire: matrix %d×%d with %d values", m.Rows, m.Cols, len(m.Data))
+	}
+	prev := -1
+	for i, v := range m.Data {
+		if math.Float32bits(v) == 0 {
+			continue
+		}
+		var err error
+		if vals, err = e.packValue(vals, v); err != nil {
+			return vals, index, fmt.Errorf("wire: index %d: %w", i, err)
+		}
+		index = binary.AppendUvarint(index, uint64(i-prev-1))
+		prev = i
+	}
+	return vals, index, nil
+}
+
+// UnpackSparse decodes a sparse packing of a rows×cols tensor into m
+// (resized; the positions not listed are +0). An index that does not
+// decode, runs past the tensor, or lists a different number of positions
+// than vals holds values is an error.
+func (e Encoding) UnpackSparse(m *tensor.Matrix, rows, cols int, vals, index []byte) (*tensor.Matrix, error) {
+	if !e.Sparse() {
+		return m, fmt.Errorf("wire: %v has no sparse packing", e)
+	}
+	if rows < 0 || cols < 0 {
+		return m, fmt.Errorf("wire: negative shape %d×%d", rows, cols)
+	}
+	w := e.width()
+	if len(vals)%w != 0 {
+		return m, fmt.Errorf("wire: sparse %v: %d bytes of values is not a whole number of %d-byte values", e, len(vals), w)
+	}
+	if m == nil {
+		m = &tensor.Matrix{}
+	}
+	m = m.Resize(rows, cols)
+	clear(m.Data)
+	n, k := uint64(len(m.Data)), len(vals)/w
+	pos := uint64(0) // the next free position
+	for j := 0; j < k; j++ {
+		gap, l := binary.Uvarint(index)
+		if l <= 0 {
+			return m, fmt.Errorf("wire: sparse %v: position %d of %d does not decode", e, j, k)
+		}
+		index = index[l:]
+		if gap >= n-pos {
+			return m, fmt.Errorf("wire: sparse %v: position %d lies beyond the %d×%d tensor", e, j, rows, cols)
+		}
+		i := pos + gap
+		pos = i + 1
+		m.Data[i] = e.value(vals[j*w:])
+	}
+	if len(index) > 0 {
+		return m, fmt.Errorf("wire: sparse %v: %d positions for %d values", e, k+1, k)
+	}
+	return m, nil
+}
+
+// packValue appends v packed as F32, F16 or BF16, refusing a value the
+// encoding does not hold.
+func (e Encoding) packValue(dst []byte, v float32) ([]byte, error) {
+	switch e {
+	case F16:
+		h := float16.Fromfloat32(v)
+		if math.Float32bits(h.Float32()) != math.Float32bits(v) {
+			return dst, fmt.Errorf("wire: f16: value %g is not a float16 value (round before packing)", v)
+		}
+		return binary.LittleEndian.AppendUint16(dst, h.Bits()), nil
+	case BF16:
+		b := math.Float32bits(v)
+		if b&0xffff != 0 {
+			return dst, fmt.Errorf("wire: bf16: value %g is not a bfloat16 value (round before packing)", v)
+		}
+		return binary.LittleEndian.AppendUint16(dst, uint16(b>>16)), nil
+	}
+	return binary.LittleEndian.AppendUint32(dst, math.Float32bits(v)), nil
+}
+
+// value decodes the F32, F16 or BF16 value at the start of b.
+func (e Encoding) value(b []byte) float32 {
+	switch e {
+	case F16:
+		return float16.Frombits(binary.LittleEndian.Uint16(b)).Float32()
+	case BF16:
+		return math.Float32frombits(uint32(binary.LittleEndian.Uint16(b)) << 16)
+	}
+	return math.Float32frombits(binary.LittleEndian.Uint32(b))
+}
