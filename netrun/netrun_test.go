@@ -44,8 +44,9 @@ func smallConfig(dataPath, out string) config.Config {
 	c.Layers, c.Cut, c.EmbedDim = []int{16, 8, 8}, 2, 2
 	c.Batch, c.Epochs, c.EvalEvery, c.LR, c.Seed = 64, 2, 7, 1e-3, 3
 	c.TestFrac, c.HashBuckets = 0.2, 1000
-	// A networked run keeps the last model and does not stop early; the
-	// in-process runs it is compared with do the same.
+	// The tests keep the last model and do not stop early, so that every
+	// run has the same length; TestSelectionAndEarlyStopAsInProcess checks
+	// selection and early stopping.
 	c.Select, c.EarlyStop = config.SelectLast, 0
 	c.Protect, c.Params = "marvell", protect.Params{"marvell_s": 2}
 	c.Attacks = []string{"norm", "cosine", "majority_cosine", "hint3_distance", "spectral"}
