@@ -19,6 +19,7 @@ import (
 	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/party/active"
+	"github.com/splitguard/splitguard/party/passive"
 	"github.com/splitguard/splitguard/psi"
 	"github.com/splitguard/splitguard/rundir"
 	"github.com/splitguard/splitguard/schedule"
@@ -100,7 +101,10 @@ type activeRun struct {
 	ids        []uint64
 	epoch      int
 	stepStart  time.Time
-	start      time.Time
+	// computed is the time this process spent on training steps (the
+	// top's forward and backward, the protection, the audit).
+	computed passive.Timing
+	start    time.Time
 	// planned is the number of training steps of the run.
 	planned int64
 	// saved is the step of the newest checkpoint this party saved or
@@ -356,7 +360,10 @@ func (r *activeRun) TrainStep(f *transport.Forward) (*transport.Backward, error)
 	}
 	r.embedding, r.ids = f.Embedding, f.IDs
 	r.stepStart = time.Now()
-	return r.party.TrainStep(f)
+	b, err := r.party.TrainStep(f)
+	r.computed.Steps++
+	r.computed.Compute += time.Since(r.stepStart)
+	return b, err
 }
 
 // EvalBatch implements active.Handler with the current party (r.mu is
@@ -483,6 +490,11 @@ func realignWait(lim *rate.Limiter, now time.Time) time.Duration {
 		return d
 	}
 	return 0
+}
+
+// msPer is d per step in milliseconds.
+func msPer(d time.Duration, steps int64) float64 {
+	return float64(d.Microseconds()) / 1e3 / float64(max(steps, 1))
 }
 
 // positiveRate is the share of labels that are 1.
@@ -768,6 +780,10 @@ func (r *activeRun) finish() (*rundir.Summary, error) {
 	}
 	for _, w := range s.Warnings {
 		r.log.Warn(w)
+	}
+	if c := r.computed; c.Steps > 0 {
+		r.log.Info("time per training step on this side (the passive's log gives its own and its wait for the answer: the difference is the link)",
+			"compute_ms", msPer(c.Compute, c.Steps), "steps", c.Steps)
 	}
 	return s, nil
 }

@@ -514,6 +514,10 @@ func TestStalledPeer(t *testing.T) {
 	if res.Stats.Retries < 1 {
 		t.Errorf("the passive re-sent %d times, want ≥ 1", res.Stats.Retries)
 	}
+	// The step's time split counts every training step, and both parts.
+	if tm := res.Timing; tm.Steps != res.Steps || tm.Compute <= 0 || tm.Exchange <= 0 {
+		t.Errorf("timing %+v over %d steps", tm, res.Steps)
+	}
 	r.sameAsReference(ref)
 }
 

@@ -46,6 +46,10 @@ type PassiveResult struct {
 	Steps    int64
 	Sessions int
 	Stats    grpcnet.Stats
+	// Timing splits the training steps of the last session's party (since
+	// its start or restore) into this party's compute and its wait for the
+	// active party's answers.
+	Timing passive.Timing
 }
 
 // RunPassive runs the passive party: it loads its data (without labels),
@@ -142,6 +146,11 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 		backoff = min(2*backoff, 5*time.Second)
 	}
 	res.Steps = p.party.Step()
+	res.Timing = p.party.Timing()
+	if t := res.Timing; t.Steps > 0 {
+		log.Info("time per training step: this party's compute, and its wait for the active party's answer (the active's compute — its log gives it —, the round trip and the transfer both ways)",
+			"compute_ms", msPer(t.Compute, t.Steps), "waiting_ms", msPer(t.Exchange, t.Steps), "steps", t.Steps)
+	}
 	if err := p.saveFinal(); err != nil {
 		client.Close()
 		return nil, err

@@ -8,6 +8,7 @@ package passive
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/model"
@@ -94,7 +95,22 @@ type Passive struct {
 	sent     *tensor.Matrix   // the rounded training embedding sent (WireEmbedding other than F32)
 	outs     []*tensor.Matrix // the observation's outputs, the last one replaced by sent
 	evalRows []int
+	// timing of the training steps this party ran (see Timing).
+	timing Timing
 }
+
+// Timing splits the training steps a party ran (since it was made or
+// restored) into its own compute and the wait for the active party's
+// answer: the active's compute, the round trip and the transfer both ways.
+// A run whose Exchange dominates is bound by its peer or its link; one
+// whose Compute dominates, by this party.
+type Timing struct {
+	Steps             int64
+	Compute, Exchange time.Duration
+}
+
+// Timing returns the split of the training steps run so far.
+func (p *Passive) Timing() Timing { return p.timing }
 
 // New returns a passive party training bottom on train, evaluating on test,
 // in the order sched gives.
@@ -167,6 +183,13 @@ func (p *Passive) Train(ctx context.Context, conn transport.PassiveConn) error {
 }
 
 func (p *Passive) trainStep(ctx context.Context, conn transport.PassiveConn) error {
+	start := time.Now()
+	var waited time.Duration
+	defer func() {
+		p.timing.Steps++
+		p.timing.Exchange += waited
+		p.timing.Compute += time.Since(start) - waited
+	}()
 	epoch, b := p.sched.Position(p.step)
 	if b == 0 || p.order == nil {
 		p.order = p.sched.Order(epoch, p.order)
@@ -200,9 +223,11 @@ func (p *Passive) trainStep(ctx context.Context, conn transport.PassiveConn) err
 		}
 		send = p.sent
 	}
+	sent := time.Now()
 	bw, err := conn.Exchange(ctx, &transport.Forward{
 		Phase: transport.Train, Step: p.step, Epoch: epoch, Batch: b, IDs: p.ids, Embedding: send,
 	})
+	waited = time.Since(sent)
 	if err != nil {
 		return fmt.Errorf("passive: step %d: %w", p.step, err)
 	}
