@@ -90,6 +90,9 @@ type Result struct {
 	// it stopped on the gradient or function criterion, not on MaxIter.
 	Iterations int
 	Converged  bool
+	// TestScores are the kept model's scores of the test rows, in order
+	// (nil without test rows), for a paired comparison with another model.
+	TestScores []float64
 	// LambdasFitted is how many λ of the grid were fitted before the
 	// path stopped.
 	LambdasFitted int
@@ -514,6 +517,7 @@ func FitContext(ctx context.Context, train, val, test *data.Dataset, o Options) 
 		if auc, ok := metrics.AUC(scratch, test.Labels, nil); ok {
 			res.TestAUC = auc
 		}
+		res.TestScores = slices.Clone(scratch[:len(test.IDs)])
 	}
 	return res, nil
 }

@@ -54,4 +54,11 @@ func TestSummaryHasTestAUCInterval(t *testing.T) {
 	if err != nil || back.TestAUCSelectedCI95 == nil || *back.TestAUCSelectedCI95 != *ci {
 		t.Fatalf("summary.json's interval %v, returned %v (%v)", back.TestAUCSelectedCI95, *ci, err)
 	}
+	d := sum.TestAUCMinusBaselineCI95
+	if sum.Baseline == nil || sum.Baseline.TestAUC == nil || d == nil {
+		t.Fatalf("no paired interval of the difference to the baseline: %v, %+v", d, sum.Baseline)
+	}
+	if diff := sum.TestAUCSelected - *sum.Baseline.TestAUC; !(d[0] <= diff && diff <= d[1]) || !(d[0] < d[1]) {
+		t.Fatalf("difference %.4f, its interval %v", diff, *d)
+	}
 }

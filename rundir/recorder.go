@@ -469,6 +469,11 @@ func (r *Recorder) selection(s *Summary) {
 		if iv, err := metrics.AUCBootstrap(r.selScores, r.selLabels, bootstrapReplicates, 0.95, uint64(cfg.Seed)); err == nil {
 			s.TestAUCSelectedCI95 = &[2]float64{iv.Lo, iv.Hi}
 		}
+		if b := r.baseline; b != nil && len(b.testScores) == len(r.selScores) && slices.Equal(r.selLabels, r.split.Test.Labels) {
+			if iv, err := metrics.AUCDiffBootstrap(r.selScores, b.testScores, r.selLabels, bootstrapReplicates, 0.95, uint64(cfg.Seed)); err == nil {
+				s.TestAUCMinusBaselineCI95 = &[2]float64{iv.Lo, iv.Hi}
+			}
+		}
 	}
 	if r.hasBestVal {
 		v := *r.bestVal.ValAUC

@@ -67,6 +67,9 @@ type BaselineSummary struct {
 	Seconds    float64 `json:"seconds"`
 	// Error is why no baseline could be fitted (then the AUCs are null).
 	Error string `json:"error,omitempty"`
+	// testScores are the baseline's scores of the test rows (not
+	// written), for the paired interval of the split model's difference.
+	testScores []float64
 }
 
 // Summary is summary.json.
@@ -101,9 +104,16 @@ type Summary struct {
 	// that the test split's size alone allows. Absent when the selected
 	// evaluation ran in an earlier process of a resumed run.
 	TestAUCSelectedCI95 *[2]float64 `json:"test_auc_selected_ci95,omitempty"`
-	ValAUCBest          *float64    `json:"val_auc_best"`
-	ValRows             int         `json:"val_rows"`
-	ValFrac             float64     `json:"val_frac"`
+	// TestAUCMinusBaselineCI95 is the 95% paired bootstrap interval of
+	// TestAUCSelected − Baseline.TestAUC on the same test rows (1,000
+	// Poisson replicates weighing each row once for both models;
+	// metrics.AUCDiffBootstrap): whether the split model is really below
+	// the baseline, or only on this test split. Absent without a baseline
+	// or the selected evaluation's scores.
+	TestAUCMinusBaselineCI95 *[2]float64 `json:"test_auc_minus_baseline_ci95,omitempty"`
+	ValAUCBest               *float64    `json:"val_auc_best"`
+	ValRows                  int         `json:"val_rows"`
+	ValFrac                  float64     `json:"val_frac"`
 	// EarlyStopped says training ended after EarlyStop evaluations without
 	// a better validation AUC, before its planned steps.
 	EarlyStopped bool `json:"early_stopped,omitempty"`
@@ -230,5 +240,6 @@ func FitBaselineContext(ctx context.Context, train, val, test *data.Dataset, max
 	out.ValAUC, out.TestAUC = defined(r.ValAUC), defined(r.TestAUC)
 	out.Lambda, out.TrainRows, out.Capped, out.Features = r.Lambda, r.TrainRows, r.Capped, r.Features
 	out.Iterations, out.Converged = r.Iterations, r.Converged
+	out.testScores = r.TestScores
 	return out
 }

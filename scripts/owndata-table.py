@@ -26,9 +26,9 @@ def load(path):
 def main():
     runs = load(sys.argv[1])
     print("| data set | label = positive | rows (train/val/test) | positive rate | baseline test AUC | "
-          "default run test AUC (Δ) | its 95% bootstrap interval | Marvell s=4 test AUC (Δ) | Δ default, seeds 1–3 | "
-          "Δ Marvell, seeds 1–3 | norm leak q95\\|AUC−½\\| (chance) none → Marvell |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "default run test AUC (Δ) | its 95% bootstrap interval | Δ's 95% paired interval | Marvell s=4 test AUC (Δ) | "
+          "Δ default, seeds 1–3 | Δ Marvell, seeds 1–3 | norm leak q95\\|AUC−½\\| (chance) none → Marvell |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     within = 0
     for table, by in runs.items():
         r, d = by[("default", 1)]
@@ -55,10 +55,12 @@ def main():
 
         ci = d.get("test_auc_selected_ci95")
         interval = f"{ci[0]:.4f}–{ci[1]:.4f} (±{(ci[1] - ci[0]) / 2:.3f})" if ci else "—"
+        dci = d.get("test_auc_minus_baseline_ci95")
+        paired = f"{dci[0]:+.3f} to {dci[1]:+.3f}" if dci else "—"
         if d["test_auc_selected"] >= base - 0.02:
             within += 1
         print(f'| {table} | {r["label"]} = {r["positive"]} | {rows} | {d["train_pos_rate"]:.3f} | {base:.4f} | '
-              f'{cell(d)} | {interval} | {cell(m)} | {deltas("default")} | {deltas("marvell4")} | {leak(d)} → {leak(m)} |')
+              f'{cell(d)} | {interval} | {paired} | {cell(m)} | {deltas("default")} | {deltas("marvell4")} | {leak(d)} → {leak(m)} |')
     print(f"\n{within} of {len(runs)} tables: default run (seed 1) within 0.02 of the baseline's test AUC or above.")
 
 

@@ -219,6 +219,9 @@ func printSelection(w io.Writer, s *rundir.Summary) {
 		} else {
 			fmt.Fprintf(w, "%-34s %10s %10s\n", name, opt(b.ValAUC), opt(b.TestAUC))
 		}
+		if d := s.TestAUCMinusBaselineCI95; d != nil {
+			fmt.Fprintf(w, "split model − baseline on the test rows: 95%% paired bootstrap interval %+.4f to %+.4f\n", d[0], d[1])
+		}
 	}
 	fmt.Fprintf(w, "test loss %.4f, ACE %.4f (selected)\n", s.TestLossSelected, s.ACESelected)
 	fmt.Fprintf(w, "test AUC best %.4f (step %d; chosen by looking at test: for comparison with the papers' curves, not a result), final %.4f\n",
