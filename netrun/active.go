@@ -471,32 +471,6 @@ func (r *activeRun) psi(_ context.Context, req *psi.Request) (*psi.Response, err
 	return resp, nil
 }
 
-// A run's later alignments (each a new session's PSI, which tells the
-// peer which of its IDs the active holds) are limited to realignBurst in
-// a row, then one per realignEvery: a passive that reconnects after a cut
-// link never notices, a certificate holder flooding the active party once
-// the passive is gone learns little.
-const (
-	realignBurst = 10
-	realignEvery = time.Minute
-)
-
-// realignWait takes a realignment from lim at now, or returns how long
-// until one is free (taking nothing).
-func realignWait(lim *rate.Limiter, now time.Time) time.Duration {
-	res := lim.ReserveN(now, 1)
-	if d := res.DelayFrom(now); d > 0 {
-		res.CancelAt(now)
-		return d
-	}
-	return 0
-}
-
-// msPer is d per step in milliseconds.
-func msPer(d time.Duration, steps int64) float64 {
-	return float64(d.Microseconds()) / 1e3 / float64(max(steps, 1))
-}
-
 // positiveRate is the share of labels that are 1.
 func positiveRate(labels []uint8) float64 {
 	n := 0
@@ -577,52 +551,6 @@ func (r *activeRun) checkpoint(_ context.Context, step int64, holds []int64) err
 		return r.saveCheckpoint(step)
 	}
 	return nil
-}
-
-// fallback decides whether a resume at step, below the acknowledged step,
-// may go ahead, and returns its record: only when one party's copy of the
-// acknowledged checkpoint is lost (the active's does not verify, or the
-// passive does not list it among holds, the checkpoints it holds intact),
-// and only to the newest step both hold intact below it, which must be the
-// active's newest checkpoint below it (or step 0 when the acknowledged
-// checkpoint is the run's first): never more than one checkpoint back.
-// holds comes from the session's owner; an impostor holding the passive's
-// certificate can move the run back by one checkpoint, which replays the
-// same steps, and no further.
-func (r *activeRun) fallback(step int64, holds []int64) (*rundir.CheckpointFallback, error) {
-	steps, err := r.store.steps()
-	if err != nil {
-		return nil, err
-	}
-	prev := int64(0)
-	for _, s := range steps {
-		if s < r.acked {
-			prev = s
-		}
-	}
-	if prev == 0 && r.cfg.CheckpointEvery > 0 && r.acked > int64(r.cfg.CheckpointEvery) {
-		return nil, fmt.Errorf("this party holds no checkpoint below step %d", r.acked)
-	}
-	if step != prev {
-		return nil, fmt.Errorf("the newest checkpoint below it is step %d", prev)
-	}
-	if step > 0 && !slices.Contains(holds, step) {
-		return nil, fmt.Errorf("the passive party does not hold step %d intact (it holds %v)", step, holds)
-	}
-	if step > 0 {
-		if err := r.store.verify(step); err != nil {
-			return nil, fmt.Errorf("this party's checkpoint of step %d does not verify: %w", step, err)
-		}
-	}
-	var reason string
-	if err := r.store.verify(r.acked); err != nil {
-		reason = fmt.Sprintf("the active party's checkpoint of step %d does not verify: %v", r.acked, err)
-	} else if !slices.Contains(holds, r.acked) {
-		reason = fmt.Sprintf("the passive party does not hold its checkpoint of step %d intact", r.acked)
-	} else {
-		return nil, fmt.Errorf("both parties hold step %d intact", r.acked)
-	}
-	return &rundir.CheckpointFallback{From: r.acked, To: step, Reason: reason}, nil
 }
 
 // build makes the party afresh and, for step > 0, restores its checkpoint.

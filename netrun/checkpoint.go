@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,7 +16,6 @@ import (
 	"strings"
 
 	"github.com/splitguard/splitguard/atomicfile"
-	"github.com/splitguard/splitguard/rundir"
 )
 
 // Checkpoint files. Version 3 (written) is
@@ -519,53 +517,6 @@ func (s *store) writeAcked(step int64) error {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	return nil
-}
-
-// fallbacksPath is the file recording the run's resumes from an older
-// checkpoint, one JSON object a line.
-func (s *store) fallbacksPath() string { return filepath.Join(s.dir, s.role+".fallbacks") }
-
-// addFallback appends f to fallbacksPath (rewritten whole, atomically).
-func (s *store) addFallback(f rundir.CheckpointFallback) error {
-	all, err := s.readFallbacks()
-	if err != nil {
-		return err
-	}
-	var b []byte
-	for _, g := range append(all, f) {
-		line, err := json.Marshal(g)
-		if err != nil {
-			return err
-		}
-		b = append(append(b, line...), '\n')
-	}
-	if err := atomicfile.WriteFile(s.fallbacksPath(), b, 0o600); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	return nil
-}
-
-// readFallbacks returns what fallbacksPath records (nothing when absent).
-func (s *store) readFallbacks() ([]rundir.CheckpointFallback, error) {
-	b, err := os.ReadFile(s.fallbacksPath())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint: %w", err)
-	}
-	var out []rundir.CheckpointFallback
-	for i, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
-		if len(line) == 0 {
-			continue
-		}
-		var f rundir.CheckpointFallback
-		if err := json.Unmarshal(line, &f); err != nil {
-			return nil, fmt.Errorf("checkpoint: %s line %d: %w", s.fallbacksPath(), i+1, err)
-		}
-		out = append(out, f)
-	}
-	return out, nil
 }
 
 // cleanOrphans removes the temporary files that interrupted writes left
