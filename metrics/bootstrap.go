@@ -32,37 +32,47 @@ type AUCInterval struct {
 // sorted rows (no copy of the data, no random access): O(n log n + b·n),
 // spread over GOMAXPROCS cores.
 func AUCBootstrap(scores []float64, labels []uint8, b int, level float64, seed uint64) (AUCInterval, error) {
-	if !(level > 0 && level < 1) {
-		return AUCInterval{}, errors.New("metrics: bootstrap level outside (0, 1)")
-	}
 	s, err := newBootSample(scores, labels)
 	if err != nil {
 		return AUCInterval{}, err
 	}
-	if b < 1 {
+	return bootstrapInterval(b, level, func() func(r int) float64 {
+		return func(r int) float64 { return s.replicate(seed, uint64(r)) }
+	})
+}
+
+// bootstrapInterval computes reps replicates over the cores — newWorker
+// gives each worker goroutine its function of the replicate's number (so
+// a worker may hold scratch) — and returns the percentile interval of
+// their values at level. A replicate valued NaN (its weights left a class
+// empty: likely only on a handful of rows) is dropped.
+func bootstrapInterval(reps int, level float64, newWorker func() func(r int) float64) (AUCInterval, error) {
+	if !(level > 0 && level < 1) {
+		return AUCInterval{}, errors.New("metrics: bootstrap level outside (0, 1)")
+	}
+	if reps < 1 {
 		return AUCInterval{}, errors.New("metrics: bootstrap: at least one replicate")
 	}
-	aucs := make([]float64, b)
-	workers := min(runtime.GOMAXPROCS(0), b)
+	vals := make([]float64, reps)
+	workers := min(runtime.GOMAXPROCS(0), reps)
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			for r := w; r < b; r += workers {
-				aucs[r] = s.replicate(seed, uint64(r))
+			f := newWorker()
+			for r := w; r < reps; r += workers {
+				vals[r] = f(r)
 			}
 		})
 	}
 	wg.Wait()
-	// A replicate whose weights leave a class empty has no AUC (likely
-	// only on a handful of rows): it is dropped.
-	aucs = slices.DeleteFunc(aucs, math.IsNaN)
-	if len(aucs) < (b+1)/2 {
+	vals = slices.DeleteFunc(vals, math.IsNaN)
+	if len(vals) < (reps+1)/2 {
 		return AUCInterval{}, errors.New("metrics: bootstrap: too few rows of a class for the replicates to hold both")
 	}
-	slices.Sort(aucs)
-	lo := aucs[NearestRank(len(aucs), (1-level)/2)]
-	hi := aucs[NearestRank(len(aucs), (1+level)/2)]
-	return AUCInterval{Lo: lo, Hi: hi, Level: level, Replicates: len(aucs)}, nil
+	slices.Sort(vals)
+	lo := vals[NearestRank(len(vals), (1-level)/2)]
+	hi := vals[NearestRank(len(vals), (1+level)/2)]
+	return AUCInterval{Lo: lo, Hi: hi, Level: level, Replicates: len(vals)}, nil
 }
 
 // bootSample is a scored sample sorted by score: pos[k] is 1 when the
@@ -171,9 +181,6 @@ func (s *bootSample) replicate(seed, r uint64) float64 {
 // together on the rows (narrower than the two intervals apart when they
 // do). Seeds, ties, NaN and dropped replicates are as in AUCBootstrap.
 func AUCDiffBootstrap(a, b []float64, labels []uint8, reps int, level float64, seed uint64) (AUCInterval, error) {
-	if !(level > 0 && level < 1) {
-		return AUCInterval{}, errors.New("metrics: bootstrap level outside (0, 1)")
-	}
 	if len(a) != len(b) {
 		return AUCInterval{}, errors.New("metrics: bootstrap: the two models scored different numbers of rows")
 	}
@@ -185,30 +192,13 @@ func AUCDiffBootstrap(a, b []float64, labels []uint8, reps int, level float64, s
 	if err != nil {
 		return AUCInterval{}, err
 	}
-	if reps < 1 {
-		return AUCInterval{}, errors.New("metrics: bootstrap: at least one replicate")
-	}
-	diffs := make([]float64, reps)
-	workers := min(runtime.GOMAXPROCS(0), reps)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			weight := make([]uint32, len(a))
-			for r := w; r < reps; r += workers {
-				weights(replicateRNG(seed, uint64(r)), len(weight), func(k int, v uint32) { weight[k] = v })
-				diffs[r] = sa.weightedAUC(weight) - sb.weightedAUC(weight)
-			}
-		})
-	}
-	wg.Wait()
-	diffs = slices.DeleteFunc(diffs, math.IsNaN)
-	if len(diffs) < (reps+1)/2 {
-		return AUCInterval{}, errors.New("metrics: bootstrap: too few rows of a class for the replicates to hold both")
-	}
-	slices.Sort(diffs)
-	lo := diffs[NearestRank(len(diffs), (1-level)/2)]
-	hi := diffs[NearestRank(len(diffs), (1+level)/2)]
-	return AUCInterval{Lo: lo, Hi: hi, Level: level, Replicates: len(diffs)}, nil
+	return bootstrapInterval(reps, level, func() func(r int) float64 {
+		weight := make([]uint32, len(a))
+		return func(r int) float64 {
+			weights(replicateRNG(seed, uint64(r)), len(weight), func(k int, v uint32) { weight[k] = v })
+			return sa.weightedAUC(weight) - sb.weightedAUC(weight)
+		}
+	})
 }
 
 // pairedSample is a bootSample that also keeps, for each sorted position,
