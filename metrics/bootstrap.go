@@ -147,8 +147,7 @@ func replicateRNG(seed, r uint64) *rand.Rand {
 // class empty.
 func (s *bootSample) replicate(seed, r uint64) float64 {
 	rng := replicateRNG(seed, r)
-	var num, negBelow, wp float64
-	var pw, nw uint64
+	var acc weightedAUC
 	var u uint64
 	for k := range s.pos {
 		if k%2 == 0 {
@@ -156,21 +155,36 @@ func (s *bootSample) replicate(seed, r uint64) float64 {
 		} else {
 			u >>= 32
 		}
-		w := uint64(poisson(u & (1<<32 - 1)))
-		p := s.pos[k]
-		pw += w * p
-		nw += w * (1 - p)
-		if s.last[k] {
-			num += float64(pw) * (negBelow + float64(nw)/2)
-			negBelow += float64(nw)
-			wp += float64(pw)
-			pw, nw = 0, 0
-		}
+		acc.add(uint64(poisson(u&(1<<32-1))), s.pos[k], s.last[k])
 	}
-	if wp == 0 || negBelow == 0 {
+	return acc.auc()
+}
+
+// weightedAUC accumulates the AUC of weighted rows handed over in score
+// order: each row's weight (its copies), whether it is a positive (1) or
+// not (0), and whether it ends its tie group (ties count ½).
+type weightedAUC struct {
+	num, negBelow, wp float64
+	pw, nw            uint64 // the open tie group's positive and negative weight
+}
+
+func (a *weightedAUC) add(w, pos uint64, last bool) {
+	a.pw += w * pos
+	a.nw += w * (1 - pos)
+	if last {
+		a.num += float64(a.pw) * (a.negBelow + float64(a.nw)/2)
+		a.negBelow += float64(a.nw)
+		a.wp += float64(a.pw)
+		a.pw, a.nw = 0, 0
+	}
+}
+
+// auc is the accumulated AUC, NaN when a class has no weight.
+func (a *weightedAUC) auc() float64 {
+	if a.wp == 0 || a.negBelow == 0 {
 		return math.NaN()
 	}
-	return num / (wp * negBelow)
+	return a.num / (a.wp * a.negBelow)
 }
 
 // AUCDiffBootstrap returns the percentile interval of AUC(a) − AUC(b),
@@ -238,22 +252,9 @@ func newPairedSample(scores []float64, labels []uint8) (*pairedSample, error) {
 // weightedAUC is the AUC of the sample in which row i appears w[i] times;
 // NaN when the weights leave a class empty.
 func (s *pairedSample) weightedAUC(w []uint32) float64 {
-	var num, negBelow, wp float64
-	var pw, nw uint64
+	var acc weightedAUC
 	for k, i := range s.row {
-		x := uint64(w[i])
-		p := s.pos[k]
-		pw += x * p
-		nw += x * (1 - p)
-		if s.last[k] {
-			num += float64(pw) * (negBelow + float64(nw)/2)
-			negBelow += float64(nw)
-			wp += float64(pw)
-			pw, nw = 0, 0
-		}
+		acc.add(uint64(w[i]), s.pos[k], s.last[k])
 	}
-	if wp == 0 || negBelow == 0 {
-		return math.NaN()
-	}
-	return num / (wp * negBelow)
+	return acc.auc()
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/party/active"
-	"github.com/splitguard/splitguard/party/passive"
 	"github.com/splitguard/splitguard/psi"
 	"github.com/splitguard/splitguard/rundir"
 	"github.com/splitguard/splitguard/schedule"
@@ -101,10 +100,11 @@ type activeRun struct {
 	ids        []uint64
 	epoch      int
 	stepStart  time.Time
-	// computed is the time this process spent on training steps (the
+	// computeSteps training steps took computeTime in this process (the
 	// top's forward and backward, the protection, the audit).
-	computed passive.Timing
-	start    time.Time
+	computeSteps int64
+	computeTime  time.Duration
+	start        time.Time
 	// planned is the number of training steps of the run.
 	planned int64
 	// saved is the step of the newest checkpoint this party saved or
@@ -361,8 +361,8 @@ func (r *activeRun) TrainStep(f *transport.Forward) (*transport.Backward, error)
 	r.embedding, r.ids = f.Embedding, f.IDs
 	r.stepStart = time.Now()
 	b, err := r.party.TrainStep(f)
-	r.computed.Steps++
-	r.computed.Compute += time.Since(r.stepStart)
+	r.computeSteps++
+	r.computeTime += time.Since(r.stepStart)
 	return b, err
 }
 
@@ -709,9 +709,9 @@ func (r *activeRun) finish() (*rundir.Summary, error) {
 	for _, w := range s.Warnings {
 		r.log.Warn(w)
 	}
-	if c := r.computed; c.Steps > 0 {
+	if r.computeSteps > 0 {
 		r.log.Info("time per training step on this side (the passive's log gives its own and its wait for the answer: the difference is the link)",
-			"compute_ms", msPer(c.Compute, c.Steps), "steps", c.Steps)
+			"compute_ms", msPer(r.computeTime, r.computeSteps), "steps", r.computeSteps)
 	}
 	return s, nil
 }
