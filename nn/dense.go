@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 
+	"github.com/splitguard/splitguard/internal/par"
 	"github.com/splitguard/splitguard/internal/vec"
 	"github.com/splitguard/splitguard/tensor"
 )
@@ -73,9 +75,12 @@ func (d *Dense) Forward(x *tensor.Matrix) *tensor.Matrix {
 	}
 	d.x = x
 	d.y.Resize(x.Rows, d.W.Cols)
-	for i := range x.Rows {
-		copy(d.y.Row(i), d.B.Data)
-	}
+	out := d.W.Cols
+	spread(x.Rows*out, func(lo, hi int) {
+		for i := lo / out; i*out < hi; i++ {
+			copy(d.y.Data[max(i*out, lo):min((i+1)*out, hi)], d.B.Data[max(lo-i*out, 0):])
+		}
+	})
 	tensor.MatMul(&d.y, x, false, d.W, false, 1, 1)
 	return &d.y
 }
@@ -113,5 +118,17 @@ func ColSums(dst []float32, m *tensor.Matrix) {
 	if len(dst) != m.Cols {
 		panic(fmt.Sprintf("nn: ColSums into %d values for %d columns", len(dst), m.Cols))
 	}
-	vec.ColSums(dst, m.Data, m.Rows, m.Cols)
+	// Each column is summed over the rows in order whichever part has it,
+	// so the columns can be cut into blocks of 64 (four cache lines)
+	// on several cores without changing a bit.
+	blocks := (m.Cols + 63) / 64
+	parts := min(blocks, m.Rows*m.Cols/spreadGrain, runtime.GOMAXPROCS(0))
+	if parts < 2 {
+		vec.ColSums(dst, m.Data, m.Rows, m.Cols)
+		return
+	}
+	par.Do(parts, func(p int) {
+		j0, j1 := blocks*p/parts*64, min(blocks*(p+1)/parts*64, m.Cols)
+		vec.ColSums(dst[j0:j1], m.Data[j0:], m.Rows, m.Cols)
+	})
 }

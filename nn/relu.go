@@ -54,10 +54,15 @@ func (r *ReLU) Output() *tensor.Matrix { return &r.y }
 
 // reluForward sets y = max(x, 0): the arithmetic shift of the sign bit
 // gives an all-ones mask for negative x (including −0), which clears it
-// (eight lanes at a time where the CPU has AVX2; internal/vec).
-func reluForward(y, x []float32) { vec.Relu(y, x) }
+// (eight lanes at a time where the CPU has AVX2; internal/vec), over
+// ranges of elements on several cores when the matrix is large (spread).
+func reluForward(y, x []float32) {
+	spread(len(y), func(lo, hi int) { vec.Relu(y[lo:hi], x[lo:hi]) })
+}
 
 // reluBackward sets dx = dy where y > 0, else 0. y comes from reluForward,
 // so its bits read as a non-negative int32 that is 0 exactly when y == 0;
 // negating it sets the sign bit exactly when y > 0.
-func reluBackward(dx, dy, y []float32) { vec.ReluGrad(dx, dy, y) }
+func reluBackward(dx, dy, y []float32) {
+	spread(len(dx), func(lo, hi int) { vec.ReluGrad(dx[lo:hi], dy[lo:hi], y[lo:hi]) })
+}

@@ -3,6 +3,8 @@ package tensor
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"slices"
 	"testing"
 )
 
@@ -113,4 +115,27 @@ func BenchmarkSgemm1024x128x128(b *testing.B) {
 		MatMul(&c, a, false, w, false, 1, 0)
 	}
 	b.ReportMetric(float64(2*1024*128*128)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+// TestCheckFiniteFindsTheFirstAtAnyCoreCount puts non-finite values in
+// a matrix long enough to be checked on several cores: the error must
+// name the first one in row-major order whatever GOMAXPROCS is.
+func TestCheckFiniteFindsTheFirstAtAnyCoreCount(t *testing.T) {
+	const rows, cols = 8192, 129
+	for _, bad := range [][]int{{rows*cols - 1}, {5 * checkGrain, 3}, {7*checkGrain + 1, 6 * checkGrain}, {0, rows*cols - 1}} {
+		m := New(rows, cols)
+		for _, k := range bad {
+			m.Data[k] = float32(math.Inf(-1))
+		}
+		want := slices.Min(bad)
+		for _, procs := range []int{1, 2, 3, 16} {
+			old := runtime.GOMAXPROCS(procs)
+			err := CheckFinite("g", m)
+			runtime.GOMAXPROCS(old)
+			nf, ok := err.(*NotFiniteError)
+			if !ok || nf.Row*cols+nf.Col != want {
+				t.Fatalf("non-finite at %v, GOMAXPROCS %d: %v, want row %d col %d", bad, procs, err, want/cols, want%cols)
+			}
+		}
+	}
 }

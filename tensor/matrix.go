@@ -3,7 +3,9 @@ package tensor
 import (
 	"fmt"
 	"math"
+	"runtime"
 
+	"github.com/splitguard/splitguard/internal/par"
 	"github.com/splitguard/splitguard/internal/vec"
 )
 
@@ -90,10 +92,37 @@ func (e *NotFiniteError) Error() string {
 // CheckFinite returns a *NotFiniteError naming the first NaN or ±Inf in
 // m, or nil when every value is finite.
 func CheckFinite(name string, m *Matrix) error {
-	if k := vec.FirstNonFinite(m.Data); k >= 0 {
+	if k := firstNonFinite(m.Data); k >= 0 {
 		return &NotFiniteError{Name: name, Row: k / max(m.Cols, 1), Col: k % max(m.Cols, 1), Value: m.Data[k]}
 	}
 	return nil
+}
+
+// checkGrain is the fewest values one core checks in firstNonFinite.
+const checkGrain = 1 << 16
+
+// firstNonFinite is vec.FirstNonFinite, over ranges of x on several cores
+// when x is long (a cut gradient at batch 8192): the first index wins, so
+// the answer does not depend on the cut.
+func firstNonFinite(x []float32) int {
+	parts := min(runtime.GOMAXPROCS(0), len(x)/checkGrain)
+	if parts < 2 {
+		return vec.FirstNonFinite(x)
+	}
+	first := make([]int, parts)
+	par.Do(parts, func(p int) {
+		lo, hi := len(x)*p/parts, len(x)*(p+1)/parts
+		first[p] = -1
+		if k := vec.FirstNonFinite(x[lo:hi]); k >= 0 {
+			first[p] = lo + k
+		}
+	})
+	for _, k := range first {
+		if k >= 0 {
+			return k
+		}
+	}
+	return -1
 }
 
 // CheckFiniteSlice is CheckFinite for a vector.

@@ -140,10 +140,10 @@ func TestSgemmZeroK(t *testing.T) {
 func TestSgemmDeterministic(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, e := range simdEngines() {
-		for _, sh := range [][5]int{{1024, 128, 117, 0, 0}, {117, 128, 1024, 1, 0}, {1024, 117, 128, 0, 1}, {50, 1000, 300, 0, 0}} {
+		for _, sh := range [][5]int{{1024, 128, 117, 0, 0}, {117, 128, 1024, 1, 0}, {1024, 117, 128, 0, 1}, {50, 1000, 300, 0, 0}, {128, 128, 8192, 1, 0}, {130, 100, 4000, 1, 1}, {8192, 1, 128, 0, 0}, {5000, 2, 300, 0, 1}} {
 			m, n, kk, ta, tb, a, b, lda, ldb := operands(r, sh)
 			var ref []float32
-			for _, procs := range []int{1, 2, 3, 7} {
+			for _, procs := range []int{1, 2, 3, 7, 16} {
 				old := runtime.GOMAXPROCS(procs)
 				c := make([]float32, m*n)
 				e.Sgemm(ta, tb, m, n, kk, 1, a, lda, b, ldb, 0, c, n)

@@ -22,7 +22,7 @@ type kernelFunc func(k int, a *float32, as int, b *float32, bs int, c *float32, 
 // Kernel is one instruction set's pair of micro-kernels, its tile, and
 // the product built on them.
 //
-// Large products are cut into row or column ranges computed on up to
+// Large products are cut into blocks of rows and columns computed on up to
 // GOMAXPROCS goroutines (internal/par's workers). The cut falls on whole
 // tiles and every entry of C is summed over k in order within one tile, so results are
 // bit-identical whatever GOMAXPROCS is and wherever the operands sit in
@@ -50,7 +50,8 @@ const (
 )
 
 // Parallel split: a product of at least parFlops multiply-adds per part is
-// cut into parts along the longer side of C, one goroutine each.
+// cut into parts, a grid of row and column ranges of C (see grid), one
+// goroutine each.
 const parFlops = 1 << 19
 
 // Name says which instruction set the kernel uses: "avx512" or "avx2".
@@ -89,42 +90,45 @@ func (e *Kernel) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []floa
 	}
 	parts := min(runtime.GOMAXPROCS(0), m*n*k/parFlops)
 	mt, nt := (m+e.mr-1)/e.mr, (n+e.nr-1)/e.nr // tiles along each side
-	byRows := mt >= nt
-	if byRows {
-		parts = min(parts, mt)
-	} else {
-		parts = min(parts, nt)
-	}
-	if parts < 2 {
+	pr, pc := grid(parts, mt, nt, m, n)
+	if pr*pc < 2 {
 		e.serial(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
-	tiles := mt
-	if !byRows {
-		tiles = nt
-	}
-	par.Do(parts, func(p int) {
-		t0, t1 := tiles*p/parts, tiles*(p+1)/parts
-		if byRows {
-			i0, i1 := t0*e.mr, min(t1*e.mr, m)
-			var sa []float32
-			if transA {
-				sa = a[i0:]
-			} else {
-				sa = a[i0*lda:]
-			}
-			e.serial(transA, transB, i1-i0, n, k, alpha, sa, lda, b, ldb, beta, c[i0*ldc:], ldc)
-			return
+	par.Do(pr*pc, func(p int) {
+		r, q := p/pc, p%pc
+		i0, i1 := mt*r/pr*e.mr, min(mt*(r+1)/pr*e.mr, m)
+		j0, j1 := nt*q/pc*e.nr, min(nt*(q+1)/pc*e.nr, n)
+		ao, bo := i0*lda, j0
+		if transA {
+			ao = i0
 		}
-		j0, j1 := t0*e.nr, min(t1*e.nr, n)
-		var sb []float32
 		if transB {
-			sb = b[j0*ldb:]
-		} else {
-			sb = b[j0:]
+			bo = j0 * ldb
 		}
-		e.serial(transA, transB, m, j1-j0, k, alpha, a, lda, sb, ldb, beta, c[j0:], ldc)
+		e.serial(transA, transB, i1-i0, j1-j0, k, alpha, a[ao:], lda, b[bo:], ldb, beta, c[i0*ldc+j0:], ldc)
 	})
+}
+
+// grid chooses how to cut C into at most parts blocks: pr row ranges by
+// pc column ranges of whole tiles (mt and nt tiles along each side). Each
+// block reads its rows of A and packs its columns of B, k long, so the
+// cut minimises what all blocks read together, pc·m + 2·pr·n (packing B
+// writes what it reads), among the grids that use the most parts. A tall
+// product (a forward pass, B×in times in×out) is cut into row ranges; a
+// small C with a long k (a weight gradient, xᵀ·dy) into a square-ish grid,
+// where row ranges alone would have every part pack all of dy.
+func grid(parts, mt, nt, m, n int) (pr, pc int) {
+	pr, pc = 1, 1
+	best := -1
+	for r := 1; r <= min(parts, mt); r++ {
+		q := min(parts/r, nt)
+		cost := q*m + 2*r*n
+		if use := r * q; use > pr*pc || use == pr*pc && cost < best {
+			pr, pc, best = r, q, cost
+		}
+	}
+	return pr, pc
 }
 
 // thin computes a product with one or two columns (a logit layer and its
@@ -149,9 +153,19 @@ func thin(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int,
 			}
 		}
 		if !transA {
-			for i := range m {
-				setScaled(&c[i*ldc+j], alpha*dot(a[i*lda:i*lda+k], col), beta)
+			// Each row's dot product is its own, so rows can go to
+			// several cores (a logit layer's forward pass at batch 8192).
+			parts := min(runtime.GOMAXPROCS(0), m*k/parFlops)
+			dots := func(i0, i1 int) {
+				for i := i0; i < i1; i++ {
+					setScaled(&c[i*ldc+j], alpha*dot(a[i*lda:i*lda+k], col), beta)
+				}
 			}
+			if parts < 2 {
+				dots(0, m)
+				continue
+			}
+			par.Do(parts, func(p int) { dots(m*p/parts, m*(p+1)/parts) })
 			continue
 		}
 		clear(tmp)

@@ -1,0 +1,88 @@
+package nn
+
+import (
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/splitguard/splitguard/tensor"
+)
+
+func TestSpreadCoversEachElementOnce(t *testing.T) {
+	for _, tc := range []struct{ n, procs int }{
+		{0, 4}, {10, 4}, {spreadGrain - 1, 8}, {2 * spreadGrain, 2}, {3*spreadGrain + 7, 3}, {100003, 16}, {1 << 20, 7},
+	} {
+		old := runtime.GOMAXPROCS(tc.procs)
+		seen := make([]int32, tc.n)
+		spread(tc.n, func(lo, hi int) {
+			if lo%16 != 0 {
+				t.Errorf("n %d, %d procs: a part starts at %d, not a multiple of 16", tc.n, tc.procs, lo)
+			}
+			for i := lo; i < hi; i++ {
+				seen[i]++
+			}
+		})
+		runtime.GOMAXPROCS(old)
+		for i, c := range seen {
+			if c != 1 {
+				t.Fatalf("n %d, %d procs: element %d visited %d times", tc.n, tc.procs, i, c)
+			}
+		}
+	}
+}
+
+// TestDenseReLUAtAnyCoreCount runs a Dense layer and a ReLU forward and
+// backward on shapes whose parallel cuts fall inside rows, at several
+// core counts: every output must be the same bit for bit, and the forward
+// must match the definition b + x·W summed in float64.
+func TestDenseReLUAtAnyCoreCount(t *testing.T) {
+	for _, sh := range [][3]int{{1000, 37, 100}, {777, 128, 129}, {8192, 13, 128}} {
+		rows, in, out := sh[0], sh[1], sh[2]
+		r := rand.New(rand.NewPCG(uint64(rows), 9))
+		x, dy := tensor.New(rows, in), tensor.New(rows, out)
+		for i := range x.Data {
+			x.Data[i] = float32(r.NormFloat64())
+		}
+		for i := range dy.Data {
+			dy.Data[i] = float32(r.NormFloat64())
+		}
+		var ref [][]float32
+		for _, procs := range []int{1, 2, 3, 16} {
+			old := runtime.GOMAXPROCS(procs)
+			d := NewDense(in, out, HeNormal, rand.New(rand.NewPCG(3, 4)))
+			for j := range d.B.Data {
+				d.B.Data[j] = float32(j%7) - 3
+			}
+			var relu ReLU
+			y := relu.Forward(d.Forward(x))
+			dx := d.Backward(relu.Backward(dy))
+			got := [][]float32{append([]float32(nil), y.Data...), append([]float32(nil), dx.Data...),
+				append([]float32(nil), d.dW.Data...), append([]float32(nil), d.dB.Data...)}
+			runtime.GOMAXPROCS(old)
+			if ref == nil {
+				ref = got
+				for i := range rows {
+					for j := range out {
+						s := float64(d.B.Data[j])
+						for k := range in {
+							s += float64(x.At(i, k)) * float64(d.W.At(k, j))
+						}
+						want := math.Max(s, 0)
+						if g := float64(y.At(i, j)); math.Abs(g-want) > 1e-4*(1+math.Abs(want)) {
+							t.Fatalf("%v: y[%d,%d] = %v, want %v", sh, i, j, g, want)
+						}
+					}
+				}
+				continue
+			}
+			for k := range got {
+				for i := range got[k] {
+					if math.Float32bits(got[k][i]) != math.Float32bits(ref[k][i]) {
+						t.Fatalf("%v: output %d differs at %d with GOMAXPROCS %d: %v vs %v", sh, k, i, procs, got[k][i], ref[k][i])
+					}
+				}
+			}
+		}
+	}
+}
