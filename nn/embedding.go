@@ -25,9 +25,10 @@ import (
 // random row pays one cache miss rather than three (ENGINE-NOTES.md).
 //
 // Backward produces gradients only for the rows the batch touched, summed
-// over the batch when an id repeats. Work is split by field over up to
-// GOMAXPROCS goroutines; fields own disjoint rows, so the split needs no
-// locks and the results do not depend on it.
+// over the batch when an id repeats. Work is split by field into shards
+// (up to four per core) that GOMAXPROCS goroutines claim in turn; fields
+// own disjoint rows, so the split needs no locks and the results do not
+// depend on it.
 //
 // # Batched row access
 //
@@ -154,12 +155,24 @@ func NewEmbedding(cards []int, dim int, scale float32, rng *rand.Rand) (*Embeddi
 		}
 		e.store[r*e.stride+3*dim] = unusedSlot
 	}
-	n := min(runtime.GOMAXPROCS(0), len(cards))
+	n := shardCount(runtime.GOMAXPROCS(0), len(cards))
 	for s := range n {
 		lo, hi := s*len(cards)/n, (s+1)*len(cards)/n
 		e.shards = append(e.shards, embShard{lo: lo, hi: hi, start: make([]int, hi-lo+1)})
 	}
 	return e, nil
+}
+
+// shardCount is how many shards the fields are cut into: one on one
+// core; otherwise up to four per core, one field at least each, which the
+// cores claim in turn (internal/par), so that a core slowed by a busy
+// neighbour (a shared or virtual machine) takes fewer of them instead of
+// holding up the others.
+func shardCount(procs, fields int) int {
+	if procs <= 1 {
+		return min(1, fields)
+	}
+	return min(4*procs, fields)
 }
 
 // rowStride is the floats per row for dim: 3·dim+1 rounded up to a power

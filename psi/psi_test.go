@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"crypto/sha512"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gtank/ristretto255"
 )
@@ -340,4 +343,31 @@ func BenchmarkPSI20000(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/(2*n), "µs/ID")
+}
+
+// TestParallelCoversEachIndexOnce checks the claiming loop of parallel:
+// every index of [0, n) in exactly one call, calls within parallelChunk,
+// whatever the core count and however slow one call is.
+func TestParallelCoversEachIndexOnce(t *testing.T) {
+	for _, tc := range []struct{ n, procs int }{{0, 4}, {1, 4}, {parallelChunk, 8}, {parallelChunk + 1, 2}, {1000, 3}, {4097, 16}} {
+		old := runtime.GOMAXPROCS(tc.procs)
+		seen := make([]atomic.Int32, tc.n)
+		parallel(tc.n, func(lo, hi int) {
+			if hi-lo > parallelChunk && tc.procs > 1 && tc.n > parallelChunk {
+				t.Errorf("n %d: a call of %d IDs, more than a chunk", tc.n, hi-lo)
+			}
+			if lo == 0 {
+				time.Sleep(time.Millisecond) // a slow core: the others take its share
+			}
+			for i := lo; i < hi; i++ {
+				seen[i].Add(1)
+			}
+		})
+		runtime.GOMAXPROCS(old)
+		for i := range seen {
+			if c := seen[i].Load(); c != 1 {
+				t.Fatalf("n %d, %d procs: index %d covered %d times", tc.n, tc.procs, i, c)
+			}
+		}
+	}
 }

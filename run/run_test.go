@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -186,25 +187,36 @@ func checkServingFiles(t *testing.T, cfg config.Config) {
 	}
 }
 
+// TestTrainIsDeterministicForASeed trains the same configuration three
+// times, at GOMAXPROCS 1, 2 and 8: every batch's loss and leak figures must
+// be the same.
 func TestTrainIsDeterministicForASeed(t *testing.T) {
-	var got [2][]map[string]any
-	for i := range got {
+	var got [3][]map[string]any
+	for i, procs := range []int{1, 2, 8} {
 		cfg := smallConfig(t)
 		cfg.Epochs, cfg.Protect, cfg.Params = 1, "marvell", protect.Params{"marvell_s": 1}
-		if _, err := Train(context.Background(), cfg, Options{}); err != nil {
+		old := runtime.GOMAXPROCS(procs)
+		_, err := Train(context.Background(), cfg, Options{})
+		runtime.GOMAXPROCS(old)
+		if err != nil {
 			t.Fatal(err)
 		}
 		got[i] = readLines(t, filepath.Join(cfg.Out, "batches.jsonl"))
 	}
-	for i := range got[0] {
-		a, b := got[0][i], got[1][i]
-		if a["loss"] != b["loss"] {
-			t.Fatalf("batch %d: loss %v vs %v", i, a["loss"], b["loss"])
+	for r, procs := range []int{2, 8} {
+		if len(got[r+1]) != len(got[0]) {
+			t.Fatalf("GOMAXPROCS %d: %d batches, at 1 core %d", procs, len(got[r+1]), len(got[0]))
 		}
-		la, _ := json.Marshal(a["leak"])
-		lb, _ := json.Marshal(b["leak"])
-		if string(la) != string(lb) {
-			t.Fatalf("batch %d: leak %s vs %s", i, la, lb)
+		for i := range got[0] {
+			a, b := got[0][i], got[r+1][i]
+			if a["loss"] != b["loss"] {
+				t.Fatalf("GOMAXPROCS %d, batch %d: loss %v, at 1 core %v", procs, i, b["loss"], a["loss"])
+			}
+			la, _ := json.Marshal(a["leak"])
+			lb, _ := json.Marshal(b["leak"])
+			if string(la) != string(lb) {
+				t.Fatalf("GOMAXPROCS %d, batch %d: leak %s, at 1 core %s", procs, i, lb, la)
+			}
 		}
 	}
 }

@@ -2,6 +2,7 @@ package step
 
 import (
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -63,6 +64,57 @@ func TestWDLSmall(t *testing.T) {
 	for _, bad := range []Spec{{Batch: 0, Vocab: 10}, {Batch: 4, Vocab: 0}, {Batch: 4, Vocab: 10, Fields: -1}} {
 		if _, err := NewWDL(bad); err == nil || !strings.Contains(err.Error(), "batch and vocab must be positive") {
 			t.Errorf("NewWDL(%+v): %v, want a refusal", bad, err)
+		}
+	}
+}
+
+// TestWDLStepSameAtAnyCoreCount trains the Wide&Deep split model at a
+// batch large enough that every parallel part of the step is cut (the
+// products' grids, the element-wise passes, the embedding shards, the
+// finiteness checks), built and run at GOMAXPROCS 1, 2, 8 and 16: the
+// losses and every weight must be the same bit for bit.
+func TestWDLStepSameAtAnyCoreCount(t *testing.T) {
+	spec := Spec{Batch: 4096, Vocab: 5000, Fields: 26, Dense: 13, Seed: 3}
+	steps := 4
+	if testing.Short() {
+		spec.Batch, steps = 2048, 2
+	}
+	var refLoss []float64
+	var refW [][]float32
+	for _, procs := range []int{1, 2, 8, 16} {
+		old := runtime.GOMAXPROCS(procs)
+		sb, err := NewWDL(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var loss []float64
+		for range steps {
+			l, err := sb.Step()
+			if err != nil {
+				t.Fatal(err)
+			}
+			loss = append(loss, l)
+		}
+		runtime.GOMAXPROCS(old)
+		w := [][]float32{sb.Bottom.Embedding().Store(), sb.Top.WideEmbedding().Store()}
+		for _, d := range sb.Bottom.Dense() {
+			w = append(w, d.W.Data, d.B.Data)
+		}
+		if refW == nil {
+			refLoss, refW = loss, w
+			continue
+		}
+		for i := range loss {
+			if math.Float64bits(loss[i]) != math.Float64bits(refLoss[i]) {
+				t.Fatalf("GOMAXPROCS %d: loss of step %d is %v, at 1 core %v", procs, i, loss[i], refLoss[i])
+			}
+		}
+		for k := range w {
+			for i := range w[k] {
+				if math.Float32bits(w[k][i]) != math.Float32bits(refW[k][i]) {
+					t.Fatalf("GOMAXPROCS %d: weights %d differ at %d: %v vs %v", procs, k, i, w[k][i], refW[k][i])
+				}
+			}
 		}
 	}
 }
