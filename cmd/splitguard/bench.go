@@ -98,7 +98,8 @@ of N IDs a side (half shared), both parties in this process, in µs per input ID
 --cores 1,2,4,… prints how the step (or, with --psi, the PSI) scales with cores: for
 each count c, a child process with GOMAXPROCS=c, and c one-core children running at
 the same time; the efficiency is the first's rate over the c children's summed rate
-(1.0: c cores do as much for one run as for c separate runs). --rounds R repeats the
+in the same round (1.0: c cores do as much for one run as for c separate runs), the
+median over the rounds. --rounds R repeats the
 whole sweep R times, interleaved, and reports medians (machines drift by ±20%
 between minutes: use R ≥ 3 for figures you report). Children are this program.`,
 		Args: cobra.NoArgs,

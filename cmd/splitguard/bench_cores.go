@@ -154,7 +154,8 @@ func childResult(m map[string]any) coreResult {
 	return coreResult{PerSecond: f("examples_per_s"), PerUnit: f("ms_per_step")}
 }
 
-// scalingRows takes the medians of the rounds.
+// scalingRows takes the medians of the rounds; the efficiency is the
+// median of the rounds' own ratios.
 func scalingRows(cores []int, alone map[int][]coreResult, together map[int][]float64) []coreRow {
 	var rows []coreRow
 	for _, c := range cores {
@@ -164,8 +165,20 @@ func scalingRows(cores []int, alone map[int][]coreResult, together map[int][]flo
 		}
 		row := coreRow{Cores: c, PerSecond: median(per), PerUnit: median(unit)}
 		if t := together[c]; len(t) > 0 {
-			row.Together = median(t)
-			row.Efficiency = row.PerSecond / row.Together
+			// The efficiency pairs each round's c-core process with the
+			// one-core processes of the same round, minutes apart from the
+			// other rounds: a virtual machine's cores drift between
+			// "as fast as two" and "as fast as one" from minute to minute,
+			// and a ratio of medians taken in different minutes would
+			// mix the two.
+			var ratios []float64
+			for i, r := range alone[c] {
+				if i < len(t) && t[i] > 0 {
+					ratios = append(ratios, r.PerSecond/t[i])
+				}
+			}
+			row.Efficiency = median(ratios)
+			row.Together = median(t) // sorts t: after the ratios
 		}
 		if c == 1 {
 			row.Together, row.Efficiency = row.PerSecond, 1
@@ -199,7 +212,7 @@ func printScaling(w io.Writer, o benchOptions, rows []coreRow) error {
 		}
 		fmt.Fprintf(w, "%6d %12.3f %14.0f %9.2f %22s %11s\n", r.Cores, r.PerUnit, r.PerSecond, r.SpeedUp, ind, eff)
 	}
-	_, err := fmt.Fprintln(w, "speed-up: against the first row's rate per core; efficiency: one c-core process's rate over c one-core processes' at the same time")
+	_, err := fmt.Fprintln(w, "speed-up: against the first row's rate per core; efficiency: median over the rounds of one c-core process's rate over c one-core processes' in the same round")
 	return err
 }
 

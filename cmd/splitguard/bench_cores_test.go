@@ -29,8 +29,8 @@ func TestParseCores(t *testing.T) {
 }
 
 // TestScalingRows: medians over the rounds, speed-up against the first
-// row's rate per core, efficiency against the independent processes'
-// summed rate, by hand.
+// row's rate per core, efficiency the median of each round's rate over
+// the same round's independent processes' summed rate, by hand.
 func TestScalingRows(t *testing.T) {
 	alone := map[int][]coreResult{
 		1: {{100, 10}, {80, 12.5}, {120, 8}},  // median 100/s, 10 ms
@@ -41,8 +41,10 @@ func TestScalingRows(t *testing.T) {
 	rows := scalingRows([]int{1, 2, 4}, alone, together)
 	want := []coreRow{
 		{Cores: 1, PerUnit: 10, PerSecond: 100, SpeedUp: 1, Together: 100, Efficiency: 1},
-		{Cores: 2, PerUnit: 6.2, PerSecond: 160, SpeedUp: 1.6, Together: 200, Efficiency: 0.8},
-		{Cores: 4, PerUnit: 3.4, PerSecond: 300, SpeedUp: 3, Together: 380, Efficiency: 300.0 / 380},
+		// rounds 150/200, 170/190, 160/210: median 160/210 (not 160/200)
+		{Cores: 2, PerUnit: 6.2, PerSecond: 160, SpeedUp: 1.6, Together: 200, Efficiency: 160.0 / 210},
+		// rounds 300/400, 280/380, 320/360: median 300/400
+		{Cores: 4, PerUnit: 3.4, PerSecond: 300, SpeedUp: 3, Together: 380, Efficiency: 0.75},
 	}
 	for i, w := range want {
 		g := rows[i]
