@@ -52,6 +52,10 @@ type Spectral struct {
 	// OnGradient makes the attack read the layer's gradient instead of
 	// its output.
 	OnGradient bool
+	// Standardise divides every centred column by its standard deviation
+	// before the direction is found (a constant column stays 0); a free
+	// parameter of the tuned attacker (Params).
+	Standardise bool
 
 	centred tensor.Matrix
 	cov     tensor.Matrix
@@ -72,6 +76,20 @@ func (a *Spectral) Name() string {
 		return "spectral_grad"
 	}
 	return "spectral"
+}
+
+// Params implements Tunable: the standardisation of the columns.
+func (a *Spectral) Params() []Param {
+	return []Param{{Key: "standardise", Help: "scale every column to unit deviation", Choices: []string{"no", "yes"}}}
+}
+
+// SetParams implements Tunable.
+func (a *Spectral) SetParams(v Values) error {
+	if err := checkValues(a.Name(), a.Params(), v); err != nil {
+		return err
+	}
+	a.Standardise = v["standardise"] == 1
+	return nil
 }
 
 // Needs implements Attack: the layer output (or gradient) alone.
@@ -172,6 +190,9 @@ func (a *Spectral) topDirection(x *tensor.Matrix) {
 		for j, v := range src {
 			dst[j] = float32(float64(v) - a.mean[j])
 		}
+	}
+	if a.Standardise {
+		a.standardise(n, d)
 	}
 	a.s = buf.Grow(a.s, n)
 	a.v = buf.Grow(a.v, d)
@@ -314,4 +335,27 @@ func TwoMeans1D(sorted []float64) (m int, ok bool) {
 		}
 	}
 	return m, ok
+}
+
+// standardise divides every column of a.centred by its standard deviation
+// (a zero column is left zero).
+func (a *Spectral) standardise(n, d int) {
+	a.mean = buf.Grow(a.mean, d) // reused for the inverse deviations
+	clear(a.mean)
+	for i := range n {
+		for j, v := range a.centred.Row(i) {
+			a.mean[j] += float64(v) * float64(v)
+		}
+	}
+	for j, ss := range a.mean {
+		if ss > 0 {
+			a.mean[j] = 1 / math.Sqrt(ss/float64(n))
+		}
+	}
+	for i := range n {
+		row := a.centred.Row(i)
+		for j, v := range row {
+			row[j] = float32(float64(v) * a.mean[j])
+		}
+	}
 }
