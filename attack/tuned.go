@@ -60,10 +60,19 @@ type tunedLayer struct {
 // under name, knowing known ≥ 2 rows of every batch and trying budget ≥ 1
 // candidates drawn with seed ([Candidates]).
 func NewTuned(name string, known, budget int, seed uint64) (*Tuned, error) {
+	if _, err := New(name); err != nil {
+		return nil, err
+	}
+	return NewTunedFrom(name, func() (Attack, error) { return New(name) }, known, budget, seed)
+}
+
+// NewTunedFrom is [NewTuned] for the attack that newAttack constructs
+// (name is its name, which seeds its candidates).
+func NewTunedFrom(name string, newAttack func() (Attack, error), known, budget int, seed uint64) (*Tuned, error) {
 	if known < 2 || budget < 1 {
 		return nil, fmt.Errorf("tuned attack %s: %d known rows and a budget of %d; want at least 2 and 1", name, known, budget)
 	}
-	first, err := New(name)
+	first, err := newAttack()
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +85,7 @@ func NewTuned(name string, known, budget int, seed uint64) (*Tuned, error) {
 	for i, c := range t.cands {
 		inst := first
 		if i > 0 {
-			if inst, err = New(name); err != nil {
+			if inst, err = newAttack(); err != nil {
 				return nil, err
 			}
 		}
