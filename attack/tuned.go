@@ -3,6 +3,7 @@ package attack
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/splitguard/splitguard/internal/buf"
@@ -258,4 +259,38 @@ func bothClasses(y []uint8) bool {
 // returns the attack it tunes.
 func IsTunedName(name string) (string, bool) {
 	return strings.CutSuffix(name, TunedSuffix)
+}
+
+// State returns the running validation record at layer — every
+// candidate's sum of fold AUCs and its number of folds — for a
+// checkpoint (nil before the layer's first batch).
+func (t *Tuned) State(layer string) (sum []float64, folds []int) {
+	st, ok := t.layers[layer]
+	if !ok {
+		return nil, nil
+	}
+	return slices.Clone(st.sum), slices.Clone(st.folds)
+}
+
+// Restore sets the running validation record at layer from [Tuned.State]
+// of a tuned attacker of the same attack, budget and seed. It returns an
+// error when the numbers of candidates differ or a value is impossible.
+func (t *Tuned) Restore(layer string, sum []float64, folds []int) error {
+	if len(sum) != len(t.cands) || len(folds) != len(t.cands) {
+		return fmt.Errorf("tuned attack %s at layer %q: a record of %d candidates, want %d", t.Name(), layer, len(sum), len(t.cands))
+	}
+	st := &tunedLayer{sum: slices.Clone(sum), folds: slices.Clone(folds), sign: 1}
+	means := make([]float64, len(sum))
+	for c := range sum {
+		if folds[c] < 0 || !(sum[c] >= 0 && sum[c] <= float64(folds[c])) {
+			return fmt.Errorf("tuned attack %s at layer %q: candidate %d has AUC sum %v over %d folds", t.Name(), layer, c, sum[c], folds[c])
+		}
+		means[c] = math.NaN()
+		if folds[c] > 0 {
+			means[c] = sum[c] / float64(folds[c])
+		}
+	}
+	st.best, st.sign = BestCandidate(means)
+	t.layers[layer] = st
+	return nil
 }
