@@ -294,7 +294,10 @@ func TestSimilarityMetrics(t *testing.T) {
 	x := mat([]float32{1, 0}, []float32{0, 2}, []float32{3, 1}, []float32{-1, -1})
 	obs := &Observation{Layer: "cut", X: x, Known: []int{0, 1}, KnownLabels: []uint8{1, 0}}
 	mean := [2]float64{3.0 / 4, 2.0 / 4}
-	c := func(i int) [2]float64 { r := x.Row(i); return [2]float64{float64(r[0]) - mean[0], float64(r[1]) - mean[1]} }
+	c := func(i int) [2]float64 {
+		r := x.Row(i)
+		return [2]float64{float64(r[0]) - mean[0], float64(r[1]) - mean[1]}
+	}
 	dotc := func(a, b [2]float64) float64 { return a[0]*b[0] + a[1]*b[1] }
 	for _, tc := range []struct {
 		metric, centre float64

@@ -388,7 +388,7 @@ func (r *Recorder) Finish(steps int64, elapsed time.Duration) (*Summary, error) 
 		TestLossFinal: last.TestLoss, TestLossNote: "mean binary cross-entropy on the test split, without regularisers",
 		ACEFinal: last.ACE, ACEBest: best.ACE, ACEBins: cfg.ACEBins, TrainLossFinal: r.lastLoss,
 		Steps: steps, Epochs: cfg.Epochs, Examples: examples, Seconds: elapsed.Seconds(),
-		Leak: r.aud.Summary(), TrainRows: len(train.IDs), TestRows: len(r.split.Test.IDs),
+		Leak: r.aud.Summary(), Tuned: r.aud.TunedChoices(), TrainRows: len(train.IDs), TestRows: len(r.split.Test.IDs),
 		TrainPosRate: float64(pos) / float64(max(len(train.IDs), 1)), BadRowsSkipped: r.split.Info.BadRows,
 		Engine: tensor.Default.Name(), Protect: cfg.Protect,
 		Truncated:           cfg.MaxSteps > 0 && steps < planned && !r.earlyStopped,

@@ -150,6 +150,10 @@ type Summary struct {
 	StepMSMean    float64 `json:"step_ms_mean"`
 
 	Leak map[string]metrics.LeakSummary `json:"leak"`
+	// Tuned is every tuned attacker's final choice, keyed
+	// "ATTACK_tuned/LAYER" (audit.Auditor.TunedChoices); absent when the
+	// tuned attackers are off.
+	Tuned map[string]string `json:"tuned,omitempty"`
 
 	TrainRows      int     `json:"train_rows"`
 	TestRows       int     `json:"test_rows"`
