@@ -207,11 +207,7 @@ func (c *Config) NewAuditor() (*audit.Auditor, error) {
 	if err != nil || c.TunedKnown == 0 {
 		return a, err
 	}
-	budget := c.TunedBudget
-	if budget == 0 {
-		budget = DefaultTunedBudget
-	}
-	if err := a.Tune(c.TunedKnown, budget); err != nil {
+	if err := a.Tune(c.TunedKnown, c.TunedBudgetOr()); err != nil {
 		return nil, err
 	}
 	return a, nil

@@ -169,8 +169,10 @@ type Config struct {
 	KnownLabels int `yaml:"known_labels,omitempty"`
 	// TunedKnown turns on the tuned attackers (audit.Auditor.Tune,
 	// docs/methods/tuned.md) with the labels of that many rows of every
-	// batch known to them (2 to 64; 0: off); TunedBudget is how many
-	// candidate settings each tries (0: DefaultTunedBudget).
+	// batch known to them (2 to 64; 0: off), and those of the model
+	// attacks (completion.Attacker.Tune), which know the known_labels rows;
+	// TunedBudget is how many candidate settings each tries (0:
+	// DefaultTunedBudget).
 	TunedKnown  int `yaml:"tuned_known,omitempty"`
 	TunedBudget int `yaml:"tuned_budget,omitempty"`
 
@@ -190,6 +192,15 @@ const DefaultKnownLabels = 40
 // DefaultTunedBudget is the tuned attacker's number of candidate settings
 // when key tuned_budget is not set.
 const DefaultTunedBudget = 8
+
+// TunedBudgetOr returns the tuned attacker's budget: key tuned_budget, or
+// DefaultTunedBudget when it is not set.
+func (c *Config) TunedBudgetOr() int {
+	if c.TunedBudget == 0 {
+		return DefaultTunedBudget
+	}
+	return c.TunedBudget
+}
 
 // Known returns the model-completion attacker's number of known labels.
 func (c *Config) Known() int {

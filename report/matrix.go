@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"sort"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -39,7 +38,7 @@ func matrixRows(runs []*Run) (cut, model []string) {
 		}
 	}
 	sortAttackKeys(cut)
-	sort.Strings(model)
+	sortAttackKeys(model)
 	return cut, model
 }
 

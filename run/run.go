@@ -483,6 +483,11 @@ func modelAttacks(cfg config.Config, split *data.Split, bottom model.Bottom) (fu
 	if err != nil {
 		return nil, err
 	}
+	if cfg.TunedKnown > 0 {
+		if err := at.Tune(cfg.TunedBudgetOr()); err != nil {
+			return nil, err
+		}
+	}
 	return func() (map[string]float64, error) {
 		res, err := at.Run(bottom, split.Train.X, split.Test.X, split.Test.Labels)
 		if err != nil {
