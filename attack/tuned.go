@@ -46,6 +46,7 @@ type Tuned struct {
 	valRows []int
 	valLab  []uint8
 	isKnown []bool
+	means   []float64
 }
 
 // tunedLayer is the running validation record of every candidate at one
@@ -211,14 +212,14 @@ func (t *Tuned) Score(obs *Observation, scores []float64, scored []bool) error {
 			}
 		}
 	}
-	means := make([]float64, len(t.cands))
-	for c := range means {
-		means[c] = math.NaN()
+	t.means = buf.Grow(t.means, len(t.cands))
+	for c := range t.means {
+		t.means[c] = math.NaN()
 		if st.folds[c] > 0 {
-			means[c] = st.sum[c] / float64(st.folds[c])
+			t.means[c] = st.sum[c] / float64(st.folds[c])
 		}
 	}
-	st.best, st.sign = BestCandidate(means)
+	st.best, st.sign = BestCandidate(t.means)
 	if err := t.insts[st.best].Score(obs, scores, scored); err != nil {
 		return fmt.Errorf("tuned: %w", err)
 	}
