@@ -474,7 +474,7 @@ func (c *Config) validate() error {
 	if c.TunedBudget < 0 {
 		bad("tuned attacker's budget %d, want ≥ 1 (or 0: %d) (key tuned_budget)", c.TunedBudget, DefaultTunedBudget)
 	} else if c.TunedBudget > 0 && c.TunedKnown == 0 {
-		bad("tuned attacker's budget %d without its known rows (key tuned_budget needs tuned_known)", c.TunedBudget)
+		bad("tuned attacker's budget %d without its known rows (key tuned_budget needs key tuned_known)", c.TunedBudget)
 	}
 	if len(c.Attacks) == 0 {
 		bad("no attacks: name at least one (key attacks)")
