@@ -405,3 +405,34 @@ func TestTunedNameRefused(t *testing.T) {
 	}()
 	Register("x"+TunedSuffix, func() Attack { return &Norm{} })
 }
+
+// TestHintCount: a hint attack set to compare with its first two of five
+// hints scores −min distance to those two, and leaves all five unscored.
+func TestHintCount(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 13))
+	x := tensor.New(30, 3)
+	for i := range x.Data {
+		x.Data[i] = float32(r.NormFloat64())
+	}
+	hints := []int{4, 9, 17, 22, 28}
+	a := NewHint(5, HintDistance)
+	if err := a.SetParams(Values{"hints": 2}); err != nil {
+		t.Fatal(err)
+	}
+	s, f := make([]float64, 30), make([]bool, 30)
+	if err := a.Score(&Observation{Layer: "cut", X: x, Hints: hints}, s, f); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		if slices.Contains(hints, i) {
+			if f[i] {
+				t.Errorf("hint row %d scored", i)
+			}
+			continue
+		}
+		want := -math.Min(math.Sqrt(sqDist(x.Row(i), x.Row(4))), math.Sqrt(sqDist(x.Row(i), x.Row(9))))
+		if !f[i] || !near(s[i], want, 1e-9) {
+			t.Errorf("row %d: %v, want %v", i, s[i], want)
+		}
+	}
+}
