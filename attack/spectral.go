@@ -56,6 +56,13 @@ type Spectral struct {
 	// before the direction is found (a constant column stays 0); a free
 	// parameter of the tuned attacker (Params).
 	Standardise bool
+	// Components is the number of top directions the rows are projected
+	// on (1 to 3; 0 or 1: the top one, the paper's attack); a free
+	// parameter of the tuned attacker (Params).
+	Components int
+
+	dirs, ew, w2, w3, proj []float64 // spectral_components.go
+	cluster                []bool
 
 	centred tensor.Matrix
 	cov     tensor.Matrix
@@ -80,7 +87,10 @@ func (a *Spectral) Name() string {
 
 // Params implements Tunable: the standardisation of the columns.
 func (a *Spectral) Params() []Param {
-	return []Param{{Key: "standardise", Help: "scale every column to unit deviation", Choices: []string{"no", "yes"}}}
+	return []Param{
+		{Key: "standardise", Help: "scale every column to unit deviation", Choices: []string{"no", "yes"}},
+		{Key: "components", Help: "top directions the rows are projected on", Min: 1, Max: spectralComponentsMax, Int: true, Default: 1},
+	}
 }
 
 // SetParams implements Tunable.
@@ -88,7 +98,7 @@ func (a *Spectral) SetParams(v Values) error {
 	if err := checkValues(a.Name(), a.Params(), v); err != nil {
 		return err
 	}
-	a.Standardise = v["standardise"] == 1
+	a.Standardise, a.Components = v["standardise"] == 1, int(v["components"])
 	return nil
 }
 
@@ -134,6 +144,10 @@ func (a *Spectral) Score(obs *Observation, scores []float64, scored []bool) erro
 	m, ok := TwoMeans1D(a.sorted)
 	if !ok {
 		fill(scores, 0)
+		return nil
+	}
+	if a.Components > 1 {
+		a.components(n, obs.PositivesMinority, scores)
 		return nil
 	}
 	var absLo, absHi float64
