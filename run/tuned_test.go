@@ -54,6 +54,9 @@ func TestTunedAttackersInARun(t *testing.T) {
 			t.Errorf("no leak summary %s", k)
 		}
 	}
+	if c, _ := tuned["completion_supervised_tuned"].(string); !strings.Contains(c, "sign=") {
+		t.Errorf("summary tuned[completion_supervised_tuned] = %q", c)
+	}
 	if _, ok := sums[1]["eval_attacks_final"].(map[string]any)["completion_supervised_tuned/auc"]; !ok {
 		t.Errorf("no tuned completion figure in %v", sums[1]["eval_attacks_final"])
 	}
