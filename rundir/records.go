@@ -151,8 +151,10 @@ type Summary struct {
 
 	Leak map[string]metrics.LeakSummary `json:"leak"`
 	// Tuned is every tuned attacker's final choice, keyed
-	// "ATTACK_tuned/LAYER" (audit.Auditor.TunedChoices); absent when the
-	// tuned attackers are off.
+	// "ATTACK_tuned/LAYER" for the per-batch attacks
+	// (audit.Auditor.TunedChoices) and "ATTACK_tuned" for the model
+	// attacks at the last evaluation; absent when the tuned attackers are
+	// off.
 	Tuned map[string]string `json:"tuned,omitempty"`
 
 	TrainRows      int     `json:"train_rows"`
