@@ -112,7 +112,8 @@ func dcsScores(gs []*group, dataset string, cutKeys []string) ([]settingScore, f
 	return out, mpIdeal, note
 }
 
-// dcsTable is the ranking of every dataset's protection settings by T-DCS.
+// dcsTable is the ranking of every dataset's protection settings by the DCS
+// against the strongest attack, then T-DCS ([dcsScores]).
 func dcsTable(gs []*group, cutKeys []string) (*Table, []string) {
 	t := &Table{}
 	for _, h := range []string{"rank", "dataset", "method", "param", "runs", "DCS vs strongest", "strongest attack", "T-DCS", "T-DCS, default attacks"} {
@@ -167,7 +168,7 @@ func dcsTable(gs []*group, cutKeys []string) (*Table, []string) {
 	return t, notes
 }
 
-// dcsSection ranks the protection settings of every dataset by T-DCS. Its
+// dcsSection ranks the protection settings of every dataset ([dcsTable]). Its
 // notes (settings left out of the ranking) go to the page's notes in a
 // sweep; a lone run has no ranking to speak of and is not shown one.
 func (b *builder) dcsSection() (*Section, error) {
