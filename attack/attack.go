@@ -133,6 +133,9 @@ func register(name string, f func() Plugin) {
 	if name == "" {
 		panic("attack: Register needs a name and a constructor")
 	}
+	if strings.HasSuffix(name, TunedSuffix) {
+		panic(fmt.Sprintf("attack: %q ends in %q, which names tuned attackers", name, TunedSuffix))
+	}
 	if _, dup := registry[name]; dup {
 		panic(fmt.Sprintf("attack: %q registered twice", name))
 	}

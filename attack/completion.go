@@ -84,6 +84,40 @@ func NewCompletion(semiSupervised bool) *Completion {
 	return &Completion{SemiSupervised: semiSupervised, Hidden: 0, Steps: 300, Rounds: 3, LR: 0.01, L2: 1}
 }
 
+// completionHidden are the head widths the tuned attacker chooses among.
+var completionHidden = []string{"0", "16", "64"}
+
+// Params implements Tunable: the head's width (0: logistic regression),
+// its Adam steps, learning rate and L2 penalty, the per-column scaling and,
+// semi-supervised, the pseudo-label rounds (which set the shares ρ of
+// pseudo-labelled rows).
+func (a *Completion) Params() []Param {
+	p := []Param{
+		{Key: "hidden", Help: "hidden width of the head (0: logistic regression)", Choices: completionHidden},
+		{Key: "steps", Help: "Adam steps per fit", Min: 100, Max: 600, Int: true, Default: 300},
+		{Key: "lr", Help: "Adam learning rate", Min: 1e-3, Max: 0.1, Log: true, Default: 0.01},
+		{Key: "l2", Help: "L2 penalty on the weights", Min: 0.01, Max: 10, Log: true, Default: 1},
+		{Key: "per_column", Help: "scale every column to unit deviation", Choices: []string{"no", "yes"}},
+	}
+	if a.SemiSupervised {
+		p = append(p, Param{Key: "rounds", Help: "pseudo-label rounds", Min: 0, Max: 5, Int: true, Default: 3})
+	}
+	return p
+}
+
+// SetParams implements Tunable.
+func (a *Completion) SetParams(v Values) error {
+	if err := checkValues(a.Name(), a.Params(), v); err != nil {
+		return err
+	}
+	a.Hidden = [...]int{0, 16, 64}[int(v["hidden"])]
+	a.Steps, a.LR, a.L2, a.PerColumn = int(v["steps"]), v["lr"], v["l2"], v["per_column"] == 1
+	if a.SemiSupervised {
+		a.Rounds = int(v["rounds"])
+	}
+	return nil
+}
+
 // Name implements ModelAttack.
 func (a *Completion) Name() string {
 	if a.SemiSupervised {

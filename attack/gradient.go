@@ -95,7 +95,7 @@ const (
 
 // MajorityCosine is the practical direction attack (METHODS §3): for each row
 // i, share_i is the fraction of the other B−1 rows j ≠ i with
-// cos(g_i, g_j) > 0, and r = −share (the minority direction is the
+// cos(g_i, g_j) > τ (Threshold, 0 by default), and r = −share (the minority direction is the
 // positive class). The cosine with a zero vector is 0, which is not
 // positive: a zero row has share 0 and is not counted in any other row's
 // share. With B = 1 the share is defined as 0.
@@ -105,6 +105,10 @@ const (
 // 2²⁰ entries per chunk) and only on and above the diagonal block-wise,
 // each positive entry counting for both of its rows.
 type MajorityCosine struct {
+	// Threshold τ counts a pair as agreeing when its cosine exceeds τ
+	// (default 0); a free parameter of the tuned attacker (Params).
+	Threshold float32
+
 	norms      []float64
 	counts     []int32
 	normed     tensor.Matrix
@@ -114,6 +118,20 @@ type MajorityCosine struct {
 
 // Name implements Attack.
 func (*MajorityCosine) Name() string { return "majority_cosine" }
+
+// Params implements Tunable: the cosine threshold τ ∈ [−0.5, 0.5].
+func (*MajorityCosine) Params() []Param {
+	return []Param{{Key: "threshold", Help: "cosine above which two rows agree", Min: -0.5, Max: 0.5}}
+}
+
+// SetParams implements Tunable.
+func (a *MajorityCosine) SetParams(v Values) error {
+	if err := checkValues(a.Name(), a.Params(), v); err != nil {
+		return err
+	}
+	a.Threshold = float32(v["threshold"])
+	return nil
+}
 
 // Needs implements Attack: the gradient alone.
 func (*MajorityCosine) Needs() Needs { return Needs{Input: Gradient} }
@@ -160,7 +178,7 @@ func (a *MajorityCosine) Score(obs *Observation, scores []float64, scored []bool
 			col = col[:len(row)]
 			var c int32
 			for cc, v := range row {
-				p := positive(v)
+				p := positive(v - a.Threshold)
 				c += p
 				col[cc] += p
 			}

@@ -54,6 +54,23 @@ func NewGradMatch() *GradMatch { return &GradMatch{Iterations: 150, LR: 0.02} }
 // Name implements Attack.
 func (*GradMatch) Name() string { return "grad_match" }
 
+// Params implements Tunable: the Adam steps per sign and the step size.
+func (*GradMatch) Params() []Param {
+	return []Param{
+		{Key: "iterations", Help: "Adam steps per sign", Min: 50, Max: 400, Int: true, Default: 150},
+		{Key: "lr", Help: "Adam step size", Min: 0.002, Max: 0.2, Log: true, Default: 0.02},
+	}
+}
+
+// SetParams implements Tunable.
+func (a *GradMatch) SetParams(v Values) error {
+	if err := checkValues(a.Name(), a.Params(), v); err != nil {
+		return err
+	}
+	a.Iterations, a.LR = int(v["iterations"]), v["lr"]
+	return nil
+}
+
 // Needs implements Attack: the gradient and the layer's output; it is
 // expensive (left out of "all").
 func (*GradMatch) Needs() Needs { return Needs{Input: Gradient, WithOutput: true, Expensive: true} }

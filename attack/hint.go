@@ -62,6 +62,25 @@ type Hint struct {
 	scoring HintScoring
 	name    string
 	hNorms  []float64
+	// use is how many of the k hints are compared with (1 ≤ use ≤ k; 0:
+	// k), a free parameter of the tuned attacker (Params); every one of
+	// the k hints is left unscored.
+	use int
+}
+
+// Params implements Tunable: how many of its k hints the attack compares
+// rows with (the k of the hint attack; the others stay unscored).
+func (a *Hint) Params() []Param {
+	return []Param{{Key: "hints", Help: "hints compared with", Min: 1, Max: float64(a.k), Int: true, Default: float64(a.k)}}
+}
+
+// SetParams implements Tunable.
+func (a *Hint) SetParams(v Values) error {
+	if err := checkValues(a.name, a.Params(), v); err != nil {
+		return err
+	}
+	a.use = int(v["hints"])
+	return nil
 }
 
 // NewHint returns the hint attack with k ≥ 1 hints and the given scoring.
@@ -117,6 +136,15 @@ func (a *Hint) Score(obs *Observation, scores []float64, scored []bool) error {
 	fill(scored, true)
 	for _, h := range hints {
 		scored[h] = false
+	}
+	if a.use > 0 && a.use < len(hints) {
+		hints = hints[:a.use]
+		best = 0
+		for j := range hints {
+			if a.hNorms[j] > a.hNorms[best] {
+				best = j
+			}
+		}
 	}
 	for i := range n {
 		if !scored[i] {

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/splitguard/splitguard/internal/buf"
+	"github.com/splitguard/splitguard/tensor"
 )
 
 // SimilarityKnown is the number of known rows of the registered similarity
@@ -30,8 +31,48 @@ func init() {
 type Similarity struct {
 	input Kind
 	k     int
-	norms []float64
-	known []bool
+	// Metric is the similarity (SimCosine by default); Centre subtracts
+	// the batch's column means from every row first. Both are free
+	// parameters of the tuned attacker (Params).
+	Metric SimilarityMetric
+	Centre bool
+
+	norms   []float64
+	known   []bool
+	mean    []float64
+	centred tensor.Matrix
+}
+
+// SimilarityMetric is how the similarity attack compares two rows.
+type SimilarityMetric int
+
+const (
+	// SimCosine is cos(x_i, x_j) (0 with a zero vector).
+	SimCosine SimilarityMetric = iota
+	// SimInner is ⟨x_i, x_j⟩.
+	SimInner
+	// SimDistance is −‖x_i − x_j‖.
+	SimDistance
+)
+
+// similarityMetrics names the metrics, in SimilarityMetric order.
+var similarityMetrics = []string{"cosine", "inner", "distance"}
+
+// Params implements Tunable: the metric and the centring.
+func (a *Similarity) Params() []Param {
+	return []Param{
+		{Key: "metric", Help: "how rows are compared", Choices: similarityMetrics},
+		{Key: "centre", Help: "subtract the batch's column means first", Choices: []string{"no", "yes"}},
+	}
+}
+
+// SetParams implements Tunable.
+func (a *Similarity) SetParams(v Values) error {
+	if err := checkValues(a.Name(), a.Params(), v); err != nil {
+		return err
+	}
+	a.Metric, a.Centre = SimilarityMetric(v["metric"]), v["centre"] == 1
+	return nil
 }
 
 // NewSimilarity returns the similarity attack on input with k ≥ 1 known
@@ -63,8 +104,12 @@ func (a *Similarity) Score(obs *Observation, scores []float64, scored []bool) er
 	if len(obs.Known) != len(obs.KnownLabels) {
 		return fmt.Errorf("attack %s at layer %q: %d known rows but %d known labels", a.Name(), obs.Layer, len(obs.Known), len(obs.KnownLabels))
 	}
+	x := obs.X
+	if a.Centre {
+		x = a.centre(x)
+	}
 	a.norms = buf.Grow(a.norms, n)
-	if err := rowNorms(a.norms, obs.X, a.Name(), obs.Layer); err != nil {
+	if err := rowNorms(a.norms, x, a.Name(), obs.Layer); err != nil {
 		return err
 	}
 	a.known = buf.Grow(a.known, n)
@@ -98,13 +143,9 @@ func (a *Similarity) Score(obs *Observation, scores []float64, scored []bool) er
 		}
 		scored[i] = true
 		var sp, sn float64
-		xi := obs.X.Row(i)
+		xi := x.Row(i)
 		for k, j := range known {
-			den := a.norms[i] * a.norms[j]
-			if den == 0 {
-				continue
-			}
-			c := dot(xi, obs.X.Row(j)) / den
+			c := a.similarity(xi, x.Row(j), a.norms[i], a.norms[j])
 			if labels[k] == 1 {
 				sp += c
 			} else {
@@ -124,4 +165,38 @@ func (a *Similarity) Score(obs *Observation, scores []float64, scored []bool) er
 		scores[i] = s
 	}
 	return nil
+}
+
+// similarity compares rows a and b of norms na and nb by the metric.
+func (s *Similarity) similarity(a, b []float32, na, nb float64) float64 {
+	switch s.Metric {
+	case SimInner:
+		return dot(a, b)
+	case SimDistance:
+		return -math.Sqrt(sqDist(a, b))
+	}
+	if na*nb == 0 {
+		return 0
+	}
+	return dot(a, b) / (na * nb)
+}
+
+// centre returns x with its column means subtracted (a copy).
+func (s *Similarity) centre(x *tensor.Matrix) *tensor.Matrix {
+	n, d := x.Rows, x.Cols
+	s.mean = buf.Grow(s.mean, d)
+	clear(s.mean)
+	for i := range n {
+		for j, v := range x.Row(i) {
+			s.mean[j] += float64(v)
+		}
+	}
+	s.centred.Resize(n, d)
+	for i := range n {
+		dst := s.centred.Row(i)
+		for j, v := range x.Row(i) {
+			dst[j] = float32(float64(v) - s.mean[j]/float64(n))
+		}
+	}
+	return &s.centred
 }

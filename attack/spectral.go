@@ -52,6 +52,17 @@ type Spectral struct {
 	// OnGradient makes the attack read the layer's gradient instead of
 	// its output.
 	OnGradient bool
+	// Standardise divides every centred column by its standard deviation
+	// before the direction is found (a constant column stays 0); a free
+	// parameter of the tuned attacker (Params).
+	Standardise bool
+	// Components is the number of top directions the rows are projected
+	// on (1 to 3; 0 or 1: the top one, the paper's attack); a free
+	// parameter of the tuned attacker (Params).
+	Components int
+
+	dirs, ew, w2, w3, proj []float64 // spectral_components.go
+	cluster                []bool
 
 	centred tensor.Matrix
 	cov     tensor.Matrix
@@ -72,6 +83,23 @@ func (a *Spectral) Name() string {
 		return "spectral_grad"
 	}
 	return "spectral"
+}
+
+// Params implements Tunable: the standardisation of the columns.
+func (a *Spectral) Params() []Param {
+	return []Param{
+		{Key: "standardise", Help: "scale every column to unit deviation", Choices: []string{"no", "yes"}},
+		{Key: "components", Help: "top directions the rows are projected on", Min: 1, Max: spectralComponentsMax, Int: true, Default: 1},
+	}
+}
+
+// SetParams implements Tunable.
+func (a *Spectral) SetParams(v Values) error {
+	if err := checkValues(a.Name(), a.Params(), v); err != nil {
+		return err
+	}
+	a.Standardise, a.Components = v["standardise"] == 1, int(v["components"])
+	return nil
 }
 
 // Needs implements Attack: the layer output (or gradient) alone.
@@ -116,6 +144,10 @@ func (a *Spectral) Score(obs *Observation, scores []float64, scored []bool) erro
 	m, ok := TwoMeans1D(a.sorted)
 	if !ok {
 		fill(scores, 0)
+		return nil
+	}
+	if a.Components > 1 {
+		a.components(n, obs.PositivesMinority, scores)
 		return nil
 	}
 	var absLo, absHi float64
@@ -172,6 +204,9 @@ func (a *Spectral) topDirection(x *tensor.Matrix) {
 		for j, v := range src {
 			dst[j] = float32(float64(v) - a.mean[j])
 		}
+	}
+	if a.Standardise {
+		a.standardise(n, d)
 	}
 	a.s = buf.Grow(a.s, n)
 	a.v = buf.Grow(a.v, d)
@@ -314,4 +349,27 @@ func TwoMeans1D(sorted []float64) (m int, ok bool) {
 		}
 	}
 	return m, ok
+}
+
+// standardise divides every column of a.centred by its standard deviation
+// (a zero column is left zero).
+func (a *Spectral) standardise(n, d int) {
+	a.mean = buf.Grow(a.mean, d) // reused for the inverse deviations
+	clear(a.mean)
+	for i := range n {
+		for j, v := range a.centred.Row(i) {
+			a.mean[j] += float64(v) * float64(v)
+		}
+	}
+	for j, ss := range a.mean {
+		if ss > 0 {
+			a.mean[j] = 1 / math.Sqrt(ss/float64(n))
+		}
+	}
+	for i := range n {
+		row := a.centred.Row(i)
+		for j, v := range row {
+			row[j] = float32(float64(v) * a.mean[j])
+		}
+	}
 }

@@ -362,3 +362,65 @@ func TestSpectralTopDirectionWide(t *testing.T) {
 		}
 	}
 }
+
+// TestSpectralComponents: when the classes differ along the second
+// principal direction only (the first is label-free noise of larger
+// variance), the one-component attack is near chance and the
+// two-component one separates them; its second direction is the second
+// eigenvector of EᵀE, computed independently with gonum's EigenSym.
+func TestSpectralComponents(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	n, d := 400, 4
+	x := tensor.New(n, d)
+	y := make([]uint8, n)
+	for i := range n {
+		if r.Float64() < 0.3 {
+			y[i] = 1
+		}
+		row := x.Row(i)
+		row[0] = float32(6 * r.NormFloat64())
+		row[1] = float32(0.4*r.NormFloat64() + 2*float64(y[i]))
+		row[2] = float32(0.3 * r.NormFloat64())
+		row[3] = float32(0.2 * r.NormFloat64())
+	}
+	obs := &Observation{Layer: "cut", X: x, PositivesMinority: true}
+	one, _ := score(t, "spectral", obs)
+	a := &Spectral{Components: 2}
+	two, f := make([]float64, n), make([]bool, n)
+	if err := a.Score(obs, two, f); err != nil {
+		t.Fatal(err)
+	}
+	auc1, _ := metrics.AUC(one, y, nil)
+	auc2, _ := metrics.AUC(two, y, nil)
+	if math.Abs(auc1-0.5) > 0.1 || auc2 < 0.99 {
+		t.Errorf("AUC with one component %.3f (want ≈ ½), with two %.3f (want ≈ 1)", auc1, auc2)
+	}
+	// The second direction against EigenSym of the centred EᵀE.
+	c := gmat.NewSymDense(d, nil)
+	mean := make([]float64, d)
+	for i := range n {
+		for j := range d {
+			mean[j] += float64(x.Row(i)[j]) / float64(n)
+		}
+	}
+	for i := range n {
+		for p := range d {
+			for q := p; q < d; q++ {
+				c.SetSym(p, q, c.At(p, q)+(float64(x.Row(i)[p])-mean[p])*(float64(x.Row(i)[q])-mean[q]))
+			}
+		}
+	}
+	var eig gmat.EigenSym
+	if !eig.Factorize(c, true) {
+		t.Fatal("EigenSym failed")
+	}
+	var vecs gmat.Dense
+	eig.VectorsTo(&vecs) // ascending eigenvalues: the second largest is column d−2
+	var cos float64
+	for j := range d {
+		cos += vecs.At(j, d-2) * a.dirs[d+j]
+	}
+	if math.Abs(cos) < 0.9999 {
+		t.Errorf("second direction %v, EigenSym's %v (cos %v)", a.dirs[d:2*d], gmat.Col(nil, d-2, &vecs), cos)
+	}
+}

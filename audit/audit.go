@@ -96,6 +96,10 @@ type Auditor struct {
 
 	model []string // model attacks: run at evaluations by package completion
 
+	tuned []*attack.Tuned // the tuned attackers (Tune), also in grad and embed
+	// onScores, when set (by tests), sees every attack's scores of a batch.
+	onScores func(key string, scores []float64, scored []bool)
+
 	memory    *attack.Memory // nil unless an epoch attack is on
 	epoch     []attack.EpochAttack
 	memScores []float64
@@ -233,8 +237,11 @@ func (a *Auditor) run(at attack.Attack, ob *attack.Observation, b *Batch, layer 
 	if err := at.Score(ob, a.scores, a.scored); err != nil {
 		return fmt.Errorf("step %d: %w", b.Step, err)
 	}
-	auc, ok := a.leak.Observe(at.Name(), layer, a.scores, b.Labels, a.scored)
 	key := metrics.Key(at.Name(), layer)
+	if a.onScores != nil {
+		a.onScores(key, a.scores, a.scored)
+	}
+	auc, ok := a.leak.Observe(at.Name(), layer, a.scores, b.Labels, a.scored)
 	if ok {
 		v := auc
 		a.result[key] = &v

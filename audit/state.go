@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"strings"
+
+	"github.com/splitguard/splitguard/attack"
 
 	"github.com/splitguard/splitguard/metrics"
 )
@@ -14,6 +17,10 @@ import (
 // batch's scored positives and negatives next to its AUC (for the chance
 // floor of the summary); v1 did not.
 const stateTag = "splitguard/audit/v2"
+
+// stateTagTuned is v2 followed by the tuned attackers' running records
+// (attack.Tuned.State), written when the tuned attackers are on.
+const stateTagTuned = "splitguard/audit/v3"
 
 // stateTagV1 is the previous encoding, refused by name: its series lack
 // the batch compositions, and restoring them as anything would make the
@@ -35,7 +42,11 @@ func (a *Auditor) MarshalBinary() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit: random state: %w", err)
 	}
-	b := appendStr(nil, stateTag)
+	tag := stateTag
+	if len(a.tuned) > 0 {
+		tag = stateTagTuned
+	}
+	b := appendStr(nil, tag)
 	b = appendStr(b, string(rs))
 	keys := a.leak.Keys()
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(keys)))
@@ -52,6 +63,9 @@ func (a *Auditor) MarshalBinary() ([]byte, error) {
 			b = binary.LittleEndian.AppendUint32(b, uint32(comps[i].Pos))
 			b = binary.LittleEndian.AppendUint32(b, uint32(comps[i].Neg))
 		}
+	}
+	if len(a.tuned) > 0 {
+		b = a.appendTuned(b)
 	}
 	return b, nil
 }
@@ -79,7 +93,11 @@ func (a *Auditor) UnmarshalBinaryAt(data []byte, steps int64) error {
 		return errors.New("audit: restoring a checkpoint into an auditor that has already observed batches")
 	}
 	r := reader{b: data}
-	if tag := r.str(); r.err == nil && tag != stateTag {
+	tag := r.str()
+	if r.err == nil && tag == stateTagTuned && len(a.tuned) == 0 {
+		return fmt.Errorf("audit: checkpoint state %q holds tuned attackers' records, but the tuned attackers are off", tag)
+	}
+	if r.err == nil && tag != stateTag && tag != stateTagTuned {
 		if tag == stateTagV1 {
 			return fmt.Errorf("audit: checkpoint state %q is from an older splitguard: it lacks the batch compositions that %q records; restart the run from scratch", tag, stateTag)
 		}
@@ -127,6 +145,10 @@ func (a *Auditor) UnmarshalBinaryAt(data []byte, steps int64) error {
 			leak.Add(at, layer, 0, 0, 0, false)
 		}
 	}
+	var restore func() error
+	if r.err == nil && tag == stateTagTuned {
+		restore = a.readTuned(&r)
+	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = fmt.Errorf("%d trailing bytes", len(r.b))
 	}
@@ -136,8 +158,88 @@ func (a *Auditor) UnmarshalBinaryAt(data []byte, steps int64) error {
 	if err := a.pcg.UnmarshalBinary([]byte(rs)); err != nil {
 		return fmt.Errorf("audit: checkpoint random state: %w", err)
 	}
+	if restore != nil {
+		if err := restore(); err != nil {
+			return fmt.Errorf("audit: checkpoint state: %w", err)
+		}
+	}
 	a.leak = leak
 	return nil
+}
+
+// appendTuned appends every tuned attacker's running record: a count, then
+// per attacker and layer its key, its number of candidates and each one's
+// AUC sum and folds.
+func (a *Auditor) appendTuned(b []byte) []byte {
+	type rec struct {
+		key   string
+		sum   []float64
+		folds []int
+	}
+	var recs []rec
+	for _, tu := range a.tuned {
+		layers := tu.Layers()
+		sort.Strings(layers)
+		for _, l := range layers {
+			sum, folds := tu.State(l)
+			recs = append(recs, rec{metrics.Key(tu.Name(), l), sum, folds})
+		}
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(recs)))
+	for _, r := range recs {
+		b = appendStr(b, r.key)
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(r.sum)))
+		for c, s := range r.sum {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s))
+			b = binary.LittleEndian.AppendUint32(b, uint32(r.folds[c]))
+		}
+	}
+	return b
+}
+
+// readTuned reads what appendTuned wrote and returns the function that
+// restores it into the tuned attackers (run once the whole state has
+// been read without error).
+func (a *Auditor) readTuned(r *reader) func() error {
+	type rec struct {
+		name, layer string
+		sum         []float64
+		folds       []int
+	}
+	var recs []rec
+	n := r.u32()
+	for i := 0; i < n && r.err == nil; i++ {
+		k := r.str()
+		m := r.u32()
+		if m > len(r.b)/12 {
+			r.err = errors.New("truncated")
+			break
+		}
+		name, layer, _ := strings.Cut(k, "/")
+		rc := rec{name: name, layer: layer, sum: make([]float64, m), folds: make([]int, m)}
+		for c := range m {
+			rc.sum[c] = math.Float64frombits(r.u64())
+			rc.folds[c] = r.u32()
+		}
+		recs = append(recs, rc)
+	}
+	return func() error {
+		for _, rc := range recs {
+			var tu *attack.Tuned
+			for _, t := range a.tuned {
+				if t.Name() == rc.name {
+					tu = t
+				}
+			}
+			if tu == nil {
+				return fmt.Errorf("a record of tuned attacker %s, which is not configured", rc.name)
+			}
+			if err := tu.Restore(rc.layer, rc.sum, rc.folds); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 func appendStr(b []byte, s string) []byte {

@@ -163,6 +163,39 @@ func New(names []string, rows *Rows, chunk int, seed uint64) (*Attacker, error) 
 	return a, nil
 }
 
+// Tune adds beside every model attack its tuned attacker
+// (attack.TunedModel, docs/methods/tuned.md), which chooses the attack's
+// parameters by cross-validation on the same known rows, trying budget
+// candidates drawn with the attacker's seed; its figures are keyed
+// "ATTACK_tuned". Call it once, before Run.
+func (a *Attacker) Tune(budget int) error {
+	n := len(a.attacks)
+	for k := range n {
+		tm, err := attack.NewTunedModel(a.names[k], budget, a.seed)
+		if err != nil {
+			return err
+		}
+		a.names = append(a.names, tm.Name())
+		a.attacks = append(a.attacks, tm)
+	}
+	return nil
+}
+
+// TunedChoices returns every tuned model attacker's choice at the last
+// Run, keyed by its name (nil without tuned attackers).
+func (a *Attacker) TunedChoices() map[string]string {
+	var out map[string]string
+	for _, m := range a.attacks {
+		if tm, ok := m.(*attack.TunedModel); ok {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[tm.Name()] = tm.Choice().String(tm.Params())
+		}
+	}
+	return out
+}
+
 // Redraw sets new attacker rows and seed for the next Run, which then
 // reuses the test rows' cut outputs of the last Run: the bottom must not
 // have changed in between (offline, several draws of known labels).
@@ -221,6 +254,9 @@ func (a *Attacker) Run(bottom model.Bottom, train, test *data.Features, testLabe
 // prior returns the attack's estimated positive share when it reports
 // one.
 func prior(m attack.ModelAttack) float64 {
+	if tm, ok := m.(*attack.TunedModel); ok {
+		m = tm.Chosen()
+	}
 	if c, ok := m.(*attack.Completion); ok {
 		return c.Prior
 	}

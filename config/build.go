@@ -200,9 +200,17 @@ func ExpandAttacks(names []string) []string {
 	return out
 }
 
-// NewAuditor returns the auditor of the configuration's attacks.
+// NewAuditor returns the auditor of the configuration's attacks, with
+// their tuned attackers when key tuned_known is set.
 func (c *Config) NewAuditor() (*audit.Auditor, error) {
-	return audit.New(c.AttackNames(), c.PositivesMinority, c.Seed)
+	a, err := audit.New(c.AttackNames(), c.PositivesMinority, c.Seed)
+	if err != nil || c.TunedKnown == 0 {
+		return a, err
+	}
+	if err := a.Tune(c.TunedKnown, c.TunedBudgetOr()); err != nil {
+		return nil, err
+	}
+	return a, nil
 }
 
 // checkAttacks returns an error naming the first attack name that is not

@@ -167,6 +167,14 @@ type Config struct {
 	// KnownLabels is how many training rows' labels the model-completion
 	// attacker knows (half of each class; 0: DefaultKnownLabels).
 	KnownLabels int `yaml:"known_labels,omitempty"`
+	// TunedKnown turns on the tuned attackers (audit.Auditor.Tune,
+	// docs/methods/tuned.md) with the labels of that many rows of every
+	// batch known to them (2 to 64; 0: off), and those of the model
+	// attacks (completion.Attacker.Tune), which know the known_labels rows;
+	// TunedBudget is how many candidate settings each tries (0:
+	// DefaultTunedBudget).
+	TunedKnown  int `yaml:"tuned_known,omitempty"`
+	TunedBudget int `yaml:"tuned_budget,omitempty"`
 
 	// Output
 	Out         string `yaml:"out"`
@@ -180,6 +188,19 @@ type Config struct {
 // DefaultKnownLabels is the model-completion attacker's known labels when
 // key known_labels is not set.
 const DefaultKnownLabels = 40
+
+// DefaultTunedBudget is the tuned attacker's number of candidate settings
+// when key tuned_budget is not set.
+const DefaultTunedBudget = 8
+
+// TunedBudgetOr returns the tuned attacker's budget: key tuned_budget, or
+// DefaultTunedBudget when it is not set.
+func (c *Config) TunedBudgetOr() int {
+	if c.TunedBudget == 0 {
+		return DefaultTunedBudget
+	}
+	return c.TunedBudget
+}
 
 // Known returns the model-completion attacker's number of known labels.
 func (c *Config) Known() int {
@@ -446,6 +467,14 @@ func (c *Config) validate() error {
 	}
 	if c.KnownLabels < 0 || c.KnownLabels == 1 {
 		bad("known labels %d, want at least 2, one of each class (key known_labels)", c.KnownLabels)
+	}
+	if c.TunedKnown < 0 || c.TunedKnown == 1 || c.TunedKnown > 64 {
+		bad("tuned attacker's known rows %d, want 2 to 64 (or 0: off) (key tuned_known)", c.TunedKnown)
+	}
+	if c.TunedBudget < 0 {
+		bad("tuned attacker's budget %d, want ≥ 1 (or 0: %d) (key tuned_budget)", c.TunedBudget, DefaultTunedBudget)
+	} else if c.TunedBudget > 0 && c.TunedKnown == 0 {
+		bad("tuned attacker's budget %d without its known rows (key tuned_budget needs key tuned_known)", c.TunedBudget)
 	}
 	if len(c.Attacks) == 0 {
 		bad("no attacks: name at least one (key attacks)")

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -19,16 +20,28 @@ type settingScore struct {
 	// 2·q95|AUC − ½|.
 	mp      float64
 	ap, dcs map[string]float64
-	tdcs    float64
-	stepMS  float64
-	eps     float64
+	// tdcs is the mean DCS over the attacks, each at its tuned figure
+	// where a tuned attacker ran ("ATTACK_tuned/cut"), else its default;
+	// tdcsDefault the same over the default figures only.
+	tdcs, tdcsDefault float64
+	// strongKey is the leak key of the strongest attack against the
+	// setting (the largest AP among every default and tuned figure),
+	// strongAP its AP and sdcs the DCS against it, the ranking's key.
+	strongKey      string
+	strongAP, sdcs float64
+	stepMS         float64
+	eps            float64
 }
 
 // dcsScores scores every setting of dataset against the ideal defence
 // (AP* = 0, MP* = the mean test AUC (Summary.MainAUC) of the runs without protection)
-// with VFLAIR's DCS at β = ½, per cut-layer attack, and their mean
-// (T-DCS). It returns the settings best first (NaN T-DCS last), MP* and a
-// note when MP* had to be taken from another setting.
+// with VFLAIR's DCS at β = ½, per cut-layer attack (a tuned attacker's
+// figure, "ATTACK_tuned/cut", is an attack of its own), their mean over
+// the attacks at the tuned figure where there is one (T-DCS) and at the
+// default ones, and the DCS against the strongest attack (the largest AP
+// of them all). It returns the settings best first by the DCS against the
+// strongest attack, then by T-DCS (NaN last), MP* and a note when MP* had
+// to be taken from another setting.
 func dcsScores(gs []*group, dataset string, cutKeys []string) ([]settingScore, float64, string) {
 	var out []settingScore
 	mpIdeal, note := math.NaN(), ""
@@ -66,7 +79,8 @@ func dcsScores(gs []*group, dataset string, cutKeys []string) ([]settingScore, f
 	}
 	for i := range out {
 		sc := &out[i]
-		var all []float64
+		var used, dflt []float64
+		sc.strongAP, sc.sdcs = math.NaN(), math.NaN()
 		for _, k := range cutKeys {
 			ap, ok := sc.ap[k]
 			if !ok || math.IsNaN(sc.mp) {
@@ -74,27 +88,37 @@ func dcsScores(gs []*group, dataset string, cutKeys []string) ([]settingScore, f
 			}
 			d := metrics.DCS(ap, 0, sc.mp, mpIdeal, metrics.DCSBeta)
 			sc.dcs[k] = d
-			all = append(all, d)
+			if !math.IsNaN(ap) && !(ap <= sc.strongAP) {
+				sc.strongKey, sc.strongAP, sc.sdcs = k, ap, d
+			}
+			if _, tuned := tunedBase(k); tuned {
+				used = append(used, d)
+				continue
+			}
+			dflt = append(dflt, d)
+			if _, ok := sc.ap[tunedKey(k)]; !ok {
+				used = append(used, d)
+			}
 		}
-		sc.tdcs = metrics.MeanDCS(all)
+		sc.tdcs, sc.tdcsDefault = metrics.MeanDCS(used), metrics.MeanDCS(dflt)
 		sc.stepMS /= stepNone
 	}
 	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i].tdcs, out[j].tdcs
-		if math.IsNaN(a) != math.IsNaN(b) {
-			return !math.IsNaN(a)
+		if c := nanLastDesc(out[i].sdcs, out[j].sdcs); c != 0 {
+			return c < 0
 		}
-		return a > b
+		return nanLastDesc(out[i].tdcs, out[j].tdcs) < 0
 	})
 	return out, mpIdeal, note
 }
 
-// dcsTable is the ranking of every dataset's protection settings by T-DCS.
+// dcsTable is the ranking of every dataset's protection settings by the DCS
+// against the strongest attack, then T-DCS ([dcsScores]).
 func dcsTable(gs []*group, cutKeys []string) (*Table, []string) {
 	t := &Table{}
-	for _, h := range []string{"rank", "dataset", "method", "param", "runs", "T-DCS"} {
+	for _, h := range []string{"rank", "dataset", "method", "param", "runs", "DCS vs strongest", "strongest attack", "T-DCS", "T-DCS, default attacks"} {
 		c := Cell{Text: h}
-		if h == "dataset" || h == "method" || h == "param" {
+		if h == "dataset" || h == "method" || h == "param" || h == "strongest attack" {
 			c.Class = "txt"
 		}
 		t.Head = append(t.Head, c)
@@ -125,7 +149,10 @@ func dcsTable(gs []*group, cutKeys []string) (*Table, []string) {
 				{Text: st.Method, Sort: st.Method, Class: "txt", Color: theme.Hex(theme.MethodColor(st.Method))},
 				{Text: st.Param, Sort: st.Param, Class: "txt"},
 				{Text: strconv.Itoa(len(sc.g.Runs)), Sort: strconv.Itoa(len(sc.g.Runs))},
+				num(sc.sdcs, 4),
+				strongCell(sc),
 				num(sc.tdcs, 4),
+				num(sc.tdcsDefault, 4),
 			}
 			for _, k := range cutKeys {
 				v, ok := sc.dcs[k]
@@ -141,16 +168,18 @@ func dcsTable(gs []*group, cutKeys []string) (*Table, []string) {
 	return t, notes
 }
 
-// dcsSection ranks the protection settings of every dataset by T-DCS. Its
+// dcsSection ranks the protection settings of every dataset ([dcsTable]). Its
 // notes (settings left out of the ranking) go to the page's notes in a
 // sweep; a lone run has no ranking to speak of and is not shown one.
 func (b *builder) dcsSection() (*Section, error) {
 	rank := &Section{ID: "dcs", Title: "Defences ranked by DCS",
-		Lead: "VFLAIR's defence capability score DCS = 1/(1 + √(½(AP − AP*)² + ½(MP − MP*)²)) per cut-layer attack, and T-DCS, its mean over the attacks; " +
-			"settings ranked by T-DCS within each dataset (mean over seeds). AP = 2·q95|leak AUC − ½| (0 at chance, 1 for a perfect attack), AP* = 0; " +
+		Lead: "VFLAIR's defence capability score DCS = 1/(1 + √(½(AP − AP*)² + ½(MP − MP*)²)) per cut-layer attack, and T-DCS, its mean over the attacks, each at its tuned attacker's figure where one ran (ATTACK_tuned, docs/methods/tuned.md; the mean over the default figures beside it); " +
+			"settings ranked within each dataset (mean over seeds) by the DCS against the strongest attack — the largest AP among every default and tuned figure — then by T-DCS. AP = 2·q95|leak AUC − ½| (0 at chance, 1 for a perfect attack), AP* = 0; " +
 			"MP = the test AUC of the model kept (selected on validation, else the final one), MP* = that of the runs without protection. Costs: test AUC lost against MP*, and the mean step time as a multiple of the unprotected run's."}
 	var notes []string
-	rank.Table, notes = dcsTable(b.gs, b.cutKeys)
+	keys := slices.Clone(b.cutKeys)
+	sortAttackKeys(keys)
+	rank.Table, notes = dcsTable(b.gs, keys)
 	if !b.single {
 		b.extraNotes = append(b.extraNotes, notes...)
 	}

@@ -41,23 +41,30 @@ func TestDCSRankingHandCase(t *testing.T) {
 	//   grad_dp:  AP 0.1 both, MP 0.70: D = √(½·0.01 + ½·0.01) = 0.1
 	//   sparsify: norm only, AP 0.7, MP 0.79
 	d := func(ap, mp float64) float64 { return 1 / (1 + math.Sqrt(0.5*ap*ap+0.5*(mp-0.8)*(mp-0.8))) }
+	// The ranking is by the DCS against the strongest attack (the largest
+	// AP): none's is norm at 0.8, below sparsify's norm at 0.7, although
+	// none's T-DCS is the higher.
 	want := []struct {
 		method string
 		tdcs   float64
+		sdcs   float64
+		strong string
 		step   float64
 	}{
-		{"grad_dp", 1 / 1.1, 1.2},
-		{"iso", (d(0.3, 0.76) + d(0.2, 0.76)) / 2, 1.1},
-		{"none", (1/(1+0.4*math.Sqrt2) + 1/(1+0.3*math.Sqrt2)) / 2, 1},
-		{"sparsify", d(0.7, 0.79), 1},
+		{"grad_dp", 1 / 1.1, 1 / 1.1, "cosine/cut", 1.2},
+		{"iso", (d(0.3, 0.76) + d(0.2, 0.76)) / 2, d(0.3, 0.76), "norm/cut", 1.1},
+		{"sparsify", d(0.7, 0.79), d(0.7, 0.79), "norm/cut", 1},
+		{"none", (1/(1+0.4*math.Sqrt2) + 1/(1+0.3*math.Sqrt2)) / 2, 1 / (1 + 0.4*math.Sqrt2), "norm/cut", 1},
 	}
 	if len(scores) != len(want) {
 		t.Fatalf("%d settings, want %d", len(scores), len(want))
 	}
 	for i, w := range want {
 		s := scores[i]
-		if s.g.Setting.Method != w.method || math.Abs(s.tdcs-w.tdcs) > 1e-12 || math.Abs(s.stepMS-w.step) > 1e-12 {
-			t.Errorf("rank %d: %s T-DCS %v step ×%v, want %s %v ×%v", i+1, s.g.Setting.Method, s.tdcs, s.stepMS, w.method, w.tdcs, w.step)
+		if s.g.Setting.Method != w.method || math.Abs(s.tdcs-w.tdcs) > 1e-12 || math.Abs(s.stepMS-w.step) > 1e-12 ||
+			math.Abs(s.sdcs-w.sdcs) > 1e-12 || s.strongKey != w.strong || s.tdcsDefault != s.tdcs {
+			t.Errorf("rank %d: %s T-DCS %v (default %v), vs strongest %v (%s), step ×%v; want %s %v, %v (%s), ×%v", i+1, s.g.Setting.Method,
+				s.tdcs, s.tdcsDefault, s.sdcs, s.strongKey, s.stepMS, w.method, w.tdcs, w.sdcs, w.strong, w.step)
 		}
 	}
 	if scores[0].eps != 3.5 || !math.IsNaN(scores[1].eps) {
@@ -91,5 +98,54 @@ func TestMainAUC(t *testing.T) {
 		if a, l := tc.s.MainAUC(), tc.s.MainLoss(); *a != tc.auc || *l != tc.loss {
 			t.Errorf("case %d: MainAUC %v, MainLoss %v, want %v, %v", i, *a, *l, tc.auc, tc.loss)
 		}
+	}
+}
+
+// TestDCSTunedAndStrongest: with a tuned attacker's figure, T-DCS takes it
+// in place of its default's, the default T-DCS beside it does not, and the
+// strongest attack may be a tuned one; the ranking follows the DCS against
+// the strongest attack. By hand, with MP = MP* (the cost term vanishes),
+// DCS = 1/(1 + AP/√2).
+func TestDCSTunedAndStrongest(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	run := func(method string, leak map[string]float64) *Run {
+		s := &Summary{TestAUCSelected: f(0.8), Leak: map[string]LeakStat{}, Raw: map[string]any{"step_ms_mean": 1.0}}
+		for k, v := range leak {
+			s.Leak[k] = LeakStat{Q95Abs: f(v)}
+		}
+		return &Run{Setting: Setting{Dataset: "d", Method: method}, Summary: s, Status: "done"}
+	}
+	runs := []*Run{
+		// A: norm 0.1 but its tuned attacker 0.3; spectral 0.2 (untuned).
+		run("none", map[string]float64{"norm/cut": 0.1, "norm_tuned/cut": 0.3, "spectral/cut": 0.2}),
+		// B: norm 0.25, tuned 0.05 (worse than the default: it still
+		// stands for norm in T-DCS), spectral 0.0.
+		run("iso", map[string]float64{"norm/cut": 0.25, "norm_tuned/cut": 0.05, "spectral/cut": 0.0}),
+	}
+	keys := []string{"norm/cut", "norm_tuned/cut", "spectral/cut"}
+	d := func(q float64) float64 { return 1 / (1 + 2*q/math.Sqrt2) }
+	scores, _, _ := dcsScores(groups(runs), "d", keys)
+	want := map[string]struct {
+		tdcs, dflt, sdcs float64
+		strong           string
+	}{
+		"none": {(d(0.3) + d(0.2)) / 2, (d(0.1) + d(0.2)) / 2, d(0.3), "norm_tuned/cut"},
+		"iso":  {(d(0.05) + d(0)) / 2, (d(0.25) + d(0)) / 2, d(0.25), "norm/cut"},
+	}
+	// iso's strongest (0.25) is weaker than none's (0.3): iso ranks first
+	// although its T-DCS over the tuned figures is also higher.
+	if scores[0].g.Setting.Method != "iso" {
+		t.Errorf("first %s, want iso", scores[0].g.Setting.Method)
+	}
+	for _, s := range scores {
+		w := want[s.g.Setting.Method]
+		if math.Abs(s.tdcs-w.tdcs) > 1e-12 || math.Abs(s.tdcsDefault-w.dflt) > 1e-12 || math.Abs(s.sdcs-w.sdcs) > 1e-12 || s.strongKey != w.strong {
+			t.Errorf("%s: T-DCS %v default %v strongest %v (%s); want %v %v %v (%s)", s.g.Setting.Method, s.tdcs, s.tdcsDefault, s.sdcs, s.strongKey,
+				w.tdcs, w.dflt, w.sdcs, w.strong)
+		}
+	}
+	tab, _ := dcsTable(groups(runs), keys)
+	if got := tab.Rows[1][6].Text; got != "norm_tuned (AP 0.600)" {
+		t.Errorf("strongest attack cell %q", got)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"sort"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -15,7 +14,8 @@ import (
 // matrixRows returns the rows of the attacks × protections matrix for the
 // runs: every per-batch attack measured at the cut layer ("ATTACK/cut"),
 // then every model attack's AUC of the final evaluation ("ATTACK/auc" of
-// summary.json's eval_attacks_final), both sorted.
+// summary.json's eval_attacks_final), both sorted (a tuned attacker's row,
+// "ATTACK_tuned/cut", right after its default's).
 func matrixRows(runs []*Run) (cut, model []string) {
 	seenC, seenM := map[string]bool{}, map[string]bool{}
 	for _, r := range runs {
@@ -37,8 +37,8 @@ func matrixRows(runs []*Run) (cut, model []string) {
 			}
 		}
 	}
-	sort.Strings(cut)
-	sort.Strings(model)
+	sortAttackKeys(cut)
+	sortAttackKeys(model)
 	return cut, model
 }
 
@@ -60,12 +60,14 @@ func modelAUC(key string) func(*Summary) *float64 {
 // matrixCells computes the attacks × protections matrix of one dataset:
 // one column per protection setting, one row per attack with the mean over
 // the setting's seeds of q95 |leak AUC − ½| at the cut layer (per-batch
-// attacks) or of the final model-completion AUC − ½ (model attacks), and a
+// attacks) or of the final model-completion AUC − ½ (model attacks), a row
+// with the strongest per-batch attack against the setting (the largest of
+// its cut-layer figures, default and tuned; its name in strongest[j]), and a
 // last row with the test-AUC cost: the kept model's test AUC (Summary.MainAUC) of the unprotected
 // setting minus the setting's (NaN without an unprotected setting). cols
 // is empty when the dataset has fewer than two settings or no attack
 // figure.
-func matrixCells(gs []*group, dataset string) (cols []*group, rowNames []string, vals [][]float64) {
+func matrixCells(gs []*group, dataset string) (cols []*group, rowNames []string, vals [][]float64, strongest []string) {
 	var none *group
 	for _, g := range gs {
 		if g.Setting.Dataset != dataset {
@@ -82,7 +84,7 @@ func matrixCells(gs []*group, dataset string) (cols []*group, rowNames []string,
 	}
 	cut, model := matrixRows(runs)
 	if len(cols) < 2 || len(cut)+len(model) == 0 {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	for _, k := range cut {
 		rowNames = append(rowNames, strings.TrimSuffix(k, "/cut")+" (q95 |leak−½|)")
@@ -100,6 +102,20 @@ func matrixCells(gs []*group, dataset string) (cols []*group, rowNames []string,
 		}
 		vals = append(vals, row)
 	}
+	if len(cut) > 0 {
+		strong := make([]float64, len(cols))
+		strongest = make([]string, len(cols))
+		for j := range cols {
+			strong[j] = math.NaN()
+			for i := range cut {
+				if v := vals[i][j]; !math.IsNaN(v) && !(v <= strong[j]) {
+					strong[j], strongest[j] = v, strings.TrimSuffix(cut[i], "/cut")
+				}
+			}
+		}
+		rowNames = append(rowNames, "strongest attack (q95 |leak−½|)")
+		vals = append(vals, strong)
+	}
 	rowNames = append(rowNames, "test-AUC cost")
 	cost := make([]float64, len(cols))
 	ref := math.NaN()
@@ -109,17 +125,20 @@ func matrixCells(gs []*group, dataset string) (cols []*group, rowNames []string,
 	for j, g := range cols {
 		cost[j] = ref - statOrNaN(g.Runs, (*Summary).MainAUC)
 	}
-	return cols, rowNames, append(vals, cost)
+	return cols, rowNames, append(vals, cost), strongest
 }
 
 // matrixFigure draws [matrixCells] as coloured cells with their values;
 // nil when there is no matrix.
 func matrixFigure(gs []*group, dataset string) (*plot.Plot, vg.Length, vg.Length, error) {
-	cols, rowNames, vals := matrixCells(gs, dataset)
+	cols, rowNames, vals, strongest := matrixCells(gs, dataset)
 	if len(cols) == 0 {
 		return nil, 0, 0, nil
 	}
 	grid := &cellGrid{vals: vals, costRow: len(vals) - 1}
+	if strongest != nil {
+		grid.names = map[int][]string{len(vals) - 2: strongest}
+	}
 	p := plot.New()
 	p.Title.Text = "What stops what — " + dataset
 	p.Title.TextStyle.Font.Size = vg.Points(12)
@@ -167,6 +186,9 @@ func namedTicks(names []string, pos func(int) float64) plot.ConstantTicks {
 type cellGrid struct {
 	vals    [][]float64
 	costRow int
+	// names, by row, are written under a cell's value (the strongest
+	// attack's name).
+	names map[int][]string
 }
 
 // Plot implements plot.Plotter.
@@ -182,6 +204,9 @@ func (c *cellGrid) Plot(dc draw.Canvas, p *plot.Plot) {
 			text := "—"
 			if !math.IsNaN(v) {
 				text = fmt.Sprintf("%.3f", v)
+				if names := c.names[i]; j < len(names) && names[j] != "" {
+					text += "\n" + names[j]
+				}
 			}
 			sty := draw.TextStyle{Color: color.Black, Font: p.X.Tick.Label.Font, XAlign: draw.XCenter, YAlign: draw.YCenter,
 				Handler: p.X.Tick.Label.Handler}
@@ -216,7 +241,8 @@ func (c *cellGrid) DataRange() (xmin, xmax, ymin, ymax float64) {
 func (b *builder) matrixSection() (*Section, error) {
 	s := &Section{ID: "matrix", Title: "What stops what",
 		Lead: "Attacks × protection settings at the cut layer (mean over seeds): q95 over training batches of |leak AUC − 0.5| for the per-batch attacks, " +
-			"completion AUC − 0.5 at the final evaluation for model completion (which attacks the trained bottom, after training), and the test-AUC cost " +
+			"completion AUC − 0.5 at the final evaluation for model completion (which attacks the trained bottom, after training), " +
+			"the strongest per-batch attack against each setting (the largest cut-layer figure, tuned attackers ATTACK_tuned included, with its name), and the test-AUC cost " +
 			"(the kept model's test AUC without protection minus the setting's). Red: more leakage (0.5 is total); blue: more cost (0.05 and above)."}
 	for _, d := range b.ds {
 		p, w, h, err := matrixFigure(b.gs, d)

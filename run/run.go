@@ -195,7 +195,7 @@ func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, val *
 		defer j.dump.Close()
 	}
 
-	evalAttacks, err := modelAttacks(cfg, split, bottom)
+	evalAttacks, tunedChoices, err := modelAttacks(cfg, split, bottom)
 	if err != nil {
 		return nil, err
 	}
@@ -211,6 +211,7 @@ func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, val *
 		if err != nil {
 			return fmt.Errorf("evaluation at step %d: %w", res.Step, err)
 		}
+		rec.SetTunedModel(tunedChoices())
 		e, err := rec.EvalWith(res, figs)
 		if err != nil {
 			return err
@@ -469,19 +470,26 @@ func (j *joiner) fail(err error) error {
 }
 
 // modelAttacks returns what runs the configured model attacks (model
-// completion) on the bottom at an evaluation: nil figures when none is
-// configured.
-func modelAttacks(cfg config.Config, split *data.Split, bottom model.Bottom) (func() (map[string]float64, error), error) {
+// completion) on the bottom at an evaluation (nil figures when none is
+// configured) and what returns the tuned model attackers' choices at the
+// last one (nil when they are off).
+func modelAttacks(cfg config.Config, split *data.Split, bottom model.Bottom) (func() (map[string]float64, error), func() map[string]string, error) {
+	none := func() map[string]string { return nil }
 	if len(attack.ModelNames(cfg.AttackNames())) == 0 {
-		return func() (map[string]float64, error) { return nil, nil }, nil
+		return func() (map[string]float64, error) { return nil, nil }, none, nil
 	}
 	rows, err := completion.Pick(split.Train.Labels, cfg.Known(), completion.DefaultUnlabelled, cfg.Seed)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	at, err := completion.New(cfg.AttackNames(), rows, cfg.EvalBatch, cfg.Seed)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if cfg.TunedKnown > 0 {
+		if err := at.Tune(cfg.TunedBudgetOr()); err != nil {
+			return nil, nil, err
+		}
 	}
 	return func() (map[string]float64, error) {
 		res, err := at.Run(bottom, split.Train.X, split.Test.X, split.Test.Labels)
@@ -489,7 +497,7 @@ func modelAttacks(cfg config.Config, split *data.Split, bottom model.Bottom) (fu
 			return nil, err
 		}
 		return completion.Flatten(res, nil), nil
-	}, nil
+	}, at.TunedChoices, nil
 }
 
 // saver is what saveModels writes: a model's Save.

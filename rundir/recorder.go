@@ -79,9 +79,11 @@ type Recorder struct {
 	losses       []float64 // every step's training loss
 	baseline     *BaselineSummary
 	earlyStopped bool
-	valRows      int
-	fallbacks    []CheckpointFallback
-	warnings     []string // Warn's, before the summary's own
+	// tunedModel holds the tuned model attackers' last choices (SetTunedModel).
+	tunedModel map[string]string
+	valRows    int
+	fallbacks  []CheckpointFallback
+	warnings   []string // Warn's, before the summary's own
 	// selScores and selLabels are the test scores and labels of the
 	// selected evaluation (selStep), for its bootstrap interval; empty
 	// when that evaluation ran in an earlier process of a resumed run.
@@ -332,6 +334,11 @@ func (r *Recorder) SetValRows(n int) { r.valRows = n }
 // SetEarlyStopped records that training ended early (Stalled).
 func (r *Recorder) SetEarlyStopped() { r.earlyStopped = true }
 
+// SetTunedModel records the tuned model attackers' choices at the last
+// evaluation (completion.Attacker.TunedChoices, keyed "ATTACK_tuned"),
+// for the summary's tuned record.
+func (r *Recorder) SetTunedModel(choices map[string]string) { r.tunedModel = choices }
+
 // SetBaseline records the run's logistic baseline for the summary.
 func (r *Recorder) SetBaseline(b *BaselineSummary) { r.baseline = b }
 
@@ -388,7 +395,7 @@ func (r *Recorder) Finish(steps int64, elapsed time.Duration) (*Summary, error) 
 		TestLossFinal: last.TestLoss, TestLossNote: "mean binary cross-entropy on the test split, without regularisers",
 		ACEFinal: last.ACE, ACEBest: best.ACE, ACEBins: cfg.ACEBins, TrainLossFinal: r.lastLoss,
 		Steps: steps, Epochs: cfg.Epochs, Examples: examples, Seconds: elapsed.Seconds(),
-		Leak: r.aud.Summary(), TrainRows: len(train.IDs), TestRows: len(r.split.Test.IDs),
+		Leak: r.aud.Summary(), Tuned: r.tunedChoices(), TrainRows: len(train.IDs), TestRows: len(r.split.Test.IDs),
 		TrainPosRate: float64(pos) / float64(max(len(train.IDs), 1)), BadRowsSkipped: r.split.Info.BadRows,
 		Engine: tensor.Default.Name(), Protect: cfg.Protect,
 		Truncated:           cfg.MaxSteps > 0 && steps < planned && !r.earlyStopped,
@@ -511,4 +518,17 @@ func mean(x []float64) float64 {
 		s += v
 	}
 	return s / float64(len(x))
+}
+
+// tunedChoices merges the auditor's tuned attackers' choices and the tuned
+// model attackers' (nil when there is neither).
+func (r *Recorder) tunedChoices() map[string]string {
+	out := r.aud.TunedChoices()
+	if len(r.tunedModel) > 0 && out == nil {
+		out = map[string]string{}
+	}
+	for k, v := range r.tunedModel {
+		out[k] = v
+	}
+	return out
 }

@@ -150,6 +150,12 @@ type Summary struct {
 	StepMSMean    float64 `json:"step_ms_mean"`
 
 	Leak map[string]metrics.LeakSummary `json:"leak"`
+	// Tuned is every tuned attacker's final choice, keyed
+	// "ATTACK_tuned/LAYER" for the per-batch attacks
+	// (audit.Auditor.TunedChoices) and "ATTACK_tuned" for the model
+	// attacks at the last evaluation; absent when the tuned attackers are
+	// off.
+	Tuned map[string]string `json:"tuned,omitempty"`
 
 	TrainRows      int     `json:"train_rows"`
 	TestRows       int     `json:"test_rows"`

@@ -25,6 +25,7 @@ import (
 type completionOptions struct {
 	run, labels, truth, out  string
 	known, unlabelled, draws int
+	tunedBudget              int
 	attacks                  []string
 	seed                     uint64
 	seedSet                  bool
@@ -57,7 +58,9 @@ Prints one JSON line per attack and draw
 one). Which rows are known matters: with --draws K the attack is repeated
 with K seeds and a last line per attack gives {"attack", "draws", "auc_mean",
 "auc_min", "auc_max", "accuracy_mean"}. --out FILE writes "id,ATTACK…" with
-each attack's probability per test row (of the last draw).`,
+each attack's probability per test row (of the last draw). --tuned-budget M
+adds each attack's tuned attacker, ATTACK_tuned, whose line also gives its
+choice ("tuned"; docs/methods/tuned.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.seedSet = cmd.Flags().Changed("seed")
@@ -77,6 +80,7 @@ each attack's probability per test row (of the last draw).`,
 	f.StringVar(&o.out, "out", "", `write "id,ATTACK…" probabilities of the test rows here`)
 	f.Uint64Var(&o.seed, "seed", 0, "seed of the choice of rows and of the heads (default: the run's seed)")
 	f.IntVar(&o.draws, "draws", 1, "repeat with seeds seed, seed+1, … (new known and unlabelled rows, new heads) and summarise")
+	f.IntVar(&o.tunedBudget, "tuned-budget", 0, "also run each attack's tuned attacker (ATTACK_tuned: its parameters chosen by cross-validation on the known labels) with this many candidate settings (0: off)")
 	return cmd
 }
 
@@ -91,6 +95,8 @@ type completionLine struct {
 	Accuracy     *float64 `json:"accuracy,omitempty"`
 	Prior        *float64 `json:"prior,omitempty"`
 	ModelTestAUC *float64 `json:"model_test_auc,omitempty"`
+	// Tuned is a tuned attacker's choice (--tuned-budget).
+	Tuned string `json:"tuned,omitempty"`
 }
 
 func attackCompletion(w io.Writer, o completionOptions) error {
@@ -106,6 +112,9 @@ func attackCompletion(w io.Writer, o completionOptions) error {
 	}
 	if o.draws < 1 {
 		return fail(fmt.Errorf("--draws %d, want ≥ 1", o.draws))
+	}
+	if o.tunedBudget < 0 {
+		return fail(fmt.Errorf("--tuned-budget %d, want ≥ 1 (or 0: off)", o.tunedBudget))
 	}
 	var (
 		split    *data.Split
@@ -170,6 +179,11 @@ func attackCompletion(w io.Writer, o completionOptions) error {
 			if at, err = completion.New(o.attacks, rows, evalSize, s); err != nil {
 				return fail(err)
 			}
+			if o.tunedBudget > 0 {
+				if err := at.Tune(o.tunedBudget); err != nil {
+					return fail(err)
+				}
+			}
 		} else {
 			at.Redraw(rows, s)
 		}
@@ -179,7 +193,7 @@ func attackCompletion(w io.Writer, o completionOptions) error {
 		}
 		for _, n := range at.Names() {
 			line := completionLine{Attack: n, Seed: s, KnownLabels: len(rows.Known), Unlabelled: len(rows.Unlabelled),
-				TestRows: len(split.Test.IDs), ModelTestAUC: modelAUC}
+				TestRows: len(split.Test.IDs), ModelTestAUC: modelAUC, Tuned: at.TunedChoices()[n]}
 			if r, ok := res[n]; ok {
 				line.AUC, line.Accuracy, line.Prior = &r.AUC, &r.Accuracy, &r.Prior
 				all[n] = append(all[n], r)

@@ -76,6 +76,22 @@ func TestAttackCompletion(t *testing.T) {
 		t.Errorf("offline %s; the run recorded AUC %v", out, during)
 	}
 
+	// With its tuned attacker: the default's line unchanged, then the
+	// tuned one's with its choice.
+	out, err = runCLI(t, "attack", "completion", "--run", run, "--known-labels", "20", "--attacks", "completion_supervised", "--tuned-budget", "3")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	tunedLines := strings.Split(strings.TrimSpace(out), "\n")
+	var dflt, tuned struct {
+		Attack, Tuned string
+		AUC           *float64
+	}
+	if len(tunedLines) != 2 || json.Unmarshal([]byte(tunedLines[0]), &dflt) != nil || json.Unmarshal([]byte(tunedLines[1]), &tuned) != nil ||
+		dflt.AUC == nil || *dflt.AUC != line.AUC || tuned.Attack != "completion_supervised_tuned" || tuned.AUC == nil || !strings.Contains(tuned.Tuned, "sign=") {
+		t.Errorf("with --tuned-budget 3:\n%s", out)
+	}
+
 	// The passive-directory form: the same known rows from a file.
 	_, split, _, err := completion.LoadRun(run)
 	if err != nil {
@@ -124,6 +140,7 @@ func TestAttackCompletion(t *testing.T) {
 	for _, bad := range [][]string{
 		{"attack", "completion", "--run", run, "--known-labels", "20", "--labels", knownFile},
 		{"attack", "completion", "--run", run, "--draws", "0"},
+		{"attack", "completion", "--run", run, "--tuned-budget", "-1"},
 		{"attack", "completion", "--run", run, "--attacks", "norm"},
 		{"attack", "completion", "--run", run, "--labels", knownFile},
 		{"attack", "completion", "--run", run, "--known-labels", "1"},

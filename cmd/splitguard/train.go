@@ -68,6 +68,8 @@ func trainFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringSliceVar(&c.Attacks, "attacks", c.Attacks, "attacks to audit every batch: "+strings.Join(attack.Names(), ", ")+", or all")
 	fs.BoolVar(&c.PositivesMinority, "positives-minority", c.PositivesMinority, "spectral attacker's prior: positives are the minority")
 	fs.IntVar(&c.KnownLabels, "known-labels", c.KnownLabels, "model-completion attacks: training labels the attacker knows, half of each class (0: 40)")
+	fs.IntVar(&c.TunedKnown, "tuned-known", c.TunedKnown, "tuned attackers: beside every per-batch attack, one that knows the labels of N rows of each batch (2-64) and tunes its parameters on them (0: off)")
+	fs.IntVar(&c.TunedBudget, "tuned-budget", c.TunedBudget, "tuned attackers: candidate settings each tries (0: 8)")
 	fs.StringVar(&c.Out, "out", c.Out, "run directory to write")
 	fs.StringVar(&c.Dump, "dump", c.Dump, "write per-batch .npy dumps (gradients, embeddings, labels, IDs) here")
 	fs.IntVar(&c.DumpBatches, "dump-batches", c.DumpBatches, "how many batches --dump writes")
