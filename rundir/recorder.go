@@ -257,7 +257,13 @@ func (r *Recorder) Eval(res *active.EvalResult) (EvalRecord, error) { return r.E
 // EvalWith is Eval with the model attacks' figures at this evaluation
 // (EvalRecord.Attacks; nil: none).
 func (r *Recorder) EvalWith(res *active.EvalResult, attacks map[string]float64) (EvalRecord, error) {
-	e := EvalRecord{Step: res.Step, TestAUC: res.AUC, TestLoss: res.Loss, ACE: res.ACE, Attacks: attacks}
+	return r.EvalWithFeatures(res, attacks, nil)
+}
+
+// EvalWithFeatures is EvalWith with the feature attacks' figures at this
+// evaluation (EvalRecord.Features; nil: none).
+func (r *Recorder) EvalWithFeatures(res *active.EvalResult, attacks, features map[string]float64) (EvalRecord, error) {
+	e := EvalRecord{Step: res.Step, TestAUC: res.AUC, TestLoss: res.Loss, ACE: res.ACE, Attacks: attacks, Features: features}
 	if res.ValRows > 0 {
 		loss := res.ValLoss
 		e.ValLoss = &loss
@@ -407,6 +413,7 @@ func (r *Recorder) Finish(steps int64, elapsed time.Duration) (*Summary, error) 
 	if len(last.Attacks) > 0 {
 		s.EvalAttacksFinal = maps.Clone(last.Attacks)
 	}
+	s.FeatureLeakFinal, s.FeatureLeakBest = featureLeak(r.evalsSeen, last)
 	// Batches partition the training split in every epoch, so an example
 	// has been released at most once per epoch the run has begun.
 	perEpoch := int64((len(train.IDs) + cfg.Batch - 1) / cfg.Batch)
@@ -511,4 +518,23 @@ func mean(x []float64) float64 {
 		s += v
 	}
 	return s / float64(len(x))
+}
+
+// featureLeak returns the feature attacks' figures at the last
+// evaluation and the largest of each over evals (nil without any).
+func featureLeak(evals []EvalRecord, last EvalRecord) (final, best map[string]float64) {
+	for _, e := range evals {
+		for k, v := range e.Features {
+			if best == nil {
+				best = map[string]float64{}
+			}
+			if b, ok := best[k]; !ok || v > b {
+				best[k] = v
+			}
+		}
+	}
+	if len(last.Features) > 0 {
+		final = maps.Clone(last.Features)
+	}
+	return final, best
 }
