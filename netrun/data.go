@@ -16,7 +16,8 @@ type partyData struct {
 }
 
 // loadParty loads cfg's data file as one party holds it: with labels for
-// the active party, without for the passive, restricted to cfg.Columns,
+// the active party, without for the passive, restricted to its columns
+// (key columns or the vertical split: Config.partyColumns),
 // with the in-process run's options; rows sorted by ID. Duplicate example
 // IDs are an error (the parties join on them).
 func loadParty(cfg *Config, labels bool) (*partyData, error) {
@@ -25,7 +26,7 @@ func loadParty(cfg *Config, labels bool) (*partyData, error) {
 	}
 	o := cfg.DataOptions()
 	o.NoLabel = !labels
-	o.Columns = cfg.Columns
+	o.Columns, o.Ignore = cfg.loadColumns, append(slices.Clip(o.Ignore), cfg.loadIgnore...)
 	s, err := data.Load(cfg.Data, o)
 	if err != nil {
 		return nil, err
@@ -80,7 +81,7 @@ func (p *partyData) saveEncoding(dir string) error {
 func loadPartyWith(cfg *Config, enc *data.Encoding) (*partyData, error) {
 	o := cfg.DataOptions()
 	o.NoLabel = true
-	o.Columns = cfg.Columns
+	o.Columns, o.Ignore = cfg.loadColumns, append(slices.Clip(o.Ignore), cfg.loadIgnore...)
 	s, err := data.LoadWith(cfg.Data, o, enc)
 	if err != nil {
 		return nil, err
