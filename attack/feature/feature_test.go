@@ -304,3 +304,74 @@ func toF64(e *tensor.Matrix) []float64 {
 	}
 	return out
 }
+
+func TestLOOErrorsMatchRefits(t *testing.T) {
+	// The closed-form leave-one-out errors against n refits by FitRidge,
+	// each on n−1 rows, predicting the row left out.
+	const n, p, m = 30, 6, 2
+	rng := rand.New(rand.NewPCG(9, 9))
+	x, y := make([]float64, n*p), make([]float64, n*m)
+	for i := range x {
+		x[i] = rng.NormFloat64()
+	}
+	for r := 0; r < n; r++ {
+		for j := 0; j < m; j++ {
+			y[r*m+j] = x[r*p+j]*2 - x[r*p+3] + rng.NormFloat64()
+		}
+	}
+	grid := []float64{0, 1e-3, 0.1, 1, 10}
+	got, err := LOOErrors(x, y, n, p, m, grid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ym := make([]float64, m)
+	for r := 0; r < n; r++ {
+		for j := 0; j < m; j++ {
+			ym[j] += y[r*m+j] / n
+		}
+	}
+	for gi, lambda := range grid {
+		var want float64
+		sse, sst := make([]float64, m), make([]float64, m)
+		for i := 0; i < n; i++ {
+			var xs, ys []float64
+			for r := 0; r < n; r++ {
+				if r != i {
+					xs = append(xs, x[r*p:(r+1)*p]...)
+					ys = append(ys, y[r*m:(r+1)*m]...)
+				}
+			}
+			// FitRidge's λ is per row: n−1 rows need λ·n/(n−1) for the
+			// same penalty nλ as the closed form's.
+			w, b, err := FitRidge(xs, ys, n-1, p, m, lambda*n/(n-1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pred := Predict(x[i*p:(i+1)*p], w, b, 1, p, m)
+			for j := 0; j < m; j++ {
+				e := y[i*m+j] - pred[j]
+				sse[j] += e * e
+				sst[j] += (y[i*m+j] - ym[j]) * (y[i*m+j] - ym[j])
+			}
+		}
+		for j := range sse {
+			want += sse[j] / sst[j]
+		}
+		if math.Abs(got[gi]-want) > 1e-8*want {
+			t.Errorf("λ %g: closed-form LOO error %g, refits give %g", lambda, got[gi], want)
+		}
+	}
+	lambda, err := ChooseRidge(x, y, n, p, m, grid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	best := 0
+	for i := range got {
+		if got[i] < got[best] {
+			best = i
+		}
+	}
+	if lambda != grid[best] {
+		t.Errorf("ChooseRidge gave %g, the smallest LOO error is at %g", lambda, grid[best])
+	}
+}

@@ -6,11 +6,16 @@ import (
 	"gonum.org/v1/gonum/mat"
 )
 
-// DefaultRidge is the linear decoder's ridge λ (per row: see [FitRidge]).
-const DefaultRidge = 1e-3
+// AutoRidge, as Linear.Ridge, chooses λ among RidgeGrid by leave-one-out
+// error on the auxiliary rows ([ChooseRidge]).
+const AutoRidge = -1
+
+// RidgeGrid are the ridge λ's (per row: see [FitRidge]) that AutoRidge
+// chooses from.
+var RidgeGrid = []float64{1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1}
 
 func init() {
-	Register("inverse_linear", func() Attack { return &Linear{Ridge: DefaultRidge} })
+	Register("inverse_linear", func() Attack { return &Linear{Ridge: AutoRidge} })
 }
 
 // Linear is the learned inverse with a linear decoder: a ridge regression
@@ -20,8 +25,11 @@ func init() {
 // on the auxiliary rows. A categorical column is guessed as the class of
 // the largest prediction.
 type Linear struct {
-	// Ridge is λ of [FitRidge]; 0 is ordinary least squares.
+	// Ridge is λ of [FitRidge]; 0 is ordinary least squares; AutoRidge
+	// (the registered default) chooses it by leave-one-out error.
 	Ridge float64
+	// Chosen is the λ of the last fit.
+	Chosen float64
 }
 
 // Name returns "inverse_linear".
@@ -46,7 +54,21 @@ func (l *Linear) Reconstruct(in *Input) (*Guess, error) {
 	}
 	classes := levelsOf(in.AuxTruth, TargetClasses)
 	y, m := targets(in.AuxTruth, classes)
-	w, b, err := FitRidge(xa, y, n, p, m, l.Ridge)
+	l.Chosen = l.Ridge
+	if l.Ridge == AutoRidge {
+		// Chosen on the dense targets (all targets without any).
+		sel, ms := y, m
+		if d := in.AuxTruth.NumDense; d > 0 && d < m {
+			sel, ms = make([]float64, n*d), d
+			for r := 0; r < n; r++ {
+				copy(sel[r*d:(r+1)*d], y[r*m:r*m+d])
+			}
+		}
+		if l.Chosen, err = ChooseRidge(xa, sel, n, p, ms, RidgeGrid); err != nil {
+			return nil, err
+		}
+	}
+	w, b, err := FitRidge(xa, y, n, p, m, l.Chosen)
 	if err != nil {
 		return nil, err
 	}
@@ -149,4 +171,97 @@ func centred(v, means []float64, n, c int) *mat.Dense {
 		}
 	}
 	return out
+}
+
+// ChooseRidge returns the λ of grid whose ridge fit ([FitRidge]) has the
+// smallest leave-one-out error on the n rows (the first of ties; see
+// [LOOErrors]).
+func ChooseRidge(x, y []float64, n, p, m int, grid []float64) (float64, error) {
+	errs, err := LOOErrors(x, y, n, p, m, grid)
+	if err != nil {
+		return 0, err
+	}
+	best := 0
+	for i, e := range errs {
+		if e < errs[best] {
+			best = i
+		}
+	}
+	return grid[best], nil
+}
+
+// LOOErrors returns, for each λ of grid, the leave-one-out error of the
+// ridge fit ([FitRidge]) on the n rows: each target's squared LOO
+// residuals summed and divided by its sum of squares about the mean
+// (targets constant over the rows are left out), summed over targets.
+// The LOO residuals come in closed form, e_i/(1 − h_i) with h_i the
+// diagonal of the hat matrix 11ᵀ/n + xc(xcᵀxc + nλI)⁻¹xcᵀ, from one
+// eigendecomposition of xcᵀxc. With no input or fewer than 2 rows every
+// error is 0.
+func LOOErrors(x, y []float64, n, p, m int, grid []float64) ([]float64, error) {
+	if len(grid) == 0 {
+		return nil, fmt.Errorf("feature: no ridge λ to choose from")
+	}
+	out := make([]float64, len(grid))
+	for _, lambda := range grid {
+		if lambda < 0 {
+			return nil, fmt.Errorf("feature: ridge λ %g, want ≥ 0", lambda)
+		}
+	}
+	if p == 0 || m == 0 || n < 2 {
+		return out, nil
+	}
+	xm, ym := colMeans(x, n, p), colMeans(y, n, m)
+	xc, yc := centred(x, xm, n, p), centred(y, ym, n, m)
+	var a mat.SymDense
+	a.SymOuterK(1, xc.T())
+	var eig mat.EigenSym
+	if ok := eig.Factorize(&a, true); !ok {
+		return nil, fmt.Errorf("feature: the eigendecomposition of the %d×%d input covariance failed", p, p)
+	}
+	s := eig.Values(nil)
+	var v, u, q mat.Dense
+	eig.VectorsTo(&v)
+	u.Mul(xc, &v)
+	q.Mul(u.T(), yc)
+	sst := make([]float64, m)
+	for i := 0; i < n; i++ {
+		for j := 0; j < m; j++ {
+			sst[j] += yc.At(i, j) * yc.At(i, j)
+		}
+	}
+	beta := mat.NewDense(p, m, nil)
+	var fit mat.Dense
+	for gi, lambda := range grid {
+		inv := make([]float64, p)
+		for k := range inv {
+			if d := s[k] + float64(n)*lambda; d > 1e-12*(1+s[len(s)-1]) {
+				inv[k] = 1 / d
+			}
+		}
+		for k := 0; k < p; k++ {
+			for j := 0; j < m; j++ {
+				beta.Set(k, j, q.At(k, j)*inv[k])
+			}
+		}
+		fit.Mul(&u, beta)
+		sse := make([]float64, m)
+		for i := 0; i < n; i++ {
+			h := 1 / float64(n)
+			for k := 0; k < p; k++ {
+				h += u.At(i, k) * u.At(i, k) * inv[k]
+			}
+			den := max(1-h, 1e-9)
+			for j := 0; j < m; j++ {
+				e := (yc.At(i, j) - fit.At(i, j)) / den
+				sse[j] += e * e
+			}
+		}
+		for j := range sse {
+			if sst[j] > 1e-12 {
+				out[gi] += sse[j] / sst[j]
+			}
+		}
+	}
+	return out, nil
 }
