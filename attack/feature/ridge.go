@@ -2,6 +2,7 @@ package feature
 
 import (
 	"fmt"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 )
@@ -15,7 +16,7 @@ const AutoRidge = -1
 var RidgeGrid = []float64{1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1}
 
 func init() {
-	Register("inverse_linear", func() Attack { return &Linear{Ridge: AutoRidge} })
+	Register("inverse_linear", func() Attack { return &Linear{Ridge: AutoRidge, Clip: true} })
 }
 
 // Linear is the learned inverse with a linear decoder: a ridge regression
@@ -28,6 +29,11 @@ type Linear struct {
 	// Ridge is λ of [FitRidge]; 0 is ordinary least squares; AutoRidge
 	// (the registered default) chooses it by leave-one-out error.
 	Ridge float64
+	// Clip clips each dense guess to the range of that column among the
+	// auxiliary rows (the attacker knows no value outside it), as the
+	// registered attack does; without it the guesses are the least-squares
+	// predictions.
+	Clip bool
 	// Chosen is the λ of the last fit.
 	Chosen float64
 }
@@ -72,7 +78,26 @@ func (l *Linear) Reconstruct(in *Input) (*Guess, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decode(Predict(xe, w, b, rows, p, m), rows, m, in.AuxTruth.NumDense, classes), nil
+	g := decode(Predict(xe, w, b, rows, p, m), rows, m, in.AuxTruth.NumDense, classes)
+	if l.Clip {
+		clipToRange(g.Dense, in.AuxTruth.Dense, in.AuxTruth.NumDense)
+	}
+	return g, nil
+}
+
+// clipToRange clips each column of guess (row-major, stride columns) to
+// the range of that column in ref.
+func clipToRange(guess, ref []float32, stride int) {
+	if stride == 0 || len(ref) == 0 {
+		return
+	}
+	lo, hi := slices.Clone(ref[:stride]), slices.Clone(ref[:stride])
+	for i, v := range ref {
+		lo[i%stride], hi[i%stride] = min(lo[i%stride], v), max(hi[i%stride], v)
+	}
+	for i, v := range guess {
+		guess[i] = min(max(v, lo[i%stride]), hi[i%stride])
+	}
 }
 
 // evalRows is the number of evaluated rows of in.
