@@ -195,6 +195,7 @@ func TestVerticalSplitRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	var s struct {
+		Sel   map[string]float64 `json:"feature_leak_selected"`
 		Final map[string]float64 `json:"feature_leak_final"`
 		Best  map[string]float64 `json:"feature_leak_best"`
 	}
@@ -203,6 +204,9 @@ func TestVerticalSplitRun(t *testing.T) {
 	}
 	if _, ok := s.Final["inverse_linear/r2_mean"]; !ok {
 		t.Errorf("summary.json's feature_leak_final has no r2_mean: %v", s.Final)
+	}
+	if _, ok := s.Sel["inverse_linear/r2_mean"]; !ok {
+		t.Errorf("summary.json's feature_leak_selected has no r2_mean: %v", s.Sel)
 	}
 	if s.Best["inverse_linear/r2_mean"] < s.Final["inverse_linear/r2_mean"] {
 		t.Errorf("best r2_mean %g below the final %g", s.Best["inverse_linear/r2_mean"], s.Final["inverse_linear/r2_mean"])

@@ -414,6 +414,9 @@ func (r *Recorder) Finish(steps int64, elapsed time.Duration) (*Summary, error) 
 		s.EvalAttacksFinal = maps.Clone(last.Attacks)
 	}
 	s.FeatureLeakFinal, s.FeatureLeakBest = featureLeak(r.evalsSeen, last)
+	if sel, ok := r.Selected(); ok && len(sel.Features) > 0 {
+		s.FeatureLeakSelected = maps.Clone(sel.Features)
+	}
 	// Batches partition the training split in every epoch, so an example
 	// has been released at most once per epoch the run has begun.
 	perEpoch := int64((len(train.IDs) + cfg.Batch - 1) / cfg.Batch)

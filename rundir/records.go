@@ -178,12 +178,14 @@ type Summary struct {
 	// each over the evaluations.
 	EvalAttacksFinal map[string]float64 `json:"eval_attacks_final,omitempty"`
 	EvalAttacksBest  map[string]float64 `json:"eval_attacks_best,omitempty"`
-	// FeatureLeakFinal and FeatureLeakBest are the feature attacks'
-	// figures (EvalRecord.Features) at the last evaluation and the
+	// FeatureLeakSelected, FeatureLeakFinal and FeatureLeakBest are the
+	// feature attacks' figures (EvalRecord.Features) at the selected
+	// evaluation (the model the run keeps), at the last one, and the
 	// largest value of each over the evaluations; the run's summary
-	// figure is "ATTACK/r2_mean".
-	FeatureLeakFinal map[string]float64 `json:"feature_leak_final,omitempty"`
-	FeatureLeakBest  map[string]float64 `json:"feature_leak_best,omitempty"`
+	// figure is FeatureLeakSelected's "ATTACK/r2_mean".
+	FeatureLeakSelected map[string]float64 `json:"feature_leak_selected,omitempty"`
+	FeatureLeakFinal    map[string]float64 `json:"feature_leak_final,omitempty"`
+	FeatureLeakBest     map[string]float64 `json:"feature_leak_best,omitempty"`
 }
 
 // CheckpointFallback records a two-process run that resumed at step To,
