@@ -375,3 +375,37 @@ func TestLOOErrorsMatchRefits(t *testing.T) {
 		t.Errorf("ChooseRidge gave %g, the smallest LOO error is at %g", lambda, grid[best])
 	}
 }
+
+func TestMLPInvertsANonlinearBottom(t *testing.T) {
+	// e = x³ for x ~ U(0, 1): the best linear decoder reaches R² =
+	// corr(x, x³)² = 0.075²/((1/12)(1/7 − 1/16)) ≈ 0.84; the MLP decoder
+	// inverts the cube.
+	const aux, eval = 1000, 500
+	rng := rand.New(rand.NewPCG(4, 4))
+	x := &data.Features{Rows: aux + eval, NumDense: 1, DenseNames: []string{"x"}, Dense: make([]float32, aux+eval)}
+	e := tensor.New(aux+eval, 1)
+	for i := range x.Dense {
+		v := rng.Float32()
+		x.Dense[i], e.Data[i] = v, v*v*v
+	}
+	in := &Input{AuxEmbed: sliceRows(e, 0, aux), EvalEmbed: sliceRows(e, aux, aux+eval), AuxTruth: rowsOf(x, 0, aux), Seed: 1}
+	truth := rowsOf(x, aux, aux+eval)
+	score := func(a Attack) float64 {
+		res, err := Run(a, in, truth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Columns[0].Score
+	}
+	lin := score(&Linear{Ridge: 0})
+	if math.Abs(lin-0.84) > 0.03 {
+		t.Errorf("linear decoder R² %g, want ≈ 0.84", lin)
+	}
+	mlp, err := New("inverse_mlp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := score(mlp); got < 0.97 {
+		t.Errorf("MLP decoder R² %g, want ≥ 0.97 (linear: %g)", got, lin)
+	}
+}
