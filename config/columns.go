@@ -38,6 +38,9 @@ func (c *Config) validateSplit(bad func(string, ...any)) {
 			}
 		}
 	}
+	if len(c.FeatureAttacks) > 0 && data.IsImageFormat(c.Format) {
+		bad("feature attacks (key feature_attacks) reconstruct table columns, not the images of %s", c.Format)
+	}
 	if err := feature.Check(c.FeatureAttacks); err != nil {
 		bad("%v (key feature_attacks)", err)
 	}
