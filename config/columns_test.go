@@ -14,7 +14,9 @@ func TestSplitAndFeatureKeysValidated(t *testing.T) {
 		{"passive list", func(c *Config) { c.PassiveColumns = []string{"I1", "C1"} }, ""},
 		{"both lists", func(c *Config) { c.PassiveColumns, c.ActiveColumns = []string{"I1"}, []string{"C1"} }, ""},
 		{"a column in both", func(c *Config) { c.PassiveColumns, c.ActiveColumns = []string{"I1", "C2"}, []string{"C2"} }, `column "C2" is in both`},
-		{"images", func(c *Config) { c.Format, c.Data, c.SynthRows, c.PassiveColumns = "fashion-mnist", "x", 0, []string{"I1"} }, "applies to tables"},
+		{"images", func(c *Config) {
+			c.Format, c.Data, c.SynthRows, c.PassiveColumns = "fashion-mnist", "x", 0, []string{"I1"}
+		}, "applies to tables"},
 		{"feature attack", func(c *Config) { c.FeatureAttacks, c.FeatureAux = []string{"inverse_linear", "inverse_mlp"}, 500 }, ""},
 		{"unknown feature attack", func(c *Config) { c.FeatureAttacks = []string{"nope"} }, `unknown feature attack "nope"`},
 		{"one auxiliary row", func(c *Config) { c.FeatureAttacks, c.FeatureAux = []string{"inverse_linear"}, 1 }, "key feature_aux"},
