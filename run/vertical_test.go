@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/splitguard/splitguard/completion"
 	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/tensor"
@@ -158,6 +159,9 @@ func TestVerticalSplitRun(t *testing.T) {
 	sum, err := Train(context.Background(), cfg, Options{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, _, b, err := completion.LoadRun(cfg.Out); err != nil || b.CutDim() != cfg.Layers[cfg.Cut-1] {
+		t.Errorf("the split run's bottom does not load for an offline attack: %v", err)
 	}
 	yml, err := os.ReadFile(filepath.Join(cfg.Out, "config.yaml"))
 	if err != nil {
