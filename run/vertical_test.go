@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -211,6 +212,20 @@ func TestVerticalSplitRun(t *testing.T) {
 	}
 	if _, ok := s.Sel["inverse_linear/r2_mean"]; !ok {
 		t.Errorf("summary.json's feature_leak_selected has no r2_mean: %v", s.Sel)
+	}
+	// Offline, on the saved (selected) bottom: the selected evaluation's
+	// figures again.
+	off, err := AttackFeatures(cfg.Out, cfg.FeatureAttacks, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(off) != len(s.Sel) {
+		t.Errorf("offline: %d figures, the run's selected evaluation %d", len(off), len(s.Sel))
+	}
+	for k, v := range s.Sel {
+		if math.Abs(off[k]-v) > 1e-9 {
+			t.Errorf("offline %s = %g, at the run's selected evaluation %g", k, off[k], v)
+		}
 	}
 	if s.Best["inverse_linear/r2_mean"] < s.Final["inverse_linear/r2_mean"] {
 		t.Errorf("best r2_mean %g below the final %g", s.Best["inverse_linear/r2_mean"], s.Final["inverse_linear/r2_mean"])
