@@ -3,6 +3,7 @@ package feature
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -407,5 +408,32 @@ func TestMLPInvertsANonlinearBottom(t *testing.T) {
 	}
 	if got := score(mlp); got < 0.97 {
 		t.Errorf("MLP decoder R² %g, want ≥ 0.97 (linear: %g)", got, lin)
+	}
+}
+
+func TestAuxRows(t *testing.T) {
+	a, err := AuxRows(100, 30, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := AuxRows(100, 30, 7)
+	c, _ := AuxRows(100, 30, 8)
+	seen := map[int]bool{}
+	for i, r := range a {
+		if r < 0 || r >= 100 || seen[r] || i > 0 && r <= a[i-1] {
+			t.Fatalf("rows %v: not distinct ascending rows of 100", a)
+		}
+		seen[r] = true
+	}
+	if !slices.Equal(a, b) || slices.Equal(a, c) {
+		t.Errorf("a seed's draw is not repeatable, or two seeds draw the same rows")
+	}
+	if all, _ := AuxRows(5, 5, 1); !slices.Equal(all, []int{0, 1, 2, 3, 4}) {
+		t.Errorf("all 5 of 5 rows: %v", all)
+	}
+	for _, n := range []int{6, 0} {
+		if _, err := AuxRows(5, n, 1); err == nil {
+			t.Errorf("%d auxiliary rows of 5: accepted", n)
+		}
 	}
 }
