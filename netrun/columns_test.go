@@ -228,3 +228,50 @@ func TestVerticalSplitMatchesInProcess(t *testing.T) {
 		t.Errorf("the active party loaded %v, want %v", names, wantAct)
 	}
 }
+
+// TestPassiveFeatureAuditMatchesInProcess: the passive party's red team
+// audits its own features at every evaluation (redteam_features.jsonl),
+// without any label; where the active party holds no column (an MLP top,
+// the passive every column) its figures are those of the in-process run's
+// evaluations of the same configuration.
+func TestPassiveFeatureAuditMatchesInProcess(t *testing.T) {
+	path := synthFile(t, 900)
+	root := t.TempDir()
+	base := smallConfig(path, filepath.Join(root, "inproc"))
+	base.Model, base.Attacks, base.Protect, base.Params = "mlp", []string{"norm"}, "none", nil
+	base.PassiveColumns = append(criteoNames("I", 1, 13), criteoNames("C", 1, 26)...)
+	base.FeatureAttacks, base.FeatureAux = []string{"inverse_linear"}, 200
+	if _, err := run.Train(context.Background(), base, run.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	act, pas := partyConfigs(base, root, "")
+	act.InsecureLoopback, pas.InsecureLoopback = true, true
+	act.FeatureAttacks, pas.RedTeam = nil, true
+	pair(t, act, pas)
+	want := readLines[rundir.EvalRecord](t, filepath.Join(base.Out, "eval.jsonl"))
+	got := readLines[RedTeamFeatureRecord](t, filepath.Join(pas.Out, RedTeamFeaturesFile))
+	if len(got) != len(want) || len(want) < 2 {
+		t.Fatalf("%d audits over the network, %d evaluations in process", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].Step != want[i].Step || len(got[i].Features) != len(want[i].Features) {
+			t.Fatalf("evaluation %d: step %d with %d figures, in process step %d with %d", i, got[i].Step, len(got[i].Features), want[i].Step, len(want[i].Features))
+		}
+		for k, v := range want[i].Features {
+			if g := got[i].Features[k]; math.Abs(g-v) > 1e-9 {
+				t.Errorf("step %d: %s = %g over the network, %g in process", want[i].Step, k, g, v)
+			}
+		}
+	}
+	// The active party refuses the key; the passive without its red team too.
+	bad := act
+	bad.FeatureAttacks = []string{"inverse_linear"}
+	if err := bad.validate("active"); err == nil || !strings.Contains(err.Error(), "red team") {
+		t.Errorf("active with feature attacks: %v", err)
+	}
+	bad = pas
+	bad.RedTeam = false
+	if err := bad.validate("passive"); err == nil || !strings.Contains(err.Error(), "red team") {
+		t.Errorf("passive with feature attacks and no red team: %v", err)
+	}
+}

@@ -193,8 +193,8 @@ func (c *Config) validate(role string) error {
 	if c.DumpBatches > 0 || c.Dump != "" {
 		bad("dumps (key dump) are an in-process option")
 	}
-	if len(c.FeatureAttacks) > 0 {
-		bad("feature attacks (key feature_attacks) run in the in-process run only, so far")
+	if len(c.FeatureAttacks) > 0 && (role != "passive" || !c.RedTeam) {
+		bad("feature attacks (key feature_attacks) run in a two-party run as the passive party's audit of its own features, with its red team (key red_team)")
 	}
 	if c.VerticalSplit() && len(c.Columns) > 0 {
 		bad("both this party's columns (key columns) and a vertical split (keys passive_columns, active_columns): give one")

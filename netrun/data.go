@@ -63,10 +63,11 @@ func loadImageParty(cfg *Config, labels bool) (*partyData, error) {
 
 // saveEncoding writes the encoding of the party's training data into its
 // run directory and drops it from memory (a vocabulary can be large); image
-// data have none.
+// data and a table of no feature column have none.
 func (p *partyData) saveEncoding(dir string) error {
-	if p.split.Encoding == nil {
-		return nil // images: no encoding
+	if p.split.Encoding == nil || len(p.split.Encoding.Columns) == 0 {
+		p.split.Encoding = nil
+		return nil // images, or an active party that a vertical split leaves no column: no encoding
 	}
 	if err := data.SaveEncoding(filepath.Join(dir, rundir.EncodingFile), p.split.Encoding); err != nil {
 		return err
