@@ -9,19 +9,35 @@ import (
 	"github.com/splitguard/splitguard/tensor"
 )
 
-// streamAux is the PCG stream of the attacker's auxiliary rows.
-const streamAux = 0xfea7a0c5
+// streamAux is the PCG stream of the attacker's auxiliary rows; streamEval
+// that of the sample of a large test split.
+const (
+	streamAux  = 0xfea7a0c5
+	streamEval = 0xfea7e7a1
+)
+
+// MaxEvalRows is the most test rows an evaluation reconstructs: a larger
+// test split is represented by a seeded uniform sample of this many rows
+// (the same at every evaluation), which bounds the evaluation's memory
+// (the decoders' predictions are rows × targets values).
+const MaxEvalRows = 20000
 
 // AuxRows draws n of rows training rows uniformly without replacement, by
 // seed, in ascending order; more than rows is an error.
 func AuxRows(rows, n int, seed uint64) ([]int, error) {
+	return sampleRows(rows, n, seed, streamAux)
+}
+
+// sampleRows draws n of rows rows uniformly without replacement from the
+// PCG stream of seed, in ascending order.
+func sampleRows(rows, n int, seed, stream uint64) ([]int, error) {
 	if n > rows {
 		return nil, fmt.Errorf("the feature attacker's %d auxiliary rows exceed the %d training rows (key feature_aux)", n, rows)
 	}
 	if n < 1 {
 		return nil, fmt.Errorf("the feature attacker has %d auxiliary rows (key feature_aux)", n)
 	}
-	rng := rand.New(rand.NewPCG(seed, streamAux))
+	rng := rand.New(rand.NewPCG(seed, stream))
 	perm := make([]int, rows)
 	for i := range perm {
 		perm[i] = i
@@ -71,10 +87,12 @@ func Embed(enc Encoder, x *data.Features, rows []int, chunk int, dst *tensor.Mat
 
 // Evaluator runs feature attacks at every evaluation of a run on fixed
 // rows: n auxiliary rows of the training rows (AuxRows by the seed) and
-// every test row, re-embedded by the bottom of the moment.
+// every test row (at most MaxEvalRows: a seeded sample of a larger test
+// split), re-embedded by the bottom of the moment.
 type Evaluator struct {
 	attacks     []Attack
 	train, test *data.Features
+	truth       *data.Features // the evaluated test rows' passive features
 	rows, all   []int
 	chunk       int
 	in          Input
@@ -100,9 +118,14 @@ func NewEvaluator(names []string, train, test, ownTrain, ownTest *data.Features,
 	if ev.rows, err = AuxRows(train.Rows, n, seed); err != nil {
 		return nil, err
 	}
-	ev.all = make([]int, test.Rows)
-	for i := range ev.all {
-		ev.all[i] = i
+	ev.truth = test
+	if test.Rows > MaxEvalRows {
+		if ev.all, err = sampleRows(test.Rows, MaxEvalRows, seed, streamEval); err != nil {
+			return nil, err
+		}
+		ev.truth = selectRows(test, ev.all)
+	} else {
+		ev.all = seq(test.Rows)
 	}
 	ev.in = Input{AuxTruth: selectRows(train, ev.rows), Seed: seed, AuxEmbed: &tensor.Matrix{}, EvalEmbed: &tensor.Matrix{}}
 	if ownTrain != nil && ownTrain.NumCat+ownTrain.NumDense > 0 {
@@ -110,6 +133,9 @@ func NewEvaluator(names []string, train, test, ownTrain, ownTest *data.Features,
 			return nil, fmt.Errorf("feature: the active party's columns cover other rows than the passive's")
 		}
 		ev.in.AuxOwn, ev.in.EvalOwn = selectRows(ownTrain, ev.rows), ownTest
+		if ev.truth != test {
+			ev.in.EvalOwn = selectRows(ownTest, ev.all)
+		}
 	}
 	return ev, nil
 }
@@ -125,7 +151,7 @@ func (ev *Evaluator) Run(enc Encoder) (map[string]float64, error) {
 	}
 	figs := map[string]float64{}
 	for _, a := range ev.attacks {
-		res, err := Run(a, &ev.in, ev.test)
+		res, err := Run(a, &ev.in, ev.truth)
 		if err != nil {
 			return nil, err
 		}

@@ -437,3 +437,34 @@ func TestAuxRows(t *testing.T) {
 		}
 	}
 }
+
+// identity embeds a table of dense columns as themselves.
+type identity struct{ d int }
+
+func (e identity) CutDim() int { return e.d }
+func (e identity) Forward(in *data.Batch) (*tensor.Matrix, error) {
+	return in.Dense.Clone(), nil
+}
+
+func TestEvaluatorSamplesALargeTestSplit(t *testing.T) {
+	// An identity bottom: every column is reconstructed exactly (R² 1)
+	// whichever test rows are drawn; a test split above MaxEvalRows is
+	// evaluated on MaxEvalRows of its rows.
+	const train, test = 300, MaxEvalRows + 500
+	x, _ := linearBottom(train+test, 2, 4, 11)
+	x.NumCat, x.Cat, x.Cardinality, x.CatNames = 0, nil, nil, nil
+	ev, err := NewEvaluator([]string{"inverse_linear"}, rowsOf(x, 0, train), rowsOf(x, train, train+test), nil, nil, 100, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.truth.Rows != MaxEvalRows || len(ev.all) != MaxEvalRows {
+		t.Fatalf("%d evaluated rows, want %d", ev.truth.Rows, MaxEvalRows)
+	}
+	figs, err := ev.Run(identity{2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := figs["inverse_linear/r2_mean"]; math.Abs(v-1) > 1e-4 {
+		t.Errorf("mean R² %g of an identity bottom, want 1", v)
+	}
+}
