@@ -261,6 +261,12 @@ func TestRunOwnBaseline(t *testing.T) {
 	if v := got["inverse_linear/r2_own/I2"]; math.Abs(v) > 0.05 {
 		t.Errorf("own R² of an independent column %g, want ≈ 0", v)
 	}
+	// The embedding alone (a linear injective bottom) reconstructs both.
+	for _, k := range []string{"inverse_linear/r2_emb/I1", "inverse_linear/r2_emb/I2", "inverse_linear/r2_emb_mean"} {
+		if v, ok := got[k]; !ok || v < 0.999 {
+			t.Errorf("%s = %g (%t), want 1", k, v, ok)
+		}
+	}
 	_, maj := Accuracy(rowsOf(x, aux, aux+eval).Cat, rowsOf(x, aux, aux+eval).Cat, 2, 1)
 	if v := got["inverse_linear/acc_prior/C2"]; v != maj {
 		t.Errorf("prior of C2 %g, want its majority share %g", v, maj)

@@ -13,11 +13,15 @@ import (
 // 0); for a categorical column Score is the top-1 accuracy and Prior the
 // share of the evaluated rows' most frequent value (the majority guess).
 // Own is the same attack's score with the active's own columns alone, no
-// embedding (the prior's when the active has no columns).
+// embedding (the prior's when the active has no columns), and Emb, when
+// the active has columns (Result.HasEmb), its score with the embedding
+// alone: what a passive party, which cannot read the active's columns,
+// measures by itself.
 type Column struct {
 	Name        string
 	Categorical bool
 	Score, Own  float64
+	Emb         float64
 	Prior       float64
 }
 
@@ -25,6 +29,8 @@ type Column struct {
 type Result struct {
 	Attack  string
 	Columns []Column
+	// HasEmb says the columns' Emb is set (the active has own columns).
+	HasEmb bool
 	// Skipped names the numeric columns constant over the evaluated rows,
 	// whose R² is undefined.
 	Skipped []string
@@ -93,21 +99,27 @@ func Run(a Attack, in *Input, truth *data.Features) (*Result, error) {
 	}
 	ownIn := *in
 	ownIn.AuxEmbed, ownIn.EvalEmbed = nil, nil
-	var own *Guess
+	var own, emb *Guess
 	if in.EvalOwn != nil {
 		if own, err = a.Reconstruct(&ownIn); err != nil {
 			return nil, fmt.Errorf("feature: attack %s on the own columns: %w", a.Name(), err)
+		}
+		embIn := *in
+		embIn.AuxOwn, embIn.EvalOwn = nil, nil
+		if emb, err = a.Reconstruct(&embIn); err != nil {
+			return nil, fmt.Errorf("feature: attack %s on the embedding alone: %w", a.Name(), err)
 		}
 	}
 	if err := checkGuess(full, truth); err != nil {
 		return nil, fmt.Errorf("feature: attack %s: %w", a.Name(), err)
 	}
-	res := &Result{Attack: a.Name()}
+	res := &Result{Attack: a.Name(), HasEmb: emb != nil}
 	for j, name := range truth.CatNames {
 		acc, maj := Accuracy(truth.Cat, full.Cat, truth.NumCat, j)
 		c := Column{Name: name, Categorical: true, Score: acc, Own: maj, Prior: maj}
 		if own != nil {
 			c.Own, _ = Accuracy(truth.Cat, own.Cat, truth.NumCat, j)
+			c.Emb, _ = Accuracy(truth.Cat, emb.Cat, truth.NumCat, j)
 		}
 		res.Columns = append(res.Columns, c)
 	}
@@ -120,6 +132,7 @@ func Run(a Attack, in *Input, truth *data.Features) (*Result, error) {
 		c := Column{Name: name, Score: r2}
 		if own != nil {
 			c.Own, _ = R2(truth.Dense, own.Dense, truth.NumDense, j)
+			c.Emb, _ = R2(truth.Dense, emb.Dense, truth.NumDense, j)
 		}
 		res.Columns = append(res.Columns, c)
 	}
@@ -140,12 +153,12 @@ func checkGuess(g *Guess, truth *data.Features) error {
 	return nil
 }
 
-// Means returns the mean Score, Own and Prior over the numeric columns
-// (ok false without one) and over the categorical columns.
-func (r *Result) Means() (num, cat [3]float64, numOK, catOK bool) {
+// Means returns the mean Score, Own, Prior and Emb over the numeric
+// columns (ok false without one) and over the categorical columns.
+func (r *Result) Means() (num, cat [4]float64, numOK, catOK bool) {
 	var nn, nc int
 	for _, c := range r.Columns {
-		v := [3]float64{c.Score, c.Own, c.Prior}
+		v := [4]float64{c.Score, c.Own, c.Prior, c.Emb}
 		if c.Categorical {
 			for i := range cat {
 				cat[i] += v[i]
@@ -158,7 +171,7 @@ func (r *Result) Means() (num, cat [3]float64, numOK, catOK bool) {
 			nn++
 		}
 	}
-	for i := range 3 {
+	for i := range num {
 		num[i] /= float64(max(nn, 1))
 		cat[i] /= float64(max(nc, 1))
 	}
@@ -170,8 +183,10 @@ func (r *Result) Means() (num, cat [3]float64, numOK, catOK bool) {
 // (numeric), "ATTACK/acc/COL", "ATTACK/acc_own/COL" and
 // "ATTACK/acc_prior/COL" (categorical); and the means over columns,
 // "ATTACK/r2_mean", "ATTACK/r2_own_mean", "ATTACK/acc_mean",
-// "ATTACK/acc_own_mean", "ATTACK/acc_prior_mean". "ATTACK/r2_mean" is
-// the run's summary figure.
+// "ATTACK/acc_own_mean", "ATTACK/acc_prior_mean"; with HasEmb also the
+// embedding-alone figures "ATTACK/r2_emb/COL", "ATTACK/acc_emb/COL",
+// "ATTACK/r2_emb_mean" and "ATTACK/acc_emb_mean". "ATTACK/r2_mean" is the
+// run's summary figure.
 func (r *Result) Flatten(dst map[string]float64) map[string]float64 {
 	if dst == nil {
 		dst = make(map[string]float64, 3*len(r.Columns)+5)
@@ -182,17 +197,29 @@ func (r *Result) Flatten(dst map[string]float64) map[string]float64 {
 			dst[a+"/acc/"+c.Name] = c.Score
 			dst[a+"/acc_own/"+c.Name] = c.Own
 			dst[a+"/acc_prior/"+c.Name] = c.Prior
+			if r.HasEmb {
+				dst[a+"/acc_emb/"+c.Name] = c.Emb
+			}
 		} else {
 			dst[a+"/r2/"+c.Name] = c.Score
 			dst[a+"/r2_own/"+c.Name] = c.Own
+			if r.HasEmb {
+				dst[a+"/r2_emb/"+c.Name] = c.Emb
+			}
 		}
 	}
 	num, cat, numOK, catOK := r.Means()
 	if numOK {
 		dst[a+"/r2_mean"], dst[a+"/r2_own_mean"] = num[0], num[1]
+		if r.HasEmb {
+			dst[a+"/r2_emb_mean"] = num[3]
+		}
 	}
 	if catOK {
 		dst[a+"/acc_mean"], dst[a+"/acc_own_mean"], dst[a+"/acc_prior_mean"] = cat[0], cat[1], cat[2]
+		if r.HasEmb {
+			dst[a+"/acc_emb_mean"] = cat[3]
+		}
 	}
 	return dst
 }
