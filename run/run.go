@@ -186,9 +186,11 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 	if err != nil {
 		return nil, err
 	}
-	pEval, err := pv.evalRows()
-	if err != nil {
-		return nil, err
+	pEval := eval // without a split both parties read the same rows: no second copy
+	if cfg.VerticalSplit() {
+		if pEval, err = pv.evalRows(); err != nil {
+			return nil, err
+		}
 	}
 	if val != nil && len(val.IDs) == 0 {
 		val = nil
