@@ -14,7 +14,8 @@ import (
 
 // LoadRun loads an in-process run directory for an offline model attack:
 // its resolved configuration, its data reloaded with labels (the same
-// seeded split, rows in canonical order) and its trained bottom model.
+// seeded split, rows in canonical order; under a vertical split the
+// passive party's columns only) and its trained bottom model.
 func LoadRun(dir string) (*config.Config, *data.Split, model.Bottom, error) {
 	cfg, err := config.LoadYAML(filepath.Join(dir, rundir.ConfigFile), config.Default())
 	if err != nil {
@@ -31,6 +32,12 @@ func LoadRun(dir string) (*config.Config, *data.Split, model.Bottom, error) {
 	split.Train, _ = data.SplitValidation(split.Train, cfg.Seed, cfg.ValFrac)
 	if split.Train.Labels == nil || split.Test.Labels == nil {
 		return nil, nil, nil, fmt.Errorf("run %s: its data %s has no labels", dir, cfg.Data)
+	}
+	// Under a vertical split the bottom reads the passive's columns only.
+	for _, d := range []*data.Dataset{split.Train, split.Test} {
+		if d.X, _, err = cfg.SplitFeatures(d.X); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	bottom, err := cfg.BuildBottom(split.Train.X)
 	if err != nil {

@@ -110,19 +110,33 @@ func (c *Config) buildTop(x *data.Features) (top model.Top, wide bool, err error
 }
 
 // BuildModels builds both halves of the split model over the training
-// features, as the in-process run does: the passive's deep part and the
+// features x, as the in-process run does: without a vertical split
+// (keys passive_columns, active_columns) the passive's deep part and the
 // active's wide part read the same features, as in the authors'
-// experiments.
+// experiments; with one, each reads its party's columns
+// ([Config.SplitFeatures]).
 func (c *Config) BuildModels(x *data.Features) (model.Bottom, model.Top, bool, error) {
-	b, err := c.BuildBottom(x)
+	px, ax, err := c.SplitFeatures(x)
 	if err != nil {
 		return nil, nil, false, err
 	}
-	topX := x
-	if c.Model != "wdl" {
-		topX = nil
+	return c.BuildSplitModels(px, ax)
+}
+
+// BuildSplitModels builds the passive party's bottom over its features
+// px and the active party's top, whose wide part (wdl) reads the active
+// party's features ax.
+func (c *Config) BuildSplitModels(px, ax *data.Features) (model.Bottom, model.Top, bool, error) {
+	b, err := c.BuildBottom(px)
+	if err != nil {
+		return nil, nil, false, err
 	}
-	t, wide, err := c.BuildTop(topX)
+	if c.Model != "wdl" {
+		ax = nil
+	} else if ax != nil && ax.Image == nil && ax.NumCat+ax.NumDense == 0 {
+		return nil, nil, false, fmt.Errorf("model wdl: the vertical split leaves the active party's wide part no column (key active_columns); model mlp has no wide part")
+	}
+	t, wide, err := c.BuildTop(ax)
 	if err != nil {
 		return nil, nil, false, err
 	}

@@ -56,6 +56,15 @@ type Config struct {
 	TestFrac    float64 `yaml:"test_frac"`
 	HashBuckets int     `yaml:"hash_buckets,omitempty"`
 	SkipBadRows bool    `yaml:"skip_bad_rows,omitempty"`
+	// PassiveColumns and ActiveColumns are a vertical split of a table's
+	// feature columns (columns.go): the passive party's bottom reads only
+	// PassiveColumns, the active party's wide part (and its own-column
+	// baseline) only ActiveColumns. Either list alone gives the other
+	// party the remaining columns; neither (the default) lets both read
+	// every column, as in the authors' experiments. In a two-party run
+	// each party takes its own list when its key columns is not set.
+	PassiveColumns []string `yaml:"passive_columns,flow,omitempty"`
+	ActiveColumns  []string `yaml:"active_columns,flow,omitempty"`
 
 	// Images (fashion-mnist and isic only).
 	// PositiveClass is the Fashion-MNIST class (0…9) labelled positive.
@@ -175,6 +184,13 @@ type Config struct {
 	// DefaultTunedBudget).
 	TunedKnown  int `yaml:"tuned_known,omitempty"`
 	TunedBudget int `yaml:"tuned_budget,omitempty"`
+	// FeatureAttacks names the attacks of the active party on the
+	// passive party's features (package attack/feature), run at every
+	// evaluation of the in-process run; none by default. FeatureAux is
+	// how many training rows' passive features the attacker knows (its
+	// auxiliary set; 0: DefaultFeatureAux).
+	FeatureAttacks []string `yaml:"feature_attacks,flow,omitempty"`
+	FeatureAux     int      `yaml:"feature_aux,omitempty"`
 
 	// Output
 	Out         string `yaml:"out"`
@@ -476,6 +492,7 @@ func (c *Config) validate() error {
 	} else if c.TunedBudget > 0 && c.TunedKnown == 0 {
 		bad("tuned attacker's budget %d without its known rows (key tuned_budget needs key tuned_known)", c.TunedBudget)
 	}
+	c.validateSplit(bad)
 	if len(c.Attacks) == 0 {
 		bad("no attacks: name at least one (key attacks)")
 	} else if err := checkAttacks(c.Attacks); err != nil {

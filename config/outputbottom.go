@@ -66,6 +66,14 @@ func (b *OutputBottom) Forward(in *data.Batch) (*tensor.Matrix, error) {
 	if err != nil {
 		return nil, err
 	}
+	if fr, ok := b.Out.(protect.FeatureReader); ok {
+		// NoPeek reads the raw features beside the embedding.
+		numCat := 0
+		if in.Rows > 0 {
+			numCat = len(in.Cat) / in.Rows
+		}
+		fr.SetFeatures(in.Dense, in.Cat, numCat)
+	}
 	b.last, err = b.Out.Forward(e, b.training)
 	return b.last, err
 }

@@ -64,7 +64,7 @@ func TestBottomWithPassiveOutputResumes(t *testing.T) {
 	}
 	var in data.Batch
 	split.Train.X.Gather([]int{0, 1, 2, 3, 4, 5, 6, 7}, &in)
-	for _, p := range []protect.Params{{"mid_passive_lambda": 0.1}, {"fedpass_passive_range": 4}} {
+	for _, p := range []protect.Params{{"mid_passive_lambda": 0.1}, {"fedpass_passive_range": 4}, {"nopeek_alpha": 1}} {
 		c := Default()
 		c.Model, c.Layers, c.Cut, c.Params, c.LR = "mlp", []int{8, 6, 4}, 2, p, 1e-3
 		build := func(c Config) model.Bottom {
@@ -188,4 +188,49 @@ func FuzzOutputBottomLoad(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestNoPeekReadsTheBatchFeatures: behind the bottom, NoPeek is handed the
+// batch's raw features at every training forward: its loss is positive
+// (zero without features), it sends the bottom's embedding unchanged, and
+// the gradient the bottom backpropagates differs from the one received.
+func TestNoPeekReadsTheBatchFeatures(t *testing.T) {
+	def := Default()
+	split, err := data.Generate(64, 0.3, 1, def.DataOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in data.Batch
+	split.Train.X.Gather([]int{0, 1, 2, 3, 4, 5, 6, 7}, &in)
+	c := Default()
+	c.Model, c.Layers, c.Cut, c.Params, c.LR = "mlp", []int{8, 6}, 1, protect.Params{"nopeek_alpha": 1}, 1e-3
+	b, err := c.BuildBottom(split.Train.X)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ob := b.(*OutputBottom)
+	np := ob.Out.(*protect.NoPeek)
+	ob.SetTraining(true)
+	e, err := b.Forward(&in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, _ := ob.Bottom.Forward(&in)
+	if !slices.Equal(e.Data, inner.Data) {
+		t.Error("NoPeek changed the embedding sent")
+	}
+	if _, err := b.Forward(&in); err != nil { // the inner forward above replaced the bottom's state
+		t.Fatal(err)
+	}
+	if np.RegLoss() <= 0 {
+		t.Fatalf("NoPeek's loss %g: the batch's features did not reach it", np.RegLoss())
+	}
+	g := tensor.New(e.Rows, e.Cols)
+	through, err := ob.Out.Backprop(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Equal(through.Data, g.Data) {
+		t.Error("NoPeek added no gradient to the one received")
+	}
 }

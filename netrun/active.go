@@ -485,8 +485,8 @@ func positiveRate(labels []uint8) float64 {
 // training, on one core, as the in-process run does; finish waits for it.
 // The fit only reads the aligned splits, which training does not change.
 func (r *activeRun) startBaseline() {
-	if !r.cfg.Baseline || r.split.Train.X == nil || r.split.Train.X.Image != nil {
-		return
+	if x := r.split.Train.X; !r.cfg.Baseline || x == nil || x.Image != nil || x.NumCat+x.NumDense == 0 {
+		return // no own column (a vertical split may leave it none): no baseline, as in process
 	}
 	var val *data.Dataset
 	if r.valRows > 0 {

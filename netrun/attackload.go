@@ -21,6 +21,7 @@ func LoadPassive(dir string) (*Config, *data.Split, model.Bottom, error) {
 		return nil, nil, nil, err
 	}
 	cfg.Resolve()
+	cfg.partyColumns(false)
 	pd, err := loadParty(&cfg, false)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("passive data %s: %w", cfg.Data, err)

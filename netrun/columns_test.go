@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/model"
+	"github.com/splitguard/splitguard/run"
 	"github.com/splitguard/splitguard/rundir"
 )
 
@@ -183,4 +185,117 @@ func containsAll(s string, parts []string) bool {
 		}
 	}
 	return true
+}
+
+// TestVerticalSplitMatchesInProcess: one configuration stating a vertical
+// split (key passive_columns; the active party keeps the rest) gives the
+// same records in process and as two parties over loopback, each party
+// loading its own columns: every evaluation, every batch's loss and
+// cut-layer leak AUCs, and the baseline on the active's own columns.
+func TestVerticalSplitMatchesInProcess(t *testing.T) {
+	path := synthFile(t, 900)
+	root := t.TempDir()
+	base := smallConfig(path, filepath.Join(root, "inproc"))
+	base.Attacks = []string{"norm"}
+	base.PassiveColumns = append(criteoNames("I", 1, 13), criteoNames("C", 1, 3)...)
+	want, err := run.Train(context.Background(), base, run.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	act, pas := partyConfigs(base, root, "")
+	act.InsecureLoopback, pas.InsecureLoopback = true, true
+	got := pair(t, act, pas)
+	if g, w := readLines[rundir.EvalRecord](t, filepath.Join(act.Out, "eval.jsonl")), readLines[rundir.EvalRecord](t, filepath.Join(base.Out, "eval.jsonl")); !reflect.DeepEqual(g, w) || len(w) < 2 {
+		t.Fatalf("evaluations differ:\n got %v\nwant %v", g, w)
+	}
+	sameBatches(t, act.Out, base.Out, 1)
+	if got.TestAUCFinal != want.TestAUCFinal || got.Steps != want.Steps {
+		t.Fatalf("summaries differ:\n got %+v\nwant %+v", got, want)
+	}
+	if got.Baseline == nil || want.Baseline == nil || got.Baseline.Columns != want.Baseline.Columns ||
+		*got.Baseline.TestAUC != *want.Baseline.TestAUC || got.Baseline.Features != want.Baseline.Features {
+		t.Fatalf("baselines differ:\n got %+v\nwant %+v", got.Baseline, want.Baseline)
+	}
+	enc, err := data.LoadEncoding(filepath.Join(act.Out, rundir.EncodingFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range enc.Columns {
+		names = append(names, c.Name)
+	}
+	if wantAct := criteoNames("C", 4, 26); !slices.Equal(names, wantAct) {
+		t.Errorf("the active party loaded %v, want %v", names, wantAct)
+	}
+}
+
+// TestPassiveFeatureAuditMatchesInProcess: the passive party's red team
+// audits its own features at every evaluation (redteam_features.jsonl),
+// without any label or active column; its figures are the in-process
+// run's of the embedding alone: its "r2"/"acc" figures where the active
+// party holds no column (an MLP top, the passive every column), its
+// "r2_emb"/"acc_emb" ones where the active holds some (Wide&Deep over
+// C14..C26).
+func TestPassiveFeatureAuditMatchesInProcess(t *testing.T) {
+	path := synthFile(t, 900)
+	for _, tc := range []struct {
+		name, model string
+		passive     []string
+		inProcess   func(key string) string // the in-process key of a passive audit's key
+	}{
+		{"active without columns", "mlp", append(criteoNames("I", 1, 13), criteoNames("C", 1, 26)...), func(k string) string { return k }},
+		{"active with columns", "wdl", append(criteoNames("I", 1, 13), criteoNames("C", 1, 13)...), func(k string) string {
+			for _, m := range []string{"/r2", "/acc"} {
+				if i := strings.Index(k, m); i >= 0 && !strings.HasPrefix(k[i+len(m):], "_own") && !strings.HasPrefix(k[i+len(m):], "_prior") {
+					return k[:i] + m + "_emb" + k[i+len(m):]
+				}
+			}
+			return k
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			base := smallConfig(path, filepath.Join(root, "inproc"))
+			base.Model, base.Attacks, base.Protect, base.Params = tc.model, []string{"norm"}, "none", nil
+			base.PassiveColumns = tc.passive
+			base.FeatureAttacks, base.FeatureAux = []string{"inverse_linear"}, 200
+			if _, err := run.Train(context.Background(), base, run.Options{}); err != nil {
+				t.Fatal(err)
+			}
+			act, pas := partyConfigs(base, root, "")
+			act.InsecureLoopback, pas.InsecureLoopback = true, true
+			act.FeatureAttacks, pas.RedTeam = nil, true
+			pair(t, act, pas)
+			want := readLines[rundir.EvalRecord](t, filepath.Join(base.Out, "eval.jsonl"))
+			got := readLines[RedTeamFeatureRecord](t, filepath.Join(pas.Out, RedTeamFeaturesFile))
+			if len(got) != len(want) || len(want) < 2 {
+				t.Fatalf("%d audits over the network, %d evaluations in process", len(got), len(want))
+			}
+			for i := range want {
+				if got[i].Step != want[i].Step || len(got[i].Features) == 0 {
+					t.Fatalf("evaluation %d: step %d with %d figures, in process step %d", i, got[i].Step, len(got[i].Features), want[i].Step)
+				}
+				for k, g := range got[i].Features {
+					if strings.Contains(k, "_own") || strings.Contains(k, "_prior") {
+						continue // the passive's "own" is the prior
+					}
+					v, ok := want[i].Features[tc.inProcess(k)]
+					if !ok || math.Abs(g-v) > 1e-9 {
+						t.Errorf("step %d: %s = %g over the network, in process %s = %g (%t)", want[i].Step, k, g, tc.inProcess(k), v, ok)
+					}
+				}
+			}
+		})
+	}
+	// The active party refuses the key; the passive without its red team too.
+	root := t.TempDir()
+	act, pas := partyConfigs(smallConfig(path, filepath.Join(root, "x")), root, "")
+	act.InsecureLoopback, pas.InsecureLoopback = true, true
+	act.FeatureAttacks, pas.FeatureAttacks = []string{"inverse_linear"}, []string{"inverse_linear"}
+	if err := act.validate("active"); err == nil || !strings.Contains(err.Error(), "red team") {
+		t.Errorf("active with feature attacks: %v", err)
+	}
+	if err := pas.validate("passive"); err == nil || !strings.Contains(err.Error(), "red team") {
+		t.Errorf("passive with feature attacks and no red team: %v", err)
+	}
 }

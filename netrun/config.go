@@ -113,6 +113,11 @@ type Config struct {
 	ExchangeTimeout time.Duration `yaml:"exchange_timeout"`
 	// MaxMessageMB bounds one gRPC message.
 	MaxMessageMB int `yaml:"max_message_mb"`
+
+	// loadColumns and loadIgnore are the columns this party loads and
+	// those it leaves to the other party, from key columns or the
+	// vertical split (set by validate: partyColumns).
+	loadColumns, loadIgnore []string
 }
 
 // DefaultKeepCheckpoints is how many checkpoints a party keeps by default.
@@ -188,6 +193,13 @@ func (c *Config) validate(role string) error {
 	if c.DumpBatches > 0 || c.Dump != "" {
 		bad("dumps (key dump) are an in-process option")
 	}
+	if len(c.FeatureAttacks) > 0 && (strings.HasPrefix(role, "active") || role == "passive" && !c.RedTeam) {
+		bad("feature attacks (key feature_attacks) run in a two-party run as the passive party's audit of its own features, with its red team (key red_team)")
+	}
+	if c.VerticalSplit() && len(c.Columns) > 0 {
+		bad("both this party's columns (key columns) and a vertical split (keys passive_columns, active_columns): give one")
+	}
+	c.partyColumns(strings.HasPrefix(role, "active"))
 	if len(errs) > 0 {
 		return fmt.Errorf("%s: config: %s", role, strings.Join(errs, "; "))
 	}
@@ -328,4 +340,24 @@ func writeConfig(cfg *Config) error {
 	}
 	b = append([]byte(cfg.YAMLHeader()), b...)
 	return atomicfile.WriteFile(filepath.Join(cfg.Out, rundir.ConfigFile), b, 0o644)
+}
+
+// partyColumns sets the columns the party (the active one when active)
+// loads: key columns when set; under a vertical split its own list, or,
+// when only the other party's is given, every column but those (as the
+// in-process run splits them, config.Config.SplitFeatures); else all.
+func (c *Config) partyColumns(active bool) {
+	c.loadColumns, c.loadIgnore = c.Columns, nil
+	if !c.VerticalSplit() {
+		return
+	}
+	own, other := c.PassiveColumns, c.ActiveColumns
+	if active {
+		own, other = other, own
+	}
+	if len(own) > 0 {
+		c.loadColumns = own
+		return
+	}
+	c.loadIgnore = other
 }

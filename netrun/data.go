@@ -16,7 +16,8 @@ type partyData struct {
 }
 
 // loadParty loads cfg's data file as one party holds it: with labels for
-// the active party, without for the passive, restricted to cfg.Columns,
+// the active party, without for the passive, restricted to its columns
+// (key columns or the vertical split: Config.partyColumns),
 // with the in-process run's options; rows sorted by ID. Duplicate example
 // IDs are an error (the parties join on them).
 func loadParty(cfg *Config, labels bool) (*partyData, error) {
@@ -25,7 +26,7 @@ func loadParty(cfg *Config, labels bool) (*partyData, error) {
 	}
 	o := cfg.DataOptions()
 	o.NoLabel = !labels
-	o.Columns = cfg.Columns
+	o.Columns, o.Ignore = cfg.loadColumns, append(slices.Clip(o.Ignore), cfg.loadIgnore...)
 	s, err := data.Load(cfg.Data, o)
 	if err != nil {
 		return nil, err
@@ -62,10 +63,11 @@ func loadImageParty(cfg *Config, labels bool) (*partyData, error) {
 
 // saveEncoding writes the encoding of the party's training data into its
 // run directory and drops it from memory (a vocabulary can be large); image
-// data have none.
+// data and a table of no feature column have none.
 func (p *partyData) saveEncoding(dir string) error {
-	if p.split.Encoding == nil {
-		return nil // images: no encoding
+	if p.split.Encoding == nil || len(p.split.Encoding.Columns) == 0 {
+		p.split.Encoding = nil
+		return nil // images, or an active party that a vertical split leaves no column: no encoding
 	}
 	if err := data.SaveEncoding(filepath.Join(dir, rundir.EncodingFile), p.split.Encoding); err != nil {
 		return err
@@ -80,7 +82,7 @@ func (p *partyData) saveEncoding(dir string) error {
 func loadPartyWith(cfg *Config, enc *data.Encoding) (*partyData, error) {
 	o := cfg.DataOptions()
 	o.NoLabel = true
-	o.Columns = cfg.Columns
+	o.Columns, o.Ignore = cfg.loadColumns, append(slices.Clip(o.Ignore), cfg.loadIgnore...)
 	s, err := data.LoadWith(cfg.Data, o, enc)
 	if err != nil {
 		return nil, err

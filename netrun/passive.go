@@ -37,6 +37,7 @@ type passiveRun struct {
 	// kept is the bottom of the evaluation the active party selected.
 	kept keptModel
 	red  *redTeam
+	feat *featureTeam // the red team's audit of the passive's features (nil: none)
 	// progress is when the run last made progress (a step, a session).
 	progress time.Time
 }
@@ -80,7 +81,7 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 		return nil, err
 	}
 	log.Info("data loaded", "train", len(pd.split.Train.IDs), "test", len(pd.split.Test.IDs))
-	if cfg.Format == data.FormatCSV && cfg.Label == "" && len(cfg.Columns) == 0 {
+	if cfg.Format == data.FormatCSV && cfg.Label == "" && len(cfg.loadColumns) == 0 {
 		// With columns named, only those are read: the label is not among
 		// them unless the user named it.
 		log.Warn("no label column named (key label): every column of this file is a feature; if the file holds the labels, " +
@@ -104,6 +105,13 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 			return nil, err
 		}
 		defer p.red.close()
+		if len(cfg.FeatureAttacks) > 0 {
+			if p.feat, err = newFeatureTeam(filepath.Join(cfg.Out, RedTeamFeaturesFile), cfg.FeatureAttacks); err != nil {
+				client.Close()
+				return nil, err
+			}
+			defer p.feat.close()
+		}
 	}
 	res := &PassiveResult{}
 	backoff := 200 * time.Millisecond
@@ -288,6 +296,11 @@ func (p *passiveRun) resume(ctx context.Context) error {
 					return err
 				}
 			}
+			if p.feat != nil {
+				if err := p.feat.rewind(s); err != nil {
+					return err
+				}
+			}
 			p.party, p.kept = party, kept
 		}
 		log.Info("resuming", "step", s)
@@ -317,6 +330,13 @@ func (p *passiveRun) build(step int64) (*passive.Passive, keptModel, error) {
 		WireEmbedding: enc.Embedding, AfterStep: p.afterStep, Kept: func(step int64) error { return p.kept.keep(step, p.party.SaveModel) }}
 	if p.red != nil {
 		pc.Observer = p.red.observe
+	}
+	if p.feat != nil {
+		// The training rows are without the validation rows (holdOut).
+		if err := p.feat.start(cfg, p.split.Train, p.split.Test); err != nil {
+			return nil, kept, err
+		}
+		pc.EvalObserver = func(step int64) error { return p.feat.observe(bottom, step) }
 	}
 	party, err := passive.New(bottom, passive.Split{IDs: p.split.Train.IDs, X: p.split.Train.X},
 		passive.Split{IDs: p.eval.IDs, X: p.eval.X}, sched, pc)

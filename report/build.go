@@ -43,16 +43,22 @@ func Build(set *Set) (*Page, error) {
 	page := b.header()
 	page.Notes = b.notes()
 	byID := map[string]*Section{}
-	for _, sec := range []func() (*Section, error){b.tradeoffSection, b.dcsSection, b.matrixSection, b.progressSection, b.layersSection, b.marvellSection, b.utilitySection} {
+	for _, sec := range []func() (*Section, error){b.tradeoffSection, b.dcsSection, b.matrixSection, b.progressSection, b.layersSection, b.marvellSection, b.utilitySection, b.featuresSection} {
 		s, err := sec()
 		if err != nil {
 			return nil, err
+		}
+		if s == nil { // a section with nothing to show at all (features)
+			continue
 		}
 		byID[s.ID] = s
 		page.Sections = append(page.Sections, s)
 	}
 	if b.single { // a lone run has no trade-off to speak of: put it last
 		page.Sections = []*Section{byID["progress"], byID["utility"], byID["layers"], byID["marvell"], byID["tradeoff"]}
+		if f := byID["features"]; f != nil {
+			page.Sections = append(page.Sections[:2:2], append([]*Section{f}, page.Sections[2:]...)...)
+		}
 	}
 	page.Notes = append(page.Notes, b.extraNotes...)
 	page.Table = table(set, b.keys)

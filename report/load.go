@@ -48,6 +48,9 @@ type Eval struct {
 	// Attacks are the model attacks' figures at this evaluation
 	// ("completion/auc", …), when the run had any.
 	Attacks map[string]float64 `json:"attacks"`
+	// Features are the feature attacks' figures at this evaluation
+	// ("inverse_linear/r2_mean", …), when the run had any.
+	Features map[string]float64 `json:"features"`
 }
 
 // LeakStat is one entry of summary.json's leak map.

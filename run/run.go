@@ -134,26 +134,38 @@ func Train(ctx context.Context, cfg config.Config, opt Options) (*rundir.Summary
 	// only reads the splits, which training does not change.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	pv, av, err := partyViews(&cfg, split, train, val)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.VerticalSplit() {
+		logf(opt.Log, "vertical split: the passive party holds %v, the active party %v", pv.train.X.ColumnNames(), av.train.X.ColumnNames())
+	}
 	var base func() *rundir.BaselineSummary
-	if cfg.Baseline && split.Train.X != nil && split.Train.X.Image == nil {
+	if cfg.Baseline && split.Train.X != nil && split.Train.X.Image == nil && av.train.X.NumCat+av.train.X.NumDense > 0 {
+		// With a vertical split, the active party's own columns (what it
+		// gets without the passive party), as in a two-party run.
 		done := make(chan *rundir.BaselineSummary, 1)
-		test := split.Test
-		go func() { done <- rundir.FitBaselineContext(ctx, train, val, test, cfg.BaselineRows, "all", true) }()
+		btrain, bval, btest, cols := av.train, av.val, av.test, "all"
+		if cfg.VerticalSplit() {
+			cols = baselineOwn
+		}
+		go func() { done <- rundir.FitBaselineContext(ctx, btrain, bval, btest, cfg.BaselineRows, cols, true) }()
 		base = func() *rundir.BaselineSummary {
 			b := <-done
 			logf(opt.Log, "%s", b.Line())
 			return b
 		}
 	}
-	split.Train = train
-	return trainSplit(ctx, cfg, split, val, base, opt)
+	return trainSplit(ctx, cfg, pv, av, base, opt)
 }
 
 // trainSplit trains on split and records the run; base, when non-nil,
 // waits for the baseline fitted beside training (called once, before
 // the summary).
-func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, val *data.Dataset, base func() *rundir.BaselineSummary, opt Options) (*rundir.Summary, error) {
-	bottom, top, wide, err := cfg.BuildModels(split.Train.X)
+func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func() *rundir.BaselineSummary, opt Options) (*rundir.Summary, error) {
+	split, val := av.split(), av.val
+	bottom, top, wide, err := cfg.BuildSplitModels(pv.train.X, av.train.X)
 	if err != nil {
 		return nil, err
 	}
@@ -170,12 +182,17 @@ func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, val *
 		return nil, err
 	}
 	// One evaluation round scores the validation rows, then the test rows.
-	eval := split.Test
-	if val != nil && len(val.IDs) > 0 {
-		if eval, err = data.Concat(val, split.Test); err != nil {
+	eval, err := av.evalRows()
+	if err != nil {
+		return nil, err
+	}
+	pEval := eval // without a split both parties read the same rows: no second copy
+	if cfg.VerticalSplit() {
+		if pEval, err = pv.evalRows(); err != nil {
 			return nil, err
 		}
-	} else {
+	}
+	if val != nil && len(val.IDs) == 0 {
 		val = nil
 	}
 	rec, err := rundir.Open(cfg, false, rundir.Hooks{OnBatch: opt.OnBatch, OnEval: opt.OnEval, Progress: opt.Progress,
@@ -195,7 +212,11 @@ func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, val *
 		defer j.dump.Close()
 	}
 
-	evalAttacks, tunedChoices, err := modelAttacks(cfg, split, bottom)
+	evalAttacks, tunedChoices, err := modelAttacks(cfg, pv.split(), bottom)
+	if err != nil {
+		return nil, err
+	}
+	featAttacks, err := featureAttacks(cfg, pv, av, bottom)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +233,11 @@ func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, val *
 			return fmt.Errorf("evaluation at step %d: %w", res.Step, err)
 		}
 		rec.SetTunedModel(tunedChoices())
-		e, err := rec.EvalWith(res, figs)
+		feats, err := featAttacks()
+		if err != nil {
+			return fmt.Errorf("evaluation at step %d: %w", res.Step, err)
+		}
+		e, err := rec.EvalWithFeatures(res, figs, feats)
 		if err != nil {
 			return err
 		}
@@ -235,8 +260,8 @@ func trainSplit(ctx context.Context, cfg config.Config, split *data.Split, val *
 		return nil, err
 	}
 	pas, err := passive.New(bottom,
-		passive.Split{IDs: split.Train.IDs, X: split.Train.X},
-		passive.Split{IDs: eval.IDs, X: eval.X},
+		passive.Split{IDs: pv.train.IDs, X: pv.train.X},
+		passive.Split{IDs: pEval.IDs, X: pEval.X},
 		sched, passive.Config{Epochs: cfg.Epochs, MaxSteps: cfg.MaxSteps, EvalEvery: cfg.EvalEvery, EvalBatch: cfg.EvalBatch,
 			Observer: j.passive, WireEmbedding: enc.Embedding,
 			// Both parties run in this process: the passive learns

@@ -259,7 +259,13 @@ func (r *Recorder) Eval(res *active.EvalResult) (EvalRecord, error) { return r.E
 // EvalWith is Eval with the model attacks' figures at this evaluation
 // (EvalRecord.Attacks; nil: none).
 func (r *Recorder) EvalWith(res *active.EvalResult, attacks map[string]float64) (EvalRecord, error) {
-	e := EvalRecord{Step: res.Step, TestAUC: res.AUC, TestLoss: res.Loss, ACE: res.ACE, Attacks: attacks}
+	return r.EvalWithFeatures(res, attacks, nil)
+}
+
+// EvalWithFeatures is EvalWith with the feature attacks' figures at this
+// evaluation (EvalRecord.Features; nil: none).
+func (r *Recorder) EvalWithFeatures(res *active.EvalResult, attacks, features map[string]float64) (EvalRecord, error) {
+	e := EvalRecord{Step: res.Step, TestAUC: res.AUC, TestLoss: res.Loss, ACE: res.ACE, Attacks: attacks, Features: features}
 	if res.ValRows > 0 {
 		loss := res.ValLoss
 		e.ValLoss = &loss
@@ -414,6 +420,10 @@ func (r *Recorder) Finish(steps int64, elapsed time.Duration) (*Summary, error) 
 	if len(last.Attacks) > 0 {
 		s.EvalAttacksFinal = maps.Clone(last.Attacks)
 	}
+	s.FeatureLeakFinal, s.FeatureLeakBest = featureLeak(r.evalsSeen, last)
+	if sel, ok := r.Selected(); ok && len(sel.Features) > 0 {
+		s.FeatureLeakSelected = maps.Clone(sel.Features)
+	}
 	// Batches partition the training split in every epoch, so an example
 	// has been released at most once per epoch the run has begun.
 	perEpoch := int64((len(train.IDs) + cfg.Batch - 1) / cfg.Batch)
@@ -531,4 +541,23 @@ func (r *Recorder) tunedChoices() map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// featureLeak returns the feature attacks' figures at the last
+// evaluation and the largest of each over evals (nil without any).
+func featureLeak(evals []EvalRecord, last EvalRecord) (final, best map[string]float64) {
+	for _, e := range evals {
+		for k, v := range e.Features {
+			if best == nil {
+				best = map[string]float64{}
+			}
+			if b, ok := best[k]; !ok || v > b {
+				best[k] = v
+			}
+		}
+	}
+	if len(last.Features) > 0 {
+		final = maps.Clone(last.Features)
+	}
+	return final, best
 }

@@ -38,6 +38,11 @@ type EvalRecord struct {
 	// Attacks holds the model attacks' figures at this evaluation, keyed
 	// "ATTACK/auc", "ATTACK/accuracy", "ATTACK/prior" (model completion).
 	Attacks map[string]float64 `json:"attacks,omitempty"`
+	// Features holds the feature attacks' figures at this evaluation
+	// (package attack/feature: "ATTACK/r2/COL", "ATTACK/r2_mean", …; see
+	// feature.Result.Flatten): how well the active party reconstructs
+	// the passive party's columns of the test rows.
+	Features map[string]float64 `json:"features,omitempty"`
 	// ValAUC and ValLoss are the validation split's (absent without one;
 	// ValAUC null when the split has a single class).
 	ValAUC  *float64 `json:"val_auc,omitempty"`
@@ -179,6 +184,14 @@ type Summary struct {
 	// each over the evaluations.
 	EvalAttacksFinal map[string]float64 `json:"eval_attacks_final,omitempty"`
 	EvalAttacksBest  map[string]float64 `json:"eval_attacks_best,omitempty"`
+	// FeatureLeakSelected, FeatureLeakFinal and FeatureLeakBest are the
+	// feature attacks' figures (EvalRecord.Features) at the selected
+	// evaluation (the model the run keeps), at the last one, and the
+	// largest value of each over the evaluations; the run's summary
+	// figure is FeatureLeakSelected's "ATTACK/r2_mean".
+	FeatureLeakSelected map[string]float64 `json:"feature_leak_selected,omitempty"`
+	FeatureLeakFinal    map[string]float64 `json:"feature_leak_final,omitempty"`
+	FeatureLeakBest     map[string]float64 `json:"feature_leak_best,omitempty"`
 }
 
 // CheckpointFallback records a two-process run that resumed at step To,

@@ -70,7 +70,7 @@ Fashion-MNIST run can be attacked on all ten classes.`,
 	mc.Flags().StringVar(&fashion, "fashion-mnist", "", "Fashion-MNIST directory whose label files give the classes")
 	mc.Flags().StringVar(&on, "on", "cut_embedding", "array attacked: "+strings.Join(dump.Arrays, ", "))
 	mc.Flags().Uint64Var(&seed, "seed", 1, "seed of the k-means seeding")
-	cmd.AddCommand(mc, newAttackCompletionCmd())
+	cmd.AddCommand(mc, newAttackCompletionCmd(), newAttackFeaturesCmd())
 	return cmd
 }
 

@@ -38,8 +38,10 @@ type Config struct {
 	// Observer, when set, is called after every training batch's backward
 	// pass and before the bottom model's update.
 	Observer func(*Observation) error
-	// EvalObserver, when set, is called after every evaluation round.
-	EvalObserver func(step int64)
+	// EvalObserver, when set, is called after every evaluation round,
+	// the bottom model as that round used it (a passive party auditing
+	// its own features reads it there). An error ends Run.
+	EvalObserver func(step int64) error
 	// Stop, when set, is asked after every evaluation during training
 	// whether to end training there (early stopping); the evaluation just
 	// made is then the last. Training also ends there when the active
@@ -322,7 +324,7 @@ func (p *Passive) Evaluate(ctx context.Context, conn transport.PassiveConn) erro
 		}
 	}
 	if p.cfg.EvalObserver != nil {
-		p.cfg.EvalObserver(p.step)
+		return p.cfg.EvalObserver(p.step)
 	}
 	return nil
 }

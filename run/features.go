@@ -1,0 +1,104 @@
+package run
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/splitguard/splitguard/attack/feature"
+	"github.com/splitguard/splitguard/config"
+	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/model"
+	"github.com/splitguard/splitguard/rundir"
+)
+
+// featureAttacks returns what runs the configured feature attacks
+// (package attack/feature) on the bottom at an evaluation: each fits on
+// the cut embeddings and passive features of the auxiliary training rows
+// (with the active party's own columns of those rows, when it has any)
+// and reconstructs the test rows' passive features. Its figures are nil
+// when none is configured.
+func featureAttacks(cfg config.Config, pv, av *view, bottom model.Bottom) (func() (map[string]float64, error), error) {
+	if len(cfg.FeatureAttacks) == 0 {
+		return func() (map[string]float64, error) { return nil, nil }, nil
+	}
+	ev, err := feature.NewEvaluator(cfg.FeatureAttacks, pv.train.X, pv.test.X, av.train.X, av.test.X,
+		cfg.FeatureAuxRows(), cfg.Seed, cfg.EvalBatch)
+	if err != nil {
+		return nil, err
+	}
+	return func() (map[string]float64, error) { return ev.Run(bottom) }, nil
+}
+
+// FeatureFigures runs the feature attacks of cfg (FeatureAttacks,
+// FeatureAux, Seed, EvalBatch) on a trained bottom, as at an evaluation
+// of the in-process run: pas holds the passive party's training rows
+// (without the validation rows) and test rows with its columns, act the
+// active party's own columns of the same rows (nil, or nil features: none,
+// as for a passive party auditing itself). It returns the figures of
+// eval.jsonl's features.
+func FeatureFigures(cfg config.Config, pas, act *data.Split, bottom model.Bottom) (map[string]float64, error) {
+	if len(cfg.FeatureAttacks) == 0 {
+		return nil, fmt.Errorf("no feature attack named (key feature_attacks)")
+	}
+	if err := feature.Check(cfg.FeatureAttacks); err != nil {
+		return nil, err
+	}
+	pv := &view{train: pas.Train, test: pas.Test}
+	av := &view{train: &data.Dataset{IDs: pas.Train.IDs}, test: &data.Dataset{IDs: pas.Test.IDs}}
+	if act != nil {
+		av.train, av.test = act.Train, act.Test
+	}
+	if av.train.X != nil && av.train.X.Rows != pv.train.X.Rows || av.test.X != nil && av.test.X.Rows != pv.test.X.Rows {
+		return nil, fmt.Errorf("the active party's columns cover other rows than the passive's")
+	}
+	run, err := featureAttacks(cfg, pv, av, bottom)
+	if err != nil {
+		return nil, err
+	}
+	return run()
+}
+
+// AttackFeatures runs the feature attacks names with aux auxiliary rows (0:
+// the run's key feature_aux) on the trained bottom of the in-process run
+// in dir (its bottom.model: the selected model), reloading its data as the
+// run split it; the figures are those of eval.jsonl's features.
+func AttackFeatures(dir string, names []string, aux int) (map[string]float64, error) {
+	cfg, err := config.LoadYAML(filepath.Join(dir, rundir.ConfigFile), config.Default())
+	if err != nil {
+		return nil, err
+	}
+	cfg.Resolve()
+	cfg.FeatureAttacks = names
+	if aux != 0 {
+		cfg.FeatureAux = aux
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	split, err := cfg.LoadData()
+	if err != nil {
+		return nil, err
+	}
+	split.SortByID()
+	train, _ := data.SplitValidation(split.Train, cfg.Seed, cfg.ValFrac)
+	pv, av, err := partyViews(&cfg, split, train, nil)
+	if err != nil {
+		return nil, err
+	}
+	bottom, err := cfg.BuildBottom(pv.train.X)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, rundir.BottomModelFile)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if err := bottom.Load(bufio.NewReader(f)); err != nil {
+		return nil, fmt.Errorf("model %s: %w (was it trained with this configuration?)", path, err)
+	}
+	return FeatureFigures(cfg, pv.split(), av.split(), bottom)
+}
