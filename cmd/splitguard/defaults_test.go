@@ -50,6 +50,7 @@ func TestEveryCommandWithItsRequiredFlagsOnly(t *testing.T) {
 		"splitguard data synth":        {"--rows", "10", "--out", out("synth.tsv")},
 		"splitguard data inspect":      {table},
 		"splitguard attack multiclass": {"--dump", missing},
+		"splitguard attack features":   {"--run", missing},
 		"splitguard sweep":             {missing, "--out", out("sweep")},
 		"splitguard marvell expect":    {"--batches", "5"},
 		"splitguard marvell solve":     {},
