@@ -151,3 +151,33 @@ func decode(pred []float64, rows, m, numDense int, classes [][]int32) *Guess {
 	}
 	return g
 }
+
+// problem is what both decoders fit and predict: the auxiliary rows'
+// design matrix xa (n×p), the evaluated rows' xe (rows×p), the auxiliary
+// rows' targets y (n×m) and the categorical classes they encode.
+type problem struct {
+	xa, y, xe []float64
+	n, p, m   int
+	rows      int
+	classes   [][]int32
+}
+
+// newProblem builds the design matrices of in's auxiliary and evaluated
+// rows (the embedding, and the active's own columns as indicators of
+// their levels among the auxiliary rows) and the auxiliary targets.
+func newProblem(in *Input) (*problem, error) {
+	n := in.AuxTruth.Rows
+	levels := levelsOf(in.AuxOwn, OwnLevels)
+	xa, p, err := design(in.AuxEmbed, in.AuxOwn, levels, n)
+	if err != nil {
+		return nil, fmt.Errorf("auxiliary rows: %w", err)
+	}
+	rows := evalRows(in)
+	xe, _, err := design(in.EvalEmbed, in.EvalOwn, levels, rows)
+	if err != nil {
+		return nil, fmt.Errorf("evaluated rows: %w", err)
+	}
+	classes := levelsOf(in.AuxTruth, TargetClasses)
+	y, m := targets(in.AuxTruth, classes)
+	return &problem{xa: xa, y: y, xe: xe, n: n, p: p, m: m, rows: rows, classes: classes}, nil
+}

@@ -45,19 +45,11 @@ func (d *MLP) Reconstruct(in *Input) (*Guess, error) {
 	if in.AuxTruth == nil || in.AuxTruth.Rows < 2 {
 		return nil, fmt.Errorf("feature: %s needs at least 2 auxiliary rows", d.Name())
 	}
-	n := in.AuxTruth.Rows
-	levels := levelsOf(in.AuxOwn, OwnLevels)
-	xa, p, err := design(in.AuxEmbed, in.AuxOwn, levels, n)
+	pr, err := newProblem(in)
 	if err != nil {
-		return nil, fmt.Errorf("auxiliary rows: %w", err)
+		return nil, err
 	}
-	rows := evalRows(in)
-	xe, _, err := design(in.EvalEmbed, in.EvalOwn, levels, rows)
-	if err != nil {
-		return nil, fmt.Errorf("evaluated rows: %w", err)
-	}
-	classes := levelsOf(in.AuxTruth, TargetClasses)
-	y, m := targets(in.AuxTruth, classes)
+	xa, xe, y, n, p, m, rows, classes := pr.xa, pr.xe, pr.y, pr.n, pr.p, pr.m, pr.rows, pr.classes
 	nd := in.AuxTruth.NumDense
 	d.selCols = nd
 	xMean, xSD := colMeans(xa, n, p), colSDs(xa, n, p)
