@@ -84,24 +84,37 @@ func NewTunedFrom(name string, newAttack func() (Attack, error), known, budget i
 		t.params = tu.Params()
 	}
 	t.cands = Candidates(name, t.params, budget, seed)
-	for i, c := range t.cands {
+	if t.insts, err = instances(name, first, newAttack, t.params, t.cands); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// instances returns one instance of the attack per candidate setting,
+// each set to it: first (already built) for the first candidate, the
+// defaults, and new ones from newAttack for the others. A per-batch and a
+// model attack are tuned alike.
+func instances[A Plugin](name string, first A, newAttack func() (A, error), params []Param, cands []Values) ([]A, error) {
+	var out []A
+	for i, c := range cands {
 		inst := first
 		if i > 0 {
+			var err error
 			if inst, err = newAttack(); err != nil {
 				return nil, err
 			}
 		}
-		if tu, ok := inst.(Tunable); ok {
-			if err := checkValues(name, t.params, c); err != nil {
+		if tu, ok := any(inst).(Tunable); ok {
+			if err := checkValues(name, params, c); err != nil {
 				return nil, err
 			}
 			if err := tu.SetParams(c); err != nil {
 				return nil, err
 			}
 		}
-		t.insts = append(t.insts, inst)
+		out = append(out, inst)
 	}
-	return t, nil
+	return out, nil
 }
 
 // Name implements Attack: the attack's name and [TunedSuffix].

@@ -57,19 +57,8 @@ func NewTunedModelFrom(name string, newAttack func() (ModelAttack, error), budge
 		t.params = tu.Params()
 	}
 	t.cands = Candidates(name, t.params, budget, seed)
-	for i, c := range t.cands {
-		inst := first
-		if i > 0 {
-			if inst, err = newAttack(); err != nil {
-				return nil, err
-			}
-		}
-		if tu, ok := inst.(Tunable); ok {
-			if err := tu.SetParams(c); err != nil {
-				return nil, err
-			}
-		}
-		t.insts = append(t.insts, inst)
+	if t.insts, err = instances(name, first, newAttack, t.params, t.cands); err != nil {
+		return nil, err
 	}
 	return t, nil
 }
