@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/splitguard/splitguard/rundir"
 	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/rundir"
 )
 
 // Run plans into o.Out: it tries the settings of [Settings] in order,
@@ -42,6 +42,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	ref := o.runConfig(Reference, attacks)
+	ref.Out = runDir(o.Out, 0)
 	ref.Resolve()
 	if err := ref.Validate(); err != nil {
 		return nil, err

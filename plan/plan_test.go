@@ -1,0 +1,227 @@
+package plan
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/splitguard/splitguard/config"
+	"github.com/splitguard/splitguard/protect"
+	"github.com/splitguard/splitguard/tensor"
+)
+
+// toy_plan is a defence registered from this test file alone: it mixes
+// the gradient with Gaussian noise, out = (1−m)·g + m·ε. The search must
+// pick it up without an edit of package plan.
+func init() {
+	protect.Register(protect.Spec{Name: "toy_plan", Help: "mixes the gradient with noise (a test plug-in)",
+		Params: []protect.Param{{Key: "toy_plan_mix", Symbol: "m", Help: "toy_plan: share of noise", Min: 0, MinOpen: true, Max: 1}},
+		New: func(p protect.Params) (protect.Protector, error) {
+			return toyMix{m: float32(p.Get("toy_plan_mix"))}, nil
+		}})
+}
+
+type toyMix struct{ m float32 }
+
+func (toyMix) Name() string { return "toy_plan" }
+
+func (t toyMix) Protect(b *protect.Batch, out *tensor.Matrix, rng *rand.Rand) (protect.Stats, error) {
+	out.Resize(b.Grad.Rows, b.Grad.Cols)
+	for i, v := range b.Grad.Data {
+		out.Data[i] = (1-t.m)*v + t.m*float32(rng.NormFloat64())*1e-3
+	}
+	return nil, nil
+}
+
+// writeTable writes a small CSV table whose label follows a logistic
+// model of its columns; rows whose 0-based number is in flip get the
+// other label.
+func writeTable(t *testing.T, path string, n int, flip map[uint64]bool) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(42, 1))
+	var sb strings.Builder
+	sb.WriteString("age,score,region,label\n")
+	regions := []string{"north", "south", "east", "west"}
+	for i := range n {
+		age := 18 + rng.Float64()*60
+		score := rng.NormFloat64()
+		r := rng.IntN(len(regions))
+		z := -1 + 0.04*(age-48) + 1.2*score + []float64{0.8, -0.4, 0, 0.3}[r]
+		y := rng.Float64() < 1/(1+math.Exp(-z))
+		if flip[uint64(i)] {
+			y = !y
+		}
+		l := "no"
+		if y {
+			l = "yes"
+		}
+		fmt.Fprintf(&sb, "%.1f,%.4f,%s,%s\n", age, score, regions[r], l)
+	}
+	if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testOptions is a plan of a 600-row table over toy_plan at three
+// strengths, 30 steps per setting.
+func testOptions(t *testing.T, table, out string) Options {
+	cfg := config.Default()
+	cfg.Data, cfg.Format, cfg.Label, cfg.Positive = table, "csv", "label", config.Values{"yes"}
+	cfg.Layers, cfg.Batch, cfg.EvalEvery = []int{16, 16, 16}, 64, 10
+	return Options{Base: cfg, Threat: Threat{Attacks: []string{"norm", "spectral"}, MaxLeak: 0.5},
+		Out: out, Budget: time.Hour, MaxSteps: 30, Grid: 3, Defences: []string{"toy_plan"}}
+}
+
+func newTable(t *testing.T) string {
+	path := filepath.Join(t.TempDir(), "table.csv")
+	writeTable(t, path, 600, nil)
+	return path
+}
+
+// stableCSV returns plan.csv without its timing columns (step_ms,
+// seconds), which differ between runs of the same settings.
+func stableCSV(t *testing.T, dir string) [][]string {
+	t.Helper()
+	f, err := os.ReadFile(filepath.Join(dir, CSVFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(bytes.NewReader(f)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	drop := map[int]bool{}
+	for i, h := range recs[0] {
+		if h == "step_ms" || h == "seconds" {
+			drop[i] = true
+		}
+	}
+	for i, r := range recs {
+		var k []string
+		for j, v := range r {
+			if !drop[j] {
+				k = append(k, v)
+			}
+		}
+		recs[i] = k
+	}
+	return recs
+}
+
+func TestPlanSettingsFromRegistry(t *testing.T) {
+	s, err := Settings(4, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s[0].Key() != "none" {
+		t.Errorf("first setting %q, want the reference none", s[0].Key())
+	}
+	// toy_plan_mix in (0, 1], no representative setting: b = 1, the grid
+	// is 4 log-spaced values over [0.01, 1], coarse to fine.
+	want := []string{"toy_plan toy_plan_mix=0.0464", "toy_plan toy_plan_mix=0.01", "toy_plan toy_plan_mix=1", "toy_plan toy_plan_mix=0.215"}
+	var got []string
+	for _, x := range s {
+		if x.Protect == "toy_plan" {
+			got = append(got, x.Key())
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("toy_plan settings %q, want %q", got, want)
+	}
+	// Every registered defence joins, and every setting passes protect.Check.
+	seen := map[string]bool{}
+	for _, x := range s {
+		if err := protect.Check(x.Protect, x.Params); err != nil {
+			t.Errorf("%s: %v", x.Key(), err)
+		}
+		seen[x.Legend().Method] = true
+	}
+	for _, sp := range protect.Specs() {
+		if !seen[sp.Name] {
+			t.Errorf("defence %s is not searched", sp.Name)
+		}
+	}
+	if _, err := Settings(4, []string{"nope"}); err == nil || !strings.Contains(err.Error(), `unknown defence "nope"`) {
+		t.Errorf("unknown defence: err %v", err)
+	}
+}
+
+func TestPlanStrengths(t *testing.T) {
+	inf := math.Inf(1)
+	for _, c := range []struct {
+		name  string
+		p     protect.Param
+		bench protect.Params
+		n     int
+		want  []float64
+	}{
+		{"open half-line, bench 1", protect.Param{Key: "a", Min: 0, MinOpen: true, Max: inf}, protect.Params{"a": 1}, 4, []float64{0.01, 0.1, 1, 10}},
+		{"bench 0.001", protect.Param{Key: "a", Min: 0, MinOpen: true, Max: inf}, protect.Params{"a": 1e-3}, 3, []float64{1e-5, 1e-4 * math.Sqrt(10), 1e-2}},
+		{"integer from 2", protect.Param{Key: "a", Int: true, Min: 2, Max: 1 << 20}, protect.Params{"a": 3}, 3, []float64{2, 8, 30}},
+		{"integer without bench", protect.Param{Key: "a", Int: true, Min: 1, Max: inf}, nil, 3, []float64{1, 3, 10}},
+		{"open top end", protect.Param{Key: "a", Min: 0, Max: 1, MaxOpen: true}, protect.Params{"a": 0.5}, 2, []float64{0.005, 0.99}},
+		{"one strength", protect.Param{Key: "a", Min: 0, MinOpen: true, Max: inf}, protect.Params{"a": 4}, 1, []float64{0.04}},
+	} {
+		got := strengths(c.p, c.bench, c.n)
+		ok := len(got) == len(c.want)
+		for i := range got {
+			ok = ok && math.Abs(got[i]-c.want[i]) <= 0.005*c.want[i]
+		}
+		if !ok {
+			t.Errorf("%s: strengths %v, want %v", c.name, got, c.want)
+		}
+	}
+	if got := coarseToFine([]float64{0, 1, 2, 3, 4, 5, 6, 7, 8}); !slices.Equal(got, []float64{4, 0, 8, 2, 6, 1, 3, 5, 7}) {
+		t.Errorf("coarseToFine: %v", got)
+	}
+}
+
+// TestPlanNeverReadsTest plans on a table, then on the same table with
+// every test row's label flipped: plan.csv (but its timings), the choice
+// and recommended.yaml must be the same.
+func TestPlanNeverReadsTest(t *testing.T) {
+	table := newTable(t)
+	o := testOptions(t, table, filepath.Join(t.TempDir(), "a"))
+	split, err := o.Base.LoadData()
+	if err != nil {
+		t.Fatal(err)
+	}
+	flip := map[uint64]bool{}
+	for _, id := range split.Test.IDs {
+		flip[id] = true
+	}
+	if len(flip) == 0 {
+		t.Fatal("no test rows")
+	}
+	a, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTable(t, table, 600, flip)
+	o.Out = filepath.Join(filepath.Dir(o.Out), "b")
+	b, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ca, cb := stableCSV(t, filepath.Join(filepath.Dir(o.Out), "a")), stableCSV(t, o.Out); !slices.EqualFunc(ca, cb, slices.Equal) {
+		t.Errorf("plan.csv differs with the test labels flipped:\n%v\n%v", ca, cb)
+	}
+	if a.Recommended != b.Recommended || len(a.Rows) != 4 {
+		t.Errorf("recommended %d then %d (of %d rows)", a.Recommended, b.Recommended, len(a.Rows))
+	}
+	ya, _ := os.ReadFile(filepath.Join(filepath.Dir(o.Out), "a", RecommendedFile))
+	yb, _ := os.ReadFile(filepath.Join(o.Out, RecommendedFile))
+	ya, yb = bytes.ReplaceAll(ya, []byte("/a"), nil), bytes.ReplaceAll(yb, []byte("/b"), nil)
+	if !bytes.Equal(ya, yb) || len(ya) == 0 {
+		t.Errorf("recommended.yaml differs:\n%s\n%s", ya, yb)
+	}
+}
