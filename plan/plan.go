@@ -154,13 +154,13 @@ func (o *Options) check() error {
 	case o.Out == "":
 		return errors.New("no plan directory (key out)")
 	case math.IsNaN(o.Threat.MaxLeak) || o.Threat.MaxLeak <= 0 || o.Threat.MaxLeak > 0.5:
-		return fmt.Errorf("leak limit %v: want a value in (0, 0.5], a q95 |AUC − ½|", o.Threat.MaxLeak)
+		return fmt.Errorf("leak limit (key max_leak) %v: want a value in (0, 0.5], a q95 |AUC − ½|", o.Threat.MaxLeak)
 	case o.Budget <= 0:
-		return fmt.Errorf("budget %v: want a positive duration", o.Budget)
+		return fmt.Errorf("budget (key budget) %v: want a positive duration", o.Budget)
 	case o.MaxSteps < 0:
-		return fmt.Errorf("steps per setting %d: want a positive number (0: %d)", o.MaxSteps, DefaultMaxSteps)
+		return fmt.Errorf("steps per setting (key steps) %d: want a positive number (0: %d)", o.MaxSteps, DefaultMaxSteps)
 	case o.Grid < 0:
-		return fmt.Errorf("strengths per defence %d: want a positive number (0: %d)", o.Grid, DefaultGrid)
+		return fmt.Errorf("strengths per defence (key grid) %d: want a positive number (0: %d)", o.Grid, DefaultGrid)
 	case o.Base.ValFrac <= 0:
 		return errors.New("a plan scores on the validation split, but val_frac is 0 (key val_frac)")
 	}

@@ -78,7 +78,7 @@ func Settings(grid int, only []string) ([]Setting, error) {
 	}
 	for _, n := range only {
 		if _, ok := protect.Lookup(n); !ok {
-			return nil, fmt.Errorf("unknown defence %q (have %s)", n, strings.Join(append(protect.Names(), protect.AddOnNames()...), ", "))
+			return nil, fmt.Errorf("unknown defence %q (key defences; have %s)", n, strings.Join(append(protect.Names(), protect.AddOnNames()...), ", "))
 		}
 	}
 	var lists [][]Setting
