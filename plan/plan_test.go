@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"errors"
+	"maps"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -223,5 +225,175 @@ func TestPlanNeverReadsTest(t *testing.T) {
 	ya, yb = bytes.ReplaceAll(ya, []byte("/a"), nil), bytes.ReplaceAll(yb, []byte("/b"), nil)
 	if !bytes.Equal(ya, yb) || len(ya) == 0 {
 		t.Errorf("recommended.yaml differs:\n%s\n%s", ya, yb)
+	}
+}
+
+// TestPlanBudgetAndResume runs a plan with a budget spent at once (the
+// reference alone runs), stops a second invocation during a setting
+// (SIGINT's cancellation), and finishes in a third: no setting is trained
+// twice and the rows of the earlier invocations are kept as they were.
+func TestPlanBudgetAndResume(t *testing.T) {
+	o := testOptions(t, newTable(t), t.TempDir())
+	o.Budget = time.Nanosecond
+	var log strings.Builder
+	o.Log = &log
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 1 || res.Rows[0].Key() != "none" || !res.BudgetSpent || res.Total != 4 {
+		t.Fatalf("tiny budget: %d rows (%v), budget spent %v, total %d; want the reference alone", len(res.Rows), res.Rows, res.BudgetSpent, res.Total)
+	}
+	first := stableCSV(t, o.Out)
+
+	// Second invocation: cancelled during its second setting.
+	o.Budget = time.Hour
+	ctx, cancel := context.WithCancelCause(context.Background())
+	settingsSeen := map[string]bool{}
+	o.Progress = func(p Progress) {
+		settingsSeen[p.Setting] = true
+		if len(settingsSeen) == 2 && p.Step >= 5 {
+			cancel(errors.New("test: stop"))
+		}
+	}
+	log.Reset()
+	if _, err := Run(ctx, o); err == nil || !strings.Contains(err.Error(), "dropped") {
+		t.Fatalf("cancelled plan: err %v", err)
+	}
+	if strings.Contains(log.String(), "setting 1/") {
+		t.Errorf("the reference was trained again:\n%s", log.String())
+	}
+	second := stableCSV(t, o.Out)
+	if len(second) != 3 || !slices.Equal(second[1], first[1]) {
+		t.Errorf("after the stop plan.csv holds %d lines, want header, reference and one setting:\n%v", len(second), second)
+	}
+
+	// Third: finishes the other two settings only.
+	o.Progress = nil
+	log.Reset()
+	res, err = Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(log.String(), "setting "); n != 2 || res.Resumed != 2 || len(res.Rows) != 4 || res.BudgetSpent {
+		t.Errorf("third invocation trained %d settings (want 2), resumed %d, %d rows, budget spent %v:\n%s", n, res.Resumed, len(res.Rows), res.BudgetSpent, log.String())
+	}
+	third := stableCSV(t, o.Out)
+	if !slices.Equal(third[1], first[1]) || !slices.Equal(third[2], second[2]) {
+		t.Errorf("earlier rows changed:\n%v\n%v", second, third)
+	}
+}
+
+// TestPlanRecommends checks the choice against plan.csv's own figures:
+// the smallest cost among the settings within the limit; with a limit
+// nothing meets, no recommended.yaml and the three settings nearest it.
+func TestPlanRecommends(t *testing.T) {
+	table := newTable(t)
+	for _, limit := range []float64{0.5, 1e-6} {
+		o := testOptions(t, table, t.TempDir())
+		o.Threat.MaxLeak = limit
+		res, err := Run(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := readCSV(filepath.Join(o.Out, CSVFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, bestCost := -1, math.Inf(1)
+		for i, r := range rows {
+			if r.Cost != rows[0].ValAUC-r.ValAUC {
+				t.Errorf("row %d: cost %v, want %v", i, r.Cost, rows[0].ValAUC-r.ValAUC)
+			}
+			lk := math.Inf(-1)
+			for _, v := range r.Leak {
+				lk = math.Max(lk, v)
+			}
+			if r.StrongestLeak != lk || r.Met != (lk <= limit) {
+				t.Errorf("row %d: strongest %v met %v, want %v and %v", i, r.StrongestLeak, r.Met, lk, lk <= limit)
+			}
+			if lk <= limit && r.Cost < bestCost {
+				want, bestCost = i, r.Cost
+			}
+		}
+		if res.Recommended != want {
+			t.Errorf("limit %g: recommended %d, want %d", limit, res.Recommended, want)
+		}
+		yaml := filepath.Join(o.Out, RecommendedFile)
+		if want < 0 {
+			if _, err := os.Stat(yaml); !os.IsNotExist(err) || len(res.Closest) != 3 {
+				t.Errorf("nothing meets %g: recommended.yaml stat %v, %d closest", limit, err, len(res.Closest))
+			}
+			for i := 1; i < len(res.Closest); i++ {
+				if res.Closest[i].StrongestLeak < res.Closest[i-1].StrongestLeak {
+					t.Errorf("closest not by leak: %v", res.Closest)
+				}
+			}
+			continue
+		}
+		c, err := config.LoadFile(yaml, config.Default())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rows[want]
+		if c.Protect != r.Protect || !maps.Equal(c.Params, r.Params) || c.Data != table || c.MaxSteps != 0 || !slices.Equal(c.Attacks, []string{"norm", "spectral"}) {
+			t.Errorf("recommended.yaml: protect %s %v data %s max_steps %d attacks %v; want %s", c.Protect, c.Params, c.Data, c.MaxSteps, c.Attacks, r.Key())
+		}
+		c.Out = t.TempDir() // the user's --out
+		if err := c.Validate(); err != nil {
+			t.Errorf("recommended.yaml does not validate: %v", err)
+		}
+	}
+}
+
+// TestPlanRefusesOtherThreat reruns a plan's directory with another
+// limit, attacks or table.
+func TestPlanRefusesOtherThreat(t *testing.T) {
+	o := testOptions(t, newTable(t), t.TempDir())
+	o.Budget = time.Nanosecond
+	if _, err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		edit func(*Options)
+		key  string
+	}{
+		{"limit", func(o *Options) { o.Threat.MaxLeak = 0.2 }, "max_leak"},
+		{"attacks", func(o *Options) { o.Threat.Attacks = []string{"norm"} }, "attacks"},
+		{"known labels", func(o *Options) { o.Threat.Known = 8 }, "tuned_known"},
+		{"table", func(o *Options) { o.Base.Data = filepath.Join(t.TempDir(), "other.csv") }, "data"},
+	} {
+		p := o
+		c.edit(&p)
+		_, err := Run(context.Background(), p)
+		if !errors.Is(err, ErrOtherPlan) || !strings.Contains(err.Error(), c.key) {
+			t.Errorf("%s: err %v, want ErrOtherPlan naming %s", c.name, err, c.key)
+		}
+	}
+}
+
+func TestPlanBadOptions(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit func(*Options)
+		want string
+	}{
+		{"no out", func(o *Options) { o.Out = "" }, "key out"},
+		{"limit 0", func(o *Options) { o.Threat.MaxLeak = 0 }, "key max_leak"},
+		{"limit 0.6", func(o *Options) { o.Threat.MaxLeak = 0.6 }, "key max_leak"},
+		{"no budget", func(o *Options) { o.Budget = 0 }, "key budget"},
+		{"negative steps", func(o *Options) { o.MaxSteps = -1 }, "key steps"},
+		{"no validation", func(o *Options) { o.Base.ValFrac = 0 }, "key val_frac"},
+		{"unknown defence", func(o *Options) { o.Defences = []string{"nope"} }, `unknown defence "nope"`},
+		{"unknown attack", func(o *Options) { o.Threat.Attacks = []string{"nope"} }, "nope"},
+		{"model attack", func(o *Options) { o.Threat.Attacks = []string{"completion"} }, "test split"},
+		{"tuned_known 1", func(o *Options) { o.Threat.Known = 1 }, "tuned_known"},
+	} {
+		o := testOptions(t, newTable(t), t.TempDir())
+		c.edit(&o)
+		if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err %v, want one naming %q", c.name, err, c.want)
+		}
 	}
 }

@@ -176,4 +176,3 @@ func (p *planProgress) finish() {
 		_ = p.bar.Finish()
 	}
 }
-
