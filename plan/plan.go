@@ -209,13 +209,19 @@ func figures(r *Row, s *rundir.Summary, limit float64) {
 	}
 	r.StepMS, r.Seconds = s.StepMSMean, s.Seconds
 	r.Leak = map[string]float64{}
-	for k, l := range s.Leak {
+	chance := map[string]float64{}
+	for _, k := range slices.Sorted(maps.Keys(s.Leak)) {
+		l := s.Leak[k]
 		at, _, _ := strings.Cut(k, "/")
 		if v, ok := r.Leak[at]; !ok || l.Q95Abs > v || math.IsNaN(v) {
-			r.Leak[at] = l.Q95Abs
+			r.Leak[at], chance[at] = l.Q95Abs, l.ChanceQ95Abs
 		}
 	}
 	strongest(r)
+	r.Chance = math.NaN()
+	if r.Strongest != "" {
+		r.Chance = chance[r.Strongest]
+	}
 	r.Met = r.Err == "" && !math.IsNaN(r.ValAUC) && !math.IsNaN(r.StrongestLeak) && r.StrongestLeak <= limit
 }
 

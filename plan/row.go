@@ -39,6 +39,10 @@ type Row struct {
 	// value.
 	Strongest     string
 	StrongestLeak float64
+	// Chance is the chance floor of the strongest attack's figure
+	// (summary.json leak chance_q95_abs at its layer): what a label-blind
+	// score gives over the same batches.
+	Chance float64
 	// StepMS is the mean step time (summary.json step_ms_mean), Seconds
 	// the run's wall time.
 	StepMS, Seconds float64
@@ -80,7 +84,7 @@ func encodeCSV(rows []Row) ([]byte, error) {
 	for _, a := range attacks {
 		head = append(head, leakPrefix+a)
 	}
-	head = append(head, "strongest_attack", "strongest_leak", "step_ms", "seconds", "met", "error")
+	head = append(head, "strongest_attack", "strongest_leak", "chance", "step_ms", "seconds", "met", "error")
 	var b bytes.Buffer
 	w := csv.NewWriter(&b)
 	_ = w.Write(head)
@@ -93,7 +97,7 @@ func encodeCSV(rows []Row) ([]byte, error) {
 			}
 			rec = append(rec, fmtF(v))
 		}
-		rec = append(rec, r.Strongest, fmtF(r.StrongestLeak), strconv.FormatFloat(r.StepMS, 'f', 3, 64),
+		rec = append(rec, r.Strongest, fmtF(r.StrongestLeak), fmtF(r.Chance), strconv.FormatFloat(r.StepMS, 'f', 3, 64),
 			strconv.FormatFloat(r.Seconds, 'f', 2, 64), strconv.FormatBool(r.Met), r.Err)
 		_ = w.Write(rec)
 	}
@@ -131,7 +135,7 @@ func readCSV(path string) ([]Row, error) {
 	for i, h := range recs[0] {
 		col[h] = i
 	}
-	for _, h := range []string{"index", "protect", "params", "legend", "val_auc", "cost", "strongest_attack", "strongest_leak", "step_ms", "seconds", "met", "error"} {
+	for _, h := range []string{"index", "protect", "params", "legend", "val_auc", "cost", "strongest_attack", "strongest_leak", "chance", "step_ms", "seconds", "met", "error"} {
 		if _, ok := col[h]; !ok {
 			return nil, fmt.Errorf("%s: no column %q", path, h)
 		}
@@ -151,7 +155,7 @@ func readCSV(path string) ([]Row, error) {
 		for _, f := range []struct {
 			name string
 			dst  *float64
-		}{{"val_auc", &r.ValAUC}, {"cost", &r.Cost}, {"strongest_leak", &r.StrongestLeak}, {"step_ms", &r.StepMS}, {"seconds", &r.Seconds}} {
+		}{{"val_auc", &r.ValAUC}, {"cost", &r.Cost}, {"strongest_leak", &r.StrongestLeak}, {"chance", &r.Chance}, {"step_ms", &r.StepMS}, {"seconds", &r.Seconds}} {
 			if *f.dst, err = parseF(rec[col[f.name]]); err != nil {
 				return nil, bad(err)
 			}

@@ -118,7 +118,7 @@ func (o *Options) try(ctx context.Context, i int, s Setting, attacks []string, d
 			o.Progress(Progress{Done: done, Total: total, Setting: legend, Step: p.Step, Steps: p.Total, Left: deadline.Sub(now())})
 		}
 	}
-	row := Row{Index: i, Setting: s, Legend: s.Legend().Text, ValAUC: math.NaN(), Cost: math.NaN(), StrongestLeak: math.NaN()}
+	row := Row{Index: i, Setting: s, Legend: s.Legend().Text, ValAUC: math.NaN(), Cost: math.NaN(), StrongestLeak: math.NaN(), Chance: math.NaN()}
 	sum, err := run.Train(ctx, cfg, opt)
 	if ctx.Err() != nil {
 		return row, fmt.Errorf("plan stopped during setting %d (%s), which is dropped: %w", i+1, row.Legend, errors.Join(context.Cause(ctx), err))

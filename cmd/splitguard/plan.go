@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -116,8 +117,13 @@ func printPlan(w io.Writer, o plan.Options, res *plan.Result) {
 		return
 	}
 	fmt.Fprintln(w, "nothing meets the limit within the budget; the closest settings:")
+	floor := math.Inf(1)
 	for _, r := range res.Closest {
-		fmt.Fprintf(w, "  %-34s strongest %s at %.4f, validation AUC %.4f (cost %.4f)\n", r.Legend, r.Strongest, r.StrongestLeak, r.ValAUC, r.Cost)
+		fmt.Fprintf(w, "  %-34s strongest %s at %.4f (chance floor %.4f), validation AUC %.4f (cost %.4f)\n", r.Legend, r.Strongest, r.StrongestLeak, r.Chance, r.ValAUC, r.Cost)
+		floor = math.Min(floor, r.Chance)
+	}
+	if floor > o.Threat.MaxLeak {
+		fmt.Fprintf(w, "the limit %g is below the chance floor %.4f: a score blind to the labels gives more at this batch size and positive rate; a larger --batch lowers the floor\n", o.Threat.MaxLeak, floor)
 	}
 }
 
