@@ -13,6 +13,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	"gopkg.in/yaml.v3"
 
 	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/plan"
@@ -49,6 +50,14 @@ func newPlanCmd() *cobra.Command {
 			}
 			if final.Out == "" {
 				return errors.New("--out: the plan's directory is required")
+			}
+			if configFile != "" && !cmd.Flags().Changed("attacks") {
+				// The threat's default, not config.Default's norm, unless the file names attacks.
+				if named, err := fileHasKey(configFile, "attacks"); err != nil {
+					return err
+				} else if !named {
+					final.Attacks = nil
+				}
 			}
 			o.Base, o.Out = final, final.Out
 			o.Threat.Attacks, o.Threat.Known = final.Attacks, final.TunedKnown
@@ -181,4 +190,18 @@ func (p *planProgress) finish() {
 	if p.bar != nil {
 		_ = p.bar.Finish()
 	}
+}
+
+// fileHasKey reports whether the YAML file at path sets the top-level key.
+func fileHasKey(path, key string) (bool, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return false, err
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(raw, &m); err != nil {
+		return false, fmt.Errorf("%s: %w", path, err)
+	}
+	_, ok := m[key]
+	return ok, nil
 }

@@ -3,10 +3,12 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/splitguard/splitguard/config"
+	"github.com/splitguard/splitguard/plan"
 )
 
 // TestPlanCLI plans over toy_scale, the protection plugin_test.go
@@ -42,6 +44,21 @@ func TestPlanCLI(t *testing.T) {
 	again, err := runCLI(t, args...)
 	if err != nil || !strings.Contains(again, "(3 from an earlier invocation)") {
 		t.Errorf("rerun: %v\n%s", err, again)
+	}
+	// A budget spent at once: the reference alone, and the output says so.
+	tiny := append(slices.Clone(args[:len(args)-3]), "1ns", "--out", t.TempDir())
+	stdout, err = runCLI(t, tiny...)
+	if err != nil || !strings.Contains(stdout, "1 of 3 settings tried") || !strings.Contains(stdout, "the budget (1ns) ended the search") {
+		t.Errorf("tiny budget: %v\n%s", err, stdout)
+	}
+	// A config file without attacks: the plan's default attacks, not norm alone.
+	cfgFile := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(cfgFile, []byte("synth_rows: 600\nlayers: [16, 16, 16]\nbatch: 64\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err = runCLI(t, "plan", "--config", cfgFile, "--budget", "1ns", "--steps", "20", "--defences", "toy_scale", "--out", t.TempDir())
+	if err != nil || !strings.Contains(stdout, "attacks "+strings.Join(plan.DefaultAttacks(), ", ")) {
+		t.Errorf("config without attacks: %v\n%s", err, stdout)
 	}
 	// Another limit in the same directory is refused.
 	args[len(args)-5] = "0.3"
