@@ -6,9 +6,12 @@ import (
 	"os"
 	"path/filepath"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/splitguard/splitguard/atomicfile"
 	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/report"
+	"github.com/splitguard/splitguard/sweep"
 )
 
 // Output files of a plan's directory.
@@ -16,6 +19,9 @@ const (
 	// RecommendedFile is the recommended configuration, for train,
 	// active, passive and sweep (--config).
 	RecommendedFile = "recommended.yaml"
+	// RecheckFile is a sweep file (package sweep) of the recommended
+	// configuration with three fresh seeds.
+	RecheckFile = "recheck-sweep.yaml"
 	// FrontierSVG and FrontierPNG are the frontier figure.
 	FrontierSVG = "frontier.svg"
 	FrontierPNG = "frontier.png"
@@ -44,8 +50,10 @@ func (o *Options) writeOutputs(res *Result) error {
 	}
 	path := filepath.Join(o.Out, RecommendedFile)
 	if res.Recommended < 0 {
-		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
-			return err
+		for _, f := range []string{path, filepath.Join(o.Out, RecheckFile)} {
+			if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
+				return err
+			}
 		}
 		return nil
 	}
@@ -61,7 +69,35 @@ func (o *Options) writeOutputs(res *Result) error {
 		return err
 	}
 	res.Recommendation = path
-	return nil
+	sw, err := recheckSweep(y, c.Seed)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(filepath.Join(o.Out, RecheckFile), append([]byte("# the recommended setting with three fresh seeds, judged on the test split: splitguard sweep "+RecheckFile+" --out DIR\n"), sw...), 0o644)
+}
+
+// recheckSweep returns the sweep file (package sweep) that trains the
+// recommended configuration (YAML y, out dropped: the sweep names each
+// run's directory) with the three seeds after seed.
+func recheckSweep(y []byte, seed uint64) ([]byte, error) {
+	var base map[string]any
+	if err := yaml.Unmarshal(y, &base); err != nil {
+		return nil, err
+	}
+	delete(base, "out")
+	spec := struct {
+		Base  map[string]any   `yaml:"base"`
+		Seeds []uint64         `yaml:"seeds,flow"`
+		Grid  []map[string]any `yaml:"grid"`
+	}{base, []uint64{seed + 1, seed + 2, seed + 3}, []map[string]any{{"protect": base["protect"]}}}
+	out, err := yaml.Marshal(&spec)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := sweep.ParseSpec(out, RecheckFile); err != nil {
+		return nil, fmt.Errorf("the recheck sweep: %w", err)
+	}
+	return out, nil
 }
 
 func logf(w io.Writer, format string, a ...any) {

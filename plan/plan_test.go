@@ -18,6 +18,7 @@ import (
 
 	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/protect"
+	"github.com/splitguard/splitguard/sweep"
 	"github.com/splitguard/splitguard/tensor"
 )
 
@@ -338,6 +339,13 @@ func TestPlanRecommends(t *testing.T) {
 		r := rows[want]
 		if c.Protect != r.Protect || !maps.Equal(c.Params, r.Params) || c.Data != table || c.MaxSteps != 0 || !slices.Equal(c.Attacks, []string{"norm", "spectral"}) {
 			t.Errorf("recommended.yaml: protect %s %v data %s max_steps %d attacks %v; want %s", c.Protect, c.Params, c.Data, c.MaxSteps, c.Attacks, r.Key())
+		}
+		sw, err := sweep.LoadSpec(filepath.Join(o.Out, RecheckFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if runs, err := sw.Expand(); err != nil || len(runs) != 3 || !slices.Equal(sw.Seeds, []uint64{2, 3, 4}) {
+			t.Errorf("recheck sweep: %v, %d runs, seeds %v", err, len(runs), sw.Seeds)
 		}
 		c.Out = t.TempDir() // the user's --out
 		if err := c.Validate(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/splitguard/splitguard/config"
+	"github.com/splitguard/splitguard/netrun"
 	"github.com/splitguard/splitguard/plan"
 )
 
@@ -39,6 +40,9 @@ func TestPlanCLI(t *testing.T) {
 	c, err := config.LoadFile(filepath.Join(out, "recommended.yaml"), config.Default())
 	if err != nil || c.SynthRows != 600 {
 		t.Errorf("recommended.yaml: %v, synth_rows %d", err, c.SynthRows)
+	}
+	if _, err := netrun.LoadConfigFile(filepath.Join(out, "recommended.yaml"), netrun.Config{Config: config.Default()}); err != nil {
+		t.Errorf("recommended.yaml as a party's --config: %v", err)
 	}
 	// The same command again: nothing left to do, the same answer.
 	again, err := runCLI(t, args...)
