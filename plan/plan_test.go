@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -220,6 +221,23 @@ func TestPlanNeverReadsTest(t *testing.T) {
 	}
 	if a.Recommended != b.Recommended || len(a.Rows) != 4 {
 		t.Errorf("recommended %d then %d (of %d rows)", a.Recommended, b.Recommended, len(a.Rows))
+	}
+	// The poison reached the runs: their test AUCs (which the plan ignores) differ.
+	testAUC := func(dir string) float64 {
+		raw, err := os.ReadFile(filepath.Join(runDir(dir, 0), "summary.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s struct {
+			TestAUC float64 `json:"test_auc_selected"`
+		}
+		if err := json.Unmarshal(raw, &s); err != nil {
+			t.Fatal(err)
+		}
+		return s.TestAUC
+	}
+	if ta, tb := testAUC(filepath.Join(filepath.Dir(o.Out), "a")), testAUC(o.Out); ta == tb {
+		t.Errorf("test AUC %v with and without the flipped test labels: the poison did not reach the test split", ta)
 	}
 	ya, _ := os.ReadFile(filepath.Join(filepath.Dir(o.Out), "a", RecommendedFile))
 	yb, _ := os.ReadFile(filepath.Join(o.Out, RecommendedFile))
