@@ -8,7 +8,7 @@
 // Its directory holds plan.csv (every setting tried), plan.yaml and
 // plan.json (the table and threat it was started with: a rerun with the
 // same directory continues, one with another table or threat is refused),
-// runs/NNN (each setting's run directory), frontier.svg and frontier.png
+// runs/KEY (each setting's run directory), frontier.svg and frontier.png
 // (the figure) and recommended.yaml (the configuration to train).
 package plan
 
@@ -240,5 +240,17 @@ func strongest(r *Row) {
 	}
 }
 
-// runDir is the run directory of the setting at index i.
-func runDir(out string, i int) string { return filepath.Join(out, "runs", fmt.Sprintf("%03d", i)) }
+// runDir is the run directory of setting s: its key with every character
+// other than a letter, a digit, '.', '-' and '=' replaced by '_'
+// ("runs/marvell_marvell_s=1"), so that a resumed plan whose search order
+// changed (a defence registered since) finds each setting's run.
+func runDir(out string, s Setting) string {
+	name := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == '=':
+			return r
+		}
+		return '_'
+	}, s.Key())
+	return filepath.Join(out, "runs", name)
+}

@@ -224,7 +224,7 @@ func TestPlanNeverReadsTest(t *testing.T) {
 	}
 	// The poison reached the runs: their test AUCs (which the plan ignores) differ.
 	testAUC := func(dir string) float64 {
-		raw, err := os.ReadFile(filepath.Join(runDir(dir, 0), "summary.json"))
+		raw, err := os.ReadFile(filepath.Join(runDir(dir, Reference), "summary.json"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -421,5 +421,26 @@ func TestPlanBadOptions(t *testing.T) {
 		if _, err := Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err %v, want one naming %q", c.name, err, c.want)
 		}
+	}
+}
+
+// TestPlanReindex: rows read back take their places in the current
+// search order; a setting no longer searched goes last.
+func TestPlanReindex(t *testing.T) {
+	a := Setting{Protect: "marvell", Params: protect.Params{"marvell_s": 1}}
+	b := Setting{Protect: "none", Params: protect.Params{"dcor_alpha": 1}}
+	gone := Setting{Protect: "gone", Params: protect.Params{}}
+	rows := []Row{{Index: 0, Setting: Reference}, {Index: 1, Setting: gone}, {Index: 2, Setting: a}, {Index: 3, Setting: b}}
+	reindex(rows, []Setting{Reference, b, a})
+	var got []string
+	var idx []int
+	for _, r := range rows {
+		got, idx = append(got, r.Key()), append(idx, r.Index)
+	}
+	if want := []string{"none", "none dcor_alpha=1", "marvell marvell_s=1", "gone"}; !slices.Equal(got, want) || !slices.Equal(idx, []int{0, 1, 2, 4}) {
+		t.Errorf("reindexed %v %v, want %v [0 1 2 4]", got, idx, want)
+	}
+	if d := runDir("/p", Setting{Protect: "grad_dp", Params: protect.Params{"grad_dp_sigma": 0.1, "grad_dp_clip": 0.001}}); d != "/p/runs/grad_dp_grad_dp_clip=0.001_grad_dp_sigma=0.1" {
+		t.Errorf("runDir %s", d)
 	}
 }

@@ -22,7 +22,8 @@ const leakPrefix = "leak:"
 
 // Row is one setting tried: a line of plan.csv.
 type Row struct {
-	// Index is the setting's position in the search order (Settings).
+	// Index is the setting's position in the search order (Settings) of
+	// the invocation that wrote plan.csv.
 	Index int
 	Setting
 	// Legend is the setting's legend (protect.Describe).

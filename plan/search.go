@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/splitguard/splitguard/run"
@@ -42,7 +43,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	ref := o.runConfig(Reference, attacks)
-	ref.Out = runDir(o.Out, 0)
+	ref.Out = runDir(o.Out, Reference)
 	ref.Resolve()
 	if err := ref.Validate(); err != nil {
 		return nil, err
@@ -60,6 +61,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	reindex(rows, settings)
 	res := &Result{Total: len(settings), Resumed: len(rows), Attacks: attacks, Recommended: -1}
 	done := map[string]bool{}
 	for _, r := range rows {
@@ -110,7 +112,7 @@ func errText(rows []Row) string {
 // cancelled one) is a row with Err.
 func (o *Options) try(ctx context.Context, i int, s Setting, attacks []string, done, total int, deadline time.Time, now func() time.Time) (Row, error) {
 	cfg := o.runConfig(s, attacks)
-	cfg.Out = runDir(o.Out, i)
+	cfg.Out = runDir(o.Out, s)
 	opt := run.Options{Force: true}
 	if o.Progress != nil {
 		legend := s.Legend().Text
@@ -130,6 +132,25 @@ func (o *Options) try(ctx context.Context, i int, s Setting, attacks []string, d
 	}
 	figures(&row, sum, o.Threat.MaxLeak)
 	return row, nil
+}
+
+// reindex gives the rows read from plan.csv their places in this
+// invocation's search order (which a defence registered since changes);
+// a row whose setting is no longer searched goes after every other, in
+// file order. It sorts rows by place.
+func reindex(rows []Row, settings []Setting) {
+	pos := make(map[string]int, len(settings))
+	for i, s := range settings {
+		pos[s.Key()] = i
+	}
+	for i := range rows {
+		if p, ok := pos[rows[i].Key()]; ok {
+			rows[i].Index = p
+		} else {
+			rows[i].Index = len(settings) + i
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b Row) int { return a.Index - b.Index })
 }
 
 // insert puts r into rows in index order.
