@@ -84,6 +84,8 @@ func (o *Options) checkIdentity(ref config.Config) error {
 		if !slices.Equal(old.Defences, cur.Defences) {
 			keys = append(keys, "defences")
 		}
+		slices.Sort(keys)
+		keys = slices.Compact(keys)
 		if len(keys) > 0 {
 			return fmt.Errorf("%s: %w (keys that differ: %s): plan into another directory, or delete this one", o.Out, ErrOtherPlan, strings.Join(keys, ", "))
 		}

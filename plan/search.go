@@ -62,11 +62,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	reindex(rows, settings)
-	res := &Result{Total: len(settings), Resumed: len(rows), Attacks: attacks, Recommended: -1}
 	done := map[string]bool{}
 	for _, r := range rows {
-		done[r.Key()] = true
+		// A failed reference is tried again: nothing is judged without it.
+		done[r.Key()] = r.Err == "" || r.Key() != Reference.Key()
 	}
+	rows = slices.DeleteFunc(rows, func(r Row) bool { return !done[r.Key()] })
+	res := &Result{Total: len(settings), Resumed: len(rows), Attacks: attacks, Recommended: -1}
 	var longest time.Duration
 	for i, s := range settings {
 		if done[s.Key()] {
