@@ -34,6 +34,20 @@ func init() {
 		}})
 }
 
+// toy_fail's runs fail: its protector returns an error.
+func init() {
+	protect.Register(protect.Spec{Name: "toy_fail", Help: "fails (a test plug-in)",
+		New: func(protect.Params) (protect.Protector, error) { return toyFail{}, nil }})
+}
+
+type toyFail struct{}
+
+func (toyFail) Name() string { return "toy_fail" }
+
+func (toyFail) Protect(*protect.Batch, *tensor.Matrix, *rand.Rand) (protect.Stats, error) {
+	return nil, errors.New("toy_fail fails")
+}
+
 type toyMix struct{ m float32 }
 
 func (toyMix) Name() string { return "toy_plan" }
@@ -173,7 +187,7 @@ func TestPlanStrengths(t *testing.T) {
 		{"integer from 2", protect.Param{Key: "a", Int: true, Min: 2, Max: 1 << 20}, protect.Params{"a": 3}, 3, []float64{2, 8, 30}},
 		{"integer without bench", protect.Param{Key: "a", Int: true, Min: 1, Max: inf}, nil, 3, []float64{1, 3, 10}},
 		{"open top end", protect.Param{Key: "a", Min: 0, Max: 1, MaxOpen: true}, protect.Params{"a": 0.5}, 2, []float64{0.005, 0.99}},
-		{"one strength", protect.Param{Key: "a", Min: 0, MinOpen: true, Max: inf}, protect.Params{"a": 4}, 1, []float64{0.04}},
+		{"one strength", protect.Param{Key: "a", Min: 0, MinOpen: true, Max: inf}, protect.Params{"a": 4}, 1, []float64{math.Sqrt(0.04 * 40)}},
 	} {
 		got := strengths(c.p, c.bench, c.n)
 		ok := len(got) == len(c.want)
@@ -442,5 +456,27 @@ func TestPlanReindex(t *testing.T) {
 	}
 	if d := runDir("/p", Setting{Protect: "grad_dp", Params: protect.Params{"grad_dp_sigma": 0.1, "grad_dp_clip": 0.001}}); d != "/p/runs/grad_dp_grad_dp_clip=0.001_grad_dp_sigma=0.1" {
 		t.Errorf("runDir %s", d)
+	}
+}
+
+// TestPlanFailedSetting: a setting whose run fails is a row with its
+// error that does not meet the limit, and the plan goes on.
+func TestPlanFailedSetting(t *testing.T) {
+	o := testOptions(t, newTable(t), t.TempDir())
+	o.Defences = []string{"toy_fail", "toy_plan"}
+	o.Grid = 1
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, r := range res.Rows {
+		keys = append(keys, r.Key())
+		if (r.Protect == "toy_fail") != (r.Err != "") || (r.Err != "" && r.Met) {
+			t.Errorf("%s: error %q, met %v", r.Key(), r.Err, r.Met)
+		}
+	}
+	if want := []string{"none", "toy_fail", "toy_plan toy_plan_mix=0.1"}; !slices.Equal(keys, want) || res.Recommended < 0 || res.Rows[res.Recommended].Protect == "toy_fail" {
+		t.Errorf("rows %q (want %q), recommended %d", keys, want, res.Recommended)
 	}
 }

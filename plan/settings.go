@@ -129,8 +129,8 @@ func Settings(grid int, only []string) ([]Setting, error) {
 	}
 }
 
-// strengths returns n log-spaced values of p, ascending: over [b/100,
-// 10·b] clipped to p's range, b being the representative setting's value
+// strengths returns n log-spaced values of p, ascending (n = 1: the
+// geometric middle): over [b/100, 10·b] clipped to p's range, b being the representative setting's value
 // of p (1 when it has none or 1 is out of range; then the range's lower
 // end if that is positive), open ends moved 1% inward, rounded for a whole
 // number parameter (duplicates dropped).
@@ -162,7 +162,9 @@ func strengths(p protect.Param, base protect.Params, n int) []float64 {
 	var out []float64
 	for i := range n {
 		v := lo
-		if n > 1 && lo > 0 {
+		if n == 1 && lo > 0 {
+			v = math.Sqrt(lo * hi) // the geometric middle
+		} else if n > 1 && lo > 0 {
 			v = lo * math.Pow(hi/lo, float64(i)/float64(n-1))
 		} else if n > 1 {
 			v = lo + (hi-lo)*float64(i)/float64(n-1)
