@@ -51,6 +51,7 @@ func TestEveryCommandWithItsRequiredFlagsOnly(t *testing.T) {
 		"splitguard data inspect":      {table},
 		"splitguard attack multiclass": {"--dump", missing},
 		"splitguard sweep":             {missing, "--out", out("sweep")},
+		"splitguard plan":              {"--data", table, "--out", out("plan")},
 		"splitguard marvell expect":    {"--batches", "5"},
 		"splitguard marvell solve":     {},
 		"splitguard bench":             {"--steps", "2", "--warmup", "1"},

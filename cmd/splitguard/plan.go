@@ -28,7 +28,7 @@ func newPlanCmd() *cobra.Command {
 	var configFile string
 	o := plan.Options{Threat: plan.Threat{MaxLeak: 0.1}, Budget: 10 * time.Minute}
 	cmd := &cobra.Command{
-		Use:   "plan --data PATH --max-leak X --budget D --out DIR [flags]",
+		Use:   "plan --data PATH --out DIR [--max-leak X] [--budget D] [flags]",
 		Short: "Search the registered defences for the cheapest one that keeps every attack's leak within a limit",
 		Long: "plan trains every registered defence at a few strengths (no defence first), each on the training split,\n" +
 			"scores it on the validation split only (validation AUC of the selected model; every attack's q95 |leak AUC − ½|\n" +
