@@ -52,6 +52,7 @@ func TestEveryCommandWithItsRequiredFlagsOnly(t *testing.T) {
 		"splitguard attack multiclass": {"--dump", missing},
 		"splitguard attack features":   {"--run", missing},
 		"splitguard sweep":             {missing, "--out", out("sweep")},
+		"splitguard plan":              {"--data", table, "--out", out("plan")},
 		"splitguard marvell expect":    {"--batches", "5"},
 		"splitguard marvell solve":     {},
 		"splitguard bench":             {"--steps", "2", "--warmup", "1"},

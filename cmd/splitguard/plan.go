@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	"gopkg.in/yaml.v3"
+
+	"github.com/splitguard/splitguard/config"
+	"github.com/splitguard/splitguard/plan"
+	"github.com/splitguard/splitguard/protect"
+)
+
+func init() { subcommands = append(subcommands, newPlanCmd) }
+
+func newPlanCmd() *cobra.Command {
+	cfg := config.Default()
+	cfg.Attacks = nil
+	var configFile string
+	o := plan.Options{Threat: plan.Threat{MaxLeak: 0.1}, Budget: 10 * time.Minute}
+	cmd := &cobra.Command{
+		Use:   "plan --data PATH --out DIR [--max-leak X] [--budget D] [flags]",
+		Short: "Search the registered defences for the cheapest one that keeps every attack's leak within a limit",
+		Long: "plan trains every registered defence at a few strengths (no defence first), each on the training split,\n" +
+			"scores it on the validation split only (validation AUC of the selected model; every attack's q95 |leak AUC − ½|\n" +
+			"over the training batches, summary.json leak q95_abs, at every layer), and recommends the setting with the\n" +
+			"smallest validation-AUC cost against no defence whose strongest attack stays within --max-leak. It writes\n" +
+			"plan.csv, frontier.svg and recommended.yaml (for train/active/passive/sweep --config) into --out; rerun the\n" +
+			"same command to continue an interrupted or budget-limited plan. Table, model and schedule flags are train's;\n" +
+			"--attacks (default: the cheap label-free attacks) and --tuned-known are the threat. See docs/methods/plan.md.\n\n" + exitStatusHelp,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, name := range append([]string{"protect", "dump", "dump-batches"}, defenceFlagNames()...) {
+				if cmd.Flags().Changed(name) {
+					return fmt.Errorf("--%s: the plan chooses the defences and writes no dumps; drop it", name)
+				}
+			}
+			final, err := resolveConfig(cmd.Flags(), configFile, cfg)
+			if err != nil {
+				return err
+			}
+			if final.Out == "" {
+				return errors.New("--out: the plan's directory is required")
+			}
+			if configFile != "" && !cmd.Flags().Changed("attacks") {
+				// The threat's default, not config.Default's norm, unless the file names attacks.
+				if named, err := fileHasKey(configFile, "attacks"); err != nil {
+					return err
+				} else if !named {
+					final.Attacks = nil
+				}
+			}
+			o.Base, o.Out = final, final.Out
+			o.Threat.Attacks, o.Threat.Known = final.Attacks, final.TunedKnown
+			o.Base.Protect, o.Base.Params = "none", nil
+			return runPlan(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	trainFlags(cmd.Flags(), &cfg)
+	fs := cmd.Flags()
+	fs.StringVar(&configFile, "config", "", "YAML config file of the table, model and schedule (train's keys); flags given on the command line win")
+	fs.Float64Var(&o.Threat.MaxLeak, "max-leak", o.Threat.MaxLeak, "leak limit: every attack's q95 |leak AUC − ½| over the training batches, at every layer, at most this")
+	fs.DurationVar(&o.Budget, "budget", o.Budget, "time of this invocation: no setting starts after it (nor when less is left than the longest setting took)")
+	fs.Int64Var(&o.MaxSteps, "steps", o.MaxSteps, fmt.Sprintf("training steps per setting at most: the data-driven schedule capped (0: %d)", plan.DefaultMaxSteps))
+	fs.IntVar(&o.Grid, "grid", o.Grid, fmt.Sprintf("strengths per defence, log-spaced (0: %d)", plan.DefaultGrid))
+	fs.StringSliceVar(&o.Defences, "defences", o.Defences, "search only these defences: "+strings.Join(append(protect.Names(), protect.AddOnNames()...), ", ")+" (default: every one)")
+	return cmd
+}
+
+// defenceFlagNames returns the flags of every defence parameter.
+func defenceFlagNames() []string {
+	var out []string
+	for _, p := range protect.AllParams() {
+		out = append(out, FlagName(p.Key))
+	}
+	return out
+}
+
+func runPlan(ctx context.Context, o plan.Options, stdout, stderr io.Writer) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := notifyStop(ctx, func(name string) {
+		fmt.Fprintf(stderr, "splitguard: received %s: stopping the plan; the setting in progress is dropped, rerun the same command to continue\n", name)
+	})
+	defer stop()
+	prog := newPlanProgress(stderr)
+	o.Log = prog.logWriter()
+	o.Progress = prog.update
+	res, err := plan.Run(ctx, o)
+	prog.finish()
+	if err != nil {
+		return err
+	}
+	printPlan(stdout, o, res)
+	return nil
+}
+
+// printPlan prints the plan's outcome: the recommendation, or that none
+// meets the limit and the settings nearest it.
+func printPlan(w io.Writer, o plan.Options, res *plan.Result) {
+	fmt.Fprintf(w, "\nplan %s: %d of %d settings tried (%d from an earlier invocation); attacks %s",
+		o.Out, len(res.Rows), res.Total, res.Resumed, strings.Join(res.Attacks, ", "))
+	if o.Threat.Known > 0 {
+		fmt.Fprintf(w, " with their tuned attackers (%d known labels per batch)", o.Threat.Known)
+	}
+	fmt.Fprintln(w)
+	if res.BudgetSpent {
+		fmt.Fprintf(w, "the budget (%v) ended the search: rerun the same command to try the other %d settings\n", o.Budget, res.Total-len(res.Rows))
+	}
+	fmt.Fprintf(w, "limit: %s ≤ %g\n", plan.LeakLabel, o.Threat.MaxLeak)
+	if res.Recommended >= 0 {
+		r := res.Rows[res.Recommended]
+		fmt.Fprintf(w, "recommended: %s — validation AUC %.4f (cost %.4f against no defence), strongest attack %s at %.4f, %.1f ms per step\n",
+			r.Legend, r.ValAUC, r.Cost, r.Strongest, r.StrongestLeak, r.StepMS)
+		fmt.Fprintf(w, "configuration: %s (splitguard train --config %s --out DIR)\n", res.Recommendation, res.Recommendation)
+		return
+	}
+	fmt.Fprintln(w, "nothing meets the limit within the budget; the closest settings:")
+	floor := math.Inf(1)
+	for _, r := range res.Closest {
+		fmt.Fprintf(w, "  %-34s strongest %s at %.4f (chance floor %.4f), validation AUC %.4f (cost %.4f)\n", r.Legend, r.Strongest, r.StrongestLeak, r.Chance, r.ValAUC, r.Cost)
+		floor = math.Min(floor, r.Chance)
+	}
+	if floor > o.Threat.MaxLeak {
+		fmt.Fprintf(w, "the limit %g is below the chance floor %.4f: a score blind to the labels gives more at this batch size and positive rate; a larger --batch lowers the floor\n", o.Threat.MaxLeak, floor)
+	}
+}
+
+// planProgress shows a plan's progress on stderr in progress.go's style:
+// a bar over the settings when stderr is a terminal, a plain line every
+// few seconds otherwise; both say the budget's time left.
+type planProgress struct {
+	w    io.Writer
+	bar  *progressbar.ProgressBar
+	last time.Time
+}
+
+func newPlanProgress(w io.Writer) *planProgress {
+	p := &planProgress{w: w}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		p.bar = progressbar.NewOptions64(-1, progressbar.OptionSetWriter(w),
+			progressbar.OptionShowCount(), progressbar.OptionSetItsString("settings"),
+			progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
+	}
+	return p
+}
+
+func (p *planProgress) update(s plan.Progress) {
+	left := max(0, s.Left).Round(time.Second)
+	desc := fmt.Sprintf("%s  batch %d/%d  %v left", s.Setting, s.Step, s.Steps, left)
+	if p.bar != nil {
+		if p.bar.GetMax64() != int64(s.Total) {
+			p.bar.ChangeMax64(int64(s.Total))
+		}
+		p.bar.Describe(desc)
+		_ = p.bar.Set64(int64(s.Done))
+		return
+	}
+	if time.Since(p.last) >= 5*time.Second {
+		p.last = time.Now()
+		fmt.Fprintf(p.w, "setting %d/%d  %s\n", s.Done+1, s.Total, desc)
+	}
+}
+
+func (p *planProgress) logWriter() io.Writer {
+	if p.bar == nil {
+		return flagNamesWriter{p.w}
+	}
+	return flagNamesWriter{planBarSafe{p}}
+}
+
+type planBarSafe struct{ p *planProgress }
+
+func (b planBarSafe) Write(s []byte) (int, error) {
+	_ = b.p.bar.Clear()
+	return b.p.w.Write(s)
+}
+
+func (p *planProgress) finish() {
+	if p.bar != nil {
+		_ = p.bar.Finish()
+	}
+}
+
+// fileHasKey reports whether the YAML file at path sets the top-level key.
+func fileHasKey(path, key string) (bool, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return false, err
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(raw, &m); err != nil {
+		return false, fmt.Errorf("%s: %w", path, err)
+	}
+	_, ok := m[key]
+	return ok, nil
+}

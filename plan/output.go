@@ -1,0 +1,107 @@
+package plan
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/splitguard/splitguard/atomicfile"
+	"github.com/splitguard/splitguard/config"
+	"github.com/splitguard/splitguard/report"
+	"github.com/splitguard/splitguard/sweep"
+)
+
+// Output files of a plan's directory.
+const (
+	// RecommendedFile is the recommended configuration, for train,
+	// active, passive and sweep (--config).
+	RecommendedFile = "recommended.yaml"
+	// RecheckFile is a sweep file (package sweep) of the recommended
+	// configuration with three fresh seeds.
+	RecheckFile = "recheck-sweep.yaml"
+	// FrontierSVG and FrontierPNG are the frontier figure.
+	FrontierSVG = "frontier.svg"
+	FrontierPNG = "frontier.png"
+)
+
+// LeakLabel names the leak statistic in the figure and the messages.
+const LeakLabel = "strongest attack's q95 |leak AUC − ½| (training batches, every layer)"
+
+// writeOutputs writes the figure and, with a recommendation,
+// recommended.yaml; without one it removes a recommended.yaml an earlier
+// invocation left.
+func (o *Options) writeOutputs(res *Result) error {
+	pts := make([]report.FrontierPoint, len(res.Rows))
+	for i, r := range res.Rows {
+		pts[i] = report.FrontierPoint{Method: r.Setting.Legend().Method, Leak: r.StrongestLeak, ValAUC: r.ValAUC}
+	}
+	png, svg, err := report.FrontierFigure(pts, o.Threat.MaxLeak, res.Recommended, LeakLabel)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(filepath.Join(o.Out, FrontierSVG), svg, 0o644); err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(filepath.Join(o.Out, FrontierPNG), png, 0o644); err != nil {
+		return err
+	}
+	path := filepath.Join(o.Out, RecommendedFile)
+	if res.Recommended < 0 {
+		for _, f := range []string{path, filepath.Join(o.Out, RecheckFile)} {
+			if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
+				return err
+			}
+		}
+		return nil
+	}
+	r := res.Rows[res.Recommended]
+	c := o.recommendedConfig(r.Setting, res.Attacks)
+	y, err := config.Marshal(&c)
+	if err != nil {
+		return err
+	}
+	head := fmt.Sprintf("# recommended by splitguard plan (%s): %s\n# validation AUC %.4f (cost %.4f against no defence), strongest attack %s at %.4f ≤ %g\n",
+		o.Out, r.Legend, r.ValAUC, r.Cost, r.Strongest, r.StrongestLeak, o.Threat.MaxLeak)
+	if err := atomicfile.WriteFile(path, append([]byte(head), y...), 0o644); err != nil {
+		return err
+	}
+	res.Recommendation = path
+	sw, err := recheckSweep(y, c.Seed)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(filepath.Join(o.Out, RecheckFile), append([]byte("# the recommended setting with three fresh seeds, judged on the test split: splitguard sweep "+RecheckFile+" --out DIR\n"), sw...), 0o644)
+}
+
+// recheckSweep returns the sweep file (package sweep) that trains the
+// recommended configuration (YAML y, out dropped: the sweep names each
+// run's directory) with the three seeds after seed.
+func recheckSweep(y []byte, seed uint64) ([]byte, error) {
+	var base map[string]any
+	if err := yaml.Unmarshal(y, &base); err != nil {
+		return nil, err
+	}
+	delete(base, "out")
+	spec := struct {
+		Base  map[string]any   `yaml:"base"`
+		Seeds []uint64         `yaml:"seeds,flow"`
+		Grid  []map[string]any `yaml:"grid"`
+	}{base, []uint64{seed + 1, seed + 2, seed + 3}, []map[string]any{{"protect": base["protect"]}}}
+	out, err := yaml.Marshal(&spec)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := sweep.ParseSpec(out, RecheckFile); err != nil {
+		return nil, fmt.Errorf("the recheck sweep: %w", err)
+	}
+	return out, nil
+}
+
+func logf(w io.Writer, format string, a ...any) {
+	if w != nil {
+		fmt.Fprintf(w, format+"\n", a...)
+	}
+}

@@ -1,0 +1,256 @@
+// Package plan recommends a defence for a table and a threat: a budgeted
+// search over the registered defences and their strengths (package
+// protect's registry), each setting trained in process (package run) on
+// the training split and scored on the validation split only, that
+// recommends the cheapest setting whose every attack stays within a leak
+// limit. docs/methods/plan.md is its method page.
+//
+// Its directory holds plan.csv (every setting tried), plan.yaml and
+// plan.json (the table and threat it was started with: a rerun with the
+// same directory continues, one with another table or threat is refused),
+// runs/KEY (each setting's run directory), frontier.svg and frontier.png
+// (the figure) and recommended.yaml (the configuration to train).
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/splitguard/splitguard/attack"
+	"github.com/splitguard/splitguard/config"
+	"github.com/splitguard/splitguard/rundir"
+)
+
+// DefaultMaxSteps caps each setting's training steps when
+// Options.MaxSteps is 0.
+const DefaultMaxSteps = 400
+
+// Threat is what the recommendation must withstand.
+type Threat struct {
+	// Attacks are the attacks that measure the leak, as config key
+	// attacks takes them ("all": every attack that is not expensive);
+	// empty: DefaultAttacks. Model attacks are refused (they score on the
+	// test split).
+	Attacks []string
+	// Known is how many labels of each batch the attacker knows (config
+	// key tuned_known: a tuned attacker beside every per-batch attack; 0:
+	// untuned).
+	Known int
+	// MaxLeak is the limit on every attack's leak: summary.json's
+	// leak[ATTACK/LAYER].q95_abs, at every layer.
+	MaxLeak float64
+}
+
+// Options are a plan's table, threat and limits.
+type Options struct {
+	// Base is the configuration of every setting's run: the table, the
+	// model and the training settings. Its defences, attacks, out,
+	// baseline and max_steps are the plan's to set.
+	Base   config.Config
+	Threat Threat
+	// Out is the plan's directory.
+	Out string
+	// Budget is this invocation's time: no setting starts once it is
+	// spent, or when the time left is shorter than the longest setting so
+	// far (the reference, no defence, always runs).
+	Budget time.Duration
+	// MaxSteps caps every setting's training steps (0: DefaultMaxSteps);
+	// below the cap the schedule is the data-driven one of train.
+	MaxSteps int64
+	// Grid is the number of strengths per defence (0: DefaultGrid).
+	Grid int
+	// Defences restricts the search to these registered defences (empty:
+	// every one).
+	Defences []string
+	// Log receives plain progress lines (nil: none).
+	Log io.Writer
+	// Progress, when set, is told about every training step.
+	Progress func(Progress)
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Progress is where a plan stands.
+type Progress struct {
+	// Done settings are in plan.csv, of Total; Setting is the one
+	// training, at Step of Steps.
+	Done, Total int
+	Setting     string
+	Step, Steps int64
+	// Left is the budget's time left.
+	Left time.Duration
+}
+
+// Result is a plan's outcome.
+type Result struct {
+	// Rows are every setting tried so far (this and earlier invocations),
+	// in search order.
+	Rows []Row
+	// Recommended indexes Rows: the cheapest setting that meets the limit;
+	// -1 when none does.
+	Recommended int
+	// Closest are the settings nearest the limit (the smallest strongest
+	// leak first) when none meets it.
+	Closest []Row
+	// Total is the number of settings of the search; Resumed those found
+	// done in plan.csv; BudgetSpent says the budget ended the search
+	// before every setting was tried.
+	Total, Resumed int
+	BudgetSpent    bool
+	// Attacks are the threat's attacks, resolved.
+	Attacks []string
+	// Recommendation is the path of recommended.yaml, empty without one.
+	Recommendation string
+}
+
+// DefaultAttacks returns every registered attack a party without labels
+// runs that is not expensive and scores per batch or epoch (not a model
+// attack): the cheap label-free attacks.
+func DefaultAttacks() []string {
+	var out []string
+	for _, n := range attack.Names() {
+		if d, err := attack.Describe(n); err == nil && d.LabelFree() && !d.Expensive && !d.Model {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// resolveAttacks expands the threat's attack list.
+func resolveAttacks(names []string) ([]string, error) {
+	if len(names) == 0 {
+		return DefaultAttacks(), nil
+	}
+	var out []string
+	for _, n := range config.ExpandAttacks(names) {
+		d, err := attack.Describe(n)
+		if err != nil {
+			return nil, err
+		}
+		if d.Model {
+			if slices.Contains(names, n) {
+				return nil, fmt.Errorf("attack %s scores the trained model on the test split, which a plan never reads: leave it out", n)
+			}
+			continue // "all"
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no attack to measure the leak with")
+	}
+	return out, nil
+}
+
+// check returns an error for options that cannot work.
+func (o *Options) check() error {
+	switch {
+	case o.Out == "":
+		return errors.New("no plan directory (key out)")
+	case math.IsNaN(o.Threat.MaxLeak) || o.Threat.MaxLeak <= 0 || o.Threat.MaxLeak > 0.5:
+		return fmt.Errorf("leak limit (key max_leak) %v: want a value in (0, 0.5], a q95 |AUC − ½|", o.Threat.MaxLeak)
+	case o.Budget <= 0:
+		return fmt.Errorf("budget (key budget) %v: want a positive duration", o.Budget)
+	case o.MaxSteps < 0:
+		return fmt.Errorf("steps per setting (key steps) %d: want a positive number (0: %d)", o.MaxSteps, DefaultMaxSteps)
+	case o.Grid < 0:
+		return fmt.Errorf("strengths per defence (key grid) %d: want a positive number (0: %d)", o.Grid, DefaultGrid)
+	case o.Base.ValFrac <= 0:
+		return errors.New("a plan scores on the validation split, but val_frac is 0 (key val_frac)")
+	}
+	return nil
+}
+
+// runConfig is the configuration of a setting's run (out empty): Base
+// with the setting's defences, the threat's attacks and tuned_known, no
+// baseline (it would read the test split) and the step cap.
+func (o *Options) runConfig(s Setting, attacks []string) config.Config {
+	c := o.Base
+	c.Layers = slices.Clone(c.Layers)
+	c.Protect, c.Params = s.Protect, maps.Clone(s.Params)
+	c.Attacks = slices.Clone(attacks)
+	c.TunedKnown = o.Threat.Known
+	c.Baseline = false
+	c.Out, c.Dump, c.DumpBatches = "", "", 0
+	limit := o.MaxSteps
+	if limit == 0 {
+		limit = DefaultMaxSteps
+	}
+	if c.MaxSteps == 0 || c.MaxSteps > limit {
+		c.MaxSteps = limit
+	}
+	return c
+}
+
+// recommendedConfig is the configuration recommended.yaml holds: Base
+// with the setting's defences and the threat's attacks, the user's own
+// schedule (not the plan's cap) and baseline.
+func (o *Options) recommendedConfig(s Setting, attacks []string) config.Config {
+	c := o.Base
+	c.Layers = slices.Clone(c.Layers)
+	c.Protect, c.Params = s.Protect, maps.Clone(s.Params)
+	c.Attacks = slices.Clone(attacks)
+	c.TunedKnown = o.Threat.Known
+	c.Out = ""
+	return c
+}
+
+// figures reads a finished run's summary into a row.
+func figures(r *Row, s *rundir.Summary, limit float64) {
+	r.ValAUC = math.NaN()
+	if s.ValAUCSelected != nil {
+		r.ValAUC = *s.ValAUCSelected
+	}
+	r.StepMS, r.Seconds = s.StepMSMean, s.Seconds
+	r.Leak = map[string]float64{}
+	chance := map[string]float64{}
+	for _, k := range slices.Sorted(maps.Keys(s.Leak)) {
+		l := s.Leak[k]
+		at, _, _ := strings.Cut(k, "/")
+		if v, ok := r.Leak[at]; !ok || l.Q95Abs > v || math.IsNaN(v) {
+			r.Leak[at], chance[at] = l.Q95Abs, l.ChanceQ95Abs
+		}
+	}
+	strongest(r)
+	r.Chance = math.NaN()
+	if r.Strongest != "" {
+		r.Chance = chance[r.Strongest]
+	}
+	r.Met = r.Err == "" && !math.IsNaN(r.ValAUC) && !math.IsNaN(r.StrongestLeak) && r.StrongestLeak <= limit
+}
+
+// strongest sets the row's strongest attack: the largest leak (ties: the
+// first name in order); NaN leaks count only when nothing else does.
+func strongest(r *Row) {
+	r.Strongest, r.StrongestLeak = "", math.NaN()
+	for _, a := range slices.Sorted(maps.Keys(r.Leak)) {
+		v := r.Leak[a]
+		if math.IsNaN(v) {
+			continue
+		}
+		if r.Strongest == "" || v > r.StrongestLeak {
+			r.Strongest, r.StrongestLeak = a, v
+		}
+	}
+}
+
+// runDir is the run directory of setting s: its key with every character
+// other than a letter, a digit, '.', '-' and '=' replaced by '_'
+// ("runs/marvell_marvell_s=1"), so that a resumed plan whose search order
+// changed (a defence registered since) finds each setting's run.
+func runDir(out string, s Setting) string {
+	name := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == '=':
+			return r
+		}
+		return '_'
+	}, s.Key())
+	return filepath.Join(out, "runs", name)
+}
