@@ -3,6 +3,7 @@ package protect
 import (
 	"errors"
 	"fmt"
+	"image/color"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -25,7 +26,8 @@ func init() {
 	registerBothSides("fedpass",
 		"FedPass: a passport layer as the first layer of the active party's top model (scale and bias from secret passports, means in U(−N, 0))",
 		"FedPass on the passive side: a passport layer as the passive party's last layer, its passports kept by the passive party",
-		[2]string{"in the active top", "in the passive bottom"}, passportParams,
+		[2]string{"in the active top", "in the passive bottom"},
+		[2]color.RGBA{{0x39, 0x3b, 0x79, 0xff}, {0x6b, 0x6e, 0xcf, 0xff}}, passportParams,
 		newPassportFrom)
 }
 

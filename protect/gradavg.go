@@ -1,6 +1,7 @@
 package protect
 
 import (
+	"image/color"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -9,7 +10,7 @@ import (
 )
 
 func init() {
-	Register(Spec{Name: "grad_avg", Help: "gradient averaging: every row's gradient replaced by the mean of its group (the whole batch by default)",
+	Register(Spec{Name: "grad_avg", Color: color.RGBA{0x17, 0xbe, 0xcf, 0xff}, Help: "gradient averaging: every row's gradient replaced by the mean of its group (the whole batch by default)",
 		Params: []Param{
 			{Key: "grad_avg_group", Symbol: "k", Int: true, Help: "gradient averaging: rows averaged together, in consecutive groups of k rows of the shuffled batch (default: the whole batch)", Min: 1, Max: math.Inf(1)},
 		},

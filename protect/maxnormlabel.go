@@ -1,6 +1,7 @@
 package protect
 
 import (
+	"image/color"
 	"math"
 	"math/rand/v2"
 
@@ -8,7 +9,7 @@ import (
 )
 
 func init() {
-	Register(Spec{Name: "max_norm_label", Help: "max_norm applied to the positives only (needs labels)",
+	Register(Spec{Name: "max_norm_label", Color: color.RGBA{0xcc, 0x79, 0xa7, 0xff}, Rank: 4, Help: "max_norm applied to the positives only (needs labels)",
 		New: func(Params) (Protector, error) { return &MaxNormLabel{stats: Stats{}}, nil }})
 }
 

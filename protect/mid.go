@@ -3,6 +3,7 @@ package protect
 import (
 	"errors"
 	"fmt"
+	"image/color"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -22,7 +23,8 @@ func init() {
 	registerBothSides("mid",
 		"MID: a variational information bottleneck on the passive embedding at the active party's input, KL weight λ",
 		"MID on the passive side: the same bottleneck at the passive party's output, its KL weight λ computed and differentiated by the passive party",
-		[2]string{"in the active party's loss", "added by the passive party to the gradient it receives"}, midParams,
+		[2]string{"in the active party's loss", "added by the passive party to the gradient it receives"},
+		[2]color.RGBA{{0x2c, 0xa0, 0x2c, 0xff}, {0x1b, 0x5e, 0x20, 0xff}}, midParams,
 		newMIDFrom)
 }
 

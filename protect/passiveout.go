@@ -2,6 +2,7 @@ package protect
 
 import (
 	"fmt"
+	"image/color"
 	"math"
 	"sort"
 	"strconv"
@@ -37,8 +38,9 @@ type PassiveOutput interface {
 // name_passive, the same layer at the passive party's output. params gives
 // a side's parameters from its key prefix ("name_" or "name_passive_"),
 // the mark of its symbols ("" or "p") and where[0] or where[1] (how its
-// help names the side); build makes the layer from a side's prefix.
-func registerBothSides[L PassiveOutput](name, help, passiveHelp string, where [2]string,
+// help names the side); colors are the two sides' colours; build makes
+// the layer from a side's prefix.
+func registerBothSides[L PassiveOutput](name, help, passiveHelp string, where [2]string, colors [2]color.RGBA,
 	params func(prefix, mark, where string) []Param,
 	build func(p Params, prefix string, o InputOptions) (L, error)) {
 	side := func(prefix string, p Params, o InputOptions) (PassiveOutput, error) {
@@ -48,9 +50,9 @@ func registerBothSides[L PassiveOutput](name, help, passiveHelp string, where [2
 		}
 		return l, nil
 	}
-	Register(Spec{Name: name, Role: AddOn, Help: help, Params: params(name+"_", "", where[0]),
+	Register(Spec{Name: name, Role: AddOn, Color: colors[0], Help: help, Params: params(name+"_", "", where[0]),
 		NewInput: func(p Params, o InputOptions) (InputLayer, error) { return side(name+"_", p, o) }})
-	Register(Spec{Name: name + "_passive", Role: AddOn, Help: passiveHelp, Params: params(name+"_passive_", "p", where[1]),
+	Register(Spec{Name: name + "_passive", Role: AddOn, Color: colors[1], Help: passiveHelp, Params: params(name+"_passive_", "p", where[1]),
 		NewPassiveOutput: func(p Params, o InputOptions) (PassiveOutput, error) { return side(name+"_passive_", p, o) }})
 }
 

@@ -3,6 +3,7 @@ package protect
 import (
 	"errors"
 	"fmt"
+	"image/color"
 	"maps"
 	"math"
 	"sort"
@@ -142,6 +143,14 @@ type Spec struct {
 	// Bench is the representative setting `splitguard bench` times the
 	// defence at (nil: see [BenchParams]).
 	Bench Params
+	// Color is the defence's colour in the report's figures and tables and
+	// on the live page: opaque, and every defence's its own (legible and
+	// distinct by report/theme's Palette.Check; see [Colors]).
+	Color color.RGBA
+	// Rank places the defence in the report's tables and legends: ranked
+	// defences (Rank > 0) by ascending rank, then the others by name (see
+	// [Rank]).
+	Rank int
 }
 
 var (
@@ -163,6 +172,10 @@ func Register(s Spec) {
 		panic(fmt.Sprintf("protect: %q registered twice", s.Name))
 	case s.Role == GradientRole && s.New == nil:
 		panic(fmt.Sprintf("protect: gradient protection %q without a constructor", s.Name))
+	case s.Color.A != 0xff:
+		panic(fmt.Sprintf("protect: %q registered without an opaque Color", s.Name))
+	case colorOwner(s.Color) != "":
+		panic(fmt.Sprintf("protect: %q: colour %v is %q's", s.Name, s.Color, colorOwner(s.Color)))
 	case s.Role == AddOn && (len(s.Params) == 0 || countSet(s.NewLoss != nil, s.NewLabels != nil, s.NewInput != nil, s.NewCodec != nil, s.NewPassiveOutput != nil) != 1):
 		panic(fmt.Sprintf("protect: add-on %q needs a parameter and exactly one of NewLoss, NewLabels, NewInput, NewCodec and NewPassiveOutput", s.Name))
 	}

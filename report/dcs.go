@@ -146,7 +146,7 @@ func dcsTable(gs []*group, cutKeys []string) (*Table, []string) {
 			row := []Cell{
 				{Text: strconv.Itoa(i + 1), Sort: strconv.Itoa(i + 1)},
 				{Text: st.Dataset, Sort: st.Dataset, Class: "txt"},
-				{Text: st.Method, Sort: st.Method, Class: "txt", Color: theme.Hex(theme.MethodColor(st.Method))},
+				{Text: st.Method, Sort: st.Method, Class: "txt", Color: theme.Hex(methodColor(st.Method))},
 				{Text: st.Param, Sort: st.Param, Class: "txt"},
 				{Text: strconv.Itoa(len(sc.g.Runs)), Sort: strconv.Itoa(len(sc.g.Runs))},
 				num(sc.sdcs, 4),

@@ -94,8 +94,7 @@ func layersFigure(gs []*group, dataset string, keys []string, single bool) ([][]
 			return nil, nil
 		}
 		p := setup("Leakage per passive layer")
-		palette := []color.RGBA{theme.MethodColor("marvell"), theme.MethodColor("label_dp"), theme.MethodColor("dcor"),
-			theme.MethodColor("max_norm"), theme.MethodColor("iso"), theme.MethodColor("none"), theme.MethodColor("max_norm_label")}
+		palette := theme.Series
 		for i, a := range use {
 			err := addLine(p, a, palette[i%len(palette)], func(l string) *float64 {
 				if st, ok := r.Summary.Leak[a+"/"+l]; ok {

@@ -6,8 +6,6 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
-
-	"github.com/splitguard/splitguard/report/theme"
 )
 
 // marvellFigure draws a Marvell run's sumKL before/after and its leak-AUC
@@ -29,14 +27,14 @@ func marvellFigure(r *Run, title string) ([][]*plot.Plot, error) {
 	}
 	if bx, by := protSeries(r, "sumKL_before"); len(bx) > 0 {
 		x, y := smoothSeries(bx, floor(by))
-		l, err := line(top, x, y, theme.MethodColor("none"), 1.4, true)
+		l, err := line(top, x, y, methodColor("none"), 1.4, true)
 		if err != nil {
 			return nil, err
 		}
 		top.Legend.Add("before noise (sumKL of the clean gradients)", l)
 	}
 	x, y := smoothSeries(kx, floor(ky))
-	l, err := line(top, x, y, theme.MethodColor("marvell"), 1.6, false)
+	l, err := line(top, x, y, methodColor("marvell"), 1.6, false)
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +43,7 @@ func marvellFigure(r *Run, title string) ([][]*plot.Plot, error) {
 	bot := newPlot("Leak AUC: bound and measured — "+title, "training step (batch)", "leak AUC")
 	if bx, by := protSeries(r, "auc_bound"); len(bx) > 0 {
 		x, y := smoothSeries(bx, by)
-		l, err := line(bot, x, y, theme.MethodColor("label_dp"), 1.6, true)
+		l, err := line(bot, x, y, methodColor("label_dp"), 1.6, true)
 		if err != nil {
 			return nil, err
 		}
@@ -57,9 +55,9 @@ func marvellFigure(r *Run, title string) ([][]*plot.Plot, error) {
 			continue
 		}
 		x, y := smoothSeries(xs, ys)
-		c := theme.MethodColor("marvell")
+		c := methodColor("marvell")
 		if i == 1 {
-			c = theme.MethodColor("dcor")
+			c = methodColor("dcor")
 		}
 		l, err := line(bot, x, y, c, 1.5, false)
 		if err != nil {

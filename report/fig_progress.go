@@ -159,7 +159,7 @@ func progressSingle(g *group, key, ylabel string) (*plot.Plot, error) {
 		if st, ok := sum.Leak[key]; ok && st.Q95 != nil {
 			q := *st.Q95
 			f := plotter.NewFunction(func(float64) float64 { return q })
-			f.Color = theme.MethodColor("label_dp")
+			f.Color = theme.Series[1] // the reference lines' orange
 			f.Width = vg.Points(1)
 			f.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
 			p.Add(f)

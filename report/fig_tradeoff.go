@@ -9,8 +9,6 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-
-	"github.com/splitguard/splitguard/report/theme"
 )
 
 // tradeoffFigure draws, for the leak key, leak (q95 |AUC−0.5| and raw q95)
@@ -61,7 +59,7 @@ func tradeoffFigure(gs []*group, dataset, key string) ([][]*plot.Plot, int, []*p
 				m := g.Setting.Method
 				if _, ok := byMethod[m]; !ok {
 					order = append(order, m)
-					colors[m] = theme.MethodColor(m)
+					colors[m] = methodColor(m)
 				}
 				byMethod[m] = append(byMethod[m], pt{x, y, g.Setting.Value, g.Setting.Param})
 			}

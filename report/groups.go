@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/splitguard/splitguard/protect"
 	"github.com/splitguard/splitguard/report/theme"
 )
 
@@ -17,17 +18,15 @@ type group struct {
 	Color   color.RGBA
 }
 
-var methodOrder = map[string]int{"none": 0, "iso": 1, "max_norm": 2, "max_norm_label": 3, "marvell": 4, "dcor": 5, "label_dp": 6}
-
-func methodRank(m string) int {
-	if r, ok := methodOrder[m]; ok {
-		return r
-	}
-	return 100
+// methodColor returns a method's colour: its defence's own (protect.Spec's
+// Color) or, for a method no defence registers (a combination such as
+// "marvell+dcor"), a stable one of its own.
+func methodColor(method string) color.RGBA {
+	return theme.Palette(protect.Colors()).Color(method)
 }
 
-// groups splits the runs into settings, ordered by dataset, method and
-// parameter, each with its colour (method hue, shaded by parameter rank).
+// groups splits the runs into settings, ordered by dataset, method (by its
+// defence's rank, protect.Rank, then by name) and parameter, each with its colour (method hue, shaded by parameter rank).
 func groups(runs []*Run) []*group {
 	by := map[string]*group{}
 	var out []*group
@@ -47,7 +46,7 @@ func groups(runs []*Run) []*group {
 			return a.Dataset < b.Dataset
 		}
 		if a.Method != b.Method {
-			if ra, rb := methodRank(a.Method), methodRank(b.Method); ra != rb {
+			if ra, rb := protect.Rank(a.Method), protect.Rank(b.Method); ra != rb {
 				return ra < rb
 			}
 			return a.Method < b.Method
@@ -64,7 +63,7 @@ func groups(runs []*Run) []*group {
 			j++
 		}
 		for k := i; k < j; k++ {
-			out[k].Color = theme.Shade(theme.MethodColor(out[i].Setting.Method), k-i, j-i)
+			out[k].Color = theme.Shade(methodColor(out[i].Setting.Method), k-i, j-i)
 		}
 		i = j
 	}

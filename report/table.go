@@ -78,7 +78,7 @@ func table(set *Set, keys []string) Table {
 		row := []Cell{
 			{Text: r.Name, Sort: r.Name, Class: "txt"},
 			{Text: st.Dataset, Sort: st.Dataset, Class: "txt"},
-			{Text: st.Method, Sort: st.Method, Class: "txt", Color: theme.Hex(theme.MethodColor(st.Method))},
+			{Text: st.Method, Sort: st.Method, Class: "txt", Color: theme.Hex(methodColor(st.Method))},
 			{Text: st.Param, Sort: strconv.FormatFloat(st.Value, 'g', -1, 64), Class: "txt"},
 			{Text: strconv.FormatUint(r.Seed(), 10), Sort: strconv.FormatUint(r.Seed(), 10)},
 			{Text: status, Sort: status, Class: cls},

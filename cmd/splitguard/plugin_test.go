@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/csv"
 	"fmt"
+	"image/color"
+	"io"
 	"math"
 	"math/rand/v2"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,7 +17,9 @@ import (
 
 	"github.com/splitguard/splitguard/attack"
 	"github.com/splitguard/splitguard/protect"
+	"github.com/splitguard/splitguard/report/theme"
 	"github.com/splitguard/splitguard/tensor"
+	"github.com/splitguard/splitguard/ui"
 )
 
 // testCLIEnv makes the test binary act as the splitguard CLI (TestMain).
@@ -26,6 +31,7 @@ const testCLIEnv = "SPLITGUARD_TEST_CLI"
 // sweep and the report pick them up.
 func init() {
 	protect.Register(protect.Spec{Name: "toy_scale", Help: "scales the gradient (a test plug-in)",
+		Color: toyColor, Rank: 2, // with iso (after it by name), before max_norm in the report
 		Params: []protect.Param{
 			{Key: "toy_scale_gain", Symbol: "gain", Help: "toy_scale: factor", Min: 0, MinOpen: true, Max: math.Inf(1)},
 			{Key: "toy_scale_floor", Symbol: "floor", Help: "toy_scale: added constant", Min: 0, Max: 1},
@@ -35,6 +41,9 @@ func init() {
 		}})
 	attack.Register("toy_oracle", func() attack.Attack { return toyOracle{} })
 }
+
+// toyColor is toy_scale's colour (teal), in no palette of report/theme.
+var toyColor = color.RGBA{0x01, 0x66, 0x5e, 0xff}
 
 type toyScale struct {
 	gain  float64
@@ -162,9 +171,24 @@ grid:
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"gain=0.5, floor=0.25", "gain=2, floor=0.25", "toy_oracle"} {
+	for _, want := range []string{"gain=0.5, floor=0.25", "gain=2, floor=0.25", "toy_oracle", "background:" + theme.Hex(toyColor)} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("the report does not mention %q", want)
 		}
+	}
+	// Its colour joins a legible palette and the live page's.
+	if err := theme.Palette(protect.Colors()).Check(); err != nil {
+		t.Errorf("the palette with toy_scale:\n%v", err)
+	}
+	srv := httptest.NewServer(ui.NewFeed(ui.Info{Title: "t", Method: "toy_scale"}).Handler())
+	defer srv.Close()
+	res, err := srv.Client().Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if want := fmt.Sprintf("%q:%q", "toy_scale", theme.Hex(toyColor)); !strings.Contains(string(live), want) {
+		t.Errorf("the live page's colours lack %s", want)
 	}
 }

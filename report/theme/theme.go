@@ -1,12 +1,16 @@
 // Package theme is the look shared by the HTML report and the live training
-// page: one stylesheet and one colour per protection method, so that a
-// method has the same colour in every figure, table and live chart.
+// page: one stylesheet, and the rules of the colours (a [Palette] of the
+// protection methods, each declared by its defence, that [Palette.Check]
+// holds legible and distinct; shades by parameter), so that a method has
+// the same colour in every figure, table and live chart.
 package theme
 
 import (
 	"fmt"
 	"hash/fnv"
 	"image/color"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -52,43 +56,53 @@ code { background:#eef1f6; padding:1px 4px; border-radius:3px; }
 footer { color:var(--muted); font-size:12px; text-align:center; padding:16px; }
 `
 
-// base colours of the known methods (colour-blind-friendly Okabe–Ito and
-// Tableau hues).
-var base = map[string]color.RGBA{
-	"none":           {0x33, 0x33, 0x33, 0xff},
-	"iso":            {0xe6, 0x9f, 0x00, 0xff},
-	"max_norm":       {0x88, 0x44, 0xaa, 0xff},
-	"max_norm_label": {0xcc, 0x79, 0xa7, 0xff},
-	"marvell":        {0x00, 0x72, 0xb2, 0xff},
-	"dcor":           {0x00, 0x9e, 0x73, 0xff},
-	"label_dp":       {0xd5, 0x5e, 0x00, 0xff},
-	// The peer frameworks' defences (docs/methods/defences-peer.md).
-	"sparsify": {0x7f, 0x7f, 0x7f, 0xff},
-	"grad_dp":  {0xd6, 0x27, 0x28, 0xff},
-	"grad_avg": {0x17, 0xbe, 0xcf, 0xff},
-	"dsgd":     {0xbc, 0xbd, 0x22, 0xff},
-	"mid":      {0x2c, 0xa0, 0x2c, 0xff},
-	"cae":      {0x8c, 0x56, 0x4b, 0xff},
-	"mixup":    {0xe3, 0x77, 0xc2, 0xff},
+// Series is the palette of lines that are not methods (the attacks of one
+// run's per-layer figure, reference lines): the Okabe–Ito hues, in the
+// order figures use them.
+var Series = []color.RGBA{
+	{0x00, 0x72, 0xb2, 0xff}, {0xd5, 0x5e, 0x00, 0xff}, {0x00, 0x9e, 0x73, 0xff},
+	{0x88, 0x44, 0xaa, 0xff}, {0xe6, 0x9f, 0x00, 0xff}, {0x33, 0x33, 0x33, 0xff}, {0xcc, 0x79, 0xa7, 0xff},
 }
 
-// extra colours for method names theme does not know (combinations such as
-// "marvell+dcor"), picked by a hash of the name so that they are stable.
+// extra colours for method names a palette does not hold (combinations
+// such as "marvell+dcor"), picked by a hash of the name so that they are
+// stable.
 var extra = []color.RGBA{
 	{0x56, 0xb4, 0xe9, 0xff}, {0x8c, 0x56, 0x4b, 0xff}, {0x17, 0xbe, 0xcf, 0xff},
 	{0xbc, 0xbd, 0x22, 0xff}, {0x7f, 0x7f, 0x7f, 0xff}, {0xd6, 0x27, 0x28, 0xff},
 }
 
-// MethodColor returns the colour of a protection method ("none", "iso",
-// "max_norm", "max_norm_label", "marvell", "dcor", "label_dp"; any other
-// name gets a stable colour of its own).
-func MethodColor(method string) color.RGBA {
-	if c, ok := base[strings.ToLower(method)]; ok {
+// Palette is the colour of each protection method, keyed by name. Theme
+// holds no method's colour: each defence declares its own where it
+// registers (the report and the live page build their palette from the
+// registry).
+type Palette map[string]color.RGBA
+
+// Color returns the colour of a method (the name compared without case);
+// a name the palette does not hold gets a stable colour of its own.
+func (p Palette) Color(method string) color.RGBA {
+	if c, ok := p[strings.ToLower(method)]; ok {
 		return c
 	}
 	h := fnv.New32a()
 	h.Write([]byte(method))
 	return extra[h.Sum32()%uint32(len(extra))]
+}
+
+// JS returns the palette as a JavaScript object literal mapping each
+// method, sorted by name, to its CSS colour, for the live page's inline
+// script.
+func (p Palette) JS() string {
+	var b strings.Builder
+	b.WriteString("{")
+	for i, m := range slices.Sorted(maps.Keys(p)) {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, "%q:%q", m, Hex(p[m]))
+	}
+	b.WriteString("}")
+	return b.String()
 }
 
 // Shade returns the i-th of n shades of c (0 ≤ i < n): the lightest for
@@ -106,20 +120,3 @@ func Shade(c color.RGBA, i, n int) color.RGBA {
 
 // Hex returns c as a CSS colour "#rrggbb".
 func Hex(c color.RGBA) string { return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B) }
-
-// MethodColorsJS is a JavaScript object literal mapping the known methods to
-// their CSS colours, for the live page's inline script.
-func MethodColorsJS() string {
-	var b strings.Builder
-	b.WriteString("{")
-	first := true
-	for _, m := range []string{"none", "iso", "max_norm", "max_norm_label", "marvell", "dcor", "label_dp"} {
-		if !first {
-			b.WriteString(",")
-		}
-		first = false
-		fmt.Fprintf(&b, "%q:%q", m, Hex(base[m]))
-	}
-	b.WriteString("}")
-	return b.String()
-}

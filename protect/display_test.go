@@ -1,0 +1,70 @@
+package protect
+
+import (
+	"image/color"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/splitguard/splitguard/report/theme"
+)
+
+// TestEveryDefenceHasItsColour walks the registry: every defence has an
+// opaque colour of its own, and the palette is legible and distinct.
+func TestEveryDefenceHasItsColour(t *testing.T) {
+	colors := Colors()
+	specs := Specs()
+	if len(colors) != len(specs) {
+		t.Fatalf("Colors() has %d entries, the registry %d specs", len(colors), len(specs))
+	}
+	for _, s := range specs {
+		if c, ok := colors[s.Name]; !ok || c != s.Color || c.A != 0xff {
+			t.Errorf("%s: Colors()[%q] = %v, %v; want its spec's opaque colour %v", s.Name, s.Name, c, ok, s.Color)
+		}
+	}
+	if err := theme.Palette(colors).Check(); err != nil {
+		t.Errorf("the registry's palette:\n%v", err)
+	}
+}
+
+// TestRegisterRefusesColour checks that a spec without a colour, or with
+// another defence's, is refused before it enters the registry.
+func TestRegisterRefusesColour(t *testing.T) {
+	newNone := func(Params) (Protector, error) { return None{}, nil }
+	for _, c := range []struct {
+		name string
+		spec Spec
+		want string
+	}{
+		{"no colour", Spec{Name: "test_no_colour", New: newNone}, "without an opaque Color"},
+		{"transparent", Spec{Name: "test_transparent", New: newNone, Color: color.RGBA{0x12, 0x34, 0x56, 0}}, "without an opaque Color"},
+		{"marvell's", Spec{Name: "test_taken", New: newNone, Color: color.RGBA{0x00, 0x72, 0xb2, 0xff}}, `is "marvell"'s`},
+	} {
+		func() {
+			defer func() {
+				r := recover()
+				if msg, _ := r.(string); !strings.Contains(msg, c.want) {
+					t.Errorf("%s: Register panicked with %v, want %q", c.name, r, c.want)
+				}
+			}()
+			Register(c.spec)
+		}()
+		if _, ok := Lookup(c.spec.Name); ok {
+			t.Errorf("%s: %q entered the registry", c.name, c.spec.Name)
+		}
+	}
+}
+
+func TestRank(t *testing.T) {
+	for _, c := range []struct {
+		method string
+		want   int
+	}{
+		{"none", 1}, {"iso", 2}, {"max_norm", 3}, {"max_norm_label", 4}, {"marvell", 5}, {"dcor", 6}, {"label_dp", 7},
+		{"sparsify", math.MaxInt}, {"fedpass_passive", math.MaxInt}, {"marvell+dcor", math.MaxInt}, {"no_such", math.MaxInt},
+	} {
+		if got := Rank(c.method); got != c.want {
+			t.Errorf("Rank(%q) = %d, want %d", c.method, got, c.want)
+		}
+	}
+}
