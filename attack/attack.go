@@ -140,6 +140,7 @@ func register(name string, f func() Plugin) {
 		panic(fmt.Sprintf("attack: %q registered twice", name))
 	}
 	registry[name] = f
+	delete(ranks, name)
 }
 
 // NewPlugin returns a fresh instance of the attack registered under name,

@@ -24,6 +24,10 @@ func (*Norm) Name() string { return "norm" }
 // Needs implements Attack: the gradient alone.
 func (*Norm) Needs() Needs { return Needs{Input: Gradient} }
 
+// Rank implements [Ranked]: the papers' main attack comes first, and its
+// cut-layer leak is the progress line's.
+func (*Norm) Rank() int { return 1 }
+
 // Score implements Attack; every row is scored.
 func (a *Norm) Score(obs *Observation, scores []float64, scored []bool) error {
 	if _, err := checkObs(a.Name(), obs, scores, scored); err != nil {

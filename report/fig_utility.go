@@ -3,32 +3,69 @@ package report
 import (
 	"fmt"
 	"math"
+	"strings"
+
+	"github.com/splitguard/splitguard/attack"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 )
 
+// modelAttacks returns the model attacks of the dataset's runs whose AUC
+// eval.jsonl records ("ATTACK/auc"; tuned attackers left out), ordered by
+// attack.Rank, then by name.
+func modelAttacks(gs []*group, dataset string) []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, g := range gs {
+		if g.Setting.Dataset != dataset {
+			continue
+		}
+		for _, r := range g.Runs {
+			for _, e := range r.Evals {
+				for k := range e.Attacks {
+					at, ok := strings.CutSuffix(k, "/auc")
+					if ok && !strings.HasSuffix(at, tunedSuffix) && !seen[at] {
+						seen[at] = true
+						names = append(names, at)
+					}
+				}
+			}
+		}
+	}
+	attack.SortByRank(names)
+	return names
+}
+
 // evalFigure draws test AUC and test loss over training (eval.jsonl) and
-// the training loss (batches.jsonl, smoothed), one line per setting.
+// the training loss (batches.jsonl, smoothed), one line per setting, and
+// the model attacks' AUC (eval.jsonl's attacks): the first one's
+// (modelAttacks) solid, the others dashed.
 func evalFigure(gs []*group, dataset string) ([][]*plot.Plot, int, error) {
 	pa := newPlot("Test AUC over training", "training step (batch)", "test AUC")
 	pl := newPlot("Test loss over training", "training step (batch)", "test loss (BCE)")
 	pt := newPlot(fmt.Sprintf("Training loss (Gaussian moving mean, σ = %g%% of the steps)", 100*smoothFrac), "training step (batch)", "train loss (BCE, batch mean)")
-	pc := newPlot("Model completion over training", "training step (batch)", "completion AUC (dashed: supervised only)")
+	models := modelAttacks(gs, dataset)
+	ylabel := "completion AUC"
+	if len(models) > 1 {
+		ylabel += " (dashed: " + strings.Join(models[1:], ", ") + ")"
+	}
+	pc := newPlot("Model completion over training", "training step (batch)", ylabel)
 	n, nc := 0, 0
 	for _, g := range gs {
 		if g.Setting.Dataset != dataset {
 			continue
 		}
-		var ca, cl, ct, cs, cu [][2][]float64
+		var ca, cl, ct [][2][]float64
+		cm := make([][][2][]float64, len(models)) // per model attack
 		for _, r := range g.Runs {
-			var ax, ay, lx, ly, tx, ty, sx, sy, ux, uy []float64
+			var ax, ay, lx, ly, tx, ty []float64
+			mx, my := make([][]float64, len(models)), make([][]float64, len(models))
 			for _, e := range r.Evals {
-				if v, ok := e.Attacks["completion/auc"]; ok {
-					sx, sy = append(sx, float64(e.Step)), append(sy, v)
-				}
-				if v, ok := e.Attacks["completion_supervised/auc"]; ok {
-					ux, uy = append(ux, float64(e.Step)), append(uy, v)
+				for i, m := range models {
+					if v, ok := e.Attacks[m+"/auc"]; ok {
+						mx[i], my[i] = append(mx[i], float64(e.Step)), append(my[i], v)
+					}
 				}
 				if e.TestAUC != nil && !math.IsNaN(*e.TestAUC) {
 					ax, ay = append(ax, float64(e.Step)), append(ay, *e.TestAUC)
@@ -51,19 +88,18 @@ func evalFigure(gs []*group, dataset string) ([][]*plot.Plot, int, error) {
 			if len(tx) > 0 {
 				ct = append(ct, [2][]float64{tx, ty})
 			}
-			if len(sx) > 0 {
-				cs = append(cs, [2][]float64{sx, sy})
-			}
-			if len(ux) > 0 {
-				cu = append(cu, [2][]float64{ux, uy})
+			for i := range models {
+				if len(mx[i]) > 0 {
+					cm[i] = append(cm[i], [2][]float64{mx[i], my[i]})
+				}
 			}
 		}
-		for k, curves := range [][][2][]float64{cs, cu} {
+		for k, curves := range cm {
 			if len(curves) == 0 {
 				continue
 			}
 			x, y := meanAtSteps(curves)
-			if _, err := line(pc, x, y, g.Color, 1.5, k == 1); err != nil {
+			if _, err := line(pc, x, y, g.Color, 1.5, k > 0); err != nil {
 				return nil, 0, err
 			}
 			nc++

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/splitguard/splitguard/attack"
 	"github.com/splitguard/splitguard/protect"
 	"github.com/splitguard/splitguard/report/theme"
 )
@@ -104,7 +105,8 @@ func splitKey(k string) (attack, layer string) {
 }
 
 // leakKeys returns every leak key seen in the runs' summaries and batches,
-// cut-layer keys first, then by layer and attack.
+// cut-layer keys first, then by layer and attack (by attack.Rank, then by
+// name).
 func leakKeys(runs []*Run) []string {
 	seen := map[string]bool{}
 	for _, r := range runs {
@@ -136,8 +138,8 @@ func leakKeys(runs []*Run) []string {
 		if li != lj {
 			return layerRank(li) < layerRank(lj)
 		}
-		if (ai == "norm") != (aj == "norm") { // the papers' main attack first
-			return ai == "norm"
+		if ri, rj := attack.Rank(ai), attack.Rank(aj); ri != rj { // the papers' main attack first
+			return ri < rj
 		}
 		return ai < aj
 	})

@@ -8,9 +8,9 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
-	"sort"
 	"time"
 
+	"github.com/splitguard/splitguard/attack"
 	"github.com/splitguard/splitguard/audit"
 	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
@@ -44,9 +44,9 @@ type Progress struct {
 	Step, Total  int64
 	Loss         float64
 	ExamplesPerS float64
-	// LeakKey and Leak are one leak AUC of the last batch (norm/cut when
-	// audited, else the first key in sorted order); Leak is nil when the
-	// AUC is undefined.
+	// LeakKey and Leak are one leak AUC of the last batch (the cut layer's
+	// of the best-ranked attack, attack.Rank, when audited: norm/cut; else
+	// the first key in sorted order); Leak is nil when the AUC is undefined.
 	LeakKey string
 	Leak    *float64
 }
@@ -240,15 +240,8 @@ func (r *Recorder) progress(done int64, leak map[string]*float64) {
 	if elapsed > 0 {
 		p.ExamplesPerS = float64(done) * float64(r.cfg.Batch) / elapsed
 	}
-	keys := make([]string, 0, len(leak))
-	for k := range leak {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if k == "norm/cut" || p.LeakKey == "" {
-			p.LeakKey, p.Leak = k, leak[k]
-		}
+	if k := headlineKey(slices.Collect(maps.Keys(leak)), attack.Rank); k != "" {
+		p.LeakKey, p.Leak = k, leak[k]
 	}
 	r.hooks.Progress(p)
 }
