@@ -16,7 +16,8 @@
 // [EpochAttack]) that declares in [Needs] what it needs beyond the matrix
 // it scores, plus one [Register] (or [RegisterEpoch]) call in an init
 // function. The auditor hands every attack exactly what it declares and
-// never looks at its name.
+// never looks at its name; the report and the progress line order attacks
+// by what they declare with [Ranked], never by name.
 //
 // Instances keep scratch buffers between calls and must each be used from
 // one goroutine; create one instance per goroutine with [New].

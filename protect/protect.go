@@ -24,10 +24,12 @@
 //
 // Write one file: a type that implements [Protector] and an init function
 // that calls [Register] with its [Spec] — its name, its parameters (key,
-// help, default, range) and its legend label. The command line's flags,
-// config keys, validation, config.yaml, the sweep grid, results.csv and
-// the report's legends are all generated from the registry; nothing else
-// changes. A defence that is combined with the gradient protection (a
+// help, default, range), its legend label, its colour ([Spec.Color]: its
+// own, legible on white) and optionally its place in the report
+// ([Spec.Rank]). The command line's flags, config keys, validation,
+// config.yaml, the sweep grid, results.csv, the report's legends, colours
+// and order and the live page's colours are all generated from the
+// registry; nothing else changes. A defence that is combined with the gradient protection (a
 // loss term such as dCor, or label noise such as label DP) registers an
 // [AddOn] spec instead.
 package protect
