@@ -2,7 +2,6 @@ package protect
 
 import (
 	"fmt"
-	"image/color"
 	"math"
 	"math/rand/v2"
 
@@ -26,7 +25,7 @@ const (
 )
 
 func init() {
-	Register(Spec{Name: "cae", Color: color.RGBA{0x8c, 0x56, 0x4b, 0xff}, Role: AddOn, Help: "confusional autoencoder: the loss uses soft fake labels, decoded at evaluation and inference (with --protect dsgd: DCAE)",
+	Register(Spec{Name: "cae", Color: 0x8c564b, Role: AddOn, Help: "confusional autoencoder: the loss uses soft fake labels, decoded at evaluation and inference (with --protect dsgd: DCAE)",
 		Params: []Param{
 			{Key: "cae_lambda", Symbol: "λ", Help: "CAE: weight λ of the fake labels' entropy in the autoencoder's loss (confusion)", Min: 0, Max: math.Inf(1)},
 		},

@@ -2,7 +2,6 @@ package protect
 
 import (
 	"fmt"
-	"image/color"
 	"math"
 	"sync"
 
@@ -116,7 +115,7 @@ type dcorWorker struct {
 }
 
 func init() {
-	Register(Spec{Name: "dcor", Color: color.RGBA{0x00, 0x9e, 0x73, 0xff}, Rank: 6, Role: AddOn, Help: "distance-correlation loss between the cut embedding and the labels",
+	Register(Spec{Name: "dcor", Color: 0x009e73, Rank: 6, Role: AddOn, Help: "distance-correlation loss between the cut embedding and the labels",
 		Params:  []Param{{Key: "dcor_alpha", Symbol: "α", Help: "distance-correlation defence weight α_d", Min: 0, MinOpen: true, Max: math.Inf(1)}},
 		NewLoss: func(p Params) (LossTerm, error) { return NewDCor(p.Get("dcor_alpha")) }})
 }

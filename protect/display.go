@@ -1,16 +1,14 @@
 package protect
 
-import (
-	"image/color"
-	"math"
-)
+import "math"
 
-// Colors returns every registered defence's colour ([Spec.Color]) keyed
-// by its name: the palette of the report and the live page.
-func Colors() map[string]color.RGBA {
+// Colors returns every registered defence's colour ([Spec.Color],
+// 0xrrggbb) keyed by its name: the palette of the report and the live page
+// (theme.PaletteOf).
+func Colors() map[string]uint32 {
 	regMu.RLock()
 	defer regMu.RUnlock()
-	out := make(map[string]color.RGBA, len(registry))
+	out := make(map[string]uint32, len(registry))
 	for name, s := range registry {
 		out[name] = s.Color
 	}
@@ -30,7 +28,7 @@ func Rank(method string) int {
 
 // colorOwner returns the name of the registered defence whose colour is
 // c, or "" when none has it; the caller holds regMu.
-func colorOwner(c color.RGBA) string {
+func colorOwner(c uint32) string {
 	for name, s := range registry {
 		if s.Color == c {
 			return name

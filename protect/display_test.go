@@ -1,7 +1,6 @@
 package protect
 
 import (
-	"image/color"
 	"math"
 	"strings"
 	"testing"
@@ -18,11 +17,11 @@ func TestEveryDefenceHasItsColour(t *testing.T) {
 		t.Fatalf("Colors() has %d entries, the registry %d specs", len(colors), len(specs))
 	}
 	for _, s := range specs {
-		if c, ok := colors[s.Name]; !ok || c != s.Color || c.A != 0xff {
-			t.Errorf("%s: Colors()[%q] = %v, %v; want its spec's opaque colour %v", s.Name, s.Name, c, ok, s.Color)
+		if c, ok := colors[s.Name]; !ok || c != s.Color || c == 0 || c > 0xffffff {
+			t.Errorf("%s: Colors()[%q] = %#x, %v; want its spec's colour %#x", s.Name, s.Name, c, ok, s.Color)
 		}
 	}
-	if err := theme.Palette(colors).Check(); err != nil {
+	if err := theme.PaletteOf(colors).Check(); err != nil {
 		t.Errorf("the registry's palette:\n%v", err)
 	}
 }
@@ -36,9 +35,9 @@ func TestRegisterRefusesColour(t *testing.T) {
 		spec Spec
 		want string
 	}{
-		{"no colour", Spec{Name: "test_no_colour", New: newNone}, "without an opaque Color"},
-		{"transparent", Spec{Name: "test_transparent", New: newNone, Color: color.RGBA{0x12, 0x34, 0x56, 0}}, "without an opaque Color"},
-		{"marvell's", Spec{Name: "test_taken", New: newNone, Color: color.RGBA{0x00, 0x72, 0xb2, 0xff}}, `is "marvell"'s`},
+		{"no colour", Spec{Name: "test_no_colour", New: newNone}, "without a Color 0xrrggbb"},
+		{"beyond 24 bits", Spec{Name: "test_wide", New: newNone, Color: 0x1000000}, "without a Color 0xrrggbb (got 0x1000000)"},
+		{"marvell's", Spec{Name: "test_taken", New: newNone, Color: 0x0072b2}, `colour 0x0072b2 is "marvell"'s`},
 	} {
 		func() {
 			defer func() {

@@ -2,7 +2,6 @@ package protect
 
 import (
 	"errors"
-	"image/color"
 	"math"
 	"math/rand/v2"
 
@@ -10,7 +9,7 @@ import (
 )
 
 func init() {
-	Register(Spec{Name: "dsgd", Color: color.RGBA{0xbc, 0xbd, 0x22, 0xff}, Help: "discrete SGD: every gradient entry rounded at random to one of N levels spanning the batch's mean ± 2 standard deviations (with cae: DCAE)",
+	Register(Spec{Name: "dsgd", Color: 0xbcbd22, Help: "discrete SGD: every gradient entry rounded at random to one of N levels spanning the batch's mean ± 2 standard deviations (with cae: DCAE)",
 		Params: []Param{
 			{Key: "dsgd_bins", Symbol: "N", Int: true, Help: "discrete SGD: number N of levels a gradient entry can take", Min: 2, Max: 1 << 20},
 		},

@@ -3,7 +3,6 @@ package protect
 import (
 	"errors"
 	"fmt"
-	"image/color"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -27,7 +26,7 @@ func init() {
 		"FedPass: a passport layer as the first layer of the active party's top model (scale and bias from secret passports, means in U(−N, 0))",
 		"FedPass on the passive side: a passport layer as the passive party's last layer, its passports kept by the passive party",
 		[2]string{"in the active top", "in the passive bottom"},
-		[2]color.RGBA{{0x39, 0x3b, 0x79, 0xff}, {0x6b, 0x6e, 0xcf, 0xff}}, passportParams,
+		[2]uint32{0x393b79, 0x6b6ecf}, passportParams,
 		newPassportFrom)
 }
 

@@ -1,7 +1,6 @@
 package protect
 
 import (
-	"image/color"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -10,7 +9,7 @@ import (
 )
 
 func init() {
-	Register(Spec{Name: "grad_avg", Color: color.RGBA{0x17, 0xbe, 0xcf, 0xff}, Help: "gradient averaging: every row's gradient replaced by the mean of its group (the whole batch by default)",
+	Register(Spec{Name: "grad_avg", Color: 0x17becf, Help: "gradient averaging: every row's gradient replaced by the mean of its group (the whole batch by default)",
 		Params: []Param{
 			{Key: "grad_avg_group", Symbol: "k", Int: true, Help: "gradient averaging: rows averaged together, in consecutive groups of k rows of the shuffled batch (default: the whole batch)", Min: 1, Max: math.Inf(1)},
 		},

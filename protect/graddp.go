@@ -2,7 +2,6 @@ package protect
 
 import (
 	"errors"
-	"image/color"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -15,7 +14,7 @@ import (
 const gradDPDelta = 1e-5
 
 func init() {
-	Register(Spec{Name: "grad_dp", Color: color.RGBA{0xd6, 0x27, 0x28, 0xff}, Help: "gradient DP: each example's gradient clipped to norm C, plus Gaussian or Laplace noise of scale σ·C; ε reported in summary.json",
+	Register(Spec{Name: "grad_dp", Color: 0xd62728, Help: "gradient DP: each example's gradient clipped to norm C, plus Gaussian or Laplace noise of scale σ·C; ε reported in summary.json",
 		Params: []Param{
 			{Key: "grad_dp_sigma", Symbol: "σ", Help: "gradient DP: noise multiplier σ, the noise's standard deviation (Gaussian) or scale (Laplace) per coordinate in units of C", Min: 0, MinOpen: true, Max: math.Inf(1)},
 			{Key: "grad_dp_clip", Symbol: "C", Help: "gradient DP: clipping norm C of each example's gradient row (L2 for Gaussian noise, L1 for Laplace)", Min: 0, MinOpen: true, Max: math.Inf(1)},

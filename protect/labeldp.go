@@ -2,7 +2,6 @@ package protect
 
 import (
 	"fmt"
-	"image/color"
 	"math"
 )
 
@@ -25,7 +24,7 @@ type LabelDP struct {
 }
 
 func init() {
-	Register(Spec{Name: "label_dp", Color: color.RGBA{0xd5, 0x5e, 0x00, 0xff}, Rank: 7, Role: AddOn, Help: "label differential privacy by randomized response",
+	Register(Spec{Name: "label_dp", Color: 0xd55e00, Rank: 7, Role: AddOn, Help: "label differential privacy by randomized response",
 		Params:    []Param{{Key: "label_dp_eps", Symbol: "ε", Help: "label DP ε, randomized response with prior", Min: 0, MinOpen: true, Max: math.Inf(1)}},
 		NewLabels: func(p Params, seed uint64) (LabelNoise, error) { return NewLabelDP(p.Get("label_dp_eps"), seed) }})
 }

@@ -3,7 +3,6 @@ package protect
 import (
 	"errors"
 	"fmt"
-	"image/color"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -14,7 +13,7 @@ import (
 )
 
 func init() {
-	Register(Spec{Name: "marvell", Color: color.RGBA{0x00, 0x72, 0xb2, 0xff}, Rank: 5, Help: "Marvell: the optimal Gaussian noise for a power budget (or a leak target)",
+	Register(Spec{Name: "marvell", Color: 0x0072b2, Rank: 5, Help: "Marvell: the optimal Gaussian noise for a power budget (or a leak target)",
 		Params: []Param{
 			{Key: "marvell_s", Symbol: "s", Help: "marvell: power bound P = s·‖Δ‖² (in target mode the starting s₀)", Min: 0, MinOpen: true, Max: math.Inf(1)},
 			{Key: "marvell_error_bound", Symbol: "L", Help: "marvell target mode: error lower bound L", Min: 0, MinOpen: true, Max: 0.5, MaxOpen: true},

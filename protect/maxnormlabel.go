@@ -1,7 +1,6 @@
 package protect
 
 import (
-	"image/color"
 	"math"
 	"math/rand/v2"
 
@@ -9,7 +8,7 @@ import (
 )
 
 func init() {
-	Register(Spec{Name: "max_norm_label", Color: color.RGBA{0xcc, 0x79, 0xa7, 0xff}, Rank: 4, Help: "max_norm applied to the positives only (needs labels)",
+	Register(Spec{Name: "max_norm_label", Color: 0xcc79a7, Rank: 4, Help: "max_norm applied to the positives only (needs labels)",
 		New: func(Params) (Protector, error) { return &MaxNormLabel{stats: Stats{}}, nil }})
 }
 

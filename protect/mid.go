@@ -3,7 +3,6 @@ package protect
 import (
 	"errors"
 	"fmt"
-	"image/color"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -24,7 +23,7 @@ func init() {
 		"MID: a variational information bottleneck on the passive embedding at the active party's input, KL weight λ",
 		"MID on the passive side: the same bottleneck at the passive party's output, its KL weight λ computed and differentiated by the passive party",
 		[2]string{"in the active party's loss", "added by the passive party to the gradient it receives"},
-		[2]color.RGBA{{0x2c, 0xa0, 0x2c, 0xff}, {0x1b, 0x5e, 0x20, 0xff}}, midParams,
+		[2]uint32{0x2ca02c, 0x1b5e20}, midParams,
 		newMIDFrom)
 }
 

@@ -3,7 +3,6 @@ package protect
 import (
 	"errors"
 	"fmt"
-	"image/color"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -18,7 +17,7 @@ const (
 )
 
 func init() {
-	Register(Spec{Name: "mixup", Color: color.RGBA{0xe3, 0x77, 0xc2, 0xff}, Role: AddOn, Help: "mixup at the label party: each training batch's embeddings and labels mixed in pairs with weight λ ~ Beta(α, α)",
+	Register(Spec{Name: "mixup", Color: 0xe377c2, Role: AddOn, Help: "mixup at the label party: each training batch's embeddings and labels mixed in pairs with weight λ ~ Beta(α, α)",
 		Params: []Param{
 			{Key: "mixup_alpha", Symbol: "α", Help: "mixup: parameter α of the Beta(α, α) mixing weight (small α: little mixing)", Min: 0, MinOpen: true, Max: math.Inf(1)},
 		},

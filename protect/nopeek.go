@@ -2,7 +2,6 @@ package protect
 
 import (
 	"fmt"
-	"image/color"
 	"io"
 	"math"
 
@@ -19,7 +18,7 @@ type FeatureReader interface {
 }
 
 func init() {
-	Register(Spec{Name: "nopeek", Color: color.RGBA{0x8c, 0x6d, 0x31, 0xff}, Role: AddOn,
+	Register(Spec{Name: "nopeek", Color: 0x8c6d31, Role: AddOn,
 		Help: "NoPeek at the passive party: a distance-correlation loss between the passive's raw features and its embedding (a defence of the features)",
 		Params: []Param{{Key: "nopeek_alpha", Symbol: "α", Help: "NoPeek weight α of dCor(x, e) in the passive's loss",
 			Min: 0, MinOpen: true, Max: math.Inf(1)}},

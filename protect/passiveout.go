@@ -2,7 +2,6 @@ package protect
 
 import (
 	"fmt"
-	"image/color"
 	"math"
 	"sort"
 	"strconv"
@@ -40,7 +39,7 @@ type PassiveOutput interface {
 // the mark of its symbols ("" or "p") and where[0] or where[1] (how its
 // help names the side); colors are the two sides' colours; build makes
 // the layer from a side's prefix.
-func registerBothSides[L PassiveOutput](name, help, passiveHelp string, where [2]string, colors [2]color.RGBA,
+func registerBothSides[L PassiveOutput](name, help, passiveHelp string, where [2]string, colors [2]uint32,
 	params func(prefix, mark, where string) []Param,
 	build func(p Params, prefix string, o InputOptions) (L, error)) {
 	side := func(prefix string, p Params, o InputOptions) (PassiveOutput, error) {

@@ -3,7 +3,6 @@ package protect
 import (
 	"errors"
 	"fmt"
-	"image/color"
 	"maps"
 	"math"
 	"sort"
@@ -144,9 +143,11 @@ type Spec struct {
 	// defence at (nil: see [BenchParams]).
 	Bench Params
 	// Color is the defence's colour in the report's figures and tables and
-	// on the live page: opaque, and every defence's its own (legible and
-	// distinct by report/theme's Palette.Check; see [Colors]).
-	Color color.RGBA
+	// on the live page, as 0xrrggbb (CSS's #rrggbb; 0, black, is the
+	// text's and means unset): every defence's its own, legible and
+	// distinct by report/theme's Palette.Check (see [Colors]). A number,
+	// not an image/color value, so that the parties link no image package.
+	Color uint32
 	// Rank places the defence in the report's tables and legends: ranked
 	// defences (Rank > 0) by ascending rank, then the others by name (see
 	// [Rank]).
@@ -172,10 +173,10 @@ func Register(s Spec) {
 		panic(fmt.Sprintf("protect: %q registered twice", s.Name))
 	case s.Role == GradientRole && s.New == nil:
 		panic(fmt.Sprintf("protect: gradient protection %q without a constructor", s.Name))
-	case s.Color.A != 0xff:
-		panic(fmt.Sprintf("protect: %q registered without an opaque Color", s.Name))
+	case s.Color == 0 || s.Color > 0xffffff:
+		panic(fmt.Sprintf("protect: %q registered without a Color 0xrrggbb (got %#x)", s.Name, s.Color))
 	case colorOwner(s.Color) != "":
-		panic(fmt.Sprintf("protect: %q: colour %v is %q's", s.Name, s.Color, colorOwner(s.Color)))
+		panic(fmt.Sprintf("protect: %q: colour %#06x is %q's", s.Name, s.Color, colorOwner(s.Color)))
 	case s.Role == AddOn && (len(s.Params) == 0 || countSet(s.NewLoss != nil, s.NewLabels != nil, s.NewInput != nil, s.NewCodec != nil, s.NewPassiveOutput != nil) != 1):
 		panic(fmt.Sprintf("protect: add-on %q needs a parameter and exactly one of NewLoss, NewLabels, NewInput, NewCodec and NewPassiveOutput", s.Name))
 	}

@@ -2,7 +2,6 @@ package protect
 
 import (
 	"errors"
-	"image/color"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -11,9 +10,9 @@ import (
 )
 
 func init() {
-	Register(Spec{Name: "none", Color: color.RGBA{0x33, 0x33, 0x33, 0xff}, Rank: 1, Help: "no noise: the clean gradient",
+	Register(Spec{Name: "none", Color: 0x333333, Rank: 1, Help: "no noise: the clean gradient",
 		New: func(Params) (Protector, error) { return None{}, nil }})
-	Register(Spec{Name: "iso", Color: color.RGBA{0xe6, 0x9f, 0x00, 0xff}, Rank: 2, Help: "isotropic Gaussian noise scaled to the batch's largest gradient",
+	Register(Spec{Name: "iso", Color: 0xe69f00, Rank: 2, Help: "isotropic Gaussian noise scaled to the batch's largest gradient",
 		Params: []Param{
 			{Key: "iso_t", Symbol: "t", Help: "iso: noise ratio t, variance (t/d)·max‖g‖² per coordinate", Min: 0, MinOpen: true, Max: math.Inf(1)},
 			{Key: "iso_ratio", Symbol: "r", Help: "iso: noise ratio r, t = r²", Min: 0, MinOpen: true, Max: math.Inf(1)},
@@ -28,7 +27,7 @@ func init() {
 			return []string{"t=" + strconv.FormatFloat(t, 'g', 4, 64)}, t
 		},
 		New: newIso})
-	Register(Spec{Name: "max_norm", Color: color.RGBA{0x88, 0x44, 0xaa, 0xff}, Rank: 3, Help: "noise that lifts every gradient to the batch's largest norm",
+	Register(Spec{Name: "max_norm", Color: 0x8844aa, Rank: 3, Help: "noise that lifts every gradient to the batch's largest norm",
 		New: func(Params) (Protector, error) { return &MaxNorm{stats: Stats{}}, nil }})
 }
 

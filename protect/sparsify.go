@@ -2,7 +2,6 @@ package protect
 
 import (
 	"errors"
-	"image/color"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -11,7 +10,7 @@ import (
 )
 
 func init() {
-	Register(Spec{Name: "sparsify", Color: color.RGBA{0x7f, 0x7f, 0x7f, 0xff}, Help: "gradient sparsification: zero the smallest share p of each gradient row (or of the batch)",
+	Register(Spec{Name: "sparsify", Color: 0x7f7f7f, Help: "gradient sparsification: zero the smallest share p of each gradient row (or of the batch)",
 		Params: []Param{
 			{Key: "sparsify_p", Symbol: "p", Help: "sparsify: share p of the entries set to zero, the smallest in magnitude", Min: 0, Max: 1, MaxOpen: true},
 			{Key: "sparsify_batch", Symbol: "batch", Int: true, Help: "sparsify: 1 ranks the entries of the whole batch together, 0 (default) each row on its own", Min: 0, Max: 1},

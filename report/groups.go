@@ -23,7 +23,7 @@ type group struct {
 // Color) or, for a method no defence registers (a combination such as
 // "marvell+dcor"), a stable one of its own.
 func methodColor(method string) color.RGBA {
-	return theme.Palette(protect.Colors()).Color(method)
+	return theme.PaletteOf(protect.Colors()).Color(method)
 }
 
 // groups splits the runs into settings, ordered by dataset, method (by its

@@ -65,11 +65,11 @@ func TestGroupsFromRegistry(t *testing.T) {
 				t.Errorf("%s: colour %v, want an opaque one", g.Setting.Method, g.Color)
 			}
 		case g.Setting.Method == "marvell" && g.Setting.Value == 1:
-			if want := theme.Shade(spec.Color, 0, 2); g.Color != want || g.Color == spec.Color {
+			if want := theme.Shade(theme.RGB(spec.Color), 0, 2); g.Color != want || g.Color == theme.RGB(spec.Color) {
 				t.Errorf("marvell's weaker setting: colour %s, want the lighter shade %s", theme.Hex(g.Color), theme.Hex(want))
 			}
-		case g.Color != spec.Color:
-			t.Errorf("%s: colour %s, want its spec's %s", g.Setting.Method, theme.Hex(g.Color), theme.Hex(spec.Color))
+		case g.Color != theme.RGB(spec.Color):
+			t.Errorf("%s: colour %s, want its spec's %s", g.Setting.Method, theme.Hex(g.Color), theme.Hex(theme.RGB(spec.Color)))
 		}
 	}
 }

@@ -36,7 +36,7 @@ func TestPageColoursEveryDefence(t *testing.T) {
 	}
 	specs := protect.Specs()
 	for _, s := range specs {
-		if want := theme.Hex(s.Color); got[s.Name] != want {
+		if want := theme.Hex(theme.RGB(s.Color)); got[s.Name] != want {
 			t.Errorf("methodColors[%q] = %q, want %q", s.Name, got[s.Name], want)
 		}
 	}

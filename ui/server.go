@@ -172,5 +172,5 @@ func Serve(ctx context.Context, addr string, feed *Feed) error {
 
 var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 	"css":    func() template.CSS { return template.CSS(theme.CSS) },
-	"colors": func() template.JS { return template.JS(theme.Palette(protect.Colors()).JS()) },
+	"colors": func() template.JS { return template.JS(theme.PaletteOf(protect.Colors()).JS()) },
 }).Parse(pageHTML))

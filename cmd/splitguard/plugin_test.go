@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/csv"
 	"fmt"
-	"image/color"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -43,7 +42,7 @@ func init() {
 }
 
 // toyColor is toy_scale's colour (teal), in no palette of report/theme.
-var toyColor = color.RGBA{0x01, 0x66, 0x5e, 0xff}
+const toyColor = 0x01665e
 
 type toyScale struct {
 	gain  float64
@@ -171,13 +170,13 @@ grid:
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"gain=0.5, floor=0.25", "gain=2, floor=0.25", "toy_oracle", "background:" + theme.Hex(toyColor)} {
+	for _, want := range []string{"gain=0.5, floor=0.25", "gain=2, floor=0.25", "toy_oracle", "background:" + theme.Hex(theme.RGB(toyColor))} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("the report does not mention %q", want)
 		}
 	}
 	// Its colour joins a legible palette and the live page's.
-	if err := theme.Palette(protect.Colors()).Check(); err != nil {
+	if err := theme.PaletteOf(protect.Colors()).Check(); err != nil {
 		t.Errorf("the palette with toy_scale:\n%v", err)
 	}
 	srv := httptest.NewServer(ui.NewFeed(ui.Info{Title: "t", Method: "toy_scale"}).Handler())
@@ -188,7 +187,7 @@ grid:
 	}
 	live, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	if want := fmt.Sprintf("%q:%q", "toy_scale", theme.Hex(toyColor)); !strings.Contains(string(live), want) {
+	if want := fmt.Sprintf("%q:%q", "toy_scale", theme.Hex(theme.RGB(toyColor))); !strings.Contains(string(live), want) {
 		t.Errorf("the live page's colours lack %s", want)
 	}
 }

@@ -78,6 +78,21 @@ var extra = []color.RGBA{
 // registry).
 type Palette map[string]color.RGBA
 
+// PaletteOf returns the palette of colours given as 0xrrggbb (as
+// protect.Colors gives them).
+func PaletteOf(rgb map[string]uint32) Palette {
+	p := make(Palette, len(rgb))
+	for m, v := range rgb {
+		p[m] = RGB(v)
+	}
+	return p
+}
+
+// RGB returns the opaque colour 0xrrggbb (the bits above 24 ignored).
+func RGB(v uint32) color.RGBA {
+	return color.RGBA{uint8(v >> 16), uint8(v >> 8), uint8(v), 0xff}
+}
+
 // Color returns the colour of a method (the name compared without case);
 // a name the palette does not hold gets a stable colour of its own.
 func (p Palette) Color(method string) color.RGBA {

@@ -85,3 +85,20 @@ func TestPaletteColorJS(t *testing.T) {
 		t.Errorf("empty JS() = %s, want {}", got)
 	}
 }
+
+func TestPaletteOf(t *testing.T) {
+	p := PaletteOf(map[string]uint32{"marvell": 0x0072b2, "max_norm": 0x8844aa, "white": 0xffffff, "wide": 0x1ff0000})
+	for _, c := range []struct {
+		method string
+		want   color.RGBA
+	}{
+		{"marvell", color.RGBA{0x00, 0x72, 0xb2, 0xff}},
+		{"max_norm", color.RGBA{0x88, 0x44, 0xaa, 0xff}},
+		{"white", white},
+		{"wide", red},
+	} {
+		if got := p[c.method]; got != c.want {
+			t.Errorf("PaletteOf: %s = %v, want %v", c.method, got, c.want)
+		}
+	}
+}
