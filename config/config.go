@@ -33,9 +33,9 @@ import (
 // sizes); [Config.Resolve] replaces them, and the run directory's
 // config.yaml holds the resolved values.
 type Config struct {
-	// Data. Format is a table (criteo, avazu, csv) or an image set
-	// (fashion-mnist, isic; see data.IsImageFormat). For fashion-mnist an
-	// empty Data means data.FashionMNISTDir.
+	// Data. Format is a table (criteo, avazu, csv) or a registered image
+	// set (fashion-mnist, isic; see data.IsImageFormat). For an image set an
+	// empty Data means the folder it declares (data.ImageFormat.Dir).
 	Data   string `yaml:"data"`
 	Format string `yaml:"format"`
 	// Label, Positive, Negative, IDCol, Numeric, Categorical, Ignore,
@@ -283,9 +283,9 @@ func (c *Config) isCNN() bool { return c.Model == "cnn" }
 // format's default" with those defaults (see the fields of [Config]). It
 // is idempotent; Train calls it before writing config.yaml.
 func (c *Config) Resolve() {
-	image := data.IsImageFormat(c.Format)
-	if c.Format == data.FormatFashionMNIST && c.Data == "" {
-		c.Data = data.FashionMNISTDir
+	imf, image := data.LookupImageFormat(c.Format)
+	if image && c.Data == "" {
+		c.Data = imf.Dir
 	}
 	if c.WireEmbedding == "" {
 		c.WireEmbedding = wire.F32.String()
@@ -293,10 +293,10 @@ func (c *Config) Resolve() {
 	if c.WireGradient == "" {
 		c.WireGradient = wire.F32.String()
 	}
-	if c.TestFrac == 0 && c.Format != data.FormatFashionMNIST {
+	if c.TestFrac == 0 && !imf.TestFiles {
 		c.TestFrac = data.DefaultTestFrac
-		if c.Format == data.FormatISIC {
-			c.TestFrac = data.DefaultISICTestFrac
+		if imf.TestFrac > 0 {
+			c.TestFrac = imf.TestFrac
 		}
 	}
 	if image {
@@ -307,8 +307,8 @@ func (c *Config) Resolve() {
 		if c.ImageChannels == 0 {
 			c.ImageChannels = channels
 		}
-		if c.NegPerPos == 0 && c.Format == data.FormatISIC {
-			c.NegPerPos = data.DefaultNegPerPos
+		if c.NegPerPos == 0 {
+			c.NegPerPos = int(imf.Options["neg_per_pos"])
 		}
 	}
 	if !c.isCNN() {
@@ -511,7 +511,7 @@ func (c *Config) validate() error {
 
 // validateData checks the data settings against the format.
 func (c *Config) validateData(bad func(string, ...any)) {
-	image := data.IsImageFormat(c.Format)
+	imf, image := data.LookupImageFormat(c.Format)
 	if image && c.Data == "" && c.SynthRows > 0 {
 		bad("format %s reads images from a folder (key data); synthetic rows (key synth_rows) are tabular", c.Format)
 	}
@@ -527,7 +527,7 @@ func (c *Config) validateData(bad func(string, ...any)) {
 			{c.ImageChannels != 0, "image_channels"}, {c.NegPerPos != 0, "neg_per_pos"},
 		} {
 			if f.set {
-				bad("key %s applies to the image formats (fashion-mnist, isic), not %s", f.key, c.Format)
+				bad("key %s applies to the image formats (%s), not %s", f.key, strings.Join(data.ImageFormats(), ", "), c.Format)
 			}
 		}
 		return
@@ -544,28 +544,7 @@ func (c *Config) validateData(bad func(string, ...any)) {
 			bad("key %s applies to tables, not the image format %s", f.key, c.Format)
 		}
 	}
-	switch c.Format {
-	case data.FormatFashionMNIST:
-		if c.TestFrac != 0 {
-			bad("fashion-mnist uses its own test files: drop test fraction %g", c.TestFrac)
-		}
-		if c.PositiveClass < 0 || c.PositiveClass > 9 {
-			bad("positive class %d, want a Fashion-MNIST class 0…9", c.PositiveClass)
-		}
-		if c.NegPerPos != 0 {
-			bad("the benign-per-malignant ratio (key neg_per_pos) applies to isic; fashion-mnist takes a positive rate (key pos_rate)")
-		}
-	case data.FormatISIC:
-		if c.TestFrac <= 0 || c.TestFrac >= 1 {
-			bad("test fraction %g, want a fraction in (0, 1)", c.TestFrac)
-		}
-		if c.PosRate != 0 {
-			bad("the positive rate (key pos_rate) applies to fashion-mnist; isic takes a benign-per-malignant ratio (key neg_per_pos)")
-		}
-		if c.ImagePad {
-			bad("padding (key image_pad) applies to fashion-mnist; isic images are resized")
-		}
-	}
+	c.validateImageFormat(imf, bad)
 	if !(c.PosRate >= 0 && c.PosRate < 1) {
 		bad("positive rate %g, want a fraction in [0, 1) (0: the natural rate)", c.PosRate)
 	}
@@ -612,7 +591,7 @@ func (c *Config) validateModel(bad func(string, ...any)) {
 			if c.Data == "" {
 				what = "synthetic tabular data (key synth_rows)"
 			}
-			bad("model cnn reads images (key format: fashion-mnist or isic), not %s", what)
+			bad("model cnn reads images (key format: %s), not %s", orList(data.ImageFormats()), what)
 		}
 		if c.CNNBlocks < 1 || c.CNNChannels < 1 || c.CNNKernel < 1 || c.CNNDense < 1 {
 			bad("CNN of %d blocks, %d channels, kernel %d, dense %d: every size must be positive", c.CNNBlocks, c.CNNChannels, c.CNNKernel, c.CNNDense)

@@ -50,27 +50,6 @@ type ImageOptions struct {
 	Workers int
 }
 
-// The image sets the project reproduces papers on. Their readers live in
-// package data/images, which registers them when imported; the names and
-// defaults are here so that configurations can be checked without linking
-// an image decoder.
-const (
-	FormatFashionMNIST = "fashion-mnist"
-	FormatISIC         = "isic"
-)
-
-// FashionMNISTDir is where Debian's dataset-fashion-mnist package installs
-// the gzipped IDX files.
-const FashionMNISTDir = "/usr/share/datasets/fashion-mnist"
-
-// Defaults of [ImageOptions].
-const (
-	FashionSize         = 28
-	ISICSize            = 84
-	DefaultNegPerPos    = 9
-	DefaultISICTestFrac = 0.2
-)
-
 // ImageReader reads an image set from a folder into a labelled split.
 type ImageReader func(dir string, o ImageOptions) (*Split, error)
 
@@ -83,6 +62,23 @@ type ImageFormat struct {
 	Size, Channels int
 	// Read loads the set.
 	Read ImageReader
+	// Dir is the folder read when a configuration names none ("": it must
+	// name one).
+	Dir string
+	// TestFiles says the set comes with its own test split, so a
+	// configuration's test fraction must be 0; otherwise TestFrac is the
+	// default held-out fraction (0: [DefaultTestFrac]).
+	TestFiles bool
+	TestFrac  float64
+	// Classes is the class count of a multi-class set whose positive class
+	// (a configuration's positive_class, 0 … Classes−1) is labelled 1; 0
+	// for a set whose labels are binary already.
+	Classes int
+	// Options are the set's own settings among the image options a
+	// configuration may set (by config key: "pos_rate", "neg_per_pos",
+	// "image_pad"), each with its default (0: none); a configuration that
+	// sets another is refused.
+	Options map[string]float64
 }
 
 var imageFormats struct {
@@ -111,8 +107,8 @@ func RegisterImageFormat(f ImageFormat) {
 	imageFormats.m[f.Name] = f
 }
 
-// lookupImageFormat returns the registered format called name.
-func lookupImageFormat(name string) (ImageFormat, bool) {
+// LookupImageFormat returns the registered format called name.
+func LookupImageFormat(name string) (ImageFormat, bool) {
 	imageFormats.RLock()
 	defer imageFormats.RUnlock()
 	f, ok := imageFormats.m[name]
@@ -131,44 +127,33 @@ func ImageFormats() []string {
 	return names
 }
 
-// IsImageFormat reports whether format names an image set rather than a
-// table: one of the built-in sets (whether or not their reader is linked)
-// or a registered format.
+// IsImageFormat reports whether format names a registered image set
+// rather than a table.
 func IsImageFormat(format string) bool {
-	if format == FormatFashionMNIST || format == FormatISIC {
-		return true
-	}
-	_, ok := lookupImageFormat(format)
+	_, ok := LookupImageFormat(format)
 	return ok
 }
 
-// ImageDefaults returns the native side and channel count of an image
-// format: those of the built-in sets, else those it registered; ok is
-// false for a format that is neither.
+// ImageDefaults returns the native side and channel count that an image
+// format registered; ok is false for a format that is not registered.
 func ImageDefaults(format string) (size, channels int, ok bool) {
-	switch format {
-	case FormatFashionMNIST:
-		return FashionSize, 1, true
-	case FormatISIC:
-		return ISICSize, 3, true
-	}
-	f, ok := lookupImageFormat(format)
+	f, ok := LookupImageFormat(format)
 	return f.Size, f.Channels, ok
 }
 
 // LoadImages reads the image set of the given format from dir with the
 // reader registered for it. The format's package must be linked into the
 // program: importing github.com/splitguard/splitguard/data/images
-// registers fashion-mnist and isic.
+// registers the built-in sets (config imports it).
 func LoadImages(format, dir string, o ImageOptions) (*Split, error) {
-	f, ok := lookupImageFormat(format)
+	f, ok := LookupImageFormat(format)
 	if !ok {
 		have := "none"
 		if names := ImageFormats(); len(names) > 0 {
 			have = strings.Join(names, ", ")
 		}
-		return nil, fmt.Errorf("data: no reader for image format %q is linked into this program (registered: %s); import github.com/splitguard/splitguard/data/images for %s and %s",
-			format, have, FormatFashionMNIST, FormatISIC)
+		return nil, fmt.Errorf("data: no reader for image format %q is linked into this program (registered: %s); import github.com/splitguard/splitguard/data/images for the built-in sets",
+			format, have)
 	}
 	return f.Read(dir, o)
 }

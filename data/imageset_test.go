@@ -95,21 +95,10 @@ func TestImageFormatRegistry(t *testing.T) {
 	}
 }
 
-func TestImageDefaultsOfBuiltInSets(t *testing.T) {
-	// METHODS §6: Fashion-MNIST is 28×28 grey, ISIC is resized to 84×84 RGB;
-	// these hold without the readers linked, so configurations validate.
-	for _, tc := range []struct {
-		format         string
-		size, channels int
-		ok             bool
-	}{
-		{FormatFashionMNIST, 28, 1, true},
-		{FormatISIC, 84, 3, true},
-		{"criteo", 0, 0, false},
-	} {
-		s, c, ok := ImageDefaults(tc.format)
-		if s != tc.size || c != tc.channels || ok != tc.ok || IsImageFormat(tc.format) != tc.ok {
-			t.Errorf("%s: ImageDefaults = %d, %d, %v, IsImageFormat = %v; want %d, %d, %v", tc.format, s, c, ok, IsImageFormat(tc.format), tc.size, tc.channels, tc.ok)
+func TestTableFormatsAreNotImages(t *testing.T) {
+	for _, f := range []string{FormatCriteo, FormatAvazu, FormatCSV, ""} {
+		if s, c, ok := ImageDefaults(f); ok || s != 0 || c != 0 || IsImageFormat(f) {
+			t.Errorf("%q: ImageDefaults = %d, %d, %v, IsImageFormat = %v; want a table format", f, s, c, ok, IsImageFormat(f))
 		}
 	}
 }

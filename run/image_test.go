@@ -16,7 +16,7 @@ import (
 	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/data/datatest"
-	_ "github.com/splitguard/splitguard/data/images" // the image set readers
+	"github.com/splitguard/splitguard/data/images" // the image set readers
 	"github.com/splitguard/splitguard/protect"
 )
 
@@ -41,7 +41,7 @@ func TestResolveDefaults(t *testing.T) {
 			return ""
 		}},
 		{"fashion cnn", func(c *config.Config) { c.Format, c.Model, c.CNNBlocks, c.LR = "fashion-mnist", "cnn", 3, 1e-3 }, func(c *config.Config) string {
-			if c.Data != data.FashionMNISTDir || c.ImageSize != 28 || c.ImageChannels != 1 || c.TestFrac != 0 || c.Cut != 3 || c.LR != 1e-3 || c.NegPerPos != 0 {
+			if c.Data != images.FashionMNISTDir || c.ImageSize != 28 || c.ImageChannels != 1 || c.TestFrac != 0 || c.Cut != 3 || c.LR != 1e-3 || c.NegPerPos != 0 {
 				return "want the Debian folder, 28×28×1, no test fraction, cut = all 3 blocks, lr kept"
 			}
 			return ""
@@ -80,7 +80,7 @@ func TestImageConfigErrors(t *testing.T) {
 		{"fashion class", func(c *config.Config) { fashion(c); c.PositiveClass = 10 }, "positive class 10"},
 		{"image flag on a table", func(c *config.Config) { c.Data, c.PosRate = "x.tsv", 0.1 }, "key pos_rate applies to the image formats"},
 		{"table flag on images", func(c *config.Config) { fashion(c); c.Sample = 0.5 }, "key sample applies to tables"},
-		{"isic pos rate", func(c *config.Config) { c.Data, c.Format, c.Model, c.PosRate = "d", "isic", "cnn", 0.1 }, "isic takes a benign-per-malignant ratio (key neg_per_pos)"},
+		{"isic pos rate", func(c *config.Config) { c.Data, c.Format, c.Model, c.PosRate = "d", "isic", "cnn", 0.1 }, "key pos_rate does not apply to the image format isic, which takes neg_per_pos"},
 		{"channels", func(c *config.Config) { fashion(c); c.ImageChannels = 2 }, "2 image channels"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

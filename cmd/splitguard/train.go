@@ -26,7 +26,7 @@ func init() { subcommands = append(subcommands, newTrainCmd) }
 // trainFlags binds the flags of `train` to a config.Config. Every flag has a
 // config-file key of the same name with dashes as underscores.
 func trainFlags(fs *pflag.FlagSet, c *config.Config) {
-	fs.StringVar(&c.Data, "data", c.Data, "training data: a table file, or the image folder of fashion-mnist (default "+data.FashionMNISTDir+") or isic")
+	fs.StringVar(&c.Data, "data", c.Data, "training data: a table file, or the image folder of "+imageSets())
 	fs.IntVar(&c.SynthRows, "synth-rows", c.SynthRows, "without --data: train on N rows of in-memory synthetic Criteo-shaped data")
 	fs.Float64Var(&c.SynthPosRate, "synth-pos-rate", c.SynthPosRate, "positive rate of --synth-rows data")
 	fs.StringVar(&c.Format, "format", c.Format, "data format: criteo, avazu or csv (tables), fashion-mnist or isic (images)")
@@ -236,4 +236,22 @@ func printSelection(w io.Writer, s *rundir.Summary) {
 	for _, m := range s.Warnings {
 		fmt.Fprintln(w, "warning:", m)
 	}
+}
+
+// imageSets lists the registered image sets for the help of --data, each
+// with the folder it reads by default, e.g. "fashion-mnist (default
+// /usr/share/datasets/fashion-mnist) or isic".
+func imageSets() string {
+	var sets []string
+	for _, name := range data.ImageFormats() {
+		f, _ := data.LookupImageFormat(name)
+		if f.Dir != "" {
+			name += " (default " + f.Dir + ")"
+		}
+		sets = append(sets, name)
+	}
+	if len(sets) < 2 {
+		return strings.Join(sets, "")
+	}
+	return strings.Join(sets[:len(sets)-1], ", ") + " or " + sets[len(sets)-1]
 }

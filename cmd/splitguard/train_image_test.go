@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/splitguard/splitguard/config"
-	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/data/images"
 	"github.com/splitguard/splitguard/protect"
 )
 
@@ -75,7 +75,7 @@ func TestEveryTrainFlagIsAConfigKey(t *testing.T) {
 }
 
 func TestTrainFashionMNISTFromTheCLI(t *testing.T) {
-	if _, err := os.Stat(filepath.Join(data.FashionMNISTDir, "t10k-labels-idx1-ubyte.gz")); err != nil {
+	if _, err := os.Stat(filepath.Join(images.FashionMNISTDir, "t10k-labels-idx1-ubyte.gz")); err != nil {
 		t.Skip("Fashion-MNIST is not installed (apt-get install dataset-fashion-mnist)")
 	}
 	out := t.TempDir()
@@ -93,7 +93,7 @@ func TestTrainFashionMNISTFromTheCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Data != data.FashionMNISTDir || cfg.LR != 1e-5 || cfg.ImageSize != 28 || cfg.EvalBatch != 64 || cfg.Cut != 1 {
+	if cfg.Data != images.FashionMNISTDir || cfg.LR != 1e-5 || cfg.ImageSize != 28 || cfg.EvalBatch != 64 || cfg.Cut != 1 {
 		t.Fatalf("resolved config %+v", cfg)
 	}
 	for _, k := range []string{"norm/cut", "cosine/cut", "test AUC best"} {

@@ -41,7 +41,7 @@ const (
 // (60000… for the real files). Memory: 70,000 images at 84×84×3 take
 // 5.9 GB of float32; the native 28×28×1 takes 220 MB.
 func LoadFashionMNIST(dir string, o data.ImageOptions) (*data.Split, error) {
-	o, err := resolve(o, "fashion-mnist", data.FashionSize, 1)
+	o, err := resolve(o, "fashion-mnist", FashionSize, 1)
 	if err != nil {
 		return nil, err
 	}

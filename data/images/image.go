@@ -23,9 +23,30 @@ import (
 	"github.com/splitguard/splitguard/data"
 )
 
+// The image sets the project reproduces papers on, as a run's format (key
+// format) names them.
+const (
+	FormatFashionMNIST = "fashion-mnist"
+	FormatISIC         = "isic"
+)
+
+// FashionMNISTDir is where Debian's dataset-fashion-mnist package installs
+// the gzipped IDX files: the folder fashion-mnist reads by default.
+const FashionMNISTDir = "/usr/share/datasets/fashion-mnist"
+
+// Native sides and defaults of the sets (METHODS §6).
+const (
+	FashionSize         = 28
+	ISICSize            = 84
+	DefaultNegPerPos    = 9
+	DefaultISICTestFrac = 0.2
+)
+
 func init() {
-	data.RegisterImageFormat(data.ImageFormat{Name: data.FormatFashionMNIST, Size: data.FashionSize, Channels: 1, Read: LoadFashionMNIST})
-	data.RegisterImageFormat(data.ImageFormat{Name: data.FormatISIC, Size: data.ISICSize, Channels: 3, Read: LoadISIC})
+	data.RegisterImageFormat(data.ImageFormat{Name: FormatFashionMNIST, Size: FashionSize, Channels: 1, Read: LoadFashionMNIST,
+		Dir: FashionMNISTDir, TestFiles: true, Classes: fashionClasses, Options: map[string]float64{"pos_rate": 0, "image_pad": 0}})
+	data.RegisterImageFormat(data.ImageFormat{Name: FormatISIC, Size: ISICSize, Channels: 3, Read: LoadISIC,
+		TestFrac: DefaultISICTestFrac, Options: map[string]float64{"neg_per_pos": DefaultNegPerPos}})
 }
 
 // Limits and hash keys of the readers.
@@ -55,10 +76,10 @@ func resolve(o data.ImageOptions, what string, size, channels int) (data.ImageOp
 		return o, fmt.Errorf("%s: positive rate %v outside [0, 1)", what, o.PosRate)
 	}
 	if o.NegPerPos == 0 {
-		o.NegPerPos = data.DefaultNegPerPos
+		o.NegPerPos = DefaultNegPerPos
 	}
 	if o.TestFrac == 0 {
-		o.TestFrac = data.DefaultISICTestFrac
+		o.TestFrac = DefaultISICTestFrac
 	}
 	if o.TestFrac >= 1 || o.TestFrac != o.TestFrac {
 		return o, fmt.Errorf("%s: test fraction %v outside [0, 1)", what, o.TestFrac)

@@ -225,13 +225,13 @@ func TestFashionMNISTBadFiles(t *testing.T) {
 // TestFashionMNISTReal loads Debian's dataset-fashion-mnist when it is
 // installed.
 func TestFashionMNISTReal(t *testing.T) {
-	if _, err := os.Stat(filepath.Join(data.FashionMNISTDir, "train-images-idx3-ubyte.gz")); err != nil {
-		t.Skipf("%s not installed (apt-get install dataset-fashion-mnist)", data.FashionMNISTDir)
+	if _, err := os.Stat(filepath.Join(FashionMNISTDir, "train-images-idx3-ubyte.gz")); err != nil {
+		t.Skipf("%s not installed (apt-get install dataset-fashion-mnist)", FashionMNISTDir)
 	}
 	if testing.Short() {
 		t.Skip("reads 30 MB of gzip")
 	}
-	s, err := LoadFashionMNIST(data.FashionMNISTDir, data.ImageOptions{PositiveClass: 1, PosRate: 0.05, Seed: 1})
+	s, err := LoadFashionMNIST(FashionMNISTDir, data.ImageOptions{PositiveClass: 1, PosRate: 0.05, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
