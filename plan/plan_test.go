@@ -27,7 +27,7 @@ import (
 // the gradient with Gaussian noise, out = (1−m)·g + m·ε. The search must
 // pick it up without an edit of package plan.
 func init() {
-	protect.Register(protect.Spec{Name: "toy_plan", Help: "mixes the gradient with noise (a test plug-in)",
+	protect.Register(protect.Spec{Name: "toy_plan", Help: "mixes the gradient with noise (a test plug-in)", Color: 0xc51b7d,
 		Params: []protect.Param{{Key: "toy_plan_mix", Symbol: "m", Help: "toy_plan: share of noise", Min: 0, MinOpen: true, Max: 1}},
 		New: func(p protect.Params) (protect.Protector, error) {
 			return toyMix{m: float32(p.Get("toy_plan_mix"))}, nil
@@ -36,7 +36,7 @@ func init() {
 
 // toy_fail's runs fail: its protector returns an error.
 func init() {
-	protect.Register(protect.Spec{Name: "toy_fail", Help: "fails (a test plug-in)",
+	protect.Register(protect.Spec{Name: "toy_fail", Help: "fails (a test plug-in)", Color: 0xb15928,
 		New: func(protect.Params) (protect.Protector, error) { return toyFail{}, nil }})
 }
 

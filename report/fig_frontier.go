@@ -8,8 +8,6 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-
-	"github.com/splitguard/splitguard/report/theme"
 )
 
 // FrontierPoint is one setting of a plan (package plan) on the frontier
@@ -46,7 +44,7 @@ func FrontierFigure(pts []FrontierPoint, limit float64, rec int, xlabel string) 
 		if err != nil {
 			return nil, nil, fmt.Errorf("report: frontier: %w", err)
 		}
-		s.GlyphStyle.Color = theme.MethodColor(m)
+		s.GlyphStyle.Color = methodColor(m)
 		s.GlyphStyle.Radius = vg.Points(3)
 		s.GlyphStyle.Shape = draw.CircleGlyph{}
 		p.Add(s)
