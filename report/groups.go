@@ -27,7 +27,8 @@ func methodColor(method string) color.RGBA {
 }
 
 // groups splits the runs into settings, ordered by dataset, method (by its
-// defence's rank, protect.Rank, then by name) and parameter, each with its colour (method hue, shaded by parameter rank).
+// defence's rank, protect.Rank, then by name) and parameter, each with its
+// colour (the method's hue, shaded by parameter rank).
 func groups(runs []*Run) []*group {
 	by := map[string]*group{}
 	var out []*group
@@ -97,7 +98,7 @@ func layerRank(layer string) int {
 	return 1 << 19
 }
 
-func splitKey(k string) (attack, layer string) {
+func splitKey(k string) (at, layer string) {
 	if i := strings.LastIndexByte(k, '/'); i >= 0 {
 		return k[:i], k[i+1:]
 	}
