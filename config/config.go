@@ -192,6 +192,26 @@ type Config struct {
 	FeatureAttacks []string `yaml:"feature_attacks,flow,omitempty"`
 	FeatureAux     int      `yaml:"feature_aux,omitempty"`
 
+	// Integrity (package integrity, docs/methods/integrity.md).
+	// FreeRide makes the passive party a free-rider from step
+	// FreeRideFrom on: it sends embeddings that carry no information
+	// (integrity.TamperNames: noise, constant, replay; empty: honest).
+	FreeRide     string `yaml:"free_ride,omitempty"`
+	FreeRideFrom int64  `yaml:"free_ride_from,omitempty"`
+	// Detectors names the active party's detectors scoring every
+	// training batch's embedding (integrity.DetectorNames; none by
+	// default); IntegrityStop ends the run cleanly when a detector's
+	// score reaches its threshold there (keyed by detector name).
+	Detectors     []string           `yaml:"detectors,flow,omitempty"`
+	IntegrityStop map[string]float64 `yaml:"integrity_stop,flow,omitempty"`
+	// Contribution scores the validation split a second time at every
+	// evaluation without the passive party's embedding (its mean in its
+	// place): the passive party's gain in eval.jsonl and summary.json.
+	// MinPassiveGain > 0 ends the run cleanly at an evaluation whose gain
+	// is below it.
+	Contribution   bool    `yaml:"contribution,omitempty"`
+	MinPassiveGain float64 `yaml:"min_passive_gain,omitempty"`
+
 	// Output
 	Out         string `yaml:"out"`
 	Dump        string `yaml:"dump,omitempty"`
@@ -475,6 +495,7 @@ func (c *Config) validate() error {
 		bad("learning rate %g, want > 0 (or 0: chosen from the data)", c.LR)
 	}
 	c.validateSelection(bad)
+	c.validateIntegrity(bad)
 	if _, err := c.Wire(); err != nil {
 		bad("%v", err)
 	}

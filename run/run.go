@@ -21,6 +21,7 @@ import (
 	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/dump"
+	"github.com/splitguard/splitguard/integrity"
 	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/party/active"
 	"github.com/splitguard/splitguard/party/passive"
@@ -204,7 +205,15 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 	if w := config.PositivesWarning(cfg.Batch, posRate(split.Train.Labels)); w != "" {
 		rec.Warn(w)
 	}
-	j := &joiner{rec: rec, bottom: bottom}
+	grd, err := newGuard(cfg, rec)
+	if err != nil {
+		return nil, err
+	}
+	tamper, err := cfg.NewTamper()
+	if err != nil {
+		return nil, err
+	}
+	j := &joiner{rec: rec, bottom: bottom, guard: grd}
 	if cfg.Dump != "" {
 		if j.dump, err = dump.NewWriter(cfg.Dump, cfg.DumpBatches); err != nil {
 			return nil, err
@@ -241,7 +250,10 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 		if err != nil {
 			return err
 		}
-		return sel.observe(rec, e)
+		if err := sel.observe(rec, e); err != nil {
+			return err
+		}
+		return grd.eval(e)
 	}
 	valRows := 0
 	if val != nil {
@@ -255,6 +267,7 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 	act, err := active.New(top, split.Train, eval, sched, bottom.CutDim(), active.Config{
 		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, TrainTargets: def.TrainTargets, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
 		Observer: j.active, EvalObserver: onEval, ValRows: valRows, WireGradient: enc.Gradient,
+		Contribution: cfg.Contribution,
 	})
 	if err != nil {
 		return nil, err
@@ -263,7 +276,7 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 		passive.Split{IDs: pv.train.IDs, X: pv.train.X},
 		passive.Split{IDs: pEval.IDs, X: pEval.X},
 		sched, passive.Config{Epochs: cfg.Epochs, MaxSteps: cfg.MaxSteps, EvalEvery: cfg.EvalEvery, EvalBatch: cfg.EvalBatch,
-			Observer: j.passive, WireEmbedding: enc.Embedding,
+			Observer: j.passive, WireEmbedding: enc.Embedding, Send: tamper,
 			// Both parties run in this process: the passive learns
 			// when to stop from the recorder (a networked passive
 			// cannot; see netrun).
@@ -326,6 +339,20 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 	}
 	if base != nil && (runErr == nil || atomicfile.IsDiskFull(runErr) && pas.Step() > 0) {
 		rec.SetBaseline(base())
+	}
+	if alarm := (*integrity.Alarm)(nil); errors.As(runErr, &alarm) {
+		// A detector's alarm ends the run cleanly: the models of before
+		// the alarmed batch (or the selected ones) are kept.
+		reason := alarmReason(alarm, pas.Step())
+		logf(opt.Log, "%s", reason)
+		rec.Alarm(reason)
+		if err := reserve.Release(); err != nil {
+			return nil, err
+		}
+		if err := sel.save(cfg.Out, bottom, top); err != nil {
+			return nil, err
+		}
+		return rec.Finish(pas.Step(), elapsed)
 	}
 	if runErr != nil {
 		if atomicfile.IsDiskFull(runErr) && pas.Step() > 0 {
@@ -444,8 +471,9 @@ type joiner struct {
 	dump   *dump.Writer
 	layers []string
 
-	act *active.Observation // this step's active view
-	err error
+	act   *active.Observation // this step's active view
+	err   error
+	guard *guard // the integrity detectors
 
 	// queue, when set, records the steps on its own goroutine;
 	// needClean says the auditor asks for the clean gradients.
@@ -455,7 +483,7 @@ type joiner struct {
 
 func (j *joiner) active(ob *active.Observation) error {
 	j.act = ob
-	return nil
+	return j.guard.batch(ob)
 }
 
 func (j *joiner) passive(ob *passive.Observation) error {

@@ -90,6 +90,10 @@ type Recorder struct {
 	selScores []float64
 	selLabels []uint8
 	selStep   int64
+	// integrity: the detectors' largest scores since the last evaluation
+	// and over the run, and the alarm that ended the run (integrity.go).
+	integSince, integMax map[string]float64
+	alarm                string
 }
 
 // AddFallback records a resume from an older checkpoint in the summary.
@@ -267,6 +271,7 @@ func (r *Recorder) EvalWithFeatures(res *active.EvalResult, attacks, features ma
 			e.ValAUC = &auc
 		}
 	}
+	r.evalIntegrity(&e, res)
 	if err := r.evals.Write(e); err != nil {
 		return e, err
 	}
@@ -284,7 +289,7 @@ func (r *Recorder) EvalWithFeatures(res *active.EvalResult, attacks, features ma
 		if e.ValAUC != nil {
 			val = fmt.Sprintf("val AUC %.4f  ", *e.ValAUC)
 		}
-		r.hooks.Log("eval: step %d  %stest AUC %.4f  test loss %.4f  ACE %.4f", e.Step, val, e.TestAUC, e.TestLoss, e.ACE)
+		r.hooks.Log("eval: step %d  %stest AUC %.4f  test loss %.4f  ACE %.4f%s", e.Step, val, e.TestAUC, e.TestLoss, e.ACE, integrityLog(e))
 	}
 	return e, nil
 }
@@ -427,6 +432,7 @@ func (r *Recorder) Finish(steps int64, elapsed time.Duration) (*Summary, error) 
 		}
 		s.Privacy = priv
 	}
+	r.summaryIntegrity(s, last)
 	switch {
 	case r.truncated != "":
 		s.Truncated, s.TruncatedReason, s.Signal = true, r.truncated, r.signal

@@ -47,6 +47,15 @@ type EvalRecord struct {
 	// ValAUC null when the split has a single class).
 	ValAUC  *float64 `json:"val_auc,omitempty"`
 	ValLoss *float64 `json:"val_loss,omitempty"`
+	// ValAUCWithoutPassive is the validation AUC with the passive
+	// party's embedding replaced by its mean (leave-one-party-out, key
+	// contribution), and PassiveGain ValAUC minus it: what the joint
+	// model gains from the passive party (docs/methods/integrity.md).
+	ValAUCWithoutPassive *float64 `json:"val_auc_without_passive,omitempty"`
+	PassiveGain          *float64 `json:"passive_gain,omitempty"`
+	// Integrity holds each integrity detector's largest score over the
+	// training batches since the evaluation before (package integrity).
+	Integrity map[string]float64 `json:"integrity,omitempty"`
 }
 
 // BaselineSummary is the logistic-regression baseline of a tabular run
@@ -192,6 +201,16 @@ type Summary struct {
 	FeatureLeakSelected map[string]float64 `json:"feature_leak_selected,omitempty"`
 	FeatureLeakFinal    map[string]float64 `json:"feature_leak_final,omitempty"`
 	FeatureLeakBest     map[string]float64 `json:"feature_leak_best,omitempty"`
+	// PassiveGainFinal and PassiveGainSelected are EvalRecord.PassiveGain
+	// at the last and at the selected evaluation (absent without key
+	// contribution or a validation split).
+	PassiveGainFinal    *float64 `json:"passive_gain_final,omitempty"`
+	PassiveGainSelected *float64 `json:"passive_gain_selected,omitempty"`
+	// Integrity is each integrity detector's largest score over the run,
+	// and IntegrityAlarm the alarm that ended it, if one did (then
+	// TruncatedReason says so too).
+	Integrity      map[string]float64 `json:"integrity,omitempty"`
+	IntegrityAlarm string             `json:"integrity_alarm,omitempty"`
 }
 
 // CheckpointFallback records a two-process run that resumed at step To,

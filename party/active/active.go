@@ -64,6 +64,12 @@ type Config struct {
 	// validation split (the rest are the test split): both are scored in
 	// one evaluation round and their metrics kept apart.
 	ValRows int
+	// Contribution, with a validation split, scores the validation rows
+	// a second time at every evaluation with the passive party's
+	// embedding replaced by its mean over them (EvalResult.ValAUCWithout):
+	// leave-one-party-out, the joint model without what the passive
+	// party's rows tell apart.
+	Contribution bool
 }
 
 // Observation is what the active party knows after one training batch.
@@ -78,6 +84,7 @@ type Observation struct {
 	Loss         float64        // mean BCE on LossLabels
 	LossTerms    float64        // sum of the add-on loss terms (α·log dCor), when any is on
 	HasLossTerms bool           // whether any add-on loss term is on
+	Embedding    *tensor.Matrix // e, the embedding received
 	Clean        *tensor.Matrix // g = ∂L/∂e before protection
 	Protected    *tensor.Matrix // g̃, what was sent
 	Stats        protect.Stats
@@ -99,6 +106,11 @@ type EvalResult struct {
 	// validation split has a single class.
 	ValRows         int
 	ValAUC, ValLoss float64
+	// ValAUCWithout is the validation AUC with the passive party's
+	// embedding of every row replaced by its mean over the validation
+	// rows (Config.Contribution; NaN when off, without a validation
+	// split or with a single class).
+	ValAUCWithout float64
 	// TestScores and TestLabels are the test rows' predicted
 	// probabilities and labels behind AUC, valid during the EvalObserver
 	// call only (a recorder copies what it keeps: the selected
@@ -140,6 +152,7 @@ type Active struct {
 	evalProbs []float32
 	evalRows  []int // the test rows of one evaluation slice
 	evalSeen  int
+	valEmb    *tensor.Matrix // the validation rows' embeddings (Config.Contribution)
 }
 
 // New returns an active party training top on train (whose labels it
@@ -306,7 +319,7 @@ func (a *Active) TrainStep(f *transport.Forward) (*transport.Backward, error) {
 	if a.cfg.Observer != nil {
 		ob := &Observation{Step: a.step, Epoch: epoch, Batch: b, Rows: rows, Labels: a.labels,
 			LossLabels: a.lossY, Probs: a.probs, Loss: loss, LossTerms: extraLoss, HasLossTerms: len(a.cfg.Loss) > 0,
-			Clean: clean, Protected: a.protected, Stats: stats, ProtectTime: elapsed}
+			Embedding: f.Embedding, Clean: clean, Protected: a.protected, Stats: stats, ProtectTime: elapsed}
 		if err := a.cfg.Observer(ob); err != nil {
 			return nil, err
 		}
@@ -339,6 +352,13 @@ func (a *Active) EvalBatch(f *transport.Forward) (*transport.Backward, error) {
 	}
 	// The rows go through the top in slices of evalSlice (see there).
 	e, d := f.Embedding, f.Embedding.Cols
+	if a.cfg.Contribution && start < a.cfg.ValRows {
+		if start == 0 {
+			a.valEmb = a.valEmb.Resize(a.cfg.ValRows, d)
+		}
+		t := min(end, a.cfg.ValRows)
+		copy(a.valEmb.Data[start*d:t*d], e.Data[:(t-start)*d])
+	}
 	for s := start; s < end; s += evalSlice {
 		t := min(s+evalSlice, end)
 		rows := a.evalRows[:0]
@@ -398,7 +418,8 @@ func (a *Active) finishEval() error {
 	if err != nil {
 		return fmt.Errorf("active: test calibration: %w", err)
 	}
-	res := &EvalResult{Step: a.step, AUC: auc, Rows: len(labels), Loss: loss, ACE: ace, ValRows: v, TestScores: probs, TestLabels: labels}
+	res := &EvalResult{Step: a.step, AUC: auc, Rows: len(labels), Loss: loss, ACE: ace, ValRows: v, TestScores: probs, TestLabels: labels,
+		ValAUCWithout: math.NaN()}
 	if v > 0 {
 		if res.ValAUC, ok = metrics.AUC(all[:v], a.test.Labels[:v], nil); !ok {
 			res.ValAUC = math.NaN()
@@ -406,11 +427,51 @@ func (a *Active) finishEval() error {
 		if res.ValLoss, err = metrics.BCE(all[:v], a.test.Labels[:v]); err != nil {
 			return fmt.Errorf("active: validation loss: %w", err)
 		}
+		if a.cfg.Contribution {
+			if res.ValAUCWithout, err = a.aucWithout(); err != nil {
+				return err
+			}
+		}
 	}
 	if a.cfg.EvalObserver != nil {
 		return a.cfg.EvalObserver(res)
 	}
 	return nil
+}
+
+// aucWithout is the validation AUC with every row's embedding replaced
+// by the column means of the validation rows' embeddings (the active
+// party's own columns, if any, as they are).
+func (a *Active) aucWithout() (float64, error) {
+	v, e := a.cfg.ValRows, a.valEmb
+	d := e.Cols
+	mean := make([]float64, d)
+	for i, x := range e.Data[:v*d] {
+		mean[i%d] += float64(x)
+	}
+	probs := make([]float32, v)
+	for s := 0; s < v; s += evalSlice {
+		t := min(s+evalSlice, v)
+		slice := tensor.New(t-s, d)
+		for i := range slice.Data {
+			slice.Data[i] = float32(mean[i%d] / float64(v))
+		}
+		rows := a.evalRows[:0]
+		for r := s; r < t; r++ {
+			rows = append(rows, r)
+		}
+		a.evalRows = rows
+		logits, err := a.top.Forward(slice, a.wideBatch(a.test.X, rows))
+		if err != nil {
+			return 0, fmt.Errorf("active: validation without the passive party's embedding: %w", err)
+		}
+		nn.Sigmoid(probs[s:t], logits)
+	}
+	auc, ok := metrics.AUC(toFloat64(probs), a.test.Labels[:v], nil)
+	if !ok {
+		return math.NaN(), nil
+	}
+	return auc, nil
 }
 
 func toFloat64(p []float32) []float64 {

@@ -61,6 +61,17 @@ type Config struct {
 	// before it is sent (wire.Encoding.Round; F32, the zero value, sends
 	// them as they are). The bottom model keeps its own unrounded output.
 	WireEmbedding wire.Encoding
+	// Send, when set, replaces every embedding before it is sent (after
+	// the wire rounding): a free-riding party (package integrity's
+	// Tamper) sends what it returns. The bottom model still learns from
+	// the gradient it gets back.
+	Send Sender
+}
+
+// Sender replaces the embedding of a message before it is sent; the
+// result must have e's shape and be valid until the next call.
+type Sender interface {
+	Send(step int64, e *tensor.Matrix, train bool) (*tensor.Matrix, error)
 }
 
 // Observation is what the passive party holds after backpropagating one
@@ -225,6 +236,11 @@ func (p *Passive) trainStep(ctx context.Context, conn transport.PassiveConn) err
 		}
 		send = p.sent
 	}
+	if p.cfg.Send != nil {
+		if send, err = p.substitute(send, true); err != nil {
+			return err
+		}
+	}
 	sent := time.Now()
 	bw, err := conn.Exchange(ctx, &transport.Forward{
 		Phase: transport.Train, Step: p.step, Epoch: epoch, Batch: b, IDs: p.ids, Embedding: send,
@@ -299,9 +315,19 @@ func (p *Passive) Evaluate(ctx context.Context, conn transport.PassiveConn) erro
 			next = make(chan error, 1)
 			go func() { next <- compute(b + 1) }()
 		}
+		emb := &p.evalBuf[b%2]
+		if p.cfg.Send != nil {
+			var err error
+			if emb, err = p.substitute(emb, false); err != nil {
+				if next != nil {
+					<-next
+				}
+				return err
+			}
+		}
 		bw, err := conn.Exchange(ctx, &transport.Forward{
 			Phase: transport.Eval, Step: p.step, Batch: b, Last: end == n,
-			IDs: p.test.IDs[start:end], Embedding: &p.evalBuf[b%2],
+			IDs: p.test.IDs[start:end], Embedding: emb,
 		})
 		var nextErr error
 		if next != nil {
@@ -359,6 +385,18 @@ func (p *Passive) evalForward(start, end int, dst *tensor.Matrix) error {
 		copy(dst.Data[(s-start)*d:(e-start)*d], out.Data[:(e-s)*d])
 	}
 	return nil
+}
+
+// substitute has Config.Send replace e, and checks what it returns.
+func (p *Passive) substitute(e *tensor.Matrix, train bool) (*tensor.Matrix, error) {
+	out, err := p.cfg.Send.Send(p.step, e, train)
+	if err != nil {
+		return nil, fmt.Errorf("passive: step %d: replacing the embedding: %w", p.step, err)
+	}
+	if out.Rows != e.Rows || out.Cols != e.Cols {
+		return nil, fmt.Errorf("passive: step %d: the replaced embedding is %d×%d, want %d×%d", p.step, out.Rows, out.Cols, e.Rows, e.Cols)
+	}
+	return out, nil
 }
 
 func gatherIDs(dst, ids []uint64, rows []int) []uint64 {

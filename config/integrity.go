@@ -1,0 +1,49 @@
+package config
+
+import (
+	"slices"
+
+	"github.com/splitguard/splitguard/integrity"
+)
+
+// validateIntegrity checks the free-riding mode, the detectors and their
+// thresholds.
+func (c *Config) validateIntegrity(bad func(string, ...any)) {
+	if c.FreeRide != "" && !slices.Contains(integrity.TamperNames(), c.FreeRide) {
+		bad("unknown free-riding mode %q, want one of %v (key free_ride)", c.FreeRide, integrity.TamperNames())
+	}
+	if c.FreeRideFrom < 0 {
+		bad("free-riding from step %d, want at least 0 (key free_ride_from)", c.FreeRideFrom)
+	}
+	for _, d := range c.Detectors {
+		if !slices.Contains(integrity.DetectorNames(), d) {
+			bad("unknown detector %q, want one of %v (key detectors)", d, integrity.DetectorNames())
+		}
+	}
+	for d, v := range c.IntegrityStop {
+		if !slices.Contains(c.Detectors, d) {
+			bad("a threshold for detector %q, which is not on (key integrity_stop; key detectors)", d)
+		}
+		if !(v > 0) {
+			bad("threshold %g for detector %q, want > 0 (key integrity_stop)", v, d)
+		}
+	}
+	if c.MinPassiveGain < 0 || c.MinPassiveGain >= 1 || c.MinPassiveGain != c.MinPassiveGain {
+		bad("minimum passive gain %g, want in [0, 1) (key min_passive_gain)", c.MinPassiveGain)
+	}
+	if c.MinPassiveGain > 0 && !c.Contribution {
+		bad("a minimum passive gain (key min_passive_gain) needs the contribution measure (key contribution)")
+	}
+	if c.Contribution && c.ValFrac == 0 {
+		bad("the contribution measure (key contribution) needs a validation split (key val_frac > 0)")
+	}
+}
+
+// NewTamper returns the passive party's free-riding mode, nil for an
+// honest party.
+func (c *Config) NewTamper() (integrity.Tamper, error) {
+	if c.FreeRide == "" {
+		return nil, nil
+	}
+	return integrity.NewTamper(c.FreeRide, c.FreeRideFrom, c.Seed)
+}

@@ -1,0 +1,55 @@
+package integrity
+
+import (
+	"github.com/splitguard/splitguard/tensor"
+)
+
+func init() {
+	RegisterDetector(DetectorSpec{Name: "collapse",
+		Help: "per-column variance collapse: 1 − (the batch's mean column variance ÷ that of the party's earlier batches); 0 at or above its history, 1 for a constant embedding",
+		New:  func() Detector { return &collapse{} }})
+}
+
+// collapse compares a batch's mean within-batch column variance with
+// the average of that figure over the earlier batches of the run (the
+// first batch scores 0).
+type collapse struct {
+	n   float64
+	sum float64
+}
+
+func (d *collapse) Name() string { return "collapse" }
+
+func (d *collapse) Observe(_ int64, e *tensor.Matrix) float64 {
+	v := MeanColumnVariance(e)
+	score := 0.0
+	if d.n > 0 {
+		hist := d.sum / d.n
+		if hist > 0 {
+			score = max(0, 1-v/hist)
+		}
+	}
+	d.n++
+	d.sum += v
+	return score
+}
+
+// MeanColumnVariance is the mean over e's columns of the population
+// variance of the column's values in the batch.
+func MeanColumnVariance(e *tensor.Matrix) float64 {
+	if e.Rows == 0 || e.Cols == 0 {
+		return 0
+	}
+	total := 0.0
+	for c := range e.Cols {
+		var s, s2 float64
+		for r := range e.Rows {
+			x := float64(e.Data[r*e.Cols+c])
+			s += x
+			s2 += x * x
+		}
+		m := s / float64(e.Rows)
+		total += max(0, s2/float64(e.Rows)-m*m)
+	}
+	return total / float64(e.Cols)
+}

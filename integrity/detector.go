@@ -1,0 +1,77 @@
+package integrity
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/splitguard/splitguard/tensor"
+)
+
+// Detector scores the embedding of every training batch the active
+// party receives, against what it saw of the same party before.
+type Detector interface {
+	Name() string
+	// Observe returns the batch's score at step: 0 for nothing
+	// suspicious, larger for more (each detector says its scale).
+	Observe(step int64, e *tensor.Matrix) float64
+}
+
+// DetectorSpec declares a detector.
+type DetectorSpec struct {
+	Name string
+	Help string
+	New  func() Detector
+}
+
+var detectors = map[string]DetectorSpec{}
+
+// RegisterDetector adds a detector; it panics on a duplicate or empty
+// name.
+func RegisterDetector(s DetectorSpec) {
+	if s.Name == "" || s.New == nil {
+		panic("integrity: a detector needs a name and New")
+	}
+	if _, ok := detectors[s.Name]; ok {
+		panic("integrity: detector " + s.Name + " registered twice")
+	}
+	detectors[s.Name] = s
+}
+
+// DetectorNames lists the registered detectors, sorted.
+func DetectorNames() []string {
+	out := make([]string, 0, len(detectors))
+	for n := range detectors {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// NewDetector returns a fresh detector by name.
+func NewDetector(name string) (Detector, error) {
+	s, ok := detectors[name]
+	if !ok {
+		return nil, fmt.Errorf("integrity: unknown detector %q (known: %v)", name, DetectorNames())
+	}
+	return s.New(), nil
+}
+
+// Alarm is the error that ends a run whose detector's score reached the
+// threshold set for it (Below: a score that fell below it, as the
+// contribution measure's).
+type Alarm struct {
+	Detector  string
+	Step      int64
+	Score     float64
+	Threshold float64
+	Below     bool
+}
+
+func (a *Alarm) Error() string {
+	rel := "reaching"
+	if a.Below {
+		rel = "below"
+	}
+	return fmt.Sprintf("integrity: %s scored %.4g at step %d, %s the threshold %.4g: the passive party is suspected of free-riding",
+		a.Detector, a.Score, a.Step, rel, a.Threshold)
+}

@@ -1,0 +1,82 @@
+package rundir
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/splitguard/splitguard/party/active"
+)
+
+// ObserveIntegrity records the integrity detectors' scores of one
+// training batch (package integrity): the next evaluation record holds
+// each one's largest since the evaluation before, the summary its
+// largest over the run.
+func (r *Recorder) ObserveIntegrity(scores map[string]float64) {
+	if len(scores) == 0 {
+		return
+	}
+	if r.integSince == nil {
+		r.integSince, r.integMax = map[string]float64{}, map[string]float64{}
+	}
+	for k, v := range scores {
+		if old, ok := r.integSince[k]; !ok || v > old {
+			r.integSince[k] = v
+		}
+		if old, ok := r.integMax[k]; !ok || v > old {
+			r.integMax[k] = v
+		}
+	}
+}
+
+// Alarm ends the run on an integrity detector's alarm (msg says which,
+// when and why): the summary marks it truncated with msg as the reason
+// and IntegrityAlarm set.
+func (r *Recorder) Alarm(msg string) {
+	r.alarm = msg
+	r.Truncate(msg)
+}
+
+// evalIntegrity adds the contribution measure and the detectors' scores
+// since the last evaluation to e.
+func (r *Recorder) evalIntegrity(e *EvalRecord, res *active.EvalResult) {
+	if res.ValRows > 0 && !math.IsNaN(res.ValAUCWithout) {
+		w := res.ValAUCWithout
+		e.ValAUCWithoutPassive = &w
+		if e.ValAUC != nil {
+			g := *e.ValAUC - w
+			e.PassiveGain = &g
+		}
+	}
+	if len(r.integSince) > 0 {
+		e.Integrity = maps.Clone(r.integSince)
+		clear(r.integSince)
+	}
+}
+
+// summaryIntegrity fills the summary's integrity fields.
+func (r *Recorder) summaryIntegrity(s *Summary, last EvalRecord) {
+	s.PassiveGainFinal = last.PassiveGain
+	if sel, ok := r.Selected(); ok {
+		s.PassiveGainSelected = sel.PassiveGain
+	}
+	if len(r.integMax) > 0 {
+		s.Integrity = maps.Clone(r.integMax)
+	}
+	s.IntegrityAlarm = r.alarm
+}
+
+// integrityLog is the part of an evaluation's log line that gives the
+// passive party's gain and the detectors' scores ("" when none).
+func integrityLog(e EvalRecord) string {
+	var b strings.Builder
+	if e.PassiveGain != nil {
+		fmt.Fprintf(&b, "  passive gain %.4f", *e.PassiveGain)
+	}
+	for _, k := range slices.Sorted(maps.Keys(e.Integrity)) {
+		fmt.Fprintf(&b, "  %s %.3g", k, e.Integrity[k])
+	}
+	return b.String()
+}
