@@ -1,0 +1,58 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/splitguard/splitguard/config"
+	"github.com/splitguard/splitguard/integrity"
+)
+
+// integrityFlags binds the free-riding and detection flags (package
+// integrity, docs/methods/integrity.md) to c; part of trainFlags.
+func integrityFlags(fs *pflag.FlagSet, c *config.Config) {
+	fs.StringVar(&c.FreeRide, "free-ride", c.FreeRide, "make the passive party a free-rider sending embeddings without information: "+
+		strings.Join(integrity.TamperNames(), ", ")+" (default: honest)")
+	fs.Int64Var(&c.FreeRideFrom, "free-ride-from", c.FreeRideFrom, "the training step from which --free-ride applies (honest before)")
+	fs.StringSliceVar(&c.Detectors, "detectors", c.Detectors, "active party's detectors scoring every training batch's embedding: "+
+		strings.Join(integrity.DetectorNames(), ", ")+" (default: none)")
+	fs.Var(&floatMap{m: &c.IntegrityStop}, "integrity-stop", "end the run cleanly when a detector's score reaches a threshold, DETECTOR=THRESHOLD,… (e.g. replay=1)")
+	fs.BoolVar(&c.Contribution, "contribution", c.Contribution, "score the validation split also without the passive party's embedding: its gain in eval.jsonl and summary.json")
+	fs.Float64Var(&c.MinPassiveGain, "min-passive-gain", c.MinPassiveGain, "end the run cleanly at an evaluation where the passive party's gain is below this (needs --contribution; 0: never)")
+}
+
+// floatMap is a flag of NAME=VALUE pairs into a map.
+type floatMap struct{ m *map[string]float64 }
+
+func (f *floatMap) String() string {
+	if f.m == nil || len(*f.m) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(*f.m)) {
+		parts = append(parts, k+"="+strconv.FormatFloat((*f.m)[k], 'g', -1, 64))
+	}
+	return strings.Join(parts, ",")
+}
+
+func (f *floatMap) Set(s string) error {
+	if *f.m == nil {
+		*f.m = map[string]float64{}
+	}
+	for part := range strings.SplitSeq(s, ",") {
+		k, v, ok := strings.Cut(part, "=")
+		x, err := strconv.ParseFloat(v, 64)
+		if !ok || k == "" || err != nil {
+			return fmt.Errorf("%q is not NAME=NUMBER", part)
+		}
+		(*f.m)[k] = x
+	}
+	return nil
+}
+
+func (f *floatMap) Type() string { return "name=value,…" }
