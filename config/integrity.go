@@ -47,3 +47,9 @@ func (c *Config) NewTamper() (integrity.Tamper, error) {
 	}
 	return integrity.NewTamper(c.FreeRide, c.FreeRideFrom, c.Seed)
 }
+
+// NewGuard returns the active party's integrity guard of the configured
+// detectors, thresholds and minimum passive gain.
+func (c *Config) NewGuard() (*integrity.Guard, error) {
+	return integrity.NewGuard(c.Detectors, c.IntegrityStop, c.MinPassiveGain)
+}

@@ -205,7 +205,7 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 	if w := config.PositivesWarning(cfg.Batch, posRate(split.Train.Labels)); w != "" {
 		rec.Warn(w)
 	}
-	grd, err := newGuard(cfg, rec)
+	grd, err := cfg.NewGuard()
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +253,7 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 		if err := sel.observe(rec, e); err != nil {
 			return err
 		}
-		return grd.eval(e)
+		return grd.Eval(e.Step, e.PassiveGain)
 	}
 	valRows := 0
 	if val != nil {
@@ -473,7 +473,7 @@ type joiner struct {
 
 	act   *active.Observation // this step's active view
 	err   error
-	guard *guard // the integrity detectors
+	guard *integrity.Guard // the integrity detectors
 
 	// queue, when set, records the steps on its own goroutine;
 	// needClean says the auditor asks for the clean gradients.
@@ -483,7 +483,9 @@ type joiner struct {
 
 func (j *joiner) active(ob *active.Observation) error {
 	j.act = ob
-	return j.guard.batch(ob)
+	scores, err := j.guard.Batch(ob.Step, ob.Embedding)
+	j.rec.ObserveIntegrity(scores)
+	return err
 }
 
 func (j *joiner) passive(ob *passive.Observation) error {
