@@ -18,6 +18,7 @@ import (
 	"github.com/splitguard/splitguard/audit"
 	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/integrity"
 	"github.com/splitguard/splitguard/party/active"
 	"github.com/splitguard/splitguard/psi"
 	"github.com/splitguard/splitguard/rundir"
@@ -66,6 +67,7 @@ type activeRun struct {
 	store store
 	met   *activeMetrics
 	rec   *rundir.Recorder
+	guard *integrity.Guard // the integrity detectors, fresh at every build
 
 	// mu is held while a message is processed and during control calls,
 	// so that a checkpoint or rollback never overlaps a step.
@@ -226,6 +228,9 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, e
 		return nil, errors.New("active: the passive party ended the run before training started")
 	}
 	steps := r.party.Step()
+	if alarm := (*integrity.Alarm)(nil); errors.As(serr, &alarm) {
+		return r.alarmed(alarm, steps)
+	}
 	early := serr == nil && r.stopSent && steps < r.planned
 	if early {
 		r.rec.SetEarlyStopped()
@@ -582,8 +587,12 @@ func (r *activeRun) build(step int64) error {
 	party, err := active.New(top, r.split.Train, r.eval, sched, cfg.CutDim(), active.Config{
 		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, TrainTargets: def.TrainTargets, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
 		Observer: r.observe, EvalObserver: r.evalDone, ValRows: r.valRows, WireGradient: enc.Gradient,
+		Contribution: cfg.Contribution,
 	})
 	if err != nil {
+		return err
+	}
+	if r.guard, err = cfg.NewGuard(); err != nil {
 		return err
 	}
 	var kept keptModel
@@ -650,6 +659,11 @@ func (r *activeRun) saveFinal() error {
 // observe audits and records one training batch: the cut layer, which is
 // what the active party sent.
 func (r *activeRun) observe(ob *active.Observation) error {
+	scores, err := r.guard.Batch(ob.Step, r.embedding)
+	r.rec.ObserveIntegrity(scores)
+	if err != nil {
+		return err
+	}
 	n := len(r.layers)
 	grads := make([]*tensor.Matrix, n)
 	outs := make([]*tensor.Matrix, n)
@@ -675,6 +689,9 @@ func (r *activeRun) evalDone(res *active.EvalResult) error {
 		return err
 	}
 	r.met.eval(e)
+	if err := r.guard.Eval(e.Step, e.PassiveGain); err != nil {
+		return err
+	}
 	// The verdict, as the in-process run decides it (run's selection and
 	// its Stop): keep the models of the evaluation the recorder selects
 	// now, stop once it has stalled.
@@ -689,6 +706,12 @@ func (r *activeRun) evalDone(res *active.EvalResult) error {
 	args := []any{"step", e.Step, "test_auc", e.TestAUC, "test_loss", e.TestLoss, "ace", e.ACE}
 	if e.ValAUC != nil {
 		args = append(args, "val_auc", *e.ValAUC)
+	}
+	if e.PassiveGain != nil {
+		args = append(args, "passive_gain", *e.PassiveGain)
+	}
+	for k, v := range e.Integrity {
+		args = append(args, k, v)
 	}
 	r.log.Info("evaluation", args...)
 	return nil

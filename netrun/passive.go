@@ -328,6 +328,11 @@ func (p *passiveRun) build(step int64) (*passive.Passive, keptModel, error) {
 	}
 	pc := passive.Config{Epochs: cfg.Epochs, MaxSteps: cfg.MaxSteps, EvalEvery: cfg.EvalEvery, EvalBatch: cfg.EvalBatch,
 		WireEmbedding: enc.Embedding, AfterStep: p.afterStep, Kept: func(step int64) error { return p.kept.keep(step, p.party.SaveModel) }}
+	tamper, err := cfg.NewTamper()
+	if err != nil {
+		return nil, kept, err
+	}
+	pc.Send = tamper // nil for an honest party
 	if p.red != nil {
 		pc.Observer = p.red.observe
 	}
