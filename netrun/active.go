@@ -500,7 +500,7 @@ func (r *activeRun) startBaseline() {
 	train, test, rows := r.split.Train, r.split.Test, r.cfg.BaselineRows
 	r.baseline = make(chan *rundir.BaselineSummary, 1)
 	go func() {
-		r.baseline <- rundir.FitBaselineContext(r.baseCtx, train, val, test, rows, "active party's own", true)
+		r.baseline <- rundir.FitBaselineContext(r.baseCtx, train, val, test, rows, rundir.OwnColumns, true)
 	}()
 }
 

@@ -148,7 +148,7 @@ func TestContributionOfAFreeRider(t *testing.T) {
 		minGainAlarm bool
 	}{{"", 0.2, 1, false}, {"constant", -0.02, 0.02, false}, {"noise", -0.08, 0.08, false}, {"constant", -1, 1, true}} {
 		cfg := freeRideConfig(t)
-		cfg.FreeRide, cfg.Contribution = tc.mode, true
+		cfg.FreeRide, cfg.Contribution, cfg.Baseline = tc.mode, true, true
 		if tc.minGainAlarm {
 			cfg.MinPassiveGain = 0.05
 		}
@@ -169,6 +169,17 @@ func TestContributionOfAFreeRider(t *testing.T) {
 				t.Errorf("min gain: truncated %t at %d steps, alarm %q", sum.Truncated, sum.Steps, sum.IntegrityAlarm)
 			}
 			continue
+		}
+		// The gain over the baseline on the active party's own column
+		// (noise here): large for the honest party, small for the others.
+		b := sum.Baseline
+		if b == nil || b.Columns != rundir.OwnColumns || b.ValAUC == nil || sum.GainOverOwnBaseline == nil ||
+			math.Abs(*sum.GainOverOwnBaseline-(*sum.ValAUCSelected-*b.ValAUC)) > 1e-12 {
+			t.Fatalf("%q: baseline %+v, gain over it %v", tc.mode, b, sum.GainOverOwnBaseline)
+		}
+		t.Logf("%q: gain over the own-column baseline %.4f", tc.mode, *sum.GainOverOwnBaseline)
+		if over := *sum.GainOverOwnBaseline; (tc.mode == "") != (over > 0.2) {
+			t.Errorf("%q: gain over the own-column baseline %.4f", tc.mode, over)
 		}
 		if tc.mode == "" {
 			checkAUCWithout(t, cfg, *sum.ValAUCSelected-g)

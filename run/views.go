@@ -3,11 +3,12 @@ package run
 import (
 	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/rundir"
 )
 
 // baselineOwn names the baseline's columns under a vertical split, as a
 // two-party run's active party names them.
-const baselineOwn = "active party's own"
+const baselineOwn = rundir.OwnColumns
 
 // view is one party's rows of the run: the training (validation held
 // out), validation and test splits with that party's columns. Both views

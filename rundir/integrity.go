@@ -10,6 +10,10 @@ import (
 	"github.com/splitguard/splitguard/party/active"
 )
 
+// OwnColumns is BaselineSummary.Columns of a baseline on the active
+// party's own columns.
+const OwnColumns = "active party's own"
+
 // ObserveIntegrity records the integrity detectors' scores of one
 // training batch (package integrity): the next evaluation record holds
 // each one's largest since the evaluation before, the summary its
@@ -61,6 +65,12 @@ func (r *Recorder) summaryIntegrity(s *Summary, last EvalRecord) {
 	s.PassiveGainFinal = last.PassiveGain
 	if sel, ok := r.Selected(); ok {
 		s.PassiveGainSelected = sel.PassiveGain
+	}
+	if b := r.baseline; b != nil && b.Columns == OwnColumns && b.ValAUC != nil {
+		if sel, ok := r.Selected(); ok && sel.ValAUC != nil {
+			g := *sel.ValAUC - *b.ValAUC
+			s.GainOverOwnBaseline = &g
+		}
 	}
 	if len(r.integMax) > 0 {
 		s.Integrity = maps.Clone(r.integMax)

@@ -206,6 +206,11 @@ type Summary struct {
 	// contribution or a validation split).
 	PassiveGainFinal    *float64 `json:"passive_gain_final,omitempty"`
 	PassiveGainSelected *float64 `json:"passive_gain_selected,omitempty"`
+	// GainOverOwnBaseline is the selected evaluation's validation AUC
+	// minus that of the baseline on the active party's own columns (what
+	// it gets alone; absent when the baseline is on other columns or a
+	// validation AUC is undefined).
+	GainOverOwnBaseline *float64 `json:"gain_over_own_baseline,omitempty"`
 	// Integrity is each integrity detector's largest score over the run,
 	// and IntegrityAlarm the alarm that ended it, if one did (then
 	// TruncatedReason says so too).
