@@ -57,6 +57,10 @@ func (r *ReLU) Output() *tensor.Matrix { return &r.y }
 // (eight lanes at a time where the CPU has AVX2; internal/vec), over
 // ranges of elements on several cores when the matrix is large (spread).
 func reluForward(y, x []float32) {
+	if spreadParts(len(y)) < 2 {
+		vec.Relu(y, x)
+		return
+	}
 	spread(len(y), func(lo, hi int) { vec.Relu(y[lo:hi], x[lo:hi]) })
 }
 
@@ -64,5 +68,9 @@ func reluForward(y, x []float32) {
 // so its bits read as a non-negative int32 that is 0 exactly when y == 0;
 // negating it sets the sign bit exactly when y > 0.
 func reluBackward(dx, dy, y []float32) {
+	if spreadParts(len(dx)) < 2 {
+		vec.ReluGrad(dx, dy, y)
+		return
+	}
 	spread(len(dx), func(lo, hi int) { vec.ReluGrad(dx[lo:hi], dy[lo:hi], y[lo:hi]) })
 }

@@ -17,7 +17,7 @@ const spreadGrain = 1 << 15
 // that two parts never write the same line. An element-wise pass gives
 // the same result whichever way it is cut.
 func spread(n int, fn func(lo, hi int)) {
-	parts := min(runtime.GOMAXPROCS(0), n/spreadGrain)
+	parts := spreadParts(n)
 	if parts < 2 {
 		fn(0, n)
 		return
@@ -29,6 +29,11 @@ func spread(n int, fn func(lo, hi int)) {
 		}
 	})
 }
+
+// spreadParts is how many parts spread cuts n elements into (below 2: it
+// runs them in turn). A hot caller checks it first, so that on one core it
+// does not build the closure spread takes (a heap allocation per call).
+func spreadParts(n int) int { return min(runtime.GOMAXPROCS(0), n/spreadGrain) }
 
 // cut is the start of part p of n elements in parts parts, rounded down
 // to a multiple of 16 (n for p == parts).

@@ -156,16 +156,15 @@ func thin(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int,
 			// Each row's dot product is its own, so rows can go to
 			// several cores (a logit layer's forward pass at batch 8192).
 			parts := min(runtime.GOMAXPROCS(0), m*k/parFlops)
-			dots := func(i0, i1 int) {
-				for i := i0; i < i1; i++ {
-					setScaled(&c[i*ldc+j], alpha*dot(a[i*lda:i*lda+k], col), beta)
-				}
-			}
 			if parts < 2 {
-				dots(0, m)
+				dots(c[j:], ldc, a, lda, col[:k], 0, m, alpha, beta)
 				continue
 			}
-			par.Do(parts, func(p int) { dots(m*p/parts, m*(p+1)/parts) })
+			// The closure captures fresh copies: col itself is assigned
+			// above, and a captured variable that is assigned moves to
+			// the heap on every call, parallel or not.
+			cj, colk := c[j:], col[:k]
+			par.Do(parts, func(p int) { dots(cj, ldc, a, lda, colk, m*p/parts, m*(p+1)/parts, alpha, beta) })
 			continue
 		}
 		clear(tmp)
@@ -175,6 +174,15 @@ func thin(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int,
 		for i, v := range tmp {
 			setScaled(&c[i*ldc+j], alpha*v, beta)
 		}
+	}
+}
+
+// dots sets c[i·ldc] = alpha·(row i of a)·col (+ beta·c[i·ldc]) for rows
+// i in [i0, i1): one column of a thin product, a dot product per row.
+func dots(c []float32, ldc int, a []float32, lda int, col []float32, i0, i1 int, alpha, beta float32) {
+	k := len(col)
+	for i := i0; i < i1; i++ {
+		setScaled(&c[i*ldc], alpha*dot(a[i*lda:i*lda+k], col), beta)
 	}
 }
 
