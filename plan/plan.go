@@ -171,11 +171,7 @@ func (o *Options) check() error {
 // with the setting's defences, the threat's attacks and tuned_known, no
 // baseline (it would read the test split) and the step cap.
 func (o *Options) runConfig(s Setting, attacks []string) config.Config {
-	c := o.Base
-	c.Layers = slices.Clone(c.Layers)
-	c.Protect, c.Params = s.Protect, maps.Clone(s.Params)
-	c.Attacks = slices.Clone(attacks)
-	c.TunedKnown = o.Threat.Known
+	c := o.recommendedConfig(s, attacks)
 	c.Baseline = false
 	c.Out, c.Dump, c.DumpBatches = "", "", 0
 	limit := o.MaxSteps

@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -12,8 +13,6 @@ import (
 
 	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
-	"github.com/splitguard/splitguard/metrics"
-	"github.com/splitguard/splitguard/nn"
 	"github.com/splitguard/splitguard/rundir"
 	"github.com/splitguard/splitguard/tensor"
 )
@@ -121,17 +120,8 @@ func TestReplayDetectorStopsAFreeRiderCleanly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, load := range map[string]func(*os.File) error{
-		rundir.BottomModelFile: func(f *os.File) error { return bottom.Load(f) },
-		rundir.TopModelFile:    func(f *os.File) error { return top.Load(f) }} {
-		f, err := os.Open(filepath.Join(cfg.Out, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := load(f); err != nil {
-			t.Errorf("%s does not load: %v", name, err)
-		}
-		f.Close()
+	if err := loadSaved(cfg.Out, bottom, top); err != nil {
+		t.Errorf("the saved models do not load: %v", err)
 	}
 }
 
@@ -207,17 +197,8 @@ func checkAUCWithout(t *testing.T, cfg config.Config, want float64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, load := range map[string]func(*os.File) error{
-		rundir.BottomModelFile: func(f *os.File) error { return bottom.Load(f) },
-		rundir.TopModelFile:    func(f *os.File) error { return top.Load(f) }} {
-		f, err := os.Open(filepath.Join(cfg.Out, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := load(f); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
+	if err := loadSaved(cfg.Out, bottom, top); err != nil {
+		t.Fatal(err)
 	}
 	px, ax, err := r.SplitFeatures(val.X)
 	if err != nil {
@@ -247,14 +228,25 @@ func checkAUCWithout(t *testing.T, cfg config.Config, want float64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	probs := make([]float32, len(logits))
-	nn.Sigmoid(probs, logits)
-	scores := make([]float64, len(probs))
-	for i, p := range probs {
-		scores[i] = float64(p)
-	}
-	got, _ := metrics.AUC(scores, val.Labels, nil)
+	got := logitAUC(logits, val.Labels)
 	if math.Abs(got-want) > 1e-6 {
 		t.Errorf("validation AUC without the passive party: recomputed %.6f, the run's %.6f", got, want)
 	}
+}
+
+// loadSaved loads a run directory's saved bottom and top models into
+// bottom and top.
+func loadSaved(dir string, bottom, top interface{ Load(io.Reader) error }) error {
+	for name, m := range map[string]interface{ Load(io.Reader) error }{rundir.BottomModelFile: bottom, rundir.TopModelFile: top} {
+		f, err := os.Open(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		err = m.Load(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
 }

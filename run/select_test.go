@@ -119,13 +119,7 @@ func TestSelectedModelIsTheBestOnValidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	probs := make([]float32, len(logits))
-	nn.Sigmoid(probs, logits)
-	scores := make([]float64, len(probs))
-	for i, p := range probs {
-		scores[i] = float64(p)
-	}
-	auc, _ := metrics.AUC(scores, val.Labels, nil)
+	auc := logitAUC(logits, val.Labels)
 	if math.Abs(auc-best) > 1e-9 {
 		t.Fatalf("the saved models give validation AUC %v, the selected evaluation %v", auc, best)
 	}
@@ -267,4 +261,17 @@ func TestEvalSlicesChangeNothing(t *testing.T) {
 	if len(got[0]) < 2 || string(a) != string(b) {
 		t.Fatalf("evaluation records differ between 8,192-row and 1,000-row messages:\n%s\n%s", a, b)
 	}
+}
+
+// logitAUC is the exact AUC of the sigmoid of logits against labels, as
+// an evaluation scores a split.
+func logitAUC(logits []float32, labels []uint8) float64 {
+	probs := make([]float32, len(logits))
+	nn.Sigmoid(probs, logits)
+	scores := make([]float64, len(probs))
+	for i, p := range probs {
+		scores[i] = float64(p)
+	}
+	auc, _ := metrics.AUC(scores, labels, nil)
+	return auc
 }
