@@ -258,7 +258,7 @@ func Default() Config {
 		Format: "criteo", Sample: 1,
 		Model: "wdl", Layers: []int{128, 128, 128, 128, 128, 128}, EmbedDim: 4,
 		L2: 0.01, Seed: 1, EvalEvery: -1, EarlyStop: -1, ACEBins: 15, ValFrac: DefaultValFrac, Baseline: true,
-		Protect: "none", Attacks: []string{"norm"}, PositivesMinority: true,
+		Protect: protect.Reference(), Attacks: []string{"norm"}, PositivesMinority: true,
 		SynthPosRate: 0.25, PositiveClass: 1,
 		WireEmbedding: "f32", WireGradient: "f32",
 	}

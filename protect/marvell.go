@@ -265,3 +265,51 @@ func resize64(s []float64, n int) []float64 {
 	clear(s)
 	return s
 }
+
+// MarshalBinary implements Stateful: the last valid noise parameters, the
+// direction of Δ they were computed for and their per-batch figures.
+func (m *Marvell) MarshalBinary() ([]byte, error) {
+	w := &stateWriter{}
+	w.str(marvellStateTag)
+	w.flag(m.haveLast)
+	for _, v := range []float64{m.last.Lam10, m.last.Lam20, m.last.Lam11, m.last.Lam21, m.last.SumKL} {
+		w.f64(v)
+	}
+	w.u32(len(m.lastDir))
+	for _, v := range m.lastDir {
+		w.f64(v)
+	}
+	writeStats(w, m.lastStats)
+	return w.b, nil
+}
+
+// UnmarshalBinary implements Stateful.
+func (m *Marvell) UnmarshalBinary(data []byte) error {
+	r := &stateReader{b: data, what: "marvell"}
+	r.tag(marvellStateTag)
+	have := r.flag()
+	var vals [5]float64
+	for i := range vals {
+		vals[i] = r.f64()
+	}
+	n := r.u32()
+	if n > len(r.b)/8 {
+		r.err = errShortState
+	}
+	var dir []float64
+	for range n {
+		if r.err != nil {
+			break
+		}
+		dir = append(dir, r.f64())
+	}
+	stats := readStats(r)
+	if err := r.done(); err != nil {
+		return err
+	}
+	m.haveLast = have
+	m.last.Lam10, m.last.Lam20, m.last.Lam11, m.last.Lam21, m.last.SumKL = vals[0], vals[1], vals[2], vals[3], vals[4]
+	m.lastDir = dir
+	m.lastStats = stats
+	return nil
+}
