@@ -251,7 +251,7 @@ type loader struct {
 	implicitSet bool
 	thirdLabel  string
 	thirdLine   int64
-	imputeMean  bool // csv: a missing numeric cell takes the training mean
+	imputeMean  bool // the format's ImputeMean: a missing numeric cell takes the training mean
 
 	// size is the table's size in bytes when known (an uncompressed
 	// file), else 0; reserved is set once the parts' slices were sized
@@ -384,7 +384,8 @@ func (l *loader) run() error {
 		}
 		det.apply()
 	}
-	l.imputeMean = l.o.Format == FormatCSV
+	tf, _ := LookupTableFormat(l.o.Format)
+	l.imputeMean = tf.ImputeMean
 	if l.enc != nil {
 		if err := l.setupEncoding(); err != nil {
 			return err

@@ -36,6 +36,7 @@ func pluginNames() map[string][]string {
 	add("free-riding mode", integrity.TamperNames())
 	add("integrity detector", integrity.DetectorNames())
 	add("image format", data.ImageFormats())
+	add("table format", data.TableFormats())
 	return out
 }
 
@@ -45,6 +46,7 @@ func pluginNames() map[string][]string {
 var nameAllowed = map[string]string{
 	// defaults of a configuration and of a flag, the values a user gets
 	// without choosing
+	"config/config.go|criteo":                          "the default table format",
 	"config/config.go|norm":                            "the default attack",
 	"cmd/splitguard/attack_features.go|inverse_linear": "the default of --feature-attacks",
 	// the demonstration's chosen example
