@@ -16,6 +16,7 @@ import (
 	"github.com/splitguard/splitguard/data"
 	_ "github.com/splitguard/splitguard/data/images" // registers the image sets
 	"github.com/splitguard/splitguard/integrity"
+	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/protect"
 )
 
@@ -37,6 +38,7 @@ func pluginNames() map[string][]string {
 	add("integrity detector", integrity.DetectorNames())
 	add("image format", data.ImageFormats())
 	add("table format", data.TableFormats())
+	add("model", model.Kinds())
 	return out
 }
 
@@ -47,6 +49,9 @@ var nameAllowed = map[string]string{
 	// defaults of a configuration and of a flag, the values a user gets
 	// without choosing
 	"config/config.go|criteo":                          "the default table format",
+	"config/config.go|wdl":                             "the default model",
+	"cmd/splitguard/bench.go|wdl":                      "the default of bench --model, and its step harness's key",
+	"cmd/splitguard/bench.go|cnn":                      "the key of bench --model's CNN step harness",
 	"config/config.go|norm":                            "the default attack",
 	"cmd/splitguard/attack_features.go|inverse_linear": "the default of --feature-attacks",
 	// the demonstration's chosen example
