@@ -2,9 +2,9 @@ package data
 
 import (
 	"fmt"
-	"slices"
 	"strings"
-	"sync"
+
+	"github.com/splitguard/splitguard/internal/registry"
 )
 
 // TableFormat is a table format's entry in the registry: what [Load] and
@@ -54,10 +54,7 @@ type TableFormat struct {
 	Looks func(first [][]byte, delim byte) string
 }
 
-var tableFormats struct {
-	sync.RWMutex
-	m map[string]TableFormat
-}
+var tableFormats registry.Map[TableFormat]
 
 // RegisterTableFormat makes [Load] and [Inspect] read f.Name. It is meant
 // to be called from the init function of the file that implements the
@@ -67,36 +64,16 @@ func RegisterTableFormat(f TableFormat) {
 	if f.Name == "" || f.Name != strings.ToLower(strings.TrimSpace(f.Name)) || f.Delimiter == nil {
 		panic(fmt.Sprintf("data: RegisterTableFormat(%q): want a lower-case name and a Delimiter", f.Name))
 	}
-	tableFormats.Lock()
-	defer tableFormats.Unlock()
-	if _, dup := tableFormats.m[f.Name]; dup {
+	if !tableFormats.Add(f.Name, f) {
 		panic(fmt.Sprintf("data: table format %q registered twice", f.Name))
 	}
-	if tableFormats.m == nil {
-		tableFormats.m = make(map[string]TableFormat)
-	}
-	tableFormats.m[f.Name] = f
 }
 
 // LookupTableFormat returns the registered table format called name.
-func LookupTableFormat(name string) (TableFormat, bool) {
-	tableFormats.RLock()
-	defer tableFormats.RUnlock()
-	f, ok := tableFormats.m[name]
-	return f, ok
-}
+func LookupTableFormat(name string) (TableFormat, bool) { return tableFormats.Lookup(name) }
 
 // TableFormats returns the names of the registered table formats, sorted.
-func TableFormats() []string {
-	tableFormats.RLock()
-	defer tableFormats.RUnlock()
-	names := make([]string, 0, len(tableFormats.m))
-	for n := range tableFormats.m {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+func TableFormats() []string { return tableFormats.Names() }
 
 // tableFormat returns the registered format called name, or an error
 // listing the registered ones.

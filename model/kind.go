@@ -2,11 +2,11 @@ package model
 
 import (
 	"fmt"
-	"slices"
 	"strings"
-	"sync"
 
 	"github.com/splitguard/splitguard/data"
+
+	"github.com/splitguard/splitguard/internal/registry"
 )
 
 // Settings are what a model kind's constructors read: the deep table
@@ -43,10 +43,7 @@ type Kind struct {
 	CutDim func(s Settings) int
 }
 
-var kinds struct {
-	sync.RWMutex
-	m map[string]Kind
-}
+var kinds registry.Map[Kind]
 
 // RegisterKind adds a model kind to the registry. It panics when the name
 // is empty or taken or a constructor is missing: programming errors.
@@ -54,36 +51,16 @@ func RegisterKind(k Kind) {
 	if k.Name == "" || k.NewBottom == nil || k.NewTop == nil || k.CutDim == nil {
 		panic(fmt.Sprintf("model: RegisterKind(%q): want a name, NewBottom, NewTop and CutDim", k.Name))
 	}
-	kinds.Lock()
-	defer kinds.Unlock()
-	if _, dup := kinds.m[k.Name]; dup {
+	if !kinds.Add(k.Name, k) {
 		panic(fmt.Sprintf("model: kind %q registered twice", k.Name))
 	}
-	if kinds.m == nil {
-		kinds.m = map[string]Kind{}
-	}
-	kinds.m[k.Name] = k
 }
 
 // LookupKind returns the model kind registered under name.
-func LookupKind(name string) (Kind, bool) {
-	kinds.RLock()
-	defer kinds.RUnlock()
-	k, ok := kinds.m[name]
-	return k, ok
-}
+func LookupKind(name string) (Kind, bool) { return kinds.Lookup(name) }
 
 // Kinds returns the registered kinds' names, sorted.
-func Kinds() []string {
-	kinds.RLock()
-	defer kinds.RUnlock()
-	names := make([]string, 0, len(kinds.m))
-	for n := range kinds.m {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+func Kinds() []string { return kinds.Names() }
 
 // KindsWhere returns the names of the registered kinds for which keep
 // holds, sorted.

@@ -43,18 +43,7 @@ func TestReference(t *testing.T) {
 		{"add-on", Spec{Name: "test_ref_a", Role: AddOn, NewLoss: func(Params) (LossTerm, error) { return nil, nil }, Color: 0x010205, Reference: true,
 			Params: []Param{{Key: "test_ref_a_x", Min: 0, Max: 1}}}, "must be a gradient protection"},
 	} {
-		func() {
-			defer func() {
-				r := recover()
-				if msg, _ := r.(string); !strings.Contains(msg, c.want) {
-					t.Errorf("%s: Register panicked with %v, want %q", c.name, r, c.want)
-				}
-			}()
-			Register(c.spec)
-		}()
-		if _, ok := Lookup(c.spec.Name); ok {
-			t.Errorf("%s: %q entered the registry", c.name, c.spec.Name)
-		}
+		wantRefused(t, c.name, c.spec, c.want)
 	}
 	if got := Reference(); got != "none" {
 		t.Errorf("after the refusals Reference() = %q, want none", got)
@@ -71,5 +60,23 @@ func TestReference(t *testing.T) {
 	}
 	if !slices.Equal(out.Data, []float32{1, -2, 3, 0.5}) {
 		t.Errorf("the reference changed the gradient: %v, want [1 -2 3 0.5]", out.Data)
+	}
+}
+
+// wantRefused checks that Register panics on spec with a message holding
+// want (case name) and leaves the registry without it.
+func wantRefused(t *testing.T, name string, spec Spec, want string) {
+	t.Helper()
+	func() {
+		defer func() {
+			r := recover()
+			if msg, _ := r.(string); !strings.Contains(msg, want) {
+				t.Errorf("%s: Register panicked with %v, want %q", name, r, want)
+			}
+		}()
+		Register(spec)
+	}()
+	if _, ok := Lookup(spec.Name); ok {
+		t.Errorf("%s: %q entered the registry", name, spec.Name)
 	}
 }
