@@ -171,7 +171,7 @@ func sameFloat(a, b float64) bool { return a == b || (math.IsNaN(a) && math.IsNa
 // serving Prometheus metrics on an ephemeral port, scrapes /metrics over
 // HTTP during the run and once more when the passive party ends it (all
 // steps done, the endpoint still up), parses the text format and checks
-// every metric the README promises against the run's own files: the step
+// every metric docs/DEPLOYMENT.md promises against the run's own files: the step
 // counter against batches.jsonl's line count, the loss and per-attack leak
 // AUCs against its last line, the running 95% quantiles against the
 // nearest-rank quantile of its leak columns (and summary.json), the test

@@ -1,5 +1,5 @@
 // Command splitguard runs two-party split learning, attacks it the way the
-// label-leakage papers do, and protects it. See the README for a tour.
+// label-leakage papers do, and protects it. See the README for a tour and docs/CLI.md for every command.
 package main
 
 import (
