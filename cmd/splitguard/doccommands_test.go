@@ -194,3 +194,39 @@ func checkCommandLine(args []string) error {
 	}
 	return nil
 }
+
+// docTranscript is a command shown with its output in an untagged block:
+// "$ splitguard …" on the first line, what it prints below.
+type docTranscript struct {
+	docCommand
+	output string
+}
+
+// transcripts returns the untagged fenced blocks of a page whose first
+// line is "$ splitguard …".
+func transcripts(file, markdown string) ([]docTranscript, error) {
+	var out []docTranscript
+	lines := strings.Split(markdown, "\n")
+	for i := 0; i < len(lines); i++ {
+		if strings.TrimSpace(lines[i]) != "```" || i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], "$ splitguard ") {
+			if strings.HasPrefix(strings.TrimSpace(lines[i]), "```") {
+				// skip any other block whole, so that its closing fence is
+				// not taken for an opening one
+				for i++; i < len(lines) && strings.TrimSpace(lines[i]) != "```"; i++ {
+				}
+			}
+			continue
+		}
+		start := i + 2
+		cmds, err := splitShellLine(strings.TrimPrefix(lines[i+1], "$ "))
+		if err != nil || len(cmds) != 1 {
+			return nil, fmt.Errorf("%s:%d: not one command: %q", file, start, lines[i+1])
+		}
+		var body []string
+		for i += 2; i < len(lines) && strings.TrimSpace(lines[i]) != "```"; i++ {
+			body = append(body, lines[i])
+		}
+		out = append(out, docTranscript{docCommand{file, start, cmds[0]}, strings.Join(body, "\n") + "\n"})
+	}
+	return out, nil
+}

@@ -171,6 +171,39 @@ func TestShellCommands(t *testing.T) {
 	}
 }
 
+// TestDocTranscripts runs every "$ splitguard …" block of the docs and
+// compares what it prints with the lines shown below it, exactly: an
+// example's output cannot go stale.
+func TestDocTranscripts(t *testing.T) {
+	n := 0
+	for _, page := range docPages(t) {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(repoRoot, page)
+		ts, err := transcripts(rel, string(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tr := range ts {
+			n++
+			args, _ := tr.splitguardArgs()
+			out, err := runCLI(t, args...)
+			if err != nil {
+				t.Errorf("%s: %v", tr.docCommand, err)
+				continue
+			}
+			if out != tr.output {
+				t.Errorf("%s prints\n%s\nthe page shows\n%s", tr.docCommand, out, tr.output)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("no $ splitguard transcript found in the docs (docs/CLI.md shows marvell expect's)")
+	}
+}
+
 // readmeRunnable are the README's commands that run for real in
 // TestREADMECommandsRun, in a scratch directory, in the order the README
 // gives them (train capped at a few steps); the others (the two parties,
