@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -303,6 +304,27 @@ func TestMetricsEndpoint(t *testing.T) {
 		}
 		if f.GetType() != typ {
 			t.Errorf("metric %s is a %v, want a %v", name, f.GetType(), typ)
+		}
+	}
+
+	// The page that documents the metrics names every one the endpoint
+	// serves, and no other.
+	page, err := os.ReadFile(filepath.Join("..", "docs", "DEPLOYMENT.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\bsplitguard_[a-z0-9_]+`).FindAllString(string(page), -1) {
+		documented[m] = true
+	}
+	for name := range final {
+		if !documented[name] {
+			t.Errorf("metric %s is served but docs/DEPLOYMENT.md does not name it", name)
+		}
+	}
+	for name := range documented {
+		if final[name] == nil {
+			t.Errorf("docs/DEPLOYMENT.md names metric %s, which is not served", name)
 		}
 	}
 
