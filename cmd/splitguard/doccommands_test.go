@@ -230,3 +230,42 @@ func transcripts(file, markdown string) ([]docTranscript, error) {
 	}
 	return out, nil
 }
+
+var (
+	mdLink    = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	mdHeading = regexp.MustCompile(`(?m)^#{1,6} +(.+?) *$`)
+	slugDrop  = regexp.MustCompile(`[^\p{L}\p{N} _-]`)
+)
+
+// headingAnchors returns the anchors GitHub gives a Markdown page's
+// headings: lower case, punctuation dropped, spaces made hyphens (code
+// blocks' comment lines are not headings).
+func headingAnchors(markdown string) map[string]bool {
+	anchors := map[string]bool{}
+	inCode := false
+	for _, line := range strings.Split(markdown, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			inCode = !inCode
+			continue
+		}
+		if m := mdHeading.FindStringSubmatch(line); m != nil && !inCode {
+			slug := strings.ReplaceAll(slugDrop.ReplaceAllString(strings.ToLower(m[1]), ""), " ", "-")
+			anchors[slug] = true
+		}
+	}
+	return anchors
+}
+
+// localLinks returns the targets of a page's links that point into the
+// repository (not http:, https: or mailto:).
+func localLinks(markdown string) []string {
+	var out []string
+	for _, m := range mdLink.FindAllStringSubmatch(markdown, -1) {
+		target := m[1]
+		if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+			continue
+		}
+		out = append(out, target)
+	}
+	return out
+}

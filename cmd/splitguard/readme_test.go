@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // repoRoot is the module's root, seen from this package's directory.
@@ -202,6 +204,67 @@ func TestDocTranscripts(t *testing.T) {
 	if n == 0 {
 		t.Error("no $ splitguard transcript found in the docs (docs/CLI.md shows marvell expect's)")
 	}
+}
+
+// TestDocLinks checks every link of the README and the docs/ pages that
+// points into the repository: the file or folder exists and, for a link
+// to a heading (#anchor), the page has that heading.
+func TestDocLinks(t *testing.T) {
+	n := 0
+	for _, page := range docPages(t) {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(repoRoot, page)
+		for _, link := range localLinks(string(b)) {
+			n++
+			path, anchor, _ := strings.Cut(link, "#")
+			target := page
+			if path != "" {
+				target = filepath.Join(filepath.Dir(page), path)
+			}
+			if _, err := os.Stat(target); err != nil {
+				t.Errorf("%s: link %s: %v", rel, link, err)
+				continue
+			}
+			if anchor == "" || !strings.HasSuffix(target, ".md") {
+				continue
+			}
+			tb, err := os.ReadFile(target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !headingAnchors(string(tb))[anchor] {
+				t.Errorf("%s: link %s: no heading with anchor #%s in %s", rel, link, anchor, path)
+			}
+		}
+	}
+	if n < 20 {
+		t.Errorf("found %d links in the docs, expected at least 20", n)
+	}
+}
+
+// TestCLIPageNamesEveryCommand checks that docs/CLI.md, the command
+// reference, names every command of the tree.
+func TestCLIPageNamesEveryCommand(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "docs", "CLI.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Hidden || c.Name() == "help" || c.Name() == "completion" {
+			return
+		}
+		if c.HasParent() && c.Runnable() && !strings.Contains(string(b), "`"+c.CommandPath()+"`") {
+			t.Errorf("docs/CLI.md does not name `%s` (%s)", c.CommandPath(), c.Short)
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCmd())
 }
 
 // readmeRunnable are the README's commands that run for real in
