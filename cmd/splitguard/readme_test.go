@@ -15,32 +15,43 @@ import (
 // repoRoot is the module's root, seen from this package's directory.
 const repoRoot = "../.."
 
-// docPages are the Markdown pages whose ```sh commands are checked: the
+// docPage is a Markdown page of the docs: its path from this package,
+// its path in the repository and its text.
+type docPage struct{ path, rel, text string }
+
+// docPages reads the pages whose commands and links are checked: the
 // README and every page under docs/.
-func docPages(t *testing.T) []string {
+func docPages(t *testing.T) []docPage {
 	t.Helper()
-	pages := []string{filepath.Join(repoRoot, "README.md")}
+	paths := []string{filepath.Join(repoRoot, "README.md")}
 	for _, pattern := range []string{"docs/*.md", "docs/methods/*.md"} {
 		m, err := filepath.Glob(filepath.Join(repoRoot, pattern))
 		if err != nil {
 			t.Fatal(err)
 		}
-		pages = append(pages, m...)
+		paths = append(paths, m...)
 	}
-	if len(pages) < 5 {
-		t.Fatalf("found only %v: is the test run from cmd/splitguard?", pages)
+	if len(paths) < 5 {
+		t.Fatalf("found only %v: is the test run from cmd/splitguard?", paths)
+	}
+	pages := make([]docPage, len(paths))
+	for i, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(repoRoot, p)
+		pages[i] = docPage{p, rel, string(b)}
 	}
 	return pages
 }
 
-func pageCommands(t *testing.T, page string) []docCommand {
+// readme is README.md as a docPage.
+func readme(t *testing.T) docPage { return docPages(t)[0] }
+
+func pageCommands(t *testing.T, page docPage) []docCommand {
 	t.Helper()
-	b, err := os.ReadFile(page)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rel, _ := filepath.Rel(repoRoot, page)
-	cmds, err := shellCommands(rel, string(b))
+	cmds, err := shellCommands(page.rel, page.text)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,11 +61,7 @@ func pageCommands(t *testing.T, page string) []docCommand {
 // TestREADMEIsShort holds the README to what a newcomer reads in one go;
 // the detail lives in docs/.
 func TestREADMEIsShort(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := strings.Count(string(b), "\n"); n > 200 {
+	if n := strings.Count(readme(t).text, "\n"); n > 200 {
 		t.Errorf("README.md has %d lines, more than 200: move detail into a docs/ page", n)
 	}
 }
@@ -71,7 +78,7 @@ func TestREADMETestCommandIsCIs(t *testing.T) {
 		ciLines[strings.Join(strings.Fields(l), " ")] = true
 	}
 	n := 0
-	for _, c := range pageCommands(t, filepath.Join(repoRoot, "README.md")) {
+	for _, c := range pageCommands(t, readme(t)) {
 		if len(c.words) >= 2 && c.words[0] == "go" && c.words[1] == "test" {
 			n++
 			if line := strings.Join(c.words, " "); !ciLines[line] {
@@ -179,12 +186,7 @@ func TestShellCommands(t *testing.T) {
 func TestDocTranscripts(t *testing.T) {
 	n := 0
 	for _, page := range docPages(t) {
-		b, err := os.ReadFile(page)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rel, _ := filepath.Rel(repoRoot, page)
-		ts, err := transcripts(rel, string(b))
+		ts, err := transcripts(page.rel, page.text)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,20 +214,15 @@ func TestDocTranscripts(t *testing.T) {
 func TestDocLinks(t *testing.T) {
 	n := 0
 	for _, page := range docPages(t) {
-		b, err := os.ReadFile(page)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rel, _ := filepath.Rel(repoRoot, page)
-		for _, link := range localLinks(string(b)) {
+		for _, link := range localLinks(page.text) {
 			n++
 			path, anchor, _ := strings.Cut(link, "#")
-			target := page
+			target := page.path
 			if path != "" {
-				target = filepath.Join(filepath.Dir(page), path)
+				target = filepath.Join(filepath.Dir(page.path), path)
 			}
 			if _, err := os.Stat(target); err != nil {
-				t.Errorf("%s: link %s: %v", rel, link, err)
+				t.Errorf("%s: link %s: %v", page.rel, link, err)
 				continue
 			}
 			if anchor == "" || !strings.HasSuffix(target, ".md") {
@@ -236,7 +233,7 @@ func TestDocLinks(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !headingAnchors(string(tb))[anchor] {
-				t.Errorf("%s: link %s: no heading with anchor #%s in %s", rel, link, anchor, path)
+				t.Errorf("%s: link %s: no heading with anchor #%s in %s", page.rel, link, anchor, path)
 			}
 		}
 	}
@@ -283,7 +280,7 @@ func TestREADMECommandsRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains models")
 	}
-	cmds := pageCommands(t, filepath.Join(repoRoot, "README.md"))
+	cmds := pageCommands(t, readme(t))
 	t.Chdir(t.TempDir())
 	writeCustomers(t, "customers.csv", 400)
 	ran := map[string]int{}
