@@ -20,11 +20,11 @@ const repoRoot = "../.."
 type docPage struct{ path, rel, text string }
 
 // docPages reads the pages whose commands and links are checked: the
-// README and every page under docs/.
+// README, every page under docs/ and the experiments' notes.
 func docPages(t *testing.T) []docPage {
 	t.Helper()
 	paths := []string{filepath.Join(repoRoot, "README.md")}
-	for _, pattern := range []string{"docs/*.md", "docs/methods/*.md"} {
+	for _, pattern := range []string{"docs/*.md", "docs/methods/*.md", "experiments/*.md"} {
 		m, err := filepath.Glob(filepath.Join(repoRoot, pattern))
 		if err != nil {
 			t.Fatal(err)
@@ -91,8 +91,8 @@ func TestREADMETestCommandIsCIs(t *testing.T) {
 	}
 }
 
-// TestDocCommandsParse checks every splitguard command line of the README
-// and the docs/ pages against the real command tree: the subcommand exists,
+// TestDocCommandsParse checks every splitguard command line of the README,
+// the docs/ pages and the experiments' notes against the real command tree: the subcommand exists,
 // every flag is one of its flags with a value of its type, and it has as
 // many positional arguments as it takes. Nothing is executed.
 func TestDocCommandsParse(t *testing.T) {
