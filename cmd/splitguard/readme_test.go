@@ -92,9 +92,10 @@ func TestREADMETestCommandIsCIs(t *testing.T) {
 }
 
 // TestDocCommandsParse checks every splitguard command line of the README,
-// the docs/ pages and the experiments' notes against the real command tree: the subcommand exists,
-// every flag is one of its flags with a value of its type, and it has as
-// many positional arguments as it takes. Nothing is executed.
+// the docs/ pages and the experiments' notes against the real command
+// tree: the subcommand exists, every flag is one of its flags with a value
+// of its type, and it has as many positional arguments as it takes.
+// Nothing is executed.
 func TestDocCommandsParse(t *testing.T) {
 	total := 0
 	for _, page := range docPages(t) {
@@ -208,8 +209,8 @@ func TestDocTranscripts(t *testing.T) {
 	}
 }
 
-// TestDocLinks checks every link of the README and the docs/ pages that
-// points into the repository: the file or folder exists and, for a link
+// TestDocLinks checks every link of the pages (docPages) that points into
+// the repository: the file or folder exists and, for a link
 // to a heading (#anchor), the page has that heading.
 func TestDocLinks(t *testing.T) {
 	n := 0
