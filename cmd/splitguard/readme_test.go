@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -343,5 +344,60 @@ func writeCustomers(t *testing.T, name string, rows int) {
 	}
 	if err := os.WriteFile(name, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// foreignFlags are flags the docs give to other programs (bench/paired.py,
+// the PyTorch benchmarks, sbatch), not to splitguard.
+var foreignFlags = map[string]bool{"--runs": true, "--threads": true, "--a": true, "--b": true, "--requeue": true}
+
+// TestDocFlagsExist checks every --flag the pages name, in prose as in
+// commands, against the flags of the whole command tree (hidden spellings
+// included), so that a renamed or removed flag cannot linger in the docs.
+// A name ending in "-" ("--mid-…") stands for the flags it begins.
+func TestDocFlagsExist(t *testing.T) {
+	var cmds []*cobra.Command
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		cmds = append(cmds, c)
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCmd())
+	var usages strings.Builder
+	for _, c := range cmds {
+		usages.WriteString(c.Flags().FlagUsages())
+		usages.WriteString(c.PersistentFlags().FlagUsages())
+	}
+	exists := func(flag string) bool {
+		if flag == "--help" || flag == "--version" {
+			return true
+		}
+		name := strings.TrimPrefix(flag, "--")
+		if strings.HasSuffix(name, "-") {
+			return strings.Contains(usages.String(), " --"+name)
+		}
+		for _, c := range cmds {
+			if c.Flags().Lookup(name) != nil || c.PersistentFlags().Lookup(name) != nil {
+				return true
+			}
+		}
+		return false
+	}
+	flagRE := regexp.MustCompile(`(?:^|[\s\x60(\[|])(--[a-z][a-z0-9-]*)`)
+	n := 0
+	for _, page := range docPages(t) {
+		for i, line := range strings.Split(page.text, "\n") {
+			for _, m := range flagRE.FindAllStringSubmatch(line, -1) {
+				n++
+				if f := m[1]; !foreignFlags[f] && !exists(f) {
+					t.Errorf("%s:%d: %s is no flag of any splitguard command", page.rel, i+1, f)
+				}
+			}
+		}
+	}
+	if n < 100 {
+		t.Errorf("found %d flags in the docs, expected hundreds", n)
 	}
 }
