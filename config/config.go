@@ -1,7 +1,11 @@
 // Package config is the configuration of a training run and the one place
 // that builds what a configuration names: the data options and loaders,
-// the split model (both halves or either), the defences (from package
-// protect's registry) and the auditor (from package attack's registry).
+// the vertical split of a table's columns, the split model (both halves or
+// either), the defences (from package protect's registry), the auditor
+// (from package attack's registry), the feature attacks (attack/feature's
+// registry), and the free-riding mode and integrity guard (integrity's
+// registries). [Marshal] writes a configuration as the config.yaml a run
+// directory holds, which [LoadYAML] reads back.
 // The in-process simulation (package run), the two-party deployment
 // (package netrun), inference, sweeps and benchmarks all build through it,
 // so one configuration gives the same run in every mode.
