@@ -237,7 +237,6 @@ func RunStreamUint64(ids []uint64, opt StreamOptions, call func(*Request) (*Resp
 		return nil, err
 	}
 	defer p.close()
-	opt = p.opt
 	resp, err := call(&Request{Round: RoundStreamHello, Digest: binary.BigEndian.AppendUint64(nil, uint64(len(ids)))})
 	if err != nil {
 		return nil, fmt.Errorf("psi: hello: %w", err)
@@ -245,10 +244,41 @@ func RunStreamUint64(ids []uint64, opt StreamOptions, call func(*Request) (*Resp
 	if resp == nil || resp.Round != RoundStreamHello || len(resp.Digest) != 8 {
 		return nil, fmt.Errorf("psi: initiator: expected the answer to hello, got %s", describeResponse(resp))
 	}
+	return streamAfterHello(p, binary.BigEndian.Uint64(resp.Digest), call)
+}
+
+// RunAlignUint64 is the initiator of either protocol, as the responder
+// answers the hello: the two-party streamed protocol (RunStreamUint64)
+// when it answers as a StreamResponder, the hub protocol (hub.go) when it
+// answers as a Hub of several passive parties. Either way it returns the
+// sorted intersection of every party's IDs.
+func RunAlignUint64(ids []uint64, opt StreamOptions, call func(*Request) (*Response, error)) ([]uint64, error) {
+	p, err := newStreamParty(ids, opt)
+	if err != nil {
+		return nil, err
+	}
+	defer p.close()
+	resp, err := call(&Request{Round: RoundStreamHello, Digest: binary.BigEndian.AppendUint64(nil, uint64(len(ids)))})
+	if err != nil {
+		return nil, fmt.Errorf("psi: hello: %w", err)
+	}
+	if resp == nil || (resp.Round != RoundStreamHello && resp.Round != RoundHubHello) || len(resp.Digest) != 8 {
+		return nil, fmt.Errorf("psi: initiator: expected the answer to hello, got %s", describeResponse(resp))
+	}
 	nY := binary.BigEndian.Uint64(resp.Digest)
+	if resp.Round == RoundHubHello {
+		return runHub(p, nY, call)
+	}
+	return streamAfterHello(p, nY, call)
+}
+
+// streamAfterHello is the initiator of the streamed protocol after the
+// hello, whose answer announced nY responder IDs.
+func streamAfterHello(p *streamParty, nY uint64, call func(*Request) (*Response, error)) ([]uint64, error) {
 	if err := p.openSpill(nY); err != nil {
 		return nil, err
 	}
+	ids, opt := p.ids, p.opt
 	n := uint64(len(ids))
 	chunk := uint64(opt.Chunk)
 	out := make([][]byte, chunk)
@@ -308,7 +338,7 @@ func RunStreamUint64(ids []uint64, opt StreamOptions, call func(*Request) (*Resp
 	if err != nil {
 		return nil, err
 	}
-	resp, err = call(&Request{Round: RoundStreamFinish, Digest: d})
+	resp, err := call(&Request{Round: RoundStreamFinish, Digest: d})
 	if err != nil {
 		return nil, fmt.Errorf("psi: finish: %w", err)
 	}
