@@ -17,9 +17,13 @@ package psi
 //	         R → I  Response{RoundHubResult, Elements: the next chunk of the
 //	                  full intersection (8-byte big-endian IDs, ascending),
 //	                  none at the end}
+//	                or Response{RoundHubWait} (ask again)
 //
-// The first result request waits until every passive's pairwise
-// intersection is known. What each party learns (semi-honest parties, DDH
+// A result request waits until every passive's pairwise intersection is
+// known, at most Hub.Poll; then the hub answers RoundHubWait and the
+// passive asks again at once (a long poll), so that a passive whose set
+// is small does not run into its transport's call timeout while the
+// others are still sending theirs. What each party learns (semi-honest parties, DDH
 // in ristretto255, H a random oracle):
 //
 //   - the hub: |X_k| and Y ∩ X_k for every passive k — which of its own IDs
@@ -42,6 +46,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/gtank/ristretto255"
 )
@@ -53,7 +58,12 @@ const (
 	RoundHubX      = 21
 	RoundHubY      = 22
 	RoundHubResult = 23
+	RoundHubWait   = 24
 )
+
+// DefaultHubPoll is how long a result request waits for the other
+// passives before the hub answers RoundHubWait.
+const DefaultHubPoll = 10 * time.Second
 
 // ErrHubClosed is the error of requests after Hub.Close.
 var ErrHubClosed = errors.New("psi: hub: closed")
@@ -62,6 +72,10 @@ var ErrHubClosed = errors.New("psi: hub: closed")
 // parties, numbered 0..K-1. It is safe for concurrent use: each passive's
 // requests go to Handle with its number, in the protocol's order.
 type Hub struct {
+	// Poll bounds how long one result request waits for the other
+	// passives (DefaultHubPoll when 0); set it before the first request.
+	Poll time.Duration
+
 	peers  []*hubPeer
 	joinMu sync.Mutex // one join at a time: memory of one spill partition
 
@@ -180,10 +194,18 @@ func (h *Hub) handle(ctx context.Context, k int, pe *hubPeer, req *Request) (*Re
 		h.contribute(pair)
 		fallthrough
 	case req.Round == RoundHubResult && pe.state == 2:
+		poll := h.Poll
+		if poll <= 0 {
+			poll = DefaultHubPoll
+		}
+		t := time.NewTimer(poll)
+		defer t.Stop()
 		select {
 		case <-h.done:
 		case <-h.failed:
 			return nil, h.failure()
+		case <-t.C:
+			return &Response{Round: RoundHubWait}, nil
 		case <-ctx.Done():
 			return nil, fmt.Errorf("psi: hub: waiting for the other passive parties: %w", ctx.Err())
 		}
@@ -366,6 +388,9 @@ func runHub(p *streamParty, nY uint64, call func(*Request) (*Response, error)) (
 		resp, err := call(&Request{Round: RoundHubResult})
 		if err != nil {
 			return nil, fmt.Errorf("psi: result at %d: %w", len(result), err)
+		}
+		if resp != nil && resp.Round == RoundHubWait && len(result) == 0 && len(resp.Elements) == 0 {
+			continue // the other passives are not done: ask again
 		}
 		if resp == nil || resp.Round != RoundHubResult {
 			return nil, fmt.Errorf("psi: initiator: expected a chunk of the result, got %s", describeResponse(resp))

@@ -342,3 +342,44 @@ func TestHubWhatEachPartySees(t *testing.T) {
 		t.Errorf("control: passives with one secret: the hub matched %d x elements, want |X1∩X2| = 250", n)
 	}
 }
+
+// TestHubLongPoll: a passive that finishes long before another is told to
+// ask again (RoundHubWait) instead of waiting past its call timeout, and
+// both get the intersection.
+func TestHubLongPoll(t *testing.T) {
+	hub, err := NewHub([]uint64{1, 2, 3, 4}, 2, StreamOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub.Poll = 20 * time.Millisecond
+	xs := [][]uint64{{2, 3, 9}, {3, 4, 2}}
+	waits := 0
+	got := make([][]uint64, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for k := range xs {
+		wg.Go(func() {
+			if k == 1 {
+				time.Sleep(300 * time.Millisecond)
+			}
+			got[k], errs[k] = RunAlignUint64(xs[k], StreamOptions{}, func(r *Request) (*Response, error) {
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond) // a call timeout
+				defer cancel()
+				resp, err := hub.Handle(ctx, k, r)
+				if k == 0 && err == nil && resp.Round == RoundHubWait {
+					waits++
+				}
+				return resp, err
+			})
+		})
+	}
+	wg.Wait()
+	for k := range xs {
+		if errs[k] != nil || !slices.Equal(got[k], []uint64{2, 3}) {
+			t.Errorf("passive %d: %v, %v; want [2 3]", k, got[k], errs[k])
+		}
+	}
+	if waits < 3 {
+		t.Errorf("passive 0 was told to wait %d times, want several (300 ms at 20 ms polls)", waits)
+	}
+}
