@@ -47,8 +47,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/gtank/ristretto255"
 )
 
 // Rounds of the hub protocol (the hello is the streamed protocol's
@@ -89,14 +87,9 @@ type Hub struct {
 
 // hubPeer is the hub's state with one passive.
 type hubPeer struct {
-	mu      sync.Mutex
-	p       *streamParty
+	mu sync.Mutex
+	answerer
 	state   int // 0 new, 1 hello answered, 2 pairwise known, 3 result sent
-	nX      uint64
-	gotX    uint64
-	sentY   uint64
-	pending []uint64 // IDs of the last y chunk sent
-	out     [][]byte
 	sentRes int // IDs of the result sent
 }
 
@@ -113,7 +106,7 @@ func NewHub(ids []uint64, passives int, opt StreamOptions) (*Hub, error) {
 		if err != nil {
 			return nil, err
 		}
-		h.peers = append(h.peers, &hubPeer{p: p})
+		h.peers = append(h.peers, &hubPeer{answerer: answerer{p: p, who: "hub"}})
 	}
 	return h, nil
 }
@@ -151,34 +144,24 @@ func (h *Hub) handle(ctx context.Context, k int, pe *hubPeer, req *Request) (*Re
 	}
 	switch {
 	case req.Round == RoundStreamHello && pe.state == 0:
-		if len(req.Digest) != 8 {
-			return nil, errors.New("psi: hub: hello without the initiator's set size")
-		}
-		pe.nX = binary.BigEndian.Uint64(req.Digest)
-		if err := pe.p.openSpill(pe.nX); err != nil {
+		if err := pe.hello(req); err != nil {
 			return nil, err
 		}
 		pe.state = 1
 		return &Response{Round: RoundHubHello, Digest: binary.BigEndian.AppendUint64(nil, uint64(len(pe.p.ids)))}, nil
 	case req.Round == RoundHubX && pe.state == 1:
-		pe.gotX += uint64(len(req.Elements))
-		if pe.gotX > pe.nX {
-			return nil, fmt.Errorf("psi: hub: the initiator sent more than the %d elements it announced", pe.nX)
-		}
-		doubly, err := reblind(req.Elements, pe.p.secret, "hub: x chunk")
-		if err != nil {
+		if _, err := pe.takeX(req); err != nil {
 			return nil, err
-		}
-		for _, e := range doubly {
-			if err := pe.p.spill.add(tagTheirs, e, 0); err != nil {
-				return nil, err
-			}
 		}
 		return &Response{Round: RoundHubX}, nil
 	case req.Round == RoundHubY && pe.state == 1:
-		return pe.nextY(req)
+		own, err := pe.nextY(req)
+		if err != nil {
+			return nil, err
+		}
+		return &Response{Round: RoundHubY, Own: own}, nil
 	case req.Round == RoundHubResult && pe.state == 1:
-		if pe.gotX != pe.nX || pe.sentY != uint64(len(pe.p.ids)) || len(pe.pending) != 0 {
+		if !pe.allBack() {
 			return nil, fmt.Errorf("psi: hub: result requested after %d of %d x elements and before all %d own elements came back", pe.gotX, pe.nX, len(pe.p.ids))
 		}
 		h.joinMu.Lock()
@@ -221,38 +204,6 @@ func (h *Hub) handle(ctx context.Context, k int, pe *hubPeer, req *Request) (*Re
 		return &Response{Round: RoundHubResult, Elements: out}, nil
 	}
 	return nil, fmt.Errorf("psi: hub: passive %d: unexpected round %d in state %d", k, req.Round, pe.state)
-}
-
-// nextY takes the reblinded previous y chunk and sends the next one.
-func (pe *hubPeer) nextY(req *Request) (*Response, error) {
-	if pe.gotX != pe.nX {
-		return nil, fmt.Errorf("psi: hub: y chunks requested after %d of the %d announced x elements", pe.gotX, pe.nX)
-	}
-	if len(req.Elements) != len(pe.pending) {
-		return nil, fmt.Errorf("psi: hub: %d elements came back for a y chunk of %d", len(req.Elements), len(pe.pending))
-	}
-	for i, e := range req.Elements {
-		if err := ristretto255.NewElement().Decode(e); err != nil {
-			return nil, fmt.Errorf("psi: hub: returned y chunk: element %d (%d bytes): not a canonical ristretto255 encoding", i, len(e))
-		}
-		if err := pe.p.spill.add(tagMine, e, pe.pending[i]); err != nil {
-			return nil, err
-		}
-	}
-	chunk := pe.p.opt.Chunk
-	if pe.out == nil {
-		pe.out = make([][]byte, chunk)
-		for i := range pe.out {
-			pe.out[i] = make([]byte, 0, ElementSize)
-		}
-		pe.pending = make([]uint64, 0, chunk)
-	}
-	lo := pe.sentY
-	hi := min(lo+uint64(chunk), uint64(len(pe.p.ids)))
-	pe.pending = pe.pending[:hi-lo]
-	pe.p.blindChunk(lo, hi, pe.out, pe.pending)
-	pe.sentY = hi
-	return &Response{Round: RoundHubY, Own: pe.out[:hi-lo]}, nil
 }
 
 // contribute folds one passive's pairwise intersection (sorted) into the
@@ -342,47 +293,19 @@ func (h *Hub) Close() error {
 // runHub is the passive's side of the hub protocol after the hello, whose
 // answer announced nY hub IDs.
 func runHub(p *streamParty, nY uint64, call func(*Request) (*Response, error)) ([]uint64, error) {
-	n := uint64(len(p.ids))
-	chunk := uint64(p.opt.Chunk)
-	out := make([][]byte, chunk)
-	for i := range out {
-		out[i] = make([]byte, 0, ElementSize)
-	}
-	chunkIDs := make([]uint64, chunk)
-	for lo := uint64(0); lo < n; lo += chunk {
-		hi := min(lo+chunk, n)
-		p.blindChunk(lo, hi, out, chunkIDs)
-		resp, err := call(&Request{Round: RoundHubX, Elements: out[:hi-lo]})
-		if err != nil {
-			return nil, fmt.Errorf("psi: x chunk at %d: %w", lo, err)
-		}
+	err := p.sendX(call, RoundHubX, func(resp *Response, lo uint64, _ []uint64) error {
 		if resp == nil || resp.Round != RoundHubX || len(resp.Elements) != 0 || len(resp.Own) != 0 {
-			return nil, fmt.Errorf("psi: initiator: x chunk at %d: expected an empty answer, got %s", lo, describeResponse(resp))
+			return fmt.Errorf("psi: initiator: x chunk at %d: expected an empty answer, got %s", lo, describeResponse(resp))
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	var back [][]byte
-	var got uint64
-	for {
-		resp, err := call(&Request{Round: RoundHubY, Elements: back})
-		if err != nil {
-			return nil, fmt.Errorf("psi: y chunk at %d: %w", got, err)
-		}
-		if resp == nil || resp.Round != RoundHubY {
-			return nil, fmt.Errorf("psi: initiator: expected a y chunk, got %s", describeResponse(resp))
-		}
-		if len(resp.Own) == 0 {
-			break
-		}
-		if got += uint64(len(resp.Own)); got > nY {
-			return nil, fmt.Errorf("psi: initiator: the hub sent more than the %d elements it announced", nY)
-		}
-		if back, err = reblind(resp.Own, p.secret, "initiator: y chunk"); err != nil {
-			return nil, err
-		}
+	if err := p.exchangeY(call, RoundHubY, nY, "hub", func([][]byte) error { return nil }); err != nil {
+		return nil, err
 	}
-	if got != nY {
-		return nil, fmt.Errorf("psi: initiator: the hub sent %d elements, it announced %d", got, nY)
-	}
+	n := uint64(len(p.ids))
 	result := []uint64{}
 	for {
 		resp, err := call(&Request{Round: RoundHubResult})
