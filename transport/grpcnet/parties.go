@@ -49,6 +49,10 @@ type PartyOptions struct {
 	Name string
 	// Handlers answer this passive's control calls (see Handlers).
 	Handlers Handlers
+	// Local, when set, is the active party's Hello to this passive in
+	// place of PartiesOptions.Local: its own fingerprint, e.g. its own
+	// cut width when the embeddings are concatenated.
+	Local *Hello
 }
 
 // PartiesOptions configure ListenParties.
@@ -110,7 +114,10 @@ func ListenParties(addr string, o PartiesOptions) (*Parties, error) {
 	}
 	p := &Parties{names: names, tls: o.TLS != nil, serveErr: make(chan error, 1)}
 	for _, po := range o.Passives {
-		so.Handlers = po.Handlers
+		so.Handlers, so.Local = po.Handlers, o.Local
+		if po.Local != nil {
+			so.Local = *po.Local
+		}
 		s := newServer(so)
 		s.log = s.log.With("passive", po.Name)
 		s.shared = true

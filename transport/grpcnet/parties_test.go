@@ -2,6 +2,7 @@ package grpcnet_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
@@ -342,5 +343,67 @@ func TestPartiesInsecureLoopback(t *testing.T) {
 	}
 	if steps["bank-a"] != 10 || steps["bank-b"] != 11 {
 		t.Errorf("checkpoints reached %v, want bank-a 10, bank-b 11", steps)
+	}
+}
+
+// TestPartiesCloseAndFingerprints: a passive's own Hello fingerprint is
+// compared with that passive only; closing one passive's Conn ends that
+// passive's run only, closing the Parties ends every one.
+func TestPartiesCloseAndFingerprints(t *testing.T) {
+	dir := partiesPKI(t)
+	names := []string{"bank-a", "bank-b", "bank-c"}
+	wide := partiesFP
+	wide.CutDim = 7
+	st, err := pki.ServerTLSConfigFor(pki.FilesIn(dir, "active"), names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := grpcnet.ListenParties("127.0.0.1:0", grpcnet.PartiesOptions{TLS: st, Local: grpcnet.Hello{Party: "active", Config: partiesFP},
+		Logger: slog.New(slog.DiscardHandler), Passives: []grpcnet.PartyOptions{
+			{Name: "bank-a"}, {Name: "bank-b", Local: &grpcnet.Hello{Party: "active", Config: wide}}, {Name: "bank-c"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		fp   grpcnet.Fingerprint
+		ok   bool
+	}{
+		{"bank-a", wide, false}, {"bank-a", partiesFP, true},
+		{"bank-b", partiesFP, false}, {"bank-b", wide, true},
+		{"bank-c", partiesFP, true},
+	} {
+		_, err := dialAs(t, dir, tc.name, p.Addr()).Hello(ctx, grpcnet.Hello{Party: tc.name, Config: tc.fp})
+		if (err == nil) != tc.ok {
+			t.Errorf("%s with cut %d: %v, want accepted %v", tc.name, tc.fp.CutDim, err, tc.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "cut dim") {
+			t.Errorf("%s: refusal %v does not name the cut width", tc.name, err)
+		}
+	}
+	recv := func(k int) error {
+		ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		_, err := p.Conn(k).Recv(ctx)
+		return err
+	}
+	if err := p.Conn(0).Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv(0); !errors.Is(err, grpcnet.ErrServerClosed) {
+		t.Errorf("bank-a after its Conn's Close: %v, want ErrServerClosed", err)
+	}
+	if err := recv(1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("bank-b after bank-a's Close: %v, want still waiting", err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for k := 1; k < 3; k++ {
+		if err := recv(k); !errors.Is(err, grpcnet.ErrServerClosed) {
+			t.Errorf("%s after Close: %v, want ErrServerClosed", names[k], err)
+		}
 	}
 }
