@@ -13,10 +13,10 @@ package psi
 //	         R → I  Response{RoundHubX} (empty: the hub keeps H(x)^ab)
 //	y chunk  I → R  Request{RoundHubY, Elements: {H(y)^ba} of the previous y chunk (none at first)}
 //	         R → I  Response{RoundHubY, Own: the next chunk of {H(y)^b}, none when all are sent}
-//	result   I → R  Request{RoundHubResult}
-//	         R → I  Response{RoundHubResult, Elements: the next chunk of the
-//	                  full intersection (8-byte big-endian IDs, ascending),
-//	                  none at the end}
+//	result   I → R  Request{RoundHubResult, Digest: the number of result IDs received so far}
+//	         R → I  Response{RoundHubResult, Elements: the chunk of the full
+//	                  intersection from there (8-byte big-endian IDs,
+//	                  ascending), none at the end}
 //	                or Response{RoundHubWait} (ask again)
 //
 // A result request waits until every passive's pairwise intersection is
@@ -89,8 +89,7 @@ type Hub struct {
 type hubPeer struct {
 	mu sync.Mutex
 	answerer
-	state   int // 0 new, 1 hello answered, 2 pairwise known, 3 result sent
-	sentRes int // IDs of the result sent
+	state int // 0 new, 1 hello answered, 2 pairwise known
 }
 
 // NewHub prepares the hub for ids (free of duplicates; read in place, by
@@ -192,14 +191,16 @@ func (h *Hub) handle(ctx context.Context, k int, pe *hubPeer, req *Request) (*Re
 		case <-ctx.Done():
 			return nil, fmt.Errorf("psi: hub: waiting for the other passive parties: %w", ctx.Err())
 		}
-		hi := min(pe.sentRes+pe.p.opt.Chunk, len(h.common))
-		out := make([][]byte, 0, hi-pe.sentRes)
-		for _, id := range h.common[pe.sentRes:hi] {
-			out = append(out, Uint64Key(id))
+		// The request says where to go on, so that asking again for a
+		// chunk whose answer was lost is answered with the same chunk.
+		if len(req.Digest) != 8 || binary.BigEndian.Uint64(req.Digest) > uint64(len(h.common)) {
+			return nil, fmt.Errorf("psi: hub: passive %d: a result request must give the number of IDs received (0 to %d) in 8 bytes", k, len(h.common))
 		}
-		pe.sentRes = hi
-		if len(out) == 0 {
-			pe.state = 3
+		lo := int(binary.BigEndian.Uint64(req.Digest))
+		hi := min(lo+pe.p.opt.Chunk, len(h.common))
+		out := make([][]byte, 0, hi-lo)
+		for _, id := range h.common[lo:hi] {
+			out = append(out, Uint64Key(id))
 		}
 		return &Response{Round: RoundHubResult, Elements: out}, nil
 	}
@@ -308,7 +309,7 @@ func runHub(p *streamParty, nY uint64, call func(*Request) (*Response, error)) (
 	n := uint64(len(p.ids))
 	result := []uint64{}
 	for {
-		resp, err := call(&Request{Round: RoundHubResult})
+		resp, err := call(&Request{Round: RoundHubResult, Digest: binary.BigEndian.AppendUint64(nil, uint64(len(result)))})
 		if err != nil {
 			return nil, fmt.Errorf("psi: result at %d: %w", len(result), err)
 		}

@@ -191,6 +191,35 @@ func TestHubDuplicatesAndFailures(t *testing.T) {
 			t.Errorf("error %v", err)
 		}
 	})
+	t.Run("a result chunk asked again", func(t *testing.T) {
+		ids := []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+		hub, _ := NewHub(ids, 1, StreamOptions{Chunk: 3})
+		defer hub.Close()
+		asked := 0
+		got, err := RunAlignUint64(ids, StreamOptions{Chunk: 3}, func(r *Request) (*Response, error) {
+			resp, err := hub.Handle(context.Background(), 0, r)
+			if err != nil || r.Round != RoundHubResult {
+				return resp, err
+			}
+			// The answer is lost: the passive asks again and must get
+			// the same chunk, not the next.
+			again, err := hub.Handle(context.Background(), 0, r)
+			if err != nil {
+				return nil, err
+			}
+			if fmt.Sprint(again.Elements) != fmt.Sprint(resp.Elements) {
+				t.Errorf("asked again at %x: %d IDs, first %d", r.Digest, len(again.Elements), len(resp.Elements))
+			}
+			asked++
+			return again, nil
+		})
+		if err != nil || !slices.Equal(got, ids) || asked != 5 {
+			t.Errorf("result %v (%v) after %d result requests, want all 10 IDs after 5 (4 chunks of 3 and the end)", got, err, asked)
+		}
+		if _, err := hub.Handle(context.Background(), 0, &Request{Round: RoundHubResult, Digest: Uint64Key(11)}); err == nil || !strings.Contains(err.Error(), "0 to 10") {
+			t.Errorf("a result request past the end: %v", err)
+		}
+	})
 	t.Run("closed while a passive waits", func(t *testing.T) {
 		hub, _ := NewHub([]uint64{1, 2}, 2, StreamOptions{})
 		go func() { time.Sleep(50 * time.Millisecond); hub.Close() }()
