@@ -238,6 +238,11 @@ func (r *router) Hello(ctx context.Context, req *pb.HelloRequest) (*pb.HelloResp
 	if err != nil {
 		return nil, err
 	}
+	if r.p.tls && req.GetParty() != "" && peerName(ctx) != req.GetParty() {
+		// The certificate decides; a different announced name is worth
+		// an operator's look (a copied config, a misnamed party).
+		s.log.Warn("grpcnet: a passive's Hello announces another name than its certificate's", "certificate", peerName(ctx), "announced", req.GetParty())
+	}
 	return (&service{s: s}).Hello(ctx, req)
 }
 
