@@ -389,10 +389,10 @@ func TestHubLongPoll(t *testing.T) {
 	for k := range xs {
 		wg.Go(func() {
 			if k == 1 {
-				time.Sleep(300 * time.Millisecond)
+				time.Sleep(2500 * time.Millisecond) // longer than passive 0's call timeout
 			}
 			got[k], errs[k] = RunAlignUint64(xs[k], StreamOptions{}, func(r *Request) (*Response, error) {
-				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond) // a call timeout
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second) // a call timeout
 				defer cancel()
 				resp, err := hub.Handle(ctx, k, r)
 				if k == 0 && err == nil && resp.Round == RoundHubWait {
@@ -409,6 +409,6 @@ func TestHubLongPoll(t *testing.T) {
 		}
 	}
 	if waits < 3 {
-		t.Errorf("passive 0 was told to wait %d times, want several (300 ms at 20 ms polls)", waits)
+		t.Errorf("passive 0 was told to wait %d times, want several (2.5 s at 20 ms polls)", waits)
 	}
 }
