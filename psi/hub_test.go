@@ -148,17 +148,17 @@ func TestHubDuplicatesAndFailures(t *testing.T) {
 		name  string
 		y     []uint64
 		xs    [][]uint64
-		chunk int // of the passives
+		chunk int // of every party: 1 puts the duplicates in two chunks
 		want  string
 	}{
 		{"passive duplicate", []uint64{1, 2, 3}, [][]uint64{{1, 2}, {5, 2, 5}}, 16, "did not deduplicate"},
 		{"passive duplicate across chunks", []uint64{1, 2, 3}, [][]uint64{{1, 2}, {5, 2, 7, 5}}, 1, "the peer sent an element twice"},
-		{"hub duplicate", []uint64{1, 2, 1}, [][]uint64{{1, 2}, {2, 3}}, 2, "ID 1 is given twice"},
+		{"hub duplicate", []uint64{1, 2, 1}, [][]uint64{{1, 2}, {2, 3}}, 1, "ID 1 is given twice"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			opt := func(int) StreamOptions { return StreamOptions{Chunk: tc.chunk} }
-			_, _, errs := runHubParties(t, tc.y, tc.xs, StreamOptions{Chunk: 2}, opt, nil)
+			_, _, errs := runHubParties(t, tc.y, tc.xs, StreamOptions{Chunk: tc.chunk}, opt, nil)
 			for k, err := range errs {
 				if err == nil {
 					t.Errorf("passive %d: no error", k)
