@@ -333,6 +333,9 @@ func (p *passiveRun) build(step int64) (*passive.Passive, keptModel, error) {
 		return nil, kept, err
 	}
 	pc.Send = tamper // nil for an honest party
+	if cfg.Backdoor != "" {
+		return nil, kept, fmt.Errorf("a backdoor (key backdoor) runs in process only (splitguard train): the attacker's known rows are drawn from the labels")
+	}
 	if p.red != nil {
 		pc.Observer = p.red.observe
 	}
