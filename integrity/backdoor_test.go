@@ -300,16 +300,16 @@ func TestOutlierDetectorCountsShiftedRows(t *testing.T) {
 // the pooled mean and variance of the batches (equal sizes), computed
 // here in two passes.
 func TestOutlierMomentsArePooled(t *testing.T) {
-	o := &outlier{}
+	o := &rowHistory{}
 	rng := rand.New(rand.NewPCG(8, 9))
 	var all []float64
-	for step := range 4 {
+	for range 4 {
 		e := randBatch(rng, 10, 1)
 		for i := range e.Data {
 			e.Data[i] = e.Data[i]*3 + 2
 			all = append(all, float64(e.Data[i]))
 		}
-		o.Observe(int64(step), e)
+		o.scores(e)
 	}
 	m, v := 0.0, 0.0
 	for _, x := range all {

@@ -18,7 +18,7 @@ const (
 	villainDropout    = 0.25 // the share of trigger elements dropped per poisoned row
 	villainShift      = 0.25 // β is drawn in [β(1−s), β(1+s)] per poisoned row
 	villainTheta      = 1.0  // the gradient-norm ratio below which a swapped row is of the target class
-	villainCandidates = 100   // the most rows per batch whose label is inferred
+	villainCandidates = 100  // the most rows per batch whose label is inferred
 )
 
 func init() {
