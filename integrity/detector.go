@@ -72,6 +72,6 @@ func (a *Alarm) Error() string {
 	if a.Below {
 		rel = "below"
 	}
-	return fmt.Sprintf("integrity: %s scored %.4g at step %d, %s the threshold %.4g: the passive party is suspected of free-riding",
+	return fmt.Sprintf("integrity: %s scored %.4g at step %d, %s the threshold %.4g: the passive party is suspected of cheating (free-riding or a backdoor)",
 		a.Detector, a.Score, a.Step, rel, a.Threshold)
 }
