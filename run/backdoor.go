@@ -19,7 +19,10 @@ func newBackdoor(cfg *config.Config, pv, av *view) (integrity.Backdoor, []uint64
 	if cfg.Backdoor == "" {
 		return nil, nil, nil
 	}
-	known := cfg.KnownTargetRows(av.train.IDs, av.train.Labels)
+	known := cfg.BackdoorKnownIDs
+	if len(known) == 0 {
+		known = cfg.KnownTargetRows(av.train.IDs, av.train.Labels)
+	}
 	if len(known) == 0 {
 		return nil, nil, fmt.Errorf("backdoor %s: the training split has no row of the target class %d", cfg.Backdoor, cfg.BackdoorTarget)
 	}
@@ -33,7 +36,7 @@ const backdoorRows = 2048
 // backdoorOutcome scores the models as they are on the test split, clean
 // and with the attack's trigger on every row: the clean test AUC and the
 // attack success rate (metrics.AttackSuccessRate).
-func backdoorOutcome(cfg *config.Config, bd integrity.Backdoor, known int, bottom model.Bottom, top model.Top, wide bool, pv, av *view) (*rundir.BackdoorSummary, error) {
+func backdoorOutcome(cfg *config.Config, bd integrity.Backdoor, known []uint64, bottom model.Bottom, top model.Top, wide bool, pv, av *view) (*rundir.BackdoorSummary, error) {
 	n := len(av.test.IDs)
 	clean := make([]float32, n)
 	trig := make([]float32, n)
@@ -82,7 +85,7 @@ func backdoorOutcome(cfg *config.Config, bd integrity.Backdoor, known int, botto
 		scores[i] = float64(v)
 	}
 	auc, _ := metrics.AUC(scores, av.test.Labels, nil)
-	out := &rundir.BackdoorSummary{Attack: cfg.Backdoor, Target: cfg.BackdoorTarget, Known: known, From: cfg.BackdoorFrom,
+	out := &rundir.BackdoorSummary{Attack: cfg.Backdoor, Target: cfg.BackdoorTarget, Known: len(known), KnownIDs: known, From: cfg.BackdoorFrom,
 		ASR: asr, ASRRows: asrRows, CleanTestAUC: auc}
 	if inf, ok := bd.(interface{ Inferred() []uint64 }); ok {
 		label := make(map[uint64]uint8, len(av.train.IDs))
@@ -107,7 +110,7 @@ func backdoorOutcome(cfg *config.Config, bd integrity.Backdoor, known int, botto
 
 // recordBackdoor puts the backdoor's outcome (none for an honest party)
 // in the summary and the log.
-func recordBackdoor(cfg *config.Config, rec *rundir.Recorder, bd integrity.Backdoor, known int, bottom model.Bottom, top model.Top, wide bool, pv, av *view, opt Options) error {
+func recordBackdoor(cfg *config.Config, rec *rundir.Recorder, bd integrity.Backdoor, known []uint64, bottom model.Bottom, top model.Top, wide bool, pv, av *view, opt Options) error {
 	if bd == nil || av.test == nil || len(av.test.IDs) == 0 {
 		return nil
 	}

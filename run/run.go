@@ -350,7 +350,7 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 		reason := alarmReason(alarm, pas.Step())
 		logf(opt.Log, "%s", reason)
 		rec.Alarm(reason)
-		if err := recordBackdoor(&cfg, rec, bd, len(known), bottom, top, wide, pv, av, opt); err != nil {
+		if err := recordBackdoor(&cfg, rec, bd, known, bottom, top, wide, pv, av, opt); err != nil {
 			return nil, err
 		}
 		if err := reserve.Release(); err != nil {
@@ -377,7 +377,7 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 		rec.SetEarlyStopped()
 		logf(opt.Log, "early stop: %d evaluations without a better validation AUC", cfg.EarlyStop)
 	}
-	if err := recordBackdoor(&cfg, rec, bd, len(known), bottom, top, wide, pv, av, opt); err != nil {
+	if err := recordBackdoor(&cfg, rec, bd, known, bottom, top, wide, pv, av, opt); err != nil {
 		return nil, err
 	}
 	if err := sel.save(cfg.Out, bottom, top); err != nil {

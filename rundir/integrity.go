@@ -101,9 +101,11 @@ type BackdoorSummary struct {
 	Attack string `json:"attack"`
 	Target int    `json:"target"`
 	// Known is how many training rows of the target class the attacker
-	// was told of; From the first step it changed anything.
-	Known int   `json:"known"`
-	From  int64 `json:"from"`
+	// was told of, KnownIDs their IDs (key backdoor_known_ids reproduces
+	// the run); From the first step it changed anything.
+	Known    int      `json:"known"`
+	KnownIDs []uint64 `json:"known_ids"`
+	From     int64    `json:"from"`
 	// ASR and ASRRows: the attack success rate over ASRRows test rows.
 	ASR     float64 `json:"asr"`
 	ASRRows int     `json:"asr_rows"`
