@@ -56,7 +56,17 @@ func detectionAUC(t *testing.T, attack string, from int64, n int) (map[string]fl
 			t.Fatalf("%s: no AUC", d)
 		}
 		out[d] = auc
-		t.Logf("%s %s: honest %v, cheating %v", attack, d, fmtScores(scores[d][:n]), fmtScores(scores[d][n:]))
+		// The share of cheating runs caught by a threshold just above every
+		// honest run's largest score (no false alarm on these runs).
+		top := slices.Max(scores[d][:n])
+		caught := 0
+		for _, v := range scores[d][n:] {
+			if v > top {
+				caught++
+			}
+		}
+		t.Logf("%s %s: honest %v, cheating %v; %d of %d cheating runs above every honest one (%.3g)",
+			attack, d, fmtScores(scores[d][:n]), fmtScores(scores[d][n:]), caught, n, top)
 	}
 	return out, asr
 }

@@ -442,6 +442,13 @@ func (p *Passive) cheatSend(e *tensor.Matrix) (*tensor.Matrix, error) {
 	if out.Rows != e.Rows || out.Cols != e.Cols {
 		return nil, fmt.Errorf("passive: step %d: the changed embedding is %d×%d, want %d×%d", p.step, out.Rows, out.Cols, e.Rows, e.Cols)
 	}
+	// What is sent is on the wire encoding's grid, in process as over the
+	// network (e is then the rounded copy, never the bottom's output).
+	if p.cfg.WireEmbedding != wire.F32 {
+		if err := p.cfg.WireEmbedding.Round(out); err != nil {
+			return nil, fmt.Errorf("passive: step %d: the changed embedding: %w", p.step, err)
+		}
+	}
 	return out, nil
 }
 
