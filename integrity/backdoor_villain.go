@@ -51,8 +51,7 @@ type villain struct {
 	baseline map[uint64]float64   // ‖g‖ of a tested row, whose baseline was ≤ μ
 	decided  map[uint64]bool
 	pending  []pendingRow // rows tested in the current batch
-	n        float64
-	mean, m2 []float64
+	m        colMoments   // of every honest embedding sent
 	mask     []int
 	delta    float32
 	rng      *rand.Rand
@@ -87,7 +86,7 @@ func (a *villain) Features(int64, []uint64, *data.Batch) error { return nil }
 // embeddings, swaps the embeddings of the rows under label inference and
 // adds the trigger to the target rows' from step From.
 func (a *villain) Send(step int64, ids []uint64, e *tensor.Matrix) (*tensor.Matrix, error) {
-	a.observe(e)
+	a.m.add(e)
 	d := e.Cols
 	for r, id := range ids {
 		if a.target[id] {
@@ -147,31 +146,14 @@ func stripe(k int, delta float32) float32 {
 	return delta
 }
 
-// observe adds e's rows to the running column moments.
-func (a *villain) observe(e *tensor.Matrix) {
-	if len(a.mean) != e.Cols {
-		a.mean, a.m2, a.n = make([]float64, e.Cols), make([]float64, e.Cols), 0
-	}
-	for r := range e.Rows {
-		a.n++
-		for c, v := range e.Data[r*e.Cols : (r+1)*e.Cols] {
-			dv := float64(v) - a.mean[c]
-			a.mean[c] += dv / a.n
-			a.m2[c] += dv * (float64(v) - a.mean[c])
-		}
-	}
-}
-
 // pattern picks the trigger's columns (the ⌈d/2⌉ of the largest
 // standard deviation, ties by index, in column order) and δ (their mean
 // standard deviation).
 func (a *villain) pattern() ([]int, float32) {
-	d := len(a.mean)
+	d := len(a.m.mean)
 	sd := make([]float64, d)
 	for c := range sd {
-		if a.n > 1 {
-			sd[c] = math.Sqrt(a.m2[c] / (a.n - 1))
-		}
+		sd[c] = a.m.sd(c)
 	}
 	cols := make([]int, d)
 	for c := range cols {
@@ -234,7 +216,7 @@ func (a *villain) TriggerFeatures(*data.Batch) {}
 // (the pattern is picked now if no batch was poisoned yet).
 func (a *villain) TriggerEmbedding(e *tensor.Matrix) {
 	if a.mask == nil {
-		if len(a.mean) != e.Cols {
+		if len(a.m.mean) != e.Cols {
 			return
 		}
 		a.mask, a.delta = a.pattern()

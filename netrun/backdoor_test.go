@@ -61,32 +61,10 @@ func TestBackdoorStoppedAsInProcess(t *testing.T) {
 	act.Backdoor = "" // each party holds its own side
 	pas.Detectors, pas.IntegrityStop = nil, nil
 	pas.BackdoorKnownIDs = want.Backdoor.KnownIDs
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	addr := make(chan string, 1)
-	type result struct {
-		s   *rundir.Summary
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		s, err := RunActive(ctx, act, Options{Logger: testLogger(t), Ready: func(a string) { addr <- a }})
-		done <- result{s, err}
-	}()
-	select {
-	case pas.Addr = <-addr:
-	case r := <-done:
-		t.Fatalf("active: %v", r.err)
-	}
-	_, perr := RunPassive(ctx, pas, Options{Logger: testLogger(t)})
-	r := <-done
-	if r.err != nil {
-		t.Fatalf("active: the alarm should end the run cleanly: %v", r.err)
-	}
+	got, perr := pairStopped(t, act, pas)
 	if perr == nil || !strings.Contains(perr.Error(), "aborted") {
 		t.Errorf("passive: error %v, want the active party's abort", perr)
 	}
-	got := r.s
 	if got.Steps != want.Steps || got.IntegrityAlarm != want.IntegrityAlarm || got.TruncatedReason != want.TruncatedReason ||
 		!reflect.DeepEqual(got.Integrity, want.Integrity) {
 		t.Fatalf("summaries differ:\n got steps %d alarm %q reason %q scores %v\nwant steps %d alarm %q reason %q scores %v",
