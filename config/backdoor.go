@@ -40,6 +40,9 @@ func (c *Config) validateBackdoor(bad func(string, ...any)) {
 	if c.BackdoorAmplify < 0 || c.BackdoorAmplify != c.BackdoorAmplify {
 		bad("backdoor amplification %g, want ≥ 0 (key backdoor_amplify)", c.BackdoorAmplify)
 	}
+	if c.BackdoorDryRun && c.Backdoor == "" {
+		bad("a dry run (key backdoor_dry_run) of no backdoor (key backdoor)")
+	}
 	if c.BackdoorTrigger != c.BackdoorTrigger {
 		bad("backdoor trigger value NaN (key backdoor_trigger)")
 	}
@@ -77,5 +80,5 @@ func (c *Config) NewBackdoor(known, trainIDs []uint64, train *data.Features) (in
 		return nil, nil
 	}
 	return integrity.NewBackdoor(c.Backdoor, integrity.BackdoorConfig{Known: known, TrainIDs: trainIDs, Train: train,
-		From: c.BackdoorFrom, Poison: c.BackdoorPoison, Amplify: c.BackdoorAmplify, TriggerValue: c.BackdoorTrigger, Seed: c.Seed})
+		From: c.BackdoorFrom, Poison: c.BackdoorPoison, Amplify: c.BackdoorAmplify, TriggerValue: c.BackdoorTrigger, Seed: c.Seed, DryRun: c.BackdoorDryRun})
 }

@@ -21,6 +21,7 @@ func TestBackdoorKeysValidated(t *testing.T) {
 		{"negative known", func(c *Config) { c.BackdoorKnown = -1 }, "key backdoor_known"},
 		{"negative from", func(c *Config) { c.BackdoorFrom = -1 }, "key backdoor_from"},
 		{"poison 1", func(c *Config) { c.BackdoorPoison = 1 }, "key backdoor_poison"},
+		{"dry run of nothing", func(c *Config) { c.BackdoorDryRun = true }, "key backdoor_dry_run"},
 		{"negative amplify", func(c *Config) { c.BackdoorAmplify = -1 }, "key backdoor_amplify"},
 	} {
 		c := Default()

@@ -216,6 +216,7 @@ type Config struct {
 	BackdoorPoison   float64  `yaml:"backdoor_poison,omitempty"`
 	BackdoorAmplify  float64  `yaml:"backdoor_amplify,omitempty"`
 	BackdoorTrigger  float64  `yaml:"backdoor_trigger,omitempty"`
+	BackdoorDryRun   bool     `yaml:"backdoor_dry_run,omitempty"`
 	// Contribution scores the validation split a second time at every
 	// evaluation without the passive party's embedding (its mean in its
 	// place): the passive party's gain in eval.jsonl and summary.json.

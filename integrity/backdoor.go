@@ -56,6 +56,10 @@ type BackdoorConfig struct {
 	// passive party's dense columns (0: the attack's default).
 	TriggerValue float64
 	Seed         uint64
+	// DryRun leaves the party honest: the attack only watches the
+	// embeddings it would send and keeps its trigger, to measure that
+	// trigger on an honestly trained model.
+	DryRun bool
 }
 
 // BackdoorSpec declares a backdoor attack.
@@ -110,7 +114,11 @@ func NewBackdoor(name string, c BackdoorConfig) (Backdoor, error) {
 	case c.Train == nil || len(c.TrainIDs) != c.Train.Rows:
 		return nil, fmt.Errorf("integrity: backdoor %s needs the passive party's training rows and their IDs", name)
 	}
-	return s.New(c)
+	b, err := s.New(c)
+	if err != nil || !c.DryRun {
+		return b, err
+	}
+	return dryRun{b}, nil
 }
 
 // copyInto copies m into dst (resized) and returns dst.

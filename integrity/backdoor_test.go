@@ -324,3 +324,50 @@ func TestOutlierMomentsArePooled(t *testing.T) {
 		t.Errorf("moments %g, %g; want %g, %g", o.mean[0], o.vr[0], m, v)
 	}
 }
+
+// TestDryRunChangesNothing: a dry run sends the honest features,
+// embedding and gradient, while its trigger is the one the attack would
+// use after the same honest embeddings.
+func TestDryRunChangesNothing(t *testing.T) {
+	ids, f := grFeatures()
+	c := BackdoorConfig{Known: []uint64{10}, TrainIDs: ids, Train: f, Poison: 0.3, DryRun: true}
+	gr, err := NewBackdoor("gradient_replacement", c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &data.Batch{}
+	f.Gather([]int{0, 1, 2, 3, 4, 5}, b)
+	if err := gr.Features(0, ids, b); err != nil || !slices.Equal(b.Dense.Data, f.Dense) {
+		t.Errorf("dry gradient replacement changed the features: %v (%v)", b.Dense.Data, err)
+	}
+	g := mat(6, 1, 1, 2, 3, 4, 5, 6)
+	if out, _ := gr.Gradient(0, ids, g); out != g {
+		t.Errorf("dry gradient replacement changed the gradient: %v", out.Data)
+	}
+
+	dry, err := NewBackdoor("villain", c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.DryRun = false
+	attack, err := NewBackdoor("villain", c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for step := range 3 {
+		e := randBatch(rng, 6, 4)
+		if out, _ := dry.Send(int64(step), ids, e); out != e {
+			t.Fatalf("step %d: the dry run sent another embedding", step)
+		}
+		if _, err := attack.Send(int64(step), ids, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b2 := tensor.New(1, 4), tensor.New(1, 4)
+	dry.TriggerEmbedding(a)
+	attack.TriggerEmbedding(b2)
+	if !slices.Equal(a.Data, b2.Data) || slices.Equal(a.Data, make([]float32, 4)) {
+		t.Errorf("dry trigger %v, the attack's %v", a.Data, b2.Data)
+	}
+}

@@ -85,9 +85,9 @@ func backdoorOutcome(cfg *config.Config, bd integrity.Backdoor, known []uint64, 
 		scores[i] = float64(v)
 	}
 	auc, _ := metrics.AUC(scores, av.test.Labels, nil)
-	out := &rundir.BackdoorSummary{Attack: cfg.Backdoor, Target: cfg.BackdoorTarget, Known: len(known), KnownIDs: known, From: cfg.BackdoorFrom,
+	out := &rundir.BackdoorSummary{Attack: cfg.Backdoor, Target: cfg.BackdoorTarget, DryRun: cfg.BackdoorDryRun, Known: len(known), KnownIDs: known, From: cfg.BackdoorFrom,
 		ASR: asr, ASRRows: asrRows, CleanTestAUC: auc}
-	if inf, ok := bd.(interface{ Inferred() []uint64 }); ok {
+	if inf, ok := bd.(interface{ Inferred() []uint64 }); ok && !cfg.BackdoorDryRun {
 		label := make(map[uint64]uint8, len(av.train.IDs))
 		for i, id := range av.train.IDs {
 			label[id] = av.train.Labels[i]

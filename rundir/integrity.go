@@ -103,6 +103,9 @@ type BackdoorSummary struct {
 	// Known is how many training rows of the target class the attacker
 	// was told of, KnownIDs their IDs (key backdoor_known_ids reproduces
 	// the run); From the first step it changed anything.
+	// DryRun: the party stayed honest; ASR is the trigger's on an
+	// honestly trained model.
+	DryRun   bool     `json:"dry_run,omitempty"`
 	Known    int      `json:"known"`
 	KnownIDs []uint64 `json:"known_ids"`
 	From     int64    `json:"from"`
