@@ -336,7 +336,10 @@ func (p *passiveRun) build(step int64) (*passive.Passive, keptModel, error) {
 	if err != nil {
 		return nil, kept, err
 	}
-	pc.Send = tamper // nil for an honest party
+	pc.Send = tamper                                      // nil for an honest party
+	if pc.Check, err = cfg.NewHijackCheck(); err != nil { // the watch for a hijacking active party
+		return nil, kept, err
+	}
 	if cfg.Backdoor != "" {
 		bd, err := cfg.NewBackdoor(cfg.BackdoorKnownIDs, p.split.Train.IDs, p.split.Train.X)
 		if err != nil {

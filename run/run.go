@@ -213,6 +213,10 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 	if err != nil {
 		return nil, err
 	}
+	hijackCheck, err := cfg.NewHijackCheck()
+	if err != nil {
+		return nil, err
+	}
 	bd, known, err := newBackdoor(&cfg, pv, av)
 	if err != nil {
 		return nil, err
@@ -229,7 +233,7 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 	if err != nil {
 		return nil, err
 	}
-	featAttacks, err := featureAttacks(cfg, pv, av, bottom)
+	featAttacks, hijack, err := featureAttacks(cfg, pv, av, bottom)
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +275,7 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 	act, err := active.New(top, split.Train, eval, sched, bottom.CutDim(), active.Config{
 		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, TrainTargets: def.TrainTargets, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
 		Observer: j.active, EvalObserver: onEval, ValRows: valRows, WireGradient: enc.Gradient,
-		Contribution: cfg.Contribution,
+		Contribution: cfg.Contribution, Hijack: hijack,
 	})
 	if err != nil {
 		return nil, err
@@ -280,7 +284,7 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 		passive.Split{IDs: pv.train.IDs, X: pv.train.X},
 		passive.Split{IDs: pEval.IDs, X: pEval.X},
 		sched, passive.Config{Epochs: cfg.Epochs, MaxSteps: cfg.MaxSteps, EvalEvery: cfg.EvalEvery, EvalBatch: cfg.EvalBatch,
-			Observer: j.passive, WireEmbedding: enc.Embedding, Send: tamper, Cheat: bd,
+			Observer: j.passive, WireEmbedding: enc.Embedding, Send: tamper, Check: hijackCheck, Cheat: bd,
 			// Both parties run in this process: the passive learns
 			// when to stop from the recorder (a networked passive
 			// cannot; see netrun).

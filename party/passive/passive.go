@@ -66,6 +66,10 @@ type Config struct {
 	// Tamper) sends what it returns. The bottom model still learns from
 	// the gradient it gets back.
 	Send Sender
+	// Check, when set, is shown every training gradient received (after
+	// its validation, before it is applied); an error refuses it and
+	// ends Run (package integrity's HijackWatch).
+	Check func(step int64, g *tensor.Matrix) error
 	// Cheat, when set, changes what a training step computes from, sends
 	// and learns from (package integrity's Backdoor); evaluations stay
 	// honest.
@@ -275,6 +279,11 @@ func (p *Passive) trainStep(ctx context.Context, conn transport.PassiveConn) err
 	}
 	if err := transport.ValidateBackward(bw, p.step, b, e.Rows, e.Cols); err != nil {
 		return fmt.Errorf("passive: refusing the answer: %w", err)
+	}
+	if p.cfg.Check != nil {
+		if err := p.cfg.Check(p.step, bw.Grad); err != nil {
+			return err
+		}
 	}
 	grad := bw.Grad
 	if p.cfg.Cheat != nil {
