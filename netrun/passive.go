@@ -327,7 +327,8 @@ func (p *passiveRun) build(step int64) (*passive.Passive, keptModel, error) {
 		return nil, kept, err
 	}
 	pc := passive.Config{Epochs: cfg.Epochs, MaxSteps: cfg.MaxSteps, EvalEvery: cfg.EvalEvery, EvalBatch: cfg.EvalBatch,
-		WireEmbedding: enc.Embedding, AfterStep: p.afterStep, Kept: func(step int64) error { return p.kept.keep(step, p.party.SaveModel) }}
+		WireEmbedding: enc.Embedding, AfterStep: p.afterStep,
+		Staleness: cfg.Staleness, DrainEvery: cfg.CheckpointEvery, LocalSteps: cfg.LocalSteps, Kept: func(step int64) error { return p.kept.keep(step, p.party.SaveModel) }}
 	tamper, err := cfg.NewTamper()
 	if err != nil {
 		return nil, kept, err

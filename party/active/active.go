@@ -70,6 +70,11 @@ type Config struct {
 	// leave-one-party-out, the joint model without what the passive
 	// party's rows tell apart.
 	Contribution bool
+	// LocalSteps Q > 1 takes Q−1 further updates of the top after each
+	// training batch, on the embedding received and the batch's labels
+	// (FedBCD's local updates; see local.go), before the answer is sent;
+	// 0 and 1 take none.
+	LocalSteps int
 }
 
 // Observation is what the active party knows after one training batch.
@@ -281,6 +286,7 @@ func (a *Active) TrainStep(f *transport.Forward) (*transport.Backward, error) {
 		}
 		target = a.targetY
 	}
+	raw := target                         // the batch's targets before mixing, for the local steps
 	if m, ok := a.top.(targetMixer); ok { // mixup mixes the targets with the inputs
 		target = m.MixTargets(target)
 	}
@@ -326,6 +332,9 @@ func (a *Active) TrainStep(f *transport.Forward) (*transport.Backward, error) {
 	}
 	if err := a.top.Step(); err != nil {
 		return nil, fmt.Errorf("active: step %d: %w", a.step, err)
+	}
+	if err := a.localSteps(f.Embedding, rows, raw); err != nil {
+		return nil, err
 	}
 	a.step++
 	return &transport.Backward{Step: f.Step, Batch: b, Grad: a.protected}, nil
