@@ -152,6 +152,7 @@ type Active struct {
 	probs     []float32
 	dLogits   []float32
 	protected *tensor.Matrix
+	clean     *tensor.Matrix // the clean gradient's copy under local steps
 	wantIDs   []uint64
 
 	evalProbs []float32
@@ -309,6 +310,13 @@ func (a *Active) TrainStep(f *transport.Forward) (*transport.Backward, error) {
 	}
 	if err := tensor.CheckFinite(fmt.Sprintf("active: step %d: cut-layer gradient", a.step), clean); err != nil {
 		return nil, err
+	}
+	if a.cfg.LocalSteps > 1 {
+		// The local steps reuse the top's gradient buffer: the
+		// observation keeps the exchange's own clean gradient.
+		a.clean = a.clean.Resize(clean.Rows, clean.Cols)
+		copy(a.clean.Data, clean.Data)
+		clean = a.clean
 	}
 	start := time.Now()
 	stats, err := a.cfg.Protector.Protect(&protect.Batch{Grad: clean, Labels: a.lossY, Probs: a.probs, Step: a.step}, a.protected, a.rng)

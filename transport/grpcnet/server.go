@@ -38,6 +38,12 @@ type ServerOptions struct {
 	// Logger receives refusals and connection events; slog.Default() when
 	// nil.
 	Logger *slog.Logger
+	// PipelineDepth > 0 serves a passive party that pipelines that many
+	// training messages (transport.Pipeline): the flow-control windows
+	// are opened wide enough for them, and the answers of the last
+	// PipelineDepth messages are kept, so that a re-sent message already
+	// answered gets its answer again (never applied twice).
+	PipelineDepth int
 }
 
 // ErrServerClosed is returned by Recv after Close.
@@ -71,6 +77,7 @@ type Server struct {
 	delivered bool               // the last message was handed out by Recv
 	pending   *transport.Forward // the last admitted message; nil after ResetOrder
 	ready     chan struct{}      // closed when lastReply is set
+	recent    []answered         // the last PipelineDepth answers (pipeline.go)
 	incoming  chan *transport.Forward
 	ended     chan struct{} // closed by end
 	endErr    error
@@ -118,7 +125,7 @@ func Listen(addr string, o ServerOptions) (*Server, error) {
 	if o.TLS != nil {
 		creds = credentials.NewTLS(s.loggingTLS(o.TLS))
 	}
-	s.grpc = grpc.NewServer(
+	s.grpc = grpc.NewServer(append(serverWindowOptions(o.PipelineDepth, o.MaxMessageBytes),
 		grpc.Creds(loggingCreds{creds, s}),
 		// A connection that does not finish its handshake is dropped
 		// after HandshakeTimeout (gRPC's default holds it 120 s).
@@ -128,7 +135,7 @@ func Listen(addr string, o ServerOptions) (*Server, error) {
 		grpc.StatsHandler(&statsHandler{c: &s.cnt, ss: &s.sess}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 15 * time.Second, Timeout: 10 * time.Second}),
-	)
+	)...)
 	pb.RegisterSplitLearningServer(s.grpc, &service{s: s})
 	go func() { s.serveErr <- s.grpc.Serve(lis) }()
 	s.log.Info("grpcnet: serving", "addr", lis.Addr().String(), "tls", o.TLS != nil)
