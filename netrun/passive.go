@@ -66,6 +66,10 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 		return nil, err
 	}
 	log := opt.logger().With("party", "passive")
+	if n, e := cfg.CheckpointEvery, cfg.EvalEvery; cfg.Staleness > 0 && n > 0 && (e <= 0 || n%e != 0) {
+		log.Warn("the pipeline drains at every checkpoint as well as at every evaluation: the records differ from an in-process run's unless checkpoint_every is a multiple of eval_every",
+			"staleness", cfg.Staleness, "checkpoint_every", n, "eval_every", e)
+	}
 	lock, err := openOut(&cfg, opt, "passive", log)
 	if err != nil {
 		return nil, err
