@@ -510,10 +510,10 @@ func (c *Config) validate() error {
 		bad("%v", err)
 	}
 	if c.Staleness < 0 || c.Staleness >= transport.MaxInFlight {
-		bad("staleness %d, want 0 to %d", c.Staleness, transport.MaxInFlight-1)
+		bad("key staleness: %d, want 0 to %d (the batches in flight beyond the one answered)", c.Staleness, transport.MaxInFlight-1)
 	}
 	if c.LocalSteps < 0 {
-		bad("local_steps %d, want ≥ 1 (0: 1)", c.LocalSteps)
+		bad("key local_steps: %d, want ≥ 1 (0 means 1)", c.LocalSteps)
 	}
 	if c.Sample <= 0 || c.Sample > 1 {
 		bad("sample %g, want a fraction in (0, 1]", c.Sample)

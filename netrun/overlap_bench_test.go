@@ -26,7 +26,9 @@ func linkRun(tb testing.TB, base config.Config, certs string, link *linktest.Lin
 	root := tb.TempDir()
 	act, pas := partyConfigs(base, root, certs)
 	act.CheckpointEvery, pas.CheckpointEvery = 0, 0
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// Generous: on a loaded machine the alignment of 20,000 IDs is slow.
+	act.PeerTimeout, pas.PeerTimeout = 2*time.Minute, 2*time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	addr := make(chan string, 1)
 	type result struct {
