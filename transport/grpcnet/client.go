@@ -478,10 +478,13 @@ func (c *Client) onStream(ctx context.Context, send func(fresh bool) error, recv
 	}
 	err := send(fresh)
 	var reply *pb.Backward
-	if err == nil && recv {
+	switch {
+	case err == nil && recv:
 		reply, err = c.stream.Recv()
-	} else if errors.Is(err, io.EOF) {
-		// The stream has ended; Recv returns the real status.
+	case errors.Is(err, io.EOF) && recv:
+		// The stream has ended; Recv returns the real status. (Without
+		// recv, answers may still be queued before it: they are not
+		// read here, and the stream is dropped; a re-send gets them.)
 		_, err = c.stream.Recv()
 	}
 	if err != nil {

@@ -153,6 +153,11 @@ type activeEnd struct{ p *pipe }
 func (e activeEnd) Recv(ctx context.Context) (*transport.Forward, error) {
 	p := e.p
 	for {
+		select {
+		case <-p.done: // queued messages of a closed pipe are not handed out
+			return nil, io.EOF
+		default:
+		}
 		if f := p.nextQueued(); f != nil {
 			return f, nil
 		}
