@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/splitguard/splitguard/data"
@@ -131,7 +132,9 @@ func expectedOverlap(x []float64, y []float64, batches [][]int, w, v, lr float64
 // TestOverlapClosedForm runs a linear bottom and top through the
 // pipelined schedule and the local updates in one process and compares
 // every gradient the passive received and the final parameters with
-// expectedOverlap.
+// expectedOverlap; and checks that the gradient the passive observes for
+// each batch (what a passive-side audit reads) is the one the active sent
+// for it.
 func TestOverlapClosedForm(t *testing.T) {
 	x := []float64{0.5, -1.25, 2, 0.75, -0.5, 1.5}
 	y := []float64{1, 0, 1, 1, 0, 0}
@@ -163,7 +166,12 @@ func TestOverlapClosedForm(t *testing.T) {
 			t.Fatal(err)
 		}
 		ds := &data.Dataset{IDs: ids, X: feats, Labels: labels}
-		act, err := active.New(top, ds, ds, sched, 1, active.Config{Protector: none, LocalSteps: c.q})
+		var sent [][]float32 // the gradients the active party sent, by step
+		act, err := active.New(top, ds, ds, sched, 1, active.Config{Protector: none, LocalSteps: c.q,
+			Observer: func(ob *active.Observation) error {
+				sent = append(sent, append([]float32(nil), ob.Protected.Data...))
+				return nil
+			}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,6 +183,11 @@ func TestOverlapClosedForm(t *testing.T) {
 					t.Errorf("k=%d Q=%d: observed step %d, want %d", c.k, c.q, ob.Step, len(got))
 				}
 				g := ob.Grads[len(ob.Grads)-1]
+				// What the passive observes is what the active sent for
+				// this batch, bit for bit (the audit's input).
+				if s := int(ob.Step); s >= len(sent) || !slices.Equal(g.Data, sent[s]) {
+					t.Errorf("k=%d Q=%d: step %d: the gradient observed is not the one sent", c.k, c.q, ob.Step)
+				}
 				row := make([]float64, g.Rows)
 				for i := range row {
 					row[i] = float64(g.Data[i])
