@@ -7,8 +7,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/splitguard/splitguard/rundir"
 	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/rundir"
 )
 
 // TestOverlapNetworkedMatchesInProcess trains with a pipelined schedule
