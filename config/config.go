@@ -1,7 +1,11 @@
 // Package config is the configuration of a training run and the one place
 // that builds what a configuration names: the data options and loaders,
-// the split model (both halves or either), the defences (from package
-// protect's registry) and the auditor (from package attack's registry).
+// the vertical split of a table's columns, the split model (both halves or
+// either), the defences (from package protect's registry), the auditor
+// (from package attack's registry), the feature attacks (attack/feature's
+// registry), and the free-riding mode and integrity guard (integrity's
+// registries). [Marshal] writes a configuration as the config.yaml a run
+// directory holds, which [LoadYAML] reads back.
 // The in-process simulation (package run), the two-party deployment
 // (package netrun), inference, sweeps and benchmarks all build through it,
 // so one configuration gives the same run in every mode.
@@ -201,6 +205,18 @@ type Config struct {
 	// auxiliary set; 0: DefaultFeatureAux).
 	FeatureAttacks []string `yaml:"feature_attacks,flow,omitempty"`
 	FeatureAux     int      `yaml:"feature_aux,omitempty"`
+	// Hijack makes the active party a training hijacker of the passive
+	// party's bottom ("fsha": feature-space hijacking, feature.FSHA, with
+	// the feature attacker's auxiliary rows as its public data; its
+	// reconstruction is scored as feature attack "fsha" at every
+	// evaluation); empty: honest. In-process runs only.
+	Hijack string `yaml:"hijack,omitempty"`
+	// HijackStop is the passive party's watch for training hijacking:
+	// it refuses the active party's gradients, ending the run cleanly,
+	// when the share of each gradient's rows on the minority side of
+	// its principal direction (integrity.GradientSplit), averaged over
+	// the last 20 training batches, falls below it (0: off).
+	HijackStop float64 `yaml:"hijack_stop,omitempty"`
 
 	// Integrity (package integrity, docs/methods/integrity.md).
 	// FreeRide makes the passive party a free-rider from step
@@ -506,6 +522,7 @@ func (c *Config) validate() error {
 	}
 	c.validateSelection(bad)
 	c.validateIntegrity(bad)
+	c.validateHijack(bad)
 	if _, err := c.Wire(); err != nil {
 		bad("%v", err)
 	}

@@ -193,6 +193,9 @@ func (c *Config) validate(role string) error {
 	if c.DumpBatches > 0 || c.Dump != "" {
 		bad("dumps (key dump) are an in-process option")
 	}
+	if c.Hijack != "" {
+		bad("a training hijacker (key hijack) is an in-process simulation")
+	}
 	if len(c.FeatureAttacks) > 0 && (strings.HasPrefix(role, "active") || role == "passive" && !c.RedTeam) {
 		bad("feature attacks (key feature_attacks) run in a two-party run as the passive party's audit of its own features, with its red team (key red_team)")
 	}

@@ -337,7 +337,10 @@ func (p *passiveRun) build(step int64) (*passive.Passive, keptModel, error) {
 	if err != nil {
 		return nil, kept, err
 	}
-	pc.Send = tamper // nil for an honest party
+	pc.Send = tamper                                      // nil for an honest party
+	if pc.Check, err = cfg.NewHijackCheck(); err != nil { // the watch for a hijacking active party
+		return nil, kept, err
+	}
 	if p.red != nil {
 		pc.Observer = p.red.observe
 	}

@@ -1,5 +1,6 @@
 // Package report turns run directories (config.yaml, batches.jsonl,
-// eval.jsonl, summary.json, as written by package run) and sweep
+// eval.jsonl, summary.json, as written by package rundir;
+// docs/RUN-DIRECTORY.md) and sweep
 // directories (results.csv plus one sub-directory per run) into figures
 // (PNG and SVG, drawn with gonum/plot) and one self-contained HTML page.
 //

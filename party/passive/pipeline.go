@@ -162,6 +162,11 @@ func (p *Passive) apply(bw *transport.Backward) error {
 	if err := transport.ValidateBackward(bw, p.step, sl.batch, sl.sent.Rows, sl.sent.Cols); err != nil {
 		return fmt.Errorf("passive: refusing the answer: %w", err)
 	}
+	if p.cfg.Check != nil {
+		if err := p.cfg.Check(p.step, bw.Grad); err != nil {
+			return err
+		}
+	}
 	if _, err := p.trainForward(sl.rows); err != nil {
 		return fmt.Errorf("passive: step %d: recomputing the embedding: %w", p.step, err)
 	}
