@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/splitguard/splitguard/run"
 )
@@ -36,35 +35,10 @@ func TestOverlapLinkCutAndResume(t *testing.T) {
 	}
 	t.Run("link cut", func(t *testing.T) {
 		r := startFault(t, base, filepath.Join(root, "cut"))
-		stop, cut := make(chan struct{}), make(chan bool, 1)
-		go func() {
-			for {
-				select {
-				case <-stop:
-					cut <- false
-					return
-				case <-time.After(time.Millisecond):
-				}
-				if b, err := os.ReadFile(filepath.Join(r.act.Out, "batches.jsonl")); err == nil && bytes.Count(b, []byte("\n")) >= 12 {
-					r.px.cut()
-					time.Sleep(500 * time.Millisecond)
-					r.px.up()
-					cut <- true
-					return
-				}
-			}
-		}()
-		_, err := r.passive(context.Background())
-		close(stop)
-		if !<-cut {
-			t.Fatal("the run ended before the link was cut")
-		}
-		if err != nil {
-			t.Fatalf("passive: %v\n%s", err, r.logText())
-		}
-		if res := r.activeEnd(); res.err != nil {
-			t.Fatalf("active: %v", res.err)
-		}
+		cutOnce(t, r, func(r *faultRun) bool {
+			b, err := os.ReadFile(filepath.Join(r.act.Out, "batches.jsonl"))
+			return err == nil && bytes.Count(b, []byte("\n")) >= 12
+		})
 		if log := r.logText(); !strings.Contains(log, "re-sending") {
 			t.Fatalf("the cut link made no re-send:\n%s", log)
 		} else if strings.Contains(log, "pipelined exchange failed, re-sending the messages in flight") {

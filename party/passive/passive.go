@@ -133,6 +133,7 @@ type Passive struct {
 	// the pipelined schedule (Config.Staleness > 0): the batches in
 	// flight by step modulo k+1, the next step to send, and the compute
 	// time of the last send.
+	ob          Observation // the step's observation, reused
 	slots       []slot
 	next        int64
 	lastCompute time.Duration
@@ -298,27 +299,11 @@ func (p *Passive) trainStep(ctx context.Context, conn transport.PassiveConn) err
 	if err != nil {
 		return fmt.Errorf("passive: step %d: %w", p.step, err)
 	}
-	if p.cfg.Observer != nil {
-		outs := p.bottom.Outputs()
-		if send != e && len(outs) > 0 {
-			p.outs = append(p.outs[:0], outs...)
-			p.outs[len(outs)-1] = send
-			outs = p.outs
-		}
-		ob := &Observation{Step: p.step, Epoch: epoch, Batch: b, IDs: p.ids, Rows: rows,
-			Outputs: outs, Grads: grads}
-		if err := p.cfg.Observer(ob); err != nil {
-			return err
-		}
+	if send == e {
+		send = nil // the cut output is the embedding sent
 	}
-	if err := p.bottom.Step(); err != nil {
-		return fmt.Errorf("passive: step %d: %w", p.step, err)
-	}
-	if err := p.localSteps(bw.Grad); err != nil {
-		return err
-	}
-	p.step++
-	return nil
+	p.ob = Observation{Step: p.step, Epoch: epoch, Batch: b, IDs: p.ids, Rows: rows, Grads: grads}
+	return p.finish(&p.ob, send, bw.Grad)
 }
 
 // Evaluate sends the embeddings of the whole test split, in order, in

@@ -174,15 +174,23 @@ func (p *Passive) apply(bw *transport.Backward) error {
 	if err != nil {
 		return err
 	}
+	p.ob = Observation{Step: p.step, Epoch: sl.epoch, Batch: sl.batch, IDs: sl.ids, Rows: sl.rows, Grads: grads}
+	return p.finish(&p.ob, &sl.sent, bw.Grad)
+}
+
+// finish ends the training step of ob (its gradients backpropagated from
+// the received g): the observer sees the bottom's outputs with the cut
+// output replaced by sent (nil: as it is), the bottom steps and takes its
+// local steps on g.
+func (p *Passive) finish(ob *Observation, sent, g *tensor.Matrix) error {
 	if p.cfg.Observer != nil {
 		outs := p.bottom.Outputs()
-		if len(outs) > 0 {
+		if sent != nil && len(outs) > 0 {
 			p.outs = append(p.outs[:0], outs...)
-			p.outs[len(outs)-1] = &sl.sent
+			p.outs[len(outs)-1] = sent
 			outs = p.outs
 		}
-		ob := &Observation{Step: p.step, Epoch: sl.epoch, Batch: sl.batch, IDs: sl.ids, Rows: sl.rows,
-			Outputs: outs, Grads: grads}
+		ob.Outputs = outs
 		if err := p.cfg.Observer(ob); err != nil {
 			return err
 		}
@@ -190,7 +198,7 @@ func (p *Passive) apply(bw *transport.Backward) error {
 	if err := p.bottom.Step(); err != nil {
 		return fmt.Errorf("passive: step %d: %w", p.step, err)
 	}
-	if err := p.localSteps(bw.Grad); err != nil {
+	if err := p.localSteps(g); err != nil {
 		return err
 	}
 	p.step++
