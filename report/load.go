@@ -283,7 +283,7 @@ func SettingOf(cfg map[string]any) Setting {
 	// protection registered by a plug-in is named like the built-in ones.
 	protection := str(cfg, "protect")
 	if protection == "" {
-		protection = "none"
+		protection = protect.Reference()
 	}
 	params := protect.Params{}
 	for _, par := range protect.AllParams() {

@@ -29,7 +29,7 @@ func trainFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.Data, "data", c.Data, "training data: a table file, or the image folder of "+imageSets())
 	fs.IntVar(&c.SynthRows, "synth-rows", c.SynthRows, "without --data: train on N rows of in-memory synthetic Criteo-shaped data")
 	fs.Float64Var(&c.SynthPosRate, "synth-pos-rate", c.SynthPosRate, "positive rate of --synth-rows data")
-	fs.StringVar(&c.Format, "format", c.Format, "data format: criteo, avazu or csv (tables), fashion-mnist or isic (images)")
+	fs.StringVar(&c.Format, "format", c.Format, "data format: "+strings.Join(data.TableFormats(), ", ")+" (tables); "+strings.Join(data.ImageFormats(), ", ")+" (images)")
 	tableFlags(fs, c)
 	fs.Float64Var(&c.Sample, "sample", c.Sample, "fraction of the rows to use (seeded)")
 	fs.Float64Var(&c.TestFrac, "test-frac", c.TestFrac, "fraction of the used rows held out for testing, seeded (0: 0.1 for tables, 0.2 for isic; fashion-mnist has its own test files)")
