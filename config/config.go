@@ -25,6 +25,7 @@ import (
 	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/protect"
 	"github.com/splitguard/splitguard/tensor"
+	"github.com/splitguard/splitguard/transport"
 	"github.com/splitguard/splitguard/transport/wire"
 )
 
@@ -141,6 +142,15 @@ type Config struct {
 	// bytes.
 	WireEmbedding string `yaml:"wire_embedding"`
 	WireGradient  string `yaml:"wire_gradient"`
+	// Staleness k > 0 pipelines the training messages: the passive sends
+	// the embeddings of batches t+1, …, t+k while the gradient of batch t
+	// is in flight (party/passive, pipeline.go; docs/methods/wan.md). 0,
+	// the default, is the exact protocol. LocalSteps Q > 1 has each
+	// party take Q−1 further local updates per exchange on the cached
+	// partner message (FedBCD); 0 and 1 take none. Both are left out of
+	// config.yaml at their defaults.
+	Staleness  int `yaml:"staleness,omitempty"`
+	LocalSteps int `yaml:"local_steps,omitempty"`
 
 	// Validation and model selection. ValFrac is the share of the
 	// training rows held out for validation, decided by a keyed hash of
@@ -532,6 +542,12 @@ func (c *Config) validate() error {
 	c.validateHijack(bad)
 	if _, err := c.Wire(); err != nil {
 		bad("%v", err)
+	}
+	if c.Staleness < 0 || c.Staleness >= transport.MaxInFlight {
+		bad("key staleness: %d, want 0 to %d (the batches in flight beyond the one answered)", c.Staleness, transport.MaxInFlight-1)
+	}
+	if c.LocalSteps < 0 {
+		bad("key local_steps: %d, want ≥ 1 (0 means 1)", c.LocalSteps)
 	}
 	if c.Sample <= 0 || c.Sample > 1 {
 		bad("sample %g, want a fraction in (0, 1]", c.Sample)

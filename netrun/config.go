@@ -308,6 +308,11 @@ func (c *Config) SharedDigest() []byte {
 		// is then unchanged); Hello also compares them by name.
 		s += fmt.Sprintf(" wire_embedding=%v wire_gradient=%v", w.Embedding, w.Gradient)
 	}
+	if c.Staleness != 0 || c.LocalSteps > 1 {
+		// The overlap options (absent at their defaults: the digest is
+		// then unchanged).
+		s += fmt.Sprintf(" staleness=%d local_steps=%d", c.Staleness, max(c.LocalSteps, 1))
+	}
 	if pd := c.PassiveDefences(); len(pd) > 0 {
 		// The passive party applies them, the active records them
 		// (absent without one: the digest is then unchanged).

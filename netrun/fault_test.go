@@ -588,38 +588,46 @@ func TestLinkCutMidRun(t *testing.T) {
 	} {
 		t.Run(tc.phase, func(t *testing.T) {
 			r := startFault(t, base, filepath.Join(root, strings.ReplaceAll(tc.phase, " ", "-")))
-			stop := make(chan struct{})
-			cut := make(chan bool, 1)
-			go func() {
-				for {
-					select {
-					case <-stop:
-						cut <- false
-						return
-					case <-time.After(time.Millisecond):
-					}
-					if tc.when(r) {
-						r.px.cut()
-						time.Sleep(500 * time.Millisecond)
-						r.px.up()
-						cut <- true
-						return
-					}
-				}
-			}()
-			_, err := r.passive(context.Background())
-			close(stop)
-			if !<-cut {
-				t.Fatal("the run ended before the link was cut")
-			}
-			if err != nil {
-				t.Fatalf("passive: %v\n%s", err, r.logText())
-			}
-			if res := r.activeEnd(); res.err != nil {
-				t.Fatalf("active: %v", res.err)
-			}
+			cutOnce(t, r, tc.when)
 			r.sameAsReference(ref)
 		})
+	}
+}
+
+// cutOnce runs r's passive party to its end, cutting the link for half a
+// second once when(r) holds, and fails t unless the link was cut and both
+// parties ended without an error.
+func cutOnce(t *testing.T, r *faultRun, when func(*faultRun) bool) {
+	t.Helper()
+	stop := make(chan struct{})
+	cut := make(chan bool, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				cut <- false
+				return
+			case <-time.After(time.Millisecond):
+			}
+			if when(r) {
+				r.px.cut()
+				time.Sleep(500 * time.Millisecond)
+				r.px.up()
+				cut <- true
+				return
+			}
+		}
+	}()
+	_, err := r.passive(context.Background())
+	close(stop)
+	if !<-cut {
+		t.Fatal("the run ended before the link was cut")
+	}
+	if err != nil {
+		t.Fatalf("passive: %v\n%s", err, r.logText())
+	}
+	if res := r.activeEnd(); res.err != nil {
+		t.Fatalf("active: %v", res.err)
 	}
 }
 

@@ -70,6 +70,10 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 		return nil, fmt.Errorf("passive: a networked passive party's backdoor (key backdoor) needs the IDs of the target class's known rows (key backdoor_known_ids)")
 	}
 	log := opt.logger().With("party", "passive")
+	if n, e := cfg.CheckpointEvery, cfg.EvalEvery; cfg.Staleness > 0 && n > 0 && (e <= 0 || n%e != 0) {
+		log.Warn("the pipeline drains at every checkpoint as well as at every evaluation: the records differ from an in-process run's unless checkpoint_every is a multiple of eval_every",
+			"staleness", cfg.Staleness, "checkpoint_every", n, "eval_every", e)
+	}
 	lock, err := openOut(&cfg, opt, "passive", log)
 	if err != nil {
 		return nil, err
@@ -331,7 +335,8 @@ func (p *passiveRun) build(step int64) (*passive.Passive, keptModel, error) {
 		return nil, kept, err
 	}
 	pc := passive.Config{Epochs: cfg.Epochs, MaxSteps: cfg.MaxSteps, EvalEvery: cfg.EvalEvery, EvalBatch: cfg.EvalBatch,
-		WireEmbedding: enc.Embedding, AfterStep: p.afterStep, Kept: func(step int64) error { return p.kept.keep(step, p.party.SaveModel) }}
+		WireEmbedding: enc.Embedding, AfterStep: p.afterStep,
+		Staleness: cfg.Staleness, DrainEvery: cfg.CheckpointEvery, LocalSteps: cfg.LocalSteps, Kept: func(step int64) error { return p.kept.keep(step, p.party.SaveModel) }}
 	tamper, err := cfg.NewTamper()
 	if err != nil {
 		return nil, kept, err

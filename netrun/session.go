@@ -20,6 +20,7 @@ func listen(cfg *Config, opt Options, h grpcnet.Handlers, who, idFormat string) 
 		Local:           grpcnet.Hello{Party: partyName(cfg.Name, "active"), Config: cfg.fingerprint(), IDFormat: idFormat},
 		MaxMessageBytes: cfg.MaxMessageMB << 20,
 		Handlers:        h,
+		PipelineDepth:   pipelineDepth(cfg),
 	}
 	if !cfg.InsecureLoopback {
 		var err error
@@ -41,6 +42,7 @@ func listen(cfg *Config, opt Options, h grpcnet.Handlers, who, idFormat string) 
 // for an active party that does not answer (0: cfg.PeerTimeout).
 func dial(cfg *Config, opt Options, who string, connect time.Duration) (*grpcnet.Client, error) {
 	co := grpcnet.ClientOptions{InsecureLoopback: cfg.InsecureLoopback, Logger: opt.logger(),
+		PipelineDepth:   pipelineDepth(cfg),
 		MaxMessageBytes: cfg.MaxMessageMB << 20, ExchangeTimeout: cfg.ExchangeTimeout, CallTimeout: cfg.PeerTimeout, ConnectTimeout: connect}
 	if !cfg.InsecureLoopback {
 		var err error
@@ -121,4 +123,13 @@ func respondPSI(who string, responder *psi.StreamResponder, req *psi.Request) (r
 		return nil, nil, err
 	}
 	return resp, common, nil
+}
+
+// pipelineDepth is the number of training messages in flight under the
+// configured staleness k (k+1), or 0 for the exact protocol.
+func pipelineDepth(cfg *Config) int {
+	if cfg.Staleness <= 0 {
+		return 0
+	}
+	return cfg.Staleness + 1
 }

@@ -275,16 +275,20 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 	act, err := active.New(top, split.Train, eval, sched, bottom.CutDim(), active.Config{
 		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, TrainTargets: def.TrainTargets, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
 		Observer: j.active, EvalObserver: onEval, ValRows: valRows, WireGradient: enc.Gradient,
-		Contribution: cfg.Contribution, Hijack: hijack,
+		Contribution: cfg.Contribution, Hijack: hijack, LocalSteps: cfg.LocalSteps,
 	})
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Staleness > 0 {
+		j.stale = newStaleViews(cfg.Staleness)
 	}
 	pas, err := passive.New(bottom,
 		passive.Split{IDs: pv.train.IDs, X: pv.train.X},
 		passive.Split{IDs: pEval.IDs, X: pEval.X},
 		sched, passive.Config{Epochs: cfg.Epochs, MaxSteps: cfg.MaxSteps, EvalEvery: cfg.EvalEvery, EvalBatch: cfg.EvalBatch,
 			Observer: j.passive, WireEmbedding: enc.Embedding, Send: tamper, Check: hijackCheck, Cheat: bd,
+			Staleness: cfg.Staleness, LocalSteps: cfg.LocalSteps,
 			// Both parties run in this process: the passive learns
 			// when to stop from the recorder (a networked passive
 			// cannot; see netrun).
@@ -493,10 +497,16 @@ type joiner struct {
 	// needClean says the auditor asks for the clean gradients.
 	queue     *auditQueue
 	needClean bool
+	// stale, under a pipelined schedule, keeps the active's views of the
+	// batches in flight (nil: the exact protocol).
+	stale *staleViews
 }
 
 func (j *joiner) active(ob *active.Observation) error {
 	j.act = ob
+	if j.stale != nil {
+		j.act = j.stale.keep(ob)
+	}
 	scores, err := j.guard.Batch(ob.Step, ob.Embedding)
 	j.rec.ObserveIntegrity(scores)
 	return err
@@ -504,6 +514,9 @@ func (j *joiner) active(ob *active.Observation) error {
 
 func (j *joiner) passive(ob *passive.Observation) error {
 	a := j.act
+	if j.stale != nil {
+		a = j.stale.get(ob.Step)
+	}
 	if a == nil || a.Step != ob.Step {
 		return j.fail(fmt.Errorf("step %d: no active-party record", ob.Step))
 	}

@@ -106,8 +106,11 @@ func CheckVerdict(f *Forward, b *Backward) error {
 //     sent. A Forward that does not come after the last one handed to the
 //     active party (see Precedes) is not handed to it again: it is refused
 //     with an error, or, when it repeats the last message exactly, may be
-//     answered with that message's answer (a retry). A message sent while
-//     the previous one is unanswered is refused.
+//     answered with that message's answer (a retry); a transport that
+//     pipelines (Pipeline) may also answer an exact repeat of one of its
+//     last messages in flight with that message's own answer (a re-send
+//     after a broken connection). A message sent while the previous one
+//     is unanswered is refused.
 //   - Malformed messages are refused with an error at Exchange and never
 //     reach the active party; a refused message uses up nothing, so the
 //     same step may be sent again correctly. Whether a well-formed message

@@ -70,6 +70,11 @@ type Config struct {
 	// leave-one-party-out, the joint model without what the passive
 	// party's rows tell apart.
 	Contribution bool
+	// LocalSteps Q > 1 takes Q−1 further updates of the top after each
+	// training batch, on the embedding received and the batch's labels
+	// (FedBCD's local updates; see local.go), before the answer is sent;
+	// 0 and 1 take none.
+	LocalSteps int
 	// Hijack, when set, makes this a malicious active party (a
 	// simulation of the training-hijacking attacks, docs/methods/
 	// features.md): the gradient it sends every training batch is
@@ -159,6 +164,7 @@ type Active struct {
 	probs     []float32
 	dLogits   []float32
 	protected *tensor.Matrix
+	clean     *tensor.Matrix // the clean gradient's copy under local steps
 	wantIDs   []uint64
 
 	evalProbs []float32
@@ -293,6 +299,7 @@ func (a *Active) TrainStep(f *transport.Forward) (*transport.Backward, error) {
 		}
 		target = a.targetY
 	}
+	raw := target                         // the batch's targets before mixing, for the local steps
 	if m, ok := a.top.(targetMixer); ok { // mixup mixes the targets with the inputs
 		target = m.MixTargets(target)
 	}
@@ -315,6 +322,13 @@ func (a *Active) TrainStep(f *transport.Forward) (*transport.Backward, error) {
 	}
 	if err := tensor.CheckFinite(fmt.Sprintf("active: step %d: cut-layer gradient", a.step), clean); err != nil {
 		return nil, err
+	}
+	if a.cfg.LocalSteps > 1 {
+		// The local steps reuse the top's gradient buffer: the
+		// observation keeps the exchange's own clean gradient.
+		a.clean = a.clean.Resize(clean.Rows, clean.Cols)
+		copy(a.clean.Data, clean.Data)
+		clean = a.clean
 	}
 	start := time.Now()
 	stats, err := a.cfg.Protector.Protect(&protect.Batch{Grad: clean, Labels: a.lossY, Probs: a.probs, Step: a.step}, a.protected, a.rng)
@@ -348,6 +362,9 @@ func (a *Active) TrainStep(f *transport.Forward) (*transport.Backward, error) {
 	}
 	if err := a.top.Step(); err != nil {
 		return nil, fmt.Errorf("active: step %d: %w", a.step, err)
+	}
+	if err := a.localSteps(f.Embedding, rows, raw); err != nil {
+		return nil, err
 	}
 	a.step++
 	return &transport.Backward{Step: f.Step, Batch: b, Grad: a.protected}, nil

@@ -66,6 +66,22 @@ type Config struct {
 	// Tamper) sends what it returns. The bottom model still learns from
 	// the gradient it gets back.
 	Send Sender
+	// Staleness k > 0 pipelines the training messages (see pipeline.go):
+	// the embeddings of batches t+1, …, t+k are sent while the gradient
+	// of batch t is in flight, so the forward of batch s uses the
+	// parameters updated by batches 0, …, s−k−1 only. The pipeline is
+	// drained before every evaluation and every DrainEvery steps. 0 is
+	// the exact protocol. The connection must be a transport.Pipeline.
+	Staleness int
+	// DrainEvery > 0 drains the pipeline every DrainEvery steps as well
+	// (a networked run's checkpoint period), so that a checkpoint holds
+	// no batch in flight.
+	DrainEvery int
+	// LocalSteps Q > 1 takes Q−1 further updates of the bottom after each
+	// gradient is applied, on the cached gradient with the embedding
+	// recomputed at the current parameters (FedBCD's local updates); 0
+	// and 1 take none.
+	LocalSteps int
 	// Check, when set, is shown every training gradient received (after
 	// its validation, before it is applied); an error refuses it and
 	// ends Run (package integrity's HijackWatch).
@@ -128,6 +144,13 @@ type Passive struct {
 	evalRows []int
 	// timing of the training steps this party ran (see Timing).
 	timing Timing
+	// the pipelined schedule (Config.Staleness > 0): the batches in
+	// flight by step modulo k+1, the next step to send, and the compute
+	// time of the last send.
+	ob          Observation // the step's observation, reused
+	slots       []slot
+	next        int64
+	lastCompute time.Duration
 }
 
 // Timing splits the training steps a party ran (since it was made or
@@ -157,6 +180,9 @@ func New(bottom model.Bottom, train, test Split, sched *schedule.Schedule, cfg C
 	}
 	if cfg.EvalBatch <= 0 {
 		cfg.EvalBatch = 8192
+	}
+	if err := checkOverlap(cfg); err != nil {
+		return nil, err
 	}
 	return &Passive{bottom: bottom, train: train, test: test, sched: sched, cfg: cfg, lastEval: -1}, nil
 }
@@ -188,8 +214,16 @@ func (p *Passive) Run(ctx context.Context, conn transport.PassiveConn) error {
 // and runs the final evaluation unless it has already been done.
 func (p *Passive) Train(ctx context.Context, conn transport.PassiveConn) error {
 	total := p.TotalSteps()
+	step := p.trainStep
+	if p.cfg.Staleness > 0 {
+		pl, err := transport.AsPipeline(conn, p.cfg.Staleness)
+		if err != nil {
+			return fmt.Errorf("passive: %w", err)
+		}
+		step = func(ctx context.Context, _ transport.PassiveConn) error { return p.pipeStep(ctx, pl) }
+	}
 	for p.step < total {
-		if err := p.trainStep(ctx, conn); err != nil {
+		if err := step(ctx, conn); err != nil {
 			return err
 		}
 		if p.cfg.EvalEvery > 0 && p.step%int64(p.cfg.EvalEvery) == 0 {
@@ -298,24 +332,11 @@ func (p *Passive) trainStep(ctx context.Context, conn transport.PassiveConn) err
 	if err != nil {
 		return fmt.Errorf("passive: step %d: %w", p.step, err)
 	}
-	if p.cfg.Observer != nil {
-		outs := p.bottom.Outputs()
-		if send != e && len(outs) > 0 {
-			p.outs = append(p.outs[:0], outs...)
-			p.outs[len(outs)-1] = send
-			outs = p.outs
-		}
-		ob := &Observation{Step: p.step, Epoch: epoch, Batch: b, IDs: p.ids, Rows: rows,
-			Outputs: outs, Grads: grads}
-		if err := p.cfg.Observer(ob); err != nil {
-			return err
-		}
+	if send == e {
+		send = nil // the cut output is the embedding sent
 	}
-	if err := p.bottom.Step(); err != nil {
-		return fmt.Errorf("passive: step %d: %w", p.step, err)
-	}
-	p.step++
-	return nil
+	p.ob = Observation{Step: p.step, Epoch: epoch, Batch: b, IDs: p.ids, Rows: rows, Grads: grads}
+	return p.finish(&p.ob, send, bw.Grad)
 }
 
 // Evaluate sends the embeddings of the whole test split, in order, in

@@ -57,6 +57,11 @@ type ClientOptions struct {
 	BackoffBase, BackoffMax time.Duration
 	// Logger receives retries and refusals; slog.Default() when nil.
 	Logger *slog.Logger
+	// PipelineDepth > 0 lets Send have that many training messages in
+	// flight (a staleness k needs k+1; at most transport.MaxInFlight),
+	// and opens the flow-control windows wide enough for them; 0 refuses
+	// Send.
+	PipelineDepth int
 }
 
 // ErrClientClosed is returned by calls after Close.
@@ -86,6 +91,9 @@ type Client struct {
 	wire   wire.Encodings
 	stream pb.SplitLearning_TrainClient
 	cancel context.CancelFunc // cancels stream
+	// inflight are the pipelined messages sent and not yet answered, in
+	// order (pipeline.go).
+	inflight []piped
 }
 
 var _ transport.PassiveConn = (*Client)(nil)
@@ -136,7 +144,10 @@ func Dial(addr string, o ClientOptions) (*Client, error) {
 	if o.TLS != nil {
 		creds = credentials.NewTLS(c.recordingTLS(o.TLS))
 	}
-	conn, err := grpc.NewClient(addr,
+	if o.PipelineDepth < 0 || o.PipelineDepth > transport.MaxInFlight {
+		return nil, fmt.Errorf("grpcnet: client: pipeline depth %d, want 0 to %d", o.PipelineDepth, transport.MaxInFlight)
+	}
+	conn, err := grpc.NewClient(addr, append(windowOptions(o.PipelineDepth, o.MaxMessageBytes),
 		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(o.MaxMessageBytes), grpc.MaxCallSendMsgSize(o.MaxMessageBytes)),
 		grpc.WithStatsHandler(&statsHandler{c: &c.cnt}),
@@ -145,7 +156,7 @@ func Dial(addr string, o ClientOptions) (*Client, error) {
 		// backoff grows to two minutes).
 		grpc.WithConnectParams(grpc.ConnectParams{MinConnectTimeout: 5 * time.Second,
 			Backoff: backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second}}),
-	)
+	)...)
 	if err != nil {
 		return nil, fmt.Errorf("grpcnet: dial %s: %w", addr, err)
 	}
@@ -290,6 +301,7 @@ func (c *Client) Hello(ctx context.Context, local Hello) (*Hello, error) {
 	c.session.Store(tok[0])
 	c.wire = local.Config.Wire
 	c.dropStream()
+	c.inflight = c.inflight[:0] // the old session's messages are abandoned
 	c.mu.Unlock()
 	return remote, nil
 }
@@ -347,6 +359,10 @@ func (c *Client) Exchange(ctx context.Context, f *transport.Forward) (*transport
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, ErrClientClosed
+	}
+	if len(c.inflight) > 0 {
+		h := c.inflight[0].head
+		return nil, fmt.Errorf("grpcnet: %v step %d batch %d refused: the pipelined %v step %d batch %d is unanswered", f.Phase, f.Step, f.Batch, h.Phase, h.Step, h.Batch)
 	}
 	m, err := encodeForward(f, c.wire.Embedding)
 	if err != nil {
@@ -415,6 +431,13 @@ func (c *Client) retry(ctx context.Context, where string, send func() error,
 // waits for the answer within ExchangeTimeout. On failure the stream is
 // dropped.
 func (c *Client) attempt(ctx context.Context, m *pb.Forward) (*pb.Backward, error) {
+	return c.onStream(ctx, func(bool) error { return c.stream.Send(m) }, true)
+}
+
+// onStream calls send on the current stream (opening one if needed; fresh
+// says it was just opened) and, when recv, waits for one answer, all
+// within ExchangeTimeout. On failure the stream is dropped.
+func (c *Client) onStream(ctx context.Context, send func(fresh bool) error, recv bool) (*pb.Backward, error) {
 	var timedOut atomic.Bool
 	var streamCancel context.CancelFunc
 	var mu sync.Mutex // guards streamCancel against the timer
@@ -430,7 +453,8 @@ func (c *Client) attempt(ctx context.Context, m *pb.Forward) (*pb.Backward, erro
 	stop := context.AfterFunc(ctx, cancelStream)
 	defer stop()
 
-	if c.stream == nil {
+	fresh := c.stream == nil
+	if fresh {
 		sctx, cancel := context.WithCancel(context.Background())
 		mu.Lock()
 		streamCancel = cancel
@@ -452,12 +476,15 @@ func (c *Client) attempt(ctx context.Context, m *pb.Forward) (*pb.Backward, erro
 			c.cancel()
 		}
 	}
-	err := c.stream.Send(m)
+	err := send(fresh)
 	var reply *pb.Backward
-	if err == nil {
+	switch {
+	case err == nil && recv:
 		reply, err = c.stream.Recv()
-	} else if errors.Is(err, io.EOF) {
-		// The stream has ended; Recv returns the real status.
+	case errors.Is(err, io.EOF) && recv:
+		// The stream has ended; Recv returns the real status. (Without
+		// recv, answers may still be queued before it: they are not
+		// read here, and the stream is dropped; a re-send gets them.)
 		_, err = c.stream.Recv()
 	}
 	if err != nil {

@@ -34,12 +34,13 @@ func TestConformance(t *testing.T) {
 	fp := grpcnet.Fingerprint{CutDim: 3, BatchSize: 4, Seed: 1, Epochs: 2, ScheduleLength: 5}
 	transporttest.TestConn(t, func(t *testing.T) (transport.PassiveConn, transport.ActiveConn) {
 		quiet := slog.New(slog.DiscardHandler)
-		s, err := grpcnet.Listen("127.0.0.1:0", grpcnet.ServerOptions{TLS: st, Local: grpcnet.Hello{Party: "active", Config: fp}, Logger: quiet})
+		s, err := grpcnet.Listen("127.0.0.1:0", grpcnet.ServerOptions{TLS: st, Local: grpcnet.Hello{Party: "active", Config: fp}, Logger: quiet,
+			PipelineDepth: transporttest.PipelineDepth})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = s.Close() })
-		c, err := grpcnet.Dial(s.Addr(), grpcnet.ClientOptions{TLS: ct, Logger: quiet})
+		c, err := grpcnet.Dial(s.Addr(), grpcnet.ClientOptions{TLS: ct, Logger: quiet, PipelineDepth: transporttest.PipelineDepth})
 		if err != nil {
 			t.Fatal(err)
 		}

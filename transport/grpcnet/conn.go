@@ -66,6 +66,7 @@ func (s *Server) ResetOrder() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.have, s.lastReply, s.delivered, s.pending = false, nil, false, nil
+	s.recent = s.recent[:0]
 	select {
 	case <-s.incoming: // an admitted message nobody received: drop it
 	default:
@@ -190,6 +191,7 @@ func (s *Server) Reply(ctx context.Context, b *transport.Backward) error {
 		m.Grad = g
 	}
 	s.lastReply = m
+	s.remember(k, s.lastSum, m)
 	close(s.ready)
 	return nil
 }
@@ -213,6 +215,14 @@ func (s *Server) admit(ctx context.Context, f *transport.Forward, sum uint64) (*
 		}
 		s.cnt.retries.Add(1)
 		s.log.Info("grpcnet: answering a re-sent message without re-applying it", "msg", k.String())
+	case s.have && k.less(s.lastKey) && s.answeredBefore(k, sum) != nil:
+		// A pipelined message re-sent after a broken stream, answered
+		// already: its answer again, without re-applying it.
+		reply := s.answeredBefore(k, sum)
+		s.cnt.retries.Add(1)
+		s.log.Info("grpcnet: answering a re-sent pipelined message without re-applying it", "msg", k.String())
+		s.mu.Unlock()
+		return reply, nil
 	case s.have && k.less(s.lastKey):
 		last := s.lastKey
 		s.mu.Unlock()

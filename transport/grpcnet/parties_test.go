@@ -121,7 +121,9 @@ func TestPartiesConformance(t *testing.T) {
 					}
 				}
 				return mine, p.Conn(k)
-			}, closeWithoutStream("CloseUnused"), closeWithoutStream("CloseAfterRefusal"))
+			}, closeWithoutStream("CloseUnused"), closeWithoutStream("CloseAfterRefusal"),
+				transporttest.Deviation{Check: "Pipeline",
+					Reason: "the K passives' clients are dialled without a pipeline depth: staleness with K passives is not built (docs/methods/wan.md)"})
 		})
 	}
 }

@@ -39,6 +39,12 @@ type ServerOptions struct {
 	// Logger receives refusals and connection events; slog.Default() when
 	// nil.
 	Logger *slog.Logger
+	// PipelineDepth > 0 serves a passive party that pipelines that many
+	// training messages (transport.Pipeline): the flow-control windows
+	// are opened wide enough for them, and the answers of the last
+	// PipelineDepth messages are kept, so that a re-sent message already
+	// answered gets its answer again (never applied twice).
+	PipelineDepth int
 }
 
 // ErrServerClosed is returned by Recv after Close.
@@ -72,6 +78,7 @@ type Server struct {
 	delivered bool               // the last message was handed out by Recv
 	pending   *transport.Forward // the last admitted message; nil after ResetOrder
 	ready     chan struct{}      // closed when lastReply is set
+	recent    []answered         // the last PipelineDepth answers (pipeline.go)
 	incoming  chan *transport.Forward
 	ended     chan struct{} // closed by end
 	endErr    error
@@ -106,7 +113,8 @@ func Listen(addr string, o ServerOptions) (*Server, error) {
 	if o.TLS != nil {
 		creds = credentials.NewTLS(loggingTLS(o.TLS, s.log))
 	}
-	s.grpc = newGRPCServer(loggingCreds{creds, &s.cnt.rejected, s.log}, s.o.MaxMessageBytes, &statsHandler{c: &s.cnt, ss: &s.sess})
+	s.grpc = newGRPCServer(loggingCreds{creds, &s.cnt.rejected, s.log}, s.o.MaxMessageBytes, &statsHandler{c: &s.cnt, ss: &s.sess},
+		serverWindowOptions(o.PipelineDepth, o.MaxMessageBytes)...)
 	pb.RegisterSplitLearningServer(s.grpc, &service{s: s})
 	go func() { s.serveErr <- s.grpc.Serve(lis) }()
 	s.log.Info("grpcnet: serving", "addr", lis.Addr().String(), "tls", o.TLS != nil)
@@ -145,9 +153,10 @@ func listenTCP(addr string, insecure bool) (net.Listener, error) {
 	return lis, nil
 }
 
-// newGRPCServer returns the gRPC server of the active party.
-func newGRPCServer(creds credentials.TransportCredentials, maxMessageBytes int, sh stats.Handler) *grpc.Server {
-	return grpc.NewServer(
+// newGRPCServer returns the gRPC server of the active party, with extra
+// options after its own (a pipeline's flow-control windows).
+func newGRPCServer(creds credentials.TransportCredentials, maxMessageBytes int, sh stats.Handler, extra ...grpc.ServerOption) *grpc.Server {
+	return grpc.NewServer(append([]grpc.ServerOption{
 		grpc.Creds(creds),
 		// A connection that does not finish its handshake is dropped
 		// after HandshakeTimeout (gRPC's default holds it 120 s).
@@ -157,7 +166,7 @@ func newGRPCServer(creds credentials.TransportCredentials, maxMessageBytes int, 
 		grpc.StatsHandler(sh),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 15 * time.Second, Timeout: 10 * time.Second}),
-	)
+	}, extra...)...)
 }
 
 // HandshakeTimeout bounds the TLS handshake of a new connection. A

@@ -19,6 +19,11 @@
 //   - a message sent while the previous one is unanswered is refused;
 //   - a Reply to a message whose sender stopped waiting (its context
 //     ended, or Close) returns an error.
+//
+// The passive end is also a transport.Pipeline (pipeline.go): training
+// messages sent with Send wait in a queue for the active party's Recv,
+// and their answers' gradients are copied, since the active party reuses
+// its buffer for the next batch before the passive receives this one.
 package inproc
 
 import (
@@ -34,7 +39,7 @@ import (
 
 // Pipe returns the two connected ends of an in-process connection.
 func Pipe() (transport.PassiveConn, transport.ActiveConn) {
-	p := &pipe{fwd: make(chan *exchange), done: make(chan struct{})}
+	p := &pipe{fwd: make(chan *exchange), done: make(chan struct{}), queued: make(chan struct{}, 1)}
 	return passiveEnd{p}, activeEnd{p}
 }
 
@@ -48,7 +53,17 @@ type pipe struct {
 	have bool // last holds the last message sent
 
 	mu      sync.Mutex
-	pending *exchange // sent and not answered yet
+	pending *exchange // sent and not answered yet (Exchange)
+
+	// The pipelined messages (Send): queue holds those sent and not yet
+	// answered, in order (the first ones delivered to the active party),
+	// sent those not yet received by the passive party; queued wakes a
+	// waiting Recv. Guarded by mu; broken is set when a Receive gave up.
+	queue, sent []*exchange
+	queued      chan struct{}
+	broken      bool
+	free        []*tensor.Matrix // gradient copies to reuse
+	held        *tensor.Matrix   // the copy the last Receive returned
 }
 
 // exchange is one message in flight and the way back for its answer.
@@ -57,6 +72,7 @@ type exchange struct {
 	answer    chan *transport.Backward // buffered: Reply never blocks
 	abandoned chan struct{}            // closed when the sender stops waiting
 	delivered bool                     // Recv handed f out; guarded by pipe.mu
+	piped     bool                     // sent with Send: the answer's gradient is copied
 }
 
 type passiveEnd struct{ p *pipe }
@@ -87,6 +103,11 @@ func (e passiveEnd) Exchange(ctx context.Context, f *transport.Forward) (*transp
 	if q := p.pending; q != nil {
 		p.mu.Unlock()
 		return nil, fmt.Errorf("inproc: %s refused: %s is unanswered (the protocol is lock-step)", where(f), where(q.f))
+	}
+	if len(p.sent) > 0 {
+		q := p.sent[0]
+		p.mu.Unlock()
+		return nil, fmt.Errorf("inproc: %s refused: the pipelined %s is unanswered", where(f), where(q.f))
 	}
 	p.pending = ex
 	p.mu.Unlock()
@@ -131,16 +152,27 @@ type activeEnd struct{ p *pipe }
 
 func (e activeEnd) Recv(ctx context.Context) (*transport.Forward, error) {
 	p := e.p
-	select {
-	case ex := <-p.fwd:
-		p.mu.Lock()
-		ex.delivered = true
-		p.mu.Unlock()
-		return ex.f, nil
-	case <-p.done:
-		return nil, io.EOF
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	for {
+		select {
+		case <-p.done: // queued messages of a closed pipe are not handed out
+			return nil, io.EOF
+		default:
+		}
+		if f := p.nextQueued(); f != nil {
+			return f, nil
+		}
+		select {
+		case ex := <-p.fwd:
+			p.mu.Lock()
+			ex.delivered = true
+			p.mu.Unlock()
+			return ex.f, nil
+		case <-p.queued:
+		case <-p.done:
+			return nil, io.EOF
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 }
 
@@ -151,6 +183,9 @@ func (e activeEnd) Reply(ctx context.Context, b *transport.Backward) error {
 	p := e.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if len(p.queue) > 0 && p.queue[0].delivered {
+		return p.replyQueued(b)
+	}
 	ex := p.pending
 	if ex == nil || !ex.delivered {
 		return errors.New("inproc: Reply without an unanswered message")

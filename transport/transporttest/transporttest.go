@@ -30,6 +30,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,6 +75,7 @@ func TestConn(t *testing.T, newPair NewPair, known ...Deviation) {
 		{"Close", testClose},
 		{"CloseAfterRefusal", testCloseAfterRefusal},
 		{"CloseUnused", testCloseUnused},
+		{"Pipeline", testPipeline},
 	}
 	skip := map[string]string{}
 	for _, d := range known {
@@ -239,6 +241,7 @@ func within(t *testing.T, what string, f func()) {
 
 // server is an active party that answers every message it receives.
 type server struct {
+	mu   sync.Mutex           // guards got while the server runs
 	got  []*transport.Forward // copies of the messages received, in order
 	err  error                // the error that ended it
 	done chan struct{}
@@ -261,7 +264,9 @@ func serve(t *testing.T, a transport.ActiveConn, answer func(*transport.Forward)
 				s.err = err
 				return
 			}
+			s.mu.Lock()
 			s.got = append(s.got, cloneForward(f))
+			s.mu.Unlock()
 			if f == nil {
 				s.err = errors.New("the active party received a nil message without an error")
 				return
@@ -503,11 +508,21 @@ func testReplay(t *testing.T, p transport.PassiveConn, a transport.ActiveConn) {
 		{"an evaluation round of a step already trained", msg(transport.Eval, 2, 0, 0, 4, 3)},
 		{"the last message with other content", changed},
 	}
-	for _, r := range refused {
+	_, pipelined := p.(transport.Pipeline)
+	for i, r := range refused {
 		within(t, "Exchange of "+r.what, func() {
-			if _, err := p.Exchange(ctx, r.f); err == nil {
-				t.Errorf("%s (%s) was accepted, want it refused as a replay", r.what, name(r.f))
+			b, err := p.Exchange(ctx, r.f)
+			if err != nil {
+				return
 			}
+			// A pipelining transport may answer an exact repeat of a
+			// recent message with that message's own answer (a re-send
+			// after a broken stream); it never reaches the active party
+			// again (closeAndCheck).
+			if pipelined && i < 2 && diffBackward(b, answerFor(r.f)) == "" {
+				return
+			}
+			t.Errorf("%s (%s) was accepted, want it refused as a replay", r.what, name(r.f))
 		})
 	}
 	next := msg(transport.Train, 3, 1, 0, 4, 3)

@@ -1,0 +1,154 @@
+package netrun
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/splitguard/splitguard/config"
+	"github.com/splitguard/splitguard/pki"
+	"github.com/splitguard/splitguard/rundir"
+	"github.com/splitguard/splitguard/transport/linktest"
+)
+
+// wan20 is the emulated link of issue 30: 20 ms round trip, 100 Mbit/s
+// each way.
+var wan20 = linktest.Link{Delay: 10 * time.Millisecond, BytesPerSecond: linktest.Mbit(100), Burst: 64 << 10}
+
+// linkRun trains base as two parties over mutual TLS (certificates in
+// certs), through the emulated link when link is set, without
+// checkpoints, and returns the active party's summary and the passive's
+// result.
+func linkRun(tb testing.TB, base config.Config, certs string, link *linktest.Link) (*rundir.Summary, *PassiveResult) {
+	tb.Helper()
+	root := tb.TempDir()
+	act, pas := partyConfigs(base, root, certs)
+	act.CheckpointEvery, pas.CheckpointEvery = 0, 0
+	// Generous: on a loaded machine the alignment of 20,000 IDs is slow.
+	act.PeerTimeout, pas.PeerTimeout = 2*time.Minute, 2*time.Minute
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	addr := make(chan string, 1)
+	type result struct {
+		s   *rundir.Summary
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		s, err := RunActive(ctx, act, Options{Logger: testLogger(tb), Ready: func(a string) { addr <- a }})
+		done <- result{s, err}
+	}()
+	select {
+	case pas.Addr = <-addr:
+	case r := <-done:
+		tb.Fatal(r.err)
+	}
+	if link != nil {
+		px, err := linktest.Start(pas.Addr, *link, *link)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer px.Close()
+		pas.Addr = px.Addr()
+	}
+	res, err := RunPassive(ctx, pas, Options{Logger: testLogger(tb)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil {
+		tb.Fatal(r.err)
+	}
+	return r.s, res
+}
+
+// testCerts issues the two parties' certificates.
+func testCerts(tb testing.TB) string {
+	certs := tb.TempDir()
+	if err := pki.InitCA(certs, pki.CAOptions{}); err != nil {
+		tb.Fatal(err)
+	}
+	for _, n := range []string{"active", "passive"} {
+		if _, _, err := pki.Issue(certs, n, pki.IssueOptions{Hosts: []string{"127.0.0.1"}}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return certs
+}
+
+// wanShape is the measured shape of docs/methods/wan.md: batch 1024, a
+// 128-wide cut, no protection, int8 messages both ways.
+func wanShape(path, out string) config.Config {
+	c := smallConfig(path, out)
+	c.Layers, c.Cut, c.EmbedDim = []int{128, 128, 128}, 2, 4
+	c.Batch, c.Epochs, c.EvalEvery = 1024, 2, 0
+	c.Protect, c.Params, c.Attacks = "none", nil, []string{"norm"}
+	c.Baseline = false
+	c.WireEmbedding, c.WireGradient = "int8", "int8"
+	return c
+}
+
+// stepTime is the passive party's wall time per training step: its
+// compute and its wait for answers (evaluations, PSI and start-up
+// excluded).
+func stepTime(res *PassiveResult) time.Duration {
+	if res.Timing.Steps == 0 {
+		return 0
+	}
+	return (res.Timing.Compute + res.Timing.Exchange) / time.Duration(res.Timing.Steps)
+}
+
+// TestOverlapOverLink trains a small model (batch 64: compute well under
+// the round trip) over the emulated 20 ms / 100 Mbit/s link with
+// staleness 0, 2 and 4 and logs the passive party's milliseconds per
+// step: with k+1 messages in flight one round trip serves k+1 steps. It
+// asserts nothing about time (a shared machine's timings vary); it checks
+// that every run takes every step.
+func TestOverlapOverLink(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three runs over an emulated link")
+	}
+	path, certs := synthFile(t, 3000), testCerts(t)
+	for _, k := range []int{0, 2, 4} {
+		base := smallConfig(path, filepath.Join(t.TempDir(), "unused"))
+		base.Staleness, base.Epochs, base.EvalEvery = k, 1, 0
+		s, res := linkRun(t, base, certs, &wan20)
+		if s.Steps != res.Steps || s.Steps < 30 {
+			t.Errorf("staleness %d: the active took %d steps, the passive %d", k, s.Steps, res.Steps)
+		}
+		t.Logf("staleness %d over 20 ms / 100 Mbit/s: %v per step over %d steps (passive compute %v, waiting %v in all)",
+			k, stepTime(res).Round(time.Microsecond*100), res.Steps, res.Timing.Compute.Round(time.Millisecond), res.Timing.Exchange.Round(time.Millisecond))
+	}
+}
+
+// BenchmarkOverlapOverLink measures the WAN shape on a 20,000-row table,
+// on loopback and over the emulated link, for staleness 0, 1, 2, 4 and
+// local steps 1, 2: the passive party's milliseconds per training step
+// (stepTime), bytes per step (PSI and evaluations included) and the test
+// AUC. Run briefly:
+//
+//	go test -run XXX -bench OverlapOverLink -benchtime 1x ./netrun
+func BenchmarkOverlapOverLink(b *testing.B) {
+	path, certs := synthFile(b, 20000), testCerts(b)
+	for _, link := range []struct {
+		name string
+		l    *linktest.Link
+	}{{"loopback", nil}, {"link-20ms-100Mbit", &wan20}} {
+		for _, q := range []int{1, 2} {
+			for _, k := range []int{0, 1, 2, 4} {
+				b.Run(fmt.Sprintf("%s/k%d/Q%d", link.name, k, q), func(b *testing.B) {
+					for range b.N {
+						base := wanShape(path, filepath.Join(b.TempDir(), "unused"))
+						base.Staleness, base.LocalSteps = k, q
+						s, res := linkRun(b, base, certs, link.l)
+						b.ReportMetric(float64(stepTime(res).Microseconds())/1000, "ms/step")
+						b.ReportMetric(float64(res.Stats.BytesSent+res.Stats.BytesReceived)/float64(s.Steps), "B/step")
+						b.ReportMetric(s.TestAUCFinal, "test-AUC")
+					}
+				})
+			}
+		}
+	}
+}

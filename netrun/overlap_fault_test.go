@@ -1,0 +1,68 @@
+package netrun
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/splitguard/splitguard/run"
+)
+
+// TestOverlapLinkCutAndResume runs a pipelined schedule (staleness 2)
+// over the fault proxy: the link is cut while training messages are in
+// flight and restored half a second later (the passive re-sends every
+// message in flight on a new stream, the active answers those it had
+// answered without applying them again), and, separately, the passive
+// party is killed right after its checkpoint of step 10 and restarted
+// (the pipeline is drained at checkpoints, so the checkpoint holds no
+// batch in flight). Each run ends identical to the uninterrupted
+// in-process run.
+func TestOverlapLinkCutAndResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three two-party runs")
+	}
+	root := t.TempDir()
+	base := smallConfig(synthFile(t, faultRows), filepath.Join(root, "inproc"))
+	base.Attacks = []string{"norm", "cosine"}
+	// Checkpoints every 5 steps (partyConfigs) fall on evaluations.
+	base.Staleness, base.EvalEvery = 2, 5
+	if _, err := run.Train(context.Background(), base, run.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("link cut", func(t *testing.T) {
+		r := startFault(t, base, filepath.Join(root, "cut"))
+		cutOnce(t, r, func(r *faultRun) bool {
+			b, err := os.ReadFile(filepath.Join(r.act.Out, "batches.jsonl"))
+			return err == nil && bytes.Count(b, []byte("\n")) >= 12
+		})
+		if log := r.logText(); !strings.Contains(log, "re-sending") {
+			t.Fatalf("the cut link made no re-send:\n%s", log)
+		} else if strings.Contains(log, "pipelined exchange failed, re-sending the messages in flight") {
+			t.Log("the cut link broke the pipeline: the messages in flight were re-sent")
+		}
+		r.sameAsReference(base.Out)
+	})
+	t.Run("passive killed", func(t *testing.T) {
+		r := startFault(t, base, filepath.Join(root, "killed"))
+		killPassiveAfter(t, r.px, 10)
+		if _, err := r.passive(context.Background()); !errors.Is(err, errKilled) {
+			t.Fatalf("the killed passive: %v", err)
+		}
+		testHookPassiveSaved = nil
+		r.px.up()
+		if _, err := r.passive(context.Background()); err != nil {
+			t.Fatalf("the restarted passive: %v\n%s", err, r.logText())
+		}
+		if res := r.activeEnd(); res.err != nil {
+			t.Fatalf("active: %v", res.err)
+		}
+		if !strings.Contains(r.logText(), "msg=resuming") {
+			t.Fatalf("no resume in the log:\n%s", r.logText())
+		}
+		r.sameAsReference(base.Out)
+	})
+}
