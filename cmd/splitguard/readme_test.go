@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -285,6 +286,7 @@ func TestREADMECommandsRun(t *testing.T) {
 	cmds := pageCommands(t, readme(t))
 	t.Chdir(t.TempDir())
 	writeCustomers(t, "customers.csv", 400)
+	writeLetters(t, "letter_a.csv", 1500)
 	ran := map[string]int{}
 	notMade := map[string]bool{}
 	for _, c := range cmds {
@@ -341,6 +343,31 @@ func writeCustomers(t *testing.T, name string, rows int) {
 			churn = "yes"
 		}
 		fmt.Fprintf(&b, "c%04d,%d,%.1f,%s,%s\n", i, tenure, spend, plans[i%3], churn)
+	}
+	if err := os.WriteFile(name, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeLetters writes a table shaped as the README's letter-recognition
+// example: its sixteen integer features (0 to 15) and a yes/no letter_A
+// label that follows two of them.
+func writeLetters(t *testing.T, name string, rows int) {
+	t.Helper()
+	cols := []string{"x.box", "y.box", "width", "high", "onpix", "x.bar", "y.bar", "x2bar",
+		"y2bar", "xybar", "x2ybr", "xy2br", "x.ege", "xegvy", "y.ege", "yegvx"}
+	var b strings.Builder
+	b.WriteString(strings.Join(cols, ",") + ",letter_A\n")
+	for i := range rows {
+		v := make([]string, len(cols))
+		for j := range cols {
+			v[j] = strconv.Itoa((i*(j+3) + j*j) % 16)
+		}
+		label := "no"
+		if (i*3)%16 > 10 && (i*6+1)%16 < 8 {
+			label = "yes"
+		}
+		fmt.Fprintf(&b, "%s,%s\n", strings.Join(v, ","), label)
 	}
 	if err := os.WriteFile(name, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
