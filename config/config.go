@@ -137,6 +137,11 @@ type Config struct {
 	// bytes.
 	WireEmbedding string `yaml:"wire_embedding"`
 	WireGradient  string `yaml:"wire_gradient"`
+	// WireFeedback turns on error feedback for the gradients' rounding
+	// (wire.Feedback, docs/methods/wan.md): the active adds every training
+	// row's residual from its last rounding to the row's next gradient. It
+	// needs a lossy WireGradient; embeddings have none (see there).
+	WireFeedback bool `yaml:"wire_feedback,omitempty"`
 
 	// Validation and model selection. ValFrac is the share of the
 	// training rows held out for validation, decided by a keyed hash of
@@ -496,8 +501,10 @@ func (c *Config) validate() error {
 	}
 	c.validateSelection(bad)
 	c.validateIntegrity(bad)
-	if _, err := c.Wire(); err != nil {
+	if w, err := c.Wire(); err != nil {
 		bad("%v", err)
+	} else if c.WireFeedback && w.Gradient == wire.F32 {
+		bad("key wire_feedback: error feedback needs a lossy wire_gradient (f16, bf16 or int8); f32 sends the gradient exactly")
 	}
 	if c.Sample <= 0 || c.Sample > 1 {
 		bad("sample %g, want a fraction in (0, 1]", c.Sample)

@@ -586,7 +586,7 @@ func (r *activeRun) build(step int64) error {
 	}
 	party, err := active.New(top, r.split.Train, r.eval, sched, cfg.CutDim(), active.Config{
 		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, TrainTargets: def.TrainTargets, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
-		Observer: r.observe, EvalObserver: r.evalDone, ValRows: r.valRows, WireGradient: enc.Gradient,
+		Observer: r.observe, EvalObserver: r.evalDone, ValRows: r.valRows, WireGradient: enc.Gradient, WireFeedback: cfg.WireFeedback,
 		Contribution: cfg.Contribution,
 	})
 	if err != nil {

@@ -64,6 +64,7 @@ func trainFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.IntVar(&c.ACEBins, "ace-bins", c.ACEBins, "bins of the adaptive calibration error")
 	fs.StringVar(&c.WireEmbedding, "wire-embedding", c.WireEmbedding, "encoding of the embeddings the passive party sends: "+strings.Join(wire.Names(), ", ")+" (the passive rounds to it; see METHODS, wire encodings)")
 	fs.StringVar(&c.WireGradient, "wire-gradient", c.WireGradient, "encoding of the gradients the active party sends: "+strings.Join(wire.Names(), ", ")+" (the active rounds the protected gradient to it)")
+	fs.BoolVar(&c.WireFeedback, "wire-feedback", c.WireFeedback, "error feedback for a lossy --wire-gradient: the active adds each training row's rounding residual to the row's next gradient (see docs/methods/wan.md)")
 	fs.StringVar(&c.Protect, "protect", c.Protect, "gradient protection: "+strings.Join(protect.Names(), ", "))
 	defenceFlags(fs, &c.Params)
 	fs.StringSliceVar(&c.Attacks, "attacks", c.Attacks, "attacks to audit every batch: "+strings.Join(attack.Names(), ", ")+", or all")
