@@ -1,0 +1,254 @@
+package step
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/splitguard/splitguard/config"
+	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/party/active"
+	"github.com/splitguard/splitguard/party/passive"
+	"github.com/splitguard/splitguard/pki"
+	"github.com/splitguard/splitguard/schedule"
+	"github.com/splitguard/splitguard/transport"
+	"github.com/splitguard/splitguard/transport/grpcnet"
+	"github.com/splitguard/splitguard/transport/inproc"
+	"github.com/splitguard/splitguard/transport/linkplan"
+	"github.com/splitguard/splitguard/transport/wire"
+)
+
+// LinkSpec is what the link planner measures: the run cfg describes
+// (model, batch, cut, protection, data; its wire keys are replaced by
+// each of Encodings in turn), Steps timed training steps after Warmup
+// untimed ones.
+type LinkSpec struct {
+	Config        *config.Config
+	Encodings     []wire.Encodings
+	Steps, Warmup int
+}
+
+// LinkCosts are the measured costs of a step in one pair of encodings.
+type LinkCosts struct {
+	Wire  wire.Encodings
+	Costs linkplan.Costs
+}
+
+// MeasureLink measures, for each pair of encodings, what the link planner
+// needs (linkplan.Costs): both parties in this process over the in-memory
+// transport give the medians of the passive's compute per step (from the
+// answer of one exchange to the next exchange: backward, update, next
+// forward and its rounding) and the active's (the exchange itself: top,
+// protection, rounding, update), and the mean bytes per step each way as
+// grpcnet encodes the messages (grpcnet.WireBytes); then the messages of
+// the last step are exchanged again over grpcnet with mutual TLS on
+// loopback against an active that answers at once, whose median time is
+// the transport's overhead per exchange.
+func MeasureLink(ctx context.Context, spec LinkSpec) ([]LinkCosts, error) {
+	if spec.Steps < 1 || spec.Warmup < 0 || spec.Config == nil || len(spec.Encodings) == 0 {
+		return nil, fmt.Errorf("step: link measurement: %d steps (want ≥ 1), warm-up %d (want ≥ 0), %d encodings (want ≥ 1)", spec.Steps, spec.Warmup, len(spec.Encodings))
+	}
+	split, err := spec.Config.LoadData()
+	if err != nil {
+		return nil, fmt.Errorf("step: link measurement: %w", err)
+	}
+	split.SortByID()
+	cfg := *spec.Config
+	cfg.ResolveForData(len(split.Train.IDs))
+	spec.Config = &cfg
+	dir, err := os.MkdirTemp("", "splitguard-linkplan-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	if err := issueLoopbackPKI(dir); err != nil {
+		return nil, err
+	}
+	out := make([]LinkCosts, 0, len(spec.Encodings))
+	for _, enc := range spec.Encodings {
+		c, last, err := measureEncoding(ctx, spec, enc, split.Train)
+		if err != nil {
+			return nil, fmt.Errorf("step: link measurement, %v/%v: %w", enc.Embedding, enc.Gradient, err)
+		}
+		if c.Costs.Overhead, err = loopbackOverhead(ctx, dir, enc, last, spec); err != nil {
+			return nil, fmt.Errorf("step: transport overhead, %v/%v: %w", enc.Embedding, enc.Gradient, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// measureEncoding times the in-process step in one pair of encodings. It
+// returns the costs (without the overhead) and the connection that
+// timed them, which holds the last training exchange's messages.
+func measureEncoding(ctx context.Context, spec LinkSpec, enc wire.Encodings, train *data.Dataset) (LinkCosts, *timedConn, error) {
+	cfg := *spec.Config
+	total := spec.Warmup + spec.Steps + 1
+	sched, err := schedule.New(len(train.IDs), cfg.Batch, cfg.Seed)
+	if err != nil {
+		return LinkCosts{}, nil, err
+	}
+	epochs := (total + sched.BatchesPerEpoch() - 1) / sched.BatchesPerEpoch()
+	bottom, top, wide, err := cfg.BuildModels(train.X)
+	if err != nil {
+		return LinkCosts{}, nil, err
+	}
+	def, err := cfg.BuildDefences(train)
+	if err != nil {
+		return LinkCosts{}, nil, err
+	}
+	act, err := active.New(top, train, train, sched, bottom.CutDim(), active.Config{
+		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, TrainTargets: def.TrainTargets,
+		Wide: wide, Seed: cfg.Seed, WireGradient: enc.Gradient,
+	})
+	if err != nil {
+		return LinkCosts{}, nil, err
+	}
+	pas, err := passive.New(bottom, passive.Split{IDs: train.IDs, X: train.X}, passive.Split{},
+		sched, passive.Config{Epochs: epochs, MaxSteps: int64(total), WireEmbedding: enc.Embedding})
+	if err != nil {
+		return LinkCosts{}, nil, err
+	}
+	pConn, aConn := inproc.Pipe()
+	t := &timedConn{conn: pConn, enc: enc}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- act.Serve(ctx, aConn) }()
+	if err := pas.Run(ctx, t); err != nil {
+		return LinkCosts{}, nil, err
+	}
+	if err := t.Close(); err != nil {
+		return LinkCosts{}, nil, err
+	}
+	if err := <-served; err != nil {
+		return LinkCosts{}, nil, err
+	}
+	if len(t.active) != total {
+		return LinkCosts{}, nil, fmt.Errorf("%d training exchanges, want %d", len(t.active), total)
+	}
+	c := LinkCosts{Wire: enc}
+	c.Costs.Active = time.Duration(Median(t.active[spec.Warmup : total-1]))
+	c.Costs.Passive = time.Duration(Median(t.passive[spec.Warmup:]))
+	c.Costs.Forward, c.Costs.Backward = t.fwd/int64(total), t.bwd/int64(total)
+	return c, t, nil
+}
+
+// timedConn is a passive connection that times each training exchange
+// (the active's compute, over the in-memory transport) and the time
+// between an answer and the next exchange (the passive's compute), counts
+// the bytes grpcnet would carry, and keeps a copy of the last exchange's
+// messages.
+type timedConn struct {
+	conn            transport.PassiveConn
+	enc             wire.Encodings
+	active, passive []float64 // nanoseconds
+	answered        time.Time // when the last answer was handed back (zero: none yet)
+	fwd, bwd        int64
+	lastF           transport.Forward
+	lastB           transport.Backward
+}
+
+func (t *timedConn) Exchange(ctx context.Context, f *transport.Forward) (*transport.Backward, error) {
+	if f.Phase != transport.Train {
+		return t.conn.Exchange(ctx, f)
+	}
+	start := time.Now()
+	if !t.answered.IsZero() {
+		t.passive = append(t.passive, float64(start.Sub(t.answered).Nanoseconds()))
+	}
+	b, err := t.conn.Exchange(ctx, f)
+	if err != nil {
+		return b, err
+	}
+	t.active = append(t.active, float64(time.Since(start).Nanoseconds()))
+	nf, nb, err := grpcnet.WireBytes(f, b, t.enc)
+	if err != nil {
+		return nil, err
+	}
+	t.fwd, t.bwd = t.fwd+nf, t.bwd+nb
+	t.lastF = *f
+	t.lastF.IDs = append(t.lastF.IDs[:0:0], f.IDs...)
+	t.lastF.Embedding = f.Embedding.Clone()
+	t.lastB = *b
+	t.lastB.Grad = b.Grad.Clone()
+	t.answered = time.Now()
+	return b, nil
+}
+
+func (t *timedConn) Close() error { return t.conn.Close() }
+
+// issueLoopbackPKI makes a CA and the two parties' certificates in dir.
+func issueLoopbackPKI(dir string) error {
+	if err := pki.InitCA(dir, pki.CAOptions{}); err != nil {
+		return err
+	}
+	for _, n := range []string{"active", "passive"} {
+		if _, _, err := pki.Issue(dir, n, pki.IssueOptions{Hosts: []string{"127.0.0.1"}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loopbackOverhead exchanges the last training messages t kept again and
+// again over grpcnet with mutual TLS on loopback, the active answering
+// each at once with the kept gradient, and returns the median time of an
+// exchange: what the transport itself costs per step.
+func loopbackOverhead(ctx context.Context, dir string, enc wire.Encodings, t *timedConn, spec LinkSpec) (time.Duration, error) {
+	st, err := pki.ServerTLSConfig(pki.FilesIn(dir, "active"), "passive")
+	if err != nil {
+		return 0, err
+	}
+	ct, err := pki.ClientTLSConfig(pki.FilesIn(dir, "passive"), "active")
+	if err != nil {
+		return 0, err
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	fp := grpcnet.Fingerprint{Wire: enc}
+	s, err := grpcnet.Listen("127.0.0.1:0", grpcnet.ServerOptions{TLS: st, Local: grpcnet.Hello{Party: "active", Config: fp}, Logger: quiet})
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	c, err := grpcnet.Dial(s.Addr(), grpcnet.ClientOptions{TLS: ct, Logger: quiet})
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	if _, err := c.Hello(ctx, grpcnet.Hello{Party: "passive", Config: fp}); err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		for {
+			f, err := s.Recv(ctx)
+			if err != nil {
+				return
+			}
+			if err := s.Reply(ctx, &transport.Backward{Step: f.Step, Batch: f.Batch, Grad: t.lastB.Grad}); err != nil {
+				return
+			}
+		}
+	}()
+	f := t.lastF
+	times := make([]float64, 0, spec.Steps)
+	for i := range spec.Warmup + spec.Steps {
+		f.Step, f.Batch = int64(i), i
+		start := time.Now()
+		if _, err := c.Exchange(ctx, &f); err != nil {
+			return 0, err
+		}
+		if i >= spec.Warmup {
+			times = append(times, float64(time.Since(start).Nanoseconds()))
+		}
+	}
+	if len(times) == 0 {
+		return 0, errors.New("no exchange timed")
+	}
+	return time.Duration(Median(times)), nil
+}
