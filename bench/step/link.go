@@ -9,14 +9,9 @@ import (
 	"time"
 
 	"github.com/splitguard/splitguard/config"
-	"github.com/splitguard/splitguard/data"
-	"github.com/splitguard/splitguard/party/active"
-	"github.com/splitguard/splitguard/party/passive"
 	"github.com/splitguard/splitguard/pki"
-	"github.com/splitguard/splitguard/schedule"
 	"github.com/splitguard/splitguard/transport"
 	"github.com/splitguard/splitguard/transport/grpcnet"
-	"github.com/splitguard/splitguard/transport/inproc"
 	"github.com/splitguard/splitguard/transport/linkplan"
 	"github.com/splitguard/splitguard/transport/wire"
 )
@@ -69,117 +64,18 @@ func MeasureLink(ctx context.Context, spec LinkSpec) ([]LinkCosts, error) {
 	}
 	out := make([]LinkCosts, 0, len(spec.Encodings))
 	for _, enc := range spec.Encodings {
-		c, last, err := measureEncoding(ctx, spec, enc, split.Train)
+		r, err := timedRun(ctx, spec, enc, split.Train, inprocPair)
 		if err != nil {
 			return nil, fmt.Errorf("step: link measurement, %v/%v: %w", enc.Embedding, enc.Gradient, err)
 		}
-		if c.Costs.Overhead, err = loopbackOverhead(ctx, dir, enc, last, spec); err != nil {
+		c := LinkCosts{Wire: enc, Costs: r.costs(spec)}
+		if c.Costs.Overhead, err = loopbackOverhead(ctx, dir, enc, r.conn, spec); err != nil {
 			return nil, fmt.Errorf("step: transport overhead, %v/%v: %w", enc.Embedding, enc.Gradient, err)
 		}
 		out = append(out, c)
 	}
 	return out, nil
 }
-
-// measureEncoding times the in-process step in one pair of encodings. It
-// returns the costs (without the overhead) and the connection that
-// timed them, which holds the last training exchange's messages.
-func measureEncoding(ctx context.Context, spec LinkSpec, enc wire.Encodings, train *data.Dataset) (LinkCosts, *timedConn, error) {
-	cfg := *spec.Config
-	total := spec.Warmup + spec.Steps + 1
-	sched, err := schedule.New(len(train.IDs), cfg.Batch, cfg.Seed)
-	if err != nil {
-		return LinkCosts{}, nil, err
-	}
-	epochs := (total + sched.BatchesPerEpoch() - 1) / sched.BatchesPerEpoch()
-	bottom, top, wide, err := cfg.BuildModels(train.X)
-	if err != nil {
-		return LinkCosts{}, nil, err
-	}
-	def, err := cfg.BuildDefences(train)
-	if err != nil {
-		return LinkCosts{}, nil, err
-	}
-	act, err := active.New(top, train, train, sched, bottom.CutDim(), active.Config{
-		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, TrainTargets: def.TrainTargets,
-		Wide: wide, Seed: cfg.Seed, WireGradient: enc.Gradient,
-	})
-	if err != nil {
-		return LinkCosts{}, nil, err
-	}
-	pas, err := passive.New(bottom, passive.Split{IDs: train.IDs, X: train.X}, passive.Split{},
-		sched, passive.Config{Epochs: epochs, MaxSteps: int64(total), WireEmbedding: enc.Embedding})
-	if err != nil {
-		return LinkCosts{}, nil, err
-	}
-	pConn, aConn := inproc.Pipe()
-	t := &timedConn{conn: pConn, enc: enc}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- act.Serve(ctx, aConn) }()
-	if err := pas.Run(ctx, t); err != nil {
-		return LinkCosts{}, nil, err
-	}
-	if err := t.Close(); err != nil {
-		return LinkCosts{}, nil, err
-	}
-	if err := <-served; err != nil {
-		return LinkCosts{}, nil, err
-	}
-	if len(t.active) != total {
-		return LinkCosts{}, nil, fmt.Errorf("%d training exchanges, want %d", len(t.active), total)
-	}
-	c := LinkCosts{Wire: enc}
-	c.Costs.Active = time.Duration(Median(t.active[spec.Warmup : total-1]))
-	c.Costs.Passive = time.Duration(Median(t.passive[spec.Warmup:]))
-	c.Costs.Forward, c.Costs.Backward = t.fwd/int64(total), t.bwd/int64(total)
-	return c, t, nil
-}
-
-// timedConn is a passive connection that times each training exchange
-// (the active's compute, over the in-memory transport) and the time
-// between an answer and the next exchange (the passive's compute), counts
-// the bytes grpcnet would carry, and keeps a copy of the last exchange's
-// messages.
-type timedConn struct {
-	conn            transport.PassiveConn
-	enc             wire.Encodings
-	active, passive []float64 // nanoseconds
-	answered        time.Time // when the last answer was handed back (zero: none yet)
-	fwd, bwd        int64
-	lastF           transport.Forward
-	lastB           transport.Backward
-}
-
-func (t *timedConn) Exchange(ctx context.Context, f *transport.Forward) (*transport.Backward, error) {
-	if f.Phase != transport.Train {
-		return t.conn.Exchange(ctx, f)
-	}
-	start := time.Now()
-	if !t.answered.IsZero() {
-		t.passive = append(t.passive, float64(start.Sub(t.answered).Nanoseconds()))
-	}
-	b, err := t.conn.Exchange(ctx, f)
-	if err != nil {
-		return b, err
-	}
-	t.active = append(t.active, float64(time.Since(start).Nanoseconds()))
-	nf, nb, err := grpcnet.WireBytes(f, b, t.enc)
-	if err != nil {
-		return nil, err
-	}
-	t.fwd, t.bwd = t.fwd+nf, t.bwd+nb
-	t.lastF = *f
-	t.lastF.IDs = append(t.lastF.IDs[:0:0], f.IDs...)
-	t.lastF.Embedding = f.Embedding.Clone()
-	t.lastB = *b
-	t.lastB.Grad = b.Grad.Clone()
-	t.answered = time.Now()
-	return b, nil
-}
-
-func (t *timedConn) Close() error { return t.conn.Close() }
 
 // issueLoopbackPKI makes a CA and the two parties' certificates in dir.
 func issueLoopbackPKI(dir string) error {

@@ -12,6 +12,7 @@ import (
 	"github.com/splitguard/splitguard/bench/step"
 	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/transport/linkplan"
+	"github.com/splitguard/splitguard/transport/linktest"
 	"github.com/splitguard/splitguard/transport/wire"
 )
 
@@ -25,6 +26,7 @@ type planLinkOptions struct {
 	Staleness, Local []int
 	Steps, Warmup    int
 	JSON             bool
+	Check            bool
 	configFile       string
 }
 
@@ -46,6 +48,12 @@ model of docs/methods/wan.md ("The planner"):
   k = 0, Q = 1:  t = C_p + C_a + o + RTT + B_f/up + B_b/down
   in general:    T = max(Q·C_p, Q·C_a, B_f/up, B_b/down, (Q·C_p + C_a + o + RTT + B_f/up + B_b/down)/(k+1))
                  per exchange, T/Q per update.
+
+--check then runs the same steps over grpcnet with mutual TLS through a loopback proxy
+that emulates the link (half the round trip each way, a token bucket per direction)
+and prints, per encoding, the prediction of the synchronous step beside the median
+measured step and its split: the passive's compute, the active's, and the rest of
+the exchange (round trip, transfers and the transport).
 
 Both parties run on this machine while it measures: on a loaded machine the compute
 figures are its, not those of two dedicated hosts.`,
@@ -70,6 +78,7 @@ figures are its, not those of two dedicated hosts.`,
 	f.IntVar(&o.Steps, "steps", 20, "timed steps per encoding (medians are used)")
 	f.IntVar(&o.Warmup, "warmup", 3, "untimed steps first")
 	f.BoolVar(&o.JSON, "json", false, "print the measured costs and the predictions as one JSON object")
+	f.BoolVar(&o.Check, "check", false, "also run the synchronous steps (k = 0, Q = 1) over an emulated link of these settings (a loopback proxy) and print the measured time beside the prediction")
 	return cmd
 }
 
@@ -83,6 +92,16 @@ type planRow struct {
 	Bound      string  `json:"bound"`
 	BytesPerEx int64   `json:"bytes_per_exchange"`
 	RoundMS    float64 `json:"round_ms"`
+}
+
+// checkRow is one encoding's synchronous step over the emulated link.
+type checkRow struct {
+	Encoding    string  `json:"encoding"`
+	PredictedMS float64 `json:"predicted_ms"`
+	MeasuredMS  float64 `json:"measured_ms"`
+	PassiveMS   float64 `json:"passive_ms"`
+	ActiveMS    float64 `json:"active_ms"`
+	LinkMS      float64 `json:"link_ms"`
 }
 
 // costRow is one encoding's measured costs.
@@ -158,12 +177,29 @@ func runPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions) error
 			}
 		}
 	}
+	var checks []checkRow
+	if o.Check {
+		up := linktest.Link{Delay: o.RTT / 2, BytesPerSecond: link.Up}
+		down := linktest.Link{Delay: o.RTT / 2, BytesPerSecond: link.Down}
+		runs, err := step.MeasureOverLink(cmd.Context(), step.LinkSpec{Config: &cfg, Encodings: encs, Steps: o.Steps, Warmup: o.Warmup}, up, down)
+		if err != nil {
+			return fmt.Errorf("plan-link: --check: %w", err)
+		}
+		for i, r := range runs {
+			p, err := linkplan.Predict(link, measured[i].Costs, linkplan.Schedule{Staleness: 0, LocalSteps: 1})
+			if err != nil {
+				return fmt.Errorf("plan-link: %w", err)
+			}
+			s := r.Split
+			checks = append(checks, checkRow{r.Wire.Embedding.String(), ms(p.PerExchange), ms(s.Step), ms(s.Passive), ms(s.Active), ms(s.Link)})
+		}
+	}
 	out := cmd.OutOrStdout()
 	if o.JSON {
 		return json.NewEncoder(out).Encode(map[string]any{
 			"rtt_ms": ms(o.RTT), "up_mbit": o.UpMbit, "down_mbit": o.DownMbit,
 			"model": cfg.Model, "batch": cfg.Batch, "cut_width": cfg.CutDim(),
-			"measured": costs, "predicted": rows,
+			"measured": costs, "predicted": rows, "check": checks,
 		})
 	}
 	fmt.Fprintf(out, "link: round trip %v, up %s, down %s; model %s, batch %d, cut width %d\n",
@@ -183,6 +219,15 @@ func runPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions) error
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t%.1f\t%s\t\n", r.Encoding, r.Staleness, r.LocalSteps, r.MSExchange, r.MSUpdate, r.Bound)
 	}
+	if err := tw.Flush(); err != nil || len(checks) == 0 {
+		return err
+	}
+	fmt.Fprintln(out, "check over the emulated link (k = 0, Q = 1; medians):")
+	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "encoding\tpredicted ms\tmeasured ms\toff\tpassive ms\tactive ms\tlink+transport ms\t")
+	for _, c := range checks {
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%+.0f%%\t%.1f\t%.1f\t%.1f\t\n", c.Encoding, c.PredictedMS, c.MeasuredMS, 100*(c.PredictedMS/c.MeasuredMS-1), c.PassiveMS, c.ActiveMS, c.LinkMS)
+	}
 	return tw.Flush()
 }
 
@@ -193,4 +238,3 @@ func mbit(v float64) string {
 	}
 	return strconv.FormatFloat(v, 'g', -1, 64) + " Mbit/s"
 }
-
