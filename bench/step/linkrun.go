@@ -118,6 +118,9 @@ func timedRun(ctx context.Context, spec LinkSpec, enc wire.Encodings, train *dat
 	act, err := active.New(top, train, train, sched, bottom.CutDim(), active.Config{
 		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, TrainTargets: def.TrainTargets,
 		Wide: wide, Seed: cfg.Seed, WireGradient: enc.Gradient,
+		// Error feedback where the configuration asks for it and the
+		// gradients are rounded (f32 has nothing to feed back).
+		WireFeedback: cfg.WireFeedback && enc.Gradient != wire.F32,
 	})
 	if err != nil {
 		return nil, err

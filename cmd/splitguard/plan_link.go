@@ -40,7 +40,8 @@ func newPlanLinkCmd() *cobra.Command {
 (model, batch, cut, protection; synthetic Criteo-shaped rows unless --data): both
 parties in this process give each party's compute per step, grpcnet's encoding gives
 the bytes each way, and an exchange of the same messages over mutual TLS on loopback
-gives the transport's overhead; each encoding (both directions alike) is measured.
+gives the transport's overhead; each encoding (both directions alike) is measured,
+with error feedback of the lossy ones' gradients under --wire-feedback.
 It then predicts the time per exchange and per update over the link --rtt/--up/--down
 for every encoding × staleness (--staleness) × local steps (--local-steps), with the
 model of docs/methods/wan.md ("The planner"):
@@ -154,9 +155,14 @@ func runPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions) error
 		cfg.Out = "plan-link" // Validate wants one; nothing is written
 	}
 	cfg.Resolve()
+	// --encodings replaces the run's wire keys; --wire-feedback then
+	// applies to the lossy ones among them.
+	ef := cfg.WireFeedback
+	cfg.WireEmbedding, cfg.WireGradient, cfg.WireFeedback = "f32", "f32", false
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("plan-link: %w", err)
 	}
+	cfg.WireFeedback = ef
 	measured, err := step.MeasureLink(cmd.Context(), step.LinkSpec{Config: &cfg, Encodings: encs, Steps: o.Steps, Warmup: o.Warmup})
 	if err != nil {
 		return fmt.Errorf("plan-link: %w", err)
