@@ -5,8 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/splitguard/splitguard/data"
-	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/protect"
 	"github.com/splitguard/splitguard/schedule"
 	"github.com/splitguard/splitguard/tensor"
@@ -17,28 +15,11 @@ import (
 // int8 gradients with error feedback, and its schedule.
 func newFeedbackActive(t *testing.T, n int, obs func(*Observation) error) (*Active, *schedule.Schedule) {
 	t.Helper()
-	d := &data.Dataset{X: &data.Features{Rows: n, NumDense: 1, Dense: make([]float32, n)}}
-	for i := range n {
-		d.IDs = append(d.IDs, uint64(100+i))
-		d.Labels = append(d.Labels, uint8(i%2))
-	}
-	top, err := model.NewTop(model.Config{Widths: []int{3, 4}, Cut: 1, EmbDim: 2, LR: 1e-2, Seed: 1}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sched, err := schedule.New(n, 4, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
 	none, err := protect.New("none", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := New(top, d, d, sched, 3, Config{Protector: none, Seed: 5, WireGradient: wire.Int8, WireFeedback: true, Observer: obs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a, sched
+	return newTestActiveWith(t, n, Config{Protector: none, Seed: 5, WireGradient: wire.Int8, WireFeedback: true, Observer: obs})
 }
 
 // TestGradientFeedback runs three epochs of an active party sending int8
