@@ -27,7 +27,10 @@ type planLinkOptions struct {
 	Steps, Warmup    int
 	JSON             bool
 	Check            bool
-	configFile       string
+	// PassiveMS and ActiveMS, when positive, replace the measured compute
+	// of each party per step.
+	PassiveMS, ActiveMS float64
+	configFile          string
 }
 
 func newPlanLinkCmd() *cobra.Command {
@@ -56,6 +59,9 @@ and prints, per encoding, the prediction of the synchronous step beside the medi
 measured step and its split: the passive's compute, the active's, and the rest of
 the exchange (round trip, transfers and the transport).
 
+--passive-ms and --active-ms replace a party's measured compute per step, for parties on other
+hosts than this one: the compute_ms that each party's log of a real run ends with.
+
 Both parties run on this machine while it measures: on a loaded machine the compute
 figures are its, not those of two dedicated hosts.`,
 		Args: cobra.NoArgs,
@@ -79,6 +85,8 @@ figures are its, not those of two dedicated hosts.`,
 	f.IntVar(&o.Steps, "steps", 20, "timed steps per encoding (medians are used)")
 	f.IntVar(&o.Warmup, "warmup", 3, "untimed steps first")
 	f.BoolVar(&o.JSON, "json", false, "print the measured costs and the predictions as one JSON object")
+	f.Float64Var(&o.PassiveMS, "passive-ms", 0, "the passive party's compute per step in ms, instead of this machine's (e.g. compute_ms of a run's passive log on its own host)")
+	f.Float64Var(&o.ActiveMS, "active-ms", 0, "the active party's compute per step in ms, instead of this machine's (e.g. compute_ms of a run's active log)")
 	f.BoolVar(&o.Check, "check", false, "also run the synchronous steps (k = 0, Q = 1) over an emulated link of these settings (a loopback proxy) and print the measured time beside the prediction")
 	return cmd
 }
@@ -120,6 +128,12 @@ func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 func runPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions) error {
 	if o.RTT < 0 || o.UpMbit < 0 || o.DownMbit < 0 {
 		return fmt.Errorf("plan-link: --rtt %v, --up %g and --down %g must not be negative", o.RTT, o.UpMbit, o.DownMbit)
+	}
+	if o.PassiveMS < 0 || o.ActiveMS < 0 {
+		return fmt.Errorf("plan-link: --passive-ms %g and --active-ms %g must not be negative", o.PassiveMS, o.ActiveMS)
+	}
+	if o.Check && (o.PassiveMS > 0 || o.ActiveMS > 0) {
+		return fmt.Errorf("plan-link: --check measures this machine's compute; it does not go with --passive-ms or --active-ms")
 	}
 	if o.Steps < 1 || o.Warmup < 0 {
 		return fmt.Errorf("plan-link: --steps %d must be positive and --warmup %d non-negative", o.Steps, o.Warmup)
@@ -170,6 +184,14 @@ func runPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions) error
 	link := linkplan.Link{RTT: o.RTT, Up: o.UpMbit * 1e6 / 8, Down: o.DownMbit * 1e6 / 8}
 	var costs []costRow
 	var rows []planRow
+	for i := range measured {
+		if o.PassiveMS > 0 {
+			measured[i].Costs.Passive = time.Duration(o.PassiveMS * 1e6)
+		}
+		if o.ActiveMS > 0 {
+			measured[i].Costs.Active = time.Duration(o.ActiveMS * 1e6)
+		}
+	}
 	for _, m := range measured {
 		c := m.Costs
 		costs = append(costs, costRow{m.Wire.Embedding.String(), ms(c.Passive), ms(c.Active), ms(c.Overhead), c.Forward, c.Backward})
@@ -210,7 +232,7 @@ func runPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions) error
 	}
 	fmt.Fprintf(out, "link: round trip %v, up %s, down %s; model %s, batch %d, cut width %d\n",
 		o.RTT, mbit(o.UpMbit), mbit(o.DownMbit), cfg.Model, cfg.Batch, cfg.CutDim())
-	fmt.Fprintf(out, "measured on this machine (medians of %d steps; overhead: the same messages over mutual TLS on loopback):\n", o.Steps)
+	fmt.Fprintf(out, "measured on this machine (medians of %d steps; overhead: the same messages over mutual TLS on loopback)%s:\n", o.Steps, given(o))
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "encoding\tpassive ms\tactive ms\toverhead ms\tbytes →\tbytes ←\t")
 	for _, c := range costs {
@@ -243,4 +265,17 @@ func mbit(v float64) string {
 		return "unlimited"
 	}
 	return strconv.FormatFloat(v, 'g', -1, 64) + " Mbit/s"
+}
+
+// given names the compute figures the flags gave instead of measuring.
+func given(o planLinkOptions) string {
+	switch {
+	case o.PassiveMS > 0 && o.ActiveMS > 0:
+		return ", compute as given by --passive-ms and --active-ms"
+	case o.PassiveMS > 0:
+		return ", the passive's compute as given by --passive-ms"
+	case o.ActiveMS > 0:
+		return ", the active's compute as given by --active-ms"
+	}
+	return ""
 }

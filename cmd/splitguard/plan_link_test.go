@@ -19,7 +19,7 @@ func TestPlanLinkJSON(t *testing.T) {
 	cmd.SetOut(&out)
 	cmd.SetArgs([]string{"plan-link", "--model", "mlp", "--layers", "16,16", "--cut", "1", "--batch", "8",
 		"--rtt", "10ms", "--up", "8", "--down", "4", "--encodings", "f32,int8", "--staleness", "0,1", "--local-steps", "1,2",
-		"--steps", "3", "--warmup", "1", "--json"})
+		"--steps", "3", "--warmup", "1", "--active-ms", "2.5", "--json"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
@@ -45,6 +45,9 @@ func TestPlanLinkJSON(t *testing.T) {
 	}
 	if len(got.Measured) != 2 || len(got.Predicted) != 8 {
 		t.Fatalf("%d measured, %d predicted rows; want 2 and 8:\n%s", len(got.Measured), len(got.Predicted), out.String())
+	}
+	if got.Measured[0].ActiveMS != 2.5 || got.Measured[1].ActiveMS != 2.5 {
+		t.Errorf("--active-ms 2.5 gave active compute %v, %v", got.Measured[0].ActiveMS, got.Measured[1].ActiveMS)
 	}
 	const rtt, up, down = 10.0, 8e6 / 8 / 1e3, 4e6 / 8 / 1e3 // ms; bytes per ms
 	for _, p := range got.Predicted {
@@ -73,6 +76,8 @@ func TestPlanLinkRefuses(t *testing.T) {
 		{[]string{"--encodings", "fp8"}, `--encodings: unknown wire encoding "fp8"`},
 		{[]string{"--rtt", "-1ms"}, "--rtt"},
 		{[]string{"--steps", "0"}, "--steps 0"},
+		{[]string{"--passive-ms", "-2"}, "--passive-ms -2"},
+		{[]string{"--active-ms", "3", "--check"}, "--check measures this machine's compute"},
 	} {
 		cmd := newRootCmd()
 		cmd.SetOut(&bytes.Buffer{})
