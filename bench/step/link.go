@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/splitguard/splitguard/config"
+	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/pki"
 	"github.com/splitguard/splitguard/transport"
 	"github.com/splitguard/splitguard/transport/grpcnet"
@@ -43,28 +44,14 @@ type LinkCosts struct {
 // loopback against an active that answers at once, whose median time is
 // the transport's overhead per exchange.
 func MeasureLink(ctx context.Context, spec LinkSpec) ([]LinkCosts, error) {
-	if spec.Steps < 1 || spec.Warmup < 0 || spec.Config == nil || len(spec.Encodings) == 0 {
-		return nil, fmt.Errorf("step: link measurement: %d steps (want ≥ 1), warm-up %d (want ≥ 0), %d encodings (want ≥ 1)", spec.Steps, spec.Warmup, len(spec.Encodings))
-	}
-	split, err := spec.Config.LoadData()
-	if err != nil {
-		return nil, fmt.Errorf("step: link measurement: %w", err)
-	}
-	split.SortByID()
-	cfg := *spec.Config
-	cfg.ResolveForData(len(split.Train.IDs))
-	spec.Config = &cfg
-	dir, err := os.MkdirTemp("", "splitguard-linkplan-")
+	spec, train, dir, err := spec.prepare("link measurement")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	if err := issueLoopbackPKI(dir); err != nil {
-		return nil, err
-	}
 	out := make([]LinkCosts, 0, len(spec.Encodings))
 	for _, enc := range spec.Encodings {
-		r, err := timedRun(ctx, spec, enc, split.Train, inprocPair)
+		r, err := timedRun(ctx, spec, enc, train, inprocPair)
 		if err != nil {
 			return nil, fmt.Errorf("step: link measurement, %v/%v: %w", enc.Embedding, enc.Gradient, err)
 		}
@@ -75,6 +62,33 @@ func MeasureLink(ctx context.Context, spec LinkSpec) ([]LinkCosts, error) {
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// prepare checks spec, loads its data and resolves the settings that
+// follow from it (the returned spec holds the resolved copy), and makes
+// a CA and the parties' certificates in a new temporary directory, which
+// the caller removes. what names the measurement in errors.
+func (spec LinkSpec) prepare(what string) (LinkSpec, *data.Dataset, string, error) {
+	if spec.Steps < 1 || spec.Warmup < 0 || spec.Config == nil || len(spec.Encodings) == 0 {
+		return spec, nil, "", fmt.Errorf("step: %s: %d steps (want ≥ 1), warm-up %d (want ≥ 0), %d encodings (want ≥ 1)", what, spec.Steps, spec.Warmup, len(spec.Encodings))
+	}
+	split, err := spec.Config.LoadData()
+	if err != nil {
+		return spec, nil, "", fmt.Errorf("step: %s: %w", what, err)
+	}
+	split.SortByID()
+	cfg := *spec.Config
+	cfg.ResolveForData(len(split.Train.IDs))
+	spec.Config = &cfg
+	dir, err := os.MkdirTemp("", "splitguard-link-")
+	if err != nil {
+		return spec, nil, "", err
+	}
+	if err := issueLoopbackPKI(dir); err != nil {
+		os.RemoveAll(dir)
+		return spec, nil, "", err
+	}
+	return spec, split.Train, dir, nil
 }
 
 // issueLoopbackPKI makes a CA and the two parties' certificates in dir.

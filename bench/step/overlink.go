@@ -30,28 +30,14 @@ type LinkRun struct {
 // passive's messages, down the active's answers), and returns the medians
 // of the timed steps: what the planner's prediction is checked against.
 func MeasureOverLink(ctx context.Context, spec LinkSpec, up, down linktest.Link) ([]LinkRun, error) {
-	if spec.Steps < 1 || spec.Warmup < 0 || spec.Config == nil || len(spec.Encodings) == 0 {
-		return nil, fmt.Errorf("step: link run: %d steps (want ≥ 1), warm-up %d (want ≥ 0), %d encodings (want ≥ 1)", spec.Steps, spec.Warmup, len(spec.Encodings))
-	}
-	split, err := spec.Config.LoadData()
-	if err != nil {
-		return nil, fmt.Errorf("step: link run: %w", err)
-	}
-	split.SortByID()
-	cfg := *spec.Config
-	cfg.ResolveForData(len(split.Train.IDs))
-	spec.Config = &cfg
-	dir, err := os.MkdirTemp("", "splitguard-linkrun-")
+	spec, train, dir, err := spec.prepare("link run")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	if err := issueLoopbackPKI(dir); err != nil {
-		return nil, err
-	}
 	var out []LinkRun
 	for _, enc := range spec.Encodings {
-		r, err := timedRun(ctx, spec, enc, split.Train, linkPair(dir, up, down))
+		r, err := timedRun(ctx, spec, enc, train, linkPair(dir, up, down))
 		if err != nil {
 			return nil, fmt.Errorf("step: link run, %v/%v: %w", enc.Embedding, enc.Gradient, err)
 		}
