@@ -34,6 +34,10 @@ func TestSettingOf(t *testing.T) {
 		{"wire int8+EF", map[string]any{"protect": "none", "wire_embedding": "int8", "wire_gradient": "int8", "wire_feedback": true}, "none", "wire int8+EF", nan, "?"},
 		{"wire mixed", map[string]any{"protect": "marvell", "marvell_s": 4, "wire_embedding": "bf16", "wire_gradient": "int8"}, "marvell", "s=4, wire bf16/int8", 4, "?"},
 		{"wire gradient only", map[string]any{"protect": "none", "wire_gradient": "f16"}, "none", "wire f32/f16", nan, "?"},
+		// Schedules that overlap the parties' steps, likewise.
+		{"staleness", map[string]any{"protect": "none", "staleness": 2, "local_steps": 1}, "none", "k=2", nan, "?"},
+		{"int8, k and Q", map[string]any{"protect": "iso", "iso_t": 9, "wire_embedding": "int8", "wire_gradient": "int8", "staleness": 1, "local_steps": 4}, "iso", "t=9, wire int8, k=1, Q=4", 9, "?"},
+		{"synchronous", map[string]any{"protect": "none", "staleness": 0, "local_steps": 1}, "none", "", nan, "?"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
