@@ -25,7 +25,8 @@ var plannerOptions = []struct {
 
 // schedulesConfigurable says whether the parties can run a staleness
 // above 0 or more than one local step; the rows that need them are
-// skipped while it is false.
+// skipped while it is false. Turning it on needs timedRun to give the
+// parties the row's schedule and MeasureOverLink to take it.
 const schedulesConfigurable = false
 
 // TestPlannerPredictsLink checks the link planner against a measurement:
