@@ -32,9 +32,15 @@ type Feedback struct {
 	sum      []float32 // scratch: the rows plus their residuals
 }
 
+// MaxFeedbackValues is the most residuals a Feedback keeps (8 GiB of
+// float32): error feedback for more examples × columns is refused rather
+// than run out of memory.
+const MaxFeedbackValues = 1 << 31
+
 // NewFeedback returns error feedback for rows of cols values sent in
 // enc, for examples 0 … examples−1, with every residual zero. F32 is
-// refused: it sends rows exactly and leaves no residual.
+// refused: it sends rows exactly and leaves no residual; so is a store of
+// more than MaxFeedbackValues residuals.
 func NewFeedback(enc Encoding, examples, cols int) (*Feedback, error) {
 	if !enc.Valid() {
 		return nil, fmt.Errorf("wire: error feedback: unknown encoding %d", uint8(enc))
@@ -44,6 +50,9 @@ func NewFeedback(enc Encoding, examples, cols int) (*Feedback, error) {
 	}
 	if examples < 0 || cols <= 0 {
 		return nil, fmt.Errorf("wire: error feedback for %d examples of width %d", examples, cols)
+	}
+	if n := float64(examples) * float64(cols); n > MaxFeedbackValues {
+		return nil, fmt.Errorf("wire: error feedback for %d examples × %d columns would keep %.1f GiB of residuals, more than the %d GiB allowed", examples, cols, n*4/(1<<30), MaxFeedbackValues*4/(1<<30))
 	}
 	return &Feedback{enc: enc, cols: cols, residual: make([]float32, examples*cols)}, nil
 }

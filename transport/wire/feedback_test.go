@@ -125,6 +125,10 @@ func TestFeedbackRows(t *testing.T) {
 	if _, err := NewFeedback(F32, 2, 2); err == nil || !strings.Contains(err.Error(), "lossy") {
 		t.Errorf("error feedback on f32 gave %v", err)
 	}
+	// 45 million Criteo rows × 128 columns: 21.5 GiB.
+	if _, err := NewFeedback(Int8, 45_000_000, 128); err == nil || !strings.Contains(err.Error(), "21.5 GiB of residuals, more than the 8 GiB allowed") {
+		t.Errorf("error feedback for 45 million rows × 128 gave %v", err)
+	}
 }
 
 // TestFeedbackState checks that residuals survive MarshalBinary and
