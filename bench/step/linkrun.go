@@ -10,6 +10,7 @@ import (
 	"github.com/splitguard/splitguard/party/active"
 	"github.com/splitguard/splitguard/party/passive"
 	"github.com/splitguard/splitguard/schedule"
+	"github.com/splitguard/splitguard/tensor"
 	"github.com/splitguard/splitguard/transport"
 	"github.com/splitguard/splitguard/transport/grpcnet"
 	"github.com/splitguard/splitguard/transport/inproc"
@@ -188,13 +189,22 @@ func (t *timedConn) Exchange(ctx context.Context, f *transport.Forward) (*transp
 		return nil, err
 	}
 	t.fwd, t.bwd = t.fwd+nf, t.bwd+nb
-	t.lastF = *f
-	t.lastF.IDs = append(t.lastF.IDs[:0:0], f.IDs...)
-	t.lastF.Embedding = f.Embedding.Clone()
-	t.lastB = *b
-	t.lastB.Grad = b.Grad.Clone()
+	// Copies into buffers reused from step to step.
+	ids, emb, grad := t.lastF.IDs, t.lastF.Embedding, t.lastB.Grad
+	t.lastF, t.lastB = *f, *b
+	t.lastF.IDs = append(ids[:0], f.IDs...)
+	t.lastF.Embedding = copyMatrix(emb, f.Embedding)
+	t.lastB.Grad = copyMatrix(grad, b.Grad)
 	t.answered = time.Now()
 	return b, nil
 }
 
 func (t *timedConn) Close() error { return t.conn.Close() }
+
+// copyMatrix copies src into dst (resized; a new matrix when nil) and
+// returns it.
+func copyMatrix(dst, src *tensor.Matrix) *tensor.Matrix {
+	dst = dst.Resize(src.Rows, src.Cols)
+	copy(dst.Data, src.Data)
+	return dst
+}
