@@ -1,10 +1,15 @@
 // Package attack holds the label-leakage attacks that splitguard runs
-// against what the passive party sees (METHODS §3): attacks on the gradients
-// it receives (norm, cosine, majority_cosine, the hint attacks) and on the
-// embeddings it computes (spectral), all behind the [Attack] interface and
-// a name registry, plus two pieces that do not fit a per-batch score: the
-// multi-class k-means attack ([MultiClassAccuracy]) and the epoch-memory
-// attacks ([Memory]).
+// against what the passive party sees (METHODS §3). Each attack is one
+// file that registers itself under its name: per-batch attacks on the
+// gradients the passive receives or the embeddings it computes ([Attack],
+// [Register]), attacks on the running per-example memory of an epoch
+// ([EpochAttack], [RegisterEpoch], kept by [Memory]), and attacks on the
+// trained bottom model ([ModelAttack], [RegisterModel]: model completion,
+// run by package completion). [Names] lists the registered ones;
+// docs/METHODS.md §3 and docs/methods/attacks-peer.md define each. Beside
+// them: the tuned attacker ([Tuned]), which searches an attack's declared
+// parameters ([Tunable]) on a few known labels, and the offline
+// multi-class k-means attack ([MultiClassAccuracy]).
 //
 // Every attack can be run at any passive layer: the caller hands it that
 // layer's gradient (or output, for embedding attacks) in

@@ -51,7 +51,7 @@ func init() {
 // and the given scoring, e.g. "hint5_inner".
 func HintName(k int, s HintScoring) string { return fmt.Sprintf("hint%d_%s", k, s) }
 
-// Hint is the hint attack of 004_… (METHODS §3): the attacker knows k
+// Hint is the hint attack of [Li22]'s appendix (METHODS §3): the attacker knows k
 // positive rows of the batch (the first k of Observation.Hints) and scores
 // every other row by its closeness to them. The hint rows themselves are
 // not scored (scored[i] = false): scoring them, as the authors' code did,

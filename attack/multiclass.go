@@ -134,7 +134,7 @@ func KMeans(x *tensor.Matrix, k int, rng *rand.Rand, assign []int) error {
 }
 
 // MultiClassAccuracy is the multi-class form of the embedding attack
-// (METHODS §3, 001_… Appendix E): it clusters the rows of e with [KMeans]
+// (METHODS §3, [Sun22] Appendix E): it clusters the rows of e with [KMeans]
 // into k clusters, k the number of distinct values in labels, gives the
 // largest cluster the most frequent class, the second largest the second
 // most frequent, and so on (ties: the lower cluster index, the lower

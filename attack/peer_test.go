@@ -10,7 +10,7 @@ import (
 )
 
 // oppositeBatch builds gradients of a batch in which positives point along
-// −u and negatives along +u (observations 3–4 of 002_…), with noise of
+// −u and negatives along +u (observations 3–4 of [Li22]), with noise of
 // size noise, and positives the minority (share pos).
 func oppositeBatch(r *rand.Rand, n, d int, pos, noise float64) (*tensor.Matrix, []uint8) {
 	u := make([]float64, d)

@@ -29,7 +29,7 @@ const (
 )
 
 // Spectral is the spectral attack on a layer's forward output (METHODS §3,
-// 001_… Algorithm 1): centre the batch, E = e − mean(e); take the top
+// [Sun22] Algorithm 1): centre the batch, E = e − mean(e); take the top
 // right singular vector v of E; s_i = ⟨E_i, v⟩; split s into two clusters
 // by exact 1-D 2-means ([TwoMeans1D]); the positive cluster is the smaller
 // one when Observation.PositivesMinority is set (on equal sizes, and

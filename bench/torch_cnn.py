@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""One split training step of the ISIC CNN (SPEC §6) in PyTorch, for
+"""One split training step of the ISIC CNN (METHODS §6) in PyTorch, for
 comparison with `go test -bench CNNStep ./bench/step/` (bench/step/cnn.go).
 
 Passive: blocks 1..cut of [conv 3x3 'same' 64, ReLU, maxpool 2x2] on
@@ -9,7 +9,7 @@ gradient is handed from the active to the passive side as in a real split
 step. Prints one JSON line: {"ms_per_step": ..., "examples_per_s": ...}.
 
 Usage: /usr/bin/python3 bench/torch_cnn.py [--threads 1] [--batch 128] [--steps 3]
-Run with OPENBLAS_NUM_THREADS=1 (ENGINE-NOTES.md).
+Run with OPENBLAS_NUM_THREADS=1 (docs/PERFORMANCE.md, "Before the project").
 """
 import argparse
 import json

@@ -168,7 +168,7 @@ func (c *Config) YAMLHeader() string {
 		return "# The resolved configuration of this run.\n"
 	}
 	return fmt.Sprintf("# The resolved configuration of this run. The keys under auto were chosen from the\n"+
-		"# %d training rows (README, \"Defaults that follow the data\"); the others were given or are fixed defaults.\n", c.AutoRows)
+		"# %d training rows (docs/CLI.md, \"Defaults that follow the data\"); the others were given or are fixed defaults.\n", c.AutoRows)
 }
 
 // AutoNote is the sentence config.yaml and the run log give about the
@@ -196,5 +196,5 @@ func (c *Config) AutoNote() string {
 		}
 		vals = append(vals, fmt.Sprintf("%s %v", k, v))
 	}
-	return fmt.Sprintf("chosen from the %d training rows (README, \"Defaults that follow the data\"): %s", c.AutoRows, strings.Join(vals, ", "))
+	return fmt.Sprintf("chosen from the %d training rows (docs/CLI.md, \"Defaults that follow the data\"): %s", c.AutoRows, strings.Join(vals, ", "))
 }

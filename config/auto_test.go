@@ -98,7 +98,7 @@ func TestAutoNote(t *testing.T) {
 	c := Default()
 	c.Batch = 64
 	c.ResolveForData(500)
-	want := `chosen from the 500 training rows (README, "Defaults that follow the data"): epochs 100, lr 0.01, eval_every 8, early_stop 10, select best`
+	want := `chosen from the 500 training rows (docs/CLI.md, "Defaults that follow the data"): epochs 100, lr 0.01, eval_every 8, early_stop 10, select best`
 	if got := c.AutoNote(); got != want {
 		t.Errorf("note %q, want %q", got, want)
 	}

@@ -40,13 +40,25 @@ func (c *Config) CutDim() int {
 	r := *c
 	r.Layers = slices.Clone(c.Layers)
 	r.Resolve()
-	if r.Model == "cnn" {
-		return r.CNNConfig().CutDim()
-	}
-	if r.Cut < 1 || r.Cut > len(r.Layers) {
+	k, ok := model.LookupKind(r.Model)
+	if !ok {
 		return 0
 	}
-	return r.Layers[r.Cut-1]
+	return k.CutDim(r.modelSettings())
+}
+
+// modelSettings are the settings every model kind reads.
+func (c *Config) modelSettings() model.Settings {
+	return model.Settings{Table: c.ModelConfig(), CNN: c.CNNConfig()}
+}
+
+// modelKind returns the configuration's model kind from model's registry.
+func (c *Config) modelKind() (model.Kind, error) {
+	k, ok := model.LookupKind(c.Model)
+	if !ok {
+		return model.Kind{}, fmt.Errorf("unknown model %q (want %s)", c.Model, model.OrList(model.Kinds()))
+	}
+	return k, nil
 }
 
 // BuildBottom builds the passive party's model over its features x: the
@@ -54,24 +66,11 @@ func (c *Config) CutDim() int {
 // A passive-side defence (MID or FedPass at the passive party's output)
 // wraps it in an [OutputBottom].
 func (c *Config) BuildBottom(x *data.Features) (model.Bottom, error) {
-	if c.Model == "cnn" {
-		if x.Image == nil {
-			return nil, fmt.Errorf("model cnn reads images but the data are a table of %d columns", x.NumCat+x.NumDense)
-		}
-		mc := c.CNNConfig()
-		if im := *x.Image; im.Height != mc.Height || im.Width != mc.Width || im.Channels != mc.Channels {
-			return nil, fmt.Errorf("images of %d×%d×%d, the configuration says %d×%d×%d", im.Height, im.Width, im.Channels, mc.Height, mc.Width, mc.Channels)
-		}
-		b, err := model.NewCNNBottom(mc)
-		if err != nil {
-			return nil, err
-		}
-		return c.withPassiveOutput(b)
+	k, err := c.modelKind()
+	if err != nil {
+		return nil, err
 	}
-	if x.Image != nil {
-		return nil, fmt.Errorf("model %s reads tables but the data are %d×%d×%d images; the images need model cnn", c.Model, x.Image.Height, x.Image.Width, x.Image.Channels)
-	}
-	b, err := model.NewBottom(c.ModelConfig(), model.SchemaOf(x))
+	b, err := k.NewBottom(c.modelSettings(), x)
 	if err != nil {
 		return nil, err
 	}
@@ -91,22 +90,15 @@ func (c *Config) BuildTop(x *data.Features) (top model.Top, wide bool, err error
 }
 
 func (c *Config) buildTop(x *data.Features) (top model.Top, wide bool, err error) {
-	switch c.Model {
-	case "wdl":
-		if x == nil || x.Image != nil {
-			return nil, false, fmt.Errorf("model wdl: the wide part needs the active party's table features")
-		}
-		s := model.SchemaOf(x)
-		t, err := model.NewTop(c.ModelConfig(), &s)
-		return t, true, err
-	case "mlp":
-		t, err := model.NewTop(c.ModelConfig(), nil)
-		return t, false, err
-	case "cnn":
-		t, err := model.NewCNNTop(c.CNNConfig())
-		return t, false, err
+	k, err := c.modelKind()
+	if err != nil {
+		return nil, false, err
 	}
-	return nil, false, fmt.Errorf("unknown model %q (want wdl, mlp or cnn)", c.Model)
+	if !k.Wide {
+		x = nil
+	}
+	t, err := k.NewTop(c.modelSettings(), x)
+	return t, k.Wide, err
 }
 
 // BuildModels builds both halves of the split model over the training
@@ -131,10 +123,15 @@ func (c *Config) BuildSplitModels(px, ax *data.Features) (model.Bottom, model.To
 	if err != nil {
 		return nil, nil, false, err
 	}
-	if c.Model != "wdl" {
+	k, err := c.modelKind()
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if !k.Wide {
 		ax = nil
 	} else if ax != nil && ax.Image == nil && ax.NumCat+ax.NumDense == 0 {
-		return nil, nil, false, fmt.Errorf("model wdl: the vertical split leaves the active party's wide part no column (key active_columns); model mlp has no wide part")
+		return nil, nil, false, fmt.Errorf("model %s: the vertical split leaves the active party's wide part no column (key active_columns); model %s has no wide part",
+			c.Model, model.OrList(model.KindsWhere(func(k model.Kind) bool { return !k.Wide && !k.Images })))
 	}
 	t, wide, err := c.BuildTop(ax)
 	if err != nil {

@@ -12,6 +12,9 @@ import (
 // passive features it knows) when key feature_aux is not set.
 const DefaultFeatureAux = 1000
 
+// HijackFSHA is key hijack's value for the feature-space hijacking attack.
+const HijackFSHA = "fsha"
+
 // FeatureAuxRows returns the feature attacker's number of auxiliary rows.
 func (c *Config) FeatureAuxRows() int {
 	if c.FeatureAux == 0 {
@@ -43,6 +46,15 @@ func (c *Config) validateSplit(bad func(string, ...any)) {
 	}
 	if err := feature.Check(c.FeatureAttacks); err != nil {
 		bad("%v (key feature_attacks)", err)
+	}
+	switch c.Hijack {
+	case "":
+	case HijackFSHA:
+		if data.IsImageFormat(c.Format) {
+			bad("the training hijacker fsha (key hijack) reconstructs table columns, not the images of %s", c.Format)
+		}
+	default:
+		bad("unknown training hijacker %q (key hijack): the one built is %s", c.Hijack, HijackFSHA)
 	}
 	if c.FeatureAux < 0 || c.FeatureAux == 1 {
 		bad("feature attacker's auxiliary rows %d, want at least 2 (key feature_aux)", c.FeatureAux)

@@ -1,7 +1,11 @@
 // Package config is the configuration of a training run and the one place
 // that builds what a configuration names: the data options and loaders,
-// the split model (both halves or either), the defences (from package
-// protect's registry) and the auditor (from package attack's registry).
+// the vertical split of a table's columns, the split model (both halves or
+// either), the defences (from package protect's registry), the auditor
+// (from package attack's registry), the feature attacks (attack/feature's
+// registry), and the free-riding mode and integrity guard (integrity's
+// registries). [Marshal] writes a configuration as the config.yaml a run
+// directory holds, which [LoadYAML] reads back.
 // The in-process simulation (package run), the two-party deployment
 // (package netrun), inference, sweeps and benchmarks all build through it,
 // so one configuration gives the same run in every mode.
@@ -196,6 +200,18 @@ type Config struct {
 	// auxiliary set; 0: DefaultFeatureAux).
 	FeatureAttacks []string `yaml:"feature_attacks,flow,omitempty"`
 	FeatureAux     int      `yaml:"feature_aux,omitempty"`
+	// Hijack makes the active party a training hijacker of the passive
+	// party's bottom ("fsha": feature-space hijacking, feature.FSHA, with
+	// the feature attacker's auxiliary rows as its public data; its
+	// reconstruction is scored as feature attack "fsha" at every
+	// evaluation); empty: honest. In-process runs only.
+	Hijack string `yaml:"hijack,omitempty"`
+	// HijackStop is the passive party's watch for training hijacking:
+	// it refuses the active party's gradients, ending the run cleanly,
+	// when the share of each gradient's rows on the minority side of
+	// its principal direction (integrity.GradientSplit), averaged over
+	// the last 20 training batches, falls below it (0: off).
+	HijackStop float64 `yaml:"hijack_stop,omitempty"`
 
 	// Integrity (package integrity, docs/methods/integrity.md).
 	// FreeRide makes the passive party a free-rider from step
@@ -263,7 +279,7 @@ func Default() Config {
 		Format: "criteo", Sample: 1,
 		Model: "wdl", Layers: []int{128, 128, 128, 128, 128, 128}, EmbedDim: 4,
 		L2: 0.01, Seed: 1, EvalEvery: -1, EarlyStop: -1, ACEBins: 15, ValFrac: DefaultValFrac, Baseline: true,
-		Protect: "none", Attacks: []string{"norm"}, PositivesMinority: true,
+		Protect: protect.Reference(), Attacks: []string{"norm"}, PositivesMinority: true,
 		SynthPosRate: 0.25, PositiveClass: 1,
 		WireEmbedding: "f32", WireGradient: "f32",
 	}
@@ -301,8 +317,12 @@ const (
 	DefaultDeepEvalBatch = 8192
 )
 
-// isCNN reports whether the config names the convolutional model.
-func (c *Config) isCNN() bool { return c.Model == "cnn" }
+// isCNN reports whether the config names a model that reads images (the
+// convolutional one: model.Kind.Images).
+func (c *Config) isCNN() bool {
+	k, ok := model.LookupKind(c.Model)
+	return ok && k.Images
+}
 
 // Resolve replaces the zero values that mean "the model's or the
 // format's default" with those defaults (see the fields of [Config]). It
@@ -501,6 +521,7 @@ func (c *Config) validate() error {
 	}
 	c.validateSelection(bad)
 	c.validateIntegrity(bad)
+	c.validateHijack(bad)
 	if w, err := c.Wire(); err != nil {
 		bad("%v", err)
 	} else if c.WireFeedback && w.Gradient == wire.F32 {
@@ -588,10 +609,14 @@ func (c *Config) validateData(bad func(string, ...any)) {
 // kind of data the format gives.
 func (c *Config) validateModel(bad func(string, ...any)) {
 	image := data.IsImageFormat(c.Format)
-	switch c.Model {
-	case "wdl", "mlp":
+	kind, known := model.LookupKind(c.Model)
+	imageModels := model.OrList(model.KindsWhere(func(k model.Kind) bool { return k.Images }))
+	switch {
+	case !known:
+		bad("unknown model %q (want %s)", c.Model, model.OrList(model.Kinds()))
+	case !kind.Images:
 		if image {
-			bad("model %s reads tables; the image format %s needs model cnn (key model)", c.Model, c.Format)
+			bad("model %s reads tables; the image format %s needs model %s (key model)", c.Model, c.Format, imageModels)
 		}
 		for _, f := range []struct {
 			set bool
@@ -601,7 +626,7 @@ func (c *Config) validateModel(bad func(string, ...any)) {
 			{c.CNNKernel != 0, "cnn_kernel"}, {c.CNNDense != 0, "cnn_dense"},
 		} {
 			if f.set {
-				bad("key %s applies to model cnn, not %s", f.key, c.Model)
+				bad("key %s applies to model %s, not %s", f.key, imageModels, c.Model)
 			}
 		}
 		badWidth := false
@@ -613,13 +638,13 @@ func (c *Config) validateModel(bad func(string, ...any)) {
 		} else if len(c.Layers) == 0 || c.Cut < 1 || c.Cut >= len(c.Layers)+1 {
 			bad("cut after layer %d of %d (keys cut and layers): the passive needs at least one layer and the cut must be one of the deep layers", c.Cut, len(c.Layers))
 		}
-	case "cnn":
+	default:
 		if !image {
 			what := "format " + c.Format
 			if c.Data == "" {
 				what = "synthetic tabular data (key synth_rows)"
 			}
-			bad("model cnn reads images (key format: %s), not %s", orList(data.ImageFormats()), what)
+			bad("model %s reads images (key format: %s), not %s", c.Model, orList(data.ImageFormats()), what)
 		}
 		if c.CNNBlocks < 1 || c.CNNChannels < 1 || c.CNNKernel < 1 || c.CNNDense < 1 {
 			bad("CNN of %d blocks, %d channels, kernel %d, dense %d: every size must be positive", c.CNNBlocks, c.CNNChannels, c.CNNKernel, c.CNNDense)
@@ -632,8 +657,6 @@ func (c *Config) validateModel(bad func(string, ...any)) {
 				bad("%d CNN blocks on %d×%d images: each block halves the side, so at most %d fit (fewer blocks, key cnn_blocks, or larger images, key image_size)", c.CNNBlocks, c.ImageSize, c.ImageSize, most)
 			}
 		}
-	default:
-		bad("unknown model %q (want wdl, mlp or cnn)", c.Model)
 	}
 }
 

@@ -38,8 +38,8 @@ func (c *Config) LoadData() (*data.Split, error) {
 	case c.Data == "":
 		return data.Generate(c.SynthRows, c.SynthPosRate, c.Seed, c.DataOptions())
 	}
-	if c.Format == data.FormatCSV && c.Label == "" {
-		return nil, fmt.Errorf("format csv: no label column named (key label); the passive party of a two-party run loads its table without labels")
+	if tf, ok := data.LookupTableFormat(c.Format); ok && tf.LabelCol == "" && c.Label == "" {
+		return nil, fmt.Errorf("format %s: no label column named (key label); the passive party of a two-party run loads its table without labels", c.Format)
 	}
 	return data.Load(c.Data, c.DataOptions())
 }

@@ -23,7 +23,7 @@ import (
 // model is applied to a new file with [LoadWith] and the training data's
 // Encoding (Split.Encoding, saved with [SaveEncoding]).
 type Encoding struct {
-	// Format is the table format (FormatCriteo, FormatAvazu, FormatCSV).
+	// Format is the table format (a registered one: [TableFormats]).
 	Format string
 	// IDCol names the example-ID column, or is empty when IDs are row
 	// numbers.
@@ -80,9 +80,7 @@ func (c *ColumnEncoding) Cardinality() int {
 // count or vocabulary within the int32 id range, no duplicate vocabulary
 // value, and a finite dense range with Min ≤ Max.
 func (e *Encoding) Validate() error {
-	switch e.Format {
-	case FormatCriteo, FormatAvazu, FormatCSV:
-	default:
+	if _, ok := LookupTableFormat(e.Format); !ok {
 		return fmt.Errorf("encoding: unknown format %q", e.Format)
 	}
 	if len(e.Columns) == 0 {

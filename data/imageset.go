@@ -2,9 +2,9 @@ package data
 
 import (
 	"fmt"
-	"slices"
 	"strings"
-	"sync"
+
+	"github.com/splitguard/splitguard/internal/registry"
 )
 
 // ImageOptions says how an image reader (fashion-mnist and isic in package
@@ -81,10 +81,7 @@ type ImageFormat struct {
 	Options map[string]float64
 }
 
-var imageFormats struct {
-	sync.RWMutex
-	m map[string]ImageFormat
-}
+var imageFormats registry.Map[ImageFormat]
 
 // RegisterImageFormat makes [LoadImages] read f.Name with f.Read. It is
 // meant to be called from the init function of the package that implements
@@ -96,36 +93,16 @@ func RegisterImageFormat(f ImageFormat) {
 	if f.Name == "" || f.Read == nil || f.Size < 1 || (f.Channels != 1 && f.Channels != 3) {
 		panic(fmt.Sprintf("data: RegisterImageFormat(%q): want a name, a reader, a side ≥ 1 and 1 or 3 channels (got side %d, %d channels)", f.Name, f.Size, f.Channels))
 	}
-	imageFormats.Lock()
-	defer imageFormats.Unlock()
-	if _, dup := imageFormats.m[f.Name]; dup {
+	if !imageFormats.Add(f.Name, f) {
 		panic(fmt.Sprintf("data: image format %q registered twice", f.Name))
 	}
-	if imageFormats.m == nil {
-		imageFormats.m = make(map[string]ImageFormat)
-	}
-	imageFormats.m[f.Name] = f
 }
 
 // LookupImageFormat returns the registered format called name.
-func LookupImageFormat(name string) (ImageFormat, bool) {
-	imageFormats.RLock()
-	defer imageFormats.RUnlock()
-	f, ok := imageFormats.m[name]
-	return f, ok
-}
+func LookupImageFormat(name string) (ImageFormat, bool) { return imageFormats.Lookup(name) }
 
 // ImageFormats returns the names of the registered image formats, sorted.
-func ImageFormats() []string {
-	imageFormats.RLock()
-	defer imageFormats.RUnlock()
-	names := make([]string, 0, len(imageFormats.m))
-	for n := range imageFormats.m {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+func ImageFormats() []string { return imageFormats.Names() }
 
 // IsImageFormat reports whether format names a registered image set
 // rather than a table.

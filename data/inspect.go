@@ -97,16 +97,51 @@ func inspect(l *loader, o Options, cardCap int) (*Report, error) {
 	if cardCap <= 0 {
 		cardCap = DefaultCardinalityCap
 	}
+	first, delim, err := l.inspectSchema(o)
+	if err != nil {
+		return nil, err
+	}
+	sc := l.sc
+	in := &inspector{l: l, sc: sc, delim: delim, cardCap: cardCap,
+		rep:   &Report{Path: l.name, Format: l.o.Format, Delimiter: delim, Header: sc.header, HasLabels: sc.label >= 0, CardinalityCap: cardCap},
+		stats: make([]colStat, len(sc.names))}
+	for j := range in.stats {
+		in.stats[j].exact = make(map[string]struct{})
+		in.stats[j].min, in.stats[j].max = math.Inf(1), math.Inf(-1)
+		in.stats[j].salt = uint64(j)
+	}
+	if len(sc.pending) > 0 && l.o.DetectRows == 0 && l.rewind != nil {
+		if err := l.detectKindsFirst(sc, delim); err != nil {
+			return nil, err
+		}
+	}
+	if err := in.stream(first); err != nil {
+		return nil, err
+	}
+	rep := in.rep
+	if rep.Rows == 0 && rep.BadRows == 0 {
+		return nil, l.errf("no data rows")
+	}
+	rep.Labels, rep.OtherLabels = l.labels.sorted(), l.labels.other
+	rep.Columns = in.columns()
+	return rep, nil
+}
+
+// inspectSchema reads the first line and resolves the table's schema into
+// l.sc (and the options into l.o): when no label column is named and the
+// format's is absent, the table is inspected without labels. It returns
+// the first line and the field separator.
+func (l *loader) inspectSchema(o Options) ([]byte, byte, error) {
 	l.o = o
 	first, err := l.firstLine()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	delim := sniffDelimiter(o.Format, first)
 	l.lr.delim = delim
 	l.fields, err = splitFields(first, delim, l.fields, &l.scratch)
 	if err != nil {
-		return nil, l.lineErr(l.lr.line, "%v", err)
+		return nil, 0, l.lineErr(l.lr.line, "%v", err)
 	}
 	sc, err := resolveSchema(o, delim, l.fields)
 	if err != nil && o.LabelCol == "" && !o.NoLabel {
@@ -120,114 +155,131 @@ func inspect(l *loader, o Options, cardCap int) (*Report, error) {
 		}
 	}
 	if err != nil {
-		return nil, l.lineErr(l.lr.line, "%v", err)
+		return nil, 0, l.lineErr(l.lr.line, "%v", err)
 	}
 	l.sc = sc
-	rep := &Report{Path: l.name, Format: o.Format, Delimiter: delim, Header: sc.header, HasLabels: sc.label >= 0, CardinalityCap: cardCap}
-	stats := make([]colStat, len(sc.names))
-	for j := range stats {
-		stats[j].exact = make(map[string]struct{})
-		stats[j].min, stats[j].max = math.Inf(1), math.Inf(-1)
-		stats[j].salt = uint64(j)
-	}
+	return first, delim, nil
+}
 
+// detectKindsFirst decides the kinds of the schema's pending columns from
+// a first pass over every row (a rewindable file), then rewinds past the
+// first line.
+func (l *loader) detectKindsFirst(sc *schema, delim byte) error {
+	det := newKindDetector(sc)
+	if err := l.eachRow(func(f [][]byte, n int64) { det.add(f, n) }); err != nil {
+		return err
+	}
+	det.apply()
+	var err error
+	if l.lr, err = l.rewind(); err != nil {
+		return l.errf("%v", err)
+	}
+	l.lr.delim = delim
+	_, err = l.firstLine()
+	return err
+}
+
+// inspector gathers a table's report row by row.
+type inspector struct {
+	l       *loader
+	sc      *schema
+	delim   byte
+	cardCap int
+	rep     *Report
+	stats   []colStat
+}
+
+// stream reads every data row (first too, when it is not a header),
+// holding back the first rows while column kinds are still to be detected
+// from them.
+func (in *inspector) stream(first []byte) error {
+	l, sc := in.l, in.sc
 	var pending [][]byte // generic CSV: rows held back for kind detection
 	var pendingLine []int64
-	process := func(line []byte, n int64) {
-		f, err := splitFields(line, delim, l.fields, &l.scratch)
-		l.fields = f
-		if err == nil && len(f) != len(sc.names) {
-			err = fmt.Errorf("%d fields, want %d", len(f), len(sc.names))
-		}
-		if err != nil {
-			rep.BadRows++
-			if len(rep.BadExamples) < maxBadExamples {
-				rep.BadExamples = append(rep.BadExamples, l.lineErr(n, "%v", err).Error())
-			}
-			return
-		}
-		rep.Rows++
-		for j, b := range f {
-			st := &stats[j]
-			st.add(b, cardCap)
-			if sc.kinds[j] == KindDense && len(b) > 0 && IsMissing(b) {
-				st.na++ // a missing-value token (NA, NaN, …)
-			}
-			if sc.kinds[j] == KindDense && !IsMissing(b) {
-				v, ok := parseNumber(bytes.TrimSpace(b))
-				if !ok {
-					st.invalid++
-					continue
-				}
-				st.min, st.max = math.Min(st.min, v), math.Max(st.max, v)
-				st.sum += v
-				st.valid++
-			}
-		}
-		if sc.label >= 0 {
-			l.labels.add(f[sc.label])
-			v, ok := labelOf(f[sc.label], &l.o)
-			if !ok {
-				rep.BadLabels++
-			}
-			rep.Positives += int64(v)
-		}
-	}
-	if len(sc.pending) > 0 && o.DetectRows == 0 && l.rewind != nil {
-		// Generic CSV: a first pass over every row decides column kinds.
-		det := newKindDetector(sc)
-		if err := l.eachRow(func(f [][]byte, n int64) { det.add(f, n) }); err != nil {
-			return nil, err
-		}
-		det.apply()
-		if l.lr, err = l.rewind(); err != nil {
-			return nil, l.errf("%v", err)
-		}
-		l.lr.delim = delim
-		if _, err := l.firstLine(); err != nil {
-			return nil, err
-		}
-	}
 	if !sc.header {
 		pending, pendingLine = append(pending, append([]byte(nil), first...)), append(pendingLine, l.lr.line)
 	}
 	for {
 		line, err := l.lr.next()
 		if err != nil && err != io.EOF {
-			return nil, l.errf("%v", err)
+			return l.errf("%v", err)
 		}
 		if err == nil && len(line) == 0 {
 			continue
 		}
 		if len(sc.pending) > 0 {
-			if err == nil && (o.DetectRows == 0 || len(pending) < o.DetectRows) {
+			if err == nil && (l.o.DetectRows == 0 || len(pending) < l.o.DetectRows) {
 				pending, pendingLine = append(pending, append([]byte(nil), line...)), append(pendingLine, l.lr.line)
 				continue
 			}
 			det := newKindDetector(sc)
 			for i, b := range pending {
-				if f, ferr := splitFields(b, delim, nil, new([]byte)); ferr == nil {
+				if f, ferr := splitFields(b, in.delim, nil, new([]byte)); ferr == nil {
 					det.add(f, pendingLine[i])
 				}
 			}
 			det.apply()
 		}
 		for i, b := range pending {
-			process(b, pendingLine[i])
+			in.row(b, pendingLine[i])
 		}
 		pending = nil
 		if err == io.EOF {
-			break
+			return nil
 		}
-		process(line, l.lr.line)
+		in.row(line, l.lr.line)
 	}
-	if rep.Rows == 0 && rep.BadRows == 0 {
-		return nil, l.errf("no data rows")
+}
+
+// row adds one data row (line n) to the report.
+func (in *inspector) row(line []byte, n int64) {
+	l, sc, rep := in.l, in.sc, in.rep
+	f, err := splitFields(line, in.delim, l.fields, &l.scratch)
+	l.fields = f
+	if err == nil && len(f) != len(sc.names) {
+		err = fmt.Errorf("%d fields, want %d", len(f), len(sc.names))
 	}
-	rep.Labels, rep.OtherLabels = l.labels.sorted(), l.labels.other
-	for j, n := range sc.names {
-		st := &stats[j]
-		cs := ColumnStats{Name: n, Kind: sc.kinds[j], NA: st.na, Invalid: st.invalid, Min: math.NaN(), Max: math.NaN(), Mean: math.NaN()}
+	if err != nil {
+		rep.BadRows++
+		if len(rep.BadExamples) < maxBadExamples {
+			rep.BadExamples = append(rep.BadExamples, l.lineErr(n, "%v", err).Error())
+		}
+		return
+	}
+	rep.Rows++
+	for j, b := range f {
+		st := &in.stats[j]
+		st.add(b, in.cardCap)
+		if sc.kinds[j] == KindDense && len(b) > 0 && IsMissing(b) {
+			st.na++ // a missing-value token (NA, NaN, …)
+		}
+		if sc.kinds[j] == KindDense && !IsMissing(b) {
+			v, ok := parseNumber(bytes.TrimSpace(b))
+			if !ok {
+				st.invalid++
+				continue
+			}
+			st.min, st.max = math.Min(st.min, v), math.Max(st.max, v)
+			st.sum += v
+			st.valid++
+		}
+	}
+	if sc.label >= 0 {
+		l.labels.add(f[sc.label])
+		v, ok := labelOf(f[sc.label], &l.o)
+		if !ok {
+			rep.BadLabels++
+		}
+		rep.Positives += int64(v)
+	}
+}
+
+// columns returns every column's statistics.
+func (in *inspector) columns() []ColumnStats {
+	var out []ColumnStats
+	for j, n := range in.sc.names {
+		st := &in.stats[j]
+		cs := ColumnStats{Name: n, Kind: in.sc.kinds[j], NA: st.na, Invalid: st.invalid, Min: math.NaN(), Max: math.NaN(), Mean: math.NaN()}
 		if st.exact != nil {
 			cs.Distinct, cs.Exact = int64(len(st.exact)), true
 		} else {
@@ -236,9 +288,9 @@ func inspect(l *loader, o Options, cardCap int) (*Report, error) {
 		if st.valid > 0 {
 			cs.Min, cs.Max, cs.Mean = st.min, st.max, st.sum/float64(st.valid)
 		}
-		rep.Columns = append(rep.Columns, cs)
+		out = append(out, cs)
 	}
-	return rep, nil
+	return out
 }
 
 // colStat accumulates one column's statistics.

@@ -251,7 +251,7 @@ type loader struct {
 	implicitSet bool
 	thirdLabel  string
 	thirdLine   int64
-	imputeMean  bool // csv: a missing numeric cell takes the training mean
+	imputeMean  bool // the format's ImputeMean: a missing numeric cell takes the training mean
 
 	// size is the table's size in bytes when known (an uncompressed
 	// file), else 0; reserved is set once the parts' slices were sized
@@ -384,7 +384,8 @@ func (l *loader) run() error {
 		}
 		det.apply()
 	}
-	l.imputeMean = l.o.Format == FormatCSV
+	tf, _ := LookupTableFormat(l.o.Format)
+	l.imputeMean = tf.ImputeMean
 	if l.enc != nil {
 		if err := l.setupEncoding(); err != nil {
 			return err
@@ -704,22 +705,8 @@ func (l *loader) finish() (*Split, error) {
 		Train: PartInfo{Rows: len(l.train.ids), Positives: l.train.pos},
 		Test:  PartInfo{Rows: len(l.test.ids), Positives: l.test.pos},
 	}
-	switch {
-	case l.rowsRead == 0:
-		return nil, l.errf("no data rows")
-	case l.rowsRead == l.bad:
-		advice := ""
-		if l.sc.label >= 0 {
-			advice = l.labels.advice(l.sc.names[l.sc.label], l.o)
-		}
-		return nil, l.errf("all %d data rows are malformed; first: %s%s", l.bad, l.badExamples[0], advice)
-	case len(l.train.ids) == 0 && l.enc == nil:
-		return nil, l.errf("no training rows after sampling (%d rows read, %d kept, sample %g, test fraction %g)",
-			l.rowsRead, l.rowsKept, l.o.Sample, l.o.TestFrac)
-	}
-	if l.thirdLabel != "" {
-		return nil, l.lineErr(l.thirdLine, "label %q in column %q is neither positive %q nor %q, the value taken as negative so far%s",
-			l.thirdLabel, l.sc.names[l.sc.label], l.o.Positive, l.implicitNeg, l.labels.advice(l.sc.names[l.sc.label], l.o))
+	if err := l.checkRows(); err != nil {
+		return nil, err
 	}
 	if l.bad > 0 && l.sc.label >= 0 {
 		info.Labels, info.OtherLabels = l.labels.sorted(), l.labels.other
@@ -745,23 +732,77 @@ func (l *loader) finish() (*Split, error) {
 	if l.enc == nil {
 		remaps = l.vocabularies()
 	}
-	card := make([]int, nc)
-	catNames := make([]string, nc)
-	denseNames := make([]string, nd)
-	cols := make(map[int]ColumnInfo, len(l.sc.names))
-	learnt := make(map[int]ColumnEncoding, nc+nd) // by field, when learning
+	f := &finished{
+		card: make([]int, nc), catNames: make([]string, nc), denseNames: make([]string, nd),
+		cols:   make(map[int]ColumnInfo, len(l.sc.names)),
+		learnt: make(map[int]ColumnEncoding, nc+nd), // by field, when learning
+	}
+	l.finishCategorical(f, &info, remaps)
+	l.finishDense(f, &info)
+	for j, n := range l.sc.names {
+		if _, ok := f.cols[j]; !ok {
+			f.cols[j] = ColumnInfo{Name: n, Field: j, Kind: l.sc.kinds[j]}
+		}
+		info.Columns = append(info.Columns, f.cols[j])
+		if c, ok := f.learnt[j]; ok && l.enc == nil {
+			enc.Columns = append(enc.Columns, c)
+		}
+	}
+	return &Split{Train: f.dataset(&l.train, info.HasLabels), Test: f.dataset(&l.test, info.HasLabels), Info: info, Encoding: enc}, nil
+}
+
+// checkRows refuses a read that kept nothing to train on: no data rows,
+// every row malformed, no training row (when learning an encoding), or a
+// third label value.
+func (l *loader) checkRows() error {
+	switch {
+	case l.rowsRead == 0:
+		return l.errf("no data rows")
+	case l.rowsRead == l.bad:
+		advice := ""
+		if l.sc.label >= 0 {
+			advice = l.labels.advice(l.sc.names[l.sc.label], l.o)
+		}
+		return l.errf("all %d data rows are malformed; first: %s%s", l.bad, l.badExamples[0], advice)
+	case len(l.train.ids) == 0 && l.enc == nil:
+		return l.errf("no training rows after sampling (%d rows read, %d kept, sample %g, test fraction %g)",
+			l.rowsRead, l.rowsKept, l.o.Sample, l.o.TestFrac)
+	}
+	if l.thirdLabel != "" {
+		return l.lineErr(l.thirdLine, "label %q in column %q is neither positive %q nor %q, the value taken as negative so far%s",
+			l.thirdLabel, l.sc.names[l.sc.label], l.o.Positive, l.implicitNeg, l.labels.advice(l.sc.names[l.sc.label], l.o))
+	}
+	return nil
+}
+
+// finished is what finish assembles of the loaded columns: the
+// categorical columns' cardinalities and names, the dense columns' names,
+// every loaded column's report and, when learning, its encoding (by
+// field).
+type finished struct {
+	card                 []int
+	catNames, denseNames []string
+	cols                 map[int]ColumnInfo
+	learnt               map[int]ColumnEncoding
+}
+
+// finishCategorical fixes every categorical column's ids: hashed, read
+// through the given encoding's vocabulary, or (learning) remapped to the
+// final vocabulary of remaps.
+func (l *loader) finishCategorical(f *finished, info *Info, remaps []vocabRemap) {
+	nc := len(l.cats)
 	for j, c := range l.cats {
 		ci := ColumnInfo{Name: c.name, Field: c.field, Kind: KindCategorical, NA: c.na, OOV: c.oov}
-		catNames[j] = c.name
+		f.catNames[j] = c.name
 		switch {
 		case c.buckets > 0:
-			card[j] = c.buckets
-			learnt[c.field] = ColumnEncoding{Name: c.name, Kind: KindCategorical, Buckets: c.buckets}
+			f.card[j] = c.buckets
+			f.learnt[c.field] = ColumnEncoding{Name: c.name, Kind: KindCategorical, Buckets: c.buckets}
 			if l.enc != nil {
 				info.HashBuckets = c.buckets
 			}
 		case l.enc != nil:
-			card[j] = len(c.vocab) + 1
+			f.card[j] = len(c.vocab) + 1
 			ci.Seen = len(c.vocab)
 			l.cats[j].vocab = nil
 		default:
@@ -778,16 +819,23 @@ func (l *loader) finish() (*Split, error) {
 					ci.TestOOV++
 				}
 			}
-			learnt[c.field] = ColumnEncoding{Name: c.name, Kind: KindCategorical, Vocab: vocab}
-			card[j] = int(next)
+			f.learnt[c.field] = ColumnEncoding{Name: c.name, Kind: KindCategorical, Vocab: vocab}
+			f.card[j] = int(next)
 			ci.Seen = len(c.trainOrder)
 			l.cats[j].vocab = nil
 		}
-		ci.Cardinality = card[j]
-		cols[c.field] = ci
+		ci.Cardinality = f.card[j]
+		f.cols[c.field] = ci
 	}
+}
+
+// finishDense scales every dense column (learning: by its training range,
+// missing values imputed first); with a given encoding they were scaled as
+// read.
+func (l *loader) finishDense(f *finished, info *Info) {
+	nd := len(l.dense)
 	for j, d := range l.dense {
-		denseNames[j] = d.name
+		f.denseNames[j] = d.name
 		if l.enc == nil {
 			if d.n == 0 {
 				// No training value (all missing, or no training rows).
@@ -806,39 +854,32 @@ func (l *loader) finish() (*Split, error) {
 			}
 			scale(l.train.dense)
 			scale(l.test.dense)
-			learnt[d.field] = ColumnEncoding{Name: d.name, Kind: KindDense, Min: d.min, Max: d.max, Log: d.log, Missing: d.missing}
+			f.learnt[d.field] = ColumnEncoding{Name: d.name, Kind: KindDense, Min: d.min, Max: d.max, Log: d.log, Missing: d.missing}
 		} else if d.log {
 			info.LogDense = true
 		}
-		cols[d.field] = ColumnInfo{Name: d.name, Field: d.field, Kind: KindDense, NA: d.na, Min: d.min, Max: d.max, Missing: d.missing}
+		f.cols[d.field] = ColumnInfo{Name: d.name, Field: d.field, Kind: KindDense, NA: d.na, Min: d.min, Max: d.max, Missing: d.missing}
 	}
-	for j, n := range l.sc.names {
-		if _, ok := cols[j]; !ok {
-			cols[j] = ColumnInfo{Name: n, Field: j, Kind: l.sc.kinds[j]}
-		}
-		info.Columns = append(info.Columns, cols[j])
-		if c, ok := learnt[j]; ok && l.enc == nil {
-			enc.Columns = append(enc.Columns, c)
+}
+
+// dataset returns part p as a Dataset (labels kept when the table has
+// them; empty, not nil, slices).
+func (f *finished) dataset(p *part, labels bool) *Dataset {
+	ds := &Dataset{IDs: p.ids, X: &Features{
+		Rows: len(p.ids), NumCat: len(f.card), Cat: p.cat, Cardinality: append([]int(nil), f.card...), CatNames: f.catNames,
+		NumDense: len(f.denseNames), Dense: p.dense, DenseNames: f.denseNames,
+	}}
+	if labels {
+		ds.Labels = p.labels
+		if ds.Labels == nil {
+			ds.Labels = []uint8{}
 		}
 	}
-	mk := func(p *part) *Dataset {
-		ds := &Dataset{IDs: p.ids, X: &Features{
-			Rows: len(p.ids), NumCat: nc, Cat: p.cat, Cardinality: append([]int(nil), card...), CatNames: catNames,
-			NumDense: nd, Dense: p.dense, DenseNames: denseNames,
-		}}
-		if info.HasLabels {
-			ds.Labels = p.labels
-			if ds.Labels == nil {
-				ds.Labels = []uint8{}
-			}
-		}
-		if ds.X.Cat == nil {
-			ds.X.Cat = []int32{}
-		}
-		if ds.X.Dense == nil {
-			ds.X.Dense = []float32{}
-		}
-		return ds
+	if ds.X.Cat == nil {
+		ds.X.Cat = []int32{}
 	}
-	return &Split{Train: mk(&l.train), Test: mk(&l.test), Info: info, Encoding: enc}, nil
+	if ds.X.Dense == nil {
+		ds.X.Dense = []float32{}
+	}
+	return ds
 }

@@ -6,23 +6,6 @@ import (
 	"strings"
 )
 
-// Table formats understood by [Load] and [Inspect].
-const (
-	// FormatCriteo is Criteo's display-advertising table: label, I1..I13
-	// (integers), C1..C26 (hashed categories). Both the Kaggle train.txt
-	// form (tab-separated, no header) and the CSV-with-header form are
-	// accepted and told apart from the first line.
-	FormatCriteo = "criteo"
-	// FormatAvazu is Avazu's click-through table: CSV with a header, "click"
-	// the label, "id" the example ID (an unsigned 64-bit integer), every
-	// other column categorical.
-	FormatAvazu = "avazu"
-	// FormatCSV is any CSV (or TSV) file with a header: the label column
-	// is named by Options.LabelCol, numeric and categorical columns are
-	// detected from the data unless declared.
-	FormatCSV = "csv"
-)
-
 // Defaults applied by [Load] to zero-valued options.
 const (
 	DefaultTestFrac = 0.1
@@ -31,8 +14,8 @@ const (
 // Options says how [Load] reads and encodes a table. The zero value reads
 // a Criteo file with labels, keeps every row and holds out 10% for test.
 type Options struct {
-	// Format is FormatCriteo (the default when empty), FormatAvazu or
-	// FormatCSV.
+	// Format is a registered table format ([TableFormats]: FormatCriteo,
+	// the default when empty, FormatAvazu, FormatCSV).
 	Format string
 
 	// LabelCol names the label column. Empty means the format's label
@@ -117,10 +100,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Format == "" {
 		o.Format = FormatCriteo
 	}
-	switch o.Format {
-	case FormatCriteo, FormatAvazu, FormatCSV:
-	default:
-		return o, fmt.Errorf("data: unknown format %q (want %s, %s or %s)", o.Format, FormatCriteo, FormatAvazu, FormatCSV)
+	if _, err := tableFormat(o.Format); err != nil {
+		return o, fmt.Errorf("data: %w", err)
 	}
 	if o.Sample == 0 {
 		o.Sample = 1

@@ -179,7 +179,7 @@ func (l *loader) parseRow(pp *parsePart, line []byte, rowNum uint64, r *parsedRo
 		v, ok := parseNumber(bytes.TrimSpace(b))
 		if !ok {
 			hint := ""
-			if l.o.Format == FormatCSV {
+			if tf, _ := LookupTableFormat(l.o.Format); tf.DetectKinds {
 				hint = " (declare the column categorical, key categorical, if it is not numeric)"
 			}
 			r.numMsg = fmt.Sprintf("numeric column %q: %q is not a number%s", d.name, b, hint)

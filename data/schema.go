@@ -8,28 +8,6 @@ import (
 	"unicode/utf8"
 )
 
-// Criteo's column layout.
-const (
-	criteoDense = 13
-	criteoCat   = 26
-)
-
-// criteoNames returns Criteo's column names: label (when withLabel),
-// I1..I13, C1..C26.
-func criteoNames(withLabel bool) []string {
-	var names []string
-	if withLabel {
-		names = append(names, "label")
-	}
-	for i := 1; i <= criteoDense; i++ {
-		names = append(names, "I"+strconv.Itoa(i))
-	}
-	for i := 1; i <= criteoCat; i++ {
-		names = append(names, "C"+strconv.Itoa(i))
-	}
-	return names
-}
-
 // idMode says how an ID field becomes a uint64.
 type idMode uint8
 
@@ -53,55 +31,44 @@ type schema struct {
 	pending []int // fields whose kind must be detected from the data
 }
 
-// sniffDelimiter picks the field separator of a table from its first line.
-func sniffDelimiter(format string, first []byte) byte {
-	switch format {
-	case FormatAvazu:
-		return ','
-	case FormatCriteo:
-		if bytes.IndexByte(first, '\t') >= 0 {
-			return '\t'
-		}
-		return ','
-	default:
-		if bytes.IndexByte(first, '\t') >= 0 && bytes.IndexByte(first, ',') < 0 {
-			return '\t'
-		}
-		return ','
+// resolveSchema lays out a table from its first line's fields: the
+// format's layout of the columns, then the label, the ID and the kind of
+// every feature column. The schema's header says whether the first line
+// is a header (and so not data).
+func resolveSchema(o Options, delim byte, first [][]byte) (*schema, error) {
+	tf, err := tableFormat(o.Format)
+	if err != nil {
+		return nil, err
 	}
+	s := &schema{format: o.Format, delim: delim, label: -1, id: -1}
+	index, err := s.layout(tf, o, first)
+	if err != nil {
+		return nil, err
+	}
+	labelCol, err := s.resolveLabel(tf, o, index)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.resolveID(tf, o, index); err != nil {
+		return nil, err
+	}
+	if err := s.resolveFeatures(tf, o, index, labelCol); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
-// resolveSchema lays out a table from its first line's fields. It reports
-// whether the first line is a header (and so not data).
-func resolveSchema(o Options, delim byte, first [][]byte) (*schema, error) {
-	s := &schema{format: o.Format, delim: delim, label: -1, id: -1}
-	switch o.Format {
-	case FormatCriteo:
-		f0 := first[0]
-		if _, num := parseNumber(f0); len(f0) == 0 || num {
-			switch len(first) {
-			case 1 + criteoDense + criteoCat:
-				s.names = criteoNames(true)
-			case criteoDense + criteoCat:
-				s.names = criteoNames(false)
-			default:
-				return nil, fmt.Errorf("first row has %d fields, want %d (label, I1..I13, C1..C26) or %d (no label), or a header: "+
-					"this is not a Criteo file; a table of your own is format csv (key format) with a header line naming its columns",
-					len(first), 1+criteoDense+criteoCat, criteoDense+criteoCat)
-			}
-		} else {
-			s.header = true
-			if err := checkCriteoHeader(first, o); err != nil {
-				return nil, err
-			}
-		}
-	default:
-		s.header = true
-	}
-	if o.Format == FormatCSV {
-		if err := checkCSVHeader(delim, first); err != nil {
+// layout sets the column names, from the format's layout of a data line or
+// from the header, and every column's kind to categorical; it returns the
+// index of each name.
+func (s *schema) layout(tf TableFormat, o Options, first [][]byte) (map[string]int, error) {
+	s.header = true
+	if tf.Layout != nil {
+		names, header, err := tf.Layout(first, s.delim, o)
+		if err != nil {
 			return nil, err
 		}
+		s.names, s.header = names, header
 	}
 	if s.header {
 		s.names = make([]string, len(first))
@@ -132,60 +99,71 @@ func resolveSchema(o Options, delim byte, first [][]byte) (*schema, error) {
 	for i := range s.kinds {
 		s.kinds[i] = KindCategorical
 	}
+	return index, nil
+}
 
-	// Label.
+// resolveLabel finds the label column (the options', else the format's)
+// and returns its name, "" when there is none.
+func (s *schema) resolveLabel(tf TableFormat, o Options, index map[string]int) (string, error) {
 	labelCol, explicit := o.LabelCol, o.LabelCol != ""
 	if !explicit {
-		switch o.Format {
-		case FormatCriteo:
-			labelCol = "label"
-		case FormatAvazu:
-			labelCol = "click"
-		}
+		labelCol = tf.LabelCol
 	}
-	if labelCol != "" {
-		j, ok := index[labelCol]
-		switch {
-		case ok && o.NoLabel:
-			s.kinds[j] = KindIgnored
-		case ok:
-			s.kinds[j] = KindLabel
-			s.label = j
-		case !o.NoLabel && explicit:
-			return nil, fmt.Errorf("label column %q (key label) is not in the header, which names %s", labelCol, listNames(s.names))
-		case !o.NoLabel:
-			return nil, fmt.Errorf("no label column %q, the %s format's, in the header, which names %s: name the label column (key label), or if this is a table of your own, read it as format csv (key format)",
-				labelCol, o.Format, listNames(s.names))
+	if labelCol == "" {
+		if !o.NoLabel {
+			return "", fmt.Errorf("no label column named (key label): the header names %s", listNames(s.names))
 		}
-	} else if o.Format == FormatCSV && !o.NoLabel {
-		return nil, fmt.Errorf("no label column named (key label): the header names %s", listNames(s.names))
+		return "", nil
 	}
+	j, ok := index[labelCol]
+	switch {
+	case ok && o.NoLabel:
+		s.kinds[j] = KindIgnored
+	case ok:
+		s.kinds[j] = KindLabel
+		s.label = j
+	case !o.NoLabel && explicit:
+		return "", fmt.Errorf("label column %q (key label) is not in the header, which names %s", labelCol, listNames(s.names))
+	case !o.NoLabel:
+		return "", fmt.Errorf("no label column %q, the %s format's, in the header, which names %s: name the label column (key label), or if this is a table of your own, read it as format csv (key format)",
+			labelCol, o.Format, listNames(s.names))
+	}
+	return labelCol, nil
+}
 
-	// ID.
+// resolveID finds the ID column (the options', else the format's, which
+// must then be there); without one, rows are numbered.
+func (s *schema) resolveID(tf TableFormat, o Options, index map[string]int) error {
 	idCol := o.IDCol
-	if idCol == "" && o.Format == FormatAvazu {
-		idCol = "id"
+	if idCol == "" {
+		idCol = tf.IDCol
 	}
-	if idCol != "" {
-		j, ok := index[idCol]
-		if !ok {
-			if o.IDCol != "" || o.Format == FormatAvazu {
-				return nil, fmt.Errorf("ID column %q not found", idCol)
-			}
-		} else {
-			if s.kinds[j] == KindLabel {
-				return nil, fmt.Errorf("column %q is both the label and the ID", idCol)
-			}
-			s.kinds[j] = KindID
-			s.id = j
-			s.idMode = idOrHash
-			if o.Format == FormatAvazu {
-				s.idMode = idUint
-			}
+	if idCol == "" {
+		return nil
+	}
+	j, ok := index[idCol]
+	if !ok {
+		if o.IDCol != "" || tf.IDCol != "" {
+			return fmt.Errorf("ID column %q not found", idCol)
 		}
+		return nil
 	}
+	if s.kinds[j] == KindLabel {
+		return fmt.Errorf("column %q is both the label and the ID", idCol)
+	}
+	s.kinds[j] = KindID
+	s.id = j
+	s.idMode = idOrHash
+	if tf.UintIDs {
+		s.idMode = idUint
+	}
+	return nil
+}
 
-	// Features.
+// resolveFeatures sets the kind of every other column: ignored when the
+// options leave it out, dense or categorical as they declare it, else as
+// the format says (its Dense columns, or pending detection from the data).
+func (s *schema) resolveFeatures(tf TableFormat, o Options, index map[string]int, labelCol string) error {
 	check := func(what string, names []string) (map[string]bool, error) {
 		set := make(map[string]bool, len(names))
 		for _, n := range names {
@@ -202,19 +180,19 @@ func resolveSchema(o Options, delim byte, first [][]byte) (*schema, error) {
 	}
 	keep, err := check("requested", o.Columns)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	dense, err := check("dense", o.Dense)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cat, err := check("categorical", o.Categorical)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ignore, err := check("ignored", o.Ignore)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for j, n := range s.names {
 		if s.kinds[j] == KindLabel || s.kinds[j] == KindID || (s.kinds[j] == KindIgnored && n == labelCol) {
@@ -229,23 +207,13 @@ func resolveSchema(o Options, delim byte, first [][]byte) (*schema, error) {
 			s.kinds[j] = KindDense
 		case cat[n]:
 			s.kinds[j] = KindCategorical
-		case o.Format == FormatCriteo && isCriteoDense(n):
+		case tf.Dense != nil && tf.Dense(n):
 			s.kinds[j] = KindDense
-		case o.Format == FormatCSV:
+		case tf.Dense == nil && tf.DetectKinds:
 			s.pending = append(s.pending, j)
 		}
 	}
-	return s, nil
-}
-
-// isCriteoDense reports whether name is one of Criteo's integer columns
-// I1..I13.
-func isCriteoDense(name string) bool {
-	if len(name) < 2 || name[0] != 'I' {
-		return false
-	}
-	n, err := strconv.Atoi(name[1:])
-	return err == nil && n >= 1 && n <= criteoDense
+	return nil
 }
 
 // kindDetector decides the kind of a schema's pending fields from data
@@ -295,54 +263,6 @@ func (d *kindDetector) apply() {
 		}
 	}
 	d.sc.pending = nil
-}
-
-// checkCriteoHeader refuses a header line that is not Criteo's: every
-// name must be label, I1..I13 or C1..C26, or the label or ID column o
-// names.
-func checkCriteoHeader(first [][]byte, o Options) error {
-	var other []string
-	for _, f := range first {
-		n := strings.TrimPrefix(strings.TrimSpace(string(f)), "\ufeff")
-		if n == "label" || isCriteoDense(n) || isCriteoCat(n) || (n != "" && (n == o.IDCol || n == o.LabelCol)) {
-			continue
-		}
-		other = append(other, n)
-	}
-	if len(other) == 0 {
-		return nil
-	}
-	return fmt.Errorf("the header names columns that are not Criteo's (label, I1..I13, C1..C26): %s; "+
-		"a table of your own is format csv (key format), with its label column (key label)", listNames(other))
-}
-
-// checkCSVHeader refuses a first line that cannot be a generic table's
-// header: one whose every field is a number (data, not names), or a single
-// field (a separator other than a comma or a tab).
-func checkCSVHeader(delim byte, first [][]byte) error {
-	if len(first) == 1 {
-		return fmt.Errorf("the header line holds a single column %q: a table's fields are separated by commas or tabs", first[0])
-	}
-	for _, f := range first {
-		if _, num := parseNumber(bytes.TrimSpace(f)); !num && len(bytes.TrimSpace(f)) > 0 {
-			return nil
-		}
-	}
-	hint := ""
-	if delim == '\t' && (len(first) == 1+criteoDense+criteoCat || len(first) == criteoDense+criteoCat) {
-		hint = "; its " + fmt.Sprint(len(first)) + " tab-separated fields look like Criteo's train.txt (key format criteo)"
-	}
-	return fmt.Errorf("the first line holds no column names (every field is a number or empty): format csv needs a header line naming the columns%s", hint)
-}
-
-// isCriteoCat reports whether name is one of Criteo's categorical columns
-// C1..C26.
-func isCriteoCat(name string) bool {
-	if len(name) < 2 || name[0] != 'C' {
-		return false
-	}
-	n, err := strconv.Atoi(name[1:])
-	return err == nil && n >= 1 && n <= criteoCat
 }
 
 // listNames renders column names for a message, the first 12 of them.

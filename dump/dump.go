@@ -1,6 +1,6 @@
 // Package dump writes and reads per-batch NumPy dumps of what an offline
 // attacker would want (gradients, embeddings, labels, IDs) for the
-// `attack` command and for analysis outside splitguard.
+// `attack multiclass` command and for analysis outside splitguard.
 package dump
 
 import (

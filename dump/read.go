@@ -96,7 +96,9 @@ func readDumpNPY(dir, name string, dst any) error {
 		return fmt.Errorf("run: dump: %w", err)
 	}
 	defer f.Close()
-	if err := npyio.Read(f, dst); err != nil {
+	// npyio reads element by element: without a buffer, a system call
+	// each (a 256×128 gradient took a second on a loaded machine).
+	if err := npyio.Read(bufio.NewReaderSize(f, 1<<16), dst); err != nil {
 		return fmt.Errorf("run: dump: %s: %w", path, err)
 	}
 	return nil
@@ -111,7 +113,7 @@ func ReadClassesNPY(path string) ([]uint8, error) {
 		return nil, err
 	}
 	defer f.Close()
-	r, err := npyio.NewReader(f)
+	r, err := npyio.NewReader(bufio.NewReaderSize(f, 1<<16))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

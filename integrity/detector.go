@@ -65,6 +65,9 @@ type Alarm struct {
 	Score     float64
 	Threshold float64
 	Below     bool
+	// Verdict is what the alarm suspects (empty: the passive party of
+	// free-riding).
+	Verdict string
 }
 
 func (a *Alarm) Error() string {
@@ -72,6 +75,10 @@ func (a *Alarm) Error() string {
 	if a.Below {
 		rel = "below"
 	}
-	return fmt.Sprintf("integrity: %s scored %.4g at step %d, %s the threshold %.4g: the passive party is suspected of free-riding",
-		a.Detector, a.Score, a.Step, rel, a.Threshold)
+	verdict := a.Verdict
+	if verdict == "" {
+		verdict = "the passive party is suspected of free-riding"
+	}
+	return fmt.Sprintf("integrity: %s scored %.4g at step %d, %s the threshold %.4g: %s",
+		a.Detector, a.Score, a.Step, rel, a.Threshold, verdict)
 }

@@ -12,7 +12,7 @@ import (
 
 // Design is a batch design for [Expect]: what a run's leak figures can be
 // at best under Marvell's own model of the data, the setting of Theorem 2
-// of 002_…: the gradients of each class are Gaussian with isotropic
+// of [Li22]: the gradients of each class are Gaussian with isotropic
 // within-class covariance, their means ‖Δ‖ apart. The problem is
 // scale-invariant, so ‖Δ‖ = 1.
 type Design struct {

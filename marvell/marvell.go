@@ -1,5 +1,5 @@
 // Package marvell solves the Marvell optimisation problem of METHODS §4
-// (Theorem 2 of the ICLR 2022 label-leakage paper): given the within-class
+// (Theorem 2 of [Li22], docs/METHODS.md §10): given the within-class
 // gradient variances u (negatives) and v (positives), the dimension d, the
 // squared distance g = ‖Δ‖² between the class means, the positive fraction
 // p and a noise power budget P, it finds the four noise variances

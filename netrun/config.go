@@ -56,6 +56,8 @@ import (
 	"github.com/splitguard/splitguard/rundir"
 	"github.com/splitguard/splitguard/transport/grpcnet"
 	"github.com/splitguard/splitguard/transport/wire"
+
+	"github.com/splitguard/splitguard/model"
 )
 
 // Config is one party's configuration. The training keys are those of the
@@ -149,11 +151,12 @@ func (c *Config) validate(role string) error {
 			bad("key metrics_addr %q is not a loopback address: the metrics carry label-derived figures (test AUC, leak AUCs) and are served without authentication; bind them to 127.0.0.1 (and reach them through a tunnel), or set key metrics_public to serve them to the network", c.MetricsAddr)
 		}
 	}
-	switch {
-	case c.Model == "cnn" && role != "active" && role != "passive":
-		bad("model cnn: %s serves wdl or mlp models; the CNN trains over the network but is not served", role)
-	case c.Model != "wdl" && c.Model != "mlp" && c.Model != "cnn":
-		bad("model %q: the networked parties run wdl, mlp or cnn", c.Model)
+	switch kind, ok := model.LookupKind(c.Model); {
+	case !ok:
+		bad("model %q: the networked parties run %s", c.Model, model.OrList(model.Kinds()))
+	case !kind.Served && role != "active" && role != "passive":
+		bad("model %s: %s serves %s models; the %s trains over the network but is not served",
+			c.Model, role, model.OrList(model.KindsWhere(func(k model.Kind) bool { return k.Served })), strings.ToUpper(c.Model))
 	}
 	if data.IsImageFormat(c.Format) && len(c.Columns) > 0 {
 		bad("a column list (key columns) applies to tables, not the image format %s", c.Format)
@@ -192,6 +195,9 @@ func (c *Config) validate(role string) error {
 	}
 	if c.DumpBatches > 0 || c.Dump != "" {
 		bad("dumps (key dump) are an in-process option")
+	}
+	if c.Hijack != "" {
+		bad("a training hijacker (key hijack) is an in-process simulation")
 	}
 	if len(c.FeatureAttacks) > 0 && (strings.HasPrefix(role, "active") || role == "passive" && !c.RedTeam) {
 		bad("feature attacks (key feature_attacks) run in a two-party run as the passive party's audit of its own features, with its red team (key red_team)")
@@ -289,7 +295,7 @@ func (c *Config) SharedDigest() []byte {
 		"eval_every=%d eval_batch=%d max_steps=%d sample=%x test_frac=%x checkpoint_every=%d val_frac=%x",
 		c.Model, c.Layers, c.Cut, c.EmbedDim, c.LR, c.L2, c.Batch, c.Epochs, c.Seed,
 		c.EvalEvery, c.EvalBatch, c.MaxSteps, c.Sample, c.TestFrac, c.CheckpointEvery, c.ValFrac)
-	if c.Model == "cnn" || data.IsImageFormat(c.Format) {
+	if kind, _ := model.LookupKind(c.Model); kind.Images || data.IsImageFormat(c.Format) {
 		// Images: the selection, shape and CNN settings (absent for
 		// tables, whose digest is unchanged).
 		s += fmt.Sprintf(" format=%s positive_class=%d pos_rate=%x neg_per_pos=%d image_size=%d image_pad=%t "+

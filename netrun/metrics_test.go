@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -171,7 +172,7 @@ func sameFloat(a, b float64) bool { return a == b || (math.IsNaN(a) && math.IsNa
 // serving Prometheus metrics on an ephemeral port, scrapes /metrics over
 // HTTP during the run and once more when the passive party ends it (all
 // steps done, the endpoint still up), parses the text format and checks
-// every metric the README promises against the run's own files: the step
+// every metric docs/DEPLOYMENT.md promises against the run's own files: the step
 // counter against batches.jsonl's line count, the loss and per-attack leak
 // AUCs against its last line, the running 95% quantiles against the
 // nearest-rank quantile of its leak columns (and summary.json), the test
@@ -303,6 +304,27 @@ func TestMetricsEndpoint(t *testing.T) {
 		}
 		if f.GetType() != typ {
 			t.Errorf("metric %s is a %v, want a %v", name, f.GetType(), typ)
+		}
+	}
+
+	// The page that documents the metrics names every one the endpoint
+	// serves, and no other.
+	page, err := os.ReadFile(filepath.Join("..", "docs", "DEPLOYMENT.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\bsplitguard_[a-z0-9_]+`).FindAllString(string(page), -1) {
+		documented[m] = true
+	}
+	for name := range final {
+		if !documented[name] {
+			t.Errorf("metric %s is served but docs/DEPLOYMENT.md does not name it", name)
+		}
+	}
+	for name := range documented {
+		if final[name] == nil {
+			t.Errorf("docs/DEPLOYMENT.md names metric %s, which is not served", name)
 		}
 	}
 

@@ -81,7 +81,7 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 		return nil, err
 	}
 	log.Info("data loaded", "train", len(pd.split.Train.IDs), "test", len(pd.split.Test.IDs))
-	if cfg.Format == data.FormatCSV && cfg.Label == "" && len(cfg.loadColumns) == 0 {
+	if tf, ok := data.LookupTableFormat(cfg.Format); ok && tf.LabelCol == "" && cfg.Label == "" && len(cfg.loadColumns) == 0 {
 		// With columns named, only those are read: the label is not among
 		// them unless the user named it.
 		log.Warn("no label column named (key label): every column of this file is a feature; if the file holds the labels, " +
@@ -332,7 +332,10 @@ func (p *passiveRun) build(step int64) (*passive.Passive, keptModel, error) {
 	if err != nil {
 		return nil, kept, err
 	}
-	pc.Send = tamper // nil for an honest party
+	pc.Send = tamper                                      // nil for an honest party
+	if pc.Check, err = cfg.NewHijackCheck(); err != nil { // the watch for a hijacking active party
+		return nil, kept, err
+	}
 	if p.red != nil {
 		pc.Observer = p.red.observe
 	}

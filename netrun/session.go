@@ -86,10 +86,12 @@ func newResponder(ids []uint64) (*psi.StreamResponder, error) {
 }
 
 // alignIDs runs the passive party's side of the ID alignment over call
-// (the streamed protocol, as newResponder) and returns the sorted
-// intersection.
+// and returns the sorted intersection: the streamed protocol with an
+// active party of one passive (newResponder), the hub protocol
+// (psi.Hub) with an active party of several, as the active's answer to
+// the first request says (psi.RunAlignUint64).
 func alignIDs(ids []uint64, call func(*psi.Request) (*psi.Response, error)) ([]uint64, error) {
-	return psi.RunStreamUint64(ids, psi.StreamOptions{}, call)
+	return psi.RunAlignUint64(ids, psi.StreamOptions{}, call)
 }
 
 // announcedIDs is the number of IDs the passive announces in the first

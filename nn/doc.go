@@ -1,7 +1,11 @@
 // Package nn holds splitguard's neural-network layers with hand-written
-// forward and backward passes over [tensor.Matrix] (float32, row-major).
+// forward and backward passes over [tensor.Matrix] (float32, row-major):
+// Dense, ReLU, Embedding, Conv2D, MaxPool2D, Flatten, the sigmoid
+// cross-entropy loss and the optimisers Adam and LazyAdam.
 // Every matrix product runs through [tensor.MatMul], so the engine chosen
-// at build time (gonum or OpenBLAS) serves all of them.
+// at start (splitguard's own AVX-512/AVX2 kernels, gonum elsewhere, or
+// OpenBLAS with the openblas build tag) serves all of them; the layers'
+// element-wise loops run on internal/vec.
 //
 // Conventions shared by every layer:
 //

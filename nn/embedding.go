@@ -22,7 +22,7 @@ import (
 //
 // Each row keeps its weight and its Adam moments together in memory
 // (weight, m, v: 3·Dim floats), so that the lazy optimiser touching a
-// random row pays one cache miss rather than three (ENGINE-NOTES.md).
+// random row pays one cache miss rather than three (docs/PERFORMANCE.md, "Before the project").
 //
 // Backward produces gradients only for the rows the batch touched, summed
 // over the batch when an id repeats. Work is split by field into shards

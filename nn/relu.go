@@ -9,7 +9,7 @@ import (
 
 // ReLU is y = max(x, 0), element by element. Both passes are branchless
 // (sign-bit masks): a data-dependent branch here mispredicts on about half
-// the elements and cost milliseconds per step (ENGINE-NOTES.md).
+// the elements and cost milliseconds per step (docs/PERFORMANCE.md, "Before the project").
 // Its derivative at 0 is taken as 0, as PyTorch and TensorFlow do.
 type ReLU struct {
 	y     tensor.Matrix

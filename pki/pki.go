@@ -414,8 +414,21 @@ func pinnedConfig(f Files, peerName, side, peerRole string, usage x509.ExtKeyUsa
 // pinning holds even if a caller loosens the standard checks. now is the
 // time the certificates must be valid at (the configuration's Time).
 func verifyPeer(cs tls.ConnectionState, pool *x509.CertPool, want string, usage x509.ExtKeyUsage, role string, now time.Time) error {
+	leaf, err := verifyChain(cs, pool, usage, role, now)
+	if err != nil {
+		return err
+	}
+	if err := leaf.VerifyHostname(want); err != nil {
+		return fmt.Errorf("pki: %s certificate %q is not for the expected peer %q (names %v)", role, leaf.Subject.CommonName, want, leaf.DNSNames)
+	}
+	return nil
+}
+
+// verifyChain verifies the peer's chain against the pool for the given
+// usage at time now and returns the leaf certificate.
+func verifyChain(cs tls.ConnectionState, pool *x509.CertPool, usage x509.ExtKeyUsage, role string, now time.Time) (*x509.Certificate, error) {
 	if len(cs.PeerCertificates) == 0 {
-		return fmt.Errorf("pki: the %s presented no certificate", role)
+		return nil, fmt.Errorf("pki: the %s presented no certificate", role)
 	}
 	leaf := cs.PeerCertificates[0]
 	inter := x509.NewCertPool()
@@ -423,12 +436,9 @@ func verifyPeer(cs tls.ConnectionState, pool *x509.CertPool, want string, usage 
 		inter.AddCert(c)
 	}
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{usage}, CurrentTime: now}); err != nil {
-		return fmt.Errorf("pki: %s certificate %q: %w", role, leaf.Subject.CommonName, err)
+		return nil, fmt.Errorf("pki: %s certificate %q: %w", role, leaf.Subject.CommonName, err)
 	}
-	if err := leaf.VerifyHostname(want); err != nil {
-		return fmt.Errorf("pki: %s certificate %q is not for the expected peer %q (names %v)", role, leaf.Subject.CommonName, want, leaf.DNSNames)
-	}
-	return nil
+	return leaf, nil
 }
 
 // PeerName returns the party name a verified peer certificate carries: its

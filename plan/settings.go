@@ -26,7 +26,7 @@ type Setting struct {
 }
 
 // Reference is the setting every cost is measured against: no defence.
-var Reference = Setting{Protect: "none"}
+var Reference = Setting{Protect: protect.Reference()}
 
 // ParamsText renders the parameters as "key=value;key=value", sorted by
 // key, with the shortest decimal that reads back to the same float64.
@@ -88,7 +88,7 @@ func Settings(grid int, only []string) ([]Setting, error) {
 		}
 		name := spec.Name
 		if spec.Role == protect.AddOn {
-			name = "none"
+			name = Reference.Protect
 		}
 		base := protect.BenchParams(spec)
 		if len(spec.Params) == 0 {

@@ -25,7 +25,7 @@ const (
 	dcorWorkers = 2
 )
 
-// DCor is the distance-correlation defence of METHODS §4 (`001_…` §7): the
+// DCor is the distance-correlation defence of METHODS §4 ([Sun22] §7): the
 // extra loss α·log dCor(e, y) per batch, with
 //
 //	dCor = dCov²(e, y) / sqrt(dCov²(e, e)·dCov²(y, y)),

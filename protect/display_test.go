@@ -2,7 +2,6 @@ package protect
 
 import (
 	"math"
-	"strings"
 	"testing"
 
 	"github.com/splitguard/splitguard/report/theme"
@@ -39,18 +38,7 @@ func TestRegisterRefusesColour(t *testing.T) {
 		{"beyond 24 bits", Spec{Name: "test_wide", New: newNone, Color: 0x1000000}, "without a Color 0xrrggbb (got 0x1000000)"},
 		{"marvell's", Spec{Name: "test_taken", New: newNone, Color: 0x0072b2}, `colour 0x0072b2 is "marvell"'s`},
 	} {
-		func() {
-			defer func() {
-				r := recover()
-				if msg, _ := r.(string); !strings.Contains(msg, c.want) {
-					t.Errorf("%s: Register panicked with %v, want %q", c.name, r, c.want)
-				}
-			}()
-			Register(c.spec)
-		}()
-		if _, ok := Lookup(c.spec.Name); ok {
-			t.Errorf("%s: %q entered the registry", c.name, c.spec.Name)
-		}
+		wantRefused(t, c.name, c.spec, c.want)
 	}
 }
 

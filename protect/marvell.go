@@ -113,10 +113,37 @@ func (m *Marvell) Protect(b *Batch, out *tensor.Matrix, rng *rand.Rand) (Stats, 
 	if g.Rows == 0 {
 		return m.stats, nil
 	}
+	n0, n1 := m.classSums(b)
+	if d == 0 {
+		return m.stats, nil
+	}
+	oneClass := n0 == 0 || n1 == 0
+	if oneClass && m.haveLast {
+		return m.reuseLast(b, out, rng), nil
+	}
+	m.classMeans(n0, n1)
+	u, v, pos := m.variances(b, n0, n1)
+	delta2 := m.direction()
+
+	start := time.Now()
+	pr, sol, iters, err := m.solve(marvell.Problem{U: u, V: v, D: d, G: delta2, Pos: pos, Power: m.s * delta2})
+	if err != nil {
+		return nil, fmt.Errorf("protect: marvell: step %d: %w", b.Step, err)
+	}
+	ms := float64(time.Since(start).Nanoseconds()) / 1e6
+	st := m.record(pr, sol, iters, ms, oneClass)
+	m.perturb(b, out, sol, rng)
+	return st, nil
+}
+
+// classSums sums the gradient rows of each class into m.mean0 and m.mean1
+// (sized to the gradient's width, cleared first) and returns the classes'
+// counts.
+func (m *Marvell) classSums(b *Batch) (n0, n1 int) {
+	g, d := b.Grad, b.Grad.Cols
 	m.mean0 = resize64(m.mean0, d)
 	m.mean1 = resize64(m.mean1, d)
 	m.dir = resize64(m.dir, d)
-	var n1 int
 	for i, y := range b.Labels {
 		acc := m.mean0
 		if y == 1 {
@@ -126,23 +153,26 @@ func (m *Marvell) Protect(b *Batch, out *tensor.Matrix, rng *rand.Rand) (Stats, 
 			acc[k] += float64(v)
 		}
 	}
-	n0 := g.Rows - n1
-	if d == 0 {
-		return m.stats, nil
+	return g.Rows - n1, n1
+}
+
+// reuseLast perturbs a batch of one class with the last valid batch's
+// noise, in its direction, and returns that batch's figures.
+func (m *Marvell) reuseLast(b *Batch, out *tensor.Matrix, rng *rand.Rand) Stats {
+	copy(m.dir, m.lastDir)
+	for k, v := range m.lastStats {
+		m.stats[k] = v
 	}
-	oneClass := n0 == 0 || n1 == 0
-	if oneClass && m.haveLast {
-		copy(m.dir, m.lastDir)
-		for k, v := range m.lastStats {
-			m.stats[k] = v
-		}
-		m.stats["solve_ms"] = 0
-		m.stats["one_class"] = 1
-		m.perturb(b, out, m.last, rng)
-		return m.stats, nil
-	}
-	// Class means; at start-up the missing class's mean is 0.
-	for k := range d {
+	m.stats["solve_ms"] = 0
+	m.stats["one_class"] = 1
+	m.perturb(b, out, m.last, rng)
+	return m.stats
+}
+
+// classMeans turns the class sums into means; at start-up the missing
+// class's mean is 0.
+func (m *Marvell) classMeans(n0, n1 int) {
+	for k := range m.mean0 {
 		if n0 > 0 {
 			m.mean0[k] /= float64(n0)
 		}
@@ -150,7 +180,14 @@ func (m *Marvell) Protect(b *Batch, out *tensor.Matrix, rng *rand.Rand) (Stats, 
 			m.mean1[k] /= float64(n1)
 		}
 	}
-	var u, v float64
+}
+
+// variances returns the per-coordinate variance of the negatives' and the
+// positives' gradients about their class means (u, v) and the positives'
+// share pos; with one class only (start-up), one variance for both and p
+// = ½.
+func (m *Marvell) variances(b *Batch, n0, n1 int) (u, v, pos float64) {
+	g, d := b.Grad, b.Grad.Cols
 	for i, y := range b.Labels {
 		mean := m.mean0
 		if y == 1 {
@@ -167,17 +204,23 @@ func (m *Marvell) Protect(b *Batch, out *tensor.Matrix, rng *rand.Rand) (Stats, 
 			u += s
 		}
 	}
-	pos := float64(n1) / float64(g.Rows)
+	pos = float64(n1) / float64(g.Rows)
 	switch {
-	case oneClass: // start-up: one variance for both classes, p = ½
+	case n0 == 0 || n1 == 0: // start-up: one variance for both classes, p = ½
 		u = (u + v) / (float64(d) * float64(g.Rows))
 		v, pos = u, 0.5
 	default:
 		u /= float64(d) * float64(n0)
 		v /= float64(d) * float64(n1)
 	}
+	return u, v, pos
+}
+
+// direction sets m.dir to the unit vector along Δ = mean₁ − mean₀ (the
+// first axis when Δ = 0) and returns ‖Δ‖².
+func (m *Marvell) direction() float64 {
 	var delta2 float64
-	for k := range d {
+	for k := range m.dir {
 		m.dir[k] = m.mean1[k] - m.mean0[k]
 		delta2 += m.dir[k] * m.dir[k]
 	}
@@ -190,14 +233,19 @@ func (m *Marvell) Protect(b *Batch, out *tensor.Matrix, rng *rand.Rand) (Stats, 
 		clear(m.dir)
 		m.dir[0] = 1
 	}
+	return delta2
+}
 
-	start := time.Now()
-	pr := marvell.Problem{U: u, V: v, D: d, G: delta2, Pos: pos, Power: m.s * delta2}
+// solve solves Marvell's problem pr; under a leak target it raises the
+// power budget by half at a time (at most marvellMaxTargetIters times)
+// until sumKL is at most the target. It returns the problem solved last
+// and the raises.
+func (m *Marvell) solve(pr marvell.Problem) (marvell.Problem, marvell.Solution, int, error) {
 	sol, err := marvell.Solve(pr)
 	iters := 0
 	if err == nil && m.target > 0 {
 		if pr.Power == 0 {
-			pr.Power = m.s * float64(d) * math.Max(u, v)
+			pr.Power = m.s * float64(pr.D) * math.Max(pr.U, pr.V)
 			sol, err = marvell.Solve(pr)
 		}
 		for err == nil && sol.SumKL > m.target && pr.Power > 0 && iters < marvellMaxTargetIters {
@@ -206,13 +254,15 @@ func (m *Marvell) Protect(b *Batch, out *tensor.Matrix, rng *rand.Rand) (Stats, 
 			sol, err = marvell.Solve(pr)
 		}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("protect: marvell: step %d: %w", b.Step, err)
-	}
-	ms := float64(time.Since(start).Nanoseconds()) / 1e6
+	return pr, sol, iters, err
+}
 
+// record writes the batch's figures into m.stats and, for a batch of both
+// classes, remembers its noise, direction and figures for the batches of
+// one class that follow.
+func (m *Marvell) record(pr marvell.Problem, sol marvell.Solution, iters int, ms float64, oneClass bool) Stats {
 	st := m.stats
-	st["u"], st["v"], st["delta2"], st["P"] = u, v, delta2, pr.Power
+	st["u"], st["v"], st["delta2"], st["P"] = pr.U, pr.V, pr.G, pr.Power
 	st["lam10"], st["lam20"], st["lam11"], st["lam21"] = sol.Lam10, sol.Lam20, sol.Lam11, sol.Lam21
 	st["sumKL_before"] = marvell.SumKLBefore(pr)
 	st["sumKL"] = sol.SumKL
@@ -228,14 +278,13 @@ func (m *Marvell) Protect(b *Batch, out *tensor.Matrix, rng *rand.Rand) (Stats, 
 	}
 	if !oneClass {
 		m.haveLast, m.last = true, sol
-		m.lastDir = resize64(m.lastDir, d)
+		m.lastDir = resize64(m.lastDir, len(m.dir))
 		copy(m.lastDir, m.dir)
 		for k, x := range st {
 			m.lastStats[k] = x
 		}
 	}
-	m.perturb(b, out, sol, rng)
-	return st, nil
+	return st
 }
 
 // perturb writes g + noise into out, with the direction in m.dir.
@@ -264,4 +313,52 @@ func resize64(s []float64, n int) []float64 {
 	s = s[:n]
 	clear(s)
 	return s
+}
+
+// MarshalBinary implements Stateful: the last valid noise parameters, the
+// direction of Δ they were computed for and their per-batch figures.
+func (m *Marvell) MarshalBinary() ([]byte, error) {
+	w := &stateWriter{}
+	w.str(marvellStateTag)
+	w.flag(m.haveLast)
+	for _, v := range []float64{m.last.Lam10, m.last.Lam20, m.last.Lam11, m.last.Lam21, m.last.SumKL} {
+		w.f64(v)
+	}
+	w.u32(len(m.lastDir))
+	for _, v := range m.lastDir {
+		w.f64(v)
+	}
+	writeStats(w, m.lastStats)
+	return w.b, nil
+}
+
+// UnmarshalBinary implements Stateful.
+func (m *Marvell) UnmarshalBinary(data []byte) error {
+	r := &stateReader{b: data, what: "marvell"}
+	r.tag(marvellStateTag)
+	have := r.flag()
+	var vals [5]float64
+	for i := range vals {
+		vals[i] = r.f64()
+	}
+	n := r.u32()
+	if n > len(r.b)/8 {
+		r.err = errShortState
+	}
+	var dir []float64
+	for range n {
+		if r.err != nil {
+			break
+		}
+		dir = append(dir, r.f64())
+	}
+	stats := readStats(r)
+	if err := r.done(); err != nil {
+		return err
+	}
+	m.haveLast = have
+	m.last.Lam10, m.last.Lam20, m.last.Lam11, m.last.Lam21, m.last.SumKL = vals[0], vals[1], vals[2], vals[3], vals[4]
+	m.lastDir = dir
+	m.lastStats = stats
+	return nil
 }

@@ -85,3 +85,25 @@ func (p *MaxNormLabel) Protect(b *Batch, out *tensor.Matrix, rng *rand.Rand) (St
 	p.stats["one_class"] = oneClass
 	return p.stats, nil
 }
+
+// MarshalBinary implements Stateful: the remembered target norm.
+func (p *MaxNormLabel) MarshalBinary() ([]byte, error) {
+	w := &stateWriter{}
+	w.str(maxNormLabelStateTag)
+	w.flag(p.haveTarget)
+	w.f64(p.target)
+	return w.b, nil
+}
+
+// UnmarshalBinary implements Stateful.
+func (p *MaxNormLabel) UnmarshalBinary(data []byte) error {
+	r := &stateReader{b: data, what: "max_norm_label"}
+	r.tag(maxNormLabelStateTag)
+	have := r.flag()
+	t := r.f64()
+	if err := r.done(); err != nil {
+		return err
+	}
+	p.haveTarget, p.target = have, t
+	return nil
+}

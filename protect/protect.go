@@ -1,10 +1,21 @@
 // Package protect holds the active party's defences against label
 // leakage (METHODS §4):
 //
-//   - gradient protections behind [Protector] and a registry: "none",
-//     "iso", "max_norm", "max_norm_label" and "marvell";
-//   - the distance-correlation loss [DCor], whose gradient joins ∂L/∂e;
-//   - label differential privacy by randomized response, [LabelDP].
+//   - gradient protections behind [Protector], each one file that
+//     registers its [Spec]; [Specs] lists every registered defence (among
+//     them the seed papers' none, iso, max_norm, max_norm_label and
+//     marvell, and the peer frameworks' sparsify, grad_dp with its privacy
+//     accountant, grad_avg and dsgd);
+//   - add-ons combined with the gradient protection: loss terms such as
+//     the distance-correlation loss [DCor], whose gradient joins ∂L/∂e;
+//     label noise ([LabelDP], randomized response); input layers before
+//     the top model ([Spec.NewInput]: mid, mixup, fedpass); label codecs
+//     ([Spec.NewCodec]: cae); layers at the passive party's output
+//     ([Spec.NewPassiveOutput]: mid_passive, fedpass_passive, nopeek), which
+//     package config wraps around the bottom so that the passive party
+//     imports nothing of this package.
+//
+// docs/METHODS.md §4 and docs/methods/defences-peer.md define each defence.
 //
 // Every protection reads a B×d float32 gradient and writes the perturbed
 // gradient g̃ that the passive party receives; sums run in float64. The

@@ -78,7 +78,8 @@ type Role int
 
 const (
 	// GradientRole protections perturb the gradient sent to the passive
-	// party; a run has exactly one, chosen by name ("none" for no noise).
+	// party; a run has exactly one, chosen by name ([Reference] for no
+	// noise).
 	GradientRole Role = iota
 	// AddOn defences combine with the gradient protection and are on when
 	// their first parameter is set: a loss term added at the active party
@@ -152,6 +153,9 @@ type Spec struct {
 	// defences (Rank > 0) by ascending rank, then the others by name (see
 	// [Rank]).
 	Rank int
+	// Reference marks the one gradient protection without parameters that
+	// protects nothing (see [Reference]); Register refuses a second.
+	Reference bool
 }
 
 var (
@@ -177,6 +181,10 @@ func Register(s Spec) {
 		panic(fmt.Sprintf("protect: %q registered without a Color 0xrrggbb (got %#x)", s.Name, s.Color))
 	case colorOwner(s.Color) != "":
 		panic(fmt.Sprintf("protect: %q: colour %#06x is %q's", s.Name, s.Color, colorOwner(s.Color)))
+	case s.Reference && (s.Role != GradientRole || len(s.Params) > 0):
+		panic(fmt.Sprintf("protect: reference %q must be a gradient protection without parameters", s.Name))
+	case s.Reference && reference != "":
+		panic(fmt.Sprintf("protect: %q and %q both registered as the Reference", reference, s.Name))
 	case s.Role == AddOn && (len(s.Params) == 0 || countSet(s.NewLoss != nil, s.NewLabels != nil, s.NewInput != nil, s.NewCodec != nil, s.NewPassiveOutput != nil) != 1):
 		panic(fmt.Sprintf("protect: add-on %q needs a parameter and exactly one of NewLoss, NewLabels, NewInput, NewCodec and NewPassiveOutput", s.Name))
 	}
@@ -187,6 +195,9 @@ func Register(s Spec) {
 	}
 	sp := s
 	registry[s.Name] = &sp
+	if s.Reference {
+		reference = s.Name
+	}
 	for _, p := range s.Params {
 		byKey[p.Key] = &sp
 	}
@@ -382,7 +393,7 @@ func Build(name string, p Params, seed uint64) (*Set, error) {
 // Legend is how figures and tables name a run's defences.
 type Legend struct {
 	// Method names the defences joined by "+", e.g. "marvell+dcor"
-	// ("none" without any): the key of the report's colours.
+	// ([Reference] without any): the key of the report's colours.
 	Method string
 	// Parts are the parameter settings, e.g. ["s=4", "α=0.005"].
 	Parts []string
@@ -410,7 +421,7 @@ func Describe(name string, p Params) Legend {
 		}
 	}
 	spec, _ := Lookup(name)
-	if name != "none" && name != "" {
+	if !IsReference(name) {
 		add(spec, name)
 	}
 	for _, s := range Specs() {
@@ -419,7 +430,7 @@ func Describe(name string, p Params) Legend {
 		}
 	}
 	if len(methods) == 0 {
-		methods, texts = []string{"none"}, []string{"none"}
+		methods, texts = []string{Reference()}, []string{Reference()}
 	}
 	l.Method = strings.Join(methods, "+")
 	l.Text = strings.Join(texts, " + ")

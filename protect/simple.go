@@ -10,7 +10,7 @@ import (
 )
 
 func init() {
-	Register(Spec{Name: "none", Color: 0x333333, Rank: 1, Help: "no noise: the clean gradient",
+	Register(Spec{Name: "none", Color: 0x333333, Rank: 1, Reference: true, Help: "no noise: the clean gradient",
 		New: func(Params) (Protector, error) { return None{}, nil }})
 	Register(Spec{Name: "iso", Color: 0xe69f00, Rank: 2, Help: "isotropic Gaussian noise scaled to the batch's largest gradient",
 		Params: []Param{

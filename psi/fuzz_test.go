@@ -1,6 +1,12 @@
 package psi
 
-import "testing"
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/gtank/ristretto255"
+)
 
 // chunks cuts b into elements of n bytes (the last one shorter), as a
 // peer could send them.
@@ -69,6 +75,37 @@ func FuzzInitiator(f *testing.F) {
 		}
 		if _, err := in.Intersection(); err != nil {
 			t.Fatalf("finished but no intersection: %v", err)
+		}
+	})
+}
+
+// FuzzHub feeds one passive's slot of a hub arbitrary requests (a
+// malicious or broken passive): each is answered or refused, never a
+// panic, never more elements back than allowed, and a refusal fails the
+// hub for every passive.
+func FuzzHub(f *testing.F) {
+	base := ristretto255.NewElement().Base().Encode(nil)
+	f.Add(byte(RoundStreamHello), []byte{0, 0, 0, 0, 0, 0, 0, 1}, byte(RoundHubX), base)
+	f.Add(byte(RoundStreamHello), []byte{0, 0, 0, 0, 0, 0, 0, 0}, byte(RoundHubY), []byte{})
+	f.Add(byte(RoundStreamHello), []byte{0, 0, 0, 0, 0, 0, 0, 0}, byte(RoundHubResult), []byte{})
+	f.Add(byte(RoundHubResult), []byte{1}, byte(RoundHubWait), make([]byte, 32))
+	f.Fuzz(func(t *testing.T, r1 byte, d1 []byte, r2 byte, e2 []byte) {
+		hub, err := NewHub([]uint64{1, 2, 3}, 2, StreamOptions{Chunk: 2, Dir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer hub.Close()
+		hub.Poll = time.Millisecond
+		ctx := context.Background()
+		_, err1 := hub.Handle(ctx, 0, &Request{Round: int(r1), Digest: d1})
+		resp, err2 := hub.Handle(ctx, 0, &Request{Round: int(r2), Elements: [][]byte{e2}, Digest: e2})
+		if err2 == nil && (len(resp.Elements) > 2 || len(resp.Own) > 2 || (r2 == RoundHubX && len(resp.Elements) != 0)) {
+			t.Fatalf("round %d answered %d elements and %d own", r2, len(resp.Elements), len(resp.Own))
+		}
+		if err1 != nil || err2 != nil {
+			if _, err := hub.Handle(ctx, 1, &Request{Round: RoundStreamHello, Digest: make([]byte, 8)}); err == nil {
+				t.Fatal("the other passive was answered after a refusal")
+			}
 		}
 	})
 }

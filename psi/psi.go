@@ -50,6 +50,15 @@
 // intersection has no multiplicities); the other party sees the size of the
 // deduplicated set. Results are sorted (bytewise, which for the uint64 form
 // is numeric order) and free of duplicates.
+//
+// # More than two parties
+//
+// Hub (hub.go) aligns an active party with K passive parties: a one-sided
+// streamed PSI with each passive under fresh secrets, after which every
+// passive receives the full intersection. The hub learns which of its IDs
+// each passive holds; a passive learns only the full intersection. The
+// passive's RunAlignUint64 speaks either protocol, as the responder
+// answers. docs/methods/alignment.md states the leakage and the choice.
 package psi
 
 import (

@@ -228,29 +228,11 @@ func (p *streamParty) join(who string) ([]uint64, []byte, error) {
 	return result, h.Sum(nil), nil
 }
 
-// RunStreamUint64 runs the streamed protocol as the Initiator over call
-// and returns the sorted intersection. ids must be free of duplicates (a
-// duplicate is reported); they are read in place, never copied.
-func RunStreamUint64(ids []uint64, opt StreamOptions, call func(*Request) (*Response, error)) ([]uint64, error) {
-	p, err := newStreamParty(ids, opt)
-	if err != nil {
-		return nil, err
-	}
-	defer p.close()
-	opt = p.opt
-	resp, err := call(&Request{Round: RoundStreamHello, Digest: binary.BigEndian.AppendUint64(nil, uint64(len(ids)))})
-	if err != nil {
-		return nil, fmt.Errorf("psi: hello: %w", err)
-	}
-	if resp == nil || resp.Round != RoundStreamHello || len(resp.Digest) != 8 {
-		return nil, fmt.Errorf("psi: initiator: expected the answer to hello, got %s", describeResponse(resp))
-	}
-	nY := binary.BigEndian.Uint64(resp.Digest)
-	if err := p.openSpill(nY); err != nil {
-		return nil, err
-	}
-	n := uint64(len(ids))
-	chunk := uint64(opt.Chunk)
+// sendX sends the party's blinded IDs in chunks of round round, in the
+// keyed order, handing each answer to take with the chunk's start and IDs.
+func (p *streamParty) sendX(call func(*Request) (*Response, error), round int, take func(resp *Response, lo uint64, chunkIDs []uint64) error) error {
+	n := uint64(len(p.ids))
+	chunk := uint64(p.opt.Chunk)
 	out := make([][]byte, chunk)
 	for i := range out {
 		out[i] = make([]byte, 0, ElementSize)
@@ -259,56 +241,127 @@ func RunStreamUint64(ids []uint64, opt StreamOptions, call func(*Request) (*Resp
 	for lo := uint64(0); lo < n; lo += chunk {
 		hi := min(lo+chunk, n)
 		p.blindChunk(lo, hi, out, chunkIDs)
-		resp, err := call(&Request{Round: RoundStreamX, Elements: out[:hi-lo]})
+		resp, err := call(&Request{Round: round, Elements: out[:hi-lo]})
 		if err != nil {
-			return nil, fmt.Errorf("psi: x chunk at %d: %w", lo, err)
+			return fmt.Errorf("psi: x chunk at %d: %w", lo, err)
 		}
-		if resp == nil || resp.Round != RoundStreamX || len(resp.Elements) != int(hi-lo) {
-			return nil, fmt.Errorf("psi: initiator: x chunk at %d: expected %d elements back, got %s", lo, hi-lo, describeResponse(resp))
-		}
-		for i, e := range resp.Elements {
-			if err := ristretto255.NewElement().Decode(e); err != nil {
-				return nil, fmt.Errorf("psi: initiator: x chunk at %d: element %d (%d bytes): not a canonical ristretto255 encoding", lo, i, len(e))
-			}
-			if err := p.spill.add(tagMine, e, chunkIDs[i]); err != nil {
-				return nil, err
-			}
+		if err := take(resp, lo, chunkIDs[:hi-lo]); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// exchangeY asks for the peer's nY blinded IDs in chunks of round round,
+// returning each chunk reblinded, and hands every reblinded chunk to keep;
+// peer names the other side in errors.
+func (p *streamParty) exchangeY(call func(*Request) (*Response, error), round int, nY uint64, peer string, keep func(back [][]byte) error) error {
 	var back [][]byte
 	var got uint64
 	for {
-		resp, err := call(&Request{Round: RoundStreamY, Elements: back})
+		resp, err := call(&Request{Round: round, Elements: back})
 		if err != nil {
-			return nil, fmt.Errorf("psi: y chunk at %d: %w", got, err)
+			return fmt.Errorf("psi: y chunk at %d: %w", got, err)
 		}
-		if resp == nil || resp.Round != RoundStreamY {
-			return nil, fmt.Errorf("psi: initiator: expected a y chunk, got %s", describeResponse(resp))
+		if resp == nil || resp.Round != round {
+			return fmt.Errorf("psi: initiator: expected a y chunk, got %s", describeResponse(resp))
 		}
 		if len(resp.Own) == 0 {
 			break
 		}
-		got += uint64(len(resp.Own))
-		if got > nY {
-			return nil, fmt.Errorf("psi: initiator: the responder sent more than the %d elements it announced", nY)
+		if got += uint64(len(resp.Own)); got > nY {
+			return fmt.Errorf("psi: initiator: the %s sent more than the %d elements it announced", peer, nY)
 		}
 		if back, err = reblind(resp.Own, p.secret, "initiator: y chunk"); err != nil {
-			return nil, err
+			return err
 		}
-		for _, e := range back {
-			if err := p.spill.add(tagTheirs, e, 0); err != nil {
-				return nil, err
-			}
+		if err := keep(back); err != nil {
+			return err
 		}
 	}
 	if got != nY {
-		return nil, fmt.Errorf("psi: initiator: the responder sent %d elements, it announced %d", got, nY)
+		return fmt.Errorf("psi: initiator: the %s sent %d elements, it announced %d", peer, got, nY)
+	}
+	return nil
+}
+
+// RunStreamUint64 runs the streamed protocol as the Initiator over call
+// and returns the sorted intersection. ids must be free of duplicates (a
+// duplicate is reported); they are read in place, never copied.
+func RunStreamUint64(ids []uint64, opt StreamOptions, call func(*Request) (*Response, error)) ([]uint64, error) {
+	return runInitiator(ids, opt, call, false)
+}
+
+// RunAlignUint64 is the initiator of either protocol, as the responder
+// answers the hello: the two-party streamed protocol (RunStreamUint64)
+// when it answers as a StreamResponder, the hub protocol (hub.go) when it
+// answers as a Hub of several passive parties. Either way it returns the
+// sorted intersection of every party's IDs.
+func RunAlignUint64(ids []uint64, opt StreamOptions, call func(*Request) (*Response, error)) ([]uint64, error) {
+	return runInitiator(ids, opt, call, true)
+}
+
+// runInitiator sends the hello and goes on with the protocol the answer
+// names; hub allows the hub protocol.
+func runInitiator(ids []uint64, opt StreamOptions, call func(*Request) (*Response, error), hub bool) ([]uint64, error) {
+	p, err := newStreamParty(ids, opt)
+	if err != nil {
+		return nil, err
+	}
+	defer p.close()
+	resp, err := call(&Request{Round: RoundStreamHello, Digest: binary.BigEndian.AppendUint64(nil, uint64(len(ids)))})
+	if err != nil {
+		return nil, fmt.Errorf("psi: hello: %w", err)
+	}
+	if resp == nil || (resp.Round != RoundStreamHello && (!hub || resp.Round != RoundHubHello)) || len(resp.Digest) != 8 {
+		return nil, fmt.Errorf("psi: initiator: expected the answer to hello, got %s", describeResponse(resp))
+	}
+	nY := binary.BigEndian.Uint64(resp.Digest)
+	if resp.Round == RoundHubHello {
+		return runHub(p, nY, call)
+	}
+	return streamAfterHello(p, nY, call)
+}
+
+// streamAfterHello is the initiator of the streamed protocol after the
+// hello, whose answer announced nY responder IDs.
+func streamAfterHello(p *streamParty, nY uint64, call func(*Request) (*Response, error)) ([]uint64, error) {
+	if err := p.openSpill(nY); err != nil {
+		return nil, err
+	}
+	err := p.sendX(call, RoundStreamX, func(resp *Response, lo uint64, chunkIDs []uint64) error {
+		if resp == nil || resp.Round != RoundStreamX || len(resp.Elements) != len(chunkIDs) {
+			return fmt.Errorf("psi: initiator: x chunk at %d: expected %d elements back, got %s", lo, len(chunkIDs), describeResponse(resp))
+		}
+		for i, e := range resp.Elements {
+			if err := ristretto255.NewElement().Decode(e); err != nil {
+				return fmt.Errorf("psi: initiator: x chunk at %d: element %d (%d bytes): not a canonical ristretto255 encoding", lo, i, len(e))
+			}
+			if err := p.spill.add(tagMine, e, chunkIDs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = p.exchangeY(call, RoundStreamY, nY, "responder", func(back [][]byte) error {
+		for _, e := range back {
+			if err := p.spill.add(tagTheirs, e, 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	result, d, err := p.join("initiator")
 	if err != nil {
 		return nil, err
 	}
-	resp, err = call(&Request{Round: RoundStreamFinish, Digest: d})
+	resp, err := call(&Request{Round: RoundStreamFinish, Digest: d})
 	if err != nil {
 		return nil, fmt.Errorf("psi: finish: %w", err)
 	}
@@ -323,16 +376,89 @@ func RunStreamUint64(ids []uint64, opt StreamOptions, call func(*Request) (*Resp
 
 // StreamResponder is the answering role of the streamed protocol.
 type StreamResponder struct {
-	mu      sync.Mutex
+	mu sync.Mutex
+	answerer
+	state  int // 0 new, 1 hello answered, 2 done
+	result []uint64
+	err    error
+}
+
+// answerer is the answering side's state of the streamed exchange, shared
+// by StreamResponder and each passive's slot of a Hub.
+type answerer struct {
 	p       *streamParty
-	state   int // 0 new, 1 hello answered, 2 done
+	who     string // names the side in errors: "responder", "hub"
 	nX      uint64
 	gotX    uint64
 	sentY   uint64   // own elements sent so far
 	pending []uint64 // IDs of the last y chunk sent, awaiting their reblinded elements
 	out     [][]byte
-	result  []uint64
-	err     error
+}
+
+// hello takes the initiator's set size and opens the spill files.
+func (a *answerer) hello(req *Request) error {
+	if len(req.Digest) != 8 {
+		return fmt.Errorf("psi: %s: hello without the initiator's set size", a.who)
+	}
+	a.nX = binary.BigEndian.Uint64(req.Digest)
+	return a.p.openSpill(a.nX)
+}
+
+// takeX reblinds an x chunk, spills it, and returns the reblinded
+// elements.
+func (a *answerer) takeX(req *Request) ([][]byte, error) {
+	a.gotX += uint64(len(req.Elements))
+	if a.gotX > a.nX {
+		return nil, fmt.Errorf("psi: %s: the initiator sent more than the %d elements it announced", a.who, a.nX)
+	}
+	doubly, err := reblind(req.Elements, a.p.secret, a.who+": x chunk")
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range doubly {
+		if err := a.p.spill.add(tagTheirs, e, 0); err != nil {
+			return nil, err
+		}
+	}
+	return doubly, nil
+}
+
+// nextY spills the reblinded previous y chunk and returns the next one
+// (empty when all are sent).
+func (a *answerer) nextY(req *Request) ([][]byte, error) {
+	if a.gotX != a.nX {
+		return nil, fmt.Errorf("psi: %s: y chunks requested after %d of the %d announced x elements", a.who, a.gotX, a.nX)
+	}
+	if len(req.Elements) != len(a.pending) {
+		return nil, fmt.Errorf("psi: %s: %d elements came back for a y chunk of %d", a.who, len(req.Elements), len(a.pending))
+	}
+	for i, e := range req.Elements {
+		if err := ristretto255.NewElement().Decode(e); err != nil {
+			return nil, fmt.Errorf("psi: %s: returned y chunk: element %d (%d bytes): not a canonical ristretto255 encoding", a.who, i, len(e))
+		}
+		if err := a.p.spill.add(tagMine, e, a.pending[i]); err != nil {
+			return nil, err
+		}
+	}
+	n := uint64(len(a.p.ids))
+	lo := a.sentY
+	hi := min(lo+uint64(a.p.opt.Chunk), n)
+	if a.out == nil {
+		a.out = make([][]byte, a.p.opt.Chunk)
+		for i := range a.out {
+			a.out[i] = make([]byte, 0, ElementSize)
+		}
+		a.pending = make([]uint64, 0, a.p.opt.Chunk)
+	}
+	a.pending = a.pending[:hi-lo]
+	a.p.blindChunk(lo, hi, a.out, a.pending)
+	a.sentY = hi
+	return a.out[:hi-lo], nil
+}
+
+// allBack reports whether every element was exchanged both ways.
+func (a *answerer) allBack() bool {
+	return a.gotX == a.nX && a.sentY == uint64(len(a.p.ids)) && len(a.pending) == 0
 }
 
 // NewStreamResponder prepares the Responder for ids (free of duplicates;
@@ -342,7 +468,7 @@ func NewStreamResponder(ids []uint64, opt StreamOptions) (*StreamResponder, erro
 	if err != nil {
 		return nil, err
 	}
-	return &StreamResponder{p: p}, nil
+	return &StreamResponder{answerer: answerer{p: p, who: "responder"}}, nil
 }
 
 // Handle answers one request of the streamed protocol; after an error it
@@ -369,61 +495,25 @@ func (r *StreamResponder) handle(req *Request) (*Response, error) {
 	}
 	switch {
 	case req.Round == RoundStreamHello && r.state == 0:
-		if len(req.Digest) != 8 {
-			return nil, errors.New("psi: responder: hello without the initiator's set size")
-		}
-		r.nX = binary.BigEndian.Uint64(req.Digest)
-		if err := r.p.openSpill(r.nX); err != nil {
+		if err := r.hello(req); err != nil {
 			return nil, err
 		}
 		r.state = 1
 		return &Response{Round: RoundStreamHello, Digest: binary.BigEndian.AppendUint64(nil, uint64(len(r.p.ids)))}, nil
 	case req.Round == RoundStreamX && r.state == 1:
-		r.gotX += uint64(len(req.Elements))
-		if r.gotX > r.nX {
-			return nil, fmt.Errorf("psi: responder: the initiator sent more than the %d elements it announced", r.nX)
-		}
-		doubly, err := reblind(req.Elements, r.p.secret, "responder: x chunk")
+		doubly, err := r.takeX(req)
 		if err != nil {
 			return nil, err
 		}
-		for _, e := range doubly {
-			if err := r.p.spill.add(tagTheirs, e, 0); err != nil {
-				return nil, err
-			}
-		}
 		return &Response{Round: RoundStreamX, Elements: doubly}, nil
 	case req.Round == RoundStreamY && r.state == 1:
-		if r.gotX != r.nX {
-			return nil, fmt.Errorf("psi: responder: y chunks requested after %d of the %d announced x elements", r.gotX, r.nX)
+		own, err := r.nextY(req)
+		if err != nil {
+			return nil, err
 		}
-		if len(req.Elements) != len(r.pending) {
-			return nil, fmt.Errorf("psi: responder: %d elements came back for a y chunk of %d", len(req.Elements), len(r.pending))
-		}
-		for i, e := range req.Elements {
-			if err := ristretto255.NewElement().Decode(e); err != nil {
-				return nil, fmt.Errorf("psi: responder: returned y chunk: element %d (%d bytes): not a canonical ristretto255 encoding", i, len(e))
-			}
-			if err := r.p.spill.add(tagMine, e, r.pending[i]); err != nil {
-				return nil, err
-			}
-		}
-		n := uint64(len(r.p.ids))
-		lo := r.sentY
-		hi := min(lo+uint64(r.p.opt.Chunk), n)
-		if r.out == nil {
-			r.out = make([][]byte, r.p.opt.Chunk)
-			for i := range r.out {
-				r.out[i] = make([]byte, 0, ElementSize)
-			}
-			r.pending = make([]uint64, 0, r.p.opt.Chunk)
-		}
-		r.pending = r.pending[:hi-lo]
-		r.p.blindChunk(lo, hi, r.out, r.pending)
-		r.sentY = hi
-		return &Response{Round: RoundStreamY, Own: r.out[:hi-lo]}, nil
+		return &Response{Round: RoundStreamY, Own: own}, nil
 	case req.Round == RoundStreamFinish && r.state == 1:
-		if r.sentY != uint64(len(r.p.ids)) || len(r.pending) != 0 {
+		if !r.allBack() {
 			return nil, fmt.Errorf("psi: responder: finish before all %d own elements came back", len(r.p.ids))
 		}
 		result, d, err := r.p.join("responder")

@@ -55,7 +55,7 @@ func Build(set *Set) (*Page, error) {
 		page.Sections = append(page.Sections, s)
 	}
 	if b.single { // a lone run has no trade-off to speak of: put it last
-		page.Sections = []*Section{byID["progress"], byID["utility"], byID["layers"], byID["marvell"], byID["tradeoff"]}
+		page.Sections = []*Section{byID["progress"], byID["utility"], byID["layers"], byID[marvellSectionID], byID["tradeoff"]}
 		if f := byID["features"]; f != nil {
 			page.Sections = append(page.Sections[:2:2], append([]*Section{f}, page.Sections[2:]...)...)
 		}

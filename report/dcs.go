@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/splitguard/splitguard/metrics"
+	"github.com/splitguard/splitguard/protect"
 	"github.com/splitguard/splitguard/report/theme"
 )
 
@@ -69,10 +70,8 @@ func dcsScores(gs []*group, dataset string, cutKeys []string) ([]settingScore, f
 		mp, _ := stat(g.Runs, (*Summary).MainAUC)
 		step, _ := stat(g.Runs, func(s *Summary) *float64 { return rawNum(s.Raw, "step_ms_mean") })
 		eps, _ := stat(g.Runs, func(s *Summary) *float64 {
-			if p, ok := s.Raw["privacy"].(map[string]any); ok {
-				return rawNum(p, "grad_dp_eps")
-			}
-			return nil
+			p, _ := s.Raw["privacy"].(map[string]any)
+			return privacyEps(p)
 		})
 		sc := settingScore{g: g, mp: mp, ap: map[string]float64{}, dcs: map[string]float64{}, stepMS: step, eps: eps, fap: map[string]float64{}}
 		for _, a := range feats {
@@ -85,7 +84,7 @@ func dcsScores(gs []*group, dataset string, cutKeys []string) ([]settingScore, f
 				sc.ap[k] = 2 * v
 			}
 		}
-		if g.Setting.Method == "none" {
+		if protect.IsReference(g.Setting.Method) {
 			mpIdeal, stepNone = mp, step
 		}
 		if !math.IsNaN(mp) {
@@ -183,7 +182,7 @@ func dcsTable(gs []*group, cutKeys []string) (*Table, []string) {
 	for _, k := range cutKeys {
 		t.Head = append(t.Head, Cell{Text: "DCS " + k})
 	}
-	for _, h := range []string{"test AUC, selected model (MP)", "test AUC cost (MP* − MP)", "step time ×none", "grad_dp ε"} {
+	for _, h := range []string{"test AUC, selected model (MP)", "test AUC cost (MP* − MP)", "step time ×" + protect.Reference(), "DP ε"} {
 		t.Head = append(t.Head, Cell{Text: h})
 	}
 	num := func(v float64, prec int) Cell {
@@ -246,4 +245,23 @@ func (b *builder) dcsSection() (*Section, error) {
 		rank.Table, rank.Empty = nil, "No setting has both a cut-layer leak figure and a test AUC yet."
 	}
 	return rank, nil
+}
+
+// privacyEps returns the ε a run's privacy record (summary.json "privacy")
+// holds: the "NAME_eps" figure of the first defence, in protect.Specs
+// order, that has an accountant (Spec.Account) and reported one; nil when
+// none did.
+func privacyEps(privacy map[string]any) *float64 {
+	if privacy == nil {
+		return nil
+	}
+	for _, s := range protect.Specs() {
+		if s.Account == nil {
+			continue
+		}
+		if v := rawNum(privacy, s.Name+"_eps"); v != nil {
+			return v
+		}
+	}
+	return nil
 }

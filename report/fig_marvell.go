@@ -4,12 +4,35 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/splitguard/splitguard/attack"
+	"github.com/splitguard/splitguard/report/theme"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 )
 
+// marvellSectionID is the Marvell figure's section, Marvell's per-batch
+// figures (protection.sumKL …) drawn.
+const marvellSectionID = "marvell"
+
+// measuredKeys returns the cut-layer leak keys ("ATTACK/cut") of the first
+// n registered attacks, by attack.Rank, that r measured.
+func measuredKeys(r *Run, n int) []string {
+	names := attack.Names()
+	attack.SortByRank(names)
+	var keys []string
+	for _, a := range names {
+		if k := a + "/cut"; len(keys) < n {
+			if xs, _ := leakSeries(r, k); len(xs) > 0 {
+				keys = append(keys, k)
+			}
+		}
+	}
+	return keys
+}
+
 // marvellFigure draws a Marvell run's sumKL before/after and its leak-AUC
-// bound against the measured leak AUC (norm/cut, cosine/cut).
+// bound against the measured leak AUC (the cut layer's figures of the run's
+// first two attacks by rank: norm and cosine by default).
 func marvellFigure(r *Run, title string) ([][]*plot.Plot, error) {
 	kx, ky := protSeries(r, "sumKL")
 	if len(kx) == 0 {
@@ -27,14 +50,14 @@ func marvellFigure(r *Run, title string) ([][]*plot.Plot, error) {
 	}
 	if bx, by := protSeries(r, "sumKL_before"); len(bx) > 0 {
 		x, y := smoothSeries(bx, floor(by))
-		l, err := line(top, x, y, methodColor("none"), 1.4, true)
+		l, err := line(top, x, y, theme.Series[5], 1.4, true)
 		if err != nil {
 			return nil, err
 		}
 		top.Legend.Add("before noise (sumKL of the clean gradients)", l)
 	}
 	x, y := smoothSeries(kx, floor(ky))
-	l, err := line(top, x, y, methodColor("marvell"), 1.6, false)
+	l, err := line(top, x, y, theme.Series[0], 1.6, false)
 	if err != nil {
 		return nil, err
 	}
@@ -43,21 +66,18 @@ func marvellFigure(r *Run, title string) ([][]*plot.Plot, error) {
 	bot := newPlot("Leak AUC: bound and measured — "+title, "training step (batch)", "leak AUC")
 	if bx, by := protSeries(r, "auc_bound"); len(bx) > 0 {
 		x, y := smoothSeries(bx, by)
-		l, err := line(bot, x, y, methodColor("label_dp"), 1.6, true)
+		l, err := line(bot, x, y, theme.Series[1], 1.6, true)
 		if err != nil {
 			return nil, err
 		}
 		bot.Legend.Add("worst-case bound ½+√ε/2−ε/8, ε = sumKL*", l)
 	}
-	for i, k := range []string{"norm/cut", "cosine/cut"} {
+	for i, k := range measuredKeys(r, 2) {
 		xs, ys := leakSeries(r, k)
-		if len(xs) == 0 {
-			continue
-		}
 		x, y := smoothSeries(xs, ys)
-		c := methodColor("marvell")
+		c := theme.Series[0]
 		if i == 1 {
-			c = methodColor("dcor")
+			c = theme.Series[2]
 		}
 		l, err := line(bot, x, y, c, 1.5, false)
 		if err != nil {
@@ -80,9 +100,9 @@ var marvellNotes = []string{
 // marvellSection draws the Marvell figure of the first run of every
 // setting that has Marvell's per-batch figures.
 func (b *builder) marvellSection() (*Section, error) {
-	mv := &Section{ID: "marvell", Title: "Marvell: sumKL, bound and measured leakage",
+	mv := &Section{ID: marvellSectionID, Title: "Marvell: sumKL, bound and measured leakage",
 		Lead: fmt.Sprintf("Top: the batch's sum of KL divergences between the two classes' gradient distributions, before noise and after Marvell's optimal noise (sumKL*). "+
-			"Bottom: Theorem 1's worst-case leak-AUC bound ½ + √ε/2 − ε/8 (ε = sumKL*) against the leak AUC the norm and cosine attacks measured; every curve is a Gaussian moving mean with σ = %g%% of the steps.", 100*smoothFrac)}
+			"Bottom: Theorem 1's worst-case leak-AUC bound ½ + √ε/2 − ε/8 (ε = sumKL*) against the leak AUC the run's first two attacks by rank (norm and cosine by default) measured at the cut layer; every curve is a Gaussian moving mean with σ = %g%% of the steps.", 100*smoothFrac)}
 	for _, g := range b.gs {
 		if len(g.Runs) == 0 {
 			continue

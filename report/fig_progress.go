@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/splitguard/splitguard/protect"
 	"github.com/splitguard/splitguard/report/theme"
 )
 
@@ -46,7 +47,7 @@ func progressFigure(gs []*group, dataset, key string, single bool) ([][]*plot.Pl
 		if len(curves) == 0 {
 			continue
 		}
-		if g.Setting.Method == "none" && ref == nil {
+		if protect.IsReference(g.Setting.Method) && ref == nil {
 			ref, refCurves = g, curves
 		}
 		if len(panels) == 0 || panels[len(panels)-1].method != g.Setting.Method {
@@ -71,13 +72,13 @@ func progressFigure(gs []*group, dataset, key string, single bool) ([][]*plot.Pl
 			title = fmt.Sprintf("Leak AUC per batch — %s attack, %s layer", attack, layer)
 		}
 		p := newPlot(title, "training step (batch)", ylabel)
-		if ref != nil && pa.method != "none" {
+		if ref != nil && !protect.IsReference(pa.method) {
 			x, y, _ := smoothCurves(refCurves)
 			l, err := line(p, x, y, refColor, 1.2, true)
 			if err != nil {
 				return nil, 0, err
 			}
-			p.Legend.Add("none", l)
+			p.Legend.Add(protect.Reference(), l)
 		}
 		for i, g := range pa.gs {
 			raw := faint(g.Color)

@@ -1,5 +1,6 @@
 // Package report turns run directories (config.yaml, batches.jsonl,
-// eval.jsonl, summary.json, as written by package run) and sweep
+// eval.jsonl, summary.json, as written by package rundir;
+// docs/RUN-DIRECTORY.md) and sweep
 // directories (results.csv plus one sub-directory per run) into figures
 // (PNG and SVG, drawn with gonum/plot) and one self-contained HTML page.
 //
@@ -282,7 +283,7 @@ func SettingOf(cfg map[string]any) Setting {
 	// protection registered by a plug-in is named like the built-in ones.
 	protection := str(cfg, "protect")
 	if protection == "" {
-		protection = "none"
+		protection = protect.Reference()
 	}
 	params := protect.Params{}
 	for _, par := range protect.AllParams() {

@@ -9,6 +9,8 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/splitguard/splitguard/protect"
 )
 
 // matrixRows returns the rows of the attacks × protections matrix for the
@@ -76,7 +78,7 @@ func matrixCells(gs []*group, dataset string) (cols []*group, rowNames []string,
 			continue
 		}
 		cols = append(cols, g)
-		if g.Setting.Method == "none" && g.Setting.Param == "" {
+		if protect.IsReference(g.Setting.Method) && g.Setting.Param == "" {
 			none = g
 		}
 	}

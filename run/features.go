@@ -10,6 +10,7 @@ import (
 	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/model"
+	"github.com/splitguard/splitguard/party/active"
 	"github.com/splitguard/splitguard/rundir"
 )
 
@@ -18,17 +19,28 @@ import (
 // the cut embeddings and passive features of the auxiliary training rows
 // (with the active party's own columns of those rows, when it has any)
 // and reconstructs the test rows' passive features. Its figures are nil
-// when none is configured.
-func featureAttacks(cfg config.Config, pv, av *view, bottom model.Bottom) (func() (map[string]float64, error), error) {
-	if len(cfg.FeatureAttacks) == 0 {
-		return func() (map[string]float64, error) { return nil, nil }, nil
+// when none is configured. With key hijack it also returns the malicious
+// active party's hijacker (FSHA, its public rows the auxiliary rows),
+// whose reconstruction joins the attacks as "fsha"; else a nil Hijacker.
+func featureAttacks(cfg config.Config, pv, av *view, bottom model.Bottom) (func() (map[string]float64, error), active.Hijacker, error) {
+	if len(cfg.FeatureAttacks) == 0 && cfg.Hijack == "" {
+		return func() (map[string]float64, error) { return nil, nil }, nil, nil
 	}
 	ev, err := feature.NewEvaluator(cfg.FeatureAttacks, pv.train.X, pv.test.X, av.train.X, av.test.X,
 		cfg.FeatureAuxRows(), cfg.Seed, cfg.EvalBatch)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return func() (map[string]float64, error) { return ev.Run(bottom) }, nil
+	var hijack active.Hijacker
+	if cfg.Hijack == config.HijackFSHA {
+		fsha, err := feature.NewFSHA(ev.AuxTruth(), bottom.CutDim(), cfg.Seed)
+		if err != nil {
+			return nil, nil, err
+		}
+		ev.Add(fsha)
+		hijack = fsha
+	}
+	return func() (map[string]float64, error) { return ev.Run(bottom) }, hijack, nil
 }
 
 // FeatureFigures runs the feature attacks of cfg (FeatureAttacks,
@@ -53,7 +65,8 @@ func FeatureFigures(cfg config.Config, pas, act *data.Split, bottom model.Bottom
 	if av.train.X != nil && av.train.X.Rows != pv.train.X.Rows || av.test.X != nil && av.test.X.Rows != pv.test.X.Rows {
 		return nil, fmt.Errorf("the active party's columns cover other rows than the passive's")
 	}
-	run, err := featureAttacks(cfg, pv, av, bottom)
+	cfg.Hijack = "" // a saved bottom: no training left to hijack
+	run, _, err := featureAttacks(cfg, pv, av, bottom)
 	if err != nil {
 		return nil, err
 	}

@@ -213,6 +213,10 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 	if err != nil {
 		return nil, err
 	}
+	hijackCheck, err := cfg.NewHijackCheck()
+	if err != nil {
+		return nil, err
+	}
 	j := &joiner{rec: rec, bottom: bottom, guard: grd}
 	if cfg.Dump != "" {
 		if j.dump, err = dump.NewWriter(cfg.Dump, cfg.DumpBatches); err != nil {
@@ -225,7 +229,7 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 	if err != nil {
 		return nil, err
 	}
-	featAttacks, err := featureAttacks(cfg, pv, av, bottom)
+	featAttacks, hijack, err := featureAttacks(cfg, pv, av, bottom)
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +271,7 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 	act, err := active.New(top, split.Train, eval, sched, bottom.CutDim(), active.Config{
 		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, TrainTargets: def.TrainTargets, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
 		Observer: j.active, EvalObserver: onEval, ValRows: valRows, WireGradient: enc.Gradient, WireFeedback: cfg.WireFeedback,
-		Contribution: cfg.Contribution,
+		Contribution: cfg.Contribution, Hijack: hijack,
 	})
 	if err != nil {
 		return nil, err
@@ -276,7 +280,7 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 		passive.Split{IDs: pv.train.IDs, X: pv.train.X},
 		passive.Split{IDs: pEval.IDs, X: pEval.X},
 		sched, passive.Config{Epochs: cfg.Epochs, MaxSteps: cfg.MaxSteps, EvalEvery: cfg.EvalEvery, EvalBatch: cfg.EvalBatch,
-			Observer: j.passive, WireEmbedding: enc.Embedding, Send: tamper,
+			Observer: j.passive, WireEmbedding: enc.Embedding, Send: tamper, Check: hijackCheck,
 			// Both parties run in this process: the passive learns
 			// when to stop from the recorder (a networked passive
 			// cannot; see netrun).

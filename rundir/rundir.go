@@ -1,7 +1,7 @@
 // Package rundir writes a run directory, the same files in every mode:
 // config.yaml, batches.jsonl, eval.jsonl, epochs.jsonl, summary.json, the
-// encoding and the models (formats in README.md). Its [Recorder] is fed
-// one [Observation] per training step by the in-process simulation
+// encoding and the models (formats in docs/RUN-DIRECTORY.md). Its
+// [Recorder] is fed one [Observation] per training step by the in-process simulation
 // (package run) and by the networked active party (package netrun) alike:
 // it audits the step, writes its record, keeps the evaluation history and
 // writes the summary. After a rollback to a checkpointed step it rewinds

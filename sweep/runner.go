@@ -120,19 +120,68 @@ func complete(path string) bool {
 // and at the end. The error is non-nil only when the sweep itself could
 // not work (or ctx was cancelled); failed runs are in the outcomes.
 func Run(ctx context.Context, runs []RunSpec, out string, opt Options) ([]Outcome, error) {
+	opt, shard, err := prepare(runs, out, opt)
+	if err != nil {
+		return nil, err
+	}
+	host := hostname()
+	sw := &sweeping{runs: runs, out: out, opt: opt, shard: shard, host: host, token: newToken(host), held: map[string]bool{}}
+	todo, mine := sw.plan()
+	// Write and check every configuration before starting anything.
+	defer func() {
+		for _, i := range todo {
+			os.RemoveAll(sw.work(i))
+		}
+	}()
+	if err := sw.writeConfigs(todo); err != nil {
+		return sw.outcomes, err
+	}
+
+	sw.pr = &progress{w: opt.Progress, terminal: opt.Terminal, total: mine}
+	for _, o := range sw.outcomes {
+		if o.Resumed {
+			sw.pr.done++
+		}
+	}
+	if sw.pr.done > 0 {
+		sw.pr.event(fmt.Sprintf("%d runs already done", sw.pr.done))
+	} else {
+		sw.pr.event("starting")
+	}
+
+	stopHeartbeat := sw.heartbeat()
+	sw.dispatch(ctx, todo)
+	stopHeartbeat()
+	sw.pr.finish()
+	if err := Merge(out, runs, opt.StaleAfter); err != nil {
+		return sw.outcomes, err
+	}
+	if sw.csvErr != nil {
+		return sw.outcomes, sw.csvErr
+	}
+	if err := ctx.Err(); err != nil {
+		return sw.outcomes, fmt.Errorf("sweep: stopped: %w (run the same command again to resume)", err)
+	}
+	return sw.outcomes, nil
+}
+
+// prepare checks the runs' names and the sweep directory out against the
+// manifest, creates it with its state, saves the manifest and returns the
+// options with their defaults and the shard of this process.
+func prepare(runs []RunSpec, out string, opt Options) (Options, Shard, error) {
 	for _, r := range runs {
 		if err := CheckName(r.Name); err != nil {
-			return nil, fmt.Errorf("sweep: run name: %w", err)
+			return opt, Shard{}, fmt.Errorf("sweep: run name: %w", err)
 		}
 	}
 	if err := checkManifest(out, runs, opt.Shard, opt.Force); err != nil {
-		return nil, err
+		return opt, Shard{}, err
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, fmt.Errorf("sweep: %w", err)
+		return opt, Shard{}, fmt.Errorf("sweep: %w", err)
 	}
 	if err := ensureState(out); err != nil {
-		return nil, err
+		return opt, Shard{}, err
 	}
 	if opt.Command == nil {
 		opt.Command = DefaultCommand
@@ -148,96 +197,113 @@ func Run(ctx context.Context, runs []RunSpec, out string, opt Options) ([]Outcom
 		shard = Shard{Index: 0, Count: 1}
 	}
 	if err := saveManifest(out, runs); err != nil {
-		return nil, err
+		return opt, Shard{}, err
 	}
-	jobs := opt.Jobs
-	if jobs <= 0 {
-		jobs = runtime.NumCPU()
+	if opt.Jobs <= 0 {
+		opt.Jobs = runtime.NumCPU()
 	}
-	host := hostname()
-	token := newToken(host)
-	assign := Assign(runs, shard.Count)
-	outcomes := make([]Outcome, len(runs))
-	var todo []int
-	mine := 0
-	for i, r := range runs {
-		if assign[i] != shard.Index {
-			outcomes[i] = Outcome{Name: r.Name, Status: StatusOtherShard}
+	return opt, shard, nil
+}
+
+// sweeping is the state of one process's part of a sweep.
+type sweeping struct {
+	runs        []RunSpec
+	out         string
+	opt         Options
+	shard       Shard
+	host, token string
+	mu          sync.Mutex // guards outcomes, pr, held and csvErr
+	outcomes    []Outcome
+	pr          *progress
+	held        map[string]bool // the runs this process holds (heartbeat)
+	csvErr      error
+}
+
+// work is the work directory of run i.
+func (sw *sweeping) work(i int) string {
+	return stateDir(sw.out, "work", sw.runs[i].Name+"@"+sw.token)
+}
+
+// plan sets every run's initial outcome (another shard's, already done, or
+// skipped until it runs) and returns the runs to do and how many runs are
+// this shard's.
+func (sw *sweeping) plan() (todo []int, mine int) {
+	assign := Assign(sw.runs, sw.shard.Count)
+	sw.outcomes = make([]Outcome, len(sw.runs))
+	for i, r := range sw.runs {
+		if assign[i] != sw.shard.Index {
+			sw.outcomes[i] = Outcome{Name: r.Name, Status: StatusOtherShard}
 			continue
 		}
 		mine++
-		outcomes[i] = Outcome{Name: r.Name, Status: StatusSkipped}
-		if complete(filepath.Join(out, r.Name, "summary.json")) {
-			outcomes[i] = Outcome{Name: r.Name, Status: StatusDone, Resumed: true}
+		sw.outcomes[i] = Outcome{Name: r.Name, Status: StatusSkipped}
+		if complete(filepath.Join(sw.out, r.Name, "summary.json")) {
+			sw.outcomes[i] = Outcome{Name: r.Name, Status: StatusDone, Resumed: true}
 			continue
 		}
 		todo = append(todo, i)
 	}
-	// Write and check every configuration before starting anything.
-	work := func(i int) string { return stateDir(out, "work", runs[i].Name+"@"+token) }
-	defer func() {
-		for _, i := range todo {
-			os.RemoveAll(work(i))
-		}
-	}()
+	return todo, mine
+}
+
+// writeConfigs writes the configuration of every run to do into its work
+// directory and checks it (Options.Validate).
+func (sw *sweeping) writeConfigs(todo []int) error {
 	for _, i := range todo {
-		dir := work(i)
+		dir := sw.work(i)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return outcomes, fmt.Errorf("sweep: %w", err)
+			return fmt.Errorf("sweep: %w", err)
 		}
-		text, err := ConfigYAML(runs[i].Config, filepath.Join(out, runs[i].Name))
+		text, err := ConfigYAML(sw.runs[i].Config, filepath.Join(sw.out, sw.runs[i].Name))
 		if err != nil {
-			return outcomes, err
+			return err
 		}
 		cfgPath := filepath.Join(dir, "config.yaml")
 		if err := os.WriteFile(cfgPath, text, 0o644); err != nil {
-			return outcomes, fmt.Errorf("sweep: %w", err)
+			return fmt.Errorf("sweep: %w", err)
 		}
-		if opt.Validate != nil {
-			if err := opt.Validate(cfgPath); err != nil {
-				return outcomes, fmt.Errorf("sweep: run %s: %w", runs[i].Name, err)
+		if sw.opt.Validate != nil {
+			if err := sw.opt.Validate(cfgPath); err != nil {
+				return fmt.Errorf("sweep: run %s: %w", sw.runs[i].Name, err)
 			}
 		}
 	}
+	return nil
+}
 
-	pr := &progress{w: opt.Progress, terminal: opt.Terminal, total: mine}
-	for _, o := range outcomes {
-		if o.Resumed {
-			pr.done++
-		}
-	}
-	if pr.done > 0 {
-		pr.event(fmt.Sprintf("%d runs already done", pr.done))
-	} else {
-		pr.event("starting")
-	}
-
-	// The heartbeat of every run this process holds.
-	var mu sync.Mutex // guards outcomes, pr, held and csvErr
-	held := map[string]bool{}
+// heartbeat touches the claim of every run this process holds at every
+// Options.Heartbeat until the returned stop is called.
+func (sw *sweeping) heartbeat() (stop func()) {
 	hbDone := make(chan struct{})
 	hbStopped := make(chan struct{})
 	go func() {
 		defer close(hbStopped)
-		t := time.NewTicker(opt.Heartbeat)
+		t := time.NewTicker(sw.opt.Heartbeat)
 		defer t.Stop()
 		for {
 			select {
 			case <-hbDone:
 				return
 			case <-t.C:
-				mu.Lock()
-				for name := range held {
-					touchClaim(out, name)
+				sw.mu.Lock()
+				for name := range sw.held {
+					touchClaim(sw.out, name)
 				}
-				mu.Unlock()
+				sw.mu.Unlock()
 			}
 		}
 	}()
+	return func() {
+		close(hbDone)
+		<-hbStopped
+	}
+}
 
+// dispatch claims and runs the runs to do, Options.Jobs at once, until
+// they are all done or ctx ends, and waits for those started.
+func (sw *sweeping) dispatch(ctx context.Context, todo []int) {
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, jobs)
-	var csvErr error
+	sem := make(chan struct{}, sw.opt.Jobs)
 loop:
 	for _, i := range todo {
 		select {
@@ -249,68 +315,60 @@ loop:
 			<-sem
 			break
 		}
-		r := runs[i]
-		c := claim{Host: host, PID: os.Getpid(), Token: token, Shard: shard.String(), Start: time.Now().UTC().Format(time.RFC3339)}
-		ok, holder, err := tryClaim(out, r.Name, c, opt.StaleAfter)
+		r := sw.runs[i]
+		c := claim{Host: sw.host, PID: os.Getpid(), Token: sw.token, Shard: sw.shard.String(), Start: time.Now().UTC().Format(time.RFC3339)}
+		ok, holder, err := tryClaim(sw.out, r.Name, c, sw.opt.StaleAfter)
 		if err != nil || !ok {
 			<-sem
-			mu.Lock()
+			sw.mu.Lock()
 			if err != nil {
-				outcomes[i] = Outcome{Name: r.Name, Status: StatusFailed, Error: err.Error()}
-				pr.failed++
-				pr.event(fmt.Sprintf("FAILED %s: %v", r.Name, err))
+				sw.outcomes[i] = Outcome{Name: r.Name, Status: StatusFailed, Error: err.Error()}
+				sw.pr.failed++
+				sw.pr.event(fmt.Sprintf("FAILED %s: %v", r.Name, err))
 			} else {
-				outcomes[i] = Outcome{Name: r.Name, Status: StatusElsewhere, Error: "running on " + holder}
-				pr.event(fmt.Sprintf("%s runs on %s", r.Name, holder))
+				sw.outcomes[i] = Outcome{Name: r.Name, Status: StatusElsewhere, Error: "running on " + holder}
+				sw.pr.event(fmt.Sprintf("%s runs on %s", r.Name, holder))
 			}
-			mu.Unlock()
+			sw.mu.Unlock()
 			continue
 		}
-		mu.Lock()
-		held[r.Name] = true
-		pr.running++
-		pr.event("started " + r.Name)
-		mu.Unlock()
+		sw.mu.Lock()
+		sw.held[r.Name] = true
+		sw.pr.running++
+		sw.pr.event("started " + r.Name)
+		sw.mu.Unlock()
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			o := attempt(ctx, runs[i], out, work(i), token, shard, host, opt)
-			mu.Lock()
-			defer mu.Unlock()
-			delete(held, runs[i].Name)
-			releaseClaim(out, runs[i].Name, token)
-			outcomes[i] = o
-			pr.running--
-			switch o.Status {
-			case StatusDone:
-				pr.done++
-				pr.event(fmt.Sprintf("done %s (%.1fs)", o.Name, o.Seconds))
-			case StatusFailed:
-				pr.failed++
-				pr.event(fmt.Sprintf("FAILED %s: %s", o.Name, firstLine(o.Error)))
-			default:
-				pr.event(fmt.Sprintf("%s %s", o.Status, o.Name))
-			}
-			if err := Merge(out, runs, opt.StaleAfter); err != nil && csvErr == nil {
-				csvErr = err
-			}
+			sw.finished(i, attempt(ctx, sw.runs[i], sw.out, sw.work(i), sw.token, sw.shard, sw.host, sw.opt))
 		}(i)
 	}
 	wg.Wait()
-	close(hbDone)
-	<-hbStopped
-	pr.finish()
-	if err := Merge(out, runs, opt.StaleAfter); err != nil {
-		return outcomes, err
+}
+
+// finished files run i's outcome o: its claim released, the progress
+// line, and results.csv merged.
+func (sw *sweeping) finished(i int, o Outcome) {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	delete(sw.held, sw.runs[i].Name)
+	releaseClaim(sw.out, sw.runs[i].Name, sw.token)
+	sw.outcomes[i] = o
+	sw.pr.running--
+	switch o.Status {
+	case StatusDone:
+		sw.pr.done++
+		sw.pr.event(fmt.Sprintf("done %s (%.1fs)", o.Name, o.Seconds))
+	case StatusFailed:
+		sw.pr.failed++
+		sw.pr.event(fmt.Sprintf("FAILED %s: %s", o.Name, firstLine(o.Error)))
+	default:
+		sw.pr.event(fmt.Sprintf("%s %s", o.Status, o.Name))
 	}
-	if csvErr != nil {
-		return outcomes, csvErr
+	if err := Merge(sw.out, sw.runs, sw.opt.StaleAfter); err != nil && sw.csvErr == nil {
+		sw.csvErr = err
 	}
-	if err := ctx.Err(); err != nil {
-		return outcomes, fmt.Errorf("sweep: stopped: %w (run the same command again to resume)", err)
-	}
-	return outcomes, nil
 }
 
 // attempt runs one claimed run in its work directory and files the

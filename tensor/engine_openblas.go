@@ -63,7 +63,7 @@ var openBLASCore string
 func defaultEngine() Engine {
 	// OpenBLAS picks its kernels from the CPU model, and Debian's 0.3.21
 	// does not know recent AVX-512 CPUs (AMD Zen 4/5), which then get the
-	// AVX2 (Haswell) kernels, about 1.5× slower here (ENGINE-NOTES.md).
+	// AVX2 (Haswell) kernels, about 1.5× slower here (docs/PERFORMANCE.md, "Before the project").
 	// Where the CPU has the AVX-512 subsets of the SkylakeX kernels, ask
 	// for them, unless the user chose a core type.
 	forced := false
@@ -81,7 +81,7 @@ func defaultEngine() Engine {
 	}
 	openBLASCore = strings.ToLower(C.GoString(C.sg_core()))
 	// At splitguard's sizes a second OpenBLAS thread gains nothing and
-	// competes with Go's own goroutines (ENGINE-NOTES.md); keep one unless
+	// competes with Go's own goroutines (docs/PERFORMANCE.md, "Before the project"); keep one unless
 	// the user asked for more.
 	if os.Getenv("OPENBLAS_NUM_THREADS") == "" {
 		C.sg_threads(1)

@@ -160,6 +160,13 @@ func (ev *Evaluator) Run(enc Encoder) (map[string]float64, error) {
 	return figs, nil
 }
 
+// Add adds an attack instance the registry does not build (a run's
+// hijacker, FSHA) to those run at every evaluation.
+func (ev *Evaluator) Add(a Attack) { ev.attacks = append(ev.attacks, a) }
+
+// AuxTruth returns the passive features of the auxiliary rows.
+func (ev *Evaluator) AuxTruth() *data.Features { return ev.in.AuxTruth }
+
 // selectRows returns the given rows of x.
 func selectRows(x *data.Features, rows []int) *data.Features {
 	return data.SelectRows(&data.Dataset{IDs: make([]uint64, x.Rows), X: x}, rows).X

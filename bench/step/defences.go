@@ -60,25 +60,26 @@ type DefenceCost struct {
 
 // Defences times a split training step with every registered defence —
 // the gradient protections and the add-ons, each alone at its bench
-// setting — and returns one row per defence, "none" first. The defences'
+// setting — and returns one row per defence, the reference
+// (protect.Reference, "none") first. The defences'
 // runs take their steps in turns, one step each, so that a machine whose
 // load changes slows them all alike.
 func Defences(ctx context.Context, spec DefenceSpec) ([]DefenceCost, error) {
 	if spec.Batch < 1 || spec.Steps < 1 || spec.Warmup < 0 {
 		return nil, fmt.Errorf("step: defence benchmark: batch %d and steps %d must be positive, warm-up %d non-negative", spec.Batch, spec.Steps, spec.Warmup)
 	}
-	specs := protect.Specs()
-	slices.SortStableFunc(specs, func(a, b *protect.Spec) int { // none first
+	specs, ref := protect.Specs(), protect.Reference()
+	slices.SortStableFunc(specs, func(a, b *protect.Spec) int { // the reference first
 		switch {
-		case a.Name == "none" && b.Name != "none":
+		case a.Name == ref && b.Name != ref:
 			return -1
-		case b.Name == "none" && a.Name != "none":
+		case b.Name == ref && a.Name != ref:
 			return 1
 		}
 		return 0
 	})
-	if len(specs) == 0 || specs[0].Name != "none" {
-		return nil, errors.New("step: defence benchmark: protection \"none\" is not registered")
+	if len(specs) == 0 || specs[0].Name != ref {
+		return nil, errors.New("step: defence benchmark: no reference protection (protect.Reference) first")
 	}
 	split, err := loadDefenceData(spec)
 	if err != nil {
@@ -88,7 +89,7 @@ func Defences(ctx context.Context, spec DefenceSpec) ([]DefenceCost, error) {
 	defer cancel()
 	runs := make([]*defenceRun, len(specs))
 	for i, s := range specs {
-		name, params := "none", protect.BenchParams(s)
+		name, params := protect.Reference(), protect.BenchParams(s)
 		if s.Role == protect.GradientRole {
 			name = s.Name
 		}
@@ -155,7 +156,7 @@ func defenceConfig(spec DefenceSpec, name string, p protect.Params, trainRows in
 
 // loadDefenceData generates the benchmark's synthetic rows.
 func loadDefenceData(spec DefenceSpec) (*data.Split, error) {
-	cfg, err := defenceConfig(spec, "none", nil, 0)
+	cfg, err := defenceConfig(spec, protect.Reference(), nil, 0)
 	if err != nil {
 		return nil, err
 	}

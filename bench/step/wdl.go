@@ -16,7 +16,7 @@ import (
 	"github.com/splitguard/splitguard/tensor"
 )
 
-// Spec is the shape of the Wide&Deep step that ENGINE-NOTES.md and
+// Spec is the shape of the Wide&Deep step that docs/PERFORMANCE.md and
 // `splitguard bench` measure.
 type Spec struct {
 	Batch  int // rows per batch (1024)

@@ -30,7 +30,7 @@ func benchStep(b *testing.B, spec Spec) {
 	b.Logf("engine %s", tensor.Default.Name())
 }
 
-// BenchmarkWDLStep is the ENGINE-NOTES step: batch 1024, 26 tables of
+// BenchmarkWDLStep is the step of docs/PERFORMANCE.md: batch 1024, 26 tables of
 // 100,000 rows, 13 dense, 6×128 cut after 3.
 func BenchmarkWDLStep(b *testing.B) { benchStep(b, DefaultSpec()) }
 

@@ -9,13 +9,15 @@ import (
 
 	"github.com/splitguard/splitguard/bench/step"
 	"github.com/splitguard/splitguard/tensor"
+
+	"github.com/splitguard/splitguard/model"
 )
 
 // benchDefences is `splitguard bench --defences`: the cost table of every
 // registered defence (step.Defences).
 func benchDefences(cmd *cobra.Command, o benchOptions) error {
-	if o.Model != "wdl" && o.Model != "mlp" {
-		return fmt.Errorf("bench: --defences times the Wide&Deep or MLP run (--model wdl or mlp), not %q", o.Model)
+	if k, ok := model.LookupKind(o.Model); !ok || k.Images {
+		return fmt.Errorf("bench: --defences times a table model's run (--model %s), not %q", model.OrList(model.KindsWhere(func(k model.Kind) bool { return !k.Images })), o.Model)
 	}
 	rows, err := step.Defences(cmd.Context(), step.DefenceSpec{Batch: o.Batch, Steps: o.Steps, Warmup: o.Warmup, Model: o.Model, Seed: 1})
 	if err != nil {

@@ -101,7 +101,7 @@ label values are counted, so a first look tells which to pass as --positive. A
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Format, "format", data.FormatCriteo, "table format: criteo, avazu or csv")
+	f.StringVar(&o.Format, "format", data.FormatCriteo, "table format: "+strings.Join(data.TableFormats(), ", "))
 	f.StringVar(&o.LabelCol, "label", "", "label column (default: the format's; csv: none, the label values are then not counted)")
 	f.StringSliceVar(&o.Positive, "positive", nil, "label values of the positive class (default: labels are 0/1)")
 	f.StringSliceVar(&o.Negative, "negative", nil, "label values of the negative class")

@@ -37,7 +37,7 @@ gradients the passive party received.`,
 				out = dir
 				defer os.RemoveAll(dir)
 			}
-			settings := []string{"none", "marvell"}
+			settings := []string{protect.Reference(), "marvell"}
 			sums := make([]*rundir.Summary, len(settings))
 			for i, name := range settings {
 				cfg := config.Default()

@@ -23,6 +23,7 @@ func integrityFlags(fs *pflag.FlagSet, c *config.Config) {
 		strings.Join(integrity.DetectorNames(), ", ")+" (default: none)")
 	fs.Var(&floatMap{m: &c.IntegrityStop}, "integrity-stop", "end the run cleanly when a detector's score reaches a threshold, DETECTOR=THRESHOLD,… (e.g. replay=1)")
 	fs.BoolVar(&c.Contribution, "contribution", c.Contribution, "score the validation split also without the passive party's embedding: its gain in eval.jsonl and summary.json")
+	fs.Float64Var(&c.HijackStop, "hijack-stop", c.HijackStop, "the passive party refuses the active party's gradients, ending the run cleanly, when the share of their rows on the minority side of their principal direction, averaged over 20 batches, falls below this (a label-free sign of training hijacking, e.g. 0.01; 0: off)")
 	fs.Float64Var(&c.MinPassiveGain, "min-passive-gain", c.MinPassiveGain, "end the run cleanly at an evaluation where the passive party's gain is below this (needs --contribution; 0: never)")
 }
 

@@ -1,5 +1,7 @@
 // Command splitguard runs two-party split learning, attacks it the way the
-// label-leakage papers do, and protects it. See the README for a tour.
+// label-leakage papers do, and protects it. README.md gives a tour,
+// docs/CLI.md every command; each command is one file of this package that
+// adds itself to the command tree in init().
 package main
 
 import (

@@ -61,7 +61,7 @@ func newPlanCmd() *cobra.Command {
 			}
 			o.Base, o.Out = final, final.Out
 			o.Threat.Attacks, o.Threat.Known = final.Attacks, final.TunedKnown
-			o.Base.Protect, o.Base.Params = "none", nil
+			o.Base.Protect, o.Base.Params = protect.Reference(), nil
 			return runPlan(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}

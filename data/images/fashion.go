@@ -41,7 +41,7 @@ const (
 // (60000… for the real files). Memory: 70,000 images at 84×84×3 take
 // 5.9 GB of float32; the native 28×28×1 takes 220 MB.
 func LoadFashionMNIST(dir string, o data.ImageOptions) (*data.Split, error) {
-	o, err := resolve(o, "fashion-mnist", FashionSize, 1)
+	o, err := resolve(o, FormatFashionMNIST, FashionSize, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func LoadFashionMNIST(dir string, o data.ImageOptions) (*data.Split, error) {
 	read := nTrain + len(teY)
 	kept := train.X.Rows + test.X.Rows
 	return &data.Split{Train: train, Test: test, Info: data.Info{
-		Path: dir, Format: "fashion-mnist",
+		Path: dir, Format: FormatFashionMNIST,
 		RowsRead: int64(read), RowsKept: int64(kept),
 		Bytes:     int64(len(trX) + len(teX) + nTrain + len(teY)),
 		Train:     data.PartInfo{Rows: train.X.Rows, Positives: tp},

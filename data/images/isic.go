@@ -61,7 +61,7 @@ type isicFile struct {
 // decoding. A cache that cannot be written (read-only folder) is skipped.
 // A file that does not decode is an error naming it.
 func LoadISIC(dir string, o data.ImageOptions) (*data.Split, error) {
-	o, err := resolve(o, "isic", ISICSize, 3)
+	o, err := resolve(o, FormatISIC, ISICSize, 3)
 	if err != nil {
 		return nil, err
 	}

@@ -76,6 +76,18 @@ type Config struct {
 	// leave-one-party-out, the joint model without what the passive
 	// party's rows tell apart.
 	Contribution bool
+	// Hijack, when set, makes this a malicious active party (a
+	// simulation of the training-hijacking attacks, docs/methods/
+	// features.md): the gradient it sends every training batch is
+	// Hijack's answer to the embedding, in place of the protected
+	// gradient of its loss (the top model still trains on its labels).
+	Hijack Hijacker
+}
+
+// Hijacker is a malicious active party's answer to a training batch's
+// embedding e: the gradient to send (valid until the next call).
+type Hijacker interface {
+	Gradient(e *tensor.Matrix) (*tensor.Matrix, error)
 }
 
 // Observation is what the active party knows after one training batch.
@@ -323,6 +335,16 @@ func (a *Active) TrainStep(f *transport.Forward) (*transport.Backward, error) {
 	}
 	if err := tensor.CheckFinite(fmt.Sprintf("active: step %d: protected gradient", a.step), a.protected); err != nil {
 		return nil, err
+	}
+	if a.cfg.Hijack != nil {
+		h, err := a.cfg.Hijack.Gradient(f.Embedding)
+		if err != nil {
+			return nil, fmt.Errorf("active: step %d: hijacker: %w", a.step, err)
+		}
+		if h.Rows != n || h.Cols != a.cutDim {
+			return nil, fmt.Errorf("active: step %d: the hijacker answered a %d×%d embedding with a %d×%d gradient", a.step, n, a.cutDim, h.Rows, h.Cols)
+		}
+		copy(a.protected.Data, h.Data)
 	}
 	if err := a.roundGradient(rows); err != nil {
 		return nil, fmt.Errorf("active: step %d: protected gradient: %w", a.step, err)

@@ -66,6 +66,10 @@ type Config struct {
 	// Tamper) sends what it returns. The bottom model still learns from
 	// the gradient it gets back.
 	Send Sender
+	// Check, when set, is shown every training gradient received (after
+	// its validation, before it is applied); an error refuses it and
+	// ends Run (package integrity's HijackWatch).
+	Check func(step int64, g *tensor.Matrix) error
 }
 
 // Sender replaces the embedding of a message before it is sent; the
@@ -251,6 +255,11 @@ func (p *Passive) trainStep(ctx context.Context, conn transport.PassiveConn) err
 	}
 	if err := transport.ValidateBackward(bw, p.step, b, e.Rows, e.Cols); err != nil {
 		return fmt.Errorf("passive: refusing the answer: %w", err)
+	}
+	if p.cfg.Check != nil {
+		if err := p.cfg.Check(p.step, bw.Grad); err != nil {
+			return err
+		}
 	}
 	grads, err := p.bottom.Backward(bw.Grad)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -75,6 +76,10 @@ type Server struct {
 	ended     chan struct{} // closed by end
 	endErr    error
 	endPeer   error // what the passive party is told of endErr
+	// shared: the listener and the gRPC server belong to a Parties (one
+	// of several passive parties' Servers); Close ends only this party's
+	// run.
+	shared bool
 	// leaving: the run ended by Leave, to go on in a restarted process;
 	// the passive's calls are then answered Unavailable (a new session).
 	leaving bool
@@ -92,6 +97,25 @@ func Listen(addr string, o ServerOptions) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	s := newServer(o)
+	lis, err := listenTCP(addr, o.InsecureLoopback)
+	if err != nil {
+		return nil, err
+	}
+	s.lis = lis
+	if o.TLS != nil {
+		creds = credentials.NewTLS(loggingTLS(o.TLS, s.log))
+	}
+	s.grpc = newGRPCServer(loggingCreds{creds, &s.cnt.rejected, s.log}, s.o.MaxMessageBytes, &statsHandler{c: &s.cnt, ss: &s.sess})
+	pb.RegisterSplitLearningServer(s.grpc, &service{s: s})
+	go func() { s.serveErr <- s.grpc.Serve(lis) }()
+	s.log.Info("grpcnet: serving", "addr", lis.Addr().String(), "tls", o.TLS != nil)
+	return s, nil
+}
+
+// newServer returns a Server of o (defaults filled in) without its
+// listener and gRPC server.
+func newServer(o ServerOptions) *Server {
 	if o.MaxMessageBytes <= 0 {
 		o.MaxMessageBytes = DefaultMaxMessageBytes
 	}
@@ -99,40 +123,41 @@ func Listen(addr string, o ServerOptions) (*Server, error) {
 		o.Logger = slog.Default()
 	}
 	o.Local = o.Local.withDefaults()
-	s := &Server{
+	return &Server{
 		o: o, log: o.Logger.With("side", "active"), maxValues: o.MaxMessageBytes / 4,
 		seed: maphash.MakeSeed(), serveErr: make(chan error, 1),
 		incoming: make(chan *transport.Forward, 1), ended: make(chan struct{}),
 	}
+}
+
+// listenTCP listens on addr, a loopback address only when insecure.
+func listenTCP(addr string, insecure bool) (net.Listener, error) {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("grpcnet: listen on %s: %w", addr, err)
 	}
-	if o.InsecureLoopback {
+	if insecure {
 		if err := CheckLoopback(lis.Addr().String()); err != nil {
 			lis.Close()
 			return nil, err
 		}
 	}
-	s.lis = lis
-	if o.TLS != nil {
-		creds = credentials.NewTLS(s.loggingTLS(o.TLS))
-	}
-	s.grpc = grpc.NewServer(
-		grpc.Creds(loggingCreds{creds, s}),
+	return lis, nil
+}
+
+// newGRPCServer returns the gRPC server of the active party.
+func newGRPCServer(creds credentials.TransportCredentials, maxMessageBytes int, sh stats.Handler) *grpc.Server {
+	return grpc.NewServer(
+		grpc.Creds(creds),
 		// A connection that does not finish its handshake is dropped
 		// after HandshakeTimeout (gRPC's default holds it 120 s).
 		grpc.ConnectionTimeout(HandshakeTimeout),
-		grpc.MaxRecvMsgSize(o.MaxMessageBytes),
-		grpc.MaxSendMsgSize(o.MaxMessageBytes),
-		grpc.StatsHandler(&statsHandler{c: &s.cnt, ss: &s.sess}),
+		grpc.MaxRecvMsgSize(maxMessageBytes),
+		grpc.MaxSendMsgSize(maxMessageBytes),
+		grpc.StatsHandler(sh),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 15 * time.Second, Timeout: 10 * time.Second}),
 	)
-	pb.RegisterSplitLearningServer(s.grpc, &service{s: s})
-	go func() { s.serveErr <- s.grpc.Serve(lis) }()
-	s.log.Info("grpcnet: serving", "addr", lis.Addr().String(), "tls", o.TLS != nil)
-	return s, nil
 }
 
 // HandshakeTimeout bounds the TLS handshake of a new connection. A
@@ -144,25 +169,26 @@ var HandshakeTimeout = 10 * time.Second
 // reports to its own logger.
 type loggingCreds struct {
 	credentials.TransportCredentials
-	s *Server
+	rejected *atomic.Int64
+	log      *slog.Logger
 }
 
 func (c loggingCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	out, info, err := c.TransportCredentials.ServerHandshake(conn)
 	if err != nil {
-		c.s.cnt.rejected.Add(1)
-		c.s.log.Warn("grpcnet: refused a connection at the TLS handshake", "remote", conn.RemoteAddr().String(), "err", err)
+		c.rejected.Add(1)
+		c.log.Warn("grpcnet: refused a connection at the TLS handshake", "remote", conn.RemoteAddr().String(), "err", err)
 	}
 	return out, info, err
 }
 
 func (c loggingCreds) Clone() credentials.TransportCredentials {
-	return loggingCreds{c.TransportCredentials.Clone(), c.s}
+	return loggingCreds{c.TransportCredentials.Clone(), c.rejected, c.log}
 }
 
 // loggingTLS returns a copy of cfg that logs every refused client with the
 // server's logger (gRPC itself only logs handshake failures to grpclog).
-func (s *Server) loggingTLS(cfg *tls.Config) *tls.Config {
+func loggingTLS(cfg *tls.Config, log *slog.Logger) *tls.Config {
 	c := cfg.Clone()
 	verify := cfg.VerifyConnection
 	c.VerifyConnection = func(cs tls.ConnectionState) error {
@@ -171,7 +197,7 @@ func (s *Server) loggingTLS(cfg *tls.Config) *tls.Config {
 			err = verify(cs)
 		}
 		if err != nil { // counted by loggingCreds
-			s.log.Warn("grpcnet: refused a TLS client", "err", err)
+			log.Warn("grpcnet: refused a TLS client", "err", err)
 		}
 		return err
 	}
@@ -228,28 +254,37 @@ var (
 // returns.
 func (s *Server) close() error {
 	s.end(ErrServerClosed)
+	if s.shared {
+		return nil // the Parties' Close stops the gRPC server
+	}
+	return stopGRPC(s.grpc, s.serveErr, s.log)
+}
+
+// stopGRPC stops g, served by a goroutine that reports on serveErr,
+// waiting a bounded time at every stage (see close).
+func stopGRPC(g *grpc.Server, serveErr chan error, log *slog.Logger) error {
 	done := make(chan struct{})
-	go func() { s.grpc.GracefulStop(); close(done) }()
+	go func() { g.GracefulStop(); close(done) }()
 	var stuck error
 	select {
 	case <-done:
 	case <-time.After(closeGrace):
-		s.grpc.Stop()
+		g.Stop()
 		select {
 		case <-done:
 		case <-time.After(closeWait):
 			stuck = errors.New("grpcnet: close: a call handler did not return after the server stopped; not waiting for it")
-			s.log.Warn(stuck.Error())
+			log.Warn(stuck.Error())
 		}
 	}
 	select {
-	case err := <-s.serveErr:
+	case err := <-serveErr:
 		if err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			return fmt.Errorf("grpcnet: serve: %w", err)
 		}
 	case <-time.After(closeWait):
 		err := errors.New("grpcnet: close: the serving goroutine did not return; not waiting for it")
-		s.log.Warn(err.Error())
+		log.Warn(err.Error())
 		return err
 	}
 	return stuck

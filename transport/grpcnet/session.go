@@ -75,13 +75,26 @@ type sessions struct {
 
 func (ss *sessions) connOpened() uint64 {
 	id := ss.next.Add(1)
+	ss.markOpen(id)
+	return id
+}
+
+// markOpen records connection id as open (numbered by connOpened, or by
+// the Parties that share one listener among several sessions).
+func (ss *sessions) markOpen(id uint64) {
 	ss.mu.Lock()
 	if ss.open == nil {
 		ss.open = map[uint64]bool{}
 	}
 	ss.open[id] = true
 	ss.mu.Unlock()
-	return id
+}
+
+// holds reports whether tok is the current session's token.
+func (ss *sessions) holds(tok string) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return tok != "" && ss.token != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(ss.token)) == 1
 }
 
 func (ss *sessions) connClosed(id uint64) {
