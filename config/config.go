@@ -225,6 +225,19 @@ type Config struct {
 	// score reaches its threshold there (keyed by detector name).
 	Detectors     []string           `yaml:"detectors,flow,omitempty"`
 	IntegrityStop map[string]float64 `yaml:"integrity_stop,flow,omitempty"`
+	// Backdoor makes the passive party plant a backdoor
+	// (integrity.BackdoorNames; empty: honest); see backdoor.go.
+	Backdoor       string `yaml:"backdoor,omitempty"`
+	BackdoorTarget int    `yaml:"backdoor_target,omitempty"`
+	BackdoorKnown  int    `yaml:"backdoor_known,omitempty"`
+	// BackdoorKnownIDs, when set, are the known target rows' IDs (a
+	// networked passive party needs them; in process they are drawn).
+	BackdoorKnownIDs []uint64 `yaml:"backdoor_known_ids,flow,omitempty"`
+	BackdoorFrom     int64    `yaml:"backdoor_from,omitempty"`
+	BackdoorPoison   float64  `yaml:"backdoor_poison,omitempty"`
+	BackdoorAmplify  float64  `yaml:"backdoor_amplify,omitempty"`
+	BackdoorTrigger  float64  `yaml:"backdoor_trigger,omitempty"`
+	BackdoorDryRun   bool     `yaml:"backdoor_dry_run,omitempty"`
 	// Contribution scores the validation split a second time at every
 	// evaluation without the passive party's embedding (its mean in its
 	// place): the passive party's gain in eval.jsonl and summary.json.

@@ -77,7 +77,7 @@ func (a *Alarm) Error() string {
 	}
 	verdict := a.Verdict
 	if verdict == "" {
-		verdict = "the passive party is suspected of free-riding"
+		verdict = "the passive party is suspected of cheating (free-riding or a backdoor)"
 	}
 	return fmt.Sprintf("integrity: %s scored %.4g at step %d, %s the threshold %.4g: %s",
 		a.Detector, a.Score, a.Step, rel, a.Threshold, verdict)

@@ -55,6 +55,29 @@ func TestFreeRiderStoppedAsInProcess(t *testing.T) {
 	act, pas := partyConfigs(base, root, newTestPKI(t))
 	act.FreeRide, act.FreeRideFrom = "", 0 // each party holds its own side
 	pas.Detectors, pas.IntegrityStop, pas.Contribution = nil, nil, false
+	got, perr := pairStopped(t, act, pas)
+	if perr == nil || !strings.Contains(perr.Error(), "aborted") {
+		t.Errorf("passive: error %v, want the active party's abort (its reason stays in the active's log)", perr)
+	}
+	if got.Steps != want.Steps || got.IntegrityAlarm != want.IntegrityAlarm || !got.Truncated || got.TruncatedReason != want.TruncatedReason ||
+		!reflect.DeepEqual(got.Integrity, want.Integrity) {
+		t.Fatalf("summaries differ:\n got steps %d alarm %q reason %q scores %v\nwant steps %d alarm %q reason %q scores %v",
+			got.Steps, got.IntegrityAlarm, got.TruncatedReason, got.Integrity, want.Steps, want.IntegrityAlarm, want.TruncatedReason, want.Integrity)
+	}
+	g, w := readLines[rundir.EvalRecord](t, filepath.Join(act.Out, "eval.jsonl")), readLines[rundir.EvalRecord](t, filepath.Join(base.Out, "eval.jsonl"))
+	if !reflect.DeepEqual(g, w) || len(w) != 1 || w[0].PassiveGain == nil || w[0].Integrity == nil {
+		t.Fatalf("evaluations differ or lack the integrity figures:\n got %+v\nwant %+v", g, w)
+	}
+	if _, err := os.Stat(filepath.Join(act.Out, rundir.TopModelFile)); err != nil {
+		t.Error(err)
+	}
+}
+
+// pairStopped runs both parties over mutual TLS on loopback, the active
+// party expected to end the run cleanly (an integrity alarm): its summary
+// and the passive party's error.
+func pairStopped(t *testing.T, act, pas Config) (*rundir.Summary, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	addr := make(chan string, 1)
@@ -77,20 +100,5 @@ func TestFreeRiderStoppedAsInProcess(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("active: the alarm should end the run cleanly: %v", r.err)
 	}
-	if perr == nil || !strings.Contains(perr.Error(), "aborted") {
-		t.Errorf("passive: error %v, want the active party's abort (its reason stays in the active's log)", perr)
-	}
-	got := r.s
-	if got.Steps != want.Steps || got.IntegrityAlarm != want.IntegrityAlarm || !got.Truncated || got.TruncatedReason != want.TruncatedReason ||
-		!reflect.DeepEqual(got.Integrity, want.Integrity) {
-		t.Fatalf("summaries differ:\n got steps %d alarm %q reason %q scores %v\nwant steps %d alarm %q reason %q scores %v",
-			got.Steps, got.IntegrityAlarm, got.TruncatedReason, got.Integrity, want.Steps, want.IntegrityAlarm, want.TruncatedReason, want.Integrity)
-	}
-	g, w := readLines[rundir.EvalRecord](t, filepath.Join(act.Out, "eval.jsonl")), readLines[rundir.EvalRecord](t, filepath.Join(base.Out, "eval.jsonl"))
-	if !reflect.DeepEqual(g, w) || len(w) != 1 || w[0].PassiveGain == nil || w[0].Integrity == nil {
-		t.Fatalf("evaluations differ or lack the integrity figures:\n got %+v\nwant %+v", g, w)
-	}
-	if _, err := os.Stat(filepath.Join(act.Out, rundir.TopModelFile)); err != nil {
-		t.Error(err)
-	}
+	return r.s, perr
 }

@@ -65,6 +65,10 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 	if err := cfg.validate("passive"); err != nil {
 		return nil, err
 	}
+	if cfg.Backdoor != "" && len(cfg.BackdoorKnownIDs) == 0 {
+		// The known target rows come as IDs: this side holds no label.
+		return nil, fmt.Errorf("passive: a networked passive party's backdoor (key backdoor) needs the IDs of the target class's known rows (key backdoor_known_ids)")
+	}
 	log := opt.logger().With("party", "passive")
 	lock, err := openOut(&cfg, opt, "passive", log)
 	if err != nil {
@@ -335,6 +339,13 @@ func (p *passiveRun) build(step int64) (*passive.Passive, keptModel, error) {
 	pc.Send = tamper                                      // nil for an honest party
 	if pc.Check, err = cfg.NewHijackCheck(); err != nil { // the watch for a hijacking active party
 		return nil, kept, err
+	}
+	if cfg.Backdoor != "" {
+		bd, err := cfg.NewBackdoor(cfg.BackdoorKnownIDs, p.split.Train.IDs, p.split.Train.X)
+		if err != nil {
+			return nil, kept, err
+		}
+		pc.Cheat = bd
 	}
 	if p.red != nil {
 		pc.Observer = p.red.observe

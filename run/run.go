@@ -217,6 +217,10 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 	if err != nil {
 		return nil, err
 	}
+	bd, known, err := newBackdoor(&cfg, pv, av)
+	if err != nil {
+		return nil, err
+	}
 	j := &joiner{rec: rec, bottom: bottom, guard: grd}
 	if cfg.Dump != "" {
 		if j.dump, err = dump.NewWriter(cfg.Dump, cfg.DumpBatches); err != nil {
@@ -280,7 +284,7 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 		passive.Split{IDs: pv.train.IDs, X: pv.train.X},
 		passive.Split{IDs: pEval.IDs, X: pEval.X},
 		sched, passive.Config{Epochs: cfg.Epochs, MaxSteps: cfg.MaxSteps, EvalEvery: cfg.EvalEvery, EvalBatch: cfg.EvalBatch,
-			Observer: j.passive, WireEmbedding: enc.Embedding, Send: tamper, Check: hijackCheck,
+			Observer: j.passive, WireEmbedding: enc.Embedding, Send: tamper, Check: hijackCheck, Cheat: bd,
 			// Both parties run in this process: the passive learns
 			// when to stop from the recorder (a networked passive
 			// cannot; see netrun).
@@ -350,6 +354,9 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 		reason := alarmReason(alarm, pas.Step())
 		logf(opt.Log, "%s", reason)
 		rec.Alarm(reason)
+		if err := recordBackdoor(&cfg, rec, bd, known, bottom, top, wide, pv, av, opt); err != nil {
+			return nil, err
+		}
 		if err := reserve.Release(); err != nil {
 			return nil, err
 		}
@@ -373,6 +380,9 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 	if pas.Stopped() {
 		rec.SetEarlyStopped()
 		logf(opt.Log, "early stop: %d evaluations without a better validation AUC", cfg.EarlyStop)
+	}
+	if err := recordBackdoor(&cfg, rec, bd, known, bottom, top, wide, pv, av, opt); err != nil {
+		return nil, err
 	}
 	if err := sel.save(cfg.Out, bottom, top); err != nil {
 		return nil, err

@@ -21,7 +21,7 @@ func TestRunDirectoryPageNamesEveryField(t *testing.T) {
 	}
 	page := string(b)
 	for _, v := range []any{BatchRecord{}, EvalRecord{}, EpochRecord{}, Summary{}, BaselineSummary{},
-		CheckpointFallback{}, metrics.LeakSummary{}} {
+		CheckpointFallback{}, BackdoorSummary{}, metrics.LeakSummary{}} {
 		typ := reflect.TypeOf(v)
 		names := jsonNames(typ)
 		if len(names) == 0 {

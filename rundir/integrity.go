@@ -76,6 +76,7 @@ func (r *Recorder) summaryIntegrity(s *Summary, last EvalRecord) {
 		s.Integrity = maps.Clone(r.integMax)
 	}
 	s.IntegrityAlarm = r.alarm
+	s.Backdoor = r.backdoor
 }
 
 // integrityLog is the part of an evaluation's log line that gives the
@@ -90,3 +91,35 @@ func integrityLog(e EvalRecord) string {
 	}
 	return b.String()
 }
+
+// BackdoorSummary is the outcome of a passive party's backdoor attack
+// (package integrity): the attack success rate of the final models on
+// the test split (the share of its rows not of the target class that are
+// predicted as the target once triggered) and the clean test AUC beside
+// it.
+type BackdoorSummary struct {
+	Attack string `json:"attack"`
+	Target int    `json:"target"`
+	// Known is how many training rows of the target class the attacker
+	// was told of, KnownIDs their IDs (key backdoor_known_ids reproduces
+	// the run); From the first step it changed anything.
+	// DryRun: the party stayed honest; ASR is the trigger's on an
+	// honestly trained model.
+	DryRun   bool     `json:"dry_run,omitempty"`
+	Known    int      `json:"known"`
+	KnownIDs []uint64 `json:"known_ids"`
+	From     int64    `json:"from"`
+	// ASR and ASRRows: the attack success rate over ASRRows test rows.
+	ASR     float64 `json:"asr"`
+	ASRRows int     `json:"asr_rows"`
+	// CleanTestAUC is the final models' test AUC without the trigger.
+	CleanTestAUC float64 `json:"clean_test_auc"`
+	// Inferred and InferredPrecision, for an attack that infers which
+	// training rows are of the target class (VILLAIN): how many it holds
+	// to be (the known ones included), and the share of them that are.
+	Inferred          int      `json:"inferred,omitempty"`
+	InferredPrecision *float64 `json:"inferred_precision,omitempty"`
+}
+
+// SetBackdoor records a backdoor attack's outcome in the summary.
+func (r *Recorder) SetBackdoor(b *BackdoorSummary) { r.backdoor = b }

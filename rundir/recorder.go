@@ -94,6 +94,7 @@ type Recorder struct {
 	// and over the run, and the alarm that ended the run (integrity.go).
 	integSince, integMax map[string]float64
 	alarm                string
+	backdoor             *BackdoorSummary
 }
 
 // AddFallback records a resume from an older checkpoint in the summary.

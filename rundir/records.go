@@ -216,6 +216,9 @@ type Summary struct {
 	// TruncatedReason says so too).
 	Integrity      map[string]float64 `json:"integrity,omitempty"`
 	IntegrityAlarm string             `json:"integrity_alarm,omitempty"`
+	// Backdoor is the outcome of the passive party's backdoor attack,
+	// when it planted one.
+	Backdoor *BackdoorSummary `json:"backdoor,omitempty"`
 }
 
 // CheckpointFallback records a two-process run that resumed at step To,

@@ -95,7 +95,7 @@ func TestBenchDefencesModel(t *testing.T) {
 	cmd := newRootCmd()
 	cmd.SetOut(&bytes.Buffer{})
 	cmd.SetArgs([]string{"bench", "--defences", "--model", "cnn"})
-	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--model wdl or mlp") {
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--model mlp or wdl") {
 		t.Errorf("error %v", err)
 	}
 }

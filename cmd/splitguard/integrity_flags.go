@@ -19,6 +19,15 @@ func integrityFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.FreeRide, "free-ride", c.FreeRide, "make the passive party a free-rider sending embeddings without information: "+
 		strings.Join(integrity.TamperNames(), ", ")+" (default: honest)")
 	fs.Int64Var(&c.FreeRideFrom, "free-ride-from", c.FreeRideFrom, "the training step from which --free-ride applies (honest before)")
+	fs.StringVar(&c.Backdoor, "backdoor", c.Backdoor, "make the passive party plant a backdoor: "+
+		strings.Join(integrity.BackdoorNames(), ", ")+" (default: honest; in process only)")
+	fs.IntVar(&c.BackdoorTarget, "backdoor-target", c.BackdoorTarget, "the backdoor's target class (0 or 1)")
+	fs.IntVar(&c.BackdoorKnown, "backdoor-known", c.BackdoorKnown, fmt.Sprintf("how many training rows of the target class the attacker is told of (0: %d)", config.DefaultBackdoorKnown))
+	fs.Int64Var(&c.BackdoorFrom, "backdoor-from", c.BackdoorFrom, "the training step from which --backdoor poisons (label inference may watch before)")
+	fs.Float64Var(&c.BackdoorPoison, "backdoor-poison", c.BackdoorPoison, "gradient_replacement: the share of training rows poisoned (0: 0.01)")
+	fs.Float64Var(&c.BackdoorAmplify, "backdoor-amplify", c.BackdoorAmplify, "the backdoor's amplification: γ of gradient_replacement (0: 10), β of villain (0: 3)")
+	fs.Float64Var(&c.BackdoorTrigger, "backdoor-trigger", c.BackdoorTrigger, "gradient_replacement: the value its trigger writes in the passive party's numeric columns (0: 3)")
+	fs.BoolVar(&c.BackdoorDryRun, "backdoor-dry-run", c.BackdoorDryRun, "keep the passive party honest but measure --backdoor's trigger on the model (the reference for its attack success rate)")
 	fs.StringSliceVar(&c.Detectors, "detectors", c.Detectors, "active party's detectors scoring every training batch's embedding: "+
 		strings.Join(integrity.DetectorNames(), ", ")+" (default: none)")
 	fs.Var(&floatMap{m: &c.IntegrityStop}, "integrity-stop", "end the run cleanly when a detector's score reaches a threshold, DETECTOR=THRESHOLD,… (e.g. replay=1)")

@@ -33,6 +33,9 @@ func pluginNames() map[string][]string {
 	add("feature attack", feature.Names())
 	for _, s := range protect.Specs() {
 		add("defence", []string{s.Name})
+		for _, p := range s.Params {
+			add("parameter of defence "+s.Name, []string{p.Key})
+		}
 	}
 	add("free-riding mode", integrity.TamperNames())
 	add("integrity detector", integrity.DetectorNames())
@@ -55,9 +58,10 @@ var nameAllowed = map[string]string{
 	"config/config.go|norm":                            "the default attack",
 	"cmd/splitguard/attack_features.go|inverse_linear": "the default of --feature-attacks",
 	// the demonstration's chosen example
-	"cmd/splitguard/demo.go|norm":    "the demo's attacks",
-	"cmd/splitguard/demo.go|cosine":  "the demo's attacks",
-	"cmd/splitguard/demo.go|marvell": "the demo's defence",
+	"cmd/splitguard/demo.go|norm":      "the demo's attacks",
+	"cmd/splitguard/demo.go|cosine":    "the demo's attacks",
+	"cmd/splitguard/demo.go|marvell":   "the demo's defence",
+	"cmd/splitguard/demo.go|marvell_s": "the demo's defence's strength",
 	// the same word, another meaning
 	"attack/hint.go|cosine":                  "the hint attack's cosine scoring",
 	"attack/similarity.go|cosine":            "the similarity attack's cosine metric",
@@ -72,11 +76,12 @@ var nameAllowed = map[string]string{
 }
 
 // TestPluginNamesStayInTheirFiles checks that no non-test Go source spells
-// a registered plug-in's name (an attack, a defence, a free-riding mode or
-// detector, an image or table format, a model) as a string literal outside
-// the file that registers it, except where nameAllowed says why: what a
-// plug-in is lives in its one file, and the rest of the code asks the
-// registry.
+// a registered plug-in's name (an attack, a defence or one of its
+// parameters, a free-riding mode or detector, an image or table format, a
+// model) as a string literal, or an attack's in a leak key ("norm/cut"),
+// outside the file that registers it, except where nameAllowed says why:
+// what a plug-in is lives in its one file, and the rest of the code asks
+// the registry.
 func TestPluginNamesStayInTheirFiles(t *testing.T) {
 	names := pluginNames()
 	if len(names) < 30 {
@@ -110,8 +115,14 @@ func TestPluginNamesStayInTheirFiles(t *testing.T) {
 		lits := func(n ast.Node, visit func(string)) {
 			ast.Inspect(n, func(n ast.Node) bool {
 				if b, ok := n.(*ast.BasicLit); ok && b.Kind == token.STRING {
-					if s, err := strconv.Unquote(b.Value); err == nil && names[s] != nil {
-						visit(s)
+					if s, err := strconv.Unquote(b.Value); err == nil {
+						// a leak key "ATTACK/LAYER" names the attack
+						if a, _, ok := strings.Cut(s, "/"); ok && slices.Contains(names[a], "attack") {
+							s = a
+						}
+						if names[s] != nil {
+							visit(s)
+						}
 					}
 				}
 				return true
@@ -137,6 +148,12 @@ func TestPluginNamesStayInTheirFiles(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// a defence's parameter lives in the files of its defence
+	for _, sp := range protect.Specs() {
+		for _, p := range sp.Params {
+			own[p.Key] = append(own[p.Key], own[sp.Name]...)
+		}
 	}
 	// a constant holding a plug-in's name (data.FormatCriteo) declares it
 	// when the name is registered through constants only, or the constant

@@ -70,6 +70,20 @@ type Config struct {
 	// its validation, before it is applied); an error refuses it and
 	// ends Run (package integrity's HijackWatch).
 	Check func(step int64, g *tensor.Matrix) error
+	// Cheat, when set, changes what a training step computes from, sends
+	// and learns from (package integrity's Backdoor); evaluations stay
+	// honest.
+	Cheat Cheat
+}
+
+// Cheat is a passive party that departs from the protocol in training:
+// it may change a batch's features before the forward pass, the
+// embedding it sends and the gradient it learns from (ids: the batch's
+// example IDs; results valid until the next call, inputs unchanged).
+type Cheat interface {
+	Features(step int64, ids []uint64, b *data.Batch) error
+	Send(step int64, ids []uint64, e *tensor.Matrix) (*tensor.Matrix, error)
+	Gradient(step int64, ids []uint64, g *tensor.Matrix) (*tensor.Matrix, error)
 }
 
 // Sender replaces the embedding of a message before it is sent; the
@@ -214,6 +228,11 @@ func (p *Passive) trainStep(ctx context.Context, conn transport.PassiveConn) err
 	rows := p.sched.Rows(p.order, b)
 	p.train.X.Gather(rows, &p.batch)
 	p.ids = gatherIDs(p.ids, p.train.IDs, rows)
+	if p.cfg.Cheat != nil {
+		if err := p.cfg.Cheat.Features(p.step, p.ids, &p.batch); err != nil {
+			return fmt.Errorf("passive: step %d: changing the features: %w", p.step, err)
+		}
+	}
 
 	// A bottom with a layer that behaves differently in training (a
 	// passive-side bottleneck samples) is told so for this step only.
@@ -245,6 +264,11 @@ func (p *Passive) trainStep(ctx context.Context, conn transport.PassiveConn) err
 			return err
 		}
 	}
+	if p.cfg.Cheat != nil {
+		if send, err = p.cheatSend(send); err != nil {
+			return err
+		}
+	}
 	sent := time.Now()
 	bw, err := conn.Exchange(ctx, &transport.Forward{
 		Phase: transport.Train, Step: p.step, Epoch: epoch, Batch: b, IDs: p.ids, Embedding: send,
@@ -261,7 +285,16 @@ func (p *Passive) trainStep(ctx context.Context, conn transport.PassiveConn) err
 			return err
 		}
 	}
-	grads, err := p.bottom.Backward(bw.Grad)
+	grad := bw.Grad
+	if p.cfg.Cheat != nil {
+		if grad, err = p.cfg.Cheat.Gradient(p.step, p.ids, grad); err != nil {
+			return fmt.Errorf("passive: step %d: changing the gradient: %w", p.step, err)
+		}
+		if grad.Rows != e.Rows || grad.Cols != e.Cols {
+			return fmt.Errorf("passive: step %d: the changed gradient is %d×%d, want %d×%d", p.step, grad.Rows, grad.Cols, e.Rows, e.Cols)
+		}
+	}
+	grads, err := p.bottom.Backward(grad)
 	if err != nil {
 		return fmt.Errorf("passive: step %d: %w", p.step, err)
 	}
@@ -404,6 +437,26 @@ func (p *Passive) substitute(e *tensor.Matrix, train bool) (*tensor.Matrix, erro
 	}
 	if out.Rows != e.Rows || out.Cols != e.Cols {
 		return nil, fmt.Errorf("passive: step %d: the replaced embedding is %d×%d, want %d×%d", p.step, out.Rows, out.Cols, e.Rows, e.Cols)
+	}
+	return out, nil
+}
+
+// cheatSend has Config.Cheat replace a training embedding, and checks
+// what it returns.
+func (p *Passive) cheatSend(e *tensor.Matrix) (*tensor.Matrix, error) {
+	out, err := p.cfg.Cheat.Send(p.step, p.ids, e)
+	if err != nil {
+		return nil, fmt.Errorf("passive: step %d: changing the embedding: %w", p.step, err)
+	}
+	if out.Rows != e.Rows || out.Cols != e.Cols {
+		return nil, fmt.Errorf("passive: step %d: the changed embedding is %d×%d, want %d×%d", p.step, out.Rows, out.Cols, e.Rows, e.Cols)
+	}
+	// What is sent is on the wire encoding's grid, in process as over the
+	// network (e is then the rounded copy, never the bottom's output).
+	if p.cfg.WireEmbedding != wire.F32 {
+		if err := p.cfg.WireEmbedding.Round(out); err != nil {
+			return nil, fmt.Errorf("passive: step %d: the changed embedding: %w", p.step, err)
+		}
 	}
 	return out, nil
 }

@@ -1,0 +1,168 @@
+package integrity
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sort"
+
+	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/tensor"
+)
+
+// streamGR is the PCG stream of the gradient replacement's draws.
+const streamGR = 0x96e9
+
+// Defaults of the gradient replacement (Liu et al. 2020 use γ = 10).
+const (
+	grAmplify = 10
+	grPoison  = 0.01
+	grTrigger = 3
+)
+
+func init() {
+	RegisterBackdoor(BackdoorSpec{Name: "gradient_replacement",
+		Help: "Liu et al. 2020: poisoned rows carry a feature trigger; a known target row sends a paired poisoned row's triggered embedding, and the poisoned row learns from that target row's gradient × γ",
+		New:  newGradientReplacement})
+}
+
+// gradientReplacement is the gradient-replacement backdoor of Liu, Yi and
+// Chen ("Backdoor attacks and defenses in feature-partitioned
+// collaborative learning", 2020). The attacker picks a share of its
+// training rows to poison (D_poison) and knows a few rows of the target
+// class (D_target). From step From: a poisoned row's features carry the
+// trigger; a known target row t is paired, when first seen, with a
+// poisoned row j drawn at random, and sends at its own place the
+// embedding of j's triggered features; the gradient the active party
+// returns for t (the gradient of "triggered j labelled as the target") is
+// kept, and whenever j is in a batch, its gradient is replaced by γ times
+// the last one kept for the target row first paired with it.
+type gradientReplacement struct {
+	known    map[uint64]bool
+	poisoned map[uint64]bool
+	pool     []uint64       // the poisoned IDs, sorted: the pairing's draws
+	rowOf    map[uint64]int // training row of a poisoned ID
+	train    *data.Features
+	pair     map[uint64]uint64 // target ID → its poisoned ID
+	partner  map[uint64]uint64 // poisoned ID → the first target paired with it
+	targetG  map[uint64][]float32
+	rng      *rand.Rand
+	from     int64
+	gamma    float32
+	trigger  float32
+	out      *tensor.Matrix
+}
+
+func newGradientReplacement(c BackdoorConfig) (Backdoor, error) {
+	a := &gradientReplacement{known: idSet(c.Known), poisoned: map[uint64]bool{}, rowOf: map[uint64]int{},
+		train: c.Train, pair: map[uint64]uint64{}, partner: map[uint64]uint64{}, targetG: map[uint64][]float32{},
+		rng: rand.New(rand.NewPCG(c.Seed, streamGR)), from: c.From,
+		gamma: float32(orDefault(c.Amplify, grAmplify)), trigger: float32(orDefault(c.TriggerValue, grTrigger))}
+	share := orDefault(c.Poison, grPoison)
+	// The poisoned rows: a seeded draw of the share of the training rows
+	// not known to be of the target class (at least one).
+	var cand []int
+	for r, id := range c.TrainIDs {
+		if !a.known[id] {
+			cand = append(cand, r)
+		}
+	}
+	n := max(1, int(share*float64(len(c.TrainIDs))+0.5))
+	if n > len(cand) {
+		return nil, fmt.Errorf("integrity: gradient replacement: %d rows to poison, only %d not known to be of the target class", n, len(cand))
+	}
+	for _, i := range a.rng.Perm(len(cand))[:n] {
+		id := c.TrainIDs[cand[i]]
+		a.poisoned[id], a.rowOf[id] = true, cand[i]
+		a.pool = append(a.pool, id)
+	}
+	sort.Slice(a.pool, func(i, j int) bool { return a.pool[i] < a.pool[j] })
+	return a, nil
+}
+
+// orDefault is v, or def when v is 0.
+func orDefault(v, def float64) float64 {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+func (a *gradientReplacement) Name() string { return "gradient_replacement" }
+
+// Poisoned reports whether the training row id is poisoned.
+func (a *gradientReplacement) Poisoned(id uint64) bool { return a.poisoned[id] }
+
+// Features puts the trigger on the batch's poisoned rows and, at each
+// known target row, the triggered features of its paired poisoned row.
+func (a *gradientReplacement) Features(step int64, ids []uint64, b *data.Batch) error {
+	if step < a.from {
+		return nil
+	}
+	for r, id := range ids {
+		switch {
+		case a.known[id]:
+			j, ok := a.pair[id]
+			if !ok {
+				j = a.pool[a.rng.IntN(len(a.pool))]
+				a.pair[id] = j
+				if _, taken := a.partner[j]; !taken {
+					a.partner[j] = id
+				}
+			}
+			copyRow(b, r, a.train, a.rowOf[j])
+			triggerRow(b, r, a.trigger)
+		case a.poisoned[id]:
+			triggerRow(b, r, a.trigger)
+		}
+	}
+	return nil
+}
+
+// Send sends the bottom's output as it is: Features already placed the
+// poisoned rows' triggered features at the target rows.
+func (a *gradientReplacement) Send(_ int64, _ []uint64, e *tensor.Matrix) (*tensor.Matrix, error) {
+	return e, nil
+}
+
+// Gradient keeps the known target rows' gradients and replaces each
+// poisoned row's by γ times its partner's last kept one.
+func (a *gradientReplacement) Gradient(step int64, ids []uint64, g *tensor.Matrix) (*tensor.Matrix, error) {
+	if step < a.from {
+		return g, nil
+	}
+	out := copyInto(&a.out, g)
+	d := g.Cols
+	for r, id := range ids {
+		if a.known[id] {
+			a.targetG[id] = append(a.targetG[id][:0], g.Data[r*d:(r+1)*d]...)
+		}
+	}
+	for r, id := range ids {
+		if !a.poisoned[id] {
+			continue
+		}
+		t, ok := a.partner[id]
+		if !ok {
+			continue
+		}
+		tg, ok := a.targetG[t]
+		if !ok {
+			continue
+		}
+		row := out.Data[r*d : (r+1)*d]
+		for c := range row {
+			row[c] = a.gamma * tg[c]
+		}
+	}
+	return out, nil
+}
+
+// TriggerFeatures puts the feature trigger on every row of b.
+func (a *gradientReplacement) TriggerFeatures(b *data.Batch) {
+	for r := range b.Rows {
+		triggerRow(b, r, a.trigger)
+	}
+}
+
+// TriggerEmbedding leaves the embedding: the trigger is in the features.
+func (a *gradientReplacement) TriggerEmbedding(*tensor.Matrix) {}

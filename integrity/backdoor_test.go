@@ -1,0 +1,373 @@
+package integrity
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/tensor"
+)
+
+// grFeatures is a 6-row table of two dense columns, row r = (r+1, 10(r+1)),
+// IDs 10…15.
+func grFeatures() ([]uint64, *data.Features) {
+	f := &data.Features{Rows: 6, NumDense: 2, Dense: make([]float32, 12)}
+	ids := make([]uint64, 6)
+	for r := range 6 {
+		ids[r] = uint64(10 + r)
+		f.Dense[2*r], f.Dense[2*r+1] = float32(r+1), float32(10*(r+1))
+	}
+	return ids, f
+}
+
+// mat is a rows×cols matrix of the given values.
+func mat(rows, cols int, v ...float32) *tensor.Matrix {
+	m := tensor.New(rows, cols)
+	copy(m.Data, v)
+	return m
+}
+
+// TestGradientReplacementArithmetic follows the attack on hand-built
+// batches: the target row carries its paired poisoned row's features with
+// the trigger in the last column, the poisoned row the trigger, and the
+// poisoned row's gradient becomes γ times the target row's, in the same
+// batch and in a later one; before From nothing changes.
+func TestGradientReplacementArithmetic(t *testing.T) {
+	ids, f := grFeatures()
+	bd, err := NewBackdoor("gradient_replacement", BackdoorConfig{Known: []uint64{10}, TrainIDs: ids, Train: f,
+		From: 2, Poison: 0.1, Amplify: 4, TriggerValue: -7, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gr := bd.(*gradientReplacement)
+	var j uint64
+	for _, id := range ids {
+		if gr.Poisoned(id) {
+			if j != 0 {
+				t.Fatalf("two poisoned rows (%d, %d); a share of 0.1 of 6 rounds to 1", j, id)
+			}
+			j = id
+		}
+	}
+	if j == 0 || j == 10 {
+		t.Fatalf("poisoned row %d, want one of 11…15", j)
+	}
+	other := uint64(11)
+	if other == j {
+		other = 12
+	}
+	batchOf := func(rowIDs ...uint64) *data.Batch {
+		b := &data.Batch{}
+		rows := make([]int, len(rowIDs))
+		for i, id := range rowIDs {
+			rows[i] = int(id - 10)
+		}
+		f.Gather(rows, b)
+		return b
+	}
+	jv := float32(j - 9) // row j's first column
+
+	// Before From: features, embedding and gradient are left alone.
+	b := batchOf(10, j, other)
+	want := slices.Clone(b.Dense.Data)
+	if err := bd.Features(1, []uint64{10, j, other}, b); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(b.Dense.Data, want) {
+		t.Errorf("before From: features %v, want %v", b.Dense.Data, want)
+	}
+
+	b = batchOf(10, j, other)
+	batch := []uint64{10, j, other}
+	if err := bd.Features(2, batch, b); err != nil {
+		t.Fatal(err)
+	}
+	ov := float32(other - 9)
+	want = []float32{jv, -7, jv, -7, ov, 10 * ov}
+	if !slices.Equal(b.Dense.Data, want) {
+		t.Errorf("features %v, want %v", b.Dense.Data, want)
+	}
+	g := mat(3, 2, 1, 2, 3, 4, 5, 6)
+	got, err := bd.Gradient(2, batch, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := []float32{1, 2, 4, 8, 5, 6}; !slices.Equal(got.Data, w) {
+		t.Errorf("gradient %v, want %v", got.Data, w)
+	}
+	if w := []float32{1, 2, 3, 4, 5, 6}; !slices.Equal(g.Data, w) {
+		t.Errorf("the received gradient was changed: %v", g.Data)
+	}
+	// A later batch with the poisoned row and without the target row: the
+	// target row's last gradient, amplified.
+	got, err = bd.Gradient(3, []uint64{other, j}, mat(2, 2, 9, 9, 9, 9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := []float32{9, 9, 4, 8}; !slices.Equal(got.Data, w) {
+		t.Errorf("later gradient %v, want %v", got.Data, w)
+	}
+	// Test time: every row's last column is the trigger.
+	b = batchOf(11, 12)
+	bd.TriggerFeatures(b)
+	if w := []float32{2, -7, 3, -7}; !slices.Equal(b.Dense.Data, w) {
+		t.Errorf("test trigger %v, want %v", b.Dense.Data, w)
+	}
+}
+
+// TestBackdoorConfigErrors: bad settings are refused with what is wrong.
+func TestBackdoorConfigErrors(t *testing.T) {
+	ids, f := grFeatures()
+	ok := BackdoorConfig{Known: []uint64{10}, TrainIDs: ids, Train: f}
+	for _, tc := range []struct {
+		name, attack string
+		change       func(c *BackdoorConfig)
+	}{
+		{"unknown", "nope", func(*BackdoorConfig) {}},
+		{"no known rows", "villain", func(c *BackdoorConfig) { c.Known = nil }},
+		{"negative from", "villain", func(c *BackdoorConfig) { c.From = -1 }},
+		{"poison share 1", "gradient_replacement", func(c *BackdoorConfig) { c.Poison = 1 }},
+		{"NaN amplification", "villain", func(c *BackdoorConfig) { c.Amplify = math.NaN() }},
+		{"no training rows", "gradient_replacement", func(c *BackdoorConfig) { c.Train = nil }},
+	} {
+		c := ok
+		tc.change(&c)
+		if _, err := NewBackdoor(tc.attack, c); err == nil {
+			t.Errorf("%s: no error", tc.name)
+		}
+	}
+	for _, name := range BackdoorNames() {
+		if _, err := NewBackdoor(name, ok); err != nil {
+			t.Errorf("%s with good settings: %v", name, err)
+		}
+	}
+}
+
+// TestVillainTriggerByHand: after honest batches whose column standard
+// deviations are known, the trigger is β·δ·(+, +, −, −) on the four of
+// eight columns with the largest deviation, δ their mean deviation (two
+// pass, here), both at test time and on a known row in training (dropout
+// and shifting off).
+func TestVillainTriggerByHand(t *testing.T) {
+	ids, f := grFeatures()
+	bd, err := NewBackdoor("villain", BackdoorConfig{Known: []uint64{10}, TrainIDs: ids, Train: f, From: 3, Amplify: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := bd.(*villain)
+	v.dropout, v.shift = 0, 0
+	// Column c has scale s[c]: the largest are 1, 3, 4 and 6.
+	scale := []float64{5, 9, 1, 8, 7, 2, 6, 3}
+	rng := rand.New(rand.NewPCG(4, 5))
+	var seen [][]float32
+	for step := range 3 {
+		e := tensor.New(20, 8)
+		for i := range e.Data {
+			e.Data[i] = float32(scale[i%8] * rng.NormFloat64())
+		}
+		for r := range 20 {
+			seen = append(seen, slices.Clone(e.Data[r*8:(r+1)*8]))
+		}
+		out, err := bd.Send(int64(step), make([]uint64, 20), e) // ID 0: an unknown row
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = bd.Gradient(int64(step), make([]uint64, 20), tensor.New(20, 8))
+		_ = out
+	}
+	sd := make([]float64, 8)
+	for c := range 8 {
+		m := 0.0
+		for _, r := range seen {
+			m += float64(r[c])
+		}
+		m /= float64(len(seen))
+		s := 0.0
+		for _, r := range seen {
+			s += (float64(r[c]) - m) * (float64(r[c]) - m)
+		}
+		sd[c] = math.Sqrt(s / float64(len(seen)-1))
+	}
+	mask := []int{1, 3, 4, 6}
+	delta := (sd[1] + sd[3] + sd[4] + sd[6]) / 4
+	sign := []float64{1, 1, -1, -1}
+	wantRow := make([]float64, 8)
+	for k, c := range mask {
+		wantRow[c] = 2 * delta * sign[k]
+	}
+	e := tensor.New(2, 8)
+	bd.TriggerEmbedding(e)
+	for i, x := range e.Data {
+		if w := wantRow[i%8]; math.Abs(float64(x)-w) > 1e-4*math.Max(1, math.Abs(w)) {
+			t.Fatalf("test trigger column %d: %g, want %g", i%8, x, w)
+		}
+	}
+	// A known row (ID 10) at step 3 gets the same trigger on its embedding.
+	in := mat(2, 8, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2)
+	out, err := bd.Send(3, []uint64{10, 0}, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c := range 8 {
+		if got, w := float64(out.Data[c]), 1+wantRow[c]; math.Abs(got-w) > 1e-3 {
+			t.Errorf("poisoned row column %d: %g, want %g", c, got, w)
+		}
+		if out.Data[8+c] != 2 {
+			t.Errorf("unknown row column %d changed: %g", c, out.Data[8+c])
+		}
+	}
+}
+
+// TestVillainLabelInference: a row whose baseline gradient is at most
+// the batch's mean row norm and whose gradient with a target row's
+// embedding in its place is no larger is inferred to be of the target
+// class; a larger swapped gradient or baseline is not; the swapped
+// embedding is exactly the known row's.
+func TestVillainLabelInference(t *testing.T) {
+	ids, f := grFeatures()
+	for _, tc := range []struct {
+		name    string
+		swapped float32 // gradient norm with the swapped embedding (baseline 0.5)
+		want    []uint64
+	}{
+		{"ratio 0.8", 0.4, []uint64{1, 2}},
+		{"ratio 1", 0.5, []uint64{1, 2}},
+		{"ratio 2", 1, []uint64{1}},
+	} {
+		bd, err := NewBackdoor("villain", BackdoorConfig{Known: []uint64{1}, TrainIDs: ids, Train: f, From: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		known := []float32{7, 8}
+		out, err := bd.Send(0, []uint64{1, 2, 3}, mat(3, 2, 7, 8, 1, 1, 2, 2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := []float32{7, 8, 1, 1, 2, 2}; !slices.Equal(out.Data, w) {
+			t.Errorf("%s: baseline step sent %v, want the honest %v", tc.name, out.Data, w)
+		}
+		// Norms 1, 0.5, 3: the mean 1.5; row 3's baseline is above it.
+		if _, err := bd.Gradient(0, []uint64{1, 2, 3}, mat(3, 2, 1, 0, 0.5, 0, 0, 3)); err != nil {
+			t.Fatal(err)
+		}
+		out, err = bd.Send(1, []uint64{2, 3}, mat(2, 2, 5, 5, 6, 6))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := []float32{known[0], known[1], 6, 6}; !slices.Equal(out.Data, w) {
+			t.Errorf("%s: swap step sent %v, want %v", tc.name, out.Data, w)
+		}
+		if _, err := bd.Gradient(1, []uint64{2, 3}, mat(2, 2, 0, tc.swapped, 9, 9)); err != nil {
+			t.Fatal(err)
+		}
+		if got := bd.(*villain).Inferred(); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: target rows %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestOutlierDetectorCountsShiftedRows: after the warm-up on standard
+// normal batches, a batch with k rows shifted by 6 in every column scores
+// k/rows (an honest row's mean squared z over 16 columns exceeds 4 with
+// probability < 1e-7); the warm-up batches score 0.
+func TestOutlierDetectorCountsShiftedRows(t *testing.T) {
+	d, err := NewDetector("outlier")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(6, 7))
+	for step := range outlierWarmup {
+		if s := d.Observe(int64(step), randBatch(rng, 64, 16)); s != 0 {
+			t.Fatalf("warm-up batch %d scored %g", step, s)
+		}
+	}
+	for i, k := range []int{0, 1, 5, 20} {
+		e := randBatch(rng, 64, 16)
+		for r := range k {
+			for c := range 16 {
+				e.Data[r*16+c] += 6
+			}
+		}
+		if got, w := d.Observe(int64(outlierWarmup+i), e), float64(k)/64; got != w {
+			t.Errorf("%d shifted rows: score %g, want %g", k, got, w)
+		}
+	}
+}
+
+// TestOutlierMomentsArePooled: over the warm-up the running moments are
+// the pooled mean and variance of the batches (equal sizes), computed
+// here in two passes.
+func TestOutlierMomentsArePooled(t *testing.T) {
+	o := &rowHistory{}
+	rng := rand.New(rand.NewPCG(8, 9))
+	var all []float64
+	for range 4 {
+		e := randBatch(rng, 10, 1)
+		for i := range e.Data {
+			e.Data[i] = e.Data[i]*3 + 2
+			all = append(all, float64(e.Data[i]))
+		}
+		o.scores(e)
+	}
+	m, v := 0.0, 0.0
+	for _, x := range all {
+		m += x
+	}
+	m /= float64(len(all))
+	for _, x := range all {
+		v += (x - m) * (x - m)
+	}
+	v /= float64(len(all))
+	if math.Abs(o.mean[0]-m) > 1e-9 || math.Abs(o.vr[0]-v) > 1e-9 {
+		t.Errorf("moments %g, %g; want %g, %g", o.mean[0], o.vr[0], m, v)
+	}
+}
+
+// TestDryRunChangesNothing: a dry run sends the honest features,
+// embedding and gradient, while its trigger is the one the attack would
+// use after the same honest embeddings.
+func TestDryRunChangesNothing(t *testing.T) {
+	ids, f := grFeatures()
+	c := BackdoorConfig{Known: []uint64{10}, TrainIDs: ids, Train: f, Poison: 0.3, DryRun: true}
+	gr, err := NewBackdoor("gradient_replacement", c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &data.Batch{}
+	f.Gather([]int{0, 1, 2, 3, 4, 5}, b)
+	if err := gr.Features(0, ids, b); err != nil || !slices.Equal(b.Dense.Data, f.Dense) {
+		t.Errorf("dry gradient replacement changed the features: %v (%v)", b.Dense.Data, err)
+	}
+	g := mat(6, 1, 1, 2, 3, 4, 5, 6)
+	if out, _ := gr.Gradient(0, ids, g); out != g {
+		t.Errorf("dry gradient replacement changed the gradient: %v", out.Data)
+	}
+
+	dry, err := NewBackdoor("villain", c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.DryRun = false
+	attack, err := NewBackdoor("villain", c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for step := range 3 {
+		e := randBatch(rng, 6, 4)
+		if out, _ := dry.Send(int64(step), ids, e); out != e {
+			t.Fatalf("step %d: the dry run sent another embedding", step)
+		}
+		if _, err := attack.Send(int64(step), ids, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b2 := tensor.New(1, 4), tensor.New(1, 4)
+	dry.TriggerEmbedding(a)
+	attack.TriggerEmbedding(b2)
+	if !slices.Equal(a.Data, b2.Data) || slices.Equal(a.Data, make([]float32, 4)) {
+		t.Errorf("dry trigger %v, the attack's %v", a.Data, b2.Data)
+	}
+}

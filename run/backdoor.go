@@ -1,0 +1,129 @@
+package run
+
+import (
+	"fmt"
+
+	"github.com/splitguard/splitguard/config"
+	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/integrity"
+	"github.com/splitguard/splitguard/metrics"
+	"github.com/splitguard/splitguard/model"
+	"github.com/splitguard/splitguard/rundir"
+)
+
+// newBackdoor builds the passive party's backdoor attack of the
+// configuration (nil for an honest party): the evaluation side draws the
+// known rows of the target class from the training labels and hands
+// their IDs, with the passive's own rows, to the attack.
+func newBackdoor(cfg *config.Config, pv, av *view) (integrity.Backdoor, []uint64, error) {
+	if cfg.Backdoor == "" {
+		return nil, nil, nil
+	}
+	known := cfg.BackdoorKnownIDs
+	if len(known) == 0 {
+		known = cfg.KnownTargetRows(av.train.IDs, av.train.Labels)
+	}
+	if len(known) == 0 {
+		return nil, nil, fmt.Errorf("backdoor %s: the training split has no row of the target class %d", cfg.Backdoor, cfg.BackdoorTarget)
+	}
+	bd, err := cfg.NewBackdoor(known, pv.train.IDs, pv.train.X)
+	return bd, known, err
+}
+
+// backdoorRows is how many test rows the outcome scores at once.
+const backdoorRows = 2048
+
+// backdoorOutcome scores the models as they are on the test split, clean
+// and with the attack's trigger on every row: the clean test AUC and the
+// attack success rate (metrics.AttackSuccessRate).
+func backdoorOutcome(cfg *config.Config, bd integrity.Backdoor, known []uint64, bottom model.Bottom, top model.Top, wide bool, pv, av *view) (*rundir.BackdoorSummary, error) {
+	n := len(av.test.IDs)
+	clean := make([]float32, n)
+	trig := make([]float32, n)
+	var pb, ab data.Batch
+	rows := make([]int, 0, backdoorRows)
+	for s := 0; s < n; s += backdoorRows {
+		rows = rows[:0]
+		for r := s; r < min(s+backdoorRows, n); r++ {
+			rows = append(rows, r)
+		}
+		var w *data.Batch
+		if wide {
+			av.test.X.Gather(rows, &ab)
+			w = &ab
+		}
+		for _, triggered := range []bool{false, true} {
+			pv.test.X.Gather(rows, &pb)
+			if triggered {
+				bd.TriggerFeatures(&pb)
+			}
+			e, err := bottom.Forward(&pb)
+			if err != nil {
+				return nil, fmt.Errorf("backdoor outcome: %w", err)
+			}
+			if triggered {
+				e = e.Clone()
+				bd.TriggerEmbedding(e)
+			}
+			logits, err := top.Forward(e, w)
+			if err != nil {
+				return nil, fmt.Errorf("backdoor outcome: %w", err)
+			}
+			dst := clean
+			if triggered {
+				dst = trig
+			}
+			copy(dst[s:], logits)
+		}
+	}
+	asr, asrRows, err := metrics.AttackSuccessRate(trig, av.test.Labels, uint8(cfg.BackdoorTarget))
+	if err != nil {
+		return nil, err
+	}
+	scores := make([]float64, n)
+	for i, v := range clean {
+		scores[i] = float64(v)
+	}
+	auc, _ := metrics.AUC(scores, av.test.Labels, nil)
+	out := &rundir.BackdoorSummary{Attack: cfg.Backdoor, Target: cfg.BackdoorTarget, DryRun: cfg.BackdoorDryRun, Known: len(known), KnownIDs: known, From: cfg.BackdoorFrom,
+		ASR: asr, ASRRows: asrRows, CleanTestAUC: auc}
+	if inf, ok := bd.(interface{ Inferred() []uint64 }); ok && !cfg.BackdoorDryRun {
+		label := make(map[uint64]uint8, len(av.train.IDs))
+		for i, id := range av.train.IDs {
+			label[id] = av.train.Labels[i]
+		}
+		ids := inf.Inferred()
+		hit := 0
+		for _, id := range ids {
+			if int(label[id]) == cfg.BackdoorTarget {
+				hit++
+			}
+		}
+		out.Inferred = len(ids)
+		if len(ids) > 0 {
+			p := float64(hit) / float64(len(ids))
+			out.InferredPrecision = &p
+		}
+	}
+	return out, nil
+}
+
+// recordBackdoor puts the backdoor's outcome (none for an honest party)
+// in the summary and the log.
+func recordBackdoor(cfg *config.Config, rec *rundir.Recorder, bd integrity.Backdoor, known []uint64, bottom model.Bottom, top model.Top, wide bool, pv, av *view, opt Options) error {
+	if bd == nil || av.test == nil || len(av.test.IDs) == 0 {
+		return nil
+	}
+	out, err := backdoorOutcome(cfg, bd, known, bottom, top, wide, pv, av)
+	if err != nil {
+		return err
+	}
+	logf(opt.Log, "backdoor %s: attack success rate %.4f on %d test rows not of class %d; clean test AUC %.4f",
+		out.Attack, out.ASR, out.ASRRows, out.Target, out.CleanTestAUC)
+	if out.InferredPrecision != nil {
+		logf(opt.Log, "backdoor %s: %d training rows held to be of the target class, %.3f of them are",
+			out.Attack, out.Inferred, *out.InferredPrecision)
+	}
+	rec.SetBackdoor(out)
+	return nil
+}

@@ -1,0 +1,106 @@
+package run
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/splitguard/splitguard/integrity"
+	"github.com/splitguard/splitguard/metrics"
+)
+
+var detectionSeeds = flag.Int("detection-seeds", 4, "honest and cheating seeds per attack of TestBackdoorDetectionAUC (the issue's figure: 20)")
+
+// detectionAUC runs n honest and n cheating seeds of cfg's table (attack
+// from step from) with every registered detector, and returns each
+// detector's AUC of cheating against honest by the run's largest score
+// (summary.json integrity), with the attack success rates of the cheating
+// runs.
+func detectionAUC(t *testing.T, attack string, from int64, n int) (map[string]float64, []float64) {
+	t.Helper()
+	dets := integrity.DetectorNames()
+	scores := map[string][]float64{}
+	var labels []uint8
+	var asr []float64
+	for _, cheat := range []bool{false, true} {
+		for seed := range n {
+			cfg := backdoorConfig(t, 3000, 21)
+			cfg.Seed = uint64(100 + seed)
+			cfg.Detectors = dets
+			if cheat {
+				cfg.Backdoor, cfg.BackdoorFrom = attack, from
+			}
+			sum, err := Train(context.Background(), cfg, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range dets {
+				scores[d] = append(scores[d], sum.Integrity[d])
+			}
+			var y uint8
+			if cheat {
+				y = 1
+				asr = append(asr, sum.Backdoor.ASR)
+			}
+			labels = append(labels, y)
+		}
+	}
+	out := map[string]float64{}
+	for _, d := range dets {
+		auc, ok := metrics.AUC(scores[d], labels, nil)
+		if !ok {
+			t.Fatalf("%s: no AUC", d)
+		}
+		out[d] = auc
+		// The share of cheating runs caught by a threshold just above every
+		// honest run's largest score (no false alarm on these runs).
+		top := slices.Max(scores[d][:n])
+		caught := 0
+		for _, v := range scores[d][n:] {
+			if v > top {
+				caught++
+			}
+		}
+		t.Logf("%s %s: honest %v, cheating %v; %d of %d cheating runs above every honest one (%.3g)",
+			attack, d, fmtScores(scores[d][:n]), fmtScores(scores[d][n:]), caught, n, top)
+	}
+	return out, asr
+}
+
+func fmtScores(s []float64) string {
+	parts := make([]string, len(s))
+	for i, v := range s {
+		parts[i] = fmt.Sprintf("%.3g", v)
+	}
+	return strings.Join(parts, " ")
+}
+
+// TestBackdoorDetectionAUC measures each detector's AUC of honest against
+// cheating runs (-detection-seeds N of each; 20 for the table of
+// docs/methods/integrity.md, run with -run TestBackdoorDetectionAUC
+// -detection-seeds 20 -v). The outlier_peak detector must separate
+// gradient replacement's runs from the honest ones (AUC ≥ 0.9), the
+// outlier detector VILLAIN's (AUC ≥ 0.75); the other figures are logged.
+func TestBackdoorDetectionAUC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains 4 × seeds runs")
+	}
+	for _, tc := range []struct {
+		attack   string
+		from     int64
+		detector string
+		minAUC   float64
+	}{{"gradient_replacement", 24, "outlier_peak", 0.9}, {"villain", 24, "outlier", 0.75}} {
+		auc, asr := detectionAUC(t, tc.attack, tc.from, *detectionSeeds)
+		for _, d := range slices.Sorted(maps.Keys(auc)) {
+			t.Logf("%s: detector %s AUC %.3f (attack success rates %s)", tc.attack, d, auc[d], fmtScores(asr))
+		}
+		if d, want := tc.detector, tc.minAUC; auc[d] < want {
+			t.Errorf("%s: %s detector AUC %.3f, want ≥ %g", tc.attack, d, auc[d], want)
+		}
+	}
+}
