@@ -151,6 +151,11 @@ type Config struct {
 	// config.yaml at their defaults.
 	Staleness  int `yaml:"staleness,omitempty"`
 	LocalSteps int `yaml:"local_steps,omitempty"`
+	// WireFeedback turns on error feedback for the gradients' rounding
+	// (wire.Feedback, docs/methods/wan.md): the active adds every training
+	// row's residual from its last rounding to the row's next gradient. It
+	// needs a lossy WireGradient; embeddings have none (see there).
+	WireFeedback bool `yaml:"wire_feedback,omitempty"`
 
 	// Validation and model selection. ValFrac is the share of the
 	// training rows held out for validation, decided by a keyed hash of
@@ -540,8 +545,10 @@ func (c *Config) validate() error {
 	c.validateSelection(bad)
 	c.validateIntegrity(bad)
 	c.validateHijack(bad)
-	if _, err := c.Wire(); err != nil {
+	if w, err := c.Wire(); err != nil {
 		bad("%v", err)
+	} else if c.WireFeedback && w.Gradient == wire.F32 {
+		bad("key wire_feedback: error feedback needs a lossy wire_gradient (f16, bf16 or int8); f32 sends the gradient exactly")
 	}
 	if c.Staleness < 0 || c.Staleness >= transport.MaxInFlight {
 		bad("key staleness: %d, want 0 to %d (the batches in flight beyond the one answered)", c.Staleness, transport.MaxInFlight-1)

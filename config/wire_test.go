@@ -43,3 +43,31 @@ func TestWireKeys(t *testing.T) {
 		t.Errorf("an unknown encoding: %v", err)
 	}
 }
+
+// TestWireFeedbackKey checks the error-feedback key: off by default and
+// absent from config.yaml then, recorded when on, and refused with f32
+// gradients (nothing to feed back) naming the key.
+func TestWireFeedbackKey(t *testing.T) {
+	c := Default()
+	b, err := Marshal(&c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.WireFeedback || strings.Contains(string(b), "wire_feedback") {
+		t.Fatalf("error feedback on by default or recorded when off:\n%s", b)
+	}
+	if err := DecodeYAML([]byte("wire_gradient: int8\nwire_feedback: true\n"), &c); err != nil {
+		t.Fatal(err)
+	}
+	c.SynthRows, c.Out = 100, t.TempDir()
+	if err := c.Validate(); err != nil || !c.WireFeedback {
+		t.Fatalf("int8 with error feedback: %v (on: %t)", err, c.WireFeedback)
+	}
+	if b, _ = Marshal(&c); !strings.Contains(string(b), "\nwire_feedback: true\n") {
+		t.Errorf("config.yaml does not record error feedback:\n%s", b)
+	}
+	c.WireGradient = "f32"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "key wire_feedback: error feedback needs a lossy wire_gradient") {
+		t.Errorf("error feedback with f32 gradients: %v", err)
+	}
+}

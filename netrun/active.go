@@ -106,7 +106,14 @@ type activeRun struct {
 	// top's forward and backward, the protection, the audit).
 	computeSteps int64
 	computeTime  time.Duration
-	start        time.Time
+	// waitSteps times the active waited waitTime from answering a training
+	// step to the next one's arrival (the passive's compute, the round
+	// trip and the transfers; not across evaluations); answered is when it
+	// last answered one (zero after an evaluation message).
+	waitSteps int64
+	waitTime  time.Duration
+	answered  time.Time
+	start     time.Time
 	// planned is the number of training steps of the run.
 	planned int64
 	// saved is the step of the newest checkpoint this party saved or
@@ -365,9 +372,14 @@ func (r *activeRun) TrainStep(f *transport.Forward) (*transport.Backward, error)
 	}
 	r.embedding, r.ids = f.Embedding, f.IDs
 	r.stepStart = time.Now()
+	if !r.answered.IsZero() {
+		r.waitSteps++
+		r.waitTime += r.stepStart.Sub(r.answered)
+	}
 	b, err := r.party.TrainStep(f)
+	r.answered = time.Now()
 	r.computeSteps++
-	r.computeTime += time.Since(r.stepStart)
+	r.computeTime += r.answered.Sub(r.stepStart)
 	return b, err
 }
 
@@ -380,6 +392,7 @@ func (r *activeRun) EvalBatch(f *transport.Forward) (*transport.Backward, error)
 	if err := r.started(f); err != nil {
 		return nil, err
 	}
+	r.answered = time.Time{} // the wait across an evaluation is not a training step's
 	b, err := r.party.EvalBatch(f)
 	if err != nil || !f.Last {
 		return b, err
@@ -586,7 +599,7 @@ func (r *activeRun) build(step int64) error {
 	}
 	party, err := active.New(top, r.split.Train, r.eval, sched, cfg.CutDim(), active.Config{
 		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, TrainTargets: def.TrainTargets, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
-		Observer: r.observe, EvalObserver: r.evalDone, ValRows: r.valRows, WireGradient: enc.Gradient,
+		Observer: r.observe, EvalObserver: r.evalDone, ValRows: r.valRows, WireGradient: enc.Gradient, WireFeedback: cfg.WireFeedback,
 		Contribution: cfg.Contribution, LocalSteps: cfg.LocalSteps,
 	})
 	if err != nil {
@@ -733,8 +746,10 @@ func (r *activeRun) finish() (*rundir.Summary, error) {
 		r.log.Warn(w)
 	}
 	if r.computeSteps > 0 {
-		r.log.Info("time per training step on this side (the passive's log gives its own and its wait for the answer: the difference is the link)",
-			"compute_ms", msPer(r.computeTime, r.computeSteps), "steps", r.computeSteps)
+		// The link's share is this side's wait less the passive's compute
+		// (its log), or the passive's wait less this side's compute.
+		r.log.Info("time per training step on this side: its compute, and its wait from an answer to the next step (the passive's compute, the round trip and the transfer both ways); the link's share is the wait less the passive's logged compute",
+			"compute_ms", msPer(r.computeTime, r.computeSteps), "waiting_ms", msPer(r.waitTime, r.waitSteps), "steps", r.computeSteps)
 	}
 	return s, nil
 }

@@ -313,6 +313,10 @@ func (c *Config) SharedDigest() []byte {
 		// then unchanged).
 		s += fmt.Sprintf(" staleness=%d local_steps=%d", c.Staleness, max(c.LocalSteps, 1))
 	}
+	if c.WireFeedback {
+		// Error feedback of the gradients (absent when off).
+		s += " wire_feedback=true"
+	}
 	if pd := c.PassiveDefences(); len(pd) > 0 {
 		// The passive party applies them, the active records them
 		// (absent without one: the digest is then unchanged).
@@ -329,7 +333,7 @@ func (c *Config) digestHint() string {
 	if l := c.PassiveDefences(); len(l) > 0 {
 		pd = strings.Join(l, ", ")
 	}
-	return "the digest covers the model, optimiser, data split, schedule, evaluation and checkpoint cadence, the wire encodings, " +
+	return "the digest covers the model, optimiser, data split, schedule, evaluation and checkpoint cadence, the wire encodings and their error feedback, " +
 		"and the passive-side defences, which both parties must set alike (here: " + pd + "); compare the two parties' config.yaml"
 }
 

@@ -18,7 +18,10 @@ import (
 // mutual TLS, and checks that the records agree bit for bit (the parties
 // round, the transport packs losslessly), that they differ from the f32
 // run's (the rounding is applied), and that config.yaml records the
-// encodings. The test AUCs are logged, not asserted: the data is tiny.
+// encodings. int8 with error feedback (wire_feedback) is one more row:
+// the residuals the active keeps must give the same records in both
+// modes and differ from plain int8's. The test AUCs are logged, not
+// asserted: the data is tiny.
 func TestEncodedNetworkedMatchesInProcess(t *testing.T) {
 	path := synthFile(t, 900)
 	root := t.TempDir()
@@ -28,11 +31,16 @@ func TestEncodedNetworkedMatchesInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	f32Evals := readLines[rundir.EvalRecord](t, filepath.Join(ref.Out, "eval.jsonl"))
-	for _, enc := range []string{"f16", "bf16", "int8"} {
-		t.Run(enc, func(t *testing.T) {
-			dir := filepath.Join(root, enc)
+	evals := map[string][]rundir.EvalRecord{}
+	for _, tc := range []struct {
+		name, enc string
+		feedback  bool
+	}{{"f16", "f16", false}, {"bf16", "bf16", false}, {"int8", "int8", false}, {"int8+ef", "int8", true}} {
+		enc := tc.enc
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(root, tc.name)
 			base := smallConfig(path, filepath.Join(dir, "inproc"))
-			base.WireEmbedding, base.WireGradient = enc, enc
+			base.WireEmbedding, base.WireGradient, base.WireFeedback = enc, enc, tc.feedback
 			want, err := run.Train(context.Background(), base, run.Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -44,7 +52,11 @@ func TestEncodedNetworkedMatchesInProcess(t *testing.T) {
 				t.Fatalf("evaluations differ:\n got %v\nwant %v", g, w)
 			}
 			if reflect.DeepEqual(w, f32Evals) {
-				t.Errorf("the %s run's evaluations equal the f32 run's: nothing was rounded", enc)
+				t.Errorf("the %s run's evaluations equal the f32 run's: nothing was rounded", tc.name)
+			}
+			evals[tc.name] = w
+			if tc.feedback && reflect.DeepEqual(w, evals[enc]) {
+				t.Errorf("the %s run's evaluations equal the %s run's: error feedback changed nothing", tc.name, enc)
 			}
 			sameBatches(t, act.Out, base.Out, 1)
 			if got.TestAUCFinal != want.TestAUCFinal || got.TrainLossFinal != want.TrainLossFinal || got.Steps != want.Steps {
@@ -58,8 +70,11 @@ func TestEncodedNetworkedMatchesInProcess(t *testing.T) {
 				if !strings.Contains(string(b), "wire_embedding: "+enc+"\n") || !strings.Contains(string(b), "wire_gradient: "+enc+"\n") {
 					t.Errorf("%s does not record the encodings %s", filepath.Join(d, rundir.ConfigFile), enc)
 				}
+				if tc.feedback != strings.Contains(string(b), "wire_feedback: true\n") {
+					t.Errorf("%s records error feedback wrongly (want %t)", filepath.Join(d, rundir.ConfigFile), tc.feedback)
+				}
 			}
-			t.Logf("test AUC %s %.6f, f32 %.6f; %d steps", enc, got.TestAUCFinal, f32.TestAUCFinal, got.Steps)
+			t.Logf("test AUC %s %.6f, f32 %.6f; %d steps", tc.name, got.TestAUCFinal, f32.TestAUCFinal, got.Steps)
 		})
 	}
 }

@@ -293,6 +293,9 @@ func SettingOf(cfg map[string]any) Setting {
 	}
 	l := protect.Describe(protection, params)
 	s.Method, s.Param, s.Value = l.Method, strings.Join(l.Parts, ", "), l.Strength
+	if w := wireLabel(cfg); w != "" {
+		s.Param = strings.TrimPrefix(s.Param+", "+w, ", ")
+	}
 	return s
 }
 

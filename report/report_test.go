@@ -28,6 +28,16 @@ func TestSettingOf(t *testing.T) {
 		{"marvell + dcor", map[string]any{"protect": "marvell", "marvell_s": 4, "dcor_alpha": 0.005}, "marvell+dcor", "s=4, α=0.005", 4, "?"},
 		{"label dp", map[string]any{"protect": "none", "label_dp_eps": "2"}, "label_dp", "ε=2", 2, "?"},
 		{"max_norm", map[string]any{"protect": "max_norm"}, "max_norm", "", nan, "?"},
+		// Wire options are settings of their own; f32 both ways is none.
+		{"wire f32", map[string]any{"protect": "none", "wire_embedding": "f32", "wire_gradient": "f32"}, "none", "", nan, "?"},
+		{"wire int8", map[string]any{"protect": "none", "wire_embedding": "int8", "wire_gradient": "int8"}, "none", "wire int8", nan, "?"},
+		{"wire int8+EF", map[string]any{"protect": "none", "wire_embedding": "int8", "wire_gradient": "int8", "wire_feedback": true}, "none", "wire int8+EF", nan, "?"},
+		{"wire mixed", map[string]any{"protect": "marvell", "marvell_s": 4, "wire_embedding": "bf16", "wire_gradient": "int8"}, "marvell", "s=4, wire bf16/int8", 4, "?"},
+		{"wire gradient only", map[string]any{"protect": "none", "wire_gradient": "f16"}, "none", "wire f32/f16", nan, "?"},
+		// Schedules that overlap the parties' steps, likewise.
+		{"staleness", map[string]any{"protect": "none", "staleness": 2, "local_steps": 1}, "none", "k=2", nan, "?"},
+		{"int8, k and Q", map[string]any{"protect": "iso", "iso_t": 9, "wire_embedding": "int8", "wire_gradient": "int8", "staleness": 1, "local_steps": 4}, "iso", "t=9, wire int8, k=1, Q=4", 9, "?"},
+		{"synchronous", map[string]any{"protect": "none", "staleness": 0, "local_steps": 1}, "none", "", nan, "?"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -274,7 +274,7 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 	}
 	act, err := active.New(top, split.Train, eval, sched, bottom.CutDim(), active.Config{
 		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, TrainTargets: def.TrainTargets, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
-		Observer: j.active, EvalObserver: onEval, ValRows: valRows, WireGradient: enc.Gradient,
+		Observer: j.active, EvalObserver: onEval, ValRows: valRows, WireGradient: enc.Gradient, WireFeedback: cfg.WireFeedback,
 		Contribution: cfg.Contribution, Hijack: hijack, LocalSteps: cfg.LocalSteps,
 	})
 	if err != nil {

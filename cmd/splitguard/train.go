@@ -66,6 +66,7 @@ func trainFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.WireGradient, "wire-gradient", c.WireGradient, "encoding of the gradients the active party sends: "+strings.Join(wire.Names(), ", ")+" (the active rounds the protected gradient to it)")
 	fs.IntVar(&c.Staleness, "staleness", c.Staleness, "pipelined schedule: the passive sends the next K batches' embeddings while a gradient is in flight (0: the exact protocol; see docs/methods/wan.md)")
 	fs.IntVar(&c.LocalSteps, "local-steps", c.LocalSteps, "FedBCD local updates: each party takes Q updates per exchange on the cached partner message (0 or 1: none extra; see docs/methods/wan.md)")
+	fs.BoolVar(&c.WireFeedback, "wire-feedback", c.WireFeedback, "error feedback for a lossy --wire-gradient: the active adds each training row's rounding residual to the row's next gradient (see docs/methods/wan.md)")
 	fs.StringVar(&c.Protect, "protect", c.Protect, "gradient protection: "+strings.Join(protect.Names(), ", "))
 	defenceFlags(fs, &c.Params)
 	fs.StringSliceVar(&c.Attacks, "attacks", c.Attacks, "attacks to audit every batch: "+strings.Join(attack.Names(), ", ")+", or all")

@@ -60,6 +60,12 @@ type Config struct {
 	// before the Observer sees it and it is sent, so that the audit sees
 	// what the passive receives (F32, the zero value: as it is).
 	WireGradient wire.Encoding
+	// WireFeedback turns on error feedback for the gradients' rounding
+	// (wire.Feedback): the residual of every training row's last rounding
+	// is added to its next gradient before that is rounded. It needs a
+	// lossy WireGradient and keeps one float32 per training row and cut
+	// column.
+	WireFeedback bool
 	// ValRows is how many leading rows of the evaluation set are the
 	// validation split (the rest are the test split): both are scored in
 	// one evaluation round and their metrics kept apart.
@@ -165,6 +171,7 @@ type Active struct {
 	dLogits   []float32
 	protected *tensor.Matrix
 	clean     *tensor.Matrix // the clean gradient's copy under local steps
+	feedback  *wire.Feedback // error feedback of the gradients' rounding, or nil
 	wantIDs   []uint64
 
 	evalProbs []float32
@@ -198,11 +205,15 @@ func New(top model.Top, train, test *data.Dataset, sched *schedule.Schedule, cut
 	if cfg.ACEBins <= 0 {
 		cfg.ACEBins = 15
 	}
+	fb, err := newFeedback(cfg, len(train.IDs), cutDim)
+	if err != nil {
+		return nil, err
+	}
 	pcg := rand.NewPCG(cfg.Seed, streamProtect)
 	return &Active{
 		top: top, train: train, test: test, sched: sched, cfg: cfg, cutDim: cutDim,
 		pcg: pcg, rng: rand.New(pcg),
-		protected: &tensor.Matrix{},
+		protected: &tensor.Matrix{}, feedback: fb,
 	}, nil
 }
 
@@ -349,7 +360,7 @@ func (a *Active) TrainStep(f *transport.Forward) (*transport.Backward, error) {
 		}
 		copy(a.protected.Data, h.Data)
 	}
-	if err := a.cfg.WireGradient.Round(a.protected); err != nil {
+	if err := a.roundGradient(rows); err != nil {
 		return nil, fmt.Errorf("active: step %d: protected gradient: %w", a.step, err)
 	}
 	if a.cfg.Observer != nil {

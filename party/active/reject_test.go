@@ -18,6 +18,16 @@ import (
 // 100, 101, … and alternating labels, batch 4, cut width 3.
 func newTestActive(t *testing.T, n int) (*Active, *schedule.Schedule) {
 	t.Helper()
+	prot, err := protect.New("iso", protect.Params{"iso_t": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newTestActiveWith(t, n, Config{Protector: prot, Seed: 5})
+}
+
+// newTestActiveWith is newTestActive's party with configuration cfg.
+func newTestActiveWith(t *testing.T, n int, cfg Config) (*Active, *schedule.Schedule) {
+	t.Helper()
 	d := &data.Dataset{X: &data.Features{Rows: n, NumDense: 1, Dense: make([]float32, n)}}
 	for i := range n {
 		d.IDs = append(d.IDs, uint64(100+i))
@@ -31,11 +41,7 @@ func newTestActive(t *testing.T, n int) (*Active, *schedule.Schedule) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prot, err := protect.New("iso", protect.Params{"iso_t": 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := New(top, d, d, sched, 3, Config{Protector: prot, Seed: 5})
+	a, err := New(top, d, d, sched, 3, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

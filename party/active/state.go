@@ -16,8 +16,9 @@ const stateTag = "splitguard/active/v1"
 // SaveState writes what the active party needs to resume training
 // bit-identically between two steps: the step count, the random stream of
 // the protection, the protection's own state (protect.Stateful) and the
-// top model's parameters and optimiser state. It must not be called while
-// a step is in progress.
+// top model's parameters and optimiser state, and, with error feedback,
+// every training row's residual (a section the state has only then). It
+// must not be called while a step is in progress.
 func (a *Active) SaveState(w io.Writer) error {
 	rs, err := a.pcg.MarshalBinary()
 	if err != nil {
@@ -37,6 +38,13 @@ func (a *Active) SaveState(w io.Writer) error {
 	b = appendBlob(b, rs)
 	b = appendBlob(b, ps)
 	b = appendBlob(b, model.Bytes())
+	if a.feedback != nil {
+		fb, err := a.feedback.MarshalBinary()
+		if err != nil {
+			return fmt.Errorf("active: saving the error feedback: %w", err)
+		}
+		b = appendBlob(b, fb)
+	}
 	_, err = w.Write(b)
 	return err
 }
@@ -66,8 +74,14 @@ func (a *Active) LoadState(r io.Reader) error {
 			return fmt.Errorf("active: state: %w", err)
 		}
 	}
+	var fb []byte
+	if a.feedback != nil {
+		if fb, raw, err = takeBlob(raw); err != nil {
+			return fmt.Errorf("active: state: error feedback (a state saved without it?): %w", err)
+		}
+	}
 	if len(raw) != 0 {
-		return fmt.Errorf("active: state: %d trailing bytes", len(raw))
+		return fmt.Errorf("active: state: %d trailing bytes (a state saved with error feedback?)", len(raw))
 	}
 	if step < 0 {
 		return fmt.Errorf("active: state: negative step %d", step)
@@ -80,6 +94,11 @@ func (a *Active) LoadState(r io.Reader) error {
 	}
 	if err := a.top.Load(bytes.NewReader(model)); err != nil {
 		return fmt.Errorf("active: state: top model: %w", err)
+	}
+	if a.feedback != nil {
+		if err := a.feedback.UnmarshalBinary(fb); err != nil {
+			return fmt.Errorf("active: state: %w", err)
+		}
 	}
 	a.step, a.order = step, nil
 	return nil

@@ -1,0 +1,46 @@
+package step
+
+import (
+	"context"
+	"testing"
+
+	"github.com/splitguard/splitguard/config"
+	"github.com/splitguard/splitguard/transport/wire"
+)
+
+// TestMeasureLink measures a small MLP step in f32 and int8: every cost
+// is positive, and the int8 gradient message is the size worked out by
+// hand — per row a 4-byte scale and one byte per value (8 rows × (4+16)
+// = 160 bytes of values), plus its framing — which is the f32 message's
+// framing plus 8 × 16 × 4 = 512 bytes of values (the gradient has no +0,
+// so f32 packs it dense).
+func TestMeasureLink(t *testing.T) {
+	cfg := config.Default()
+	cfg.Model, cfg.Layers, cfg.Cut, cfg.Batch, cfg.SynthRows, cfg.Out = "mlp", []int{16, 16}, 1, 8, 200, "unused"
+	cfg.Baseline, cfg.EvalEvery, cfg.EarlyStop, cfg.ValFrac = false, 0, 0, 0
+	cfg.Resolve()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	f32, i8 := wire.Encodings{}, wire.Encodings{Embedding: wire.Int8, Gradient: wire.Int8}
+	got, err := MeasureLink(context.Background(), LinkSpec{Config: &cfg, Encodings: []wire.Encodings{f32, i8}, Steps: 3, Warmup: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Wire != f32 || got[1].Wire != i8 {
+		t.Fatalf("measured %+v, want f32 then int8", got)
+	}
+	for _, g := range got {
+		c := g.Costs
+		if c.Passive <= 0 || c.Active <= 0 || c.Overhead <= 0 || c.Forward <= 0 || c.Backward <= 0 {
+			t.Errorf("%v: a cost is not positive: %+v", g.Wire, c)
+		}
+		t.Logf("%v: %+v", g.Wire.Embedding, c)
+	}
+	// The tensor field's length prefix is one byte in both (160 and 512
+	// bytes both need a 2-byte varint); the int8 tensor has no other
+	// field the f32 one lacks but its encoding number (2 bytes).
+	if d := got[0].Costs.Backward - got[1].Costs.Backward; d != 512-160-2 {
+		t.Errorf("f32 gradient message %d bytes, int8 %d: difference %d, want 512 − 160 − 2 = 350", got[0].Costs.Backward, got[1].Costs.Backward, d)
+	}
+}

@@ -1,0 +1,281 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/splitguard/splitguard/bench/step"
+	"github.com/splitguard/splitguard/config"
+	"github.com/splitguard/splitguard/transport/linkplan"
+	"github.com/splitguard/splitguard/transport/linktest"
+	"github.com/splitguard/splitguard/transport/wire"
+)
+
+func init() { subcommands = append(subcommands, newPlanLinkCmd) }
+
+// planLinkOptions are the flags of `splitguard plan-link` beyond the run's.
+type planLinkOptions struct {
+	RTT              time.Duration
+	UpMbit, DownMbit float64
+	Encodings        []string
+	Staleness, Local []int
+	Steps, Warmup    int
+	JSON             bool
+	Check            bool
+	// PassiveMS and ActiveMS, when positive, replace the measured compute
+	// of each party per step.
+	PassiveMS, ActiveMS float64
+	configFile          string
+}
+
+func newPlanLinkCmd() *cobra.Command {
+	cfg := config.Default()
+	o := planLinkOptions{}
+	cmd := &cobra.Command{
+		Use:   "plan-link --rtt 20ms --up 100 --down 100 [run flags]",
+		Short: "Predict the time per training step over a wide-area link for each encoding, staleness and local-step option",
+		Long: `plan-link measures what one training step of the run the flags describe costs
+(model, batch, cut, protection; synthetic Criteo-shaped rows unless --data): both
+parties in this process give each party's compute per step, grpcnet's encoding gives
+the bytes each way, and an exchange of the same messages over mutual TLS on loopback
+gives the transport's overhead; each encoding (both directions alike) is measured,
+with error feedback of the lossy ones' gradients under --wire-feedback.
+It then predicts the time per exchange and per update over the link --rtt/--up/--down
+for every encoding × staleness (--plan-staleness) × local steps (--plan-local-steps), with the
+model of docs/methods/wan.md ("The planner"):
+
+  k = 0, Q = 1:  t = C_p + C_a + o + RTT + B_f/up + B_b/down
+  in general:    T = max(Q·C_p, Q·C_a, B_f/up, B_b/down, (Q·C_p + C_a + o + RTT + B_f/up + B_b/down)/(k+1))
+                 per exchange, T/Q per update.
+
+--check then runs the same steps over grpcnet with mutual TLS through a loopback proxy
+that emulates the link (half the round trip each way, a token bucket per direction)
+and prints, per encoding, the prediction of the synchronous step beside the median
+measured step and its split: the passive's compute, the active's, and the rest of
+the exchange (round trip, transfers and the transport).
+
+--passive-ms and --active-ms replace a party's measured compute per step, for parties on other
+hosts than this one: the compute_ms that each party's log of a real run ends with.
+
+Both parties run on this machine while it measures: on a loaded machine the compute
+figures are its, not those of two dedicated hosts.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			final, err := resolveConfig(cmd.Flags(), o.configFile, cfg)
+			if err != nil {
+				return err
+			}
+			return runPlanLink(cmd, final, o)
+		},
+	}
+	trainFlags(cmd.Flags(), &cfg)
+	f := cmd.Flags()
+	f.StringVar(&o.configFile, "config", "", "YAML config file of the run; its keys mirror the flags, flags given on the command line win")
+	f.DurationVar(&o.RTT, "rtt", 20*time.Millisecond, "round trip time of the link")
+	f.Float64Var(&o.UpMbit, "up", 100, "bandwidth passive → active in Mbit/s (0: unlimited)")
+	f.Float64Var(&o.DownMbit, "down", 100, "bandwidth active → passive in Mbit/s (0: unlimited)")
+	f.StringSliceVar(&o.Encodings, "encodings", wire.Names(), "wire encodings to plan, each for both directions")
+	f.IntSliceVar(&o.Staleness, "plan-staleness", []int{0, 1, 2, 4}, "staleness values k to plan (a run's own is --staleness)")
+	f.IntSliceVar(&o.Local, "plan-local-steps", []int{1, 2, 4}, "local steps per exchange Q to plan (a run's own is --local-steps)")
+	f.IntVar(&o.Steps, "steps", 20, "timed steps per encoding (medians are used)")
+	f.IntVar(&o.Warmup, "warmup", 3, "untimed steps first")
+	f.BoolVar(&o.JSON, "json", false, "print the measured costs and the predictions as one JSON object")
+	f.Float64Var(&o.PassiveMS, "passive-ms", 0, "the passive party's compute per step in ms, instead of this machine's (e.g. compute_ms of a run's passive log on its own host)")
+	f.Float64Var(&o.ActiveMS, "active-ms", 0, "the active party's compute per step in ms, instead of this machine's (e.g. compute_ms of a run's active log)")
+	f.BoolVar(&o.Check, "check", false, "also run the synchronous steps (k = 0, Q = 1) over an emulated link of these settings (a loopback proxy) and print the measured time beside the prediction")
+	return cmd
+}
+
+// planRow is one predicted option.
+type planRow struct {
+	Encoding   string  `json:"encoding"`
+	Staleness  int     `json:"staleness"`
+	LocalSteps int     `json:"local_steps"`
+	MSExchange float64 `json:"ms_per_exchange"`
+	MSUpdate   float64 `json:"ms_per_update"`
+	Bound      string  `json:"bound"`
+	BytesPerEx int64   `json:"bytes_per_exchange"`
+	RoundMS    float64 `json:"round_ms"`
+}
+
+// checkRow is one encoding's synchronous step over the emulated link.
+type checkRow struct {
+	Encoding    string  `json:"encoding"`
+	PredictedMS float64 `json:"predicted_ms"`
+	MeasuredMS  float64 `json:"measured_ms"`
+	PassiveMS   float64 `json:"passive_ms"`
+	ActiveMS    float64 `json:"active_ms"`
+	LinkMS      float64 `json:"link_ms"`
+}
+
+// costRow is one encoding's measured costs.
+type costRow struct {
+	Encoding   string  `json:"encoding"`
+	PassiveMS  float64 `json:"passive_ms"`
+	ActiveMS   float64 `json:"active_ms"`
+	OverheadMS float64 `json:"overhead_ms"`
+	Forward    int64   `json:"bytes_forward"`
+	Backward   int64   `json:"bytes_backward"`
+}
+
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+func runPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions) error {
+	if o.RTT < 0 || o.UpMbit < 0 || o.DownMbit < 0 {
+		return fmt.Errorf("plan-link: --rtt %v, --up %g and --down %g must not be negative", o.RTT, o.UpMbit, o.DownMbit)
+	}
+	if o.PassiveMS < 0 || o.ActiveMS < 0 {
+		return fmt.Errorf("plan-link: --passive-ms %g and --active-ms %g must not be negative", o.PassiveMS, o.ActiveMS)
+	}
+	if o.Check && (o.PassiveMS > 0 || o.ActiveMS > 0) {
+		return fmt.Errorf("plan-link: --check measures this machine's compute; it does not go with --passive-ms or --active-ms")
+	}
+	if o.Steps < 1 || o.Warmup < 0 {
+		return fmt.Errorf("plan-link: --steps %d must be positive and --warmup %d non-negative", o.Steps, o.Warmup)
+	}
+	for _, k := range o.Staleness {
+		if k < 0 {
+			return fmt.Errorf("plan-link: --plan-staleness %d, want 0 or more", k)
+		}
+	}
+	for _, q := range o.Local {
+		if q < 1 {
+			return fmt.Errorf("plan-link: --plan-local-steps %d, want 1 or more", q)
+		}
+	}
+	var encs []wire.Encodings
+	for _, n := range o.Encodings {
+		e, err := wire.Parse(n)
+		if err != nil {
+			return fmt.Errorf("plan-link: --encodings: %w", err)
+		}
+		encs = append(encs, wire.Encodings{Embedding: e, Gradient: e})
+	}
+	if len(encs) == 0 {
+		return fmt.Errorf("plan-link: --encodings names none")
+	}
+	if cfg.Data == "" && cfg.SynthRows == 0 {
+		// Enough synthetic rows that every timed step is a full batch.
+		batch := max(cfg.Batch, 2)
+		cfg.SynthRows = (o.Warmup+o.Steps+2)*batch*10/9 + batch
+	}
+	cfg.Baseline, cfg.EvalEvery, cfg.EarlyStop, cfg.ValFrac = false, 0, 0, 0
+	if cfg.Out == "" {
+		cfg.Out = "plan-link" // Validate wants one; nothing is written
+	}
+	cfg.Resolve()
+	// --encodings replaces the run's wire keys; --wire-feedback then
+	// applies to the lossy ones among them.
+	ef := cfg.WireFeedback
+	cfg.WireEmbedding, cfg.WireGradient, cfg.WireFeedback = "f32", "f32", false
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("plan-link: %w", err)
+	}
+	cfg.WireFeedback = ef
+	measured, err := step.MeasureLink(cmd.Context(), step.LinkSpec{Config: &cfg, Encodings: encs, Steps: o.Steps, Warmup: o.Warmup})
+	if err != nil {
+		return fmt.Errorf("plan-link: %w", err)
+	}
+	link := linkplan.Link{RTT: o.RTT, Up: o.UpMbit * 1e6 / 8, Down: o.DownMbit * 1e6 / 8}
+	var costs []costRow
+	var rows []planRow
+	for i := range measured {
+		if o.PassiveMS > 0 {
+			measured[i].Costs.Passive = time.Duration(o.PassiveMS * 1e6)
+		}
+		if o.ActiveMS > 0 {
+			measured[i].Costs.Active = time.Duration(o.ActiveMS * 1e6)
+		}
+	}
+	for _, m := range measured {
+		c := m.Costs
+		costs = append(costs, costRow{m.Wire.Embedding.String(), ms(c.Passive), ms(c.Active), ms(c.Overhead), c.Forward, c.Backward})
+		for _, k := range o.Staleness {
+			for _, q := range o.Local {
+				p, err := linkplan.Predict(link, c, linkplan.Schedule{Staleness: k, LocalSteps: q})
+				if err != nil {
+					return fmt.Errorf("plan-link: %w", err)
+				}
+				rows = append(rows, planRow{m.Wire.Embedding.String(), k, q, ms(p.PerExchange), ms(p.PerUpdate), string(p.Bound), c.Forward + c.Backward, ms(p.Round)})
+			}
+		}
+	}
+	var checks []checkRow
+	if o.Check {
+		up := linktest.Link{Delay: o.RTT / 2, BytesPerSecond: link.Up}
+		down := linktest.Link{Delay: o.RTT / 2, BytesPerSecond: link.Down}
+		runs, err := step.MeasureOverLink(cmd.Context(), step.LinkSpec{Config: &cfg, Encodings: encs, Steps: o.Steps, Warmup: o.Warmup}, up, down)
+		if err != nil {
+			return fmt.Errorf("plan-link: --check: %w", err)
+		}
+		for i, r := range runs {
+			p, err := linkplan.Predict(link, measured[i].Costs, linkplan.Schedule{Staleness: 0, LocalSteps: 1})
+			if err != nil {
+				return fmt.Errorf("plan-link: %w", err)
+			}
+			s := r.Split
+			checks = append(checks, checkRow{r.Wire.Embedding.String(), ms(p.PerExchange), ms(s.Step), ms(s.Passive), ms(s.Active), ms(s.Link)})
+		}
+	}
+	out := cmd.OutOrStdout()
+	if o.JSON {
+		return json.NewEncoder(out).Encode(map[string]any{
+			"rtt_ms": ms(o.RTT), "up_mbit": o.UpMbit, "down_mbit": o.DownMbit,
+			"model": cfg.Model, "batch": cfg.Batch, "cut_width": cfg.CutDim(),
+			"measured": costs, "predicted": rows, "check": checks,
+		})
+	}
+	fmt.Fprintf(out, "link: round trip %v, up %s, down %s; model %s, batch %d, cut width %d\n",
+		o.RTT, mbit(o.UpMbit), mbit(o.DownMbit), cfg.Model, cfg.Batch, cfg.CutDim())
+	fmt.Fprintf(out, "measured on this machine (medians of %d steps; overhead: the same messages over mutual TLS on loopback)%s:\n", o.Steps, given(o))
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "encoding\tpassive ms\tactive ms\toverhead ms\tbytes →\tbytes ←\t")
+	for _, c := range costs {
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%d\t%d\t\n", c.Encoding, c.PassiveMS, c.ActiveMS, c.OverheadMS, c.Forward, c.Backward)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "predicted (k: staleness, Q: local steps per exchange):")
+	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "encoding\tk\tQ\tms/exchange\tms/update\tbound\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t%.1f\t%s\t\n", r.Encoding, r.Staleness, r.LocalSteps, r.MSExchange, r.MSUpdate, r.Bound)
+	}
+	if err := tw.Flush(); err != nil || len(checks) == 0 {
+		return err
+	}
+	fmt.Fprintln(out, "check over the emulated link (k = 0, Q = 1; medians):")
+	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "encoding\tpredicted ms\tmeasured ms\toff\tpassive ms\tactive ms\tlink+transport ms\t")
+	for _, c := range checks {
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%+.0f%%\t%.1f\t%.1f\t%.1f\t\n", c.Encoding, c.PredictedMS, c.MeasuredMS, 100*(c.PredictedMS/c.MeasuredMS-1), c.PassiveMS, c.ActiveMS, c.LinkMS)
+	}
+	return tw.Flush()
+}
+
+// mbit writes a bandwidth flag's value for the header.
+func mbit(v float64) string {
+	if v == 0 {
+		return "unlimited"
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64) + " Mbit/s"
+}
+
+// given names the compute figures the flags gave instead of measuring.
+func given(o planLinkOptions) string {
+	switch {
+	case o.PassiveMS > 0 && o.ActiveMS > 0:
+		return ", compute as given by --passive-ms and --active-ms"
+	case o.PassiveMS > 0:
+		return ", the passive's compute as given by --passive-ms"
+	case o.ActiveMS > 0:
+		return ", the active's compute as given by --active-ms"
+	}
+	return ""
+}

@@ -1,0 +1,164 @@
+// Package linkplan predicts the time of a split training step over a
+// wide-area link from what a step costs each party and what it sends:
+// the model behind `splitguard plan-link` (docs/methods/wan.md, "The
+// planner").
+//
+// A step of the synchronous protocol (staleness k = 0, one update per
+// exchange, Q = 1) is a chain: the passive computes its embedding, sends
+// it, the active computes the loss and the gradient and answers, and the
+// passive applies the gradient. Its time is
+//
+//	t = C_p + C_a + o + RTT + B_f/W_up + B_b/W_down
+//
+// with C_p the passive party's compute per step (forward, backward and
+// update of the bottom), C_a the active's (top, protection, rounding),
+// o the transport's own cost per exchange (encoding, TLS, gRPC; measured
+// on loopback), RTT the round trip, B_f and B_b the bytes of the forward
+// and backward message and W_up, W_down the bandwidth passive → active and
+// back.
+//
+// With bounded staleness k the passive keeps up to k+1 batches in flight
+// (it computes the embedding of batch t+k+1 once the gradient of batch t
+// is applied). The step is then a closed pipeline of four resources —
+// the passive's processor, the uplink, the active's processor, the
+// downlink — each serving one batch at a time, through which k+1 batches
+// circulate, plus the latency, which holds batches but serves any number
+// at once. In the marked-graph model of such a pipeline (deterministic
+// times), the time per batch is the largest cycle's time over its
+// tokens:
+//
+//	t = max(C_p, C_a, B_f/W_up, B_b/W_down, (C_p + C_a + o + RTT + B_f/W_up + B_b/W_down)/(k+1)),
+//
+// the slowest resource, or the round of one batch shared by k+1. The
+// parties' compute overlaps only because they run on different machines;
+// on one machine they share its processors and the prediction is
+// optimistic.
+//
+// With Q local updates per exchange (FedBCD: after an exchange each party
+// takes Q−1 further steps on the partner's cached message — the passive
+// recomputes its embedding and backpropagates the cached gradient, the
+// active reruns its top on the cached embedding), each exchange costs the
+// passive Q·C_p and the active Q·C_a. The active's Q−1 local steps run
+// after it has answered, beside the passive's, so they lie on the
+// active's own cycle but not on the batch's round, which is
+// C_p·Q + C_a + o + RTT + B_f/W_up + B_b/W_down:
+//
+//	T = max(Q·C_p, Q·C_a, B_f/W_up, B_b/W_down, (Q·C_p + C_a + o + RTT + B_f/W_up + B_b/W_down)/(k+1))
+//
+// per exchange (one batch), and T/Q per update: the link's cost is
+// shared by Q updates. For k = 0 and Q = 1 both reduce to t above.
+package linkplan
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Link is a wide-area link between the two parties.
+type Link struct {
+	// RTT is the round trip time.
+	RTT time.Duration
+	// Up and Down are the bandwidths in bytes per second, passive →
+	// active (embeddings) and active → passive (gradients); 0 is
+	// unlimited.
+	Up, Down float64
+}
+
+// Costs are what one training step costs, measured without the link.
+type Costs struct {
+	// Passive and Active are each party's compute per step: the passive's
+	// forward, backward and update of the bottom; the active's top,
+	// loss, protection, rounding and update.
+	Passive, Active time.Duration
+	// Overhead is the transport's own time per exchange (encoding and
+	// decoding, TLS, gRPC) on a link without delay or bandwidth limit.
+	Overhead time.Duration
+	// Forward and Backward are the bytes of the training messages each
+	// way, as the transport puts them on the connection.
+	Forward, Backward int64
+}
+
+// Schedule is how the parties overlap their steps.
+type Schedule struct {
+	// Staleness k is how many further batches the passive may send
+	// while a gradient is in flight (0: the synchronous protocol).
+	Staleness int
+	// LocalSteps Q is the updates each party takes per exchange (1: one,
+	// the synchronous protocol; FedBCD's local steps beyond it).
+	LocalSteps int
+}
+
+// Bound names what limits a prediction.
+type Bound string
+
+// What can bound a step.
+const (
+	BoundPassive  Bound = "passive compute"
+	BoundActive   Bound = "active compute"
+	BoundUplink   Bound = "uplink bandwidth"
+	BoundDownlink Bound = "downlink bandwidth"
+	BoundRound    Bound = "round trip"
+)
+
+// Prediction is the predicted time of a schedule.
+type Prediction struct {
+	// PerExchange is the time per exchange, one batch; PerUpdate the time
+	// per update of each party's model (PerExchange/Q).
+	PerExchange, PerUpdate time.Duration
+	// Round is one batch's time through the whole chain (compute both
+	// sides, overhead, round trip and both transfers).
+	Round time.Duration
+	// Bound is the term that sets PerExchange.
+	Bound Bound
+}
+
+// Transfer is the time to push n bytes at bytesPerSecond (0 when
+// unlimited).
+func Transfer(n int64, bytesPerSecond float64) time.Duration {
+	if bytesPerSecond == 0 {
+		return 0
+	}
+	return time.Duration(math.Round(float64(n) / bytesPerSecond * 1e9))
+}
+
+// Predict returns the time per exchange and per update of schedule s
+// over link l for a step costing c (see the package documentation for
+// the model). Negative costs, a negative staleness, fewer than one local
+// step or a negative or non-finite bandwidth are errors.
+func Predict(l Link, c Costs, s Schedule) (Prediction, error) {
+	switch {
+	case l.RTT < 0 || !(l.Up >= 0 && l.Up <= math.MaxFloat64) || !(l.Down >= 0 && l.Down <= math.MaxFloat64):
+		return Prediction{}, fmt.Errorf("linkplan: link %+v: round trip and bandwidths must be non-negative and finite", l)
+	case c.Passive < 0 || c.Active < 0 || c.Overhead < 0 || c.Forward < 0 || c.Backward < 0:
+		return Prediction{}, fmt.Errorf("linkplan: negative cost in %+v", c)
+	case s.Staleness < 0:
+		return Prediction{}, fmt.Errorf("linkplan: staleness %d, want 0 or more", s.Staleness)
+	case s.LocalSteps < 1:
+		return Prediction{}, fmt.Errorf("linkplan: %d local steps, want 1 or more", s.LocalSteps)
+	}
+	q := time.Duration(s.LocalSteps)
+	up, down := Transfer(c.Forward, l.Up), Transfer(c.Backward, l.Down)
+	round := q*c.Passive + c.Active + c.Overhead + l.RTT + up + down
+	p := Prediction{Round: round}
+	terms := []struct {
+		d time.Duration
+		b Bound
+	}{
+		{(round + time.Duration(s.Staleness)) / time.Duration(s.Staleness+1), BoundRound}, // rounded up
+		{q * c.Passive, BoundPassive},
+		{q * c.Active, BoundActive},
+		{up, BoundUplink},
+		{down, BoundDownlink},
+	}
+	for _, t := range terms {
+		if t.d > p.PerExchange {
+			p.PerExchange, p.Bound = t.d, t.b
+		}
+	}
+	if p.Bound == "" {
+		p.Bound = BoundRound
+	}
+	p.PerUpdate = p.PerExchange / q
+	return p, nil
+}

@@ -1,0 +1,97 @@
+package linkplan
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestPredictByHand checks predictions worked out by hand for a step of
+// C_p = 10 ms, C_a = 6 ms, overhead 2 ms, 1,000,000 bytes forward and
+// 500,000 back over a 20 ms link of 100 Mbit/s (12.5 MB/s) each way:
+// transfers of 80 ms up and 40 ms down, a round of 10+6+2+20+80+40 =
+// 158 ms.
+func TestPredictByHand(t *testing.T) {
+	ms := time.Millisecond
+	wan := Link{RTT: 20 * ms, Up: 12.5e6, Down: 12.5e6}
+	c := Costs{Passive: 10 * ms, Active: 6 * ms, Overhead: 2 * ms, Forward: 1e6, Backward: 5e5}
+	tests := []struct {
+		name     string
+		l        Link
+		c        Costs
+		s        Schedule
+		exchange time.Duration
+		update   time.Duration
+		bound    Bound
+	}{
+		{"sync", wan, c, Schedule{0, 1}, 158 * ms, 158 * ms, BoundRound},
+		// k = 1: 158/2 = 79 < the uplink's 80.
+		{"k1", wan, c, Schedule{1, 1}, 80 * ms, 80 * ms, BoundUplink},
+		{"k4", wan, c, Schedule{4, 1}, 80 * ms, 80 * ms, BoundUplink},
+		// Q = 2: round 20+6+2+20+80+40 = 168 per exchange, 84 per update.
+		{"Q2", wan, c, Schedule{0, 2}, 168 * ms, 84 * ms, BoundRound},
+		// Q = 4: round 40+6+142 = 188, 47 per update.
+		{"Q4", wan, c, Schedule{0, 4}, 188 * ms, 47 * ms, BoundRound},
+		// k = 2, Q = 4: 188/3 = 62.67 ms < 80 ms uplink.
+		{"k2Q4", wan, c, Schedule{2, 4}, 80 * ms, 20 * ms, BoundUplink},
+		// Loopback (no delay, no bandwidth limit): 18 ms synchronous; with
+		// k = 1 the passive's 10 ms bounds (round 18/2 = 9).
+		{"loopback", Link{}, c, Schedule{0, 1}, 18 * ms, 18 * ms, BoundRound},
+		{"loopback k1", Link{}, c, Schedule{1, 1}, 10 * ms, 10 * ms, BoundPassive},
+		// A slow active, C_a = 50 ms, Q = 3: the round 30+50+2+20+80+40 =
+		// 222 ms exceeds the active's 150 ms per exchange at k = 0; at
+		// k = 1 the round's share, 111 ms, does not: the active bounds.
+		{"slow active", wan, Costs{Passive: 10 * ms, Active: 50 * ms, Overhead: 2 * ms, Forward: 1e6, Backward: 5e5}, Schedule{0, 3}, 222 * ms, 74 * ms, BoundRound},
+		{"slow active k1", wan, Costs{Passive: 10 * ms, Active: 50 * ms, Overhead: 2 * ms, Forward: 1e6, Backward: 5e5}, Schedule{1, 3}, 150 * ms, 50 * ms, BoundActive},
+		// Downlink slower than uplink: 500,000 B at 1 MB/s = 500 ms.
+		{"slow downlink", Link{RTT: 20 * ms, Up: 12.5e6, Down: 1e6}, c, Schedule{2, 1}, 500 * ms, 500 * ms, BoundDownlink},
+		// The round rounds up to a whole nanosecond: 158 ms / 3.
+		{"k2", wan, c, Schedule{2, 1}, 80 * ms, 80 * ms, BoundUplink},
+		{"k2 rounding", Link{RTT: 158 * ms}, Costs{}, Schedule{2, 1}, 52666667, 52666667, BoundRound},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Predict(tc.l, tc.c, tc.s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.PerExchange != tc.exchange || p.PerUpdate != tc.update || p.Bound != tc.bound {
+				t.Errorf("%+v: %v per exchange, %v per update, bound %q; want %v, %v, %q", tc.s, p.PerExchange, p.PerUpdate, p.Bound, tc.exchange, tc.update, tc.bound)
+			}
+		})
+	}
+}
+
+// TestTransfer checks the transfer time of a few sizes by hand.
+func TestTransfer(t *testing.T) {
+	for _, tc := range []struct {
+		n    int64
+		bw   float64
+		want time.Duration
+	}{{1053749, 12.5e6, 84299920}, {0, 12.5e6, 0}, {1 << 20, 0, 0}, {3, 1e9, 3}} {
+		if got := Transfer(tc.n, tc.bw); got != tc.want {
+			t.Errorf("Transfer(%d, %g) = %v, want %v", tc.n, tc.bw, got, tc.want)
+		}
+	}
+}
+
+// TestPredictRefuses checks that impossible settings are errors naming
+// what is wrong.
+func TestPredictRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		l    Link
+		c    Costs
+		s    Schedule
+		want string
+	}{
+		{Link{RTT: -1}, Costs{}, Schedule{0, 1}, "round trip"},
+		{Link{Up: -5}, Costs{}, Schedule{0, 1}, "bandwidths"},
+		{Link{}, Costs{Active: -1}, Schedule{0, 1}, "negative cost"},
+		{Link{}, Costs{}, Schedule{-1, 1}, "staleness -1"},
+		{Link{}, Costs{}, Schedule{0, 0}, "0 local steps"},
+	} {
+		if _, err := Predict(tc.l, tc.c, tc.s); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Predict(%+v, %+v, %+v) = %v, want an error containing %q", tc.l, tc.c, tc.s, err, tc.want)
+		}
+	}
+}
