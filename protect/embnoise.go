@@ -252,32 +252,12 @@ const embNoiseStateTag = "emb_noise/v1"
 
 // Save writes the training noise stream, so that a resumed run draws the
 // same noise.
-func (n *EmbNoise) Save(w io.Writer) error {
-	rs, err := n.pcg.MarshalBinary()
-	if err != nil {
-		return err
-	}
-	sw := &stateWriter{}
-	sw.str(embNoiseStateTag)
-	sw.str(string(rs))
-	_, err = w.Write(sw.b)
-	return err
-}
+func (n *EmbNoise) Save(w io.Writer) error { return saveStream(w, embNoiseStateTag, n.pcg) }
 
 // Load restores what Save wrote.
 func (n *EmbNoise) Load(r io.Reader) error {
-	raw, err := io.ReadAll(r)
-	if err != nil {
-		return fmt.Errorf("protect: emb_noise state: %w", err)
-	}
-	sr := &stateReader{b: raw, what: "emb_noise"}
-	sr.tag(embNoiseStateTag)
-	rs := sr.str()
-	if err := sr.done(); err != nil {
+	if err := loadStream(r, embNoiseStateTag, "emb_noise", n.pcg); err != nil {
 		return err
-	}
-	if err := n.pcg.UnmarshalBinary([]byte(rs)); err != nil {
-		return fmt.Errorf("protect: emb_noise state: noise stream: %w", err)
 	}
 	n.trained = false
 	return nil

@@ -142,32 +142,12 @@ func (*Mixup) RegLoss() float64 { return 0 }
 func (*Mixup) Step() error { return nil }
 
 // Save implements InputLayer: the random stream of λ and π.
-func (m *Mixup) Save(w io.Writer) error {
-	rs, err := m.pcg.MarshalBinary()
-	if err != nil {
-		return err
-	}
-	sw := &stateWriter{}
-	sw.str(mixupStateTag)
-	sw.str(string(rs))
-	_, err = w.Write(sw.b)
-	return err
-}
+func (m *Mixup) Save(w io.Writer) error { return saveStream(w, mixupStateTag, m.pcg) }
 
 // Load implements InputLayer.
 func (m *Mixup) Load(r io.Reader) error {
-	raw, err := io.ReadAll(r)
-	if err != nil {
-		return fmt.Errorf("protect: mixup state: %w", err)
-	}
-	sr := &stateReader{b: raw, what: "mixup"}
-	sr.tag(mixupStateTag)
-	rs := sr.str()
-	if err := sr.done(); err != nil {
+	if err := loadStream(r, mixupStateTag, "mixup", m.pcg); err != nil {
 		return err
-	}
-	if err := m.pcg.UnmarshalBinary([]byte(rs)); err != nil {
-		return fmt.Errorf("protect: mixup state: random stream: %w", err)
 	}
 	m.trained = false
 	return nil

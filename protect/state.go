@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"math/rand/v2"
 	"sort"
 )
 
@@ -170,4 +172,37 @@ func readStats(r *stateReader) Stats {
 		s[k] = r.f64()
 	}
 	return s
+}
+
+// saveStream writes a layer's state that is only its random stream: the
+// tag, then the PCG's state.
+func saveStream(w io.Writer, tag string, pcg *rand.PCG) error {
+	rs, err := pcg.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	sw := &stateWriter{}
+	sw.str(tag)
+	sw.str(string(rs))
+	_, err = w.Write(sw.b)
+	return err
+}
+
+// loadStream restores what saveStream wrote into pcg; what names the
+// layer in errors.
+func loadStream(r io.Reader, tag, what string, pcg *rand.PCG) error {
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return fmt.Errorf("protect: %s state: %w", what, err)
+	}
+	sr := &stateReader{b: raw, what: what}
+	sr.tag(tag)
+	rs := sr.str()
+	if err := sr.done(); err != nil {
+		return err
+	}
+	if err := pcg.UnmarshalBinary([]byte(rs)); err != nil {
+		return fmt.Errorf("protect: %s state: random stream: %w", what, err)
+	}
+	return nil
 }

@@ -223,7 +223,7 @@ func TestLinearInverseOfLinearBottom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	xa, xe := toF64(in.AuxEmbed), toF64(in.EvalEmbed)
+	xa, xe := toFloat64(in.AuxEmbed), toFloat64(in.EvalEmbed)
 	ya := make([]float64, aux*dense)
 	for i := range ya {
 		ya[i] = float64(auxX.Dense[i])
@@ -304,14 +304,6 @@ func sliceRows(e *tensor.Matrix, from, to int) *tensor.Matrix {
 	return out
 }
 
-func toF64(e *tensor.Matrix) []float64 {
-	out := make([]float64, len(e.Data))
-	for i, v := range e.Data {
-		out[i] = float64(v)
-	}
-	return out
-}
-
 func TestLOOErrorsMatchRefits(t *testing.T) {
 	// The closed-form leave-one-out errors against n refits by FitRidge,
 	// each on n−1 rows, predicting the row left out.
@@ -387,16 +379,7 @@ func TestMLPInvertsANonlinearBottom(t *testing.T) {
 	// e = x³ for x ~ U(0, 1): the best linear decoder reaches R² =
 	// corr(x, x³)² = 0.075²/((1/12)(1/7 − 1/16)) ≈ 0.84; the MLP decoder
 	// inverts the cube.
-	const aux, eval = 1000, 500
-	rng := rand.New(rand.NewPCG(4, 4))
-	x := &data.Features{Rows: aux + eval, NumDense: 1, DenseNames: []string{"x"}, Dense: make([]float32, aux+eval)}
-	e := tensor.New(aux+eval, 1)
-	for i := range x.Dense {
-		v := rng.Float32()
-		x.Dense[i], e.Data[i] = v, v*v*v
-	}
-	in := &Input{AuxEmbed: sliceRows(e, 0, aux), EvalEmbed: sliceRows(e, aux, aux+eval), AuxTruth: rowsOf(x, 0, aux), Seed: 1}
-	truth := rowsOf(x, aux, aux+eval)
+	in, truth := cubeBottom(4)
 	score := func(a Attack) float64 {
 		res, err := Run(a, in, truth)
 		if err != nil {
@@ -473,4 +456,18 @@ func TestEvaluatorSamplesALargeTestSplit(t *testing.T) {
 	if v := figs["inverse_linear/r2_mean"]; math.Abs(v-1) > 1e-4 {
 		t.Errorf("mean R² %g of an identity bottom, want 1", v)
 	}
+}
+
+// cubeBottom is a one-column passive x ~ U(0, 1) embedded as e = x³, its
+// first 1,000 rows auxiliary and 500 more evaluated.
+func cubeBottom(seed uint64) (*Input, *data.Features) {
+	const aux, eval = 1000, 500
+	rng := rand.New(rand.NewPCG(seed, seed))
+	x := &data.Features{Rows: aux + eval, NumDense: 1, DenseNames: []string{"x"}, Dense: make([]float32, aux+eval)}
+	e := tensor.New(aux+eval, 1)
+	for i := range x.Dense {
+		v := rng.Float32()
+		x.Dense[i], e.Data[i] = v, v*v*v
+	}
+	return &Input{AuxEmbed: sliceRows(e, 0, aux), EvalEmbed: sliceRows(e, aux, aux+eval), AuxTruth: rowsOf(x, 0, aux), Seed: 1}, rowsOf(x, aux, aux+eval)
 }

@@ -2,11 +2,9 @@ package feature
 
 import (
 	"math"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/splitguard/splitguard/data"
-	"github.com/splitguard/splitguard/tensor"
 )
 
 // TestInversionOfLinearBottom: the embedding is an injective linear
@@ -44,19 +42,11 @@ func TestInversionOfLinearBottom(t *testing.T) {
 // learns the cube and its inversion the cube root, where a linear decoder
 // stops at R² ≈ 0.84 (TestMLPInvertsANonlinearBottom).
 func TestInversionOfANonlinearBottom(t *testing.T) {
-	const aux, eval = 1000, 500
-	rng := rand.New(rand.NewPCG(5, 5))
-	x := &data.Features{Rows: aux + eval, NumDense: 1, DenseNames: []string{"x"}, Dense: make([]float32, aux+eval)}
-	e := tensor.New(aux+eval, 1)
-	for i := range x.Dense {
-		v := rng.Float32()
-		x.Dense[i], e.Data[i] = v, v*v*v
-	}
-	in := &Input{AuxEmbed: sliceRows(e, 0, aux), EvalEmbed: sliceRows(e, aux, aux+eval), AuxTruth: rowsOf(x, 0, aux), Seed: 1}
+	in, truth := cubeBottom(5)
 	// The default prior (0.1) is for tables of many more feature codes
 	// than embedding columns; one column fully determined needs a weak one.
 	a := &Inversion{Hidden: 64, FitSteps: 400, InvertSteps: 300, LR: 3e-3, InvLR: 0.05, Prior: 0.001}
-	res, err := Run(a, in, rowsOf(x, aux, aux+eval))
+	res, err := Run(a, in, truth)
 	if err != nil {
 		t.Fatal(err)
 	}
