@@ -65,6 +65,12 @@ type Config struct {
 	// each party takes its own list when its key columns is not set.
 	PassiveColumns []string `yaml:"passive_columns,flow,omitempty"`
 	ActiveColumns  []string `yaml:"active_columns,flow,omitempty"`
+	// Parties, when set, are two or more passive parties, each with its
+	// own columns, bottom model and passive-side defences (parties.go);
+	// Aggregation is how the active party combines their embeddings
+	// (concat, the default, or sum).
+	Parties     []Party `yaml:"parties,omitempty"`
+	Aggregation string  `yaml:"aggregation,omitempty"`
 
 	// Images (fashion-mnist and isic only).
 	// PositiveClass is the Fashion-MNIST class (0…9) labelled positive.
@@ -514,6 +520,7 @@ func (c *Config) validate() error {
 		bad("tuned attacker's budget %d without its known rows (key tuned_budget needs key tuned_known)", c.TunedBudget)
 	}
 	c.validateSplit(bad)
+	c.validateParties(bad)
 	if len(c.Attacks) == 0 {
 		bad("no attacks: name at least one (key attacks)")
 	} else if err := checkAttacks(c.Attacks); err != nil {

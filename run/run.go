@@ -135,6 +135,9 @@ func Train(ctx context.Context, cfg config.Config, opt Options) (*rundir.Summary
 	// only reads the splits, which training does not change.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if cfg.MultiParty() {
+		return trainParties(ctx, cfg, split, train, val, opt)
+	}
 	pv, av, err := partyViews(&cfg, split, train, val)
 	if err != nil {
 		return nil, err

@@ -27,6 +27,9 @@ import (
 type Observation struct {
 	Active *active.Observation
 	Audit  *audit.Batch
+	// Parties are the step as each audited party or colluding subset of a
+	// run with several passive parties saw it (Recorder.SetParties).
+	Parties []*audit.Batch
 }
 
 // Hooks are told about the run as it is recorded (each may be nil). The
@@ -94,6 +97,9 @@ type Recorder struct {
 	// and over the run, and the alarm that ended the run (integrity.go).
 	integSince, integMax map[string]float64
 	alarm                string
+	// parties are the per-party audits of a run with several passive
+	// parties (parties.go).
+	parties []PartyAudit
 }
 
 // AddFallback records a resume from an older checkpoint in the summary.
@@ -222,6 +228,9 @@ func (r *Recorder) Batch(ob Observation) (BatchRecord, error) {
 	if len(a.Stats) > 0 {
 		rec.Protection = maps.Clone(a.Stats)
 	}
+	if rec.Parties, err = r.observeParties(ob.Parties); err != nil {
+		return BatchRecord{}, err
+	}
 	if err := r.batches.Write(rec); err != nil {
 		return BatchRecord{}, err
 	}
@@ -272,6 +281,7 @@ func (r *Recorder) EvalWithFeatures(res *active.EvalResult, attacks, features ma
 		}
 	}
 	r.evalIntegrity(&e, res)
+	r.evalParties(&e, res)
 	if err := r.evals.Write(e); err != nil {
 		return e, err
 	}
@@ -433,6 +443,7 @@ func (r *Recorder) Finish(steps int64, elapsed time.Duration) (*Summary, error) 
 		s.Privacy = priv
 	}
 	r.summaryIntegrity(s, last)
+	r.summaryParties(s, last)
 	switch {
 	case r.truncated != "":
 		s.Truncated, s.TruncatedReason, s.Signal = true, r.truncated, r.signal
