@@ -2,7 +2,7 @@ package run
 
 import (
 	"context"
-		"math"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
