@@ -76,6 +76,7 @@ func trainFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringSliceVar(&c.FeatureAttacks, "feature-attacks", c.FeatureAttacks, "attacks of the active party on the passive party's features at every evaluation: "+strings.Join(feature.Names(), ", ")+" (default: none)")
 	fs.IntVar(&c.FeatureAux, "feature-aux", c.FeatureAux, "feature attacks: training rows whose passive features the attacker knows (0: 1000)")
 	integrityFlags(fs, c)
+	partiesFlags(fs, c)
 	fs.StringVar(&c.Out, "out", c.Out, "run directory to write")
 	fs.StringVar(&c.Dump, "dump", c.Dump, "write per-batch .npy dumps (gradients, embeddings, labels, IDs) here")
 	fs.IntVar(&c.DumpBatches, "dump-batches", c.DumpBatches, "how many batches --dump writes")
