@@ -2,11 +2,15 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/splitguard/splitguard/config"
+	"github.com/splitguard/splitguard/rundir"
 )
 
 // partiesFlags binds the flags of several passive parties (keys parties
@@ -97,4 +101,37 @@ func formatParty(p config.Party) string {
 		s = p.Name + "=" + s
 	}
 	return s
+}
+
+// printParties prints, for a run with several passive parties, each
+// party's and each colluding subset's leak (the union of what its
+// members received) and each party's leave-one-party-out gain.
+func printParties(w io.Writer, s *rundir.Summary) {
+	if len(s.Parties) == 0 {
+		return
+	}
+	names := slices.SortedFunc(maps.Keys(s.Parties), func(a, b string) int {
+		if d := len(s.Parties[a].Members) - len(s.Parties[b].Members); d != 0 {
+			return d
+		}
+		return strings.Compare(a, b)
+	})
+	fmt.Fprintf(w, "\nper passive party (a+b: the colluding parties' pooled gradients; the rows above: all of them together)\n")
+	fmt.Fprintf(w, "%-16s %-18s %8s %8s %8s %10s\n", "party", "attack/layer", "q95", "mean", "batches", "gain (val)")
+	fmt.Fprintln(w, strings.Repeat("-", 73))
+	for _, n := range names {
+		p := s.Parties[n]
+		gain := "—"
+		if p.GainSelected != nil {
+			gain = fmt.Sprintf("%.4f", *p.GainSelected)
+		}
+		for i, k := range slices.Sorted(maps.Keys(p.Leak)) {
+			l := p.Leak[k]
+			g := ""
+			if i == 0 {
+				g = gain
+			}
+			fmt.Fprintf(w, "%-16s %-18s %8.4f %8.4f %8d %10s\n", n, k, l.Q95, l.Mean, l.Batches, g)
+		}
+	}
 }

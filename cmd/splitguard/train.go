@@ -198,6 +198,7 @@ func printSummary(w io.Writer, cfg config.Config, s *rundir.Summary) {
 		l := s.Leak[k]
 		fmt.Fprintf(w, "%-26s %8.4f %8.4f %8.4f %8.4f %8d\n", k, l.Q95, l.Q95Abs, l.ChanceQ95Abs, l.Mean, l.Batches)
 	}
+	printParties(w, s)
 }
 
 // printSelection prints the run's result (the model selected without
