@@ -94,6 +94,11 @@ type Config struct {
 	// in-memory synthetic Criteo-shaped data (the demo).
 	SynthRows    int     `yaml:"synth_rows,omitempty"`
 	SynthPosRate float64 `yaml:"synth_pos_rate,omitempty"`
+	// SynthParties N ≥ 2, with SynthRows and without key parties, splits
+	// the synthetic table over N passive parties by how informative the
+	// columns are (data.SynthPartyColumns: party 1 the label-bearing
+	// columns, the others noise); Resolve writes the parties.
+	SynthParties int `yaml:"synth_parties,omitempty"`
 
 	// Model and training. Model is wdl (Wide&Deep) or mlp for tables and
 	// cnn for images. Layers, EmbedDim and L2 are Wide&Deep/MLP settings
@@ -309,6 +314,7 @@ func (c *Config) isCNN() bool { return c.Model == "cnn" }
 // format's default" with those defaults (see the fields of [Config]). It
 // is idempotent; Train calls it before writing config.yaml.
 func (c *Config) Resolve() {
+	c.resolveSynthParties()
 	imf, image := data.LookupImageFormat(c.Format)
 	if image && c.Data == "" {
 		c.Data = imf.Dir

@@ -66,6 +66,12 @@ func (c *Config) PartyNames() []string {
 
 // validateParties checks key parties and key aggregation.
 func (c *Config) validateParties(bad func(string, ...any)) {
+	if c.SynthParties == 1 || c.SynthParties < 0 {
+		bad("synth_parties %d: want at least 2 passive parties (or 0: none)", c.SynthParties)
+	}
+	if c.SynthParties > 0 && (c.SynthRows <= 0 || c.Data != "") {
+		bad("synth_parties splits synthetic data: it needs key synth_rows and no key data")
+	}
 	if !c.MultiParty() {
 		if c.Aggregation != "" && c.Aggregation != AggregationConcat {
 			bad("aggregation %s combines several passive parties; the configuration has one (key parties)", c.Aggregation)
@@ -237,4 +243,22 @@ func (c *Config) BuildPartyModels(px []*data.Features, ax *data.Features) ([]mod
 		return nil, nil, false, err
 	}
 	return bottoms, t, wide, nil
+}
+
+// resolveSynthParties fills key parties from key synth_parties (see
+// [Config.SynthParties]) when no party is given.
+func (c *Config) resolveSynthParties() {
+	if c.SynthParties < 2 || c.SynthRows <= 0 || c.Data != "" || len(c.Parties) > 0 {
+		return
+	}
+	cols, err := data.SynthPartyColumns(c.SynthParties)
+	if err != nil {
+		return // Validate says why
+	}
+	for _, p := range cols[:c.SynthParties] {
+		c.Parties = append(c.Parties, Party{Columns: p})
+	}
+	if len(c.ActiveColumns) == 0 {
+		c.ActiveColumns = cols[c.SynthParties]
+	}
 }

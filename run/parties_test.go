@@ -36,49 +36,64 @@ func partiesConfig(t *testing.T) config.Config {
 // and one noise, and checks the per-party records: every batch's leak
 // for each party and the colluding pair, the leave-one-party-out
 // contributions (the informative party's larger), each party's bottom.
+// Once with the columns named (MLP, the active party without columns),
+// once split by key synth_parties (Wide&Deep, the active party holding
+// noise columns).
 func TestPartiesRecordEachParty(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains two passive parties")
 	}
-	cfg := partiesConfig(t)
-	s, err := Train(context.Background(), cfg, Options{})
-	if err != nil {
-		t.Fatal(err)
+	synth := func(c *config.Config) {
+		c.Model, c.Layers, c.Parties, c.SynthParties = "wdl", []int{16, 8, 8}, nil, 2
 	}
-	for _, name := range []string{"inf", "noise", "inf+noise"} {
-		p, ok := s.Parties[name]
-		if !ok || len(p.Leak) == 0 {
-			t.Fatalf("summary has no figures of %s: %+v", name, s.Parties)
-		}
-	}
-	inf, noise := s.Parties["inf"], s.Parties["noise"]
-	if inf.GainSelected == nil || noise.GainSelected == nil {
-		t.Fatalf("no leave-one-party-out gain: %+v %+v", inf, noise)
-	}
-	t.Logf("selected val AUC %.4f; gain of inf %.4f, of noise %.4f", *s.ValAUCSelected, *inf.GainSelected, *noise.GainSelected)
-	if !(*inf.GainSelected > *noise.GainSelected+0.02) {
-		t.Errorf("the informative party's gain %.4f is not clearly above the noise party's %.4f", *inf.GainSelected, *noise.GainSelected)
-	}
-	lines := readLines(t, filepath.Join(cfg.Out, rundir.BatchesFile))
-	for _, l := range lines[:3] {
-		parties, ok := l["parties"].(map[string]any)
-		if !ok || len(parties) != 3 {
-			t.Fatalf("batch record without the three audited views: %v", l)
-		}
-		for name, v := range parties {
-			leak := v.(map[string]any)
-			if _, ok := leak["norm/cut"]; !ok {
-				t.Fatalf("%s's leak has no norm/cut: %v", name, leak)
+	for _, tc := range []struct {
+		name, inf, noise string
+		edit             func(*config.Config)
+	}{{"columns", "inf", "noise", func(*config.Config) {}}, {"synth_parties", "p1", "p2", synth}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := partiesConfig(t)
+			tc.edit(&cfg)
+			s, err := Train(context.Background(), cfg, Options{})
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-	}
-	for _, f := range []string{rundir.BottomModelFile, PartyBottomFile("noise"), rundir.TopModelFile} {
-		if _, err := os.Stat(filepath.Join(cfg.Out, f)); err != nil {
-			t.Error(err)
-		}
-	}
-	if math.IsNaN(s.TestAUCSelected) || s.TestAUCSelected < 0.6 {
-		t.Errorf("test AUC %.4f", s.TestAUCSelected)
+			pair := tc.inf + "+" + tc.noise
+			for _, name := range []string{tc.inf, tc.noise, pair} {
+				p, ok := s.Parties[name]
+				if !ok || len(p.Leak) == 0 {
+					t.Fatalf("summary has no figures of %s: %+v", name, s.Parties)
+				}
+			}
+			inf, noise := s.Parties[tc.inf], s.Parties[tc.noise]
+			if inf.GainSelected == nil || noise.GainSelected == nil {
+				t.Fatalf("no leave-one-party-out gain: %+v %+v", inf, noise)
+			}
+			t.Logf("selected val AUC %.4f; gain of %s %.4f, of %s %.4f", *s.ValAUCSelected, tc.inf, *inf.GainSelected, tc.noise, *noise.GainSelected)
+			if !(*inf.GainSelected > *noise.GainSelected+0.02) {
+				t.Errorf("the informative party's gain %.4f is not clearly above the noise party's %.4f", *inf.GainSelected, *noise.GainSelected)
+			}
+			lines := readLines(t, filepath.Join(cfg.Out, rundir.BatchesFile))
+			for _, l := range lines[:3] {
+				parties, ok := l["parties"].(map[string]any)
+				if !ok || len(parties) != 3 {
+					t.Fatalf("batch record without the three audited views: %v", l)
+				}
+				for name, v := range parties {
+					leak := v.(map[string]any)
+					if _, ok := leak["norm/cut"]; !ok {
+						t.Fatalf("%s's leak has no norm/cut: %v", name, leak)
+					}
+				}
+			}
+			for _, f := range []string{rundir.BottomModelFile, PartyBottomFile(tc.noise), rundir.TopModelFile} {
+				if _, err := os.Stat(filepath.Join(cfg.Out, f)); err != nil {
+					t.Error(err)
+				}
+			}
+			if math.IsNaN(s.TestAUCSelected) || s.TestAUCSelected < 0.6 {
+				t.Errorf("test AUC %.4f", s.TestAUCSelected)
+			}
+		})
 	}
 }
 
