@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/splitguard/splitguard/audit"
 	"github.com/splitguard/splitguard/metrics"
@@ -100,4 +102,13 @@ func (r *Recorder) summaryParties(s *Summary, last EvalRecord) {
 		ps.GainFinal = last.PartyGain[p.Name]
 		s.Parties[p.Name] = ps
 	}
+}
+
+// partyLog is the evaluation log line's per-party gains ("" without).
+func partyLog(e EvalRecord) string {
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(e.PartyGain)) {
+		fmt.Fprintf(&b, "  gain %s %.4f", name, *e.PartyGain[name])
+	}
+	return b.String()
 }

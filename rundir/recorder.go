@@ -299,7 +299,7 @@ func (r *Recorder) EvalWithFeatures(res *active.EvalResult, attacks, features ma
 		if e.ValAUC != nil {
 			val = fmt.Sprintf("val AUC %.4f  ", *e.ValAUC)
 		}
-		r.hooks.Log("eval: step %d  %stest AUC %.4f  test loss %.4f  ACE %.4f%s", e.Step, val, e.TestAUC, e.TestLoss, e.ACE, integrityLog(e))
+		r.hooks.Log("eval: step %d  %stest AUC %.4f  test loss %.4f  ACE %.4f%s%s", e.Step, val, e.TestAUC, e.TestLoss, e.ACE, integrityLog(e), partyLog(e))
 	}
 	return e, nil
 }
