@@ -439,6 +439,11 @@ func trainParties(ctx context.Context, cfg config.Config, split *data.Split, tra
 		return rec.Finish(steps, elapsed)
 	}
 	if runErr != nil {
+		if atomicfile.IsDiskFull(runErr) && steps > 0 {
+			err := salvage(cfg, rec, reserve, sel, bottoms[0], top, steps, elapsed, runErr,
+				fmt.Sprintf("the disk filled up after %d steps: %v", steps, runErr))
+			return nil, errors.Join(err, extra.save(cfg.Out, names[1:]))
+		}
 		if cause := context.Cause(ctx); rundir.SignalOf(cause) != "" {
 			rec.SetSignal(rundir.SignalOf(cause))
 			err := salvage(cfg, rec, reserve, sel, bottoms[0], top, steps, elapsed, cause, fmt.Sprintf("%v after %d steps", cause, steps))

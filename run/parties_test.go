@@ -232,3 +232,50 @@ func TestPartiesDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestPartiesStoppedBySignal stops a two-party run by a signal after
+// evaluations: every party's bottom and the top are saved, the summary
+// is marked truncated naming the signal, config.yaml holds the parties,
+// and running the configuration again finishes as an uninterrupted run.
+func TestPartiesStoppedBySignal(t *testing.T) {
+	cfg := partiesConfig(t)
+	cfg.Epochs = 1
+	want, err := Train(context.Background(), cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Out = t.TempDir()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	_, err = Train(ctx, cfg, Options{OnBatch: func(b rundir.BatchRecord) {
+		if b.Step == 25 {
+			cancel(&rundir.Stopped{Signal: "SIGINT"})
+		}
+	}})
+	if rundir.SignalOf(err) != "SIGINT" {
+		t.Fatalf("Train stopped by SIGINT: %v", err)
+	}
+	s := summaryOf(t, cfg.Out)
+	if !s.Truncated || s.Signal != "SIGINT" || s.Steps < 25 || s.Steps >= want.Steps || len(s.Parties) != 3 {
+		t.Errorf("summary: truncated %v, signal %q, %d steps of %d, %d audited views", s.Truncated, s.Signal, s.Steps, want.Steps, len(s.Parties))
+	}
+	for _, f := range []string{rundir.BottomModelFile, PartyBottomFile("noise"), rundir.TopModelFile} {
+		if _, err := os.Stat(filepath.Join(cfg.Out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	saved, err := config.LoadFile(filepath.Join(cfg.Out, rundir.ConfigFile), config.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(saved.Parties) != 2 || saved.Parties[1].Name != "noise" || saved.Parties[1].Columns[0] != "C3" {
+		t.Errorf("config.yaml's parties %+v", saved.Parties)
+	}
+	got, err := Train(context.Background(), cfg, Options{})
+	if err != nil {
+		t.Fatalf("running the interrupted run again: %v", err)
+	}
+	if got.TestAUCFinal != want.TestAUCFinal || got.Steps != want.Steps || got.Truncated {
+		t.Errorf("the run again: test AUC %v, %d steps; uninterrupted %v, %d", got.TestAUCFinal, got.Steps, want.TestAUCFinal, want.Steps)
+	}
+}
