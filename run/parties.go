@@ -3,7 +3,6 @@ package run
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -79,8 +78,7 @@ type partyRun struct {
 	wait *stepWait
 	err  error
 
-	views   [][]int // each audited subset's members (party indices)
-	cut     []*tensor.Matrix
+	views   [][]int          // each audited subset's members (party indices)
 	scratch []*tensor.Matrix // the subsets' pooled gradients, embeddings and clean gradients
 }
 
@@ -285,8 +283,7 @@ func trainParties(ctx context.Context, cfg config.Config, split *data.Split, tra
 	if val != nil && len(val.IDs) == 0 {
 		val = nil
 	}
-	rec, err := rundir.Open(cfg, false, rundir.Hooks{OnBatch: opt.OnBatch, OnEval: opt.OnEval, Progress: opt.Progress,
-		Log: func(f string, a ...any) { logf(opt.Log, f, a...) }})
+	rec, err := openRecorder(cfg, opt, aSplit.Train)
 	if err != nil {
 		return nil, err
 	}
@@ -303,8 +300,8 @@ func trainParties(ctx context.Context, cfg config.Config, split *data.Split, tra
 	defer cancel(nil)
 	pr := &partyRun{cfg: &cfg, names: names, bottoms: bottoms, cols: cols, layers: audit.LayerNames(cfg.Cut), rec: rec, guard: grd,
 		ctx: ctx, obs: make([]*passive.Observation, len(bottoms)), views: views, scratch: make([]*tensor.Matrix, 3*len(views))}
-	sel := &selection{keep: cfg.Select == config.SelectBest, bottom: bottoms[0], top: top}
-	extra := &partySelection{bottoms: bottoms[1:]}
+	sel := &selection{keep: cfg.Select == config.SelectBest, bottom: bottoms[0], top: top,
+		others: &partySelection{names: names[1:], bottoms: bottoms[1:]}}
 	onEval := func(res *active.EvalResult) error {
 		e, err := rec.Eval(res)
 		if err != nil {
@@ -313,25 +310,14 @@ func trainParties(ctx context.Context, cfg config.Config, split *data.Split, tra
 		if err := sel.observe(rec, e); err != nil {
 			return err
 		}
-		if err := extra.observe(sel, e); err != nil {
-			return err
-		}
 		return grd.Eval(e.Step, e.PassiveGain)
 	}
-	valRows := 0
-	if val != nil {
-		valRows = len(val.IDs)
-	}
-	rec.SetValRows(valRows)
-	enc, err := cfg.Wire()
+	acfg, pcfg, err := partyConfigs(&cfg, def, wide, val, rec)
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, err
 	}
-	act, err := active.New(top, aSplit.Train, eval, sched, agg.Width(widths), active.Config{
-		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, TrainTargets: def.TrainTargets, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
-		Observer: pr.active, EvalObserver: onEval, ValRows: valRows, WireGradient: enc.Gradient,
-		Contribution: cfg.Contribution, Blocks: blocks,
-	})
+	acfg.Observer, acfg.EvalObserver, acfg.Blocks = pr.active, onEval, blocks
+	act, err := active.New(top, aSplit.Train, eval, sched, agg.Width(widths), acfg)
 	if err != nil {
 		return nil, err
 	}
@@ -341,12 +327,11 @@ func trainParties(ctx context.Context, cfg config.Config, split *data.Split, tra
 		if err != nil {
 			return nil, err
 		}
+		pk := pcfg
+		pk.Observer = pr.passive(k)
 		if pas[k], err = passive.New(b,
 			passive.Split{IDs: pvs[k].train.IDs, X: pvs[k].train.X},
-			passive.Split{IDs: pEval.IDs, X: pEval.X},
-			sched, passive.Config{Epochs: cfg.Epochs, MaxSteps: cfg.MaxSteps, EvalEvery: cfg.EvalEvery, EvalBatch: cfg.EvalBatch,
-				Observer: pr.passive(k), WireEmbedding: enc.Embedding,
-				Stop: func(int64) bool { return rec.Stalled() }}); err != nil {
+			passive.Split{IDs: pEval.IDs, X: pEval.X}, sched, pk); err != nil {
 			return nil, fmt.Errorf("passive party %s: %w", names[k], err)
 		}
 	}
@@ -419,46 +404,7 @@ func trainParties(ctx context.Context, cfg config.Config, split *data.Split, tra
 	if runErr == nil {
 		runErr = reserve.Release()
 	}
-	steps := pas[0].Step()
-	save := func() error {
-		if err := sel.save(cfg.Out, bottoms[0], top); err != nil {
-			return err
-		}
-		return extra.save(cfg.Out, names[1:])
-	}
-	if alarm := (*integrity.Alarm)(nil); errors.As(runErr, &alarm) {
-		reason := alarmReason(alarm, steps)
-		logf(opt.Log, "%s", reason)
-		rec.Alarm(reason)
-		if err := reserve.Release(); err != nil {
-			return nil, err
-		}
-		if err := save(); err != nil {
-			return nil, err
-		}
-		return rec.Finish(steps, elapsed)
-	}
-	if runErr != nil {
-		if atomicfile.IsDiskFull(runErr) && steps > 0 {
-			err := salvage(cfg, rec, reserve, sel, bottoms[0], top, steps, elapsed, runErr,
-				fmt.Sprintf("the disk filled up after %d steps: %v", steps, runErr))
-			return nil, errors.Join(err, extra.save(cfg.Out, names[1:]))
-		}
-		if cause := context.Cause(ctx); rundir.SignalOf(cause) != "" {
-			rec.SetSignal(rundir.SignalOf(cause))
-			err := salvage(cfg, rec, reserve, sel, bottoms[0], top, steps, elapsed, cause, fmt.Sprintf("%v after %d steps", cause, steps))
-			return nil, errors.Join(err, extra.save(cfg.Out, names[1:]))
-		}
-		return nil, runErr
-	}
-	if pas[0].Stopped() {
-		rec.SetEarlyStopped()
-		logf(opt.Log, "early stop: %d evaluations without a better validation AUC", cfg.EarlyStop)
-	}
-	if err := save(); err != nil {
-		return nil, err
-	}
-	return rec.Finish(steps, elapsed)
+	return finishRun(ctx, cfg, opt, rec, reserve, sel, pas[0].Step(), pas[0].Stopped(), elapsed, runErr)
 }
 
 // partyModelBytes is the size of a saved bottom (and top, when not nil).
@@ -477,17 +423,18 @@ func partyModelBytes(b model.Bottom, t model.Top) (int64, error) {
 
 // partySelection keeps the passive parties' bottoms after the first at
 // the evaluation the selection keeps (the first party's bottom and the
-// top are the selection's), and saves them.
+// top are the selection's own), and saves them each into its party's
+// file. Its methods do nothing on a nil receiver.
 type partySelection struct {
+	names   []string
 	bottoms []model.Bottom
 	bufs    []bytes.Buffer
-	step    int64
 	has     bool
 }
 
-// observe snapshots the bottoms when sel has just snapshotted e.
-func (p *partySelection) observe(sel *selection, e rundir.EvalRecord) error {
-	if !sel.hasSnapshot || sel.step != e.Step || (p.has && p.step == e.Step) {
+// snapshot keeps the bottoms as they are now.
+func (p *partySelection) snapshot() error {
+	if p == nil {
 		return nil
 	}
 	if p.bufs == nil {
@@ -496,23 +443,26 @@ func (p *partySelection) observe(sel *selection, e rundir.EvalRecord) error {
 	for k, b := range p.bottoms {
 		p.bufs[k].Reset()
 		if err := b.Save(&p.bufs[k]); err != nil {
-			return fmt.Errorf("keeping a selected bottom model: %w", err)
+			return fmt.Errorf("keeping passive party %s's selected bottom model: %w", p.names[k], err)
 		}
 	}
-	p.step, p.has = e.Step, true
+	p.has = true
 	return nil
 }
 
 // save writes each bottom (the snapshot, or the last model) into its
 // party's file of dir.
-func (p *partySelection) save(dir string, names []string) error {
+func (p *partySelection) save(dir string) error {
+	if p == nil {
+		return nil
+	}
 	for k, b := range p.bottoms {
 		write := b.Save
 		if p.has {
 			buf := p.bufs[k].Bytes()
 			write = func(w io.Writer) error { _, err := w.Write(buf); return err }
 		}
-		file := PartyBottomFile(names[k])
+		file := PartyBottomFile(p.names[k])
 		if err := atomicfile.Write(filepath.Join(dir, file), rundir.FileMode, write); err != nil {
 			return fmt.Errorf("saving %s: %w", file, err)
 		}

@@ -27,7 +27,6 @@ type Block struct {
 type blockState struct {
 	in, out *tensor.Matrix
 	rng     *rand.Rand
-	stats   protect.Stats
 }
 
 // checkBlocks checks that the blocks tile the embedding's width dim.
