@@ -70,6 +70,12 @@ type Config struct {
 	// each party takes its own list when its key columns is not set.
 	PassiveColumns []string `yaml:"passive_columns,flow,omitempty"`
 	ActiveColumns  []string `yaml:"active_columns,flow,omitempty"`
+	// Parties, when set, are two or more passive parties, each with its
+	// own columns, bottom model and passive-side defences (parties.go);
+	// Aggregation is how the active party combines their embeddings
+	// (concat, the default, or sum).
+	Parties     []Party `yaml:"parties,omitempty"`
+	Aggregation string  `yaml:"aggregation,omitempty"`
 
 	// Images (fashion-mnist and isic only).
 	// PositiveClass is the Fashion-MNIST class (0…9) labelled positive.
@@ -93,6 +99,11 @@ type Config struct {
 	// in-memory synthetic Criteo-shaped data (the demo).
 	SynthRows    int     `yaml:"synth_rows,omitempty"`
 	SynthPosRate float64 `yaml:"synth_pos_rate,omitempty"`
+	// SynthParties N ≥ 2, with SynthRows and without key parties, splits
+	// the synthetic table over N passive parties by how informative the
+	// columns are (data.SynthPartyColumns: party 1 the label-bearing
+	// columns, the others noise); Resolve writes the parties.
+	SynthParties int `yaml:"synth_parties,omitempty"`
 
 	// Model and training. Model is wdl (Wide&Deep) or mlp for tables and
 	// cnn for images. Layers, EmbedDim and L2 are Wide&Deep/MLP settings
@@ -351,6 +362,7 @@ func (c *Config) isCNN() bool {
 // format's default" with those defaults (see the fields of [Config]). It
 // is idempotent; Train calls it before writing config.yaml.
 func (c *Config) Resolve() {
+	c.resolveSynthParties()
 	imf, image := data.LookupImageFormat(c.Format)
 	if image && c.Data == "" {
 		c.Data = imf.Dir
@@ -571,6 +583,7 @@ func (c *Config) validate() error {
 		bad("tuned attacker's budget %d without its known rows (key tuned_budget needs key tuned_known)", c.TunedBudget)
 	}
 	c.validateSplit(bad)
+	c.validateParties(bad)
 	if len(c.Attacks) == 0 {
 		bad("no attacks: name at least one (key attacks)")
 	} else if err := checkAttacks(c.Attacks); err != nil {

@@ -43,7 +43,7 @@ func Build(set *Set) (*Page, error) {
 	page := b.header()
 	page.Notes = b.notes()
 	byID := map[string]*Section{}
-	for _, sec := range []func() (*Section, error){b.tradeoffSection, b.dcsSection, b.matrixSection, b.progressSection, b.layersSection, b.marvellSection, b.utilitySection, b.featuresSection} {
+	for _, sec := range []func() (*Section, error){b.tradeoffSection, b.dcsSection, b.matrixSection, b.progressSection, b.layersSection, b.marvellSection, b.utilitySection, b.featuresSection, b.partiesSection} {
 		s, err := sec()
 		if err != nil {
 			return nil, err
@@ -58,6 +58,9 @@ func Build(set *Set) (*Page, error) {
 		page.Sections = []*Section{byID["progress"], byID["utility"], byID["layers"], byID[marvellSectionID], byID["tradeoff"]}
 		if f := byID["features"]; f != nil {
 			page.Sections = append(page.Sections[:2:2], append([]*Section{f}, page.Sections[2:]...)...)
+		}
+		if p := byID["parties"]; p != nil {
+			page.Sections = append(page.Sections[:1:1], append([]*Section{p}, page.Sections[1:]...)...)
 		}
 	}
 	page.Notes = append(page.Notes, b.extraNotes...)

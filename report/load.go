@@ -78,6 +78,9 @@ type Summary struct {
 	Protect       string              `json:"protect"`
 	Leak          map[string]LeakStat `json:"leak"`
 	Raw           map[string]any      `json:"-"`
+	// Parties are the per-party figures of a run with several passive
+	// parties (absent otherwise).
+	Parties map[string]PartyStat `json:"parties"`
 
 	// TestAUCSelected is the test AUC of the model selected without
 	// looking at the test split (absent in runs made before it existed).

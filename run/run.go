@@ -135,6 +135,9 @@ func Train(ctx context.Context, cfg config.Config, opt Options) (*rundir.Summary
 	// only reads the splits, which training does not change.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if cfg.MultiParty() {
+		return trainParties(ctx, cfg, split, train, val, opt)
+	}
 	pv, av, err := partyViews(&cfg, split, train, val)
 	if err != nil {
 		return nil, err
@@ -196,15 +199,11 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 	if val != nil && len(val.IDs) == 0 {
 		val = nil
 	}
-	rec, err := rundir.Open(cfg, false, rundir.Hooks{OnBatch: opt.OnBatch, OnEval: opt.OnEval, Progress: opt.Progress,
-		Log: func(f string, a ...any) { logf(opt.Log, f, a...) }})
+	rec, err := openRecorder(cfg, opt, split.Train)
 	if err != nil {
 		return nil, err
 	}
 	defer rec.Close()
-	if w := config.PositivesWarning(cfg.Batch, posRate(split.Train.Labels)); w != "" {
-		rec.Warn(w)
-	}
 	grd, err := cfg.NewGuard()
 	if err != nil {
 		return nil, err
@@ -263,36 +262,22 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 		}
 		return grd.Eval(e.Step, e.PassiveGain)
 	}
-	valRows := 0
-	if val != nil {
-		valRows = len(val.IDs)
-	}
-	rec.SetValRows(valRows)
-	enc, err := cfg.Wire()
+	acfg, pcfg, err := partyConfigs(&cfg, def, wide, val, rec)
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, err
 	}
-	act, err := active.New(top, split.Train, eval, sched, bottom.CutDim(), active.Config{
-		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, TrainTargets: def.TrainTargets, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
-		Observer: j.active, EvalObserver: onEval, ValRows: valRows, WireGradient: enc.Gradient, WireFeedback: cfg.WireFeedback,
-		Contribution: cfg.Contribution, Hijack: hijack, LocalSteps: cfg.LocalSteps,
-	})
+	acfg.Observer, acfg.EvalObserver, acfg.Hijack = j.active, onEval, hijack
+	act, err := active.New(top, split.Train, eval, sched, bottom.CutDim(), acfg)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.Staleness > 0 {
 		j.stale = newStaleViews(cfg.Staleness)
 	}
+	pcfg.Observer, pcfg.Send, pcfg.Check, pcfg.Cheat = j.passive, tamper, hijackCheck, bd
 	pas, err := passive.New(bottom,
 		passive.Split{IDs: pv.train.IDs, X: pv.train.X},
-		passive.Split{IDs: pEval.IDs, X: pEval.X},
-		sched, passive.Config{Epochs: cfg.Epochs, MaxSteps: cfg.MaxSteps, EvalEvery: cfg.EvalEvery, EvalBatch: cfg.EvalBatch,
-			Observer: j.passive, WireEmbedding: enc.Embedding, Send: tamper, Check: hijackCheck, Cheat: bd,
-			Staleness: cfg.Staleness, LocalSteps: cfg.LocalSteps,
-			// Both parties run in this process: the passive learns
-			// when to stop from the recorder (a networked passive
-			// cannot; see netrun).
-			Stop: func(int64) bool { return rec.Stalled() }})
+		passive.Split{IDs: pEval.IDs, X: pEval.X}, sched, pcfg)
 	if err != nil {
 		return nil, err
 	}
@@ -352,46 +337,63 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 	if base != nil && (runErr == nil || atomicfile.IsDiskFull(runErr) && pas.Step() > 0) {
 		rec.SetBaseline(base())
 	}
+	return finishRun(ctx, cfg, opt, rec, reserve, sel, pas.Step(), pas.Stopped(), elapsed, runErr,
+		func() error { return recordBackdoor(&cfg, rec, bd, known, bottom, top, wide, pv, av, opt) })
+}
+
+// finishRun ends a run whose training returned runErr after steps
+// (stopped: by early stopping): a detector's alarm ends it cleanly, a
+// full disk or a signal saves the models and a truncated summary
+// (salvage), another error is returned; otherwise the selected models
+// (sel) are saved and the summary written; beforeSave, when set, runs
+// before the models are saved on a clean end or an alarm (the backdoor's
+// figures).
+func finishRun(ctx context.Context, cfg config.Config, opt Options, rec *rundir.Recorder, reserve *atomicfile.Reservation, sel *selection,
+	steps int64, stopped bool, elapsed time.Duration, runErr error, beforeSave func() error) (*rundir.Summary, error) {
 	if alarm := (*integrity.Alarm)(nil); errors.As(runErr, &alarm) {
 		// A detector's alarm ends the run cleanly: the models of before
 		// the alarmed batch (or the selected ones) are kept.
-		reason := alarmReason(alarm, pas.Step())
+		reason := alarmReason(alarm, steps)
 		logf(opt.Log, "%s", reason)
 		rec.Alarm(reason)
-		if err := recordBackdoor(&cfg, rec, bd, known, bottom, top, wide, pv, av, opt); err != nil {
-			return nil, err
+		if beforeSave != nil {
+			if err := beforeSave(); err != nil {
+				return nil, err
+			}
 		}
 		if err := reserve.Release(); err != nil {
 			return nil, err
 		}
-		if err := sel.save(cfg.Out, bottom, top); err != nil {
+		if err := sel.save(cfg.Out, sel.bottom, sel.top); err != nil {
 			return nil, err
 		}
-		return rec.Finish(pas.Step(), elapsed)
+		return rec.Finish(steps, elapsed)
 	}
 	if runErr != nil {
-		if atomicfile.IsDiskFull(runErr) && pas.Step() > 0 {
-			return nil, salvage(cfg, rec, reserve, sel, bottom, top, pas.Step(), elapsed, runErr,
-				fmt.Sprintf("the disk filled up after %d steps: %v", pas.Step(), runErr))
+		if atomicfile.IsDiskFull(runErr) && steps > 0 {
+			return nil, salvage(cfg, rec, reserve, sel, sel.bottom, sel.top, steps, elapsed, runErr,
+				fmt.Sprintf("the disk filled up after %d steps: %v", steps, runErr))
 		}
 		if cause := context.Cause(ctx); rundir.SignalOf(cause) != "" {
 			rec.SetSignal(rundir.SignalOf(cause))
-			return nil, salvage(cfg, rec, reserve, sel, bottom, top, pas.Step(), elapsed, cause,
-				fmt.Sprintf("%v after %d steps", cause, pas.Step()))
+			return nil, salvage(cfg, rec, reserve, sel, sel.bottom, sel.top, steps, elapsed, cause,
+				fmt.Sprintf("%v after %d steps", cause, steps))
 		}
 		return nil, runErr
 	}
-	if pas.Stopped() {
+	if stopped {
 		rec.SetEarlyStopped()
 		logf(opt.Log, "early stop: %d evaluations without a better validation AUC", cfg.EarlyStop)
 	}
-	if err := recordBackdoor(&cfg, rec, bd, known, bottom, top, wide, pv, av, opt); err != nil {
+	if beforeSave != nil {
+		if err := beforeSave(); err != nil {
+			return nil, err
+		}
+	}
+	if err := sel.save(cfg.Out, sel.bottom, sel.top); err != nil {
 		return nil, err
 	}
-	if err := sel.save(cfg.Out, bottom, top); err != nil {
-		return nil, err
-	}
-	return rec.Finish(pas.Step(), elapsed)
+	return rec.Finish(steps, elapsed)
 }
 
 // reserveSlack is the room held for the summary and the files' metadata
@@ -445,6 +447,9 @@ type selection struct {
 	step        int64
 	bBuf, tBuf  bytes.Buffer
 	hasSnapshot bool
+	// others are the bottoms of the passive parties after the first in
+	// a run with several (nil: none), kept and saved with these.
+	others *partySelection
 }
 
 // observe snapshots the models when e is the newly selected evaluation.
@@ -466,11 +471,14 @@ func (s *selection) observe(rec *rundir.Recorder, e rundir.EvalRecord) error {
 		return fmt.Errorf("keeping the selected top model: %w", err)
 	}
 	s.step, s.hasSnapshot = e.Step, true
-	return nil
+	return s.others.snapshot()
 }
 
 // save writes the selected models (the last ones without a snapshot).
 func (s *selection) save(dir string, bottom model.Bottom, top model.Top) error {
+	if err := s.others.save(dir); err != nil {
+		return err
+	}
 	if !s.hasSnapshot {
 		return saveModels(dir, bottom, top)
 	}

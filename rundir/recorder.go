@@ -27,6 +27,9 @@ import (
 type Observation struct {
 	Active *active.Observation
 	Audit  *audit.Batch
+	// Parties are the step as each audited party or colluding subset of a
+	// run with several passive parties saw it (Recorder.SetParties).
+	Parties []*audit.Batch
 }
 
 // Hooks are told about the run as it is recorded (each may be nil). The
@@ -95,6 +98,9 @@ type Recorder struct {
 	integSince, integMax map[string]float64
 	alarm                string
 	backdoor             *BackdoorSummary
+	// parties are the per-party audits of a run with several passive
+	// parties (parties.go).
+	parties []PartyAudit
 }
 
 // AddFallback records a resume from an older checkpoint in the summary.
@@ -223,6 +229,9 @@ func (r *Recorder) Batch(ob Observation) (BatchRecord, error) {
 	if len(a.Stats) > 0 {
 		rec.Protection = maps.Clone(a.Stats)
 	}
+	if rec.Parties, err = r.observeParties(ob.Parties); err != nil {
+		return BatchRecord{}, err
+	}
 	if err := r.batches.Write(rec); err != nil {
 		return BatchRecord{}, err
 	}
@@ -273,6 +282,7 @@ func (r *Recorder) EvalWithFeatures(res *active.EvalResult, attacks, features ma
 		}
 	}
 	r.evalIntegrity(&e, res)
+	r.evalParties(&e, res)
 	if err := r.evals.Write(e); err != nil {
 		return e, err
 	}
@@ -290,7 +300,7 @@ func (r *Recorder) EvalWithFeatures(res *active.EvalResult, attacks, features ma
 		if e.ValAUC != nil {
 			val = fmt.Sprintf("val AUC %.4f  ", *e.ValAUC)
 		}
-		r.hooks.Log("eval: step %d  %stest AUC %.4f  test loss %.4f  ACE %.4f%s", e.Step, val, e.TestAUC, e.TestLoss, e.ACE, integrityLog(e))
+		r.hooks.Log("eval: step %d  %stest AUC %.4f  test loss %.4f  ACE %.4f%s%s", e.Step, val, e.TestAUC, e.TestLoss, e.ACE, integrityLog(e), partyLog(e))
 	}
 	return e, nil
 }
@@ -434,6 +444,7 @@ func (r *Recorder) Finish(steps int64, elapsed time.Duration) (*Summary, error) 
 		s.Privacy = priv
 	}
 	r.summaryIntegrity(s, last)
+	r.summaryParties(s, last)
 	switch {
 	case r.truncated != "":
 		s.Truncated, s.TruncatedReason, s.Signal = true, r.truncated, r.signal

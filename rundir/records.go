@@ -27,6 +27,11 @@ type BatchRecord struct {
 	// Protection holds the protection's own per-batch figures (Marvell's
 	// u, v, λ, sumKL, bounds, …).
 	Protection map[string]float64 `json:"protection,omitempty"`
+	// Parties, in a run with several passive parties, maps each passive
+	// party's name, and each colluding subset's ("p1+p2"), to its leak
+	// AUCs of the batch keyed as Leak is (what that party, or the union
+	// of what the subset's members, received).
+	Parties map[string]map[string]*float64 `json:"parties,omitempty"`
 }
 
 // EvalRecord is one line of eval.jsonl.
@@ -56,6 +61,12 @@ type EvalRecord struct {
 	// Integrity holds each integrity detector's largest score over the
 	// training batches since the evaluation before (package integrity).
 	Integrity map[string]float64 `json:"integrity,omitempty"`
+	// ValAUCWithoutParty and PartyGain, with several passive parties and
+	// key contribution, are the validation AUC with each passive party's
+	// embedding replaced by its means, and ValAUC minus it, keyed by the
+	// party's name.
+	ValAUCWithoutParty map[string]*float64 `json:"val_auc_without_party,omitempty"`
+	PartyGain          map[string]*float64 `json:"party_gain,omitempty"`
 }
 
 // BaselineSummary is the logistic-regression baseline of a tabular run
@@ -219,6 +230,10 @@ type Summary struct {
 	// Backdoor is the outcome of the passive party's backdoor attack,
 	// when it planted one.
 	Backdoor *BackdoorSummary `json:"backdoor,omitempty"`
+	// Parties, in a run with several passive parties, are each passive
+	// party's and each colluding subset's figures, keyed by name
+	// (PartySummary; the top-level Leak is the coalition of them all).
+	Parties map[string]PartySummary `json:"parties,omitempty"`
 }
 
 // CheckpointFallback records a two-process run that resumed at step To,

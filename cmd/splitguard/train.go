@@ -80,6 +80,7 @@ func trainFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.IntVar(&c.FeatureAux, "feature-aux", c.FeatureAux, "feature attacks: training rows whose passive features the attacker knows (0: 1000)")
 	fs.StringVar(&c.Hijack, "hijack", c.Hijack, "simulate a malicious active party that hijacks the passive's training: fsha (feature-space hijacking; its public rows are the feature attacker's --feature-aux rows; its reconstruction is scored as feature attack fsha)")
 	integrityFlags(fs, c)
+	partiesFlags(fs, c)
 	fs.StringVar(&c.Out, "out", c.Out, "run directory to write")
 	fs.StringVar(&c.Dump, "dump", c.Dump, "write per-batch .npy dumps (gradients, embeddings, labels, IDs) here")
 	fs.IntVar(&c.DumpBatches, "dump-batches", c.DumpBatches, "how many batches --dump writes")
@@ -201,6 +202,7 @@ func printSummary(w io.Writer, cfg config.Config, s *rundir.Summary) {
 		l := s.Leak[k]
 		fmt.Fprintf(w, "%-26s %8.4f %8.4f %8.4f %8.4f %8d\n", k, l.Q95, l.Q95Abs, l.ChanceQ95Abs, l.Mean, l.Batches)
 	}
+	printParties(w, s)
 }
 
 // printSelection prints the run's result (the model selected without

@@ -87,6 +87,11 @@ type Config struct {
 	// Hijack's answer to the embedding, in place of the protected
 	// gradient of its loss (the top model still trains on its labels).
 	Hijack Hijacker
+	// Blocks, with several passive parties, are each party's columns of
+	// the concatenated embedding, with its own gradient protection (which
+	// then replaces Protector) and, under Contribution, its own
+	// leave-one-party-out AUC (parties.go).
+	Blocks []Block
 }
 
 // Hijacker is a malicious active party's answer to a training batch's
@@ -134,6 +139,10 @@ type EvalResult struct {
 	// rows (Config.Contribution; NaN when off, without a validation
 	// split or with a single class).
 	ValAUCWithout float64
+	// ValAUCWithoutParty, with Config.Blocks and Contribution, is the
+	// validation AUC with each passive party's block replaced by its
+	// means, in the order of the blocks (NaN for a single class).
+	ValAUCWithoutParty []float64
 	// TestScores and TestLabels are the test rows' predicted
 	// probabilities and labels behind AUC, valid during the EvalObserver
 	// call only (a recorder copies what it keeps: the selected
@@ -178,6 +187,9 @@ type Active struct {
 	evalRows  []int // the test rows of one evaluation slice
 	evalSeen  int
 	valEmb    *tensor.Matrix // the validation rows' embeddings (Config.Contribution)
+
+	blocks     []blockState // each passive party's protection scratch (Config.Blocks)
+	blockStats protect.Stats
 }
 
 // New returns an active party training top on train (whose labels it
@@ -208,6 +220,11 @@ func New(top model.Top, train, test *data.Dataset, sched *schedule.Schedule, cut
 	fb, err := newFeedback(cfg, len(train.IDs), cutDim)
 	if err != nil {
 		return nil, err
+	}
+	if len(cfg.Blocks) > 0 {
+		if err := checkBlocks(cfg.Blocks, cutDim); err != nil {
+			return nil, err
+		}
 	}
 	pcg := rand.NewPCG(cfg.Seed, streamProtect)
 	return &Active{
@@ -342,7 +359,12 @@ func (a *Active) TrainStep(f *transport.Forward) (*transport.Backward, error) {
 		clean = a.clean
 	}
 	start := time.Now()
-	stats, err := a.cfg.Protector.Protect(&protect.Batch{Grad: clean, Labels: a.lossY, Probs: a.probs, Step: a.step}, a.protected, a.rng)
+	var stats protect.Stats
+	if len(a.cfg.Blocks) > 0 {
+		stats, err = a.protectBlocks(clean)
+	} else {
+		stats, err = a.cfg.Protector.Protect(&protect.Batch{Grad: clean, Labels: a.lossY, Probs: a.probs, Step: a.step}, a.protected, a.rng)
+	}
 	elapsed := time.Since(start)
 	if err != nil {
 		return nil, fmt.Errorf("active: step %d: protection %s: %w", a.step, a.cfg.Protector.Name(), err)
@@ -481,6 +503,11 @@ func (a *Active) finishEval() error {
 			if res.ValAUCWithout, err = a.aucWithout(); err != nil {
 				return err
 			}
+			if len(a.cfg.Blocks) > 0 {
+				if res.ValAUCWithoutParty, err = a.aucWithoutParties(); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	if a.cfg.EvalObserver != nil {
@@ -492,37 +519,7 @@ func (a *Active) finishEval() error {
 // aucWithout is the validation AUC with every row's embedding replaced
 // by the column means of the validation rows' embeddings (the active
 // party's own columns, if any, as they are).
-func (a *Active) aucWithout() (float64, error) {
-	v, e := a.cfg.ValRows, a.valEmb
-	d := e.Cols
-	mean := make([]float64, d)
-	for i, x := range e.Data[:v*d] {
-		mean[i%d] += float64(x)
-	}
-	probs := make([]float32, v)
-	for s := 0; s < v; s += evalSlice {
-		t := min(s+evalSlice, v)
-		slice := tensor.New(t-s, d)
-		for i := range slice.Data {
-			slice.Data[i] = float32(mean[i%d] / float64(v))
-		}
-		rows := a.evalRows[:0]
-		for r := s; r < t; r++ {
-			rows = append(rows, r)
-		}
-		a.evalRows = rows
-		logits, err := a.top.Forward(slice, a.wideBatch(a.test.X, rows))
-		if err != nil {
-			return 0, fmt.Errorf("active: validation without the passive party's embedding: %w", err)
-		}
-		nn.Sigmoid(probs[s:t], logits)
-	}
-	auc, ok := metrics.AUC(toFloat64(probs), a.test.Labels[:v], nil)
-	if !ok {
-		return math.NaN(), nil
-	}
-	return auc, nil
-}
+func (a *Active) aucWithout() (float64, error) { return a.aucWithoutCols(0, a.valEmb.Cols) }
 
 func toFloat64(p []float32) []float64 {
 	out := make([]float64, len(p))

@@ -1,0 +1,126 @@
+package run
+
+import (
+	"context"
+	"math"
+	"testing"
+
+	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/model"
+	"github.com/splitguard/splitguard/party/active"
+	"github.com/splitguard/splitguard/protect"
+	"github.com/splitguard/splitguard/schedule"
+	"github.com/splitguard/splitguard/tensor"
+	"github.com/splitguard/splitguard/transport"
+	"github.com/splitguard/splitguard/transport/fanin"
+	"github.com/splitguard/splitguard/transport/inproc"
+)
+
+// TestPartyGradientBlocksMatchFiniteDifferences sends two passive
+// parties' embeddings (2 and 1 columns) through fanin.Join to an active
+// party with a small top (3 → 5 ReLU → logit) and checks that each party
+// receives the central finite differences of the mean BCE with respect
+// to its own columns, computed on a copy of the top.
+func TestPartyGradientBlocksMatchFiniteDifferences(t *testing.T) {
+	mc := model.Config{Widths: []int{3, 5}, Cut: 1, EmbDim: 1, L2: -1, LR: 1e-3, EmbInit: 0.05, Seed: 7}
+	top, err := model.NewTop(mc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := model.NewTop(mc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	train := &data.Dataset{IDs: []uint64{10, 11, 12, 13}, Labels: []uint8{1, 0, 0, 1}}
+	test := &data.Dataset{IDs: []uint64{20, 21}, Labels: []uint8{0, 1}}
+	sched, err := schedule.New(4, 4, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	none, err := protect.Build("none", nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	act, err := active.New(top, train, test, sched, 3, active.Config{Protector: none.Protector,
+		Blocks: []active.Block{{Name: "a", Lo: 0, Hi: 2, Protector: none.Protector}, {Name: "b", Lo: 2, Hi: 3, Protector: none.Protector}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := sched.Rows(sched.Order(0, nil), 0)
+	ids := make([]uint64, len(rows))
+	y := make([]float64, len(rows))
+	for i, r := range rows {
+		ids[i], y[i] = train.IDs[r], float64(train.Labels[r])
+	}
+	embs := []*tensor.Matrix{
+		{Rows: 4, Cols: 2, Data: []float32{0.3, -0.2, 0.8, 0.1, -0.5, 0.4, 0.2, 0.9}},
+		{Rows: 4, Cols: 1, Data: []float32{0.7, -0.3, 0.25, -0.6}},
+	}
+	var pConns []transport.PassiveConn
+	var aConns []transport.ActiveConn
+	for range embs {
+		p, a := inproc.Pipe()
+		pConns, aConns = append(pConns, p), append(aConns, a)
+	}
+	joined, err := fanin.Join(aConns, fanin.Concat, []int{2, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go act.Serve(ctx, joined) //nolint:errcheck // ended by cancel
+	got := make([]chan *transport.Backward, len(embs))
+	for k, e := range embs {
+		got[k] = make(chan *transport.Backward, 1)
+		go func() {
+			b, err := pConns[k].Exchange(ctx, &transport.Forward{Phase: transport.Train, IDs: ids, Embedding: e})
+			if err != nil {
+				t.Error(err)
+			}
+			got[k] <- b
+		}()
+	}
+	// The loss as a function of the joined embedding, on the copy.
+	joinedEmb := func() *tensor.Matrix {
+		m := tensor.New(4, 3)
+		for r := range 4 {
+			m.Data[r*3], m.Data[r*3+1], m.Data[r*3+2] = embs[0].Data[r*2], embs[0].Data[r*2+1], embs[1].Data[r]
+		}
+		return m
+	}()
+	loss := func(e *tensor.Matrix) float64 {
+		logits, err := ref.Forward(e, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := 0.0
+		for i, z := range logits {
+			p := 1 / (1 + math.Exp(-float64(z)))
+			s -= y[i]*math.Log(p) + (1-y[i])*math.Log(1-p)
+		}
+		return s / float64(len(logits))
+	}
+	const h = 1e-3
+	for k, blk := range [][2]int{{0, 2}, {2, 3}} {
+		b := <-got[k]
+		if b == nil {
+			t.Fatalf("party %d got no answer", k+1)
+		}
+		w := blk[1] - blk[0]
+		if b.Grad.Rows != 4 || b.Grad.Cols != w {
+			t.Fatalf("party %d's gradient is %d×%d, want 4×%d", k+1, b.Grad.Rows, b.Grad.Cols, w)
+		}
+		for r := range 4 {
+			for c := blk[0]; c < blk[1]; c++ {
+				e := joinedEmb.Clone()
+				e.Data[r*3+c] += h
+				up := loss(e)
+				e.Data[r*3+c] -= 2 * h
+				fd := (up - loss(e)) / (2 * h)
+				if g := float64(b.Grad.Data[r*w+c-blk[0]]); math.Abs(g-fd) > 2e-4 {
+					t.Errorf("party %d row %d column %d: gradient %.6f, finite difference %.6f", k+1, r, c-blk[0], g, fd)
+				}
+			}
+		}
+	}
+}
