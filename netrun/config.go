@@ -199,6 +199,9 @@ func (c *Config) validate(role string) error {
 	if c.Hijack != "" {
 		bad("a training hijacker (key hijack) is an in-process simulation")
 	}
+	if c.MultiParty() || c.SynthParties > 0 {
+		bad("several passive parties (key parties; key synth_parties) run in one process (splitguard train); their two-process run is not built")
+	}
 	if len(c.FeatureAttacks) > 0 && (strings.HasPrefix(role, "active") || role == "passive" && !c.RedTeam) {
 		bad("feature attacks (key feature_attacks) run in a two-party run as the passive party's audit of its own features, with its red team (key red_team)")
 	}
