@@ -22,7 +22,6 @@ func TestInProcessOnlyKeysRefused(t *testing.T) {
 		{"parties", func(p *Config) {
 			p.Parties = []config.Party{{Name: "a", Columns: []string{"I1"}}, {Name: "b", Columns: []string{"I2"}}}
 		}, "key parties"},
-		{"synth parties", func(p *Config) { p.SynthParties = 2 }, "key synth_parties"},
 		{"hijack", func(p *Config) { p.Hijack = config.HijackFSHA }, "key hijack"},
 	} {
 		act, pas := partyConfigs(smallConfig(path, filepath.Join(root, c.name)), root, "")
