@@ -80,25 +80,12 @@ func pairStopped(t *testing.T, act, pas Config) (*rundir.Summary, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	addr := make(chan string, 1)
-	type result struct {
-		s   *rundir.Summary
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		s, err := RunActive(ctx, act, Options{Logger: testLogger(t), Ready: func(a string) { addr <- a }})
-		done <- result{s, err}
-	}()
-	select {
-	case pas.Addr = <-addr:
-	case r := <-done:
-		t.Fatalf("active: %v", r.err)
-	}
+	var wait func() (*rundir.Summary, error)
+	pas.Addr, wait = startActive(t, ctx, act)
 	_, perr := RunPassive(ctx, pas, Options{Logger: testLogger(t)})
-	r := <-done
-	if r.err != nil {
-		t.Fatalf("active: the alarm should end the run cleanly: %v", r.err)
+	s, err := wait()
+	if err != nil {
+		t.Fatalf("active: the alarm should end the run cleanly: %v", err)
 	}
-	return r.s, perr
+	return s, perr
 }

@@ -66,6 +66,23 @@ func pair(t *testing.T, act, pas Config) *rundir.Summary {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
+	var wait func() (*rundir.Summary, error)
+	pas.Addr, wait = startActive(t, ctx, act)
+	if _, err := RunPassive(ctx, pas, Options{Logger: testLogger(t)}); err != nil {
+		t.Fatalf("passive: %v", err)
+	}
+	s, err := wait()
+	if err != nil {
+		t.Fatalf("active: %v", err)
+	}
+	return s
+}
+
+// startActive runs the active party of act on its own goroutine and
+// returns the address it listens on (failing tb if it ends first) and
+// what waits for its end.
+func startActive(tb testing.TB, ctx context.Context, act Config) (string, func() (*rundir.Summary, error)) {
+	tb.Helper()
 	addr := make(chan string, 1)
 	type result struct {
 		s   *rundir.Summary
@@ -73,24 +90,17 @@ func pair(t *testing.T, act, pas Config) *rundir.Summary {
 	}
 	done := make(chan result, 1)
 	go func() {
-		s, err := RunActive(ctx, act, Options{Logger: testLogger(t), Ready: func(a string) { addr <- a }})
+		s, err := RunActive(ctx, act, Options{Logger: testLogger(tb), Ready: func(a string) { addr <- a }})
 		done <- result{s, err}
 	}()
-	var a string
+	wait := func() (*rundir.Summary, error) { r := <-done; return r.s, r.err }
 	select {
-	case a = <-addr:
+	case a := <-addr:
+		return a, wait
 	case r := <-done:
-		t.Fatalf("active: %v", r.err)
+		tb.Fatalf("active: %v", r.err)
+		return "", nil
 	}
-	pas.Addr = a
-	if _, err := RunPassive(ctx, pas, Options{Logger: testLogger(t)}); err != nil {
-		t.Fatalf("passive: %v", err)
-	}
-	r := <-done
-	if r.err != nil {
-		t.Fatalf("active: %v", r.err)
-	}
-	return r.s
 }
 
 func newTestPKI(t *testing.T) string {

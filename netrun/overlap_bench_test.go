@@ -30,21 +30,8 @@ func linkRun(tb testing.TB, base config.Config, certs string, link *linktest.Lin
 	act.PeerTimeout, pas.PeerTimeout = 2*time.Minute, 2*time.Minute
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	addr := make(chan string, 1)
-	type result struct {
-		s   *rundir.Summary
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		s, err := RunActive(ctx, act, Options{Logger: testLogger(tb), Ready: func(a string) { addr <- a }})
-		done <- result{s, err}
-	}()
-	select {
-	case pas.Addr = <-addr:
-	case r := <-done:
-		tb.Fatal(r.err)
-	}
+	var wait func() (*rundir.Summary, error)
+	pas.Addr, wait = startActive(tb, ctx, act)
 	if link != nil {
 		px, err := linktest.Start(pas.Addr, *link, *link)
 		if err != nil {
@@ -57,11 +44,11 @@ func linkRun(tb testing.TB, base config.Config, certs string, link *linktest.Lin
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r := <-done
-	if r.err != nil {
-		tb.Fatal(r.err)
+	s, err := wait()
+	if err != nil {
+		tb.Fatal(err)
 	}
-	return r.s, res
+	return s, res
 }
 
 // testCerts issues the two parties' certificates.
