@@ -176,6 +176,7 @@ func TestOverlapClosedForm(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got [][]float64
+		var observed [][]float32 // what the passive observed, by step
 		pas, err := passive.New(bottom, passive.Split{IDs: ids, X: feats}, passive.Split{}, sched, passive.Config{
 			Epochs: 1, Staleness: c.k, LocalSteps: c.q,
 			Observer: func(ob *passive.Observation) error {
@@ -183,11 +184,7 @@ func TestOverlapClosedForm(t *testing.T) {
 					t.Errorf("k=%d Q=%d: observed step %d, want %d", c.k, c.q, ob.Step, len(got))
 				}
 				g := ob.Grads[len(ob.Grads)-1]
-				// What the passive observes is what the active sent for
-				// this batch, bit for bit (the audit's input).
-				if s := int(ob.Step); s >= len(sent) || !slices.Equal(g.Data, sent[s]) {
-					t.Errorf("k=%d Q=%d: step %d: the gradient observed is not the one sent", c.k, c.q, ob.Step)
-				}
+				observed = append(observed, append([]float32(nil), g.Data...))
 				row := make([]float64, g.Rows)
 				for i := range row {
 					row[i] = float64(g.Data[i])
@@ -206,6 +203,18 @@ func TestOverlapClosedForm(t *testing.T) {
 		}
 		if err := <-done; err != nil {
 			t.Fatalf("k=%d Q=%d: active: %v", c.k, c.q, err)
+		}
+		// What the passive observes is what the active sent for each
+		// batch, bit for bit (the audit's input). Compared once both
+		// parties have ended: the two observers run on different
+		// goroutines.
+		if len(observed) != len(sent) {
+			t.Errorf("k=%d Q=%d: the passive observed %d gradients, the active sent %d", c.k, c.q, len(observed), len(sent))
+		}
+		for s := range min(len(observed), len(sent)) {
+			if !slices.Equal(observed[s], sent[s]) {
+				t.Errorf("k=%d Q=%d: step %d: the gradient observed is not the one sent", c.k, c.q, s)
+			}
 		}
 		near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-5*(1+math.Abs(b)) }
 		if len(got) != len(wantG) {
