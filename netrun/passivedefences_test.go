@@ -27,7 +27,7 @@ import (
 // bottom.model, the active's in its top.model).
 func TestNetworkedPassportAndPassiveDefences(t *testing.T) {
 	if testing.Short() {
-		t.Skip("six small runs")
+		t.Skip("eight small runs")
 	}
 	inProcessSecrets(t)
 	path := synthFile(t, faultRows)
@@ -38,6 +38,7 @@ func TestNetworkedPassportAndPassiveDefences(t *testing.T) {
 		{"fedpass", protect.Params{"fedpass_range": 5}},
 		{"fedpass_passive", protect.Params{"fedpass_passive_range": 5, "fedpass_passive_sigma": 0.5}},
 		{"mid_passive", protect.Params{"mid_passive_lambda": 0.01}},
+		{"emb_noise", protect.Params{"emb_noise_sigma": 0.05, "emb_noise_clip": 2}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			root := t.TempDir()
@@ -78,7 +79,7 @@ func TestNetworkedPassportAndPassiveDefences(t *testing.T) {
 			if err := top.Load(f); err != nil {
 				t.Errorf("top.model: %v", err)
 			}
-			tag := map[string]string{"fedpass": "fedpass/v1", "fedpass_passive": "fedpass/v1", "mid_passive": "mid/v1"}[c.name]
+			tag := map[string]string{"fedpass": "fedpass/v1", "fedpass_passive": "fedpass/v1", "mid_passive": "mid/v1", "emb_noise": "emb_noise/v1"}[c.name]
 			bottom, err := os.ReadFile(filepath.Join(r.pas.Out, "bottom.model"))
 			if err != nil {
 				t.Fatal(err)

@@ -160,14 +160,10 @@ func (d *GradDP) Account(releases int64) (map[string]float64, error) {
 	if releases < 0 {
 		return nil, errors.New("negative number of releases")
 	}
+	if releases == 0 || !d.Laplace {
+		// Per release, RDP(α) = α·Δ²/(2s²) with Δ/s = 2C/(σC) = 2/σ.
+		return gaussianReleases(d.Sigma, d.Delta, releases)
+	}
 	k := float64(releases)
-	if releases == 0 {
-		return map[string]float64{"eps": 0, "delta": 0, "releases": 0}, nil
-	}
-	if d.Laplace {
-		return map[string]float64{"eps": k * 2 / d.Sigma, "delta": 0, "releases": k}, nil
-	}
-	// Per release, RDP(α) = α·Δ²/(2s²) with Δ/s = 2C/(σC) = 2/σ.
-	eps, order := RDPToDP(func(alpha float64) float64 { return k * GaussianRDP(alpha, 2/d.Sigma) }, d.Delta)
-	return map[string]float64{"eps": eps, "delta": d.Delta, "releases": k, "order": order}, nil
+	return map[string]float64{"eps": k * 2 / d.Sigma, "delta": 0, "releases": k}, nil
 }

@@ -31,6 +31,12 @@ type settingScore struct {
 	strongAP, sdcs float64
 	stepMS         float64
 	eps            float64
+	// fap maps each feature attack to its performance ([featureAP]);
+	// tdcsFeat is the mean DCS over them (T-DCS of the feature attacks)
+	// and cdcs VFLAIR's C-DCS, the mean of the two T-DCS (NaN unless
+	// both are known).
+	fap            map[string]float64
+	tdcsFeat, cdcs float64
 }
 
 // dcsScores scores every setting of dataset against the ideal defence
@@ -39,14 +45,23 @@ type settingScore struct {
 // figure, "ATTACK_tuned/cut", is an attack of its own), their mean over
 // the attacks at the tuned figure where there is one (T-DCS) and at the
 // default ones, and the DCS against the strongest attack (the largest AP
-// of them all). It returns the settings best first by the DCS against the
-// strongest attack, then by T-DCS (NaN last), MP* and a note when MP* had
-// to be taken from another setting.
+// of them all); where feature attacks ran, their T-DCS and the C-DCS. It
+// returns the settings best first — by the C-DCS when any setting of the
+// dataset has feature figures, then by the DCS against the strongest
+// attack, then by T-DCS (NaN last) — MP* and a note when MP* had to be
+// taken from another setting.
 func dcsScores(gs []*group, dataset string, cutKeys []string) ([]settingScore, float64, string) {
 	var out []settingScore
 	mpIdeal, note := math.NaN(), ""
 	stepNone := math.NaN()
 	bestMP := math.Inf(-1)
+	var runs []*Run
+	for _, g := range gs {
+		if g.Setting.Dataset == dataset {
+			runs = append(runs, g.Runs...)
+		}
+	}
+	feats := summaryFeatureAttacks(runs)
 	for _, g := range gs {
 		if g.Setting.Dataset != dataset {
 			continue
@@ -59,7 +74,12 @@ func dcsScores(gs []*group, dataset string, cutKeys []string) ([]settingScore, f
 			}
 			return nil
 		})
-		sc := settingScore{g: g, mp: mp, ap: map[string]float64{}, dcs: map[string]float64{}, stepMS: step, eps: eps}
+		sc := settingScore{g: g, mp: mp, ap: map[string]float64{}, dcs: map[string]float64{}, stepMS: step, eps: eps, fap: map[string]float64{}}
+		for _, a := range feats {
+			if v, ok := stat(g.Runs, featureAP(a)); ok {
+				sc.fap[a] = v
+			}
+		}
 		for _, k := range cutKeys {
 			if v, ok := stat(g.Runs, leakStat(k, true)); ok {
 				sc.ap[k] = 2 * v
@@ -102,8 +122,24 @@ func dcsScores(gs []*group, dataset string, cutKeys []string) ([]settingScore, f
 		}
 		sc.tdcs, sc.tdcsDefault = metrics.MeanDCS(used), metrics.MeanDCS(dflt)
 		sc.stepMS /= stepNone
+		var fd []float64
+		for _, a := range feats {
+			if ap, ok := sc.fap[a]; ok && !math.IsNaN(sc.mp) {
+				fd = append(fd, metrics.DCS(ap, 0, sc.mp, mpIdeal, metrics.DCSBeta))
+			}
+		}
+		sc.tdcsFeat = metrics.MeanDCS(fd)
+		sc.cdcs = metrics.MeanDCS([]float64{sc.tdcs, sc.tdcsFeat})
+		if math.IsNaN(sc.tdcs) || math.IsNaN(sc.tdcsFeat) {
+			sc.cdcs = math.NaN()
+		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
+		if len(feats) > 0 {
+			if c := nanLastDesc(out[i].cdcs, out[j].cdcs); c != 0 {
+				return c < 0
+			}
+		}
 		if c := nanLastDesc(out[i].sdcs, out[j].sdcs); c != 0 {
 			return c < 0
 		}
@@ -116,7 +152,28 @@ func dcsScores(gs []*group, dataset string, cutKeys []string) ([]settingScore, f
 // against the strongest attack, then T-DCS ([dcsScores]).
 func dcsTable(gs []*group, cutKeys []string) (*Table, []string) {
 	t := &Table{}
-	for _, h := range []string{"rank", "dataset", "method", "param", "runs", "DCS vs strongest", "strongest attack", "T-DCS", "T-DCS, default attacks"} {
+	type ranked struct {
+		scores  []settingScore
+		mpIdeal float64
+	}
+	var all []ranked
+	var notes []string
+	withFeatures := false
+	for _, d := range datasets(gs) {
+		scores, mpIdeal, note := dcsScores(gs, d, cutKeys)
+		if note != "" {
+			notes = append(notes, note)
+		}
+		for _, sc := range scores {
+			withFeatures = withFeatures || len(sc.fap) > 0
+		}
+		all = append(all, ranked{scores, mpIdeal})
+	}
+	head := []string{"rank", "dataset", "method", "param", "runs"}
+	if withFeatures {
+		head = append(head, "C-DCS", "T-DCS, features")
+	}
+	for _, h := range append(head, "DCS vs strongest", "strongest attack", "T-DCS", "T-DCS, default attacks") {
 		c := Cell{Text: h}
 		if h == "dataset" || h == "method" || h == "param" || h == "strongest attack" {
 			c.Class = "txt"
@@ -129,18 +186,14 @@ func dcsTable(gs []*group, cutKeys []string) (*Table, []string) {
 	for _, h := range []string{"test AUC, selected model (MP)", "test AUC cost (MP* − MP)", "step time ×none", "grad_dp ε"} {
 		t.Head = append(t.Head, Cell{Text: h})
 	}
-	var notes []string
 	num := func(v float64, prec int) Cell {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return Cell{Text: "—"}
 		}
 		return Cell{Text: strconv.FormatFloat(v, 'f', prec, 64), Sort: strconv.FormatFloat(v, 'g', -1, 64)}
 	}
-	for _, d := range datasets(gs) {
-		scores, mpIdeal, note := dcsScores(gs, d, cutKeys)
-		if note != "" {
-			notes = append(notes, note)
-		}
+	for _, rk := range all {
+		scores, mpIdeal := rk.scores, rk.mpIdeal
 		for i, sc := range scores {
 			st := sc.g.Setting
 			row := []Cell{
@@ -149,11 +202,16 @@ func dcsTable(gs []*group, cutKeys []string) (*Table, []string) {
 				{Text: st.Method, Sort: st.Method, Class: "txt", Color: theme.Hex(methodColor(st.Method))},
 				{Text: st.Param, Sort: st.Param, Class: "txt"},
 				{Text: strconv.Itoa(len(sc.g.Runs)), Sort: strconv.Itoa(len(sc.g.Runs))},
+			}
+			if withFeatures {
+				row = append(row, num(sc.cdcs, 4), num(sc.tdcsFeat, 4))
+			}
+			row = append(row,
 				num(sc.sdcs, 4),
 				strongCell(sc),
 				num(sc.tdcs, 4),
 				num(sc.tdcsDefault, 4),
-			}
+			)
 			for _, k := range cutKeys {
 				v, ok := sc.dcs[k]
 				if !ok {
@@ -175,6 +233,7 @@ func (b *builder) dcsSection() (*Section, error) {
 	rank := &Section{ID: "dcs", Title: "Defences ranked by DCS",
 		Lead: "VFLAIR's defence capability score DCS = 1/(1 + √(½(AP − AP*)² + ½(MP − MP*)²)) per cut-layer attack, and T-DCS, its mean over the attacks, each at its tuned attacker's figure where one ran (ATTACK_tuned, docs/methods/tuned.md; the mean over the default figures beside it); " +
 			"settings ranked within each dataset (mean over seeds) by the DCS against the strongest attack — the largest AP among every default and tuned figure — then by T-DCS. AP = 2·q95|leak AUC − ½| (0 at chance, 1 for a perfect attack), AP* = 0; " +
+			"where the runs attacked the passive party's features too (--feature-attacks), T-DCS over the feature attacks (their AP: the mean R² gain over the own-column decoder, and the categorical accuracy's share of the gain left over the better of the majority prior and the own-column decoder, docs/methods/features.md) and VFLAIR's C-DCS, the mean of the two T-DCS, which then ranks the settings first; " +
 			"MP = the test AUC of the model kept (selected on validation, else the final one), MP* = that of the runs without protection. Costs: test AUC lost against MP*, and the mean step time as a multiple of the unprotected run's."}
 	var notes []string
 	keys := slices.Clone(b.cutKeys)

@@ -60,7 +60,9 @@ func modelAUC(key string) func(*Summary) *float64 {
 // matrixCells computes the attacks × protections matrix of one dataset:
 // one column per protection setting, one row per attack with the mean over
 // the setting's seeds of q95 |leak AUC − ½| at the cut layer (per-batch
-// attacks) or of the final model-completion AUC − ½ (model attacks), a row
+// attacks) or of the final model-completion AUC − ½ (model attacks) or of
+// a feature attack's performance ([featureAP], 0 to 1: the share of the
+// passive's columns it reconstructs beyond the active's own), a row
 // with the strongest per-batch attack against the setting (the largest of
 // its cut-layer figures, default and tuned; its name in strongest[j]), and a
 // last row with the test-AUC cost: the kept model's test AUC (Summary.MainAUC) of the unprotected
@@ -83,7 +85,8 @@ func matrixCells(gs []*group, dataset string) (cols []*group, rowNames []string,
 		runs = append(runs, g.Runs...)
 	}
 	cut, model := matrixRows(runs)
-	if len(cols) < 2 || len(cut)+len(model) == 0 {
+	feats := summaryFeatureAttacks(runs)
+	if len(cols) < 2 || len(cut)+len(model)+len(feats) == 0 {
 		return nil, nil, nil, nil
 	}
 	for _, k := range cut {
@@ -99,6 +102,14 @@ func matrixCells(gs []*group, dataset string) (cols []*group, rowNames []string,
 		row := make([]float64, len(cols))
 		for j, g := range cols {
 			row[j] = statOrNaN(g.Runs, modelAUC(k)) - 0.5
+		}
+		vals = append(vals, row)
+	}
+	for _, a := range feats {
+		rowNames = append(rowNames, a+" (features, AP)")
+		row := make([]float64, len(cols))
+		for j, g := range cols {
+			row[j] = statOrNaN(g.Runs, featureAP(a))
 		}
 		vals = append(vals, row)
 	}
@@ -135,7 +146,12 @@ func matrixFigure(gs []*group, dataset string) (*plot.Plot, vg.Length, vg.Length
 	if len(cols) == 0 {
 		return nil, 0, 0, nil
 	}
-	grid := &cellGrid{vals: vals, costRow: len(vals) - 1}
+	grid := &cellGrid{vals: vals, costRow: len(vals) - 1, full: map[int]float64{}}
+	for i, name := range rowNames {
+		if strings.HasSuffix(name, " (features, AP)") {
+			grid.full[i] = 1
+		}
+	}
 	if strongest != nil {
 		grid.names = map[int][]string{len(vals) - 2: strongest}
 	}
@@ -181,7 +197,8 @@ func namedTicks(names []string, pos func(int) float64) plot.ConstantTicks {
 }
 
 // cellGrid is a plotter of coloured, labelled cells: vals[i][j] at x = j,
-// y = rows−1−i. Leakage cells shade from white (0) to red (≥ 0.5), the
+// y = rows−1−i. Leakage cells shade from white (0) to red (≥ 0.5, or a
+// row's full value), the
 // cost row from white (0) to blue (≥ 0.05); a missing value is grey.
 type cellGrid struct {
 	vals    [][]float64
@@ -189,6 +206,9 @@ type cellGrid struct {
 	// names, by row, are written under a cell's value (the strongest
 	// attack's name).
 	names map[int][]string
+	// full, by row, is the value a leakage row's red saturates at (0.5
+	// where absent: an AUC − ½; 1 for a feature attack's AP).
+	full map[int]float64
 }
 
 // Plot implements plot.Plotter.
@@ -224,7 +244,11 @@ func (c *cellGrid) color(i int, v float64) color.Color {
 		f := uint8(255 * (1 - math.Min(math.Max(v/0.05, 0), 1)*0.6))
 		return color.RGBA{f, f, 0xff, 0xff}
 	}
-	f := uint8(255 * (1 - math.Min(math.Max(v/0.5, 0), 1)*0.75))
+	full := 0.5
+	if f, ok := c.full[i]; ok {
+		full = f
+	}
+	f := uint8(255 * (1 - math.Min(math.Max(v/full, 0), 1)*0.75))
 	return color.RGBA{0xff, f, f, 0xff}
 }
 
@@ -242,6 +266,7 @@ func (b *builder) matrixSection() (*Section, error) {
 	s := &Section{ID: "matrix", Title: "What stops what",
 		Lead: "Attacks × protection settings at the cut layer (mean over seeds): q95 over training batches of |leak AUC − 0.5| for the per-batch attacks, " +
 			"completion AUC − 0.5 at the final evaluation for model completion (which attacks the trained bottom, after training), " +
+			"for the attacks on the passive party's features (--feature-attacks) their AP of the kept model (0: nothing beyond the active's own columns and the prior, 1: every column reconstructed; docs/methods/features.md), " +
 			"the strongest per-batch attack against each setting (the largest cut-layer figure, tuned attackers ATTACK_tuned included, with its name), and the test-AUC cost " +
 			"(the kept model's test AUC without protection minus the setting's). Red: more leakage (0.5 is total); blue: more cost (0.05 and above)."}
 	for _, d := range b.ds {
