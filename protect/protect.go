@@ -11,7 +11,7 @@
 //     label noise ([LabelDP], randomized response); input layers before
 //     the top model ([Spec.NewInput]: mid, mixup, fedpass); label codecs
 //     ([Spec.NewCodec]: cae); layers at the passive party's output
-//     ([Spec.NewPassiveOutput]: mid_passive, fedpass_passive, nopeek), which
+//     ([Spec.NewPassiveOutput], such as mid_passive and nopeek), which
 //     package config wraps around the bottom so that the passive party
 //     imports nothing of this package.
 //

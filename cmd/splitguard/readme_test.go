@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -274,8 +275,11 @@ func TestCLIPageNamesEveryCommand(t *testing.T) {
 // and the sweep tests run them.
 var readmeRunnable = map[string]bool{
 	"data synth": true, "data inspect": true, "certs init": true, "certs issue": true,
-	"train": true, "report": true, "marvell expect": true,
+	"train": true, "report": true, "marvell expect": true, "active": true, "passive": true,
 }
+
+// readmeActiveAddr is the address the README's two parties meet at.
+const readmeActiveAddr = "127.0.0.1:7443"
 
 // TestREADMECommandsRun runs the README's cheap commands as a newcomer
 // would type them, on a small customers.csv, and checks what they leave.
@@ -289,6 +293,12 @@ func TestREADMECommandsRun(t *testing.T) {
 	writeLetters(t, "letter_a.csv", 1500)
 	ran := map[string]int{}
 	notMade := map[string]bool{}
+	partyAddr := freeAddr(t)
+	const partiesData = "parties.txt"
+	if out, err := runCLI(t, "data", "synth", "--rows", "1500", "--out", partiesData); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	activeDone := make(chan error, 1)
 	for _, c := range cmds {
 		args, ok := c.splitguardArgs()
 		if !ok {
@@ -307,11 +317,48 @@ func TestREADMECommandsRun(t *testing.T) {
 			}
 			continue
 		}
-		if path == "train" {
+		switch path {
+		case "train":
 			args = append(slices.Clone(args), "--max-steps", "3", "--baseline=false")
+		case "active", "passive":
+			// the README's port may be taken on a shared machine: both
+			// parties get a free one; and a small file, as the private
+			// set intersection of 20,000 IDs takes half a minute on a
+			// loaded machine
+			args = append(slices.Clone(args), "--max-steps", "3")
+			for i, a := range args {
+				switch {
+				case a == readmeActiveAddr:
+					args[i] = partyAddr
+				case i > 0 && args[i-1] == "--data":
+					args[i] = partiesData
+				}
+			}
+		}
+		if path == "active" {
+			// the active party serves until the passive party ends the run
+			go func() {
+				out, err := runCLI(t, args...)
+				if err != nil {
+					err = fmt.Errorf("%s: %v\n%s", c, err, out)
+				}
+				activeDone <- err
+			}()
+			ran[path]++
+			continue
 		}
 		if out, err := runCLI(t, args...); err != nil {
 			t.Fatalf("%s: %v\n%s", c, err, out)
+		}
+		if path == "passive" {
+			select {
+			case err := <-activeDone:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("the active party did not end after the passive party's run")
+			}
 		}
 		ran[path]++
 	}
@@ -321,7 +368,8 @@ func TestREADMECommandsRun(t *testing.T) {
 		}
 	}
 	for _, f := range []string{"data.txt", "runs/none/summary.json", "runs/marvell4/summary.json",
-		"runs/churn/summary.json", "runs/report/index.html", "pki/ca.crt", "pki/active.crt", "pki/passive.key"} {
+		"runs/churn/summary.json", "runs/report/index.html", "pki/ca.crt", "pki/active.crt", "pki/passive.key",
+		"run-active/summary.json", "run-active/top.model", "run-passive/bottom.model", "run-passive/redteam.jsonl"} {
 		if _, err := os.Stat(f); err != nil {
 			t.Errorf("after the README's commands: %v", err)
 		}
