@@ -37,6 +37,11 @@
 // AUCs at the cut layer) and exposes Prometheus metrics; it writes the same
 // run directory files as the in-process run. The passive may run the
 // attacks on what it receives (red-team mode) and log label-free scores.
+//
+// With several passive parties (key parties) the active party serves them
+// all on its one address and reads their joined connection; each passive
+// is its entry of the parties list (parties_active.go, parties_config.go;
+// checkpoints are not built there yet).
 package netrun
 
 import (

@@ -85,17 +85,24 @@ func TestThreePartiesMatchInProcess(t *testing.T) {
 		t.Skip("trains three parties twice")
 	}
 	path := synthFile(t, 900)
-	root := t.TempDir()
-	base := threePartyBase(path, filepath.Join(root, "inproc"))
-	want, err := run.Train(context.Background(), base, run.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	certs := newTestPKI(t)
 	for _, n := range []string{"inf", "noise"} {
 		if _, _, err := pki.Issue(certs, n, pki.IssueOptions{Hosts: []string{"127.0.0.1"}}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	for _, agg := range []string{config.AggregationConcat, config.AggregationSum} {
+		t.Run(agg, func(t *testing.T) { threePartiesMatch(t, path, certs, agg) })
+	}
+}
+
+func threePartiesMatch(t *testing.T, path, certs, agg string) {
+	root := t.TempDir()
+	base := threePartyBase(path, filepath.Join(root, "inproc"))
+	base.Aggregation = agg
+	want, err := run.Train(context.Background(), base, run.Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
 	act, pas := threePartyConfigs(base, root, certs)
 	got, perrs, err := runThree(t, act, pas)
