@@ -249,7 +249,7 @@ func trainParties(ctx context.Context, cfg config.Config, split *data.Split, tra
 	}
 	cols := agg.Blocks(widths)
 	var blocks []active.Block
-	if agg == fanin.Concat {
+	if agg != fanin.Sum {
 		for k := range bottoms {
 			pc := cfg.PartyConfig(k)
 			set, err := protect.Build(pc.Protect, pc.Params, pc.Seed)
@@ -404,7 +404,24 @@ func trainParties(ctx context.Context, cfg config.Config, split *data.Split, tra
 	if runErr == nil {
 		runErr = reserve.Release()
 	}
-	return finishRun(ctx, cfg, opt, rec, reserve, sel, pas[0].Step(), pas[0].Stopped(), elapsed, runErr, nil)
+	return finishRun(ctx, cfg, opt, rec, reserve, sel, pas[0].Step(), pas[0].Stopped(), elapsed, runErr, gateWeightsLog(opt, top, names))
+}
+
+// gateWeightsLog returns what logs the learned weights of the parties
+// under aggregation gated (nil for another aggregation).
+func gateWeightsLog(opt Options, top model.Top, names []string) func() error {
+	g, ok := top.(*config.GatedTop)
+	if !ok {
+		return nil
+	}
+	return func() error {
+		var b strings.Builder
+		for k, w := range g.Gate.Weights() {
+			fmt.Fprintf(&b, " %s %.4f", names[k], w)
+		}
+		logf(opt.Log, "aggregation gated: the parties' learned weights after the last step:%s", b.String())
+		return nil
+	}
 }
 
 // partyModelBytes is the size of a saved bottom (and top, when not nil).

@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/party/active"
@@ -116,6 +117,131 @@ func TestPartyGradientBlocksMatchFiniteDifferences(t *testing.T) {
 				e.Data[r*3+c] += h
 				up := loss(e)
 				e.Data[r*3+c] -= 2 * h
+				fd := (up - loss(e)) / (2 * h)
+				if g := float64(b.Grad.Data[r*w+c-blk[0]]); math.Abs(g-fd) > 2e-4 {
+					t.Errorf("party %d row %d column %d: gradient %.6f, finite difference %.6f", k+1, r, c-blk[0], g, fd)
+				}
+			}
+		}
+	}
+}
+
+// TestGatedPartyGradientsMatchFiniteDifferences is the same check under
+// aggregation gated: two parties of width 2 behind the learned weights
+// α = softmax(θ), θ = (0.9, −0.4); the finite differences are taken on a
+// copy of the inner top fed α₁e₁ + α₂e₂ with α computed here, so each
+// party's gradient must be α_k times the top's input gradient.
+func TestGatedPartyGradientsMatchFiniteDifferences(t *testing.T) {
+	mc := model.Config{Widths: []int{2, 5}, Cut: 1, EmbDim: 1, L2: -1, LR: 1e-3, EmbInit: 0.05, Seed: 7}
+	inner, err := model.NewTop(mc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := config.NewGatedTop(inner, 2, 2, 1e-3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theta := []float64{0.9, -0.4}
+	for k, v := range theta {
+		top.Gate.Params()[0].W.Data[k] = float32(v)
+	}
+	// α = softmax(θ), computed here.
+	z := math.Exp(theta[0]) + math.Exp(theta[1])
+	alpha := []float64{math.Exp(theta[0]) / z, math.Exp(theta[1]) / z}
+	ref, err := model.NewTop(mc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	train := &data.Dataset{IDs: []uint64{10, 11, 12, 13}, Labels: []uint8{1, 0, 0, 1}}
+	test := &data.Dataset{IDs: []uint64{20, 21}, Labels: []uint8{0, 1}}
+	sched, err := schedule.New(4, 4, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	none, err := protect.Build("none", nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	act, err := active.New(top, train, test, sched, 4, active.Config{Protector: none.Protector,
+		Blocks: []active.Block{{Name: "a", Lo: 0, Hi: 2, Protector: none.Protector}, {Name: "b", Lo: 2, Hi: 4, Protector: none.Protector}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := sched.Rows(sched.Order(0, nil), 0)
+	ids := make([]uint64, len(rows))
+	y := make([]float64, len(rows))
+	for i, r := range rows {
+		ids[i], y[i] = train.IDs[r], float64(train.Labels[r])
+	}
+	embs := []*tensor.Matrix{
+		{Rows: 4, Cols: 2, Data: []float32{0.3, -0.2, 0.8, 0.1, -0.5, 0.4, 0.2, 0.9}},
+		{Rows: 4, Cols: 2, Data: []float32{0.7, -0.3, 0.25, -0.6, 0.1, 0.5, -0.8, 0.35}},
+	}
+	var pConns []transport.PassiveConn
+	var aConns []transport.ActiveConn
+	for range embs {
+		p, a := inproc.Pipe()
+		pConns, aConns = append(pConns, p), append(aConns, a)
+	}
+	joined, err := fanin.Join(aConns, fanin.Gated, []int{2, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go act.Serve(ctx, joined) //nolint:errcheck // ended by cancel
+	got := make([]chan *transport.Backward, len(embs))
+	for k, e := range embs {
+		got[k] = make(chan *transport.Backward, 1)
+		go func() {
+			b, err := pConns[k].Exchange(ctx, &transport.Forward{Phase: transport.Train, IDs: ids, Embedding: e})
+			if err != nil {
+				t.Error(err)
+			}
+			got[k] <- b
+		}()
+	}
+	// The loss as a function of the joined embedding [e₁ | e₂], on the
+	// copy of the inner top fed α₁e₁ + α₂e₂.
+	joinedEmb := tensor.New(4, 4)
+	for r := range 4 {
+		copy(joinedEmb.Data[r*4:r*4+2], embs[0].Data[r*2:r*2+2])
+		copy(joinedEmb.Data[r*4+2:r*4+4], embs[1].Data[r*2:r*2+2])
+	}
+	loss := func(e *tensor.Matrix) float64 {
+		in := tensor.New(4, 2)
+		for r := range 4 {
+			for c := range 2 {
+				in.Data[r*2+c] = float32(alpha[0]*float64(e.Data[r*4+c]) + alpha[1]*float64(e.Data[r*4+2+c]))
+			}
+		}
+		logits, err := ref.Forward(in, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := 0.0
+		for i, z := range logits {
+			p := 1 / (1 + math.Exp(-float64(z)))
+			s -= y[i]*math.Log(p) + (1-y[i])*math.Log(1-p)
+		}
+		return s / float64(len(logits))
+	}
+	const h = 1e-3
+	for k, blk := range [][2]int{{0, 2}, {2, 4}} {
+		b := <-got[k]
+		if b == nil {
+			t.Fatalf("party %d got no answer", k+1)
+		}
+		w := blk[1] - blk[0]
+		if b.Grad.Rows != 4 || b.Grad.Cols != w {
+			t.Fatalf("party %d's gradient is %d×%d, want 4×%d", k+1, b.Grad.Rows, b.Grad.Cols, w)
+		}
+		for r := range 4 {
+			for c := blk[0]; c < blk[1]; c++ {
+				e := joinedEmb.Clone()
+				e.Data[r*4+c] += h
+				up := loss(e)
+				e.Data[r*4+c] -= 2 * h
 				fd := (up - loss(e)) / (2 * h)
 				if g := float64(b.Grad.Data[r*w+c-blk[0]]); math.Abs(g-fd) > 2e-4 {
 					t.Errorf("party %d row %d column %d: gradient %.6f, finite difference %.6f", k+1, r, c-blk[0], g, fd)

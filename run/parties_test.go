@@ -3,10 +3,12 @@ package run
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/splitguard/splitguard/config"
@@ -277,5 +279,45 @@ func TestPartiesStoppedBySignal(t *testing.T) {
 	}
 	if got.TestAUCFinal != want.TestAUCFinal || got.Steps != want.Steps || got.Truncated {
 		t.Errorf("the run again: test AUC %v, %d steps; uninterrupted %v, %d", got.TestAUCFinal, got.Steps, want.TestAUCFinal, want.Steps)
+	}
+}
+
+// TestPartiesGated runs the informative and the noise party under
+// aggregation gated: the run learns (test AUC well above chance), the log
+// gives the parties' learned weights, which sum to 1 and favour the
+// informative party, and the per-party figures are recorded as under
+// concat.
+func TestPartiesGated(t *testing.T) {
+	cfg := partiesConfig(t)
+	cfg.Aggregation = config.AggregationGated
+	cfg.Layers = []int{16, 8, 8} // every party's cut is 8 wide
+	var log strings.Builder
+	s, err := Train(context.Background(), cfg, Options{Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.TestAUCSelected < 0.7 {
+		t.Errorf("test AUC %v, want above 0.7", s.TestAUCSelected)
+	}
+	var inf, noise float64
+	line := log.String()
+	i := strings.Index(line, "learned weights after the last step:")
+	if i < 0 {
+		t.Fatalf("no learned weights in the log:\n%s", line)
+	}
+	if _, err := fmt.Sscanf(line[i:], "learned weights after the last step: inf %f noise %f", &inf, &noise); err != nil {
+		t.Fatalf("reading the weights: %v in %q", err, line[i:])
+	}
+	t.Logf("learned weights: inf %.4f, noise %.4f; test AUC %.4f", inf, noise, s.TestAUCSelected)
+	if math.Abs(inf+noise-1) > 2e-4 || inf <= noise {
+		t.Errorf("learned weights inf %v noise %v: want a sum of 1, the informative party's larger", inf, noise)
+	}
+	for _, name := range []string{"inf", "noise", "inf+noise"} {
+		if _, ok := s.Parties[name]; !ok {
+			t.Errorf("summary has no figures for %s: %v", name, s.Parties)
+		}
+	}
+	if g := s.Parties["inf"].GainSelected; g == nil || *g <= 0 {
+		t.Errorf("the informative party's contribution %v, want above 0", g)
 	}
 }
