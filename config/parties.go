@@ -5,7 +5,6 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/splitguard/splitguard/attack"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/protect"
@@ -126,9 +125,6 @@ func (c *Config) validateParties(bad func(string, ...any)) {
 		if (p.Protect != "" || p.Params != nil) && c.AggregationOr() == AggregationSum && (p.Protect != c.Protect || gradientParams(p.Params) != gradientParams(c.Params)) {
 			bad("passive party %s has a gradient protection of its own, but under aggregation sum every party receives the same gradient: use aggregation concat", name)
 		}
-	}
-	if len(attack.ModelNames(c.AttackNames())) > 0 {
-		bad("model attacks (model completion) with several passive parties are not built: audit the per-batch attacks")
 	}
 	if len(c.FeatureAttacks) > 0 {
 		bad("feature attacks (key feature_attacks) with several passive parties are not built")

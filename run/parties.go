@@ -302,7 +302,19 @@ func trainParties(ctx context.Context, cfg config.Config, split *data.Split, tra
 		ctx: ctx, obs: make([]*passive.Observation, len(bottoms)), views: views, scratch: make([]*tensor.Matrix, 3*len(views))}
 	sel := &selection{keep: cfg.Select == config.SelectBest, bottom: bottoms[0], top: top,
 		others: &partySelection{names: names[1:], bottoms: bottoms[1:]}}
+	partyAttacks, err := partyModelAttacks(&cfg, views, names, bottoms, pvs)
+	if err != nil {
+		return nil, err
+	}
 	onEval := func(res *active.EvalResult) error {
+		// The passive parties wait for the answer to their last
+		// evaluation message meanwhile: the model attacks may use their
+		// bottoms.
+		figs, err := partyAttacks()
+		if err != nil {
+			return fmt.Errorf("evaluation at step %d: %w", res.Step, err)
+		}
+		rec.SetPartyAttacks(figs)
 		e, err := rec.Eval(res)
 		if err != nil {
 			return err

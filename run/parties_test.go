@@ -321,3 +321,43 @@ func TestPartiesGated(t *testing.T) {
 		t.Errorf("the informative party's contribution %v, want above 0", g)
 	}
 }
+
+// TestPartiesModelCompletion runs model completion on each passive
+// party's bottom and on the colluding pair's pooled bottoms: every view
+// has its figures at every evaluation and in the summary, the informative
+// party's bottom completes the labels far better than the noise party's,
+// and the pair's pooled bottoms at least about as well as the
+// informative party's alone.
+func TestPartiesModelCompletion(t *testing.T) {
+	cfg := partiesConfig(t)
+	cfg.Attacks = []string{"norm", "completion"}
+	cfg.KnownLabels = 100
+	s, err := Train(context.Background(), cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	auc := map[string]float64{}
+	for _, name := range []string{"inf", "noise", "inf+noise"} {
+		p, ok := s.Parties[name]
+		if !ok {
+			t.Fatalf("no figures for %s", name)
+		}
+		v, ok := p.EvalAttacksFinal["completion/auc"]
+		if !ok {
+			t.Fatalf("%s: no completion AUC in %v", name, p.EvalAttacksFinal)
+		}
+		if b := p.EvalAttacksBest["completion/auc"]; b < v {
+			t.Errorf("%s: best completion AUC %v below the final %v", name, b, v)
+		}
+		auc[name] = v
+	}
+	t.Logf("completion AUC: inf %.4f, noise %.4f, pooled %.4f", auc["inf"], auc["noise"], auc["inf+noise"])
+	if auc["inf"] < 0.7 || math.Abs(auc["noise"]-0.5) > 0.1 || auc["inf+noise"] < auc["inf"]-0.03 {
+		t.Errorf("completion AUC inf %.4f (want ≥ 0.7), noise %.4f (want ≈ ½), pooled %.4f (want ≳ inf's)", auc["inf"], auc["noise"], auc["inf+noise"])
+	}
+	for _, e := range readLines(t, filepath.Join(cfg.Out, rundir.EvalFile)) {
+		if pa, _ := e["party_attacks"].(map[string]any); len(pa) != 3 {
+			t.Errorf("evaluation at step %v has model-attack figures for %d views, want 3", e["step"], len(pa))
+		}
+	}
+}
