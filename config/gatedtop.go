@@ -11,7 +11,6 @@ import (
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/nn"
-	"github.com/splitguard/splitguard/protect"
 	"github.com/splitguard/splitguard/tensor"
 )
 
@@ -44,19 +43,10 @@ func NewGatedTop(top model.Top, k, d int, lr float32) (*GatedTop, error) {
 }
 
 // SetTraining passes the mode on to the top it wraps.
-func (t *GatedTop) SetTraining(on bool) {
-	if m, ok := t.Top.(interface{ SetTraining(bool) }); ok {
-		m.SetTraining(on)
-	}
-}
+func (t *GatedTop) SetTraining(on bool) { setTraining(t.Top, on) }
 
 // MixTargets passes the targets to the top it wraps (see InputTop).
-func (t *GatedTop) MixTargets(y []float32) []float32 {
-	if m, ok := t.Top.(protect.TargetMixer); ok {
-		return m.MixTargets(y)
-	}
-	return y
-}
+func (t *GatedTop) MixTargets(y []float32) []float32 { return mixTargets(t.Top, y) }
 
 // Forward implements model.Top.
 func (t *GatedTop) Forward(e *tensor.Matrix, wide *data.Batch) ([]float32, error) {
