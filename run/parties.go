@@ -30,7 +30,7 @@ import (
 // PartyBottomFile is the file of passive party NAME's bottom model in a
 // run with several passive parties; the first party's is
 // rundir.BottomModelFile, as in a one-passive run.
-func PartyBottomFile(name string) string { return "bottom_" + name + ".model" }
+func PartyBottomFile(name string) string { return rundir.PartyBottomFile(name) }
 
 // partyViewsK returns each passive party's view and the active party's
 // under key parties (config.Config.PartyFeatures).
