@@ -371,3 +371,45 @@ func TestDryRunChangesNothing(t *testing.T) {
 		t.Errorf("dry trigger %v, the attack's %v", a.Data, b2.Data)
 	}
 }
+
+// TestVillainTriggerOfRecentBatches: the trigger's columns and δ are of
+// the honest embeddings of the last 20 batches only. Five early batches
+// in which column 0 varies a hundredfold more than any other, then 20
+// batches in which only columns 2, 5, 6 and 7 vary (with deviation 1,
+// 2, 3 and 4 by construction: each column is ±s in equal halves) give
+// the mask {2, 5, 6, 7} and δ the mean of their two-pass deviations,
+// computed here.
+func TestVillainTriggerOfRecentBatches(t *testing.T) {
+	ids, f := grFeatures()
+	bd, err := NewBackdoor("villain", BackdoorConfig{Known: []uint64{10}, TrainIDs: ids, Train: f, From: 25, Amplify: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scale := map[int]float32{2: 1, 5: 2, 6: 3, 7: 4}
+	for step := range 25 {
+		e := tensor.New(10, 8)
+		for r := range 10 {
+			sign := float32(1 - 2*(r%2))
+			if step < 5 {
+				e.Data[r*8] = 100 * sign
+				continue
+			}
+			for c, s := range scale {
+				e.Data[r*8+c] = s * sign
+			}
+		}
+		if _, err := bd.Send(int64(step), make([]uint64, 10), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 200 rows of ±s: the sample deviation is s·√(200/199).
+	delta := (1.0 + 2 + 3 + 4) / 4 * math.Sqrt(200.0/199)
+	want := []float64{0, 0, delta, 0, 0, delta, -delta, -delta}
+	e := tensor.New(1, 8)
+	bd.TriggerEmbedding(e)
+	for c, x := range e.Data {
+		if math.Abs(float64(x)-want[c]) > 1e-5 {
+			t.Fatalf("trigger %v, want %v", e.Data, want)
+		}
+	}
+}
