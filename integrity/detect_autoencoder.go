@@ -192,22 +192,5 @@ func (a *autoencoder) learn(e *tensor.Matrix, warm bool) {
 		}
 	}
 	a.batches++
-	for c := range e.Cols {
-		var n, s, s2 float64
-		for r := range e.Rows {
-			if !a.inlier[r] {
-				continue
-			}
-			z := float64(e.Data[r*e.Cols+c]) - a.mean[c]
-			n++
-			s += z
-			s2 += z * z
-		}
-		if n == 0 {
-			continue
-		}
-		m := s / n
-		a.mean[c] += w * m
-		a.vr[c] = (1-w)*a.vr[c] + w*(s2/n) - w*w*m*m
-	}
+	blendMoments(a.mean, a.vr, e, w, func(r int) bool { return a.inlier[r] })
 }
