@@ -39,6 +39,21 @@ func cheatLabel(cfg map[string]any) (label string, honest, dry bool) {
 	return strings.Join(parts, " + "), false, false
 }
 
+// cheatKeys are the configuration keys of what a passive (or active)
+// party does beyond the protocol: [cheatLabel] reads them.
+var cheatKeys = []string{"backdoor", "backdoor_dry_run", "free_ride", "passive_optimizer", "hijack"}
+
+// protectionLabel is the run's protection setting without what its
+// parties do ([SettingOf] of the configuration less [cheatKeys]), so that
+// a cheating run is compared with the honest runs of its protection.
+func protectionLabel(cfg map[string]any) string {
+	c := maps.Clone(cfg)
+	for _, k := range cheatKeys {
+		delete(c, k)
+	}
+	return SettingOf(c).Label()
+}
+
 // alarmStep reads the detector and the step from an integrity alarm
 // ("integrity: NAME scored X at step N, …").
 var alarmStep = regexp.MustCompile(`^integrity: (\S+) scored \S+ at step (\d+)`)
@@ -63,10 +78,11 @@ func cheatCells(runs []*Run) []*cheatCell {
 		}
 		label, honest, dry := cheatLabel(r.Config)
 		cheating = cheating || !honest || dry
-		k := r.Setting.Dataset + "\x00" + r.Setting.Label() + "\x00" + label
+		setting := protectionLabel(r.Config)
+		k := r.Setting.Dataset + "\x00" + setting + "\x00" + label
 		c := cells[k]
 		if c == nil {
-			c = &cheatCell{dataset: r.Setting.Dataset, setting: r.Setting.Label(), label: label, honest: honest, dry: dry}
+			c = &cheatCell{dataset: r.Setting.Dataset, setting: setting, label: label, honest: honest, dry: dry}
 			cells[k] = c
 		}
 		c.runs = append(c.runs, r)

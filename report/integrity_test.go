@@ -69,3 +69,26 @@ func TestIntegritySection(t *testing.T) {
 		t.Errorf("a section without cheating runs: %+v", sec)
 	}
 }
+
+// TestCheatingRunsAreTheirOwnSetting: a cheating run and a backdoor's dry
+// run are settings of their own (the privacy figures do not average them
+// with the honest runs), while the cheating table compares them with the
+// honest runs of the same protection.
+func TestCheatingRunsAreTheirOwnSetting(t *testing.T) {
+	for _, tc := range []struct {
+		cfg        map[string]any
+		label, pro string
+	}{
+		{map[string]any{"protect": "max_norm"}, "max_norm", "max_norm"},
+		{map[string]any{"protect": "max_norm", "backdoor": "villain"}, "max_norm villain", "max_norm"},
+		{map[string]any{"backdoor": "villain", "backdoor_dry_run": true}, "none villain (dry run)", "none"},
+		{map[string]any{"passive_optimizer": "malicious_sgd"}, "none optimizer malicious_sgd", "none"},
+	} {
+		if got := SettingOf(tc.cfg).Label(); got != tc.label {
+			t.Errorf("%v: setting %q, want %q", tc.cfg, got, tc.label)
+		}
+		if got := protectionLabel(tc.cfg); got != tc.pro {
+			t.Errorf("%v: protection %q, want %q", tc.cfg, got, tc.pro)
+		}
+	}
+}
