@@ -413,3 +413,47 @@ func TestVillainTriggerOfRecentBatches(t *testing.T) {
 		}
 	}
 }
+
+// TestGradientReplacementUnpairedRows: with one known target row and two
+// poisoned rows, the poisoned row the target was not paired with gets γ
+// times the target's gradient too (before any target gradient is kept it
+// keeps its own).
+func TestGradientReplacementUnpairedRows(t *testing.T) {
+	ids, f := grFeatures()
+	bd, err := NewBackdoor("gradient_replacement", BackdoorConfig{Known: []uint64{10}, TrainIDs: ids, Train: f,
+		Poison: 0.34, Amplify: 2, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gr := bd.(*gradientReplacement)
+	var poisoned []uint64
+	for _, id := range ids {
+		if gr.Poisoned(id) {
+			poisoned = append(poisoned, id)
+		}
+	}
+	if len(poisoned) != 2 {
+		t.Fatalf("poisoned rows %v, want two (0.34 of 6)", poisoned)
+	}
+	// Before a target gradient is kept: the poisoned rows keep their own.
+	got, err := bd.Gradient(0, poisoned, mat(2, 2, 1, 1, 2, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := []float32{1, 1, 2, 2}; !slices.Equal(got.Data, w) {
+		t.Errorf("before any target gradient: %v, want %v", got.Data, w)
+	}
+	b := &data.Batch{}
+	f.Gather([]int{0, int(poisoned[0] - 10), int(poisoned[1] - 10)}, b)
+	batch := []uint64{10, poisoned[0], poisoned[1]}
+	if err := bd.Features(1, batch, b); err != nil {
+		t.Fatal(err)
+	}
+	got, err = bd.Gradient(1, batch, mat(3, 2, 3, -1, 5, 5, 7, 7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := []float32{3, -1, 6, -2, 6, -2}; !slices.Equal(got.Data, w) {
+		t.Errorf("gradient %v, want %v: both poisoned rows 2 × the target's", got.Data, w)
+	}
+}
