@@ -74,6 +74,9 @@ func (c *Config) BuildBottom(x *data.Features) (model.Bottom, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := c.setPassiveOptimizer(b); err != nil {
+		return nil, err
+	}
 	return c.withPassiveOutput(b)
 }
 
