@@ -29,7 +29,7 @@ const (
 func init() {
 	RegisterDetector(DetectorSpec{Name: "autoencoder",
 		Help: "VFLIP-style reconstruction error: a small autoencoder trained online on the party's earlier inlier embeddings; the share of the batch's rows whose error exceeds 10× the running mean error",
-		New:  func() Detector { return &autoencoder{} }})
+		New:  func() Detector { return &autoencoder{name: "autoencoder"} }})
 }
 
 // autoencoder scores a batch by how badly a small autoencoder, trained
@@ -44,12 +44,13 @@ func init() {
 // (ReLU) → d, with Adam at 0.01; a row's error is its mean squared
 // reconstruction error over the columns. After the warm-up a batch scores
 // the share of its rows whose error exceeds 10 × ē, ē the running mean
-// error of earlier inlier rows (autoencoder_peak: log10(1 + max_i err_i/ē),
+// error of earlier inlier rows (the peak variant: log10(1 + max_i err_i/ē),
 // the worst row, for a backdoor that touches one or two rows a batch); the network, the moments and ē then
 // learn from the batch's inlier rows only, so that a trigger that keeps
 // coming is not learnt as normal.
 type autoencoder struct {
-	peak      bool // score log10(1 + max_i err_i/ē) instead (autoencoder_peak)
+	name      string
+	peak      bool // score log10(1 + max_i err_i/ē) instead (the peak variant)
 	batches   int
 	mean, vr  []float64
 	errMean   float64
@@ -63,12 +64,7 @@ type autoencoder struct {
 	inlierCnt int
 }
 
-func (a *autoencoder) Name() string {
-	if a.peak {
-		return "autoencoder_peak"
-	}
-	return "autoencoder"
-}
+func (a *autoencoder) Name() string { return a.name }
 
 // Observe implements Detector.
 func (a *autoencoder) Observe(_ int64, e *tensor.Matrix) float64 {

@@ -101,8 +101,16 @@ func TestAutoencoderGradient(t *testing.T) {
 func TestAutoencoderPeakScoresOneRow(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	basis := [][]float64{{1, 0.5, 0, -1, 0.3, 0, 0.8, 0.2}, {0, 1, 1, 0.2, -0.5, 0.7, 0, -0.4}}
-	peak, share := &autoencoder{peak: true}, &autoencoder{}
-	if peak.Name() != "autoencoder_peak" || share.Name() != "autoencoder" {
+	pd, err := NewDetector("autoencoder_peak")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sd, err := NewDetector("autoencoder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	peak, share := pd.(*autoencoder), sd.(*autoencoder)
+	if !peak.peak || share.peak || peak.Name() != "autoencoder_peak" || share.Name() != "autoencoder" {
 		t.Fatalf("names %q, %q", peak.Name(), share.Name())
 	}
 	honest := 0.0
