@@ -2,6 +2,7 @@ package step
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math"
 	"testing"
@@ -37,6 +38,11 @@ var plannerOptions = []struct {
 	{"20ms/100Mbit", wire.Int8, 0, 1}, {"20ms/100Mbit", wire.Int8, 4, 1},
 }
 
+// plannerCheck turns on TestPlannerPredictsLink: it asserts measured
+// times, which a loaded machine can push past its tolerance, so the
+// default test run (and CI) leaves it out.
+var plannerCheck = flag.Bool("planner-check", false, "run TestPlannerPredictsLink, the planner's timing check against emulated links")
+
 // TestPlannerPredictsLink checks the link planner against a measurement:
 // the costs of the step measured as `plan-link` measures them just
 // before each row (both parties in process; the transport's overhead
@@ -52,9 +58,10 @@ var plannerOptions = []struct {
 // (linkplan.Costs.Shared), and a row bound by them is logged, not
 // asserted: see the comment at the check. The measured split of each
 // run is logged. About a minute on two loaded cores.
+
 func TestPlannerPredictsLink(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs training steps over emulated links (about a minute)")
+	if !*plannerCheck {
+		t.Skip("a timing check (about a minute): run with -planner-check")
 	}
 	cfg := config.Default()
 	cfg.Model, cfg.Layers, cfg.Cut, cfg.Batch, cfg.Out = "mlp", []int{128, 128, 128}, 2, 1024, "unused"
