@@ -2,6 +2,7 @@ package run
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,7 +23,7 @@ import (
 // when none is configured. With key hijack it also returns the malicious
 // active party's hijacker (FSHA, its public rows the auxiliary rows),
 // whose reconstruction joins the attacks as "fsha"; else a nil Hijacker.
-func featureAttacks(cfg config.Config, pv, av *view, bottom model.Bottom) (func() (map[string]float64, error), active.Hijacker, error) {
+func featureAttacks(cfg config.Config, pv, av *view, bottom model.Bottom, top model.Top, wide bool) (func() (map[string]float64, error), active.Hijacker, error) {
 	if len(cfg.FeatureAttacks) == 0 && cfg.Hijack == "" {
 		return func() (map[string]float64, error) { return nil, nil }, nil, nil
 	}
@@ -30,6 +31,9 @@ func featureAttacks(cfg config.Config, pv, av *view, bottom model.Bottom) (func(
 		cfg.FeatureAuxRows(), cfg.Seed, cfg.EvalBatch)
 	if err != nil {
 		return nil, nil, err
+	}
+	if top != nil {
+		ev.SetJoint(topCopy(&cfg, top, av.train.X, wide), wide)
 	}
 	var hijack active.Hijacker
 	if cfg.Hijack == config.HijackFSHA {
@@ -66,7 +70,7 @@ func FeatureFigures(cfg config.Config, pas, act *data.Split, bottom model.Bottom
 		return nil, fmt.Errorf("the active party's columns cover other rows than the passive's")
 	}
 	cfg.Hijack = "" // a saved bottom: no training left to hijack
-	run, _, err := featureAttacks(cfg, pv, av, bottom)
+	run, _, err := featureAttacks(cfg, pv, av, bottom, nil, false)
 	if err != nil {
 		return nil, err
 	}
@@ -114,4 +118,28 @@ func AttackFeatures(dir string, names []string, aux int) (map[string]float64, er
 		return nil, fmt.Errorf("model %s: %w (was it trained with this configuration?)", path, err)
 	}
 	return FeatureFigures(cfg, pv.split(), av.split(), bottom)
+}
+
+// topCopy returns what copies top at its state of the moment (built for
+// the active party's own columns ax when the top reads them, wide), for
+// an attack that holds the joint model (GRN) and must leave the run's top
+// alone.
+func topCopy(cfg *config.Config, top model.Top, ax *data.Features, wide bool) func() (feature.Joint, error) {
+	if !wide {
+		ax = nil
+	}
+	return func() (feature.Joint, error) {
+		var buf bytes.Buffer
+		if err := top.Save(&buf); err != nil {
+			return nil, err
+		}
+		t, _, err := cfg.BuildTop(ax)
+		if err != nil {
+			return nil, err
+		}
+		if err := t.Load(&buf); err != nil {
+			return nil, err
+		}
+		return t, nil
+	}
 }
