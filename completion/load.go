@@ -1,9 +1,7 @@
 package completion
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/splitguard/splitguard/config"
@@ -17,19 +15,10 @@ import (
 // seeded split, rows in canonical order; under a vertical split the
 // passive party's columns only) and its trained bottom model.
 func LoadRun(dir string) (*config.Config, *data.Split, model.Bottom, error) {
-	cfg, err := config.LoadYAML(filepath.Join(dir, rundir.ConfigFile), config.Default())
+	cfg, split, err := rundir.LoadRun(dir)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	cfg.Resolve()
-	split, err := cfg.LoadData()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	split.SortByID()
-	// The run trained on the training split less its validation rows
-	// (decided by the keyed hash, as in the run).
-	split.Train, _ = data.SplitValidation(split.Train, cfg.Seed, cfg.ValFrac)
 	if split.Train.Labels == nil || split.Test.Labels == nil {
 		return nil, nil, nil, fmt.Errorf("run %s: its data %s has no labels", dir, cfg.Data)
 	}
@@ -43,14 +32,8 @@ func LoadRun(dir string) (*config.Config, *data.Split, model.Bottom, error) {
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	path := filepath.Join(dir, rundir.BottomModelFile)
-	f, err := os.Open(path)
-	if err != nil {
+	if err := rundir.ReadModel(filepath.Join(dir, rundir.BottomModelFile), bottom.Load); err != nil {
 		return nil, nil, nil, err
 	}
-	defer f.Close()
-	if err := bottom.Load(bufio.NewReader(f)); err != nil {
-		return nil, nil, nil, fmt.Errorf("model %s: %w (was it trained with this configuration?)", path, err)
-	}
-	return &cfg, split, bottom, nil
+	return cfg, split, bottom, nil
 }

@@ -1,0 +1,58 @@
+package netrun
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/splitguard/splitguard/party/passive"
+	"github.com/splitguard/splitguard/tensor"
+)
+
+// TestRedTeamEpochRecord: the record of an epoch's last batch carries the
+// epoch attacks' summary over the epoch's examples (hand-computed: one
+// epoch, so each example's running mean is its gradient), the others do
+// not; the per-batch summary is the batch's.
+func TestRedTeamEpochRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "redteam.jsonl")
+	r, err := newRedTeam(path, []string{"norm", "memory_norm"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.setBatchesPerEpoch(2)
+	// Cut gradient norms 1, 2 then 3, 40: over the epoch the 2-means split
+	// is {1,2,3} | {40}.
+	for b, g := range [][]float32{{1, 0, 0, 2}, {3, 0, 0, 40}} {
+		m := tensor.FromSlice(2, 2, g)
+		ob := &passive.Observation{Step: int64(b + 1), Batch: b, IDs: []uint64{uint64(2 * b), uint64(2*b + 1)},
+			Grads: []*tensor.Matrix{m}, Outputs: []*tensor.Matrix{m}}
+		if err := r.observe(ob); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.close()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var recs []RedTeamRecord
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		var rec RedTeamRecord
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rec)
+	}
+	if len(recs) != 2 || recs[0].EpochScores != nil || recs[1].EpochScores == nil {
+		t.Fatalf("records %+v: want two, the epoch summary in the second only", recs)
+	}
+	if s := recs[1].EpochScores["memory_norm/cut"]; s.Clusters != [2]int{3, 1} || s.Flagged != 0.25 {
+		t.Errorf("memory_norm/cut over the epoch = %+v, want clusters [3 1]", s)
+	}
+	if s := recs[1].Scores["norm/cut"]; s.Clusters != [2]int{1, 1} {
+		t.Errorf("norm/cut of the second batch = %+v, want clusters [1 1]", s)
+	}
+}
