@@ -3,10 +3,16 @@ package netrun
 import (
 	"bufio"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
+	"github.com/splitguard/splitguard/attack"
+	"github.com/splitguard/splitguard/audit"
+	"github.com/splitguard/splitguard/config"
+	"github.com/splitguard/splitguard/metrics"
 	"github.com/splitguard/splitguard/party/passive"
 	"github.com/splitguard/splitguard/tensor"
 )
@@ -54,5 +60,52 @@ func TestRedTeamEpochRecord(t *testing.T) {
 	}
 	if s := recs[1].Scores["norm/cut"]; s.Clusters != [2]int{1, 1} {
 		t.Errorf("norm/cut of the second batch = %+v, want clusters [1 1]", s)
+	}
+}
+
+// TestRedTeamAllOverTheNetwork: a two-process run whose passive runs its
+// red team with --attacks all logs exactly the label-free attacks of
+// train's "all" at both layers it observes (per batch) and the epoch
+// attacks once per epoch, in the record of the epoch's last batch.
+func TestRedTeamAllOverTheNetwork(t *testing.T) {
+	root := t.TempDir()
+	base := smallConfig(synthFile(t, 600), filepath.Join(root, "inproc"))
+	base.Attacks = []string{"all"}
+	act, pas := partyConfigs(base, root, "")
+	act.InsecureLoopback, pas.InsecureLoopback = true, true
+	act.Attacks, pas.RedTeam = []string{"norm"}, true
+	pair(t, act, pas)
+	recs := readLines[RedTeamRecord](t, filepath.Join(pas.Out, "redteam.jsonl"))
+	lf, err := audit.NewLabelFree(config.ExpandAttacks([]string{"all"}), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{} // ATTACK/LAYER
+	for _, n := range lf.Attacks() {
+		if needs, _ := attack.Describe(n); !needs.EpochMemory {
+			for _, l := range []string{"first", "cut"} {
+				want[metrics.Key(n, l)] = true
+			}
+		}
+	}
+	epochs := 0
+	for _, r := range recs {
+		if len(r.Scores) != len(want) {
+			t.Fatalf("step %d: %d keys, want %d (%v)", r.Step, len(r.Scores), len(want), slices.Sorted(maps.Keys(want)))
+		}
+		for k, s := range r.Scores {
+			if !want[k] || s.Clusters[0]+s.Clusters[1] != r.Size {
+				t.Fatalf("step %d: %s = %+v (rows %d), want one of %v over every row", r.Step, k, s, r.Size, slices.Sorted(maps.Keys(want)))
+			}
+		}
+		if r.EpochScores != nil {
+			epochs++
+			if s, ok := r.EpochScores[metrics.Key(attack.MemoryNormName, "cut")]; !ok || s.Clusters[0]+s.Clusters[1] == 0 {
+				t.Errorf("step %d: epoch scores %v, want memory_norm/cut", r.Step, r.EpochScores)
+			}
+		}
+	}
+	if epochs != base.Epochs || len(recs) == 0 {
+		t.Errorf("%d records, %d with epoch scores; want %d", len(recs), epochs, base.Epochs)
 	}
 }
