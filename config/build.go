@@ -74,7 +74,14 @@ func (c *Config) BuildBottom(x *data.Features) (model.Bottom, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.withPassiveOutput(b)
+	if err := c.setPassiveOptimizer(b); err != nil {
+		return nil, err
+	}
+	dense := 0
+	if x != nil {
+		dense = x.NumDense
+	}
+	return c.withPassiveOutput(b, dense)
 }
 
 // BuildTop builds the active party's model. For Wide&Deep the wide part

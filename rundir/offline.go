@@ -13,23 +13,43 @@ import (
 
 // LoadRun is the one place an offline attack reloads an in-process run
 // directory (splitguard attack completion and attack features): its
-// resolved configuration and its data as the run trained on it: the same
-// seeded split, rows in canonical order (by ID), the training rows without
-// the validation rows (decided by the keyed hash, as in the run). The
-// features are every column; the caller cuts its party's view.
+// resolved configuration ([LoadRunConfig]) and its data as the run trained
+// on it ([LoadRunData]).
 func LoadRun(dir string) (*config.Config, *data.Split, error) {
-	cfg, err := config.LoadYAML(filepath.Join(dir, ConfigFile), config.Default())
+	cfg, err := LoadRunConfig(dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg.Resolve()
-	split, err := cfg.LoadData()
+	split, err := LoadRunData(cfg)
 	if err != nil {
 		return nil, nil, err
+	}
+	return cfg, split, nil
+}
+
+// LoadRunConfig reads the resolved configuration of the run in dir.
+func LoadRunConfig(dir string) (*config.Config, error) {
+	cfg, err := config.LoadYAML(filepath.Join(dir, ConfigFile), config.Default())
+	if err != nil {
+		return nil, err
+	}
+	cfg.Resolve()
+	return &cfg, nil
+}
+
+// LoadRunData reloads the data of the run cfg describes as the run trained
+// on it: the same seeded split, rows in canonical order (by ID), the
+// training rows without the validation rows (decided by the keyed hash,
+// as in the run). The features are every column; the caller cuts its
+// party's view.
+func LoadRunData(cfg *config.Config) (*data.Split, error) {
+	split, err := cfg.LoadData()
+	if err != nil {
+		return nil, err
 	}
 	split.SortByID()
 	split.Train, _ = data.SplitValidation(split.Train, cfg.Seed, cfg.ValFrac)
-	return &cfg, split, nil
+	return split, nil
 }
 
 // ReadModel reads the model file path, buffered, with load (a bottom's or
