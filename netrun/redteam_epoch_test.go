@@ -1,10 +1,7 @@
 package netrun
 
 import (
-	"bufio"
-	"encoding/json"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -39,19 +36,7 @@ func TestRedTeamEpochRecord(t *testing.T) {
 		}
 	}
 	r.close()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var recs []RedTeamRecord
-	for sc := bufio.NewScanner(f); sc.Scan(); {
-		var rec RedTeamRecord
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			t.Fatal(err)
-		}
-		recs = append(recs, rec)
-	}
+	recs := readLines[RedTeamRecord](t, path)
 	if len(recs) != 2 || recs[0].EpochScores != nil || recs[1].EpochScores == nil {
 		t.Fatalf("records %+v: want two, the epoch summary in the second only", recs)
 	}
