@@ -1,10 +1,8 @@
 package completion
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -33,11 +31,10 @@ var ErrSeveralParties = errors.New("the run has several passive parties, each wi
 // party "" is LoadRun; naming a party of a one-passive run, or one the run
 // does not have, is an error.
 func LoadPartyRun(dir, party string) (*config.Config, *data.Split, model.Bottom, error) {
-	cfg, err := config.LoadYAML(filepath.Join(dir, rundir.ConfigFile), config.Default())
+	cfg, err := rundir.LoadRunConfig(dir)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	cfg.Resolve()
 	k := -1
 	switch {
 	case party == "" && cfg.MultiParty():
@@ -50,14 +47,10 @@ func LoadPartyRun(dir, party string) (*config.Config, *data.Split, model.Bottom,
 			return nil, nil, nil, fmt.Errorf("run %s has no passive party %q (it has %s)", dir, party, strings.Join(cfg.PartyNames(), ", "))
 		}
 	}
-	split, err := cfg.LoadData()
+	split, err := rundir.LoadRunData(cfg)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	split.SortByID()
-	// The run trained on the training split less its validation rows
-	// (decided by the keyed hash, as in the run).
-	split.Train, _ = data.SplitValidation(split.Train, cfg.Seed, cfg.ValFrac)
 	if split.Train.Labels == nil || split.Test.Labels == nil {
 		return nil, nil, nil, fmt.Errorf("run %s: its data %s has no labels", dir, cfg.Data)
 	}
@@ -76,7 +69,7 @@ func LoadPartyRun(dir, party string) (*config.Config, *data.Split, model.Bottom,
 			return nil, nil, nil, err
 		}
 	}
-	bc, file := cfg, rundir.BottomModelFile
+	bc, file := *cfg, rundir.BottomModelFile
 	if k >= 0 {
 		bc = cfg.PartyConfig(k)
 		if k > 0 {
@@ -87,14 +80,8 @@ func LoadPartyRun(dir, party string) (*config.Config, *data.Split, model.Bottom,
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	path := filepath.Join(dir, file)
-	f, err := os.Open(path)
-	if err != nil {
+	if err := rundir.ReadModel(filepath.Join(dir, file), bottom.Load); err != nil {
 		return nil, nil, nil, err
 	}
-	defer f.Close()
-	if err := bottom.Load(bufio.NewReader(f)); err != nil {
-		return nil, nil, nil, fmt.Errorf("model %s: %w (was it trained with this configuration?)", path, err)
-	}
-	return &cfg, split, bottom, nil
+	return cfg, split, bottom, nil
 }

@@ -1,10 +1,8 @@
 package run
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/splitguard/splitguard/attack/feature"
@@ -82,11 +80,10 @@ func FeatureFigures(cfg config.Config, pas, act *data.Split, bottom model.Bottom
 // in dir (its bottom.model: the selected model), reloading its data as the
 // run split it; the figures are those of eval.jsonl's features.
 func AttackFeatures(dir string, names []string, aux int) (map[string]float64, error) {
-	cfg, err := config.LoadYAML(filepath.Join(dir, rundir.ConfigFile), config.Default())
+	cfg, split, err := rundir.LoadRun(dir)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Resolve()
 	cfg.FeatureAttacks = names
 	if aux != 0 {
 		cfg.FeatureAux = aux
@@ -94,13 +91,7 @@ func AttackFeatures(dir string, names []string, aux int) (map[string]float64, er
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	split, err := cfg.LoadData()
-	if err != nil {
-		return nil, err
-	}
-	split.SortByID()
-	train, _ := data.SplitValidation(split.Train, cfg.Seed, cfg.ValFrac)
-	pv, av, err := partyViews(&cfg, split, train, nil)
+	pv, av, err := partyViews(cfg, split, split.Train, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -108,16 +99,10 @@ func AttackFeatures(dir string, names []string, aux int) (map[string]float64, er
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dir, rundir.BottomModelFile)
-	f, err := os.Open(path)
-	if err != nil {
+	if err := rundir.ReadModel(filepath.Join(dir, rundir.BottomModelFile), bottom.Load); err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	if err := bottom.Load(bufio.NewReader(f)); err != nil {
-		return nil, fmt.Errorf("model %s: %w (was it trained with this configuration?)", path, err)
-	}
-	return FeatureFigures(cfg, pv.split(), av.split(), bottom)
+	return FeatureFigures(*cfg, pv.split(), av.split(), bottom)
 }
 
 // topCopy returns what copies top at its state of the moment (built for

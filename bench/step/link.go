@@ -129,8 +129,8 @@ func loopbackOverhead(ctx context.Context, dir string, enc wire.Encodings, t *ti
 		return 0, err
 	}
 	quiet := slog.New(slog.DiscardHandler)
-	fp := grpcnet.Fingerprint{Wire: enc}
-	s, err := grpcnet.Listen("127.0.0.1:0", grpcnet.ServerOptions{TLS: st, Local: grpcnet.Hello{Party: "active", Config: fp}, Logger: quiet})
+	fp := transport.Fingerprint{Wire: enc}
+	s, err := grpcnet.Listen("127.0.0.1:0", grpcnet.ServerOptions{TLS: st, Local: transport.Hello{Party: "active", Config: fp}, Logger: quiet})
 	if err != nil {
 		return 0, err
 	}
@@ -149,7 +149,7 @@ func loopbackOverhead(ctx context.Context, dir string, enc wire.Encodings, t *ti
 		return 0, err
 	}
 	defer c.Close()
-	if _, err := c.Hello(ctx, grpcnet.Hello{Party: "passive", Config: fp}); err != nil {
+	if _, err := c.Hello(ctx, transport.Hello{Party: "passive", Config: fp}); err != nil {
 		return 0, err
 	}
 	ctx, cancel := context.WithCancel(ctx)

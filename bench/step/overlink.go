@@ -89,8 +89,8 @@ func linkPair(dir string, up, down linktest.Link) pairFunc {
 			return nil, nil, nil, err
 		}
 		quiet := slog.New(slog.DiscardHandler)
-		fp := grpcnet.Fingerprint{Wire: enc}
-		s, err := grpcnet.Listen("127.0.0.1:0", grpcnet.ServerOptions{TLS: st, Local: grpcnet.Hello{Party: "active", Config: fp}, Logger: quiet, PipelineDepth: depth})
+		fp := transport.Fingerprint{Wire: enc}
+		s, err := grpcnet.Listen("127.0.0.1:0", grpcnet.ServerOptions{TLS: st, Local: transport.Hello{Party: "active", Config: fp}, Logger: quiet, PipelineDepth: depth})
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -110,7 +110,7 @@ func linkPair(dir string, up, down linktest.Link) pairFunc {
 			px.Close()
 			s.Close()
 		}
-		if _, err := c.Hello(ctx, grpcnet.Hello{Party: "passive", Config: fp}); err != nil {
+		if _, err := c.Hello(ctx, transport.Hello{Party: "passive", Config: fp}); err != nil {
 			release()
 			return nil, nil, nil, err
 		}
