@@ -141,6 +141,9 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, e
 	if err := cfg.validate("active"); err != nil {
 		return nil, err
 	}
+	if cfg.MultiParty() {
+		return runActiveParties(ctx, cfg, opt)
+	}
 	if cfg.CheckpointEvery > 0 {
 		for _, a := range cfg.AttackNames() {
 			if needs, err := attack.Describe(a); err == nil && needs.EpochMemory {

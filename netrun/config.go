@@ -172,7 +172,7 @@ func (c *Config) validate(role string) error {
 			}
 		}
 	} else {
-		if c.PeerName == "" {
+		if c.PeerName == "" && !(c.MultiParty() && role == "active") { // the active's peers are the parties
 			bad("no peer name (key peer_name): the name the peer's certificate must carry")
 		}
 		if c.CertDir == "" && (c.Cert == "" || c.Key == "" || c.CA == "") {
@@ -200,8 +200,11 @@ func (c *Config) validate(role string) error {
 	if c.Hijack != "" {
 		bad("a training hijacker (key hijack) is an in-process simulation")
 	}
-	if c.MultiParty() || c.SynthParties > 0 {
-		bad("several passive parties (key parties; key synth_parties) run in one process (splitguard train); their two-process run is not built")
+	if c.SynthParties > 0 {
+		bad("synthetic passive parties (key synth_parties) run in one process (splitguard train); over the network each passive party loads its own file with key parties")
+	}
+	if c.MultiParty() {
+		c.validateMultiParty(role, bad)
 	}
 	if len(c.FeatureAttacks) > 0 && (strings.HasPrefix(role, "active") || role == "passive" && !c.RedTeam) {
 		bad("feature attacks (key feature_attacks) run in a two-party run as the passive party's audit of its own features, with its red team (key red_team)")
@@ -210,6 +213,7 @@ func (c *Config) validate(role string) error {
 		bad("both this party's columns (key columns) and a vertical split (keys passive_columns, active_columns): give one")
 	}
 	c.partyColumns(strings.HasPrefix(role, "active"))
+	c.multiPartyColumns(role)
 	if len(errs) > 0 {
 		return fmt.Errorf("%s: config: %s", role, strings.Join(errs, "; "))
 	}
@@ -321,6 +325,7 @@ func (c *Config) SharedDigest() []byte {
 		// Error feedback of the gradients (absent when off).
 		s += " wire_feedback=true"
 	}
+	s += c.partiesDigest()
 	if pd := c.PassiveDefences(); len(pd) > 0 {
 		// The passive party applies them, the active records them
 		// (absent without one: the digest is then unchanged).
@@ -337,7 +342,7 @@ func (c *Config) digestHint() string {
 	if l := c.PassiveDefences(); len(l) > 0 {
 		pd = strings.Join(l, ", ")
 	}
-	return "the digest covers the model, optimiser, data split, schedule, evaluation and checkpoint cadence, the wire encodings and their error feedback, " +
+	return partiesHint(c) + "the digest covers the model, optimiser, data split, schedule, evaluation and checkpoint cadence, the wire encodings and their error feedback, " +
 		"and the passive-side defences, which both parties must set alike (here: " + pd + "); compare the two parties' config.yaml"
 }
 

@@ -126,7 +126,11 @@ func (p *partyData) restrict(common []uint64) *data.Split {
 
 // newBottom builds the passive party's model over its features.
 func newBottom(cfg *Config, x *data.Features) (model.Bottom, error) {
-	b, err := cfg.BuildBottom(x)
+	bc := cfg.Config
+	if k := cfg.partyIndex(); cfg.MultiParty() && k >= 0 {
+		bc = cfg.PartyConfig(k) // party k's seed and passive-side defences
+	}
+	b, err := bc.BuildBottom(x)
 	if err != nil {
 		return nil, fmt.Errorf("passive: %w", err)
 	}

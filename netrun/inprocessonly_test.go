@@ -9,7 +9,7 @@ import (
 )
 
 // TestInProcessOnlyKeysRefused: the keys of what runs in one process only
-// — several passive parties, a hijacking active party — are refused by
+// — synthetic passive parties, a hijacking active party — are refused by
 // both networked parties, naming the key.
 func TestInProcessOnlyKeysRefused(t *testing.T) {
 	root := t.TempDir()
@@ -19,9 +19,7 @@ func TestInProcessOnlyKeysRefused(t *testing.T) {
 		set  func(*Config)
 		want string
 	}{
-		{"parties", func(p *Config) {
-			p.Parties = []config.Party{{Name: "a", Columns: []string{"I1"}}, {Name: "b", Columns: []string{"I2"}}}
-		}, "key parties"},
+		{"synth_parties", func(p *Config) { p.SynthParties, p.SynthRows, p.Data = 2, 100, "" }, "key synth_parties"},
 		{"hijack", func(p *Config) { p.Hijack = config.HijackFSHA }, "key hijack"},
 	} {
 		act, pas := partyConfigs(smallConfig(path, filepath.Join(root, c.name)), root, "")

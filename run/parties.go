@@ -174,40 +174,13 @@ func (p *partyRun) columns(i int, m *tensor.Matrix, members []int) *tensor.Matri
 		}
 		ranges = append(ranges, c)
 	}
-	w := 0
-	for _, r := range ranges {
-		w += r[1] - r[0]
-	}
-	p.scratch[i] = p.scratch[i].Resize(m.Rows, w)
-	out := p.scratch[i].Data
-	for r := range m.Rows {
-		at := r * w
-		for _, c := range ranges {
-			at += copy(out[at:], m.Data[r*m.Cols+c[0]:r*m.Cols+c[1]])
-		}
-	}
+	p.scratch[i] = fanin.Gather(p.scratch[i], m, ranges)
 	return p.scratch[i]
 }
 
 // auditedViews lists every passive party alone, then every colluding
 // subset of two or more, smallest first, each in party order.
-func auditedViews(k int) [][]int {
-	var out [][]int
-	for size := 1; size <= k; size++ {
-		for mask := 1; mask < 1<<k; mask++ {
-			var m []int
-			for i := range k {
-				if mask&(1<<i) != 0 {
-					m = append(m, i)
-				}
-			}
-			if len(m) == size {
-				out = append(out, m)
-			}
-		}
-	}
-	return out
-}
+func auditedViews(k int) [][]int { return fanin.Coalitions(k) }
 
 // trainParties is Train for two or more passive parties (key parties):
 // each holds its columns and its own bottom, derives the same batches
