@@ -75,14 +75,24 @@ func runThree(t *testing.T, act Config, pas []Config) (*rundir.Summary, []error,
 // with its own certificate, on the active's one address) and checks that
 // every evaluation, every batch's loss, protection figures and cut-layer
 // leak AUCs (the coalition's and every party's and pair's), and the
-// summary equal the in-process run's with the same parties.
+// summary equal the in-process run's with the same parties, under
+// aggregation concat and gated (the learned weights on the active's side).
 func TestThreePartiesMatchInProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains three parties twice")
 	}
 	path := synthFile(t, 900)
+	for _, agg := range []string{config.AggregationConcat, config.AggregationGated} {
+		t.Run(agg, func(t *testing.T) { threePartiesMatchInProcess(t, path, agg) })
+	}
+}
+
+// threePartiesMatchInProcess is TestThreePartiesMatchInProcess under
+// aggregation agg.
+func threePartiesMatchInProcess(t *testing.T, path, agg string) {
 	root := t.TempDir()
 	base := threePartyBase(path, filepath.Join(root, "inproc"))
+	base.Aggregation = agg
 	want, err := run.Train(context.Background(), base, run.Options{})
 	if err != nil {
 		t.Fatal(err)
