@@ -2,10 +2,14 @@ package netrun
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -221,4 +225,58 @@ func TestPartiesSplitMismatchRefused(t *testing.T) {
 	if d := one.partiesDigest(); d != "" {
 		t.Errorf("one passive party: parties digest %q, want empty", d)
 	}
+}
+
+// TestPartiesPassiveDiesEndsRun: without checkpoints (not built with
+// several passive parties over the network), a passive party that dies
+// at step 7 ends the run: the active party returns an error naming the
+// dead party's connection instead of waiting forever, writes a truncated
+// summary with the reason, and the other passive party ends too.
+func TestPartiesPassiveDiesEndsRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains three parties")
+	}
+	path := synthFile(t, 900)
+	root := t.TempDir()
+	act, pas := threePartyConfigs(threePartyBase(path, filepath.Join(root, "inproc")), root, "")
+	for _, c := range append([]*Config{&act}, &pas[0], &pas[1]) {
+		c.PeerTimeout = 10 * time.Second // the alignment under -race takes seconds
+	}
+	var died atomic.Bool
+	testHookPassiveStep = func(step int64) error {
+		if step == 7 && died.CompareAndSwap(false, true) { // the first passive at step 7
+			return errKilled
+		}
+		return nil
+	}
+	t.Cleanup(func() { testHookPassiveStep = nil })
+	start := time.Now()
+	_, perrs, err := runThree(t, act, pas)
+	if err == nil {
+		t.Fatal("the active party ended without error after a passive party died")
+	}
+	dead := 0
+	for k, e := range perrs {
+		if e == nil {
+			t.Errorf("passive %s ended without error", pas[k].Name)
+		}
+		if errors.Is(e, errKilled) {
+			dead++
+		}
+	}
+	if dead != 1 {
+		t.Errorf("%d passive parties died, want 1: %v", dead, perrs)
+	}
+	var s rundir.Summary
+	b, rerr := os.ReadFile(filepath.Join(act.Out, rundir.SummaryFile))
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	if !s.Truncated || s.TruncatedReason == "" || s.Steps < 7 || s.Steps > 8 {
+		t.Errorf("summary: truncated %v (%q) after %d steps, want truncated after step 7 or 8", s.Truncated, s.TruncatedReason, s.Steps)
+	}
+	t.Logf("active: %v (after %v)", err, time.Since(start).Round(time.Millisecond))
 }
