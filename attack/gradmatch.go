@@ -264,11 +264,20 @@ func (a *GradMatch) fit(n, d int) float64 {
 	return a.labels(n, d)
 }
 
-// dotF is ⟨a, b⟩ for float64 vectors of the same length.
+// dotF is ⟨a, b⟩ for float64 vectors of the same length (four
+// independent accumulators, so that the additions overlap).
 func dotF(a, b []float64) float64 {
-	var s float64
-	for i, x := range a {
-		s += x * b[i]
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
 	}
-	return s
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
 }

@@ -44,7 +44,13 @@ func (a *Spectral) components(n int, minority bool, scores []float64) {
 			break
 		}
 		for range spectralMaxIter {
-			a.gram(a.w3, a.w2, n, d)
+			if n >= d {
+				// topDirection left C = EᵀE (d×d) in a.c64: d² per
+				// iteration instead of 2nd.
+				symMatVec(a.w3, a.c64[:d*d], a.w2)
+			} else {
+				a.gram(a.w3, a.w2, n, d)
+			}
 			var lambda, res float64
 			for j := range d {
 				lambda += a.w3[j] * a.w2[j]
@@ -190,7 +196,9 @@ func (a *Spectral) components(n int, minority bool, scores []float64) {
 	}
 }
 
-// gram sets dst = Eᵀ(E·w) for the n×d centred batch E.
+// gram sets dst = Eᵀ(E·w) for the n×d centred batch E (used where the
+// batch is narrower than the layer, n < d, and topDirection kept the n×n
+// Gram matrix EEᵀ instead of EᵀE).
 func (a *Spectral) gram(dst, w []float64, n, d int) {
 	for i := range n {
 		var s float64

@@ -230,6 +230,55 @@ func (a *Attacker) Run(bottom model.Bottom, train, test *data.Features, testLabe
 		}
 	}
 	a.testDone = false
+	return a.complete(testLabels)
+}
+
+// RunPooled is Run for colluding passive parties, who pool what they
+// hold: the attack reads each row's cut outputs of every member's bottom
+// side by side (bottoms[k] on its own columns train[k], test[k], the rows
+// of every member in one order).
+func (a *Attacker) RunPooled(bottoms []model.Bottom, train, test []*data.Features, testLabels []uint8) (map[string]Result, error) {
+	if len(bottoms) == 0 || len(train) != len(bottoms) || len(test) != len(bottoms) {
+		return nil, fmt.Errorf("completion: %d bottoms for %d training and %d test feature sets", len(bottoms), len(train), len(test))
+	}
+	all := make([]int, test[0].Rows)
+	for i := range all {
+		all[i] = i
+	}
+	var part tensor.Matrix
+	for _, c := range []struct {
+		what string
+		x    []*data.Features
+		rows []int
+		dst  *tensor.Matrix
+	}{{"known rows", train, a.rows.Known, &a.known}, {"unlabelled rows", train, a.rows.Unlabelled, &a.unl}, {"test rows", test, all, &a.test}} {
+		width := 0
+		for _, b := range bottoms {
+			width += b.CutDim()
+		}
+		c.dst.Resize(len(c.rows), width)
+		lo := 0
+		for k, b := range bottoms {
+			if c.x[k].Rows != c.x[0].Rows {
+				return nil, fmt.Errorf("completion: colluding party %d has %d rows, party 1 %d", k+1, c.x[k].Rows, c.x[0].Rows)
+			}
+			if err := Embed(b, c.x[k], c.rows, a.chunk, &a.batch, &part); err != nil {
+				return nil, fmt.Errorf("completion: %s of colluding party %d: %w", c.what, k+1, err)
+			}
+			d := b.CutDim()
+			for i := range len(c.rows) {
+				copy(c.dst.Data[i*width+lo:i*width+lo+d], part.Data[i*d:(i+1)*d])
+			}
+			lo += d
+		}
+	}
+	a.testDone = false
+	return a.complete(testLabels)
+}
+
+// complete runs the attacks on the cut outputs in a.known, a.unl and
+// a.test and scores them against testLabels (nil: no figures).
+func (a *Attacker) complete(testLabels []uint8) (map[string]Result, error) {
 	in := &attack.CompletionInput{Known: &a.known, Labels: a.rows.KnownLabels, Unlabelled: &a.unl, Target: &a.test, Seed: a.seed}
 	out := make(map[string]Result, len(a.attacks))
 	for k, m := range a.attacks {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/tensor"
 )
 
@@ -135,5 +136,58 @@ func TestRunSeparable(t *testing.T) {
 	}
 	if none, _ := New([]string{"norm"}, rows, 0, 1); none != nil {
 		t.Error("an attacker without model attacks")
+	}
+}
+
+// columns returns the columns [lo, hi) of x's dense features.
+func columns(x *data.Features, lo, hi int) *data.Features {
+	out := &data.Features{Rows: x.Rows, NumDense: hi - lo}
+	for i := range x.Rows {
+		out.Dense = append(out.Dense, x.Dense[i*x.NumDense+lo:i*x.NumDense+hi]...)
+	}
+	return out
+}
+
+// TestRunPooled: two colluding parties holding columns 0–1 and 2–5 of
+// the features, each with an identity bottom, pool exactly the whole
+// table: RunPooled gives Run's figures on one party holding every column,
+// bit for bit; the second party alone, without the separating column 0,
+// is near chance.
+func TestRunPooled(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 4))
+	train, trainY := features(r, 3000, 6, 0.25)
+	test, testY := features(r, 1000, 6, 0.25)
+	rows, err := Pick(trainY, 40, DefaultUnlabelled, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attacker := func() *Attacker {
+		a, err := New([]string{"completion"}, rows, 512, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	whole, err := attacker().Run(&identity{d: 6}, train, test, testY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pooled, err := attacker().RunPooled([]model.Bottom{&identity{d: 2}, &identity{d: 4}},
+		[]*data.Features{columns(train, 0, 2), columns(train, 2, 6)}, []*data.Features{columns(test, 0, 2), columns(test, 2, 6)}, testY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if whole["completion"] != pooled["completion"] {
+		t.Errorf("pooled %+v, one party with every column %+v", pooled["completion"], whole["completion"])
+	}
+	alone, err := attacker().RunPooled([]model.Bottom{&identity{d: 4}}, []*data.Features{columns(train, 2, 6)}, []*data.Features{columns(test, 2, 6)}, testY)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auc := alone["completion"].AUC; auc > 0.6 || auc < 0.4 {
+		t.Errorf("the party without the separating column: AUC %.3f, want near ½", auc)
+	}
+	if _, err := attacker().RunPooled([]model.Bottom{&identity{d: 2}}, []*data.Features{train, train}, []*data.Features{test}, testY); err == nil {
+		t.Error("mismatched bottoms and feature sets were accepted")
 	}
 }

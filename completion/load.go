@@ -1,10 +1,11 @@
 package completion
 
 import (
-	"bufio"
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
@@ -17,40 +18,70 @@ import (
 // seeded split, rows in canonical order; under a vertical split the
 // passive party's columns only) and its trained bottom model.
 func LoadRun(dir string) (*config.Config, *data.Split, model.Bottom, error) {
-	cfg, err := config.LoadYAML(filepath.Join(dir, rundir.ConfigFile), config.Default())
+	return LoadPartyRun(dir, "")
+}
+
+// ErrSeveralParties says that a run has several passive parties, each with
+// its own bottom, and no party was named.
+var ErrSeveralParties = errors.New("the run has several passive parties, each with its own bottom")
+
+// LoadPartyRun is LoadRun for passive party party of an in-process run
+// with several passive parties (key parties): its columns and its bottom
+// (bottom.model for the first party, bottom_NAME.model for the others).
+// party "" is LoadRun; naming a party of a one-passive run, or one the run
+// does not have, is an error.
+func LoadPartyRun(dir, party string) (*config.Config, *data.Split, model.Bottom, error) {
+	cfg, err := rundir.LoadRunConfig(dir)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	cfg.Resolve()
-	split, err := cfg.LoadData()
+	k := -1
+	switch {
+	case party == "" && cfg.MultiParty():
+		return nil, nil, nil, fmt.Errorf("run %s: %w (%s)", dir, ErrSeveralParties, strings.Join(cfg.PartyNames(), ", "))
+	case party != "" && !cfg.MultiParty():
+		return nil, nil, nil, fmt.Errorf("run %s has one passive party; %q names none", dir, party)
+	case party != "":
+		k = slices.Index(cfg.PartyNames(), party)
+		if k < 0 {
+			return nil, nil, nil, fmt.Errorf("run %s has no passive party %q (it has %s)", dir, party, strings.Join(cfg.PartyNames(), ", "))
+		}
+	}
+	split, err := rundir.LoadRunData(cfg)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	split.SortByID()
-	// The run trained on the training split less its validation rows
-	// (decided by the keyed hash, as in the run).
-	split.Train, _ = data.SplitValidation(split.Train, cfg.Seed, cfg.ValFrac)
 	if split.Train.Labels == nil || split.Test.Labels == nil {
 		return nil, nil, nil, fmt.Errorf("run %s: its data %s has no labels", dir, cfg.Data)
 	}
-	// Under a vertical split the bottom reads the passive's columns only.
+	// Under a vertical split the bottom reads the passive's columns only;
+	// with several passive parties, party k's.
 	for _, d := range []*data.Dataset{split.Train, split.Test} {
+		if k >= 0 {
+			px, _, err := cfg.PartyFeatures(d.X)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			d.X = px[k]
+			continue
+		}
 		if d.X, _, err = cfg.SplitFeatures(d.X); err != nil {
 			return nil, nil, nil, err
 		}
 	}
-	bottom, err := cfg.BuildBottom(split.Train.X)
+	bc, file := *cfg, rundir.BottomModelFile
+	if k >= 0 {
+		bc = cfg.PartyConfig(k)
+		if k > 0 {
+			file = rundir.PartyBottomFile(party)
+		}
+	}
+	bottom, err := bc.BuildBottom(split.Train.X)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	path := filepath.Join(dir, rundir.BottomModelFile)
-	f, err := os.Open(path)
-	if err != nil {
+	if err := rundir.ReadModel(filepath.Join(dir, file), bottom.Load); err != nil {
 		return nil, nil, nil, err
 	}
-	defer f.Close()
-	if err := bottom.Load(bufio.NewReader(f)); err != nil {
-		return nil, nil, nil, fmt.Errorf("model %s: %w (was it trained with this configuration?)", path, err)
-	}
-	return &cfg, split, bottom, nil
+	return cfg, split, bottom, nil
 }

@@ -74,7 +74,14 @@ func (c *Config) BuildBottom(x *data.Features) (model.Bottom, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.withPassiveOutput(b)
+	if err := c.setPassiveOptimizer(b); err != nil {
+		return nil, err
+	}
+	dense := 0
+	if x != nil {
+		dense = x.NumDense
+	}
+	return c.withPassiveOutput(b, dense)
 }
 
 // BuildTop builds the active party's model. For Wide&Deep the wide part
@@ -197,19 +204,8 @@ func (c *Config) AttackNames() []string { return ExpandAttacks(c.Attacks) }
 
 // ExpandAttacks resolves "all" in an attack list into every registered
 // attack that is not expensive (attack.Needs.Expensive), plus any named
-// beside "all".
-func ExpandAttacks(names []string) []string {
-	if !slices.Contains(names, "all") {
-		return names
-	}
-	var out []string
-	for _, n := range attack.Names() {
-		if needs, _ := attack.Describe(n); !needs.Expensive || slices.Contains(names, n) {
-			out = append(out, n)
-		}
-	}
-	return out
-}
+// beside "all": attack.Expand, the one expansion every mode reads.
+func ExpandAttacks(names []string) []string { return attack.Expand(names) }
 
 // NewAuditor returns the auditor of the configuration's attacks, with
 // their tuned attackers when key tuned_known is set.

@@ -259,6 +259,12 @@ type Config struct {
 	BackdoorAmplify  float64  `yaml:"backdoor_amplify,omitempty"`
 	BackdoorTrigger  float64  `yaml:"backdoor_trigger,omitempty"`
 	BackdoorDryRun   bool     `yaml:"backdoor_dry_run,omitempty"`
+	// PassiveOptimizer makes the passive party train its bottom's dense
+	// layers with another optimiser (integrity.OptimizerNames, e.g.
+	// Fu et al.'s malicious_sgd; empty: Adam, honest), at learning rate
+	// PassiveOptimizerLR (0: LR); see passive_optimizer.go.
+	PassiveOptimizer   string  `yaml:"passive_optimizer,omitempty"`
+	PassiveOptimizerLR float64 `yaml:"passive_optimizer_lr,omitempty"`
 	// Contribution scores the validation split a second time at every
 	// evaluation without the passive party's embedding (its mean in its
 	// place): the passive party's gain in eval.jsonl and summary.json.

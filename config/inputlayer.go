@@ -53,14 +53,24 @@ type CodecTop struct {
 // mode on to the top it wraps.
 func (t *CodecTop) SetTraining(on bool) {
 	t.training = on
-	if m, ok := t.Top.(interface{ SetTraining(bool) }); ok {
+	setTraining(t.Top, on)
+}
+
+// MixTargets passes the targets to the top it wraps (see InputTop).
+func (t *CodecTop) MixTargets(y []float32) []float32 { return mixTargets(t.Top, y) }
+
+// setTraining passes the training mode on to top where it has one (a
+// wrapper's inner top).
+func setTraining(top model.Top, on bool) {
+	if m, ok := top.(interface{ SetTraining(bool) }); ok {
 		m.SetTraining(on)
 	}
 }
 
-// MixTargets passes the targets to the top it wraps (see InputTop).
-func (t *CodecTop) MixTargets(y []float32) []float32 {
-	if m, ok := t.Top.(protect.TargetMixer); ok {
+// mixTargets returns the targets top trains on for y: its mixed ones
+// where it mixes them (mixup), else y.
+func mixTargets(top model.Top, y []float32) []float32 {
+	if m, ok := top.(protect.TargetMixer); ok {
 		return m.MixTargets(y)
 	}
 	return y

@@ -13,6 +13,7 @@ func (c *Config) validateIntegrity(bad func(string, ...any)) {
 		bad("unknown free-riding mode %q, want one of %v (key free_ride)", c.FreeRide, integrity.TamperNames())
 	}
 	c.validateBackdoor(bad)
+	c.validatePassiveOptimizer(bad)
 	if c.FreeRideFrom < 0 {
 		bad("free-riding from step %d, want at least 0 (key free_ride_from)", c.FreeRideFrom)
 	}

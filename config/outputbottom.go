@@ -19,7 +19,7 @@ const outputBottomTag = "splitguard/output-bottom/v1"
 // withPassiveOutput puts the passive-side defence that the configuration
 // turns on (MID or FedPass at the passive party's output) behind bottom,
 // or returns bottom unchanged without one.
-func (c *Config) withPassiveOutput(bottom model.Bottom) (model.Bottom, error) {
+func (c *Config) withPassiveOutput(bottom model.Bottom, denseFeatures int) (model.Bottom, error) {
 	r := *c
 	r.Layers = slices.Clone(c.Layers)
 	r.Resolve()
@@ -27,7 +27,8 @@ func (c *Config) withPassiveOutput(bottom model.Bottom) (model.Bottom, error) {
 	if lr == 0 { // not yet chosen from the data: the bottom's own default
 		lr = model.DefaultConfig().LR
 	}
-	out, err := protect.BuildPassiveOutput(c.Params, protect.InputOptions{CutDim: bottom.CutDim(), LR: lr, Seed: c.Seed, Secret: c.PartySecret})
+	out, err := protect.BuildPassiveOutput(c.Params, protect.InputOptions{CutDim: bottom.CutDim(), LR: lr, Seed: c.Seed, Secret: c.PartySecret,
+		DenseFeatures: denseFeatures})
 	if err != nil {
 		return nil, err
 	}

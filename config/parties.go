@@ -5,7 +5,6 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/splitguard/splitguard/attack"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/protect"
@@ -32,6 +31,9 @@ type Party struct {
 const (
 	AggregationConcat = "concat"
 	AggregationSum    = "sum"
+	// AggregationGated weighs the parties' embeddings (all of one width)
+	// with weights the active party learns (GatedTop).
+	AggregationGated = "gated"
 )
 
 // MultiParty reports whether the configuration has several passive
@@ -87,8 +89,8 @@ func (c *Config) validateParties(bad func(string, ...any)) {
 	if data.IsImageFormat(c.Format) {
 		bad("several passive parties (key parties) split a table's columns, not the images of %s", c.Format)
 	}
-	if a := c.AggregationOr(); a != AggregationConcat && a != AggregationSum {
-		bad("unknown aggregation %q (key aggregation): want %s or %s", a, AggregationConcat, AggregationSum)
+	if a := c.AggregationOr(); a != AggregationConcat && a != AggregationSum && a != AggregationGated {
+		bad("unknown aggregation %q (key aggregation): want %s, %s or %s", a, AggregationConcat, AggregationSum, AggregationGated)
 	}
 	owner := map[string]string{}
 	for _, n := range c.ActiveColumns {
@@ -123,9 +125,6 @@ func (c *Config) validateParties(bad func(string, ...any)) {
 		if (p.Protect != "" || p.Params != nil) && c.AggregationOr() == AggregationSum && (p.Protect != c.Protect || gradientParams(p.Params) != gradientParams(c.Params)) {
 			bad("passive party %s has a gradient protection of its own, but under aggregation sum every party receives the same gradient: use aggregation concat", name)
 		}
-	}
-	if len(attack.ModelNames(c.AttackNames())) > 0 {
-		bad("model attacks (model completion) with several passive parties are not built: audit the per-batch attacks")
 	}
 	if len(c.FeatureAttacks) > 0 {
 		bad("feature attacks (key feature_attacks) with several passive parties are not built")
@@ -249,6 +248,11 @@ func (c *Config) BuildPartyModels(px []*data.Features, ax *data.Features) ([]mod
 	if err != nil {
 		return nil, nil, false, err
 	}
+	if c.AggregationOr() == AggregationGated {
+		if t, err = gate(t, bottoms, float32(tc.LR)); err != nil {
+			return nil, nil, false, err
+		}
+	}
 	return bottoms, t, wide, nil
 }
 
@@ -268,4 +272,16 @@ func (c *Config) resolveSynthParties() {
 	if len(c.ActiveColumns) == 0 {
 		c.ActiveColumns = cols[c.SynthParties]
 	}
+}
+
+// gate puts the learned aggregation of the bottoms' embeddings in front
+// of top (aggregation gated), which needs every party's cut of one width.
+func gate(top model.Top, bottoms []model.Bottom, lr float32) (model.Top, error) {
+	d := bottoms[0].CutDim()
+	for k, b := range bottoms {
+		if b.CutDim() != d {
+			return nil, fmt.Errorf("aggregation %s weighs embeddings of one width: passive party %d's is %d wide, party 1's %d (key aggregation)", AggregationGated, k+1, b.CutDim(), d)
+		}
+	}
+	return NewGatedTop(top, len(bottoms), d, lr)
 }

@@ -35,7 +35,12 @@ func init() {
 // embedding of j's triggered features; the gradient the active party
 // returns for t (the gradient of "triggered j labelled as the target") is
 // kept, and whenever j is in a batch, its gradient is replaced by γ times
-// the last one kept for the target row first paired with it.
+// the last one kept for the target row first paired with it. A poisoned
+// row with no target paired to it yet (with a few known rows, most of
+// them) gets γ times the target gradient kept last, as in the paper
+// every poisoned row learns from the target's gradient: left with its
+// own gradient, it would teach the top that the trigger means its own
+// label, mostly not the target.
 type gradientReplacement struct {
 	known    map[uint64]bool
 	poisoned map[uint64]bool
@@ -45,6 +50,7 @@ type gradientReplacement struct {
 	pair     map[uint64]uint64 // target ID → its poisoned ID
 	partner  map[uint64]uint64 // poisoned ID → the first target paired with it
 	targetG  map[uint64][]float32
+	lastG    []float32 // the target gradient kept last
 	rng      *rand.Rand
 	from     int64
 	gamma    float32
@@ -125,7 +131,9 @@ func (a *gradientReplacement) Send(_ int64, _ []uint64, e *tensor.Matrix) (*tens
 }
 
 // Gradient keeps the known target rows' gradients and replaces each
-// poisoned row's by γ times its partner's last kept one.
+// poisoned row's by γ times its partner's last kept one (the target
+// gradient kept last for a row without a partner; nothing before any
+// target gradient is kept).
 func (a *gradientReplacement) Gradient(step int64, ids []uint64, g *tensor.Matrix) (*tensor.Matrix, error) {
 	if step < a.from {
 		return g, nil
@@ -135,18 +143,18 @@ func (a *gradientReplacement) Gradient(step int64, ids []uint64, g *tensor.Matri
 	for r, id := range ids {
 		if a.known[id] {
 			a.targetG[id] = append(a.targetG[id][:0], g.Data[r*d:(r+1)*d]...)
+			a.lastG = a.targetG[id]
 		}
 	}
 	for r, id := range ids {
 		if !a.poisoned[id] {
 			continue
 		}
-		t, ok := a.partner[id]
-		if !ok {
-			continue
+		tg, ok := a.targetG[a.partner[id]]
+		if _, paired := a.partner[id]; !paired || !ok {
+			tg = a.lastG
 		}
-		tg, ok := a.targetG[t]
-		if !ok {
+		if tg == nil {
 			continue
 		}
 		row := out.Data[r*d : (r+1)*d]

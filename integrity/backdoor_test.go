@@ -371,3 +371,89 @@ func TestDryRunChangesNothing(t *testing.T) {
 		t.Errorf("dry trigger %v, the attack's %v", a.Data, b2.Data)
 	}
 }
+
+// TestVillainTriggerOfRecentBatches: the trigger's columns and δ are of
+// the honest embeddings of the last 20 batches only. Five early batches
+// in which column 0 varies a hundredfold more than any other, then 20
+// batches in which only columns 2, 5, 6 and 7 vary (with deviation 1,
+// 2, 3 and 4 by construction: each column is ±s in equal halves) give
+// the mask {2, 5, 6, 7} and δ the mean of their two-pass deviations,
+// computed here.
+func TestVillainTriggerOfRecentBatches(t *testing.T) {
+	ids, f := grFeatures()
+	bd, err := NewBackdoor("villain", BackdoorConfig{Known: []uint64{10}, TrainIDs: ids, Train: f, From: 25, Amplify: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scale := map[int]float32{2: 1, 5: 2, 6: 3, 7: 4}
+	for step := range 25 {
+		e := tensor.New(10, 8)
+		for r := range 10 {
+			sign := float32(1 - 2*(r%2))
+			if step < 5 {
+				e.Data[r*8] = 100 * sign
+				continue
+			}
+			for c, s := range scale {
+				e.Data[r*8+c] = s * sign
+			}
+		}
+		if _, err := bd.Send(int64(step), make([]uint64, 10), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 200 rows of ±s: the sample deviation is s·√(200/199).
+	delta := (1.0 + 2 + 3 + 4) / 4 * math.Sqrt(200.0/199)
+	want := []float64{0, 0, delta, 0, 0, delta, -delta, -delta}
+	e := tensor.New(1, 8)
+	bd.TriggerEmbedding(e)
+	for c, x := range e.Data {
+		if math.Abs(float64(x)-want[c]) > 1e-5 {
+			t.Fatalf("trigger %v, want %v", e.Data, want)
+		}
+	}
+}
+
+// TestGradientReplacementUnpairedRows: with one known target row and two
+// poisoned rows, the poisoned row the target was not paired with gets γ
+// times the target's gradient too (before any target gradient is kept it
+// keeps its own).
+func TestGradientReplacementUnpairedRows(t *testing.T) {
+	ids, f := grFeatures()
+	bd, err := NewBackdoor("gradient_replacement", BackdoorConfig{Known: []uint64{10}, TrainIDs: ids, Train: f,
+		Poison: 0.34, Amplify: 2, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gr := bd.(*gradientReplacement)
+	var poisoned []uint64
+	for _, id := range ids {
+		if gr.Poisoned(id) {
+			poisoned = append(poisoned, id)
+		}
+	}
+	if len(poisoned) != 2 {
+		t.Fatalf("poisoned rows %v, want two (0.34 of 6)", poisoned)
+	}
+	// Before a target gradient is kept: the poisoned rows keep their own.
+	got, err := bd.Gradient(0, poisoned, mat(2, 2, 1, 1, 2, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := []float32{1, 1, 2, 2}; !slices.Equal(got.Data, w) {
+		t.Errorf("before any target gradient: %v, want %v", got.Data, w)
+	}
+	b := &data.Batch{}
+	f.Gather([]int{0, int(poisoned[0] - 10), int(poisoned[1] - 10)}, b)
+	batch := []uint64{10, poisoned[0], poisoned[1]}
+	if err := bd.Features(1, batch, b); err != nil {
+		t.Fatal(err)
+	}
+	got, err = bd.Gradient(1, batch, mat(3, 2, 3, -1, 5, 5, 7, 7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := []float32{3, -1, 6, -2, 6, -2}; !slices.Equal(got.Data, w) {
+		t.Errorf("gradient %v, want %v: both poisoned rows 2 × the target's", got.Data, w)
+	}
+}

@@ -19,6 +19,7 @@ const (
 	villainShift      = 0.25 // β is drawn in [β(1−s), β(1+s)] per poisoned row
 	villainTheta      = 1.0  // the gradient-norm ratio below which a swapped row is of the target class
 	villainCandidates = 100  // the most rows per batch whose label is inferred
+	villainWindow     = 20   // the trigger's columns and δ are of the honest embeddings of this many last batches
 )
 
 func init() {
@@ -38,8 +39,10 @@ func init() {
 // trigger M ⊙ (β·Δ) added to its embedding: M the m = ⌈d/2⌉ columns of
 // the largest standard deviation (fixed at the first poisoned batch), Δ
 // the stripe +δ, +δ, −δ, −δ, … over them, δ the mean standard deviation
-// of those columns over every honest embedding seen (Welford's running
-// moments); in training each trigger element is dropped with probability
+// of those columns over the honest embeddings of the last 20 batches
+// (the bottom as trained by then: moments since step 0 would mix in the
+// untrained bottom's narrow spread and make the trigger too small, see
+// docs/methods/integrity.md §8); in training each trigger element is dropped with probability
 // 0.25 and β is shifted by a factor drawn in [0.75, 1.25] per row. At
 // test time the trigger is β·Δ on M, whole. The candidate selection
 // model of the paper (a classifier ranking the rows to test) is left
@@ -50,8 +53,8 @@ type villain struct {
 	group    []uint64             // target rows with an embedding, in the order found
 	baseline map[uint64]float64   // ‖g‖ of a tested row, whose baseline was ≤ μ
 	decided  map[uint64]bool
-	pending  []pendingRow // rows tested in the current batch
-	m        colMoments   // of every honest embedding sent
+	pending  []pendingRow  // rows tested in the current batch
+	m        windowMoments // of the honest embeddings of the last villainWindow batches
 	mask     []int
 	delta    float32
 	rng      *rand.Rand
@@ -72,7 +75,7 @@ type pendingRow struct {
 
 func newVillain(c BackdoorConfig) (Backdoor, error) {
 	a := &villain{target: idSet(c.Known), emb: map[uint64][]float32{}, baseline: map[uint64]float64{},
-		decided: map[uint64]bool{}, rng: rand.New(rand.NewPCG(c.Seed, streamVillain)), from: c.From,
+		decided: map[uint64]bool{}, m: windowMoments{w: villainWindow}, rng: rand.New(rand.NewPCG(c.Seed, streamVillain)), from: c.From,
 		beta: orDefault(c.Amplify, villainBeta), dropout: villainDropout, shift: villainShift}
 	return a, nil
 }
@@ -150,7 +153,7 @@ func stripe(k int, delta float32) float32 {
 // standard deviation, ties by index, in column order) and δ (their mean
 // standard deviation).
 func (a *villain) pattern() ([]int, float32) {
-	d := len(a.m.mean)
+	d := a.m.cols
 	sd := make([]float64, d)
 	for c := range sd {
 		sd[c] = a.m.sd(c)
@@ -216,7 +219,7 @@ func (a *villain) TriggerFeatures(*data.Batch) {}
 // (the pattern is picked now if no batch was poisoned yet).
 func (a *villain) TriggerEmbedding(e *tensor.Matrix) {
 	if a.mask == nil {
-		if len(a.m.mean) != e.Cols {
+		if a.m.cols != e.Cols || a.m.filled == 0 {
 			return
 		}
 		a.mask, a.delta = a.pattern()

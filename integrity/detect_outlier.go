@@ -102,13 +102,21 @@ func (o *rowHistory) update(e *tensor.Matrix, warm bool) {
 		w = 1 / float64(o.batches+1)
 	}
 	o.batches++
+	blendMoments(o.mean, o.vr, e, w, func(r int) bool { return o.d[r] <= outlierTau })
+}
+
+// blendMoments moves the column means and variances toward those of e's
+// rows that inlier accepts, with weight w: the batch's mean and mean
+// square about the old mean, blended, less the shift (a column with no
+// inlier row keeps its moments).
+func blendMoments(mean, vr []float64, e *tensor.Matrix, w float64, inlier func(r int) bool) {
 	for c := range e.Cols {
 		var n, s, s2 float64
 		for r := range e.Rows {
-			if o.d[r] > outlierTau {
+			if !inlier(r) {
 				continue
 			}
-			z := float64(e.Data[r*e.Cols+c]) - o.mean[c]
+			z := float64(e.Data[r*e.Cols+c]) - mean[c]
 			n++
 			s += z
 			s2 += z * z
@@ -116,10 +124,8 @@ func (o *rowHistory) update(e *tensor.Matrix, warm bool) {
 		if n == 0 {
 			continue
 		}
-		// The batch's mean and its mean square about the old mean: the
-		// new variance about the new mean is their blend less the shift.
 		m := s / n
-		o.mean[c] += w * m
-		o.vr[c] = (1-w)*o.vr[c] + w*(s2/n) - w*w*m*m
+		mean[c] += w * m
+		vr[c] = (1-w)*vr[c] + w*(s2/n) - w*w*m*m
 	}
 }

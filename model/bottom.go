@@ -24,6 +24,8 @@ type DeepBottom struct {
 	relu   []*nn.ReLU
 	params []*nn.Param
 	opt    *nn.Adam
+	// stepper, when set, updates params in place of opt (SetStepper).
+	stepper ParamStepper
 
 	x        tensor.Matrix // B × (F·EmbDim + NumDense)
 	outs     []*tensor.Matrix
@@ -184,7 +186,11 @@ func (b *DeepBottom) Step() error {
 	if !b.pending {
 		return fmt.Errorf("model: passive Step without a Backward since the last Step")
 	}
-	b.opt.Step(b.params)
+	if b.stepper != nil {
+		b.stepper.Step(b.params)
+	} else {
+		b.opt.Step(b.params)
+	}
 	if b.emb != nil {
 		b.embOpt.Step(b.emb)
 	}

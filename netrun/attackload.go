@@ -1,7 +1,6 @@
 package netrun
 
 import (
-	"bufio"
 	"fmt"
 	"path/filepath"
 
@@ -30,7 +29,7 @@ func LoadPassive(dir string) (*Config, *data.Split, model.Bottom, error) {
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if err := readModel(filepath.Join(dir, rundir.BottomModelFile), func(r *bufio.Reader) error { return bottom.Load(r) }); err != nil {
+	if err := rundir.ReadModel(filepath.Join(dir, rundir.BottomModelFile), bottom.Load); err != nil {
 		return nil, nil, nil, err
 	}
 	return &cfg, pd.split, bottom, nil

@@ -26,7 +26,7 @@ func backdoorBase(t *testing.T, out string) config.Config {
 }
 
 // backdoorStop is the outlier_peak threshold of the test: on this table
-// the honest run's largest score is 2.31 and gradient replacement's 3.89.
+// the honest run's largest score is 2.31 and gradient replacement's 3.62.
 const backdoorStop = 3.2
 
 // TestBackdoorStoppedAsInProcess: a passive party planting gradient

@@ -59,6 +59,7 @@ import (
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/pki"
 	"github.com/splitguard/splitguard/rundir"
+	"github.com/splitguard/splitguard/transport"
 	"github.com/splitguard/splitguard/transport/grpcnet"
 	"github.com/splitguard/splitguard/transport/wire"
 
@@ -351,9 +352,9 @@ func (c *Config) digestHint() string {
 }
 
 // fingerprint is what Hello compares.
-func (c *Config) fingerprint() grpcnet.Fingerprint {
+func (c *Config) fingerprint() transport.Fingerprint {
 	w, _ := c.Wire() // validated before any Hello
-	return grpcnet.Fingerprint{CutDim: c.CutDim(), BatchSize: c.Batch, Seed: c.Seed, Epochs: c.Epochs, Digest: c.SharedDigest(), Wire: w}
+	return transport.Fingerprint{CutDim: c.CutDim(), BatchSize: c.Batch, Seed: c.Seed, Epochs: c.Epochs, Digest: c.SharedDigest(), Wire: w}
 }
 
 // writeConfig writes the party's resolved configuration into its run

@@ -357,7 +357,7 @@ func TestIntruderCannotRewriteTheRun(t *testing.T) {
 		errs = append(errs, m.Checkpoint(ctx, 0), m.Shutdown(ctx, ""))
 		_, err := m.Exchange(ctx, forward(transport.Train, 30, 0, 64, base.CutDim()))
 		errs = append(errs, err)
-		_, err = m.Hello(ctx, grpcnet.Hello{Party: "passive", Config: helloPrint(r.pas)})
+		_, err = m.Hello(ctx, transport.Hello{Party: "passive", Config: helloPrint(r.pas)})
 		errs = append(errs, err)
 		attacked <- errs
 		return nil
@@ -467,7 +467,7 @@ func TestEarlyEndIsTruncated(t *testing.T) {
 		r := startFault(t, base, filepath.Join(root, "shutdown"))
 		c := r.intruder(t) // the only client: it holds the session
 		ctx := context.Background()
-		if _, err := c.Hello(ctx, grpcnet.Hello{Party: "passive", Config: helloPrint(r.pas)}); err != nil {
+		if _, err := c.Hello(ctx, transport.Hello{Party: "passive", Config: helloPrint(r.pas)}); err != nil {
 			t.Fatal(err)
 		}
 		ids := make([]uint64, faultRows)
@@ -633,7 +633,7 @@ func cutOnce(t *testing.T, r *faultRun, when func(*faultRun) bool) {
 
 // helloPrint is the fingerprint the passive party of configuration c
 // sends in its Hello: that of c as given, resolved like the party does.
-func helloPrint(c Config) grpcnet.Fingerprint {
+func helloPrint(c Config) transport.Fingerprint {
 	c.resolve()
 	return c.fingerprint()
 }

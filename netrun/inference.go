@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -89,15 +90,7 @@ func loadForScoring(cfg *Config, runDir string, log func(msg string, args ...any
 
 // readModel loads a saved model into m.
 func readModel(path string, load func(*bufio.Reader) error) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := load(bufio.NewReader(f)); err != nil {
-		return fmt.Errorf("model %s: %w (was it trained with this configuration?)", path, err)
-	}
-	return nil
+	return rundir.ReadModel(path, func(r io.Reader) error { return load(bufio.NewReader(r)) }) // the reader is already buffered
 }
 
 type rowRef struct {

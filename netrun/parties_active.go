@@ -319,13 +319,20 @@ func (r *partiesRun) top(x *data.Features) (model.Top, bool, error) {
 	if kind.Wide && (x == nil || x.NumCat+x.NumDense == 0) {
 		return nil, false, fmt.Errorf("model %s: the passive parties leave the active party's wide part no column (key active_columns)", tc.Model)
 	}
-	return tc.BuildTop(x)
+	t, wide, err := tc.BuildTop(x)
+	if err != nil || r.agg != fanin.Gated {
+		return t, wide, err
+	}
+	// The learned weights of the parties in front of the top, as
+	// BuildPartyModels puts them (fanin.Join has checked the widths).
+	g, err := config.NewGatedTop(t, len(r.widths), r.widths[0], float32(tc.LR))
+	return g, wide, err
 }
 
-// blocks are the passives' gradient blocks under concat, each protected
+// blocks are the passives' gradient blocks under concat and gated, each protected
 // by its party's protection.
 func (r *partiesRun) blocks() ([]active.Block, error) {
-	if r.agg != fanin.Concat {
+	if r.agg == fanin.Sum {
 		return nil, nil
 	}
 	cols := r.agg.Blocks(r.widths)

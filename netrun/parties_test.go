@@ -79,30 +79,33 @@ func runThree(t *testing.T, act Config, pas []Config) (*rundir.Summary, []error,
 // with its own certificate, on the active's one address) and checks that
 // every evaluation, every batch's loss, protection figures and cut-layer
 // leak AUCs (the coalition's and every party's and pair's), and the
-// summary equal the in-process run's with the same parties.
+// summary equal the in-process run's with the same parties, under
+// aggregation concat, sum and gated (the learned weights on the active's side).
 func TestThreePartiesMatchInProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains three parties twice")
 	}
 	path := synthFile(t, 900)
-	certs := newTestPKI(t)
-	for _, n := range []string{"inf", "noise"} {
-		if _, _, err := pki.Issue(certs, n, pki.IssueOptions{Hosts: []string{"127.0.0.1"}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, agg := range []string{config.AggregationConcat, config.AggregationSum} {
-		t.Run(agg, func(t *testing.T) { threePartiesMatch(t, path, certs, agg) })
+	for _, agg := range []string{config.AggregationConcat, config.AggregationSum, config.AggregationGated} {
+		t.Run(agg, func(t *testing.T) { threePartiesMatchInProcess(t, path, agg) })
 	}
 }
 
-func threePartiesMatch(t *testing.T, path, certs, agg string) {
+// threePartiesMatchInProcess is TestThreePartiesMatchInProcess under
+// aggregation agg.
+func threePartiesMatchInProcess(t *testing.T, path, agg string) {
 	root := t.TempDir()
 	base := threePartyBase(path, filepath.Join(root, "inproc"))
 	base.Aggregation = agg
 	want, err := run.Train(context.Background(), base, run.Options{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	certs := newTestPKI(t)
+	for _, n := range []string{"inf", "noise"} {
+		if _, _, err := pki.Issue(certs, n, pki.IssueOptions{Hosts: []string{"127.0.0.1"}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	act, pas := threePartyConfigs(base, root, certs)
 	got, perrs, err := runThree(t, act, pas)

@@ -113,6 +113,7 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 			return nil, err
 		}
 		defer p.red.close()
+		log.Info("red team: the attacks that need labels are left out", "left_out", p.red.leftOut())
 		if len(cfg.FeatureAttacks) > 0 {
 			if p.feat, err = newFeatureTeam(filepath.Join(cfg.Out, RedTeamFeaturesFile), cfg.FeatureAttacks); err != nil {
 				client.Close()
@@ -354,6 +355,7 @@ func (p *passiveRun) build(step int64) (*passive.Passive, keptModel, error) {
 	}
 	if p.red != nil {
 		pc.Observer = p.red.observe
+		p.red.setBatchesPerEpoch(sched.BatchesPerEpoch())
 	}
 	if p.feat != nil {
 		// The training rows are without the validation rows (holdOut).

@@ -9,34 +9,52 @@ import (
 	"github.com/splitguard/splitguard/config"
 )
 
-// TestRedTeamAllIsTrainsAll: `passive --red-team --attacks all` runs the
-// label-free attacks of what `train --attacks all` runs (config's
-// expansion: an expensive attack only when named), not every registered
-// one (before this test it also ran the expensive grad_match).
+// TestRedTeamAllIsTrainsAll: `passive --red-team --attacks L` runs exactly
+// the label-free attacks of what `train --attacks L` runs (config's
+// expansion, which the in-process auditor reads), and leaves out, by
+// name, exactly those that need labels: the two lists together are
+// train's list, in its order. Before, the red team ran the expensive
+// grad_match under "all" and no epoch attack.
 func TestRedTeamAllIsTrainsAll(t *testing.T) {
-	for _, names := range [][]string{{"all"}, {"all", "grad_match"}} {
+	for _, names := range [][]string{{"all"}, {"all", "grad_match"}, {"norm", "cosine", "memory_norm"}} {
 		r, err := newRedTeam(filepath.Join(t.TempDir(), "redteam.jsonl"), names, false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got []string
-		for _, a := range r.attacks {
-			got = append(got, a.Name())
-		}
+		got, left := r.aud.Attacks(), r.leftOut()
 		r.close()
-		var want []string
-		for _, n := range config.ExpandAttacks(names) {
-			if slices.Contains(LabelFreeAttacks(), n) {
-				want = append(want, n)
+		train := (&config.Config{Attacks: names}).AttackNames()
+		var merged []string
+		for _, n := range train {
+			if slices.Contains(got, n) || slices.Contains(left, n) {
+				merged = append(merged, n)
 			}
 		}
-		if !slices.Equal(got, want) || len(want) == 0 {
-			t.Errorf("--attacks %v: the red team runs %v, want %v", names, got, want)
+		if !slices.Equal(merged, train) || len(got)+len(left) != len(train) {
+			t.Errorf("--attacks %v: the red team runs %v and leaves out %v; train runs %v", names, got, left, train)
 		}
 		for _, n := range got {
-			if needs, _ := attack.Describe(n); needs.Expensive && !slices.Contains(names, n) {
+			needs, _ := attack.Describe(n)
+			if !needs.LabelFree() {
+				t.Errorf("--attacks %v: the red team runs %s, which needs labels", names, n)
+			}
+			if needs.Expensive && !slices.Contains(names, n) {
 				t.Errorf("--attacks %v: the red team runs the expensive %s, which all leaves out", names, n)
 			}
 		}
+		for _, n := range left {
+			if needs, _ := attack.Describe(n); needs.LabelFree() {
+				t.Errorf("--attacks %v: the red team leaves out %s, which needs no label", names, n)
+			}
+		}
+	}
+	// "all" reaches the epoch attacks too (memory_norm needs no label).
+	r, err := newRedTeam(filepath.Join(t.TempDir(), "redteam.jsonl"), []string{"all"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.close()
+	if !slices.Contains(r.aud.Attacks(), attack.MemoryNormName) || !slices.Contains(r.leftOut(), attack.MemoryCosineName) {
+		t.Errorf("--attacks all: the red team runs %v and leaves out %v; want memory_norm run, memory_cosine left out", r.aud.Attacks(), r.leftOut())
 	}
 }

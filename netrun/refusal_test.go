@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/splitguard/splitguard/psi"
+	"github.com/splitguard/splitguard/transport"
 	"github.com/splitguard/splitguard/transport/grpcnet"
 )
 
@@ -84,7 +85,7 @@ func TestRealignmentFlood(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			_, err := m.Hello(ctx, grpcnet.Hello{Party: "passive", Config: helloPrint(r.pas)})
+			_, err := m.Hello(ctx, transport.Hello{Party: "passive", Config: helloPrint(r.pas)})
 			if err == nil {
 				return
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/splitguard/splitguard/psi"
 	"github.com/splitguard/splitguard/rundir"
 	"github.com/splitguard/splitguard/tensor"
+	"github.com/splitguard/splitguard/transport"
 	"github.com/splitguard/splitguard/transport/grpcnet"
 )
 
@@ -129,7 +130,7 @@ func Score(ctx context.Context, cfg Config, so ScoreOptions, opt Options) (*Scor
 // scoreSession runs one scoring session over an open client.
 func scoreSession(ctx context.Context, client *grpcnet.Client, cfg *Config, so ScoreOptions, pd *partyData,
 	ids []uint64, byID map[uint64]rowRef, bottom model.Bottom, log *slog.Logger) (*ScoreResult, error) {
-	if _, err := client.Hello(ctx, grpcnet.Hello{Party: partyName(cfg.Name, "passive"), Config: cfg.fingerprint()}); err != nil {
+	if _, err := client.Hello(ctx, transport.Hello{Party: partyName(cfg.Name, "passive"), Config: cfg.fingerprint()}); err != nil {
 		return nil, fmt.Errorf("passive score: %w", err)
 	}
 	common, err := alignIDs(ids, func(r *psi.Request) (*psi.Response, error) { return client.PSI(ctx, r) })
@@ -175,7 +176,7 @@ func scoreSession(ctx context.Context, client *grpcnet.Client, cfg *Config, so S
 		if err := tensor.CheckFinite(fmt.Sprintf("passive score: batch %d: embedding", b), e); err != nil {
 			return nil, err
 		}
-		r, err := client.Score(ctx, &grpcnet.ScoreBatch{Batch: b, Last: end == len(common), IDs: common[start:end], Embedding: e})
+		r, err := client.Score(ctx, &transport.ScoreBatch{Batch: b, Last: end == len(common), IDs: common[start:end], Embedding: e})
 		if err != nil {
 			return nil, fmt.Errorf("passive score: %w", err)
 		}

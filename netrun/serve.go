@@ -18,6 +18,7 @@ import (
 	"github.com/splitguard/splitguard/psi"
 	"github.com/splitguard/splitguard/rundir"
 	"github.com/splitguard/splitguard/tensor"
+	"github.com/splitguard/splitguard/transport"
 	"github.com/splitguard/splitguard/transport/grpcnet"
 )
 
@@ -148,7 +149,7 @@ func Serve(ctx context.Context, cfg Config, so ServeOptions, opt Options) (*Serv
 }
 
 // hello starts a scoring session, at most one per SessionInterval.
-func (r *serveRun) hello(_ context.Context, peer grpcnet.Hello) error {
+func (r *serveRun) hello(_ context.Context, peer transport.Hello) error {
 	r.mu.Lock()
 	if wait := r.so.SessionInterval - time.Since(r.started); !r.started.IsZero() && wait > 0 {
 		r.mu.Unlock()
@@ -189,7 +190,7 @@ func (r *serveRun) psi(_ context.Context, req *psi.Request) (*psi.Response, erro
 // score validates and scores one batch: every ID in the intersection,
 // ascending across the session (so none is scored twice), the embedding
 // of the cut width.
-func (r *serveRun) score(_ context.Context, b *grpcnet.ScoreBatch) (*grpcnet.ScoreResult, error) {
+func (r *serveRun) score(_ context.Context, b *transport.ScoreBatch) (*transport.ScoreResult, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	where := fmt.Sprintf("score batch %d", b.Batch)
@@ -228,7 +229,7 @@ func (r *serveRun) score(_ context.Context, b *grpcnet.ScoreBatch) (*grpcnet.Sco
 	}
 	r.ids = append(r.ids, b.IDs...)
 	r.scores = append(r.scores, r.probs...)
-	res := &grpcnet.ScoreResult{Batch: b.Batch, Scored: len(b.IDs)}
+	res := &transport.ScoreResult{Batch: b.Batch, Scored: len(b.IDs)}
 	if r.so.ShareScores {
 		res.Scores = slices.Clone(r.probs)
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/splitguard/splitguard/transport/grpcnet"
+	"github.com/splitguard/splitguard/transport"
 )
 
 // TestServeSessionsBounded: Serve refuses an unbounded number of scoring
@@ -21,15 +21,15 @@ func TestServeSessionsBounded(t *testing.T) {
 		}
 	}
 	r := &serveRun{so: ServeOptions{SessionInterval: time.Hour}, rows: map[uint64]rowRef{1: {}, 2: {}}}
-	if err := r.hello(context.Background(), grpcnet.Hello{Party: "passive"}); err != nil {
+	if err := r.hello(context.Background(), transport.Hello{Party: "passive"}); err != nil {
 		t.Fatal(err)
 	}
-	err := r.hello(context.Background(), grpcnet.Hello{Party: "passive"})
+	err := r.hello(context.Background(), transport.Hello{Party: "passive"})
 	if err == nil || !strings.Contains(err.Error(), "at most once per 1h0m0s (key session_interval); try again in") {
 		t.Fatalf("second session at once: %v", err)
 	}
 	r.started = time.Now().Add(-2 * time.Hour)
-	if err := r.hello(context.Background(), grpcnet.Hello{Party: "passive"}); err != nil {
+	if err := r.hello(context.Background(), transport.Hello{Party: "passive"}); err != nil {
 		t.Fatalf("a session after the interval: %v", err)
 	}
 }

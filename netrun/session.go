@@ -8,6 +8,7 @@ import (
 
 	"github.com/splitguard/splitguard/pki"
 	"github.com/splitguard/splitguard/psi"
+	"github.com/splitguard/splitguard/transport"
 	"github.com/splitguard/splitguard/transport/grpcnet"
 )
 
@@ -17,7 +18,7 @@ import (
 // the caller in errors ("active", "active serve").
 func listen(cfg *Config, opt Options, h grpcnet.Handlers, who, idFormat string) (*grpcnet.Server, error) {
 	so := grpcnet.ServerOptions{InsecureLoopback: cfg.InsecureLoopback, Logger: opt.logger(),
-		Local:           grpcnet.Hello{Party: partyName(cfg.Name, "active"), Config: cfg.fingerprint(), IDFormat: idFormat},
+		Local:           transport.Hello{Party: partyName(cfg.Name, "active"), Config: cfg.fingerprint(), IDFormat: idFormat},
 		MaxMessageBytes: cfg.MaxMessageMB << 20,
 		Handlers:        h,
 		PipelineDepth:   pipelineDepth(cfg),

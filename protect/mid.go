@@ -59,6 +59,10 @@ type InputOptions struct {
 	// must not be able to repeat (FedPass's passports); 0 in the
 	// in-process simulation, where one process plays both parties.
 	Secret uint64
+	// DenseFeatures is the number of dense feature columns of the
+	// passive party's input (a layer at the passive's output that
+	// reconstructs them: ResSFL); 0 where unknown (the active's side).
+	DenseFeatures int
 }
 
 // InputLayer is an add-on defence that the active party's top model

@@ -43,7 +43,7 @@ func Build(set *Set) (*Page, error) {
 	page := b.header()
 	page.Notes = b.notes()
 	byID := map[string]*Section{}
-	for _, sec := range []func() (*Section, error){b.tradeoffSection, b.dcsSection, b.matrixSection, b.progressSection, b.layersSection, b.marvellSection, b.utilitySection, b.featuresSection, b.partiesSection} {
+	for _, sec := range []func() (*Section, error){b.tradeoffSection, b.dcsSection, b.matrixSection, b.progressSection, b.layersSection, b.marvellSection, b.utilitySection, b.featuresSection, b.partiesSection, b.integritySection} {
 		s, err := sec()
 		if err != nil {
 			return nil, err

@@ -299,6 +299,11 @@ func SettingOf(cfg map[string]any) Setting {
 	if w := wireLabel(cfg); w != "" {
 		s.Param = strings.TrimPrefix(s.Param+", "+w, ", ")
 	}
+	// A cheating party's runs are a setting of their own: the figures of
+	// honest runs are not averaged with them.
+	if c, honest, dry := cheatLabel(cfg); !honest || dry {
+		s.Param = strings.TrimPrefix(s.Param+", "+c, ", ")
+	}
 	return s
 }
 

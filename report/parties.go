@@ -15,6 +15,30 @@ type PartyStat struct {
 	Leak         map[string]LeakStat `json:"leak"`
 	GainSelected *float64            `json:"gain_selected"`
 	GainFinal    *float64            `json:"gain_final"`
+	// EvalAttacksFinal are the model attacks' figures on the party's
+	// bottom (a subset's pooled) at the last evaluation.
+	EvalAttacksFinal map[string]float64 `json:"eval_attacks_final"`
+}
+
+// modelAttackAUCs is the cell of a party's model-attack AUCs at the last
+// evaluation ("completion 0.7897"), "—" without.
+func modelAttackAUCs(figs map[string]float64) Cell {
+	var parts []string
+	sortKey := ""
+	for _, k := range slices.Sorted(maps.Keys(figs)) {
+		name, ok := strings.CutSuffix(k, "/auc")
+		if !ok {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %.4f", name, figs[k]))
+		if sortKey == "" {
+			sortKey = fmt.Sprintf("%.6f", figs[k])
+		}
+	}
+	if len(parts) == 0 {
+		return Cell{Text: "—", Class: "txt"}
+	}
+	return Cell{Text: strings.Join(parts, ", "), Sort: sortKey, Class: "txt"}
 }
 
 // partiesSection is the table of each run's per-party figures: every
@@ -56,6 +80,7 @@ func (b *builder) partiesSection() (*Section, error) {
 					{Text: mean, Sort: meanKey},
 					{Text: q95, Sort: q95Key},
 					{Text: gain, Sort: gainKey},
+					modelAttackAUCs(p.EvalAttacksFinal),
 				})
 			}
 		}
@@ -67,8 +92,9 @@ func (b *builder) partiesSection() (*Section, error) {
 		Lead: "Runs with several passive parties: the leak of what each passive party received (its block of the gradient), " +
 			"and of what each colluding subset received together (the union of its members' blocks), at the cut; the gain is " +
 			"the validation AUC minus that with the party's embedding replaced by its means (leave-one-party-out, key contribution), " +
-			"at the selected evaluation.",
+			"at the selected evaluation; the model attacks' AUC is theirs on the party's final bottom (a subset's bottoms pooled) " +
+			"with the run's known labels.",
 		Table: &Table{Head: []Cell{{Text: "run", Class: "txt"}, {Text: "party", Class: "txt"}, {Text: "who", Class: "txt"},
-			{Text: "attack/layer", Class: "txt"}, {Text: "mean leak AUC"}, {Text: "q95 leak AUC"}, {Text: "gain (val AUC)"}},
+			{Text: "attack/layer", Class: "txt"}, {Text: "mean leak AUC"}, {Text: "q95 leak AUC"}, {Text: "gain (val AUC)"}, {Text: "model attack AUC (final)", Class: "txt"}},
 			Rows: rows}}, nil
 }

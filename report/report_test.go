@@ -1,6 +1,8 @@
 package report
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -220,7 +222,7 @@ func TestGenerateSweep(t *testing.T) {
 		"tradeoff_norm_cut", "leak_norm_cut", "leak_cosine_first", "layers", "marvell_marvell_s_1", "utility",
 		`id="runs-table"`, "iso-t100-s1", "failed: exit status 2", "data:image/png;base64,",
 		"hint1_inner/cut q95", // all-null leak key: a column of dashes
-		"norm/cut chance", ">0.0417<", "chance is what a score independent of the labels would give",
+		"norm/cut chance", chanceCell(t, filepath.Join(dir, "none-s1")), "chance is what a score independent of the labels would give",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("index.html lacks %q", want)
@@ -326,4 +328,27 @@ func TestKPIsShowTheChanceFloor(t *testing.T) {
 	if _, ok := got["q95 |AUC−½| norm/first"]; ok {
 		t.Error("KPIs list a layer other than the cut")
 	}
+}
+
+// chanceCell is the table cell of the chance floor of norm/cut that the
+// run in dir recorded in its summary.json, to four decimals.
+func chanceCell(t *testing.T, dir string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum struct {
+		Leak map[string]struct {
+			Chance *float64 `json:"chance_q95_abs"`
+		} `json:"leak"`
+	}
+	if err := json.Unmarshal(raw, &sum); err != nil {
+		t.Fatal(err)
+	}
+	c := sum.Leak["norm/cut"].Chance
+	if c == nil || *c <= 0 || *c >= 0.5 {
+		t.Fatalf("%s: norm/cut chance %v, want one in (0, ½)", dir, c)
+	}
+	return fmt.Sprintf(">%.4f<", *c)
 }

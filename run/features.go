@@ -1,9 +1,8 @@
 package run
 
 import (
-	"bufio"
+	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/splitguard/splitguard/attack/feature"
@@ -22,7 +21,7 @@ import (
 // when none is configured. With key hijack it also returns the malicious
 // active party's hijacker (FSHA, its public rows the auxiliary rows),
 // whose reconstruction joins the attacks as "fsha"; else a nil Hijacker.
-func featureAttacks(cfg config.Config, pv, av *view, bottom model.Bottom) (func() (map[string]float64, error), active.Hijacker, error) {
+func featureAttacks(cfg config.Config, pv, av *view, bottom model.Bottom, top model.Top, wide bool) (func() (map[string]float64, error), active.Hijacker, error) {
 	if len(cfg.FeatureAttacks) == 0 && cfg.Hijack == "" {
 		return func() (map[string]float64, error) { return nil, nil }, nil, nil
 	}
@@ -30,6 +29,9 @@ func featureAttacks(cfg config.Config, pv, av *view, bottom model.Bottom) (func(
 		cfg.FeatureAuxRows(), cfg.Seed, cfg.EvalBatch)
 	if err != nil {
 		return nil, nil, err
+	}
+	if top != nil {
+		ev.SetJoint(topCopy(&cfg, top, av.train.X, wide), wide)
 	}
 	var hijack active.Hijacker
 	if cfg.Hijack == config.HijackFSHA {
@@ -66,7 +68,7 @@ func FeatureFigures(cfg config.Config, pas, act *data.Split, bottom model.Bottom
 		return nil, fmt.Errorf("the active party's columns cover other rows than the passive's")
 	}
 	cfg.Hijack = "" // a saved bottom: no training left to hijack
-	run, _, err := featureAttacks(cfg, pv, av, bottom)
+	run, _, err := featureAttacks(cfg, pv, av, bottom, nil, false)
 	if err != nil {
 		return nil, err
 	}
@@ -78,11 +80,10 @@ func FeatureFigures(cfg config.Config, pas, act *data.Split, bottom model.Bottom
 // in dir (its bottom.model: the selected model), reloading its data as the
 // run split it; the figures are those of eval.jsonl's features.
 func AttackFeatures(dir string, names []string, aux int) (map[string]float64, error) {
-	cfg, err := config.LoadYAML(filepath.Join(dir, rundir.ConfigFile), config.Default())
+	cfg, split, err := rundir.LoadRun(dir)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Resolve()
 	cfg.FeatureAttacks = names
 	if aux != 0 {
 		cfg.FeatureAux = aux
@@ -90,13 +91,7 @@ func AttackFeatures(dir string, names []string, aux int) (map[string]float64, er
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	split, err := cfg.LoadData()
-	if err != nil {
-		return nil, err
-	}
-	split.SortByID()
-	train, _ := data.SplitValidation(split.Train, cfg.Seed, cfg.ValFrac)
-	pv, av, err := partyViews(&cfg, split, train, nil)
+	pv, av, err := partyViews(cfg, split, split.Train, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -104,14 +99,32 @@ func AttackFeatures(dir string, names []string, aux int) (map[string]float64, er
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dir, rundir.BottomModelFile)
-	f, err := os.Open(path)
-	if err != nil {
+	if err := rundir.ReadModel(filepath.Join(dir, rundir.BottomModelFile), bottom.Load); err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	if err := bottom.Load(bufio.NewReader(f)); err != nil {
-		return nil, fmt.Errorf("model %s: %w (was it trained with this configuration?)", path, err)
+	return FeatureFigures(*cfg, pv.split(), av.split(), bottom)
+}
+
+// topCopy returns what copies top at its state of the moment (built for
+// the active party's own columns ax when the top reads them, wide), for
+// an attack that holds the joint model (GRN) and must leave the run's top
+// alone.
+func topCopy(cfg *config.Config, top model.Top, ax *data.Features, wide bool) func() (feature.Joint, error) {
+	if !wide {
+		ax = nil
 	}
-	return FeatureFigures(cfg, pv.split(), av.split(), bottom)
+	return func() (feature.Joint, error) {
+		var buf bytes.Buffer
+		if err := top.Save(&buf); err != nil {
+			return nil, err
+		}
+		t, _, err := cfg.BuildTop(ax)
+		if err != nil {
+			return nil, err
+		}
+		if err := t.Load(&buf); err != nil {
+			return nil, err
+		}
+		return t, nil
+	}
 }

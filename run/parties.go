@@ -30,7 +30,7 @@ import (
 // PartyBottomFile is the file of passive party NAME's bottom model in a
 // run with several passive parties; the first party's is
 // rundir.BottomModelFile, as in a one-passive run.
-func PartyBottomFile(name string) string { return "bottom_" + name + ".model" }
+func PartyBottomFile(name string) string { return rundir.PartyBottomFile(name) }
 
 // partyViewsK returns each passive party's view and the active party's
 // under key parties (config.Config.PartyFeatures).
@@ -222,7 +222,7 @@ func trainParties(ctx context.Context, cfg config.Config, split *data.Split, tra
 	}
 	cols := agg.Blocks(widths)
 	var blocks []active.Block
-	if agg == fanin.Concat {
+	if agg != fanin.Sum {
 		for k := range bottoms {
 			pc := cfg.PartyConfig(k)
 			set, err := protect.Build(pc.Protect, pc.Params, pc.Seed)
@@ -275,7 +275,19 @@ func trainParties(ctx context.Context, cfg config.Config, split *data.Split, tra
 		ctx: ctx, obs: make([]*passive.Observation, len(bottoms)), views: views, scratch: make([]*tensor.Matrix, 3*len(views))}
 	sel := &selection{keep: cfg.Select == config.SelectBest, bottom: bottoms[0], top: top,
 		others: &partySelection{names: names[1:], bottoms: bottoms[1:]}}
+	partyAttacks, err := partyModelAttacks(&cfg, views, names, bottoms, pvs)
+	if err != nil {
+		return nil, err
+	}
 	onEval := func(res *active.EvalResult) error {
+		// The passive parties wait for the answer to their last
+		// evaluation message meanwhile: the model attacks may use their
+		// bottoms.
+		figs, err := partyAttacks()
+		if err != nil {
+			return fmt.Errorf("evaluation at step %d: %w", res.Step, err)
+		}
+		rec.SetPartyAttacks(figs)
 		e, err := rec.Eval(res)
 		if err != nil {
 			return err
@@ -377,7 +389,24 @@ func trainParties(ctx context.Context, cfg config.Config, split *data.Split, tra
 	if runErr == nil {
 		runErr = reserve.Release()
 	}
-	return finishRun(ctx, cfg, opt, rec, reserve, sel, pas[0].Step(), pas[0].Stopped(), elapsed, runErr, nil)
+	return finishRun(ctx, cfg, opt, rec, reserve, sel, pas[0].Step(), pas[0].Stopped(), elapsed, runErr, gateWeightsLog(opt, top, names))
+}
+
+// gateWeightsLog returns what logs the learned weights of the parties
+// under aggregation gated (nil for another aggregation).
+func gateWeightsLog(opt Options, top model.Top, names []string) func() error {
+	g, ok := top.(*config.GatedTop)
+	if !ok {
+		return nil
+	}
+	return func() error {
+		var b strings.Builder
+		for k, w := range g.Gate.Weights() {
+			fmt.Fprintf(&b, " %s %.4f", names[k], w)
+		}
+		logf(opt.Log, "aggregation gated: the parties' learned weights after the last step:%s", b.String())
+		return nil
+	}
 }
 
 // partyModelBytes is the size of a saved bottom (and top, when not nil).

@@ -3,10 +3,12 @@ package run
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/splitguard/splitguard/config"
@@ -277,5 +279,85 @@ func TestPartiesStoppedBySignal(t *testing.T) {
 	}
 	if got.TestAUCFinal != want.TestAUCFinal || got.Steps != want.Steps || got.Truncated {
 		t.Errorf("the run again: test AUC %v, %d steps; uninterrupted %v, %d", got.TestAUCFinal, got.Steps, want.TestAUCFinal, want.Steps)
+	}
+}
+
+// TestPartiesGated runs the informative and the noise party under
+// aggregation gated: the run learns (test AUC well above chance), the log
+// gives the parties' learned weights, which sum to 1 and favour the
+// informative party, and the per-party figures are recorded as under
+// concat.
+func TestPartiesGated(t *testing.T) {
+	cfg := partiesConfig(t)
+	cfg.Aggregation = config.AggregationGated
+	cfg.Layers = []int{16, 8, 8} // every party's cut is 8 wide
+	var log strings.Builder
+	s, err := Train(context.Background(), cfg, Options{Log: &log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.TestAUCSelected < 0.7 {
+		t.Errorf("test AUC %v, want above 0.7", s.TestAUCSelected)
+	}
+	var inf, noise float64
+	line := log.String()
+	i := strings.Index(line, "learned weights after the last step:")
+	if i < 0 {
+		t.Fatalf("no learned weights in the log:\n%s", line)
+	}
+	if _, err := fmt.Sscanf(line[i:], "learned weights after the last step: inf %f noise %f", &inf, &noise); err != nil {
+		t.Fatalf("reading the weights: %v in %q", err, line[i:])
+	}
+	t.Logf("learned weights: inf %.4f, noise %.4f; test AUC %.4f", inf, noise, s.TestAUCSelected)
+	if math.Abs(inf+noise-1) > 2e-4 || inf <= noise {
+		t.Errorf("learned weights inf %v noise %v: want a sum of 1, the informative party's larger", inf, noise)
+	}
+	for _, name := range []string{"inf", "noise", "inf+noise"} {
+		if _, ok := s.Parties[name]; !ok {
+			t.Errorf("summary has no figures for %s: %v", name, s.Parties)
+		}
+	}
+	if g := s.Parties["inf"].GainSelected; g == nil || *g <= 0 {
+		t.Errorf("the informative party's contribution %v, want above 0", g)
+	}
+}
+
+// TestPartiesModelCompletion runs model completion on each passive
+// party's bottom and on the colluding pair's pooled bottoms: every view
+// has its figures at every evaluation and in the summary, the informative
+// party's bottom completes the labels far better than the noise party's,
+// and the pair's pooled bottoms at least about as well as the
+// informative party's alone.
+func TestPartiesModelCompletion(t *testing.T) {
+	cfg := partiesConfig(t)
+	cfg.Attacks = []string{"norm", "completion"}
+	cfg.KnownLabels = 100
+	s, err := Train(context.Background(), cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	auc := map[string]float64{}
+	for _, name := range []string{"inf", "noise", "inf+noise"} {
+		p, ok := s.Parties[name]
+		if !ok {
+			t.Fatalf("no figures for %s", name)
+		}
+		v, ok := p.EvalAttacksFinal["completion/auc"]
+		if !ok {
+			t.Fatalf("%s: no completion AUC in %v", name, p.EvalAttacksFinal)
+		}
+		if b := p.EvalAttacksBest["completion/auc"]; b < v {
+			t.Errorf("%s: best completion AUC %v below the final %v", name, b, v)
+		}
+		auc[name] = v
+	}
+	t.Logf("completion AUC: inf %.4f, noise %.4f, pooled %.4f", auc["inf"], auc["noise"], auc["inf+noise"])
+	if auc["inf"] < 0.7 || math.Abs(auc["noise"]-0.5) > 0.1 || auc["inf+noise"] < auc["inf"]-0.03 {
+		t.Errorf("completion AUC inf %.4f (want ≥ 0.7), noise %.4f (want ≈ ½), pooled %.4f (want ≳ inf's)", auc["inf"], auc["noise"], auc["inf+noise"])
+	}
+	for _, e := range readLines(t, filepath.Join(cfg.Out, rundir.EvalFile)) {
+		if pa, _ := e["party_attacks"].(map[string]any); len(pa) != 3 {
+			t.Errorf("evaluation at step %v has model-attack figures for %d views, want 3", e["step"], len(pa))
+		}
 	}
 }

@@ -232,7 +232,7 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 	if err != nil {
 		return nil, err
 	}
-	featAttacks, hijack, err := featureAttacks(cfg, pv, av, bottom)
+	featAttacks, hijack, err := featureAttacks(cfg, pv, av, bottom, top, wide)
 	if err != nil {
 		return nil, err
 	}

@@ -36,7 +36,17 @@ type PartySummary struct {
 	ValAUCWithout *float64 `json:"val_auc_without,omitempty"`
 	GainSelected  *float64 `json:"gain_selected,omitempty"`
 	GainFinal     *float64 `json:"gain_final,omitempty"`
+	// EvalAttacksFinal and EvalAttacksBest are the model attacks'
+	// figures on this party's bottom (a subset's: its members' bottoms
+	// pooled) at the last evaluation and the largest of each over the
+	// evaluations (EvalRecord.PartyAttacks).
+	EvalAttacksFinal map[string]float64 `json:"eval_attacks_final,omitempty"`
+	EvalAttacksBest  map[string]float64 `json:"eval_attacks_best,omitempty"`
 }
+
+// SetPartyAttacks gives the model attacks' figures per party and
+// colluding subset for the next evaluation (EvalRecord.PartyAttacks).
+func (r *Recorder) SetPartyAttacks(figs map[string]map[string]float64) { r.partyAttacks = figs }
 
 // SetParties makes the recorder audit every step once more for each of
 // views (Observation.Parties, in the same order) and record their figures
@@ -67,6 +77,7 @@ func (r *Recorder) observeParties(batches []*audit.Batch) (map[string]map[string
 
 // evalParties fills the leave-one-party-out figures of e.
 func (r *Recorder) evalParties(e *EvalRecord, res *active.EvalResult) {
+	e.PartyAttacks, r.partyAttacks = r.partyAttacks, nil
 	if len(res.ValAUCWithoutParty) == 0 {
 		return
 	}
@@ -100,6 +111,17 @@ func (r *Recorder) summaryParties(s *Summary, last EvalRecord) {
 			ps.ValAUCWithout, ps.GainSelected = sel.ValAUCWithoutParty[p.Name], sel.PartyGain[p.Name]
 		}
 		ps.GainFinal = last.PartyGain[p.Name]
+		ps.EvalAttacksFinal = maps.Clone(last.PartyAttacks[p.Name])
+		for _, e := range r.evalsSeen {
+			for k, v := range e.PartyAttacks[p.Name] {
+				if ps.EvalAttacksBest == nil {
+					ps.EvalAttacksBest = map[string]float64{}
+				}
+				if b, ok := ps.EvalAttacksBest[k]; !ok || v > b {
+					ps.EvalAttacksBest[k] = v
+				}
+			}
+		}
 		s.Parties[p.Name] = ps
 	}
 }

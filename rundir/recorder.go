@@ -101,6 +101,9 @@ type Recorder struct {
 	// parties are the per-party audits of a run with several passive
 	// parties (parties.go).
 	parties []PartyAudit
+	// partyAttacks are the next evaluation's model-attack figures per
+	// party (SetPartyAttacks).
+	partyAttacks map[string]map[string]float64
 }
 
 // AddFallback records a resume from an older checkpoint in the summary.

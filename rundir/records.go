@@ -67,6 +67,11 @@ type EvalRecord struct {
 	// party's name.
 	ValAUCWithoutParty map[string]*float64 `json:"val_auc_without_party,omitempty"`
 	PartyGain          map[string]*float64 `json:"party_gain,omitempty"`
+	// PartyAttacks, with several passive parties, are the model attacks'
+	// figures (keyed as Attacks) on each passive party's bottom and on
+	// each colluding subset's bottoms pooled, keyed by the party's or
+	// subset's name ("p1+p2").
+	PartyAttacks map[string]map[string]float64 `json:"party_attacks,omitempty"`
 }
 
 // BaselineSummary is the logistic-regression baseline of a tabular run

@@ -41,3 +41,8 @@ const (
 	DirMode  = 0o700
 	FileMode = 0o600
 )
+
+// PartyBottomFile is the file of passive party NAME's bottom model in a
+// run with several passive parties, for every party but the first, whose
+// bottom is BottomModelFile as in a one-passive run.
+func PartyBottomFile(name string) string { return "bottom_" + name + ".model" }

@@ -5,7 +5,9 @@
 // carry a label, a prediction or a loss to the passive party; the answer to
 // an evaluation round carries two bits (Backward.Keep, Backward.Stop) so
 // that a two-process run selects its model and stops early as one process
-// does.
+// does. Around them, the control plane (control.go): the Hello each party
+// opens a session with and the configuration fingerprint it carries, and
+// the inference batches and their answers.
 //
 // Implementations: transport/inproc (Go channels, one process) and
 // transport/grpcnet (gRPC with mutual TLS, two processes).

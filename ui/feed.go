@@ -8,6 +8,7 @@ package ui
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
 	"sort"
 	"sync"
@@ -21,6 +22,10 @@ type Batch struct {
 	Loss float64
 	// Leak maps "ATTACK/LAYER" to the batch's leak AUC; nil where undefined.
 	Leak map[string]*float64
+	// Parties, in a run with several passive parties, maps each party
+	// and colluding subset to its own Leak; the page shows each as
+	// "PARTY · ATTACK/LAYER".
+	Parties map[string]map[string]*float64
 }
 
 // Eval is one evaluation on the test split (a line of eval.jsonl).
@@ -29,7 +34,17 @@ type Eval struct {
 	TestAUC  float64
 	TestLoss float64
 	ACE      float64
+	// PartyGain, with several passive parties and the contribution on,
+	// is each party's leave-one-party-out gain in validation AUC (nil
+	// where undefined).
+	PartyGain map[string]*float64
+	// Features are the feature attacks' figures (EvalRecord.Features:
+	// "ATTACK/r2_mean" and the like).
+	Features map[string]float64
 }
+
+// PartyKey is the page's name of a party's series of key.
+func PartyKey(party, key string) string { return party + " · " + key }
 
 // Info describes the run being shown.
 type Info struct {
@@ -124,6 +139,7 @@ type Feed struct {
 	last    map[string]*float64
 	evalAUC [][2]float64
 	evalLos [][2]float64
+	evalX   map[string][][2]float64 // per-evaluation figures beside the AUC
 	lastEv  *Eval
 	done    bool
 	errText string
@@ -134,7 +150,7 @@ type Feed struct {
 // NewFeed returns an empty feed for the run info describes.
 func NewFeed(info Info) *Feed {
 	return &Feed{info: info, start: time.Now(), loss: newSeries(), leak: map[string]*series{},
-		changed: make(chan struct{})}
+		evalX: map[string][][2]float64{}, changed: make(chan struct{})}
 }
 
 func (f *Feed) notify() {
@@ -158,7 +174,19 @@ func (f *Feed) Batch(b Batch) {
 	f.step = b.Step
 	x := float64(b.Step)
 	f.loss.add(x, b.Loss, true)
-	for k, v := range b.Leak {
+	last := b.Leak
+	if len(b.Parties) > 0 {
+		last = maps.Clone(b.Leak)
+		if last == nil {
+			last = map[string]*float64{}
+		}
+		for party, leak := range b.Parties {
+			for k, v := range leak {
+				last[PartyKey(party, k)] = v
+			}
+		}
+	}
+	for k, v := range last {
 		s := f.leak[k]
 		if s == nil {
 			s = newSeries()
@@ -172,7 +200,7 @@ func (f *Feed) Batch(b Batch) {
 			s.add(x, 0, false)
 		}
 	}
-	f.last = b.Leak
+	f.last = last
 	f.notify()
 }
 
@@ -188,7 +216,20 @@ func (f *Feed) Eval(e Eval) {
 	if !math.IsNaN(e.TestLoss) {
 		f.evalLos = append(f.evalLos, [2]float64{x, e.TestLoss})
 	}
+	for party, g := range e.PartyGain {
+		if g != nil && !math.IsNaN(*g) {
+			k := "contribution · " + party
+			f.evalX[k] = append(f.evalX[k], [2]float64{x, *g})
+		}
+	}
+	for name, v := range e.Features {
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			k := "features · " + name
+			f.evalX[k] = append(f.evalX[k], [2]float64{x, v})
+		}
+	}
 	ev := e
+	ev.PartyGain, ev.Features = nil, nil // in eval_extra
 	f.lastEv = &ev
 	f.notify()
 }
@@ -219,6 +260,12 @@ type State struct {
 	EvalAUC  [][2]float64            `json:"eval_auc"`
 	EvalLoss [][2]float64            `json:"eval_loss"`
 	LastEval *Eval                   `json:"last_eval,omitempty"`
+	// EvalExtra are the per-evaluation figures beside the test AUC: each
+	// passive party's contribution ("contribution · PARTY") and the
+	// feature attacks' figures ("features · ATTACK/…"), in ExtraKeys'
+	// order.
+	EvalExtra map[string][][2]float64 `json:"eval_extra"`
+	ExtraKeys []string                `json:"extra_keys"`
 }
 
 // Snapshot returns the feed's current state.
@@ -246,6 +293,12 @@ func (f *Feed) snapshotLocked() State {
 		}
 	}
 	sort.Strings(st.Keys)
+	st.EvalExtra = make(map[string][][2]float64, len(f.evalX))
+	for k, pts := range f.evalX {
+		st.EvalExtra[k] = append([][2]float64{}, pts...)
+		st.ExtraKeys = append(st.ExtraKeys, k)
+	}
+	sort.Strings(st.ExtraKeys)
 	return st
 }
 

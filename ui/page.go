@@ -1,6 +1,6 @@
 package ui
 
-// pageHTML is the live page: the report's stylesheet, three canvases and
+// pageHTML is the live page: the report's stylesheet, four canvases and
 // an inline script that draws them from /events (or by polling
 // /api/state when server-sent events are unavailable).
 const pageHTML = `<!DOCTYPE html>
@@ -24,6 +24,8 @@ const pageHTML = `<!DOCTYPE html>
 <canvas class="chart" id="c-leak"></canvas><div class="legend" id="l-leak"></div></section>
 <section class="card"><h2>Test AUC</h2><p class="lead">On the test split at every evaluation.</p>
 <canvas class="chart" id="c-auc"></canvas></section>
+<section class="card" id="s-extra" hidden><h2>At every evaluation: each passive party and the features</h2><p class="lead">Each passive party's contribution (validation AUC minus the AUC with its embedding at its mean) and the feature attacks' figures (R² and top-1 of the passive's features read by the active party), where the run measures them.</p>
+<canvas class="chart" id="c-extra"></canvas><div class="legend" id="l-extra"></div></section>
 <section class="card"><h2>Training loss</h2><p class="lead">Mean BCE of each batch, smoothed.</p>
 <canvas class="chart" id="c-loss"></canvas></section>
 </main>
@@ -85,6 +87,16 @@ const pageHTML = `<!DOCTYPE html>
       span.innerHTML = '<span class="swatch" style="background:' + l.color + '"></span>';
       span.appendChild(document.createTextNode(l.name + ' (last ' + fmt(v, 3) + ')')); lg.appendChild(span); });
     draw('c-auc', [{ name: 'test AUC', pts: s.eval_auc, color: mainColor }], {});
+    var extra = (s.extra_keys || []).map(function (k, i) { return { name: k, pts: s.eval_extra[k], color: palette[i % palette.length] }; });
+    document.getElementById('s-extra').hidden = !extra.length;
+    if (extra.length) {
+      draw('c-extra', extra, {});
+      var lx = document.getElementById('l-extra'); lx.innerHTML = '';
+      extra.forEach(function (l) { var p = l.pts.length ? l.pts[l.pts.length - 1][1] : null;
+        var span = document.createElement('span');
+        span.innerHTML = '<span class="swatch" style="background:' + l.color + '"></span>';
+        span.appendChild(document.createTextNode(l.name + ' (last ' + fmt(p, 3) + ')')); lx.appendChild(span); });
+    }
     draw('c-loss', [{ name: 'loss', pts: s.loss, color: mainColor }], {});
     document.body.dataset.updates = ++updates;
     document.body.dataset.step = s.step;

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -219,5 +220,40 @@ func TestStartLoopbackAndShutdown(t *testing.T) {
 	}
 	if _, err := Start(context.Background(), "nonsense", f); err == nil || !strings.Contains(err.Error(), "host:port") {
 		t.Errorf("bad address: %v", err)
+	}
+}
+
+// TestFeedPartiesAndEvalExtras: a batch's per-party leaks become series
+// "PARTY · ATTACK/LAYER" beside the run's own, and an evaluation's party
+// gains and feature figures become the per-evaluation series (a nil or
+// NaN value skipped), in sorted key order.
+func TestFeedPartiesAndEvalExtras(t *testing.T) {
+	f := NewFeed(Info{Title: "t"})
+	v := func(x float64) *float64 { return &x }
+	f.Batch(Batch{Step: 0, Loss: 0.7, Leak: map[string]*float64{"norm/cut": v(0.9)},
+		Parties: map[string]map[string]*float64{"bank": {"norm/cut": v(0.8)}, "bank+telco": {"norm/cut": nil}}})
+	f.Eval(Eval{Step: 0, TestAUC: 0.7, PartyGain: map[string]*float64{"bank": v(0.05), "telco": nil},
+		Features: map[string]float64{"inverse_linear/r2_mean": 0.4, "bad": math.NaN()}})
+	f.Eval(Eval{Step: 10, TestAUC: 0.75, PartyGain: map[string]*float64{"bank": v(0.07)}})
+	st := f.Snapshot()
+	wantKeys := []string{"bank · norm/cut", "bank+telco · norm/cut", "norm/cut"}
+	if !slices.Equal(st.Keys, wantKeys) {
+		t.Errorf("leak keys %v, want %v", st.Keys, wantKeys)
+	}
+	if got := st.LastLeak["bank · norm/cut"]; got == nil || *got != 0.8 {
+		t.Errorf("bank's last leak %v, want 0.8", got)
+	}
+	if got, ok := st.LastLeak["bank+telco · norm/cut"]; !ok || got != nil {
+		t.Errorf("the pair's undefined leak: %v, %v", got, ok)
+	}
+	wantExtra := []string{"contribution · bank", "features · inverse_linear/r2_mean"}
+	if !slices.Equal(st.ExtraKeys, wantExtra) {
+		t.Errorf("per-evaluation keys %v, want %v", st.ExtraKeys, wantExtra)
+	}
+	if got := st.EvalExtra["contribution · bank"]; len(got) != 2 || got[0] != [2]float64{0, 0.05} || got[1] != [2]float64{10, 0.07} {
+		t.Errorf("bank's contribution series %v", got)
+	}
+	if st.LastEval == nil || st.LastEval.PartyGain != nil {
+		t.Errorf("last_eval %+v: its per-party figures belong in eval_extra", st.LastEval)
 	}
 }

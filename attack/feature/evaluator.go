@@ -96,6 +96,16 @@ type Evaluator struct {
 	rows, all   []int
 	chunk       int
 	in          Input
+	joint       func() (Joint, error)
+}
+
+// SetJoint gives the evaluator what returns a copy of the active party's
+// top model at an evaluation (its state of the moment); readsOwn says
+// the top reads the active's own columns. At every Run the copy scores
+// the evaluated rows (Input.EvalScores) and is handed to the attacks
+// (Input.Joint): GRN's white-box joint model and its outputs.
+func (ev *Evaluator) SetJoint(newJoint func() (Joint, error), readsOwn bool) {
+	ev.joint, ev.in.JointOwn = newJoint, readsOwn
 }
 
 // NewEvaluator returns the evaluator of the named attacks on the passive
@@ -149,6 +159,11 @@ func (ev *Evaluator) Run(enc Encoder) (map[string]float64, error) {
 	if err := Embed(enc, ev.test, ev.all, ev.chunk, ev.in.EvalEmbed); err != nil {
 		return nil, fmt.Errorf("feature attacks: test rows: %w", err)
 	}
+	if ev.joint != nil && ev.needsJoint() {
+		if err := ev.score(); err != nil {
+			return nil, fmt.Errorf("feature attacks: the joint model's outputs: %w", err)
+		}
+	}
 	figs := map[string]float64{}
 	for _, a := range ev.attacks {
 		res, err := Run(a, &ev.in, ev.truth)
@@ -170,4 +185,38 @@ func (ev *Evaluator) AuxTruth() *data.Features { return ev.in.AuxTruth }
 // selectRows returns the given rows of x.
 func selectRows(x *data.Features, rows []int) *data.Features {
 	return data.SelectRows(&data.Dataset{IDs: make([]uint64, x.Rows), X: x}, rows).X
+}
+
+// score sets Input.Joint to a fresh copy of the top and EvalScores to its
+// logits of the evaluated rows (their embeddings and own columns).
+func (ev *Evaluator) score() error {
+	j, err := ev.joint()
+	if err != nil {
+		return err
+	}
+	var own *data.Batch
+	if ev.in.JointOwn {
+		if ev.in.EvalOwn == nil {
+			return fmt.Errorf("the top reads the active's own columns, and the evaluation has none")
+		}
+		own = &data.Batch{}
+		ev.in.EvalOwn.Gather(seq(ev.in.EvalOwn.Rows), own)
+	}
+	logits, err := j.Forward(ev.in.EvalEmbed, own)
+	if err != nil {
+		return err
+	}
+	ev.in.Joint, ev.in.EvalScores = j, append(ev.in.EvalScores[:0], logits...)
+	return nil
+}
+
+// needsJoint reports whether an attack reads the joint model (declares
+// NeedsJoint, as GRN does).
+func (ev *Evaluator) needsJoint() bool {
+	for _, a := range ev.attacks {
+		if j, ok := a.(interface{ NeedsJoint() bool }); ok && j.NeedsJoint() {
+			return true
+		}
+	}
+	return false
 }

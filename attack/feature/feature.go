@@ -38,6 +38,14 @@ type Input struct {
 	AuxTruth *data.Features
 	// Seed seeds whatever the attack draws.
 	Seed uint64
+	// Joint is a copy of the active party's trained top model and
+	// EvalScores the joint model's outputs (logits) of the evaluated rows,
+	// what the active party holds at serving time (GRN); JointOwn says
+	// the top reads the active's own columns (EvalOwn). Nil where the
+	// evaluation has no top (a passive party auditing itself).
+	Joint      Joint
+	JointOwn   bool
+	EvalScores []float32
 }
 
 // Guess is a reconstruction of the passive party's features of the

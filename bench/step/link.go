@@ -14,18 +14,26 @@ import (
 	"github.com/splitguard/splitguard/transport"
 	"github.com/splitguard/splitguard/transport/grpcnet"
 	"github.com/splitguard/splitguard/transport/linkplan"
+	"github.com/splitguard/splitguard/transport/linktest"
 	"github.com/splitguard/splitguard/transport/wire"
 )
 
 // LinkSpec is what the link planner measures: the run cfg describes
 // (model, batch, cut, protection, data; its wire keys are replaced by
 // each of Encodings in turn), Steps timed training steps after Warmup
-// untimed ones.
+// untimed ones. Schedules are the staleness and local steps
+// MeasureOverLink runs each encoding under (none: the synchronous
+// protocol only); MeasureLink measures the synchronous step, whose costs
+// the planner's model scales to every schedule.
 type LinkSpec struct {
 	Config        *config.Config
 	Encodings     []wire.Encodings
+	Schedules     []linkplan.Schedule
 	Steps, Warmup int
 }
+
+// synchronous is the exact protocol's schedule: k = 0, Q = 1.
+var synchronous = linkplan.Schedule{Staleness: 0, LocalSteps: 1}
 
 // LinkCosts are the measured costs of a step in one pair of encodings.
 type LinkCosts struct {
@@ -38,7 +46,9 @@ type LinkCosts struct {
 // transport give the medians of the passive's compute per step (from the
 // answer of one exchange to the next exchange: backward, update, next
 // forward and its rounding) and the active's (the exchange itself: top,
-// protection, rounding, update), and the mean bytes per step each way as
+// protection, rounding, update), the median forward of the bottom on one
+// batch (the recompute of a pipelined schedule), and the mean bytes per
+// step each way as
 // grpcnet encodes the messages (grpcnet.WireBytes); then the messages of
 // the last step are exchanged again over grpcnet with mutual TLS on
 // loopback against an active that answers at once, whose median time is
@@ -51,12 +61,12 @@ func MeasureLink(ctx context.Context, spec LinkSpec) ([]LinkCosts, error) {
 	defer os.RemoveAll(dir)
 	out := make([]LinkCosts, 0, len(spec.Encodings))
 	for _, enc := range spec.Encodings {
-		r, err := timedRun(ctx, spec, enc, train, inprocPair)
+		r, err := timedRun(ctx, spec, enc, synchronous, train, inprocPair)
 		if err != nil {
 			return nil, fmt.Errorf("step: link measurement, %v/%v: %w", enc.Embedding, enc.Gradient, err)
 		}
 		c := LinkCosts{Wire: enc, Costs: r.costs(spec)}
-		if c.Costs.Overhead, err = loopbackOverhead(ctx, dir, enc, r.conn, spec); err != nil {
+		if c.Costs.Overhead, err = loopbackOverhead(ctx, dir, enc, r.conn, spec, false); err != nil {
 			return nil, fmt.Errorf("step: transport overhead, %v/%v: %w", enc.Embedding, enc.Gradient, err)
 		}
 		out = append(out, c)
@@ -105,10 +115,11 @@ func issueLoopbackPKI(dir string) error {
 }
 
 // loopbackOverhead exchanges the last training messages t kept again and
-// again over grpcnet with mutual TLS on loopback, the active answering
-// each at once with the kept gradient, and returns the median time of an
-// exchange: what the transport itself costs per step.
-func loopbackOverhead(ctx context.Context, dir string, enc wire.Encodings, t *timedConn, spec LinkSpec) (time.Duration, error) {
+// again over grpcnet with mutual TLS on loopback (through a linktest
+// proxy without delay or bandwidth limit when viaProxy), the active
+// answering each at once with the kept gradient, and returns the median
+// time of an exchange: what the transport itself costs per step.
+func loopbackOverhead(ctx context.Context, dir string, enc wire.Encodings, t *timedConn, spec LinkSpec, viaProxy bool) (time.Duration, error) {
 	st, err := pki.ServerTLSConfig(pki.FilesIn(dir, "active"), "passive")
 	if err != nil {
 		return 0, err
@@ -118,18 +129,27 @@ func loopbackOverhead(ctx context.Context, dir string, enc wire.Encodings, t *ti
 		return 0, err
 	}
 	quiet := slog.New(slog.DiscardHandler)
-	fp := grpcnet.Fingerprint{Wire: enc}
-	s, err := grpcnet.Listen("127.0.0.1:0", grpcnet.ServerOptions{TLS: st, Local: grpcnet.Hello{Party: "active", Config: fp}, Logger: quiet})
+	fp := transport.Fingerprint{Wire: enc}
+	s, err := grpcnet.Listen("127.0.0.1:0", grpcnet.ServerOptions{TLS: st, Local: transport.Hello{Party: "active", Config: fp}, Logger: quiet})
 	if err != nil {
 		return 0, err
 	}
 	defer s.Close()
-	c, err := grpcnet.Dial(s.Addr(), grpcnet.ClientOptions{TLS: ct, Logger: quiet})
+	addr := s.Addr()
+	if viaProxy {
+		px, err := linktest.Start(addr, linktest.Link{}, linktest.Link{})
+		if err != nil {
+			return 0, err
+		}
+		defer px.Close()
+		addr = px.Addr()
+	}
+	c, err := grpcnet.Dial(addr, grpcnet.ClientOptions{TLS: ct, Logger: quiet})
 	if err != nil {
 		return 0, err
 	}
 	defer c.Close()
-	if _, err := c.Hello(ctx, grpcnet.Hello{Party: "passive", Config: fp}); err != nil {
+	if _, err := c.Hello(ctx, transport.Hello{Party: "passive", Config: fp}); err != nil {
 		return 0, err
 	}
 	ctx, cancel := context.WithCancel(ctx)

@@ -2,11 +2,13 @@ package step
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/party/active"
 	"github.com/splitguard/splitguard/party/passive"
 	"github.com/splitguard/splitguard/schedule"
@@ -18,12 +20,13 @@ import (
 	"github.com/splitguard/splitguard/transport/wire"
 )
 
-// pairFunc connects a passive party to an active one: the two ends and a
-// function that releases what the connection holds.
-type pairFunc func(ctx context.Context, enc wire.Encodings) (transport.PassiveConn, transport.ActiveConn, func(), error)
+// pairFunc connects a passive party to an active one, for a pipeline of
+// depth training messages in flight (0: the synchronous protocol): the
+// two ends and a function that releases what the connection holds.
+type pairFunc func(ctx context.Context, enc wire.Encodings, depth int) (transport.PassiveConn, transport.ActiveConn, func(), error)
 
 // inprocPair is the in-memory transport.
-func inprocPair(context.Context, wire.Encodings) (transport.PassiveConn, transport.ActiveConn, func(), error) {
+func inprocPair(context.Context, wire.Encodings, int) (transport.PassiveConn, transport.ActiveConn, func(), error) {
 	p, a := inproc.Pipe()
 	return p, a, func() {}, nil
 }
@@ -31,28 +34,40 @@ func inprocPair(context.Context, wire.Encodings) (transport.PassiveConn, transpo
 // runTimes are the per-step times of a timed run, in nanoseconds, in
 // step order.
 type runTimes struct {
-	conn *timedConn
-	// active is the active party's TrainStep, per step.
+	conn  *timedConn
+	sched linkplan.Schedule
+	// active is the active party's TrainStep, per step (its local steps
+	// included).
 	active []float64
+	// recompute is the median time of a forward of the bottom on one
+	// batch in training mode.
+	recompute time.Duration
 }
 
 // costs are the medians of the timed steps (after spec.Warmup) and the
 // mean bytes per step; the overhead is left to the caller.
 func (r *runTimes) costs(spec LinkSpec) linkplan.Costs {
-	t, n := r.conn, int64(len(r.conn.exchange))
+	t, n := r.conn, int64(len(r.conn.wait))
 	return linkplan.Costs{
-		Passive:  time.Duration(Median(clone(t.passive[spec.Warmup:]))),
-		Active:   time.Duration(Median(clone(r.active[spec.Warmup : spec.Warmup+spec.Steps]))),
-		Forward:  t.fwd / n,
-		Backward: t.bwd / n,
+		Passive:   time.Duration(Median(clone(t.busy[spec.Warmup:]))),
+		Active:    time.Duration(Median(clone(r.active[spec.Warmup : spec.Warmup+spec.Steps]))),
+		Recompute: r.recompute,
+		Forward:   t.fwd / n,
+		Backward:  t.bwd / n,
 	}
 }
 
 // Split are the medians of a timed run's steps (after the warm-up): the
-// whole step (from one exchange's start to the next's), the passive's
-// compute in it, the active's compute (its TrainStep) and the rest of
-// the exchange (the passive's wait less the active's compute: round
-// trip, transfers and the transport's own cost).
+// whole step, the passive's compute in it (from an answer to the moment
+// it next waits for one: applying the gradient, its local steps and the
+// forwards it sends), the active's compute (its TrainStep, local steps
+// included) and the link's share. In the synchronous protocol the step
+// is the median time from one answer to the next and the link's share
+// the passive's wait less the active's compute (round trip, transfers
+// and the transport's own cost). With staleness k > 0 answers come in
+// bunches (k+1 batches share a round), so the step is the median over
+// the runs of k+1 consecutive answers of their mean spacing, and the
+// link's share is the passive's wait for an answer.
 type Split struct {
 	Step, Passive, Active, Link time.Duration
 }
@@ -61,18 +76,32 @@ type Split struct {
 func (r *runTimes) split(spec LinkSpec) Split {
 	t := r.conn
 	n := spec.Steps
-	step, rest := make([]float64, n), make([]float64, n)
+	link := make([]float64, n)
 	for i := range n {
 		j := spec.Warmup + i
-		step[i] = t.exchange[j] + t.passive[j]
-		rest[i] = t.exchange[j] - r.active[j]
+		link[i] = t.wait[j]
+		if r.sched.Staleness == 0 {
+			link[i] -= r.active[j]
+		}
 	}
 	return Split{
-		Step:    time.Duration(Median(step)),
-		Passive: time.Duration(Median(clone(t.passive[spec.Warmup:]))),
+		Step:    time.Duration(Median(meanSpacings(t.answers[spec.Warmup:spec.Warmup+n+1], r.sched.Staleness+1))),
+		Passive: time.Duration(Median(clone(t.busy[spec.Warmup:]))),
 		Active:  time.Duration(Median(clone(r.active[spec.Warmup : spec.Warmup+n]))),
-		Link:    time.Duration(Median(rest)),
+		Link:    time.Duration(Median(link)),
 	}
+}
+
+// meanSpacings returns, for each run of w consecutive gaps between the
+// times at (w capped at the gaps there are), the mean gap in
+// nanoseconds.
+func meanSpacings(at []time.Time, w int) []float64 {
+	w = max(1, min(w, len(at)-1))
+	var out []float64
+	for i := 0; i+w < len(at); i++ {
+		out = append(out, float64(at[i+w].Sub(at[i]).Nanoseconds())/float64(w))
+	}
+	return out
 }
 
 func clone(v []float64) []float64 { return append([]float64(nil), v...) }
@@ -98,9 +127,10 @@ func (h *timedHandler) EvalBatch(f *transport.Forward) (*transport.Backward, err
 }
 
 // timedRun trains spec.Warmup + spec.Steps + 1 steps of the run
-// spec.Config describes in encodings enc, the two parties connected by
-// pair, and returns the steps' times.
-func timedRun(ctx context.Context, spec LinkSpec, enc wire.Encodings, train *data.Dataset, pair pairFunc) (*runTimes, error) {
+// spec.Config describes in encodings enc under schedule sc (staleness,
+// local steps), the two parties connected by pair, and returns the
+// steps' times.
+func timedRun(ctx context.Context, spec LinkSpec, enc wire.Encodings, sc linkplan.Schedule, train *data.Dataset, pair pairFunc) (*runTimes, error) {
 	cfg := *spec.Config
 	total := spec.Warmup + spec.Steps + 1
 	sched, err := schedule.New(len(train.IDs), cfg.Batch, cfg.Seed)
@@ -122,18 +152,24 @@ func timedRun(ctx context.Context, spec LinkSpec, enc wire.Encodings, train *dat
 		// Error feedback where the configuration asks for it and the
 		// gradients are rounded (f32 has nothing to feed back).
 		WireFeedback: cfg.WireFeedback && enc.Gradient != wire.F32,
+		LocalSteps:   sc.LocalSteps,
 	})
 	if err != nil {
 		return nil, err
 	}
 	pas, err := passive.New(bottom, passive.Split{IDs: train.IDs, X: train.X}, passive.Split{},
-		sched, passive.Config{Epochs: epochs, MaxSteps: int64(total), WireEmbedding: enc.Embedding})
+		sched, passive.Config{Epochs: epochs, MaxSteps: int64(total), WireEmbedding: enc.Embedding,
+			Staleness: sc.Staleness, LocalSteps: sc.LocalSteps})
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	pConn, aConn, release, err := pair(ctx, enc)
+	depth := 0
+	if sc.Staleness > 0 {
+		depth = sc.Staleness + 1
+	}
+	pConn, aConn, release, err := pair(ctx, enc, depth)
 	if err != nil {
 		return nil, err
 	}
@@ -151,24 +187,82 @@ func timedRun(ctx context.Context, spec LinkSpec, enc wire.Encodings, train *dat
 	if err := <-served; err != nil {
 		return nil, err
 	}
-	if len(t.exchange) != total || len(h.times) != total {
-		return nil, fmt.Errorf("%d training exchanges and %d active steps, want %d", len(t.exchange), len(h.times), total)
+	if len(t.wait) != total || len(h.times) != total {
+		return nil, fmt.Errorf("%d training exchanges and %d active steps, want %d", len(t.wait), len(h.times), total)
 	}
-	return &runTimes{conn: t, active: h.times}, nil
+	if err := t.countBytes(); err != nil {
+		return nil, err
+	}
+	rows := make([]int, min(cfg.Batch, len(train.IDs)))
+	for i := range rows {
+		rows[i] = i
+	}
+	re, err := timeForward(bottom, train.X, rows, spec.Steps)
+	if err != nil {
+		return nil, err
+	}
+	return &runTimes{conn: t, sched: sc, active: h.times, recompute: re}, nil
 }
 
 // timedConn is a passive connection that times each training exchange
-// and the time between an answer and the next exchange (the passive's
-// compute), counts the bytes grpcnet carries for it (grpcnet.WireBytes,
-// outside the times), and keeps a copy of the last exchange's messages.
+// (synchronous, Exchange, or pipelined, Send and Receive): when each
+// answer was handed back, the passive's wait for it, and the time from
+// an answer to the passive's next wait (its compute). It keeps a copy of
+// every training exchange's messages, whose bytes as grpcnet carries
+// them countBytes counts after the run (encoding them inside the timed
+// loop would add the encoding's time to every step).
 type timedConn struct {
-	conn              transport.PassiveConn
-	enc               wire.Encodings
-	exchange, passive []float64 // nanoseconds
-	answered          time.Time // when the last answer was handed back (zero: none yet)
-	fwd, bwd          int64
-	lastF             transport.Forward
-	lastB             transport.Backward
+	conn       transport.PassiveConn
+	enc        wire.Encodings
+	answers    []time.Time          // when each training answer was handed back
+	wait, busy []float64            // nanoseconds: the wait for each answer; from an answer to the next wait
+	fwd, bwd   int64                // bytes, set by countBytes
+	sent       []*transport.Forward // pipelined messages not yet answered, oldest first
+	kept       []keptExchange
+	lastF      transport.Forward // the last exchange's messages (set by countBytes)
+	lastB      transport.Backward
+}
+
+// keptExchange is a copy of one training exchange's messages.
+type keptExchange struct {
+	f transport.Forward
+	b transport.Backward
+}
+
+// waiting notes the start of a wait for an answer at start.
+func (t *timedConn) waiting(start time.Time) {
+	if n := len(t.answers); n > 0 {
+		t.busy = append(t.busy, float64(start.Sub(t.answers[n-1]).Nanoseconds()))
+	}
+}
+
+// answered notes the answer b to f, waited for since start, and keeps a
+// copy of both.
+func (t *timedConn) answered(start time.Time, f *transport.Forward, b *transport.Backward) {
+	now := time.Now()
+	t.wait = append(t.wait, float64(now.Sub(start).Nanoseconds()))
+	t.answers = append(t.answers, now)
+	k := keptExchange{f: *f, b: *b}
+	k.f.IDs = append([]uint64(nil), f.IDs...)
+	k.f.Embedding = copyMatrix(nil, f.Embedding)
+	k.b.Grad = copyMatrix(nil, b.Grad)
+	t.kept = append(t.kept, k)
+}
+
+// countBytes sums the bytes grpcnet carries for the kept exchanges
+// (grpcnet.WireBytes) and keeps the last exchange's messages.
+func (t *timedConn) countBytes() error {
+	for i := range t.kept {
+		k := &t.kept[i]
+		nf, nb, err := grpcnet.WireBytes(&k.f, &k.b, t.enc)
+		if err != nil {
+			return err
+		}
+		t.fwd, t.bwd = t.fwd+nf, t.bwd+nb
+		t.lastF, t.lastB = k.f, k.b
+	}
+	t.kept = nil
+	return nil
 }
 
 func (t *timedConn) Exchange(ctx context.Context, f *transport.Forward) (*transport.Backward, error) {
@@ -176,28 +270,57 @@ func (t *timedConn) Exchange(ctx context.Context, f *transport.Forward) (*transp
 		return t.conn.Exchange(ctx, f)
 	}
 	start := time.Now()
-	if !t.answered.IsZero() {
-		t.passive = append(t.passive, float64(start.Sub(t.answered).Nanoseconds()))
-	}
+	t.waiting(start)
 	b, err := t.conn.Exchange(ctx, f)
 	if err != nil {
 		return b, err
 	}
-	t.exchange = append(t.exchange, float64(time.Since(start).Nanoseconds()))
-	nf, nb, err := grpcnet.WireBytes(f, b, t.enc)
+	t.answered(start, f, b)
+	return b, nil
+}
+
+// pipeline is the connection's Pipeline, or an error when it has none.
+func (t *timedConn) pipeline() (transport.Pipeline, error) {
+	return transport.AsPipeline(t.conn, len(t.sent))
+}
+
+// Send sends f pipelined (transport.Pipeline); it stays valid until its
+// answer is received, so the connection keeps f itself.
+func (t *timedConn) Send(ctx context.Context, f *transport.Forward) error {
+	pl, err := t.pipeline()
+	if err != nil {
+		return err
+	}
+	if err := pl.Send(ctx, f); err != nil {
+		return err
+	}
+	t.sent = append(t.sent, f)
+	return nil
+}
+
+// Receive waits for the answer to the oldest message sent.
+func (t *timedConn) Receive(ctx context.Context) (*transport.Backward, error) {
+	pl, err := t.pipeline()
 	if err != nil {
 		return nil, err
 	}
-	t.fwd, t.bwd = t.fwd+nf, t.bwd+nb
-	// Copies into buffers reused from step to step.
-	ids, emb, grad := t.lastF.IDs, t.lastF.Embedding, t.lastB.Grad
-	t.lastF, t.lastB = *f, *b
-	t.lastF.IDs = append(ids[:0], f.IDs...)
-	t.lastF.Embedding = copyMatrix(emb, f.Embedding)
-	t.lastB.Grad = copyMatrix(grad, b.Grad)
-	t.answered = time.Now()
+	if len(t.sent) == 0 {
+		return nil, errors.New("step: receive with no message in flight")
+	}
+	start := time.Now()
+	t.waiting(start)
+	b, err := pl.Receive(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f := t.sent[0]
+	t.sent = t.sent[1:]
+	t.answered(start, f, b)
 	return b, nil
 }
+
+// InFlight is the number of pipelined messages not yet answered.
+func (t *timedConn) InFlight() int { return len(t.sent) }
 
 func (t *timedConn) Close() error { return t.conn.Close() }
 
@@ -207,4 +330,25 @@ func copyMatrix(dst, src *tensor.Matrix) *tensor.Matrix {
 	dst = dst.Resize(src.Rows, src.Cols)
 	copy(dst.Data, src.Data)
 	return dst
+}
+
+// timeForward returns the median time of n forwards of bottom on the
+// given rows of x in training mode, as the passive recomputes a batch's
+// embedding under staleness (the rows gathered each time, as there).
+func timeForward(bottom model.Bottom, x *data.Features, rows []int, n int) (time.Duration, error) {
+	if m, ok := bottom.(interface{ SetTraining(bool) }); ok {
+		m.SetTraining(true)
+		defer m.SetTraining(false)
+	}
+	var b data.Batch
+	times := make([]float64, n)
+	for i := range times {
+		start := time.Now()
+		x.Gather(rows, &b)
+		if _, err := bottom.Forward(&b); err != nil {
+			return 0, fmt.Errorf("timing the bottom's forward: %w", err)
+		}
+		times[i] = float64(time.Since(start).Nanoseconds())
+	}
+	return time.Duration(Median(times)), nil
 }

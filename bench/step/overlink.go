@@ -5,27 +5,39 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
+	"time"
 
 	"github.com/splitguard/splitguard/pki"
 	"github.com/splitguard/splitguard/transport"
 	"github.com/splitguard/splitguard/transport/grpcnet"
+	"github.com/splitguard/splitguard/transport/linkplan"
 	"github.com/splitguard/splitguard/transport/linktest"
 	"github.com/splitguard/splitguard/transport/wire"
 )
 
-// LinkRun is one encoding's training steps over an emulated link.
+// LinkRun is one encoding's training steps under one schedule over an
+// emulated link.
 type LinkRun struct {
-	Wire wire.Encodings
+	Wire     wire.Encodings
+	Schedule linkplan.Schedule
 	// Split are the medians of the timed steps: the step, each party's
 	// compute and the rest of the exchange.
 	Split Split
 	// Forward and Backward are the mean bytes per step each way
 	// (grpcnet.WireBytes).
 	Forward, Backward int64
+	// Overhead is the transport's own time per exchange as the run's
+	// parties meet it: the run's last messages exchanged through the same
+	// proxy with its delay and bandwidth limit off (its copying
+	// included), median; the check's prediction uses it in place of
+	// MeasureLink's direct loopback figure.
+	Overhead time.Duration
 }
 
-// MeasureOverLink trains the steps of spec, for each pair of encodings,
-// with the two parties in this process connected by grpcnet with mutual
+// MeasureOverLink trains the steps of spec, for each pair of encodings
+// and each of spec.Schedules in turn (encoding-major; none: the
+// synchronous protocol), with the two parties in this process connected by grpcnet with mutual
 // TLS through an emulated link (transport/linktest: up carries the
 // passive's messages, down the active's answers), and returns the medians
 // of the timed steps: what the planner's prediction is checked against.
@@ -35,22 +47,39 @@ func MeasureOverLink(ctx context.Context, spec LinkSpec, up, down linktest.Link)
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
+	scheds := spec.Schedules
+	if len(scheds) == 0 {
+		scheds = []linkplan.Schedule{synchronous}
+	}
 	var out []LinkRun
 	for _, enc := range spec.Encodings {
-		r, err := timedRun(ctx, spec, enc, train, linkPair(dir, up, down))
-		if err != nil {
-			return nil, fmt.Errorf("step: link run, %v/%v: %w", enc.Embedding, enc.Gradient, err)
+		for _, sc := range scheds {
+			r, err := timedRun(ctx, spec, enc, sc, train, linkPair(dir, up, down))
+			if err != nil {
+				return nil, fmt.Errorf("step: link run, %v/%v, staleness %d, %d local steps: %w", enc.Embedding, enc.Gradient, sc.Staleness, sc.LocalSteps, err)
+			}
+			c := r.costs(spec)
+			o, err := loopbackOverhead(ctx, dir, enc, r.conn, spec, true)
+			if err != nil {
+				return nil, fmt.Errorf("step: transport overhead through the proxy, %v/%v: %w", enc.Embedding, enc.Gradient, err)
+			}
+			out = append(out, LinkRun{Wire: enc, Schedule: sc, Split: r.split(spec), Forward: c.Forward, Backward: c.Backward, Overhead: o})
 		}
-		c := r.costs(spec)
-		out = append(out, LinkRun{Wire: enc, Split: r.split(spec), Forward: c.Forward, Backward: c.Backward})
 	}
 	return out, nil
 }
 
+// SharesProcessors reports whether a check over an emulated link on this
+// machine should predict with shared processors (linkplan.Costs.Shared):
+// the two parties, the transport and the link proxy all run here, and
+// with fewer than four cores they cannot each compute at once.
+func SharesProcessors() bool { return runtime.NumCPU() < 4 }
+
 // linkPair connects the parties by grpcnet with mutual TLS (certificates
-// in dir) through a linktest proxy emulating up and down.
+// in dir) through a linktest proxy emulating up and down, both ends
+// opened for a pipeline of the given depth.
 func linkPair(dir string, up, down linktest.Link) pairFunc {
-	return func(ctx context.Context, enc wire.Encodings) (transport.PassiveConn, transport.ActiveConn, func(), error) {
+	return func(ctx context.Context, enc wire.Encodings, depth int) (transport.PassiveConn, transport.ActiveConn, func(), error) {
 		st, err := pki.ServerTLSConfig(pki.FilesIn(dir, "active"), "passive")
 		if err != nil {
 			return nil, nil, nil, err
@@ -60,8 +89,8 @@ func linkPair(dir string, up, down linktest.Link) pairFunc {
 			return nil, nil, nil, err
 		}
 		quiet := slog.New(slog.DiscardHandler)
-		fp := grpcnet.Fingerprint{Wire: enc}
-		s, err := grpcnet.Listen("127.0.0.1:0", grpcnet.ServerOptions{TLS: st, Local: grpcnet.Hello{Party: "active", Config: fp}, Logger: quiet})
+		fp := transport.Fingerprint{Wire: enc}
+		s, err := grpcnet.Listen("127.0.0.1:0", grpcnet.ServerOptions{TLS: st, Local: transport.Hello{Party: "active", Config: fp}, Logger: quiet, PipelineDepth: depth})
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -70,7 +99,7 @@ func linkPair(dir string, up, down linktest.Link) pairFunc {
 			s.Close()
 			return nil, nil, nil, err
 		}
-		c, err := grpcnet.Dial(px.Addr(), grpcnet.ClientOptions{TLS: ct, Logger: quiet})
+		c, err := grpcnet.Dial(px.Addr(), grpcnet.ClientOptions{TLS: ct, Logger: quiet, PipelineDepth: depth})
 		if err != nil {
 			px.Close()
 			s.Close()
@@ -81,7 +110,7 @@ func linkPair(dir string, up, down linktest.Link) pairFunc {
 			px.Close()
 			s.Close()
 		}
-		if _, err := c.Hello(ctx, grpcnet.Hello{Party: "passive", Config: fp}); err != nil {
+		if _, err := c.Hello(ctx, transport.Hello{Party: "passive", Config: fp}); err != nil {
 			release()
 			return nil, nil, nil, err
 		}

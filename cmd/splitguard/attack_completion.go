@@ -24,6 +24,7 @@ import (
 // completionOptions are the flags of `attack completion`.
 type completionOptions struct {
 	run, labels, truth, out  string
+	party                    string
 	known, unlabelled, draws int
 	tunedBudget              int
 	attacks                  []string
@@ -45,6 +46,9 @@ An in-process run directory (splitguard train): the data is reloaded with its
 labels, --known-labels N rows (half of each class) are drawn from the training
 split by --seed, --unlabelled more training rows are used without labels, and
 every test row is scored against its true label.
+
+An in-process run with several passive parties: --party NAME attacks that
+party's bottom over its own columns.
 
 A two-party run's passive directory (splitguard passive): the passive holds no
 labels, so the attacker's known labels come from --labels FILE (lines
@@ -73,6 +77,7 @@ choice ("tuned"; docs/methods/tuned.md).`,
 	f := cmd.Flags()
 	f.StringVar(&o.run, "run", "", "run directory: an in-process run, or a two-party run's passive directory (with --labels)")
 	f.IntVar(&o.known, "known-labels", 40, "known training labels drawn from an in-process run, half of each class")
+	f.StringVar(&o.party, "party", "", "in-process run with several passive parties: the passive party whose bottom to attack (its columns, its bottom model)")
 	f.StringVar(&o.labels, "labels", "", `the attacker's known labels, lines "id,label" (a two-party passive directory)`)
 	f.StringVar(&o.truth, "truth", "", `true test labels, lines "id,label", to score a two-party passive directory against`)
 	f.IntVar(&o.unlabelled, "unlabelled", completion.DefaultUnlabelled, "unlabelled training rows the attacker uses")
@@ -113,6 +118,9 @@ func attackCompletion(w io.Writer, o completionOptions) error {
 	if o.draws < 1 {
 		return fail(fmt.Errorf("--draws %d, want ≥ 1", o.draws))
 	}
+	if o.party != "" && o.labels != "" {
+		return fail(errors.New("--party names a passive party of an in-process run; a two-party passive directory (--labels) is one party already"))
+	}
 	if o.tunedBudget < 0 {
 		return fail(fmt.Errorf("--tuned-budget %d, want ≥ 1 (or 0: off)", o.tunedBudget))
 	}
@@ -125,7 +133,10 @@ func attackCompletion(w io.Writer, o completionOptions) error {
 		evalSize int
 	)
 	if o.labels == "" {
-		cfg, s, b, err := completion.LoadRun(o.run)
+		cfg, s, b, err := completion.LoadPartyRun(o.run, o.party)
+		if errors.Is(err, completion.ErrSeveralParties) {
+			return fail(fmt.Errorf("%w: name the party whose bottom to attack with --party", err))
+		}
 		if err != nil {
 			return fail(err)
 		}

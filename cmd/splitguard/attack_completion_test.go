@@ -150,3 +150,60 @@ func TestAttackCompletion(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackCompletionParty attacks each passive party of an in-process
+// run with two offline (--party): on the final models, with the run's
+// seed, each gives the figure the run recorded for that party at its last
+// evaluation; a run with several parties and no --party, or an unknown
+// party, is refused naming the parties.
+func TestAttackCompletionParty(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a model")
+	}
+	run := filepath.Join(t.TempDir(), "run")
+	if out, err := runCLI(t, "train", "--synth-rows", "6000", "--synth-parties", "2", "--out", run, "--layers", "16,16,8", "--cut", "2",
+		"--batch", "128", "--lr", "3e-3", "--epochs", "2", "--eval-every", "40", "--model", "mlp",
+		"--attacks", "norm,completion_supervised", "--known-labels", "20", "--select", "last"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	raw, err := os.ReadFile(filepath.Join(run, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum struct {
+		Parties map[string]struct {
+			Final map[string]float64 `json:"eval_attacks_final"`
+		} `json:"parties"`
+	}
+	if err := json.Unmarshal(raw, &sum); err != nil {
+		t.Fatal(err)
+	}
+	for _, party := range []string{"p1", "p2"} {
+		during, ok := sum.Parties[party].Final["completion_supervised/auc"]
+		if !ok {
+			t.Fatalf("no in-run completion figure for %s: %s", party, raw)
+		}
+		out, err := runCLI(t, "attack", "completion", "--run", run, "--party", party, "--known-labels", "20", "--attacks", "completion_supervised")
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", party, err, out)
+		}
+		var line struct{ AUC float64 }
+		if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &line); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		if line.AUC != during {
+			t.Errorf("%s: offline AUC %v, the run recorded %v", party, line.AUC, during)
+		}
+	}
+	for _, c := range []struct{ args, want []string }{
+		{nil, []string{"several passive parties", "p1, p2", "--party"}},
+		{[]string{"--party", "p3"}, []string{"no passive party \"p3\"", "p1, p2"}},
+	} {
+		out, err := runCLI(t, append([]string{"attack", "completion", "--run", run}, c.args...)...)
+		for _, w := range c.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("attack completion %v: %v (%s), want an error naming %q", c.args, err, out, w)
+			}
+		}
+	}
+}

@@ -28,6 +28,9 @@ func integrityFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.Float64Var(&c.BackdoorAmplify, "backdoor-amplify", c.BackdoorAmplify, "the backdoor's amplification: γ of gradient_replacement (0: 10), β of villain (0: 3)")
 	fs.Float64Var(&c.BackdoorTrigger, "backdoor-trigger", c.BackdoorTrigger, "gradient_replacement: the value its trigger writes in the passive party's numeric columns (0: 3)")
 	fs.BoolVar(&c.BackdoorDryRun, "backdoor-dry-run", c.BackdoorDryRun, "keep the passive party honest but measure --backdoor's trigger on the model (the reference for its attack success rate)")
+	fs.StringVar(&c.PassiveOptimizer, "passive-optimizer", c.PassiveOptimizer, "make the passive party train its bottom with another optimiser: "+
+		strings.Join(integrity.OptimizerNames(), ", ")+" (default: Adam, honest)")
+	fs.Float64Var(&c.PassiveOptimizerLR, "passive-optimizer-lr", c.PassiveOptimizerLR, "the learning rate of --passive-optimizer (0: --lr)")
 	fs.StringSliceVar(&c.Detectors, "detectors", c.Detectors, "active party's detectors scoring every training batch's embedding: "+
 		strings.Join(integrity.DetectorNames(), ", ")+" (default: none)")
 	fs.Var(&floatMap{m: &c.IntegrityStop}, "integrity-stop", "end the run cleanly when a detector's score reaches a threshold, DETECTOR=THRESHOLD,… (e.g. replay=1)")

@@ -168,9 +168,12 @@ func trainAndReport(ctx context.Context, cfg config.Config, uiAddr string, force
 			return nil, err
 		}
 		fmt.Fprintln(stderr, "live page:", srv.URL)
-		opts.OnBatch = func(r rundir.BatchRecord) { feed.Batch(ui.Batch{Step: r.Step, Loss: r.Loss, Leak: r.Leak}) }
+		opts.OnBatch = func(r rundir.BatchRecord) {
+			feed.Batch(ui.Batch{Step: r.Step, Loss: r.Loss, Leak: r.Leak, Parties: r.Parties})
+		}
 		opts.OnEval = func(r rundir.EvalRecord) {
-			feed.Eval(ui.Eval{Step: r.Step, TestAUC: r.TestAUC, TestLoss: r.TestLoss, ACE: r.ACE})
+			feed.Eval(ui.Eval{Step: r.Step, TestAUC: r.TestAUC, TestLoss: r.TestLoss, ACE: r.ACE,
+				PartyGain: r.PartyGain, Features: r.Features})
 		}
 		opts.Progress = func(p rundir.Progress) { feed.SetTotal(p.Total); prog.update(p) }
 	}

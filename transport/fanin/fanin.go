@@ -34,15 +34,21 @@ const (
 	// Sum adds the parties' embeddings (all of one width d): the top's
 	// input is d wide and every party receives the same gradient.
 	Sum Aggregation = "sum"
+	// Gated joins the embeddings as Concat does (each party its own
+	// column block of the gradient); the active party's top then weighs
+	// the parties' blocks, all of one width, with weights it learns
+	// (config.GatedTop), so each party's block of the gradient is its
+	// weight times the gradient of the top's input.
+	Gated Aggregation = "gated"
 )
 
 // Check returns an error for an aggregation that is not known.
 func (a Aggregation) Check() error {
 	switch a {
-	case Concat, Sum:
+	case Concat, Sum, Gated:
 		return nil
 	}
-	return fmt.Errorf("fanin: unknown aggregation %q (want %s or %s)", string(a), Concat, Sum)
+	return fmt.Errorf("fanin: unknown aggregation %q (want %s, %s or %s)", string(a), Concat, Sum, Gated)
 }
 
 // Width is the width of the combined embedding for parties of widths w.
@@ -111,7 +117,7 @@ func Join(conns []transport.ActiveConn, agg Aggregation, widths []int) (transpor
 		if w <= 0 {
 			return nil, fmt.Errorf("fanin: passive party %d: embedding width %d", k+1, w)
 		}
-		if agg == Sum && w != widths[0] {
+		if (agg == Sum || agg == Gated) && w != widths[0] {
 			return nil, fmt.Errorf("fanin: aggregation %s adds embeddings of one width; passive party %d's is %d, party 1's %d", agg, k+1, w, widths[0])
 		}
 	}

@@ -235,8 +235,8 @@ func (c *Client) callCtx(ctx context.Context) (context.Context, context.CancelFu
 // view. It fails when the active refuses or when the views disagree
 // (version or config fingerprint), naming every difference.
 func (c *Client) Hello(ctx context.Context, local Hello) (*Hello, error) {
-	local = local.withDefaults()
-	fp, err := local.Config.toPB()
+	local = local.WithDefaults()
+	fp, err := fingerprintToPB(local.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +288,7 @@ func (c *Client) Hello(ctx context.Context, local Hello) (*Hello, error) {
 		c.log.Warn("grpcnet: the active party refused the run", "reason", resp.GetReason())
 		return remote, fmt.Errorf("grpcnet: hello: the active party %q refused the run: %s", remote.Party, resp.GetReason())
 	}
-	if reason := local.mismatch(*remote); reason != "" {
+	if reason := local.Mismatch(*remote); reason != "" {
 		c.log.Warn("grpcnet: refusing the run", "reason", reason)
 		return remote, fmt.Errorf("grpcnet: hello: the active party %q accepted but disagrees: %s", remote.Party, reason)
 	}

@@ -126,7 +126,7 @@ func FuzzDecodeBackward(f *testing.F) {
 
 // FuzzHelloRequest feeds arbitrary wire bytes to the Hello comparison.
 func FuzzHelloRequest(f *testing.F) {
-	c, _ := fp.toPB()
+	c, _ := fingerprintToPB(fp)
 	b, _ := proto.Marshal(&pb.HelloRequest{ProtocolVersion: 1, Party: "passive", Config: c})
 	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -135,8 +135,8 @@ func FuzzHelloRequest(f *testing.F) {
 			return
 		}
 		remote := Hello{Version: m.GetProtocolVersion(), Party: m.GetParty(), Config: fingerprintFromPB(m.GetConfig())}
-		local := Hello{Party: "active", Config: fp}.withDefaults()
-		if local.mismatch(remote) == "" && remote.Config.Diff(fp) != "" {
+		local := Hello{Party: "active", Config: fp}.WithDefaults()
+		if local.Mismatch(remote) == "" && remote.Config.Diff(fp) != "" {
 			t.Fatal("a differing fingerprint was accepted")
 		}
 	})

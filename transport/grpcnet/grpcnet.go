@@ -76,7 +76,6 @@ import (
 	"hash/maphash"
 	"math"
 	"net"
-	"strings"
 	"sync/atomic"
 
 	"google.golang.org/grpc/codes"
@@ -88,51 +87,24 @@ import (
 	"github.com/splitguard/splitguard/transport/wire"
 )
 
-// ProtocolVersion is the wire protocol version exchanged in Hello: 2 since
-// the ID alignment runs the streamed PSI (psi.RunStreamUint64), which
-// version 1 peers do not speak.
-const ProtocolVersion = 2
+// ProtocolVersion is the protocol version exchanged in Hello
+// (transport.ProtocolVersion).
+const ProtocolVersion = transport.ProtocolVersion
 
 // DefaultMaxMessageBytes bounds one gRPC message when the options leave it 0.
 const DefaultMaxMessageBytes = 64 << 20
 
-// Fingerprint is the part of the configuration both parties must agree on
-// before training.
-type Fingerprint struct {
-	CutDim         int    // width d of the cut layer
-	BatchSize      int    // batch size B
-	Seed           uint64 // seed of the shared schedule
-	Epochs         int    // training epochs
-	ScheduleLength int64  // training steps in the schedule
-	// Digest is an optional digest of further shared settings, compared
-	// byte for byte.
-	Digest []byte
-	// Wire are the encodings of the Train stream's tensors: the Client
-	// sends embeddings in Wire.Embedding, the Server gradients in
-	// Wire.Gradient, and each refuses a tensor in another encoding.
-	Wire wire.Encodings
-}
+// Fingerprint is the configuration both parties must agree on
+// (transport.Fingerprint; an alias, so that grpcnet's callers read as
+// before).
+type Fingerprint = transport.Fingerprint
 
-// Diff describes how f differs from o field by field ("" when they agree).
-func (f Fingerprint) Diff(o Fingerprint) string {
-	var d []string
-	add := func(name string, a, b any) {
-		if a != b {
-			d = append(d, fmt.Sprintf("%s %v ≠ %v", name, a, b))
-		}
-	}
-	add("cut dim", f.CutDim, o.CutDim)
-	add("batch size", f.BatchSize, o.BatchSize)
-	add("seed", f.Seed, o.Seed)
-	add("epochs", f.Epochs, o.Epochs)
-	add("schedule length", f.ScheduleLength, o.ScheduleLength)
-	add("digest", fmt.Sprintf("%x", f.Digest), fmt.Sprintf("%x", o.Digest))
-	add("wire encoding of embeddings (key wire_embedding)", f.Wire.Embedding, o.Wire.Embedding)
-	add("wire encoding of gradients (key wire_gradient)", f.Wire.Gradient, o.Wire.Gradient)
-	return strings.Join(d, ", ")
-}
+// Hello is what a party says about itself at the start of a run
+// (transport.Hello; an alias).
+type Hello = transport.Hello
 
-func (f Fingerprint) toPB() (*pb.ConfigFingerprint, error) {
+// fingerprintToPB encodes f in the Hello messages.
+func fingerprintToPB(f Fingerprint) (*pb.ConfigFingerprint, error) {
 	if f.CutDim < 0 || f.BatchSize < 0 || f.Epochs < 0 || f.ScheduleLength < 0 ||
 		f.CutDim > math.MaxUint32 || f.BatchSize > math.MaxUint32 || f.Epochs > math.MaxUint32 ||
 		!f.Wire.Embedding.Valid() || !f.Wire.Gradient.Valid() {
@@ -156,35 +128,6 @@ func fingerprintFromPB(p *pb.ConfigFingerprint) Fingerprint {
 // unknown (not Valid), so that it differs from every encoding.
 func encodingFromPB(e pb.Encoding) wire.Encoding {
 	return wire.Encoding(min(e, math.MaxUint8))
-}
-
-// Hello is what a party says about itself at the start of a run.
-type Hello struct {
-	Version uint32 // ProtocolVersion when zero in a local Hello
-	Party   string
-	Config  Fingerprint
-	// IDFormat says how the party's example IDs are written (see
-	// data.IDFormat); it does not take part in mismatch: it only names
-	// the likely cause of an empty intersection.
-	IDFormat string
-}
-
-// mismatch reports why two Hellos cannot run together ("" when they can).
-func (h Hello) mismatch(peer Hello) string {
-	if h.Version != peer.Version {
-		return fmt.Sprintf("protocol version %d ≠ %d", h.Version, peer.Version)
-	}
-	if d := h.Config.Diff(peer.Config); d != "" {
-		return "config fingerprint differs: " + d
-	}
-	return ""
-}
-
-func (h Hello) withDefaults() Hello {
-	if h.Version == 0 {
-		h.Version = ProtocolVersion
-	}
-	return h
 }
 
 // Stats are a side's traffic counters since it started.

@@ -16,6 +16,7 @@ import (
 	"github.com/splitguard/splitguard/pki"
 	pb "github.com/splitguard/splitguard/proto/splitguardpb"
 	"github.com/splitguard/splitguard/psi"
+	"github.com/splitguard/splitguard/transport"
 )
 
 // Handlers are the active party's answers to the control calls. A nil
@@ -46,8 +47,9 @@ type Handlers struct {
 	Score func(ctx context.Context, b *ScoreBatch) (*ScoreResult, error)
 }
 
-// MaxHolds is the most held checkpoints a Checkpoint call may list.
-const MaxHolds = 64
+// MaxHolds is the most held checkpoints a Checkpoint call may list
+// (transport.MaxHolds).
+const MaxHolds = transport.MaxHolds
 
 // errBeforeHello is the text of the refusal of a call that needs a Hello.
 const errBeforeHello = "without the session of a successful Hello"
@@ -83,13 +85,13 @@ func peerName(ctx context.Context) string {
 func (v *service) Hello(ctx context.Context, req *pb.HelloRequest) (*pb.HelloResponse, error) {
 	s := v.s
 	local := s.o.Local
-	fp, err := local.Config.toPB()
+	fp, err := fingerprintToPB(local.Config)
 	if err != nil {
 		return nil, toStatus(err, codes.Internal, "hello")
 	}
 	resp := &pb.HelloResponse{ProtocolVersion: local.Version, Party: local.Party, Config: fp, IdFormat: local.IDFormat}
 	remote := Hello{Version: req.GetProtocolVersion(), Party: req.GetParty(), Config: fingerprintFromPB(req.GetConfig()), IDFormat: req.GetIdFormat()}
-	reason := local.mismatch(remote)
+	reason := local.Mismatch(remote)
 	s.helloMu.Lock()
 	defer s.helloMu.Unlock()
 	if reason == "" {

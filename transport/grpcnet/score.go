@@ -11,27 +11,16 @@ import (
 	"google.golang.org/grpc/codes"
 
 	pb "github.com/splitguard/splitguard/proto/splitguardpb"
-	"github.com/splitguard/splitguard/tensor"
+	"github.com/splitguard/splitguard/transport"
 	"github.com/splitguard/splitguard/transport/wire"
 )
 
-// ScoreBatch is one batch of cut-layer embeddings the passive party asks
-// the active party to score (inference). Batches are numbered 0, 1, …
-// within a session (from the last successful Hello).
-type ScoreBatch struct {
-	Batch     int
-	Last      bool     // the session's final batch
-	IDs       []uint64 // one per embedding row
-	Embedding *tensor.Matrix
-}
+// ScoreBatch is one batch of cut-layer embeddings to score
+// (transport.ScoreBatch; an alias).
+type ScoreBatch = transport.ScoreBatch
 
-// ScoreResult answers a ScoreBatch: the number of rows scored and, only
-// when the active party shares its scores, one probability per row.
-type ScoreResult struct {
-	Batch  int
-	Scored int
-	Scores []float32 // nil unless shared
-}
+// ScoreResult answers a ScoreBatch (transport.ScoreResult; an alias).
+type ScoreResult = transport.ScoreResult
 
 // scoreState is the Server's memory of the last Score call of a session,
 // so that a re-sent batch is answered again without being scored twice.

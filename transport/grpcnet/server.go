@@ -130,7 +130,7 @@ func newServer(o ServerOptions) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	o.Local = o.Local.withDefaults()
+	o.Local = o.Local.WithDefaults()
 	return &Server{
 		o: o, log: o.Logger.With("side", "active"), maxValues: o.MaxMessageBytes / 4,
 		seed: maphash.MakeSeed(), serveErr: make(chan error, 1),

@@ -38,15 +38,25 @@
 // takes Q−1 further steps on the partner's cached message — the passive
 // recomputes its embedding and backpropagates the cached gradient, the
 // active reruns its top on the cached embedding), each exchange costs the
-// passive Q·C_p and the active Q·C_a. The active's Q−1 local steps run
-// after it has answered, beside the passive's, so they lie on the
-// active's own cycle but not on the batch's round, which is
-// C_p·Q + C_a + o + RTT + B_f/W_up + B_b/W_down:
+// passive Q·C_p and the active Q·C_a. The active takes its local steps
+// before it answers (party/active: a checkpoint never splits them), so
+// they lie on the batch's round as well as on the active's own cycle.
+// Under staleness (k > 0) the passive also recomputes the embedding of
+// the batch whose gradient arrived (the activations of its send were
+// overwritten by the later forwards): R, one forward of the bottom, more
+// per exchange. With P = Q·C_p + R (R only when k > 0) and A = Q·C_a,
 //
-//	T = max(Q·C_p, Q·C_a, B_f/W_up, B_b/W_down, (Q·C_p + C_a + o + RTT + B_f/W_up + B_b/W_down)/(k+1))
+//	T = max(P, A, B_f/W_up, B_b/W_down, (P + A + o + RTT + B_f/W_up + B_b/W_down)/(k+1))
 //
 // per exchange (one batch), and T/Q per update: the link's cost is
 // shared by Q updates. For k = 0 and Q = 1 both reduce to t above.
+//
+// The parties' compute overlaps only on processors of their own. When
+// both parties and the transport share processors that serve one of them
+// at a time (Costs.Shared: one machine with fewer free cores than they
+// use, as when a small machine checks the planner), those processors are
+// one more resource, serving P + A + o per exchange, and T is at least
+// that.
 package linkplan
 
 import (
@@ -71,12 +81,22 @@ type Costs struct {
 	// forward, backward and update of the bottom; the active's top,
 	// loss, protection, rounding and update.
 	Passive, Active time.Duration
+	// Recompute is the passive's forward of the bottom on one batch: what
+	// a pipelined schedule (staleness k > 0) adds to the passive's compute
+	// per exchange, which recomputes the embedding of the batch whose
+	// gradient arrived.
+	Recompute time.Duration
 	// Overhead is the transport's own time per exchange (encoding and
 	// decoding, TLS, gRPC) on a link without delay or bandwidth limit.
 	Overhead time.Duration
 	// Forward and Backward are the bytes of the training messages each
 	// way, as the transport puts them on the connection.
 	Forward, Backward int64
+	// Shared says the two parties and the transport run on the same
+	// processors, which serve one of them at a time: their work per
+	// exchange adds up instead of overlapping. False for parties on
+	// hosts of their own.
+	Shared bool
 }
 
 // Schedule is how the parties overlap their steps.
@@ -99,6 +119,7 @@ const (
 	BoundUplink   Bound = "uplink bandwidth"
 	BoundDownlink Bound = "downlink bandwidth"
 	BoundRound    Bound = "round trip"
+	BoundShared   Bound = "shared processors"
 )
 
 // Prediction is the predicted time of a schedule.
@@ -106,8 +127,8 @@ type Prediction struct {
 	// PerExchange is the time per exchange, one batch; PerUpdate the time
 	// per update of each party's model (PerExchange/Q).
 	PerExchange, PerUpdate time.Duration
-	// Round is one batch's time through the whole chain (compute both
-	// sides, overhead, round trip and both transfers).
+	// Round is one batch's time through the whole chain (both parties'
+	// compute per exchange, overhead, round trip and both transfers).
 	Round time.Duration
 	// Bound is the term that sets PerExchange.
 	Bound Bound
@@ -130,7 +151,7 @@ func Predict(l Link, c Costs, s Schedule) (Prediction, error) {
 	switch {
 	case l.RTT < 0 || !(l.Up >= 0 && l.Up <= math.MaxFloat64) || !(l.Down >= 0 && l.Down <= math.MaxFloat64):
 		return Prediction{}, fmt.Errorf("linkplan: link %+v: round trip and bandwidths must be non-negative and finite", l)
-	case c.Passive < 0 || c.Active < 0 || c.Overhead < 0 || c.Forward < 0 || c.Backward < 0:
+	case c.Passive < 0 || c.Active < 0 || c.Recompute < 0 || c.Overhead < 0 || c.Forward < 0 || c.Backward < 0:
 		return Prediction{}, fmt.Errorf("linkplan: negative cost in %+v", c)
 	case s.Staleness < 0:
 		return Prediction{}, fmt.Errorf("linkplan: staleness %d, want 0 or more", s.Staleness)
@@ -138,18 +159,28 @@ func Predict(l Link, c Costs, s Schedule) (Prediction, error) {
 		return Prediction{}, fmt.Errorf("linkplan: %d local steps, want 1 or more", s.LocalSteps)
 	}
 	q := time.Duration(s.LocalSteps)
+	pas, act := q*c.Passive, q*c.Active
+	if s.Staleness > 0 {
+		pas += c.Recompute
+	}
 	up, down := Transfer(c.Forward, l.Up), Transfer(c.Backward, l.Down)
-	round := q*c.Passive + c.Active + c.Overhead + l.RTT + up + down
+	round := pas + act + c.Overhead + l.RTT + up + down
 	p := Prediction{Round: round}
 	terms := []struct {
 		d time.Duration
 		b Bound
 	}{
 		{(round + time.Duration(s.Staleness)) / time.Duration(s.Staleness+1), BoundRound}, // rounded up
-		{q * c.Passive, BoundPassive},
-		{q * c.Active, BoundActive},
+		{pas, BoundPassive},
+		{act, BoundActive},
 		{up, BoundUplink},
 		{down, BoundDownlink},
+	}
+	if c.Shared {
+		terms = append(terms, struct {
+			d time.Duration
+			b Bound
+		}{pas + act + c.Overhead, BoundShared})
 	}
 	for _, t := range terms {
 		if t.d > p.PerExchange {

@@ -7,14 +7,19 @@ import (
 )
 
 // TestPredictByHand checks predictions worked out by hand for a step of
-// C_p = 10 ms, C_a = 6 ms, overhead 2 ms, 1,000,000 bytes forward and
-// 500,000 back over a 20 ms link of 100 Mbit/s (12.5 MB/s) each way:
-// transfers of 80 ms up and 40 ms down, a round of 10+6+2+20+80+40 =
-// 158 ms.
+// C_p = 10 ms, C_a = 6 ms, a recompute of R = 4 ms (k > 0 only), overhead
+// 2 ms, 1,000,000 bytes forward and 500,000 back over a 20 ms link of
+// 100 Mbit/s (12.5 MB/s) each way: transfers of 80 ms up and 40 ms down,
+// a synchronous round of 10+6+2+20+80+40 = 158 ms, and 162 ms with the
+// recompute.
 func TestPredictByHand(t *testing.T) {
 	ms := time.Millisecond
 	wan := Link{RTT: 20 * ms, Up: 12.5e6, Down: 12.5e6}
-	c := Costs{Passive: 10 * ms, Active: 6 * ms, Overhead: 2 * ms, Forward: 1e6, Backward: 5e5}
+	c := Costs{Passive: 10 * ms, Active: 6 * ms, Recompute: 4 * ms, Overhead: 2 * ms, Forward: 1e6, Backward: 5e5}
+	slow := c
+	slow.Active = 50 * ms
+	shared := c
+	shared.Shared = true
 	tests := []struct {
 		name     string
 		l        Link
@@ -25,28 +30,39 @@ func TestPredictByHand(t *testing.T) {
 		bound    Bound
 	}{
 		{"sync", wan, c, Schedule{0, 1}, 158 * ms, 158 * ms, BoundRound},
-		// k = 1: 158/2 = 79 < the uplink's 80.
-		{"k1", wan, c, Schedule{1, 1}, 80 * ms, 80 * ms, BoundUplink},
+		// k = 1: the round with the recompute, 162/2 = 81, just above the
+		// uplink's 80 (without the recompute it would be 79 < 80).
+		{"k1", wan, c, Schedule{1, 1}, 81 * ms, 81 * ms, BoundRound},
 		{"k4", wan, c, Schedule{4, 1}, 80 * ms, 80 * ms, BoundUplink},
-		// Q = 2: round 20+6+2+20+80+40 = 168 per exchange, 84 per update.
-		{"Q2", wan, c, Schedule{0, 2}, 168 * ms, 84 * ms, BoundRound},
-		// Q = 4: round 40+6+142 = 188, 47 per update.
-		{"Q4", wan, c, Schedule{0, 4}, 188 * ms, 47 * ms, BoundRound},
-		// k = 2, Q = 4: 188/3 = 62.67 ms < 80 ms uplink.
+		// Q = 2: both parties' local steps are on the round (the active
+		// takes its own before it answers): 20+12+2+20+80+40 = 174 per
+		// exchange, 87 per update.
+		{"Q2", wan, c, Schedule{0, 2}, 174 * ms, 87 * ms, BoundRound},
+		// Q = 4: 40+24+142 = 206, 51.5 per update.
+		{"Q4", wan, c, Schedule{0, 4}, 206 * ms, 51500 * time.Microsecond, BoundRound},
+		// k = 2, Q = 4: (44+24+142)/3 = 70 ms < 80 ms uplink.
 		{"k2Q4", wan, c, Schedule{2, 4}, 80 * ms, 20 * ms, BoundUplink},
 		// Loopback (no delay, no bandwidth limit): 18 ms synchronous; with
-		// k = 1 the passive's 10 ms bounds (round 18/2 = 9).
+		// k = 1 the passive's 10+4 ms bounds (round 22/2 = 11).
 		{"loopback", Link{}, c, Schedule{0, 1}, 18 * ms, 18 * ms, BoundRound},
-		{"loopback k1", Link{}, c, Schedule{1, 1}, 10 * ms, 10 * ms, BoundPassive},
-		// A slow active, C_a = 50 ms, Q = 3: the round 30+50+2+20+80+40 =
-		// 222 ms exceeds the active's 150 ms per exchange at k = 0; at
-		// k = 1 the round's share, 111 ms, does not: the active bounds.
-		{"slow active", wan, Costs{Passive: 10 * ms, Active: 50 * ms, Overhead: 2 * ms, Forward: 1e6, Backward: 5e5}, Schedule{0, 3}, 222 * ms, 74 * ms, BoundRound},
-		{"slow active k1", wan, Costs{Passive: 10 * ms, Active: 50 * ms, Overhead: 2 * ms, Forward: 1e6, Backward: 5e5}, Schedule{1, 3}, 150 * ms, 50 * ms, BoundActive},
+		{"loopback k1", Link{}, c, Schedule{1, 1}, 14 * ms, 14 * ms, BoundPassive},
+		// A slow active, C_a = 50 ms, Q = 3: the round 30+150+2+20+80+40 =
+		// 322 ms at k = 0 (107.333… per update, truncated to the
+		// nanosecond); at k = 2 the round's share, (34+150+142)/3 =
+		// 108.67 ms, is below the active's 150 ms per exchange.
+		{"slow active", wan, slow, Schedule{0, 3}, 322 * ms, 107333333, BoundRound},
+		{"slow active k1", wan, slow, Schedule{1, 3}, 163 * ms, 163 * ms / 3, BoundRound},
+		{"slow active k2", wan, slow, Schedule{2, 3}, 150 * ms, 50 * ms, BoundActive},
 		// Downlink slower than uplink: 500,000 B at 1 MB/s = 500 ms.
 		{"slow downlink", Link{RTT: 20 * ms, Up: 12.5e6, Down: 1e6}, c, Schedule{2, 1}, 500 * ms, 500 * ms, BoundDownlink},
-		// The round rounds up to a whole nanosecond: 158 ms / 3.
+		// 162/3 = 54 ms < 80 ms uplink.
 		{"k2", wan, c, Schedule{2, 1}, 80 * ms, 80 * ms, BoundUplink},
+		// Shared processors: on loopback at k = 1 they serve 14+6+2 =
+		// 22 ms per exchange, more than the passive's 14 ms and the
+		// round's 22/2; over the WAN at k = 4 the uplink's 80 ms is more.
+		{"shared loopback k1", Link{}, shared, Schedule{1, 1}, 22 * ms, 22 * ms, BoundShared},
+		{"shared k4", wan, shared, Schedule{4, 1}, 80 * ms, 80 * ms, BoundUplink},
+		// The round rounds up to a whole nanosecond: 158 ms / 3.
 		{"k2 rounding", Link{RTT: 158 * ms}, Costs{}, Schedule{2, 1}, 52666667, 52666667, BoundRound},
 	}
 	for _, tc := range tests {
@@ -87,6 +103,7 @@ func TestPredictRefuses(t *testing.T) {
 		{Link{RTT: -1}, Costs{}, Schedule{0, 1}, "round trip"},
 		{Link{Up: -5}, Costs{}, Schedule{0, 1}, "bandwidths"},
 		{Link{}, Costs{Active: -1}, Schedule{0, 1}, "negative cost"},
+		{Link{}, Costs{Recompute: -1}, Schedule{1, 1}, "negative cost"},
 		{Link{}, Costs{}, Schedule{-1, 1}, "staleness -1"},
 		{Link{}, Costs{}, Schedule{0, 0}, "0 local steps"},
 	} {
