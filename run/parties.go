@@ -262,9 +262,6 @@ func trainParties(ctx context.Context, cfg config.Config, split *data.Split, tra
 	}
 	defer rec.Close()
 	rec.SetParties(audits)
-	if w := config.PositivesWarning(cfg.Batch, posRate(aSplit.Train.Labels)); w != "" {
-		rec.Warn(w)
-	}
 	grd, err := cfg.NewGuard()
 	if err != nil {
 		return nil, err
