@@ -12,8 +12,8 @@ func (c *Config) checkCELU(bad func(string, ...any)) {
 	case c.LocalWeightThreshold != nil && (math.IsNaN(*c.LocalWeightThreshold) || *c.LocalWeightThreshold < -1 || *c.LocalWeightThreshold > 1):
 		bad("key local_weight_threshold: %g, want a cosine similarity in [-1, 1]", *c.LocalWeightThreshold)
 	case celu && c.LocalSteps <= 1:
-		bad("keys local_cache and local_weight_threshold shape the local updates: they need local_steps > 1 (local_steps is %d)", c.LocalSteps)
+		bad("key local_cache and key local_weight_threshold shape the local updates: they need key local_steps > 1 (it is %d)", c.LocalSteps)
 	case celu && c.Staleness != 0:
-		bad("keys local_cache and local_weight_threshold with staleness %d: CELU-VFL's workset with a pipelined schedule is not built (key staleness must be 0)", c.Staleness)
+		bad("key local_cache and key local_weight_threshold with key staleness %d: CELU-VFL's workset with a pipelined schedule is not built (staleness must be 0)", c.Staleness)
 	}
 }
