@@ -101,15 +101,26 @@ func expectedCELU(x, y []float64, batches [][]int, w, v, lr float64, W, Q int, x
 	return grads, w, v
 }
 
-// celuCase is one run of the linear parties.
+// celuCase is one run of the linear parties: staleness k, Q local
+// updates, CELU-VFL's cache W and threshold ξ (nil: no weighting), over
+// epochs (0: 2).
 type celuCase struct {
-	w, q int
-	xi   *float64
+	w, q   int
+	xi     *float64
+	k      int
+	epochs int
 }
 
-// runLinear trains the linear bottom and top in one process and returns
-// the gradients the passive received and the final w and v.
-func runLinear(t *testing.T, x, y []float64, sched *schedule.Schedule, w0, v0, lr float64, c celuCase) ([][]float64, float64, float64) {
+// linearRun is what runLinear saw: the gradients the passive observed and
+// those the active sent, by step, and the final w and v.
+type linearRun struct {
+	got            [][]float64
+	observed, sent [][]float32
+	w, v           float64
+}
+
+// runLinear trains the linear bottom and top in one process.
+func runLinear(t *testing.T, x, y []float64, sched *schedule.Schedule, w0, v0, lr float64, c celuCase) linearRun {
 	t.Helper()
 	n := len(x)
 	feats := &data.Features{Rows: n, NumDense: 1}
@@ -127,20 +138,32 @@ func runLinear(t *testing.T, x, y []float64, sched *schedule.Schedule, w0, v0, l
 		t.Fatal(err)
 	}
 	ds := &data.Dataset{IDs: ids, X: feats, Labels: labels}
-	act, err := active.New(top, ds, ds, sched, 1, active.Config{Protector: none, LocalSteps: c.q, LocalCache: c.w, LocalWeightThreshold: c.xi})
+	var r linearRun
+	act, err := active.New(top, ds, ds, sched, 1, active.Config{Protector: none, LocalSteps: c.q, LocalCache: c.w, LocalWeightThreshold: c.xi,
+		Observer: func(ob *active.Observation) error {
+			r.sent = append(r.sent, append([]float32(nil), ob.Protected.Data...))
+			return nil
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got [][]float64
+	epochs := c.epochs
+	if epochs == 0 {
+		epochs = 2
+	}
 	pas, err := passive.New(bottom, passive.Split{IDs: ids, X: feats}, passive.Split{}, sched, passive.Config{
-		Epochs: 2, LocalSteps: c.q, LocalCache: c.w, LocalWeightThreshold: c.xi,
+		Epochs: epochs, Staleness: c.k, LocalSteps: c.q, LocalCache: c.w, LocalWeightThreshold: c.xi,
 		Observer: func(ob *passive.Observation) error {
+			if ob.Step != int64(len(r.got)) {
+				t.Errorf("%+v: observed step %d, want %d", c, ob.Step, len(r.got))
+			}
 			g := ob.Grads[len(ob.Grads)-1]
+			r.observed = append(r.observed, append([]float32(nil), g.Data...))
 			row := make([]float64, g.Rows)
 			for i := range row {
 				row[i] = float64(g.Data[i])
 			}
-			got = append(got, row)
+			r.got = append(r.got, row)
 			return nil
 		}})
 	if err != nil {
@@ -155,7 +178,8 @@ func runLinear(t *testing.T, x, y []float64, sched *schedule.Schedule, w0, v0, l
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	return got, bottom.w, top.v
+	r.w, r.v = bottom.w, top.v
+	return r
 }
 
 // TestCELUClosedForm runs CELU-VFL's local updates (W = 2, Q = 3, with
@@ -184,10 +208,11 @@ func TestCELUClosedForm(t *testing.T) {
 	xi := func(v float64) *float64 { return &v }
 	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-5*(1+math.Abs(b)) }
 	var finals []float64
-	for _, c := range []celuCase{{2, 3, nil}, {2, 3, xi(-1)}, {2, 3, xi(0.5)}, {3, 4, xi(0)}} {
+	for _, c := range []celuCase{{w: 2, q: 3}, {w: 2, q: 3, xi: xi(-1)}, {w: 2, q: 3, xi: xi(0.5)}, {w: 3, q: 4, xi: xi(0)}} {
 		const v0 = -0.6
 		wantG, wantW, wantV := expectedCELU(x, y, batches, w0, v0, lr, c.w, c.q, c.xi)
-		got, gotW, gotV := runLinear(t, x, y, sched, w0, v0, lr, c)
+		r := runLinear(t, x, y, sched, w0, v0, lr, c)
+		got, gotW, gotV := r.got, r.w, r.v
 		if len(got) != len(wantG) {
 			t.Fatalf("W=%d Q=%d ξ=%v: %d gradients, want %d", c.w, c.q, c.xi, len(got), len(wantG))
 		}
@@ -210,8 +235,10 @@ func TestCELUClosedForm(t *testing.T) {
 	// W = 1, ξ = −1 through CELU's code path against FedBCD's, from a
 	// top whose rows keep their direction.
 	const v0 = 0.05
-	plainG, plainW, plainV := runLinear(t, x, y, sched, w0, v0, lr, celuCase{1, 3, nil})
-	celuG, celuW, celuV := runLinear(t, x, y, sched, w0, v0, lr, celuCase{1, 3, xi(-1)})
+	plain := runLinear(t, x, y, sched, w0, v0, lr, celuCase{w: 1, q: 3})
+	celu := runLinear(t, x, y, sched, w0, v0, lr, celuCase{w: 1, q: 3, xi: xi(-1)})
+	plainG, plainW, plainV := plain.got, plain.w, plain.v
+	celuG, celuW, celuV := celu.got, celu.w, celu.v
 	if plainW != celuW || plainV != celuV {
 		t.Errorf("W=1 ξ=-1: w %v v %v, FedBCD %v %v", celuW, celuV, plainW, plainV)
 	}
