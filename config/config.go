@@ -162,6 +162,15 @@ type Config struct {
 	// config.yaml at their defaults.
 	Staleness  int `yaml:"staleness,omitempty"`
 	LocalSteps int `yaml:"local_steps,omitempty"`
+	// LocalCache W > 1 (CELU-VFL, docs/methods/wan.md) has each party
+	// keep the partner messages of the last W exchanged batches and draw
+	// every local update's batch from them, least used first; 0 and 1
+	// keep the batch just exchanged (FedBCD). LocalWeightThreshold ξ,
+	// when set, weights each cached row of a local update by the cosine
+	// similarity of its stale and fresh statistics, dropping rows under
+	// ξ. Both need local_steps > 1 and staleness 0.
+	LocalCache           int      `yaml:"local_cache,omitempty"`
+	LocalWeightThreshold *float64 `yaml:"local_weight_threshold,omitempty"`
 	// WireFeedback turns on error feedback for the gradients' rounding
 	// (wire.Feedback, docs/methods/wan.md): the active adds every training
 	// row's residual from its last rounding to the row's next gradient. It
@@ -574,6 +583,7 @@ func (c *Config) validate() error {
 	if c.LocalSteps < 0 {
 		bad("key local_steps: %d, want ≥ 1 (0 means 1)", c.LocalSteps)
 	}
+	c.checkCELU(bad)
 	if c.Sample <= 0 || c.Sample > 1 {
 		bad("sample %g, want a fraction in (0, 1]", c.Sample)
 	}

@@ -603,7 +603,7 @@ func (r *activeRun) build(step int64) error {
 	party, err := active.New(top, r.split.Train, r.eval, sched, cfg.CutDim(), active.Config{
 		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, TrainTargets: def.TrainTargets, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
 		Observer: r.observe, EvalObserver: r.evalDone, ValRows: r.valRows, WireGradient: enc.Gradient, WireFeedback: cfg.WireFeedback,
-		Contribution: cfg.Contribution, LocalSteps: cfg.LocalSteps,
+		Contribution: cfg.Contribution, LocalSteps: cfg.LocalSteps, LocalCache: cfg.LocalCache, LocalWeightThreshold: cfg.LocalWeightThreshold,
 	})
 	if err != nil {
 		return err

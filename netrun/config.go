@@ -326,6 +326,13 @@ func (c *Config) SharedDigest() []byte {
 		// then unchanged).
 		s += fmt.Sprintf(" staleness=%d local_steps=%d", c.Staleness, max(c.LocalSteps, 1))
 	}
+	if c.LocalCache > 1 || c.LocalWeightThreshold != nil {
+		// CELU-VFL's workset and weighting (absent when off).
+		s += fmt.Sprintf(" local_cache=%d", max(c.LocalCache, 1))
+		if c.LocalWeightThreshold != nil {
+			s += fmt.Sprintf(" local_weight_threshold=%g", *c.LocalWeightThreshold)
+		}
+	}
 	if c.WireFeedback {
 		// Error feedback of the gradients (absent when off).
 		s += " wire_feedback=true"

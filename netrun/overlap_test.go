@@ -14,7 +14,8 @@ import (
 // TestOverlapNetworkedMatchesInProcess trains with a pipelined schedule
 // (staleness k) and local updates (Q) in process and as two parties over
 // mutual TLS, and checks that every evaluation, every batch's record and
-// the summary agree bit for bit; and that each differs from the exact
+// the summary agree bit for bit (CELU-VFL's cache and weighting too);
+// and that each differs from the exact
 // protocol's run (the option took effect). The checkpoints fall on
 // evaluation steps, where both modes drain the pipeline.
 func TestOverlapNetworkedMatchesInProcess(t *testing.T) {
@@ -28,11 +29,16 @@ func TestOverlapNetworkedMatchesInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	exactEval := readLines[rundir.EvalRecord](t, filepath.Join(exact.Out, "eval.jsonl"))
-	for _, c := range []struct{ k, q int }{{1, 1}, {2, 1}, {0, 2}, {2, 2}} {
-		t.Run(fmt.Sprintf("k%d_Q%d", c.k, c.q), func(t *testing.T) {
-			dir := filepath.Join(root, fmt.Sprintf("k%d_q%d", c.k, c.q))
+	xi := 0.2
+	for _, c := range []struct {
+		k, q, w int
+		xi      *float64 // CELU-VFL's weighting threshold, with w its cache
+	}{{1, 1, 0, nil}, {2, 1, 0, nil}, {0, 2, 0, nil}, {2, 2, 0, nil}, {0, 3, 3, &xi}} {
+		t.Run(fmt.Sprintf("k%d_Q%d_W%d", c.k, c.q, c.w), func(t *testing.T) {
+			dir := filepath.Join(root, fmt.Sprintf("k%d_q%d_w%d", c.k, c.q, c.w))
 			base := smallConfig(path, filepath.Join(dir, "inproc"))
 			base.Staleness, base.LocalSteps = c.k, c.q
+			base.LocalCache, base.LocalWeightThreshold = c.w, c.xi
 			want, err := run.Train(context.Background(), base, run.Options{})
 			if err != nil {
 				t.Fatal(err)

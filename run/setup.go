@@ -42,10 +42,11 @@ func partyConfigs(cfg *config.Config, def *config.Defences, wide bool, val *data
 	ac := active.Config{
 		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, TrainTargets: def.TrainTargets, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
 		ValRows: valRows, WireGradient: enc.Gradient, WireFeedback: cfg.WireFeedback, Contribution: cfg.Contribution,
-		LocalSteps: cfg.LocalSteps,
+		LocalSteps: cfg.LocalSteps, LocalCache: cfg.LocalCache, LocalWeightThreshold: cfg.LocalWeightThreshold,
 	}
 	pc := passive.Config{Epochs: cfg.Epochs, MaxSteps: cfg.MaxSteps, EvalEvery: cfg.EvalEvery, EvalBatch: cfg.EvalBatch,
 		WireEmbedding: enc.Embedding, Staleness: cfg.Staleness, LocalSteps: cfg.LocalSteps,
+		LocalCache: cfg.LocalCache, LocalWeightThreshold: cfg.LocalWeightThreshold,
 		// Both parties run in this process: the passive learns when to
 		// stop from the recorder (a networked passive cannot; see netrun).
 		Stop: func(int64) bool { return rec.Stalled() }}

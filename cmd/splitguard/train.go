@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -66,6 +67,15 @@ func trainFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.WireGradient, "wire-gradient", c.WireGradient, "encoding of the gradients the active party sends: "+strings.Join(wire.Names(), ", ")+" (the active rounds the protected gradient to it)")
 	fs.IntVar(&c.Staleness, "staleness", c.Staleness, "pipelined schedule: the passive sends the next K batches' embeddings while a gradient is in flight (0: the exact protocol; see docs/methods/wan.md)")
 	fs.IntVar(&c.LocalSteps, "local-steps", c.LocalSteps, "FedBCD local updates: each party takes Q updates per exchange on the cached partner message (0 or 1: none extra; see docs/methods/wan.md)")
+	fs.IntVar(&c.LocalCache, "local-cache", c.LocalCache, "CELU-VFL: each party caches the last W exchanged batches' partner messages and draws every local update's batch from them, least used first (0 or 1: the batch just exchanged; needs --local-steps > 1)")
+	fs.Func("local-weight-threshold", "CELU-VFL instance weighting: each cached row of a local update is weighted by the cosine similarity of its stale and fresh statistics, rows under XI dropped (-1 keeps all; unset: no weighting)", func(s string) error {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return err
+		}
+		c.LocalWeightThreshold = &v
+		return nil
+	})
 	fs.BoolVar(&c.WireFeedback, "wire-feedback", c.WireFeedback, "error feedback for a lossy --wire-gradient: the active adds each training row's rounding residual to the row's next gradient (see docs/methods/wan.md)")
 	fs.StringVar(&c.Protect, "protect", c.Protect, "gradient protection: "+strings.Join(protect.Names(), ", "))
 	defenceFlags(fs, &c.Params)

@@ -81,6 +81,15 @@ type Config struct {
 	// (FedBCD's local updates; see local.go), before the answer is sent;
 	// 0 and 1 take none.
 	LocalSteps int
+	// LocalCache W > 1 keeps the last W batches' embeddings and draws
+	// each local step's batch from them, least used first (CELU-VFL's
+	// workset and uniform sampling; see celu.go); 0 and 1 keep the
+	// batch just exchanged only (FedBCD).
+	LocalCache int
+	// LocalWeightThreshold, when set, weights each row of a local step
+	// by CELU-VFL's instance weight: the cosine similarity of the fresh
+	// and the cached gradient of its embedding, 0 under the threshold.
+	LocalWeightThreshold *float64
 	// Hijack, when set, makes this a malicious active party (a
 	// simulation of the training-hijacking attacks, docs/methods/
 	// features.md): the gradient it sends every training batch is
@@ -188,6 +197,7 @@ type Active struct {
 	evalSeen  int
 	valEmb    *tensor.Matrix // the validation rows' embeddings (Config.Contribution)
 
+	celu       *celu        // CELU-VFL's workset, or nil (Config.LocalCache, LocalWeightThreshold)
 	blocks     []blockState // each passive party's protection scratch (Config.Blocks)
 	blockStats protect.Stats
 }
@@ -226,11 +236,15 @@ func New(top model.Top, train, test *data.Dataset, sched *schedule.Schedule, cut
 			return nil, err
 		}
 	}
+	cl, err := newCELU(cfg)
+	if err != nil {
+		return nil, err
+	}
 	pcg := rand.NewPCG(cfg.Seed, streamProtect)
 	return &Active{
 		top: top, train: train, test: test, sched: sched, cfg: cfg, cutDim: cutDim,
 		pcg: pcg, rng: rand.New(pcg),
-		protected: &tensor.Matrix{}, feedback: fb,
+		protected: &tensor.Matrix{}, feedback: fb, celu: cl,
 	}, nil
 }
 
@@ -396,7 +410,7 @@ func (a *Active) TrainStep(f *transport.Forward) (*transport.Backward, error) {
 	if err := a.top.Step(); err != nil {
 		return nil, fmt.Errorf("active: step %d: %w", a.step, err)
 	}
-	if err := a.localSteps(f.Embedding, rows, raw); err != nil {
+	if err := a.localSteps(f.Embedding, rows, raw, clean); err != nil {
 		return nil, err
 	}
 	a.step++

@@ -17,9 +17,12 @@ import (
 // backward and the optimiser step. No gradient is sent or observed for
 // them; add-on loss terms change only the gradient of the embedding and
 // take no part.
-func (a *Active) localSteps(e *tensor.Matrix, rows []int, raw []float32) error {
+func (a *Active) localSteps(e *tensor.Matrix, rows []int, raw []float32, clean *tensor.Matrix) error {
 	if a.cfg.LocalSteps <= 1 {
 		return nil
+	}
+	if a.celu != nil {
+		return a.celuSteps(e, rows, raw, clean)
 	}
 	for q := 1; q < a.cfg.LocalSteps; q++ {
 		logits, err := a.top.Forward(e, a.wideBatch(a.train.X, rows))

@@ -1,7 +1,6 @@
 package active_test
 
 import (
-	"context"
 	"errors"
 	"io"
 	"math"
@@ -9,12 +8,8 @@ import (
 	"testing"
 
 	"github.com/splitguard/splitguard/data"
-	"github.com/splitguard/splitguard/party/active"
-	"github.com/splitguard/splitguard/party/passive"
-	"github.com/splitguard/splitguard/protect"
 	"github.com/splitguard/splitguard/schedule"
 	"github.com/splitguard/splitguard/tensor"
-	"github.com/splitguard/splitguard/transport/inproc"
 )
 
 // linearBottom is e = x·w for one dense column and a 1-wide cut, trained
@@ -139,16 +134,7 @@ func TestOverlapClosedForm(t *testing.T) {
 	x := []float64{0.5, -1.25, 2, 0.75, -0.5, 1.5}
 	y := []float64{1, 0, 1, 1, 0, 0}
 	const batch, lr, w0, v0 = 2, 0.5, 0.8, -0.6
-	n := len(x)
-	feats := &data.Features{Rows: n, NumDense: 1}
-	ids := make([]uint64, n)
-	labels := make([]uint8, n)
-	for i := range n {
-		feats.Dense = append(feats.Dense, float32(x[i]))
-		ids[i] = uint64(100 + i)
-		labels[i] = uint8(y[i])
-	}
-	sched, err := schedule.New(n, batch, 7)
+	sched, err := schedule.New(len(x), batch, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,51 +145,8 @@ func TestOverlapClosedForm(t *testing.T) {
 	}
 	for _, c := range []struct{ k, q int }{{0, 1}, {1, 1}, {2, 1}, {0, 2}, {1, 2}, {2, 3}} {
 		wantG, wantW, wantV := expectedOverlap(x, y, batches, w0, v0, lr, c.k, c.q)
-		bottom := &linearBottom{w: w0, lr: lr}
-		top := &linearTop{v: v0, lr: lr}
-		none, err := protect.New("none", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ds := &data.Dataset{IDs: ids, X: feats, Labels: labels}
-		var sent [][]float32 // the gradients the active party sent, by step
-		act, err := active.New(top, ds, ds, sched, 1, active.Config{Protector: none, LocalSteps: c.q,
-			Observer: func(ob *active.Observation) error {
-				sent = append(sent, append([]float32(nil), ob.Protected.Data...))
-				return nil
-			}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got [][]float64
-		var observed [][]float32 // what the passive observed, by step
-		pas, err := passive.New(bottom, passive.Split{IDs: ids, X: feats}, passive.Split{}, sched, passive.Config{
-			Epochs: 1, Staleness: c.k, LocalSteps: c.q,
-			Observer: func(ob *passive.Observation) error {
-				if ob.Step != int64(len(got)) {
-					t.Errorf("k=%d Q=%d: observed step %d, want %d", c.k, c.q, ob.Step, len(got))
-				}
-				g := ob.Grads[len(ob.Grads)-1]
-				observed = append(observed, append([]float32(nil), g.Data...))
-				row := make([]float64, g.Rows)
-				for i := range row {
-					row[i] = float64(g.Data[i])
-				}
-				got = append(got, row)
-				return nil
-			}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pc, ac := inproc.Pipe()
-		done := make(chan error, 1)
-		go func() { done <- act.Serve(context.Background(), ac) }()
-		if err := pas.Run(context.Background(), pc); err != nil {
-			t.Fatalf("k=%d Q=%d: %v", c.k, c.q, err)
-		}
-		if err := <-done; err != nil {
-			t.Fatalf("k=%d Q=%d: active: %v", c.k, c.q, err)
-		}
+		r := runLinear(t, x, y, sched, w0, v0, lr, celuCase{q: c.q, k: c.k, epochs: 1})
+		got, observed, sent := r.got, r.observed, r.sent
 		// What the passive observes is what the active sent for each
 		// batch, bit for bit (the audit's input). Compared once both
 		// parties have ended: the two observers run on different
@@ -227,8 +170,8 @@ func TestOverlapClosedForm(t *testing.T) {
 				}
 			}
 		}
-		if !near(bottom.w, wantW) || !near(top.v, wantV) {
-			t.Errorf("k=%d Q=%d: w %v v %v, want %v %v", c.k, c.q, bottom.w, top.v, wantW, wantV)
+		if !near(r.w, wantW) || !near(r.v, wantV) {
+			t.Errorf("k=%d Q=%d: w %v v %v, want %v %v", c.k, c.q, r.w, r.v, wantW, wantV)
 		}
 	}
 }

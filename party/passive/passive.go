@@ -82,6 +82,15 @@ type Config struct {
 	// recomputed at the current parameters (FedBCD's local updates); 0
 	// and 1 take none.
 	LocalSteps int
+	// LocalCache W > 1 keeps the last W batches' received gradients and
+	// draws each local step's batch from them, least used first
+	// (CELU-VFL's workset and uniform sampling; see celu.go); 0 and 1
+	// keep the batch just exchanged only (FedBCD). Staleness 0 only.
+	LocalCache int
+	// LocalWeightThreshold, when set, weights each row of a local step
+	// by CELU-VFL's instance weight: the cosine similarity of the fresh
+	// and the sent embedding, 0 under the threshold. Staleness 0 only.
+	LocalWeightThreshold *float64
 	// Check, when set, is shown every training gradient received (after
 	// its validation, before it is applied); an error refuses it and
 	// ends Run (package integrity's HijackWatch).
@@ -137,6 +146,7 @@ type Passive struct {
 	stopAsk  bool  // the last evaluation round's answer asked to stop
 	order    []int
 	batch    data.Batch
+	celu     *celu // CELU-VFL's workset, or nil (Config.LocalCache, LocalWeightThreshold)
 	ids      []uint64
 	evalBuf  [2]tensor.Matrix // evaluation messages' embeddings, two in turn
 	sent     *tensor.Matrix   // the rounded training embedding sent (WireEmbedding other than F32)
@@ -184,7 +194,11 @@ func New(bottom model.Bottom, train, test Split, sched *schedule.Schedule, cfg C
 	if err := checkOverlap(cfg); err != nil {
 		return nil, err
 	}
-	return &Passive{bottom: bottom, train: train, test: test, sched: sched, cfg: cfg, lastEval: -1}, nil
+	cl, err := newCELU(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Passive{bottom: bottom, train: train, test: test, sched: sched, cfg: cfg, lastEval: -1, celu: cl}, nil
 }
 
 // Step is the number of training steps done.

@@ -198,7 +198,11 @@ func (p *Passive) finish(ob *Observation, sent, g *tensor.Matrix) error {
 	if err := p.bottom.Step(); err != nil {
 		return fmt.Errorf("passive: step %d: %w", p.step, err)
 	}
-	if err := p.localSteps(g); err != nil {
+	if p.celu != nil && p.cfg.LocalSteps > 1 {
+		if err := p.celuSteps(ob.Rows, sent, g); err != nil {
+			return err
+		}
+	} else if err := p.localSteps(g); err != nil {
 		return err
 	}
 	p.step++
