@@ -60,7 +60,7 @@ func TestEveryTrainFlagIsAConfigKey(t *testing.T) {
 		// Setting the flag must change that field.
 		before := field.Interface()
 		val := map[reflect.Kind]string{reflect.String: "zz", reflect.Bool: "true", reflect.Float64: "0.375",
-			reflect.Int: "7", reflect.Int64: "7", reflect.Uint64: "7", reflect.Slice: "7", reflect.Map: "zz=7"}[field.Kind()]
+			reflect.Int: "7", reflect.Int64: "7", reflect.Uint64: "7", reflect.Slice: "7", reflect.Map: "zz=7", reflect.Pointer: "0.375"}[field.Kind()]
 		if err := f.Value.Set(val); err != nil {
 			t.Errorf("--%s %s: %v", f.Name, val, err)
 			return
