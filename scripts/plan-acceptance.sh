@@ -1,0 +1,25 @@
+#!/bin/bash
+# Checks a plan's recommendation on the test split (experiments/plan-acceptance.md): trains the plan's
+# recheck sweep (the recommended setting with seeds 2-4, PLANDIR/recheck) and no defence with the same
+# seeds and attacks (PLANDIR/none-sS), then scripts/plan-acceptance.py prints the table.
+#
+#   splitguard plan --format csv --data DIR/tables/pima.csv --label diabetes --positive pos \
+#       --max-leak 0.4 --budget 10m --out PLANDIR
+#   scripts/plan-acceptance.sh ./splitguard PLANDIR DIR/tables/pima.csv diabetes pos
+#   scripts/plan-acceptance.py PLANDIR...
+set -euo pipefail
+sg=${1:?usage: plan-acceptance.sh SPLITGUARD PLANDIR TABLE.csv LABEL POSITIVE}
+p=${2:?usage: plan-acceptance.sh SPLITGUARD PLANDIR TABLE.csv LABEL POSITIVE}
+data=${3:?usage: plan-acceptance.sh SPLITGUARD PLANDIR TABLE.csv LABEL POSITIVE}
+label=${4:?usage: plan-acceptance.sh SPLITGUARD PLANDIR TABLE.csv LABEL POSITIVE}
+pos=${5:?usage: plan-acceptance.sh SPLITGUARD PLANDIR TABLE.csv LABEL POSITIVE}
+[ -f "$p/recheck-sweep.yaml" ] || { echo "$p/recheck-sweep.yaml: no recommendation in this plan" >&2; exit 1; }
+# The threat's attacks: the list under "attacks:" in the sweep's base.
+attacks=$(awk '/^    attacks:/{on=1; next} on && /^        - /{printf "%s%s", sep, $2; sep=","; next} {on=0}' "$p/recheck-sweep.yaml")
+rm -rf "$p/recheck"
+"$sg" sweep "$p/recheck-sweep.yaml" --out "$p/recheck" > "$p/recheck.log" 2>&1
+for s in 2 3 4; do
+  rm -rf "$p/none-s$s"
+  "$sg" train --format csv --data "$data" --label "$label" --positive "$pos" --attacks "$attacks" \
+    --seed "$s" --out "$p/none-s$s" > "$p/none-s$s.log" 2>&1
+done
