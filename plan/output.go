@@ -63,8 +63,9 @@ func (o *Options) writeOutputs(res *Result) error {
 	if err != nil {
 		return err
 	}
-	head := fmt.Sprintf("# recommended by splitguard plan (%s): %s\n# validation AUC %.4f (cost %.4f against no defence), strongest attack %s at %.4f ≤ %g\n",
-		o.Out, r.Legend, r.ValAUC, r.Cost, r.Strongest, r.StrongestLeak, o.Threat.MaxLeak)
+	head := fmt.Sprintf("# recommended by splitguard plan (%s): %s\n# validation AUC %.4f (cost %.4f against no defence), strongest attack %s at %.4f ≤ %g\n"+
+		"# measured over at most %d training steps (max_steps): trained longer, the attacks can read more\n",
+		o.Out, r.Legend, r.ValAUC, r.Cost, r.Strongest, r.StrongestLeak, o.Threat.MaxLeak, c.MaxSteps)
 	if err := atomicfile.WriteFile(path, append([]byte(head), y...), 0o644); err != nil {
 		return err
 	}

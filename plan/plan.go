@@ -174,19 +174,14 @@ func (o *Options) runConfig(s Setting, attacks []string) config.Config {
 	c := o.recommendedConfig(s, attacks)
 	c.Baseline = false
 	c.Out, c.Dump, c.DumpBatches = "", "", 0
-	limit := o.MaxSteps
-	if limit == 0 {
-		limit = DefaultMaxSteps
-	}
-	if c.MaxSteps == 0 || c.MaxSteps > limit {
-		c.MaxSteps = limit
-	}
 	return c
 }
 
 // recommendedConfig is the configuration recommended.yaml holds: Base
-// with the setting's defences and the threat's attacks, the user's own
-// schedule (not the plan's cap) and baseline.
+// with the setting's defences and the threat's attacks, its baseline, and
+// the step cap the plan measured the setting under: leakage grows with
+// training, so the plan's leak figure holds for the schedule it measured,
+// not for a longer one.
 func (o *Options) recommendedConfig(s Setting, attacks []string) config.Config {
 	c := o.Base
 	c.Layers = slices.Clone(c.Layers)
@@ -194,7 +189,18 @@ func (o *Options) recommendedConfig(s Setting, attacks []string) config.Config {
 	c.Attacks = slices.Clone(attacks)
 	c.TunedKnown = o.Threat.Known
 	c.Out = ""
+	if limit := o.stepCap(); c.MaxSteps == 0 || c.MaxSteps > limit {
+		c.MaxSteps = limit
+	}
 	return c
+}
+
+// stepCap is the most training steps of a setting's run.
+func (o *Options) stepCap() int64 {
+	if o.MaxSteps == 0 {
+		return DefaultMaxSteps
+	}
+	return o.MaxSteps
 }
 
 // figures reads a finished run's summary into a row.

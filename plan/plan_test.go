@@ -369,7 +369,7 @@ func TestPlanRecommends(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := rows[want]
-		if c.Protect != r.Protect || !maps.Equal(c.Params, r.Params) || c.Data != table || c.MaxSteps != 0 || !slices.Equal(c.Attacks, []string{"norm", "spectral"}) {
+		if c.Protect != r.Protect || !maps.Equal(c.Params, r.Params) || c.Data != table || c.MaxSteps != o.MaxSteps || !slices.Equal(c.Attacks, []string{"norm", "spectral"}) {
 			t.Errorf("recommended.yaml: protect %s %v data %s max_steps %d attacks %v; want %s", c.Protect, c.Params, c.Data, c.MaxSteps, c.Attacks, r.Key())
 		}
 		sw, err := sweep.LoadSpec(filepath.Join(o.Out, RecheckFile))
