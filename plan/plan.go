@@ -15,7 +15,7 @@ package plan
 import (
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"maps"
 	"math"
 	"path/filepath"
@@ -69,8 +69,9 @@ type Options struct {
 	// Defences restricts the search to these registered defences (empty:
 	// every one).
 	Defences []string
-	// Log receives plain progress lines (nil: none).
-	Log io.Writer
+	// Logger receives the plan's progress lines and the failures of
+	// settings (nil: none).
+	Logger *slog.Logger
 	// Progress, when set, is told about every training step.
 	Progress func(Progress)
 	// Now is the clock (nil: time.Now).
