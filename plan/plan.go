@@ -153,17 +153,17 @@ func resolveAttacks(names []string) ([]string, error) {
 func (o *Options) check() error {
 	switch {
 	case o.Out == "":
-		return errors.New("no plan directory (key out)")
+		return config.Keyed(errors.New("no plan directory (key out)"), "out")
 	case math.IsNaN(o.Threat.MaxLeak) || o.Threat.MaxLeak <= 0 || o.Threat.MaxLeak > 0.5:
-		return fmt.Errorf("leak limit (key max_leak) %v: want a value in (0, 0.5], a q95 |AUC − ½|", o.Threat.MaxLeak)
+		return config.Keyed(fmt.Errorf("leak limit (key max_leak) %v: want a value in (0, 0.5], a q95 |AUC − ½|", o.Threat.MaxLeak), "max_leak")
 	case o.Budget <= 0:
-		return fmt.Errorf("budget (key budget) %v: want a positive duration", o.Budget)
+		return config.Keyed(fmt.Errorf("budget (key budget) %v: want a positive duration", o.Budget), "budget")
 	case o.MaxSteps < 0:
-		return fmt.Errorf("steps per setting (key steps) %d: want a positive number (0: %d)", o.MaxSteps, DefaultMaxSteps)
+		return config.Keyed(fmt.Errorf("steps per setting (key steps) %d: want a positive number (0: %d)", o.MaxSteps, DefaultMaxSteps), "steps")
 	case o.Grid < 0:
-		return fmt.Errorf("strengths per defence (key grid) %d: want a positive number (0: %d)", o.Grid, DefaultGrid)
+		return config.Keyed(fmt.Errorf("strengths per defence (key grid) %d: want a positive number (0: %d)", o.Grid, DefaultGrid), "grid")
 	case o.Base.ValFrac <= 0:
-		return errors.New("a plan scores on the validation split, but val_frac is 0 (key val_frac)")
+		return config.Keyed(errors.New("a plan scores on the validation split, but val_frac is 0 (key val_frac)"), "val_frac")
 	}
 	return nil
 }
