@@ -313,8 +313,7 @@ func (r *activeRun) serve(ctx context.Context) error {
 		r.mu.Unlock()
 	}
 	if err != nil && !errors.Is(err, ErrPeerGone) && ctx.Err() == nil && !conn.recvFailed {
-		r.log.Error("refusing a message; ending the run", "err", err)
-		r.srv.Abort(err)
+		r.srv.Abort(err) // which logs err with the incident it tells the peer; err is returned
 	}
 	return err
 }
