@@ -139,22 +139,22 @@ const (
 // keys.
 func (c *Config) validateSelection(bad func(string, ...any)) {
 	if !(c.ValFrac >= 0 && c.ValFrac < 1) {
-		bad("validation fraction %g, want a fraction in [0, 1) (key val_frac; 0: no validation split)", c.ValFrac)
+		bad("validation fraction %g, want a fraction in [0, 1) (key val_frac; 0: no validation split)", c.ValFrac, keyArg("val_frac"))
 	}
 	switch c.Select {
 	case "", SelectLast:
 	case SelectBest:
 		if c.ValFrac == 0 {
-			bad("selecting the best model (key select: best) needs a validation split (key val_frac > 0); without one the model is the last")
+			bad("selecting the best model (key select: best) needs a validation split (key val_frac > 0); without one the model is the last", keyArg("select"), keyArg("val_frac"))
 		}
 	default:
-		bad("model selection %q, want %s or %s (key select)", c.Select, SelectBest, SelectLast)
+		bad("model selection %q, want %s or %s (key select)", c.Select, SelectBest, SelectLast, keyArg("select"))
 	}
 	if c.EarlyStop > 0 && c.ValFrac == 0 {
-		bad("early stopping after %d evaluations (key early_stop) needs a validation split (key val_frac > 0)", c.EarlyStop)
+		bad("early stopping after %d evaluations (key early_stop) needs a validation split (key val_frac > 0)", c.EarlyStop, keyArg("early_stop"), keyArg("val_frac"))
 	}
 	if c.EarlyStop > 0 && c.EvalEvery == 0 {
-		bad("early stopping (key early_stop) needs evaluations during training (key eval_every > 0)")
+		bad("early stopping (key early_stop) needs evaluations during training (key eval_every > 0)", keyArg("early_stop"), keyArg("eval_every"))
 	}
 	if c.BaselineRows < 0 {
 		bad("baseline rows %d, want ≥ 0 (0: the default cap)", c.BaselineRows)

@@ -20,31 +20,31 @@ const streamBackdoorKnown = 0xbd0
 // amplification and the trigger value.
 func (c *Config) validateBackdoor(bad func(string, ...any)) {
 	if c.Backdoor != "" && !slices.Contains(integrity.BackdoorNames(), c.Backdoor) {
-		bad("unknown backdoor %q, want one of %v (key backdoor)", c.Backdoor, integrity.BackdoorNames())
+		bad("unknown backdoor %q, want one of %v (key backdoor)", c.Backdoor, integrity.BackdoorNames(), keyArg("backdoor"))
 	}
 	if c.Backdoor != "" && c.FreeRide != "" {
-		bad("a backdoor (key backdoor) and a free-riding mode (key free_ride) at once")
+		bad("a backdoor (key backdoor) and a free-riding mode (key free_ride) at once", keyArg("backdoor"), keyArg("free_ride"))
 	}
 	if c.BackdoorTarget != 0 && c.BackdoorTarget != 1 {
-		bad("backdoor target class %d, want 0 or 1 (key backdoor_target)", c.BackdoorTarget)
+		bad("backdoor target class %d, want 0 or 1 (key backdoor_target)", c.BackdoorTarget, keyArg("backdoor_target"))
 	}
 	if c.BackdoorKnown < 0 {
-		bad("%d known rows of the target class, want at least 0 (key backdoor_known)", c.BackdoorKnown)
+		bad("%d known rows of the target class, want at least 0 (key backdoor_known)", c.BackdoorKnown, keyArg("backdoor_known"))
 	}
 	if c.BackdoorFrom < 0 {
-		bad("backdoor from step %d, want at least 0 (key backdoor_from)", c.BackdoorFrom)
+		bad("backdoor from step %d, want at least 0 (key backdoor_from)", c.BackdoorFrom, keyArg("backdoor_from"))
 	}
 	if c.BackdoorPoison < 0 || c.BackdoorPoison >= 1 || c.BackdoorPoison != c.BackdoorPoison {
-		bad("backdoor poisoned share %g, want in [0, 1) (key backdoor_poison)", c.BackdoorPoison)
+		bad("backdoor poisoned share %g, want in [0, 1) (key backdoor_poison)", c.BackdoorPoison, keyArg("backdoor_poison"))
 	}
 	if c.BackdoorAmplify < 0 || c.BackdoorAmplify != c.BackdoorAmplify {
-		bad("backdoor amplification %g, want ≥ 0 (key backdoor_amplify)", c.BackdoorAmplify)
+		bad("backdoor amplification %g, want ≥ 0 (key backdoor_amplify)", c.BackdoorAmplify, keyArg("backdoor_amplify"))
 	}
 	if c.BackdoorDryRun && c.Backdoor == "" {
-		bad("a dry run (key backdoor_dry_run) of no backdoor (key backdoor)")
+		bad("a dry run (key backdoor_dry_run) of no backdoor (key backdoor)", keyArg("backdoor_dry_run"), keyArg("backdoor"))
 	}
 	if c.BackdoorTrigger != c.BackdoorTrigger {
-		bad("backdoor trigger value NaN (key backdoor_trigger)")
+		bad("backdoor trigger value NaN (key backdoor_trigger)", keyArg("backdoor_trigger"))
 	}
 }
 

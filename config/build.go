@@ -137,8 +137,8 @@ func (c *Config) BuildSplitModels(px, ax *data.Features) (model.Bottom, model.To
 	if !k.Wide {
 		ax = nil
 	} else if ax != nil && ax.Image == nil && ax.NumCat+ax.NumDense == 0 {
-		return nil, nil, false, fmt.Errorf("model %s: the vertical split leaves the active party's wide part no column (key active_columns); model %s has no wide part",
-			c.Model, model.OrList(model.KindsWhere(func(k model.Kind) bool { return !k.Wide && !k.Images })))
+		return nil, nil, false, Keyed(fmt.Errorf("model %s: the vertical split leaves the active party's wide part no column (key active_columns); model %s has no wide part",
+			c.Model, model.OrList(model.KindsWhere(func(k model.Kind) bool { return !k.Wide && !k.Images }))), "active_columns")
 	}
 	t, wide, err := c.BuildTop(ax)
 	if err != nil {

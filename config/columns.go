@@ -33,31 +33,31 @@ func (c *Config) VerticalSplit() bool {
 func (c *Config) validateSplit(bad func(string, ...any)) {
 	if c.VerticalSplit() {
 		if data.IsImageFormat(c.Format) {
-			bad("a vertical split (keys passive_columns, active_columns) applies to tables, not the image format %s", c.Format)
+			bad("a vertical split (keys passive_columns, active_columns) applies to tables, not the image format %s", c.Format, keyArg("passive_columns"), keyArg("active_columns"))
 		}
 		for _, n := range c.PassiveColumns {
 			if slices.Contains(c.ActiveColumns, n) {
-				bad("column %q is in both parties' columns (keys passive_columns and active_columns): a vertical split gives each column to one party", n)
+				bad("column %q is in both parties' columns (keys passive_columns and active_columns): a vertical split gives each column to one party", n, keyArg("passive_columns"))
 			}
 		}
 	}
 	if len(c.FeatureAttacks) > 0 && data.IsImageFormat(c.Format) {
-		bad("feature attacks (key feature_attacks) reconstruct table columns, not the images of %s", c.Format)
+		bad("feature attacks (key feature_attacks) reconstruct table columns, not the images of %s", c.Format, keyArg("feature_attacks"))
 	}
 	if err := feature.Check(c.FeatureAttacks); err != nil {
-		bad("%v (key feature_attacks)", err)
+		bad("%v (key feature_attacks)", err, keyArg("feature_attacks"))
 	}
 	switch c.Hijack {
 	case "":
 	case HijackFSHA:
 		if data.IsImageFormat(c.Format) {
-			bad("the training hijacker fsha (key hijack) reconstructs table columns, not the images of %s", c.Format)
+			bad("the training hijacker fsha (key hijack) reconstructs table columns, not the images of %s", c.Format, keyArg("hijack"))
 		}
 	default:
-		bad("unknown training hijacker %q (key hijack): the one built is %s", c.Hijack, HijackFSHA)
+		bad("unknown training hijacker %q (key hijack): the one built is %s", c.Hijack, HijackFSHA, keyArg("hijack"))
 	}
 	if c.FeatureAux < 0 || c.FeatureAux == 1 {
-		bad("feature attacker's auxiliary rows %d, want at least 2 (key feature_aux)", c.FeatureAux)
+		bad("feature attacker's auxiliary rows %d, want at least 2 (key feature_aux)", c.FeatureAux, keyArg("feature_aux"))
 	}
 }
 
@@ -78,13 +78,13 @@ func (c *Config) SplitFeatures(x *data.Features) (passive, active *data.Features
 		ac = x.Complement(pc)
 	}
 	if passive, err = data.SelectColumns(x, pc); err != nil {
-		return nil, nil, fmt.Errorf("the passive party's columns (key passive_columns): %w", err)
+		return nil, nil, Keyed(fmt.Errorf("the passive party's columns (key passive_columns): %w", err), "passive_columns")
 	}
 	if active, err = data.SelectColumns(x, ac); err != nil {
-		return nil, nil, fmt.Errorf("the active party's columns (key active_columns): %w", err)
+		return nil, nil, Keyed(fmt.Errorf("the active party's columns (key active_columns): %w", err), "active_columns")
 	}
 	if passive.NumCat+passive.NumDense == 0 {
-		return nil, nil, fmt.Errorf("the vertical split leaves the passive party no column (key passive_columns)")
+		return nil, nil, Keyed(fmt.Errorf("the vertical split leaves the passive party no column (key passive_columns)"), "passive_columns")
 	}
 	return passive, active, nil
 }

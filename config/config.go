@@ -348,7 +348,7 @@ func (c *Config) Wire() (wire.Encodings, error) {
 		}
 		e, err := wire.Parse(k.val)
 		if err != nil {
-			return w, fmt.Errorf("key %s: %w", k.key, err)
+			return w, Keyed(fmt.Errorf("key %s: %w", k.key, err), k.key)
 		}
 		*k.enc = e
 	}
@@ -550,15 +550,15 @@ func (c *Config) Validate() error {
 }
 
 func (c *Config) validate() error {
-	var errs []string
-	bad := func(f string, a ...any) { errs = append(errs, fmt.Sprintf(f, a...)) }
+	var problems problemList
+	bad := problems.add
 	if c.Data == "" && c.SynthRows <= 0 {
-		bad("no data: set the data path (key data) or synthetic rows (key synth_rows)")
+		bad("no data: set the data path (key data) or synthetic rows (key synth_rows)", keyArg("data"), keyArg("synth_rows"))
 	}
 	c.validateData(bad)
 	c.validateModel(bad)
 	if c.Out == "" {
-		bad("no output directory (key out)")
+		bad("no output directory (key out)", keyArg("out"))
 	}
 	if c.Epochs < 0 {
 		bad("epochs %d, want at least 1 (or 0: chosen from the data)", c.Epochs)
@@ -575,33 +575,33 @@ func (c *Config) validate() error {
 	if w, err := c.Wire(); err != nil {
 		bad("%v", err)
 	} else if c.WireFeedback && w.Gradient == wire.F32 {
-		bad("key wire_feedback: error feedback needs a lossy wire_gradient (f16, bf16 or int8); f32 sends the gradient exactly")
+		bad("key wire_feedback: error feedback needs a lossy wire_gradient (f16, bf16 or int8); f32 sends the gradient exactly", keyArg("wire_feedback"))
 	}
 	if c.Staleness < 0 || c.Staleness >= transport.MaxInFlight {
-		bad("key staleness: %d, want 0 to %d (the batches in flight beyond the one answered)", c.Staleness, transport.MaxInFlight-1)
+		bad("key staleness: %d, want 0 to %d (the batches in flight beyond the one answered)", c.Staleness, transport.MaxInFlight-1, keyArg("staleness"))
 	}
 	if c.LocalSteps < 0 {
-		bad("key local_steps: %d, want ≥ 1 (0 means 1)", c.LocalSteps)
+		bad("key local_steps: %d, want ≥ 1 (0 means 1)", c.LocalSteps, keyArg("local_steps"))
 	}
 	c.checkCELU(bad)
 	if c.Sample <= 0 || c.Sample > 1 {
 		bad("sample %g, want a fraction in (0, 1]", c.Sample)
 	}
 	if c.KnownLabels < 0 || c.KnownLabels == 1 {
-		bad("known labels %d, want at least 2, one of each class (key known_labels)", c.KnownLabels)
+		bad("known labels %d, want at least 2, one of each class (key known_labels)", c.KnownLabels, keyArg("known_labels"))
 	}
 	if c.TunedKnown < 0 || c.TunedKnown == 1 || c.TunedKnown > 64 {
-		bad("tuned attacker's known rows %d, want 2 to 64 (or 0: off) (key tuned_known)", c.TunedKnown)
+		bad("tuned attacker's known rows %d, want 2 to 64 (or 0: off) (key tuned_known)", c.TunedKnown, keyArg("tuned_known"))
 	}
 	if c.TunedBudget < 0 {
-		bad("tuned attacker's budget %d, want ≥ 1 (or 0: %d) (key tuned_budget)", c.TunedBudget, DefaultTunedBudget)
+		bad("tuned attacker's budget %d, want ≥ 1 (or 0: %d) (key tuned_budget)", c.TunedBudget, DefaultTunedBudget, keyArg("tuned_budget"))
 	} else if c.TunedBudget > 0 && c.TunedKnown == 0 {
-		bad("tuned attacker's budget %d without its known rows (key tuned_budget needs key tuned_known)", c.TunedBudget)
+		bad("tuned attacker's budget %d without its known rows (key tuned_budget needs key tuned_known)", c.TunedBudget, keyArg("tuned_budget"), keyArg("tuned_known"))
 	}
 	c.validateSplit(bad)
 	c.validateParties(bad)
 	if len(c.Attacks) == 0 {
-		bad("no attacks: name at least one (key attacks)")
+		bad("no attacks: name at least one (key attacks)", keyArg("attacks"))
 	} else if err := checkAttacks(c.Attacks); err != nil {
 		bad("%v", err)
 	}
@@ -610,17 +610,14 @@ func (c *Config) validate() error {
 	if _, err := protect.New(c.Protect, c.Params); err != nil {
 		bad("%v", err)
 	}
-	if len(errs) > 0 {
-		return errors.New("config: " + strings.Join(errs, "; "))
-	}
-	return nil
+	return problems.err("config: ")
 }
 
 // validateData checks the data settings against the format.
 func (c *Config) validateData(bad func(string, ...any)) {
 	imf, image := data.LookupImageFormat(c.Format)
 	if image && c.Data == "" && c.SynthRows > 0 {
-		bad("format %s reads images from a folder (key data); synthetic rows (key synth_rows) are tabular", c.Format)
+		bad("format %s reads images from a folder (key data); synthetic rows (key synth_rows) are tabular", c.Format, keyArg("data"), keyArg("synth_rows"))
 	}
 	if !image {
 		if c.TestFrac <= 0 || c.TestFrac >= 1 {
@@ -634,7 +631,7 @@ func (c *Config) validateData(bad func(string, ...any)) {
 			{c.ImageChannels != 0, "image_channels"}, {c.NegPerPos != 0, "neg_per_pos"},
 		} {
 			if f.set {
-				bad("key %s applies to the image formats (%s), not %s", f.key, strings.Join(data.ImageFormats(), ", "), c.Format)
+				bad("key %s applies to the image formats (%s), not %s", f.key, strings.Join(data.ImageFormats(), ", "), c.Format, keyArg(f.key))
 			}
 		}
 		return
@@ -648,7 +645,7 @@ func (c *Config) validateData(bad func(string, ...any)) {
 		{c.Sample != 1, "sample"}, {c.HashBuckets != 0, "hash_buckets"}, {c.SkipBadRows, "skip_bad_rows"},
 	} {
 		if f.set {
-			bad("key %s applies to tables, not the image format %s", f.key, c.Format)
+			bad("key %s applies to tables, not the image format %s", f.key, c.Format, keyArg(f.key))
 		}
 	}
 	c.validateImageFormat(imf, bad)
@@ -674,7 +671,7 @@ func (c *Config) validateModel(bad func(string, ...any)) {
 		bad("unknown model %q (want %s)", c.Model, model.OrList(model.Kinds()))
 	case !kind.Images:
 		if image {
-			bad("model %s reads tables; the image format %s needs model %s (key model)", c.Model, c.Format, imageModels)
+			bad("model %s reads tables; the image format %s needs model %s (key model)", c.Model, c.Format, imageModels, keyArg("model"))
 		}
 		for _, f := range []struct {
 			set bool
@@ -684,7 +681,7 @@ func (c *Config) validateModel(bad func(string, ...any)) {
 			{c.CNNKernel != 0, "cnn_kernel"}, {c.CNNDense != 0, "cnn_dense"},
 		} {
 			if f.set {
-				bad("key %s applies to model %s, not %s", f.key, imageModels, c.Model)
+				bad("key %s applies to model %s, not %s", f.key, imageModels, c.Model, keyArg(f.key))
 			}
 		}
 		badWidth := false
@@ -692,9 +689,9 @@ func (c *Config) validateModel(bad func(string, ...any)) {
 			badWidth = badWidth || w < 1
 		}
 		if badWidth {
-			bad("layer widths %v: every deep layer needs at least one unit (key layers)", c.Layers)
+			bad("layer widths %v: every deep layer needs at least one unit (key layers)", c.Layers, keyArg("layers"))
 		} else if len(c.Layers) == 0 || c.Cut < 1 || c.Cut >= len(c.Layers)+1 {
-			bad("cut after layer %d of %d (keys cut and layers): the passive needs at least one layer and the cut must be one of the deep layers", c.Cut, len(c.Layers))
+			bad("cut after layer %d of %d (keys cut and layers): the passive needs at least one layer and the cut must be one of the deep layers", c.Cut, len(c.Layers), keyArg("cut"))
 		}
 	default:
 		if !image {
@@ -702,7 +699,7 @@ func (c *Config) validateModel(bad func(string, ...any)) {
 			if c.Data == "" {
 				what = "synthetic tabular data (key synth_rows)"
 			}
-			bad("model %s reads images (key format: %s), not %s", c.Model, orList(data.ImageFormats()), what)
+			bad("model %s reads images (key format: %s), not %s", c.Model, orList(data.ImageFormats()), what, keyArg("format"))
 		}
 		if c.CNNBlocks < 1 || c.CNNChannels < 1 || c.CNNKernel < 1 || c.CNNDense < 1 {
 			bad("CNN of %d blocks, %d channels, kernel %d, dense %d: every size must be positive", c.CNNBlocks, c.CNNChannels, c.CNNKernel, c.CNNDense)
@@ -712,7 +709,7 @@ func (c *Config) validateModel(bad func(string, ...any)) {
 		}
 		if image && c.ImageSize >= 1 && c.CNNBlocks >= 1 {
 			if most := maxBlocks(c.ImageSize); c.CNNBlocks > most {
-				bad("%d CNN blocks on %d×%d images: each block halves the side, so at most %d fit (fewer blocks, key cnn_blocks, or larger images, key image_size)", c.CNNBlocks, c.ImageSize, c.ImageSize, most)
+				bad("%d CNN blocks on %d×%d images: each block halves the side, so at most %d fit (fewer blocks, key cnn_blocks, or larger images, key image_size)", c.CNNBlocks, c.ImageSize, c.ImageSize, most, keyArg("cnn_blocks"), keyArg("or"), keyArg("image_size"))
 			}
 		}
 	}

@@ -39,7 +39,7 @@ func (c *Config) LoadData() (*data.Split, error) {
 		return data.Generate(c.SynthRows, c.SynthPosRate, c.Seed, c.DataOptions())
 	}
 	if tf, ok := data.LookupTableFormat(c.Format); ok && tf.LabelCol == "" && c.Label == "" {
-		return nil, fmt.Errorf("format %s: no label column named (key label); the passive party of a two-party run loads its table without labels", c.Format)
+		return nil, Keyed(fmt.Errorf("format %s: no label column named (key label); the passive party of a two-party run loads its table without labels", c.Format), "label")
 	}
 	return data.Load(c.Data, c.DataOptions())
 }

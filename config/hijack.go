@@ -8,7 +8,7 @@ import (
 // validateHijack checks the passive party's hijacking watch.
 func (c *Config) validateHijack(bad func(string, ...any)) {
 	if c.HijackStop < 0 || c.HijackStop >= 0.5 || c.HijackStop != c.HijackStop {
-		bad("hijacking threshold %g, want one in [0, 0.5) (key hijack_stop; 0: off)", c.HijackStop)
+		bad("hijacking threshold %g, want one in [0, 0.5) (key hijack_stop; 0: off)", c.HijackStop, keyArg("hijack_stop"))
 	}
 }
 

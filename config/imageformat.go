@@ -30,7 +30,7 @@ func (c *Config) validateImageFormat(f data.ImageFormat, bad func(string, ...any
 		key string
 	}{{c.PosRate != 0, "pos_rate"}, {c.NegPerPos != 0, "neg_per_pos"}, {c.ImagePad, "image_pad"}} {
 		if _, ok := f.Options[o.key]; o.set && !ok {
-			bad("key %s does not apply to the image format %s, which takes %s", o.key, f.Name, orNone(takes))
+			bad("key %s does not apply to the image format %s, which takes %s", o.key, f.Name, orNone(takes), keyArg(o.key))
 		}
 	}
 }

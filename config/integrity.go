@@ -10,34 +10,34 @@ import (
 // thresholds.
 func (c *Config) validateIntegrity(bad func(string, ...any)) {
 	if c.FreeRide != "" && !slices.Contains(integrity.TamperNames(), c.FreeRide) {
-		bad("unknown free-riding mode %q, want one of %v (key free_ride)", c.FreeRide, integrity.TamperNames())
+		bad("unknown free-riding mode %q, want one of %v (key free_ride)", c.FreeRide, integrity.TamperNames(), keyArg("free_ride"))
 	}
 	c.validateBackdoor(bad)
 	c.validatePassiveOptimizer(bad)
 	if c.FreeRideFrom < 0 {
-		bad("free-riding from step %d, want at least 0 (key free_ride_from)", c.FreeRideFrom)
+		bad("free-riding from step %d, want at least 0 (key free_ride_from)", c.FreeRideFrom, keyArg("free_ride_from"))
 	}
 	for _, d := range c.Detectors {
 		if !slices.Contains(integrity.DetectorNames(), d) {
-			bad("unknown detector %q, want one of %v (key detectors)", d, integrity.DetectorNames())
+			bad("unknown detector %q, want one of %v (key detectors)", d, integrity.DetectorNames(), keyArg("detectors"))
 		}
 	}
 	for d, v := range c.IntegrityStop {
 		if !slices.Contains(c.Detectors, d) {
-			bad("a threshold for detector %q, which is not on (key integrity_stop; key detectors)", d)
+			bad("a threshold for detector %q, which is not on (key integrity_stop; key detectors)", d, keyArg("integrity_stop"), keyArg("detectors"))
 		}
 		if !(v > 0) {
-			bad("threshold %g for detector %q, want > 0 (key integrity_stop)", v, d)
+			bad("threshold %g for detector %q, want > 0 (key integrity_stop)", v, d, keyArg("integrity_stop"))
 		}
 	}
 	if c.MinPassiveGain < 0 || c.MinPassiveGain >= 1 || c.MinPassiveGain != c.MinPassiveGain {
-		bad("minimum passive gain %g, want in [0, 1) (key min_passive_gain)", c.MinPassiveGain)
+		bad("minimum passive gain %g, want in [0, 1) (key min_passive_gain)", c.MinPassiveGain, keyArg("min_passive_gain"))
 	}
 	if c.MinPassiveGain > 0 && !c.Contribution {
-		bad("a minimum passive gain (key min_passive_gain) needs the contribution measure (key contribution)")
+		bad("a minimum passive gain (key min_passive_gain) needs the contribution measure (key contribution)", keyArg("min_passive_gain"), keyArg("contribution"))
 	}
 	if c.Contribution && c.ValFrac == 0 {
-		bad("the contribution measure (key contribution) needs a validation split (key val_frac > 0)")
+		bad("the contribution measure (key contribution) needs a validation split (key val_frac > 0)", keyArg("contribution"), keyArg("val_frac"))
 	}
 }
 

@@ -72,25 +72,25 @@ func (c *Config) validateParties(bad func(string, ...any)) {
 		bad("synth_parties %d: want at least 2 passive parties (or 0: none)", c.SynthParties)
 	}
 	if c.SynthParties > 0 && (c.SynthRows <= 0 || c.Data != "") {
-		bad("synth_parties splits synthetic data: it needs key synth_rows and no key data")
+		bad("synth_parties splits synthetic data: it needs key synth_rows and no key data", keyArg("synth_rows"), keyArg("data"))
 	}
 	if !c.MultiParty() {
 		if c.Aggregation != "" && c.Aggregation != AggregationConcat {
-			bad("aggregation %s combines several passive parties; the configuration has one (key parties)", c.Aggregation)
+			bad("aggregation %s combines several passive parties; the configuration has one (key parties)", c.Aggregation, keyArg("parties"))
 		}
 		return
 	}
 	if len(c.Parties) == 1 {
-		bad("key parties lists one passive party: a run with one passive party names its columns with key passive_columns")
+		bad("key parties lists one passive party: a run with one passive party names its columns with key passive_columns", keyArg("parties"), keyArg("passive_columns"))
 	}
 	if len(c.PassiveColumns) > 0 {
-		bad("keys parties and passive_columns both name passive columns: with several passive parties each names its own (parties: columns)")
+		bad("keys parties and passive_columns both name passive columns: with several passive parties each names its own (parties: columns)", keyArg("parties"))
 	}
 	if data.IsImageFormat(c.Format) {
-		bad("several passive parties (key parties) split a table's columns, not the images of %s", c.Format)
+		bad("several passive parties (key parties) split a table's columns, not the images of %s", c.Format, keyArg("parties"))
 	}
 	if a := c.AggregationOr(); a != AggregationConcat && a != AggregationSum && a != AggregationGated {
-		bad("unknown aggregation %q (key aggregation): want %s, %s or %s", a, AggregationConcat, AggregationSum, AggregationGated)
+		bad("unknown aggregation %q (key aggregation): want %s, %s or %s", a, AggregationConcat, AggregationSum, AggregationGated, keyArg("aggregation"))
 	}
 	owner := map[string]string{}
 	for _, n := range c.ActiveColumns {
@@ -100,7 +100,7 @@ func (c *Config) validateParties(bad func(string, ...any)) {
 	for k, p := range c.Parties {
 		name := c.PartyName(k)
 		if names[name] {
-			bad("two passive parties are named %q (key parties)", name)
+			bad("two passive parties are named %q (key parties)", name, keyArg("parties"))
 		}
 		names[name] = true
 		if len(p.Columns) == 0 {
@@ -127,22 +127,22 @@ func (c *Config) validateParties(bad func(string, ...any)) {
 		}
 	}
 	if len(c.FeatureAttacks) > 0 {
-		bad("feature attacks (key feature_attacks) with several passive parties are not built")
+		bad("feature attacks (key feature_attacks) with several passive parties are not built", keyArg("feature_attacks"))
 	}
 	if c.FreeRide != "" || len(c.Detectors) > 0 {
-		bad("the integrity modes and detectors (keys free_ride, detectors) with several passive parties are not built")
+		bad("the integrity modes and detectors (keys free_ride, detectors) with several passive parties are not built", keyArg("free_ride"), keyArg("detectors"))
 	}
 	if c.Contribution && c.AggregationOr() == AggregationSum {
-		bad("the leave-one-party-out contribution (key contribution) is built for aggregation concat: under sum the active party sees only the sum")
+		bad("the leave-one-party-out contribution (key contribution) is built for aggregation concat: under sum the active party sees only the sum", keyArg("contribution"))
 	}
 	if c.Dump != "" {
-		bad("dumps (key dump) with several passive parties are not built")
+		bad("dumps (key dump) with several passive parties are not built", keyArg("dump"))
 	}
 	if c.Hijack != "" || c.HijackStop != 0 || c.Backdoor != "" {
-		bad("a hijacking active party, the passive's watch for it and backdoors (keys hijack, hijack_stop, backdoor) with several passive parties are not built")
+		bad("a hijacking active party, the passive's watch for it and backdoors (keys hijack, hijack_stop, backdoor) with several passive parties are not built", keyArg("hijack"), keyArg("hijack_stop"), keyArg("backdoor"))
 	}
 	if c.Staleness != 0 || c.LocalSteps > 1 || c.WireFeedback {
-		bad("staleness, local steps and error feedback (keys staleness, local_steps, wire_feedback) with several passive parties are not built")
+		bad("staleness, local steps and error feedback (keys staleness, local_steps, wire_feedback) with several passive parties are not built", keyArg("staleness"), keyArg("local_steps"), keyArg("wire_feedback"))
 	}
 }
 
@@ -210,7 +210,7 @@ func (c *Config) PartyFeatures(x *data.Features) (passive []*data.Features, acti
 		ac = x.Complement(all)
 	}
 	if active, err = data.SelectColumns(x, ac); err != nil {
-		return nil, nil, fmt.Errorf("the active party's columns (key active_columns): %w", err)
+		return nil, nil, Keyed(fmt.Errorf("the active party's columns (key active_columns): %w", err), "active_columns")
 	}
 	return passive, active, nil
 }
@@ -242,7 +242,7 @@ func (c *Config) BuildPartyModels(px []*data.Features, ax *data.Features) ([]mod
 	if !kind.Wide {
 		ax = nil
 	} else if ax.NumCat+ax.NumDense == 0 {
-		return nil, nil, false, fmt.Errorf("model %s: the passive parties leave the active party's wide part no column (key active_columns)", tc.Model)
+		return nil, nil, false, Keyed(fmt.Errorf("model %s: the passive parties leave the active party's wide part no column (key active_columns)", tc.Model), "active_columns")
 	}
 	t, wide, err := tc.BuildTop(ax)
 	if err != nil {

@@ -31,7 +31,7 @@ import (
 // Options are the parts of a networked run that are not configuration.
 type Options struct {
 	// Logger receives progress, refusals and connection events
-	// (slog.Default() when nil).
+	// (nil discards them).
 	Logger *slog.Logger
 	// Clock, when set, is the wall clock the TLS handshakes check the
 	// peer's certificate against (time.Now when nil), for tests of a
@@ -45,11 +45,20 @@ type Options struct {
 	// finished run, or one of another configuration), which is otherwise
 	// refused before anything is written; its checkpoints go with it.
 	Force bool
+
+	// afterPassiveStep, when set (by in-package tests), is called after
+	// every training step the passive completed (step steps done), before
+	// any checkpoint of that step; an error ends the run there.
+	afterPassiveStep func(step int64) error
+	// afterPassiveSaved, when set (by in-package tests), is called after
+	// the passive saved its checkpoint of a step, before it sends the next
+	// one; an error ends the run there.
+	afterPassiveSaved func(step int64) error
 }
 
 func (o Options) logger() *slog.Logger {
 	if o.Logger == nil {
-		return slog.Default()
+		return slog.New(slog.DiscardHandler)
 	}
 	return o.Logger
 }
@@ -277,7 +286,7 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, e
 // evaluation to summarise. It returns why, joined with a failure to write
 // the summary.
 func (r *activeRun) endEarly(why error) error {
-	r.log.Error("the run ended before its planned steps", "steps", r.party.Step(), "planned", r.planned, "err", why)
+	r.log.Warn("the run ended before its planned steps", "steps", r.party.Step(), "planned", r.planned) // why is returned
 	r.rec.Truncate(why.Error())
 	if err := r.reserve.Release(); err != nil {
 		r.log.Warn("could not release the reserved disk space", "err", err)
@@ -307,8 +316,7 @@ func (r *activeRun) serve(ctx context.Context) error {
 		r.mu.Unlock()
 	}
 	if err != nil && !errors.Is(err, ErrPeerGone) && ctx.Err() == nil && !conn.recvFailed {
-		r.log.Error("refusing a message; ending the run", "err", err)
-		r.srv.Abort(err)
+		r.srv.Abort(err) // which logs err with the incident it tells the peer; err is returned
 	}
 	return err
 }

@@ -44,15 +44,15 @@ func TestClockOff(t *testing.T) {
 			} else {
 				r = startFault(t, base, dir)
 			}
-			popt := Options{Logger: r.logger()}
-			if tc.side == "passive" {
-				popt.Clock = clock
-			}
-			hookAt(t, 10, func() error {
+			hookAt(r, 10, func() error {
 				r.px.cut()
 				time.AfterFunc(300*time.Millisecond, r.px.up)
 				return nil
 			})
+			popt := r.passiveOptions()
+			if tc.side == "passive" {
+				popt.Clock = clock
+			}
 			_, err := RunPassive(context.Background(), r.pas, popt)
 			if tc.refusal != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.refusal) {

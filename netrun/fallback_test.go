@@ -173,15 +173,14 @@ func lostCheckpointRun(t *testing.T, base config.Config, ref, dir string, kill i
 		return errKilled
 	}
 	if kill%5 == 0 {
-		testHookPassiveSaved = killed
+		r.saved = killed
 	} else {
-		testHookPassiveStep = killed
+		r.stepped = killed
 	}
-	t.Cleanup(func() { testHookPassiveStep, testHookPassiveSaved = nil, nil })
 	if _, err := r.passive(context.Background()); !errors.Is(err, errKilled) {
 		t.Fatalf("the killed passive: %v", err)
 	}
-	testHookPassiveStep, testHookPassiveSaved = nil, nil
+	r.stepped, r.saved = nil, nil
 	if side == "passive" {
 		damage(t, filepath.Join(r.pas.checkpointDir(), "passive-000000000010.ckpt"))
 		r.px.up()

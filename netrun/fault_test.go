@@ -129,6 +129,9 @@ type faultRun struct {
 	cancel context.CancelFunc
 	log    *strings.Builder
 	logMu  *sync.Mutex
+	// saved and stepped are the passive's test hooks (Options'
+	// afterPassiveSaved and afterPassiveStep) for its next run.
+	saved, stepped func(step int64) error
 }
 
 type activeResult struct {
@@ -208,7 +211,12 @@ func (r *faultRun) logger() *slog.Logger {
 
 // passive runs the passive party to its end.
 func (r *faultRun) passive(ctx context.Context) (*PassiveResult, error) {
-	return RunPassive(ctx, r.pas, Options{Logger: r.logger()})
+	return RunPassive(ctx, r.pas, r.passiveOptions())
+}
+
+// passiveOptions are the passive's options: the test's logger and hooks.
+func (r *faultRun) passiveOptions() Options {
+	return Options{Logger: r.logger(), afterPassiveSaved: r.saved, afterPassiveStep: r.stepped}
 }
 
 func (r *faultRun) activeEnd() activeResult {
@@ -243,15 +251,14 @@ func (r *faultRun) sameAsReference(ref string) {
 // the passive's run ends.
 var errKilled = errors.New("killed by the test")
 
-func killPassiveAfter(t *testing.T, px *proxy, step int64) {
-	testHookPassiveSaved = func(s int64) error {
+func killPassiveAfter(r *faultRun, step int64) {
+	r.saved = func(s int64) error {
 		if s != step {
 			return nil
 		}
-		px.cut()
+		r.px.cut()
 		return errKilled
 	}
-	t.Cleanup(func() { testHookPassiveSaved = nil })
 }
 
 // TestPassiveKilledResumes kills the passive party right after it saved
@@ -286,11 +293,11 @@ func TestPassiveKilledResumes(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := startFault(t, base, filepath.Join(root, strings.ReplaceAll(tc.name, " ", "-")))
-			killPassiveAfter(t, r.px, 10)
+			killPassiveAfter(r, 10)
 			if _, err := r.passive(context.Background()); !errors.Is(err, errKilled) {
 				t.Fatalf("the killed passive: %v", err)
 			}
-			testHookPassiveSaved = nil
+			r.saved = nil
 			tc.damage(t, r.pas.checkpointDir())
 			r.px.up()
 			if _, err := r.passive(context.Background()); err != nil {
@@ -315,14 +322,13 @@ func TestPassiveKilledResumes(t *testing.T) {
 }
 
 // hookAt runs f when the passive has saved its checkpoint of step.
-func hookAt(t *testing.T, step int64, f func() error) {
-	testHookPassiveSaved = func(s int64) error {
+func hookAt(r *faultRun, step int64, f func() error) {
+	r.saved = func(s int64) error {
 		if s != step {
 			return nil
 		}
 		return f()
 	}
-	t.Cleanup(func() { testHookPassiveSaved = nil })
 }
 
 // intruder is a second client holding the passive party's certificate,
@@ -351,7 +357,7 @@ func TestIntruderCannotRewriteTheRun(t *testing.T) {
 	r := startFault(t, base, root)
 	m := r.intruder(t)
 	attacked := make(chan []error, 1)
-	hookAt(t, 10, func() error {
+	hookAt(r, 10, func() error {
 		ctx := context.Background()
 		var errs []error
 		errs = append(errs, m.Checkpoint(ctx, 0), m.Shutdown(ctx, ""))
@@ -397,11 +403,11 @@ func TestRollbackStopsAtAcknowledged(t *testing.T) {
 	root := t.TempDir()
 	base, ref := faultBase(t, root)
 	r := startFault(t, base, root)
-	killPassiveAfter(t, r.px, 15)
+	killPassiveAfter(r, 15)
 	if _, err := r.passive(context.Background()); !errors.Is(err, errKilled) {
 		t.Fatalf("the killed passive: %v", err)
 	}
-	testHookPassiveSaved = nil
+	r.saved = nil
 	if err := os.RemoveAll(r.pas.checkpointDir()); err != nil {
 		t.Fatal(err)
 	}
@@ -450,7 +456,7 @@ func TestEarlyEndIsTruncated(t *testing.T) {
 	base.Attacks = []string{"norm"}
 	t.Run("abort", func(t *testing.T) {
 		r := startFault(t, base, filepath.Join(root, "abort"))
-		hookAt(t, 10, func() error { return errors.New("the operator stopped it") })
+		hookAt(r, 10, func() error { return errors.New("the operator stopped it") })
 		if _, err := r.passive(context.Background()); err == nil {
 			t.Fatal("the passive did not fail")
 		}
@@ -499,7 +505,7 @@ func TestStalledPeer(t *testing.T) {
 	base, ref := faultBase(t, root)
 	r := startFault(t, base, root)
 	r.pas.ExchangeTimeout = 300 * time.Millisecond
-	hookAt(t, 10, func() error {
+	hookAt(r, 10, func() error {
 		r.px.setStall(true)
 		time.AfterFunc(time.Second, func() { r.px.setStall(false) })
 		return nil
@@ -532,7 +538,7 @@ func TestActiveDiskFull(t *testing.T) {
 	base, ref := faultBase(t, root)
 	r := startFault(t, base, disk)
 	filler := filepath.Join(disk, "filler")
-	hookAt(t, 10, func() error { return atomicfiletest.Fill(filler) })
+	hookAt(r, 10, func() error { return atomicfiletest.Fill(filler) })
 	if _, err := r.passive(context.Background()); err == nil || !strings.Contains(err.Error(), "incident") {
 		t.Fatalf("passive: %v, want the active's abort (an incident number)", err)
 	}
@@ -548,7 +554,7 @@ func TestActiveDiskFull(t *testing.T) {
 	if _, err := st.load(10); err != nil {
 		t.Fatalf("the last checkpoint: %v", err)
 	}
-	testHookPassiveSaved = nil
+	r.saved = nil
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}

@@ -190,16 +190,16 @@ func signalStopRun(t *testing.T, base config.Config, ref, dir string, at int64, 
 		}
 		return nil
 	}
+	popt := Options{Logger: testLogger(t)}
 	if at%int64(pas.CheckpointEvery) == 0 {
-		testHookPassiveSaved = stop
+		popt.afterPassiveSaved = stop
 	} else {
-		testHookPassiveStep = stop
+		popt.afterPassiveStep = stop
 	}
-	t.Cleanup(func() { testHookPassiveSaved, testHookPassiveStep = nil, nil })
 	var done chan activeResult
 	pas.Addr, done = startActive(actx)
 	pdone := make(chan error, 1)
-	go func() { _, err := RunPassive(pctx, pas, Options{Logger: testLogger(t)}); pdone <- err }()
+	go func() { _, err := RunPassive(pctx, pas, popt); pdone <- err }()
 	res := <-done
 	sum := readSummary(t, act.Out)
 	if !sum.Truncated || sum.Steps < at {
@@ -270,11 +270,10 @@ func TestSecondProcessOnALiveRun(t *testing.T) {
 				return nil
 			}
 			if at%int64(r.pas.CheckpointEvery) == 0 {
-				testHookPassiveSaved = second
+				r.saved = second
 			} else {
-				testHookPassiveStep = second
+				r.stepped = second
 			}
-			t.Cleanup(func() { testHookPassiveSaved, testHookPassiveStep = nil, nil })
 			if _, err := r.passive(context.Background()); err != nil {
 				t.Fatalf("the live passive: %v\n%s", err, r.logText())
 			}

@@ -48,11 +48,11 @@ func TestOverlapLinkCutAndResume(t *testing.T) {
 	})
 	t.Run("passive killed", func(t *testing.T) {
 		r := startFault(t, base, filepath.Join(root, "killed"))
-		killPassiveAfter(t, r.px, 10)
+		killPassiveAfter(r, 10)
 		if _, err := r.passive(context.Background()); !errors.Is(err, errKilled) {
 			t.Fatalf("the killed passive: %v", err)
 		}
-		testHookPassiveSaved = nil
+		r.saved = nil
 		r.px.up()
 		if _, err := r.passive(context.Background()); err != nil {
 			t.Fatalf("the restarted passive: %v\n%s", err, r.logText())

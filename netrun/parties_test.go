@@ -54,6 +54,13 @@ func threePartyConfigs(base config.Config, root, certs string) (Config, []Config
 // and returns the active's summary, each passive's error and the active's.
 func runThree(t *testing.T, act Config, pas []Config) (*rundir.Summary, []error, error) {
 	t.Helper()
+	return runThreeHooked(t, act, pas, nil)
+}
+
+// runThreeHooked is runThree with step, when not nil, called after every
+// passive party's training step (Options.afterPassiveStep).
+func runThreeHooked(t *testing.T, act Config, pas []Config, step func(int64) error) (*rundir.Summary, []error, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	addr, wait := startActive(t, ctx, act)
@@ -63,7 +70,7 @@ func runThree(t *testing.T, act Config, pas []Config) (*rundir.Summary, []error,
 		p := pas[k]
 		p.Addr = addr
 		go func() {
-			_, errs[k] = RunPassive(ctx, p, Options{Logger: testLogger(t)})
+			_, errs[k] = RunPassive(ctx, p, Options{Logger: testLogger(t), afterPassiveStep: step})
 			done <- struct{}{}
 		}()
 	}
@@ -243,15 +250,14 @@ func TestPartiesPassiveDiesEndsRun(t *testing.T) {
 		c.PeerTimeout = 10 * time.Second // the alignment under -race takes seconds
 	}
 	var died atomic.Bool
-	testHookPassiveStep = func(step int64) error {
+	stepHook := func(step int64) error {
 		if step == 7 && died.CompareAndSwap(false, true) { // the first passive at step 7
 			return errKilled
 		}
 		return nil
 	}
-	t.Cleanup(func() { testHookPassiveStep = nil })
 	start := time.Now()
-	_, perrs, err := runThree(t, act, pas)
+	_, perrs, err := runThreeHooked(t, act, pas, stepHook)
 	if err == nil {
 		t.Fatal("the active party ended without error after a passive party died")
 	}

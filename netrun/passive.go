@@ -134,8 +134,7 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 			if cause := signalled(ctx); cause != nil {
 				err = p.stopped(cause)
 			}
-			log.Error("run failed", "err", err)
-			abortSession(client, err)
+			abortSession(client, err) // err is returned, not logged
 			client.Close()
 			return nil, err
 		}
@@ -387,22 +386,12 @@ func (p *passiveRun) build(step int64) (*passive.Passive, keptModel, error) {
 	return party, kept, nil
 }
 
-// testHookPassiveSaved, when set (by tests), is called after the passive
-// saved its checkpoint of a step, before it sends the next one; an error
-// ends the run there.
-var testHookPassiveSaved func(step int64) error
-
-// testHookPassiveStep, when set (by tests), is called after every
-// training step the passive completed (step steps done), before any
-// checkpoint of that step; an error ends the run there.
-var testHookPassiveStep func(step int64) error
-
 // afterStep checkpoints at every checkpoint step: the active party first
 // (Checkpoint call), then the passive.
 func (p *passiveRun) afterStep(ctx context.Context, step int64) error {
 	p.progress = time.Now()
-	if testHookPassiveStep != nil {
-		if err := testHookPassiveStep(step); err != nil {
+	if p.opt.afterPassiveStep != nil {
+		if err := p.opt.afterPassiveStep(step); err != nil {
 			return err
 		}
 	}
@@ -420,8 +409,8 @@ func (p *passiveRun) afterStep(ctx context.Context, step int64) error {
 	if err := p.store.save(step, secs...); err != nil {
 		return err
 	}
-	if testHookPassiveSaved != nil {
-		return testHookPassiveSaved(step)
+	if p.opt.afterPassiveSaved != nil {
+		return p.opt.afterPassiveSaved(step)
 	}
 	return nil
 }

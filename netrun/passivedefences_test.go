@@ -49,11 +49,11 @@ func TestNetworkedPassportAndPassiveDefences(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := startFault(t, base, root)
-			killPassiveAfter(t, r.px, 10)
+			killPassiveAfter(r, 10)
 			if _, err := r.passive(context.Background()); !errors.Is(err, errKilled) {
 				t.Fatalf("the killed passive: %v", err)
 			}
-			testHookPassiveSaved = nil
+			r.saved = nil
 			r.px.up()
 			if _, err := r.passive(context.Background()); err != nil {
 				t.Fatalf("the restarted passive: %v\n%s", err, r.logText())

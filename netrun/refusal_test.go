@@ -75,7 +75,7 @@ func TestRealignmentFlood(t *testing.T) {
 	base := smallConfig(synthFile(t, rows), filepath.Join(root, "unused"))
 	base.Attacks = []string{"norm"}
 	r := startFault(t, base, root)
-	killPassiveAfter(t, r.px, 5)
+	killPassiveAfter(r, 5)
 	if _, err := r.passive(context.Background()); !errors.Is(err, errKilled) {
 		t.Fatalf("the killed passive: %v", err)
 	}

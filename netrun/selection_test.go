@@ -43,11 +43,11 @@ func TestSelectionAndEarlyStopAsInProcess(t *testing.T) {
 			var act, pas Config
 			if killed {
 				r := startFault(t, base, filepath.Join(root, "killed"))
-				killPassiveAfter(t, r.px, 5)
+				killPassiveAfter(r, 5)
 				if _, err := r.passive(context.Background()); !errors.Is(err, errKilled) {
 					t.Fatalf("the killed passive: %v", err)
 				}
-				testHookPassiveSaved = nil
+				r.saved = nil
 				r.px.up()
 				if _, err := r.passive(context.Background()); err != nil {
 					t.Fatalf("the restarted passive: %v\n%s", err, r.logText())

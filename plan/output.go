@@ -2,7 +2,7 @@ package plan
 
 import (
 	"fmt"
-	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -101,8 +101,10 @@ func recheckSweep(y []byte, seed uint64) ([]byte, error) {
 	return out, nil
 }
 
-func logf(w io.Writer, format string, a ...any) {
-	if w != nil {
-		fmt.Fprintf(w, format+"\n", a...)
+// logger returns the plan's logger, one that discards when none is set.
+func (o Options) logger() *slog.Logger {
+	if o.Logger == nil {
+		return slog.New(slog.DiscardHandler)
 	}
+	return o.Logger
 }

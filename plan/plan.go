@@ -15,7 +15,7 @@ package plan
 import (
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"maps"
 	"math"
 	"path/filepath"
@@ -69,8 +69,9 @@ type Options struct {
 	// Defences restricts the search to these registered defences (empty:
 	// every one).
 	Defences []string
-	// Log receives plain progress lines (nil: none).
-	Log io.Writer
+	// Logger receives the plan's progress lines and the failures of
+	// settings (nil: none).
+	Logger *slog.Logger
 	// Progress, when set, is told about every training step.
 	Progress func(Progress)
 	// Now is the clock (nil: time.Now).
@@ -152,17 +153,17 @@ func resolveAttacks(names []string) ([]string, error) {
 func (o *Options) check() error {
 	switch {
 	case o.Out == "":
-		return errors.New("no plan directory (key out)")
+		return config.Keyed(errors.New("no plan directory (key out)"), "out")
 	case math.IsNaN(o.Threat.MaxLeak) || o.Threat.MaxLeak <= 0 || o.Threat.MaxLeak > 0.5:
-		return fmt.Errorf("leak limit (key max_leak) %v: want a value in (0, 0.5], a q95 |AUC − ½|", o.Threat.MaxLeak)
+		return config.Keyed(fmt.Errorf("leak limit (key max_leak) %v: want a value in (0, 0.5], a q95 |AUC − ½|", o.Threat.MaxLeak), "max_leak")
 	case o.Budget <= 0:
-		return fmt.Errorf("budget (key budget) %v: want a positive duration", o.Budget)
+		return config.Keyed(fmt.Errorf("budget (key budget) %v: want a positive duration", o.Budget), "budget")
 	case o.MaxSteps < 0:
-		return fmt.Errorf("steps per setting (key steps) %d: want a positive number (0: %d)", o.MaxSteps, DefaultMaxSteps)
+		return config.Keyed(fmt.Errorf("steps per setting (key steps) %d: want a positive number (0: %d)", o.MaxSteps, DefaultMaxSteps), "steps")
 	case o.Grid < 0:
-		return fmt.Errorf("strengths per defence (key grid) %d: want a positive number (0: %d)", o.Grid, DefaultGrid)
+		return config.Keyed(fmt.Errorf("strengths per defence (key grid) %d: want a positive number (0: %d)", o.Grid, DefaultGrid), "grid")
 	case o.Base.ValFrac <= 0:
-		return errors.New("a plan scores on the validation split, but val_frac is 0 (key val_frac)")
+		return config.Keyed(errors.New("a plan scores on the validation split, but val_frac is 0 (key val_frac)"), "val_frac")
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -269,7 +270,7 @@ func TestPlanBudgetAndResume(t *testing.T) {
 	o := testOptions(t, newTable(t), t.TempDir())
 	o.Budget = time.Nanosecond
 	var log strings.Builder
-	o.Log = &log
+	o.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	res, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)

@@ -79,7 +79,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			res.BudgetSpent = true
 			break
 		}
-		logf(o.Log, "setting %d/%d: %s", i+1, len(settings), s.Legend().Text)
+		o.logger().Info(fmt.Sprintf("setting %d/%d: %s", i+1, len(settings), s.Legend().Text))
 		t0 := now()
 		row, err := o.try(ctx, i, s, attacks, len(rows), len(settings), deadline, now)
 		if err != nil {
@@ -129,7 +129,7 @@ func (o *Options) try(ctx context.Context, i int, s Setting, attacks []string, d
 	}
 	if err != nil {
 		row.Err = err.Error()
-		logf(o.Log, "setting %d (%s) failed: %v", i+1, row.Legend, err)
+		o.logger().Warn(fmt.Sprintf("setting %d (%s) failed: %v", i+1, row.Legend, err))
 		return row, nil
 	}
 	figures(&row, sum, o.Threat.MaxLeak)

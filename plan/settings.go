@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/protect"
 )
 
@@ -78,7 +79,7 @@ func Settings(grid int, only []string) ([]Setting, error) {
 	}
 	for _, n := range only {
 		if _, ok := protect.Lookup(n); !ok {
-			return nil, fmt.Errorf("unknown defence %q (key defences; have %s)", n, strings.Join(append(protect.Names(), protect.AddOnNames()...), ", "))
+			return nil, config.Keyed(fmt.Errorf("unknown defence %q (key defences; have %s)", n, strings.Join(append(protect.Names(), protect.AddOnNames()...), ", ")), "defences")
 		}
 	}
 	var lists [][]Setting

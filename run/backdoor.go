@@ -118,10 +118,10 @@ func recordBackdoor(cfg *config.Config, rec *rundir.Recorder, bd integrity.Backd
 	if err != nil {
 		return err
 	}
-	logf(opt.Log, "backdoor %s: attack success rate %.4f on %d test rows not of class %d; clean test AUC %.4f",
+	logf(opt.logger(), "backdoor %s: attack success rate %.4f on %d test rows not of class %d; clean test AUC %.4f",
 		out.Attack, out.ASR, out.ASRRows, out.Target, out.CleanTestAUC)
 	if out.InferredPrecision != nil {
-		logf(opt.Log, "backdoor %s: %d training rows held to be of the target class, %.3f of them are",
+		logf(opt.logger(), "backdoor %s: %d training rows held to be of the target class, %.3f of them are",
 			out.Attack, out.Inferred, *out.InferredPrecision)
 	}
 	rec.SetBackdoor(out)

@@ -54,7 +54,7 @@ func featureAttacks(cfg config.Config, pv, av *view, bottom model.Bottom, top mo
 // eval.jsonl's features.
 func FeatureFigures(cfg config.Config, pas, act *data.Split, bottom model.Bottom) (map[string]float64, error) {
 	if len(cfg.FeatureAttacks) == 0 {
-		return nil, fmt.Errorf("no feature attack named (key feature_attacks)")
+		return nil, config.Keyed(fmt.Errorf("no feature attack named (key feature_attacks)"), "feature_attacks")
 	}
 	if err := feature.Check(cfg.FeatureAttacks); err != nil {
 		return nil, err

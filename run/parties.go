@@ -195,9 +195,9 @@ func trainParties(ctx context.Context, cfg config.Config, split *data.Split, tra
 	}
 	names := cfg.PartyNames()
 	for k, v := range pvs {
-		logf(opt.Log, "passive party %s holds %v", names[k], v.train.X.ColumnNames())
+		logf(opt.logger(), "passive party %s holds %v", names[k], v.train.X.ColumnNames())
 	}
-	logf(opt.Log, "the active party holds %v; aggregation %s", av.train.X.ColumnNames(), cfg.AggregationOr())
+	logf(opt.logger(), "the active party holds %v; aggregation %s", av.train.X.ColumnNames(), cfg.AggregationOr())
 	pxs := make([]*data.Features, len(pvs))
 	for k, v := range pvs {
 		pxs[k] = v.train.X
@@ -401,7 +401,7 @@ func gateWeightsLog(opt Options, top model.Top, names []string) func() error {
 		for k, w := range g.Gate.Weights() {
 			fmt.Fprintf(&b, " %s %.4f", names[k], w)
 		}
-		logf(opt.Log, "aggregation gated: the parties' learned weights after the last step:%s", b.String())
+		logf(opt.logger(), "aggregation gated: the parties' learned weights after the last step:%s", b.String())
 		return nil
 	}
 }

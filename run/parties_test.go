@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -292,7 +293,7 @@ func TestPartiesGated(t *testing.T) {
 	cfg.Aggregation = config.AggregationGated
 	cfg.Layers = []int{16, 8, 8} // every party's cut is 8 wide
 	var log strings.Builder
-	s, err := Train(context.Background(), cfg, Options{Log: &log})
+	s, err := Train(context.Background(), cfg, Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"time"
@@ -34,8 +35,9 @@ import (
 // Options are the parts of a run that are not configuration: where
 // progress goes.
 type Options struct {
-	// Log receives plain progress lines (nil: none).
-	Log io.Writer
+	// Logger receives the run's progress lines and warnings, a warning
+	// about a configuration key with the attribute key=NAME (nil: none).
+	Logger *slog.Logger
 	// Progress, when set, is told about every batch (for a progress bar).
 	Progress func(p rundir.Progress)
 	// OnBatch, when set, is called with every batches.jsonl record after
@@ -78,7 +80,7 @@ func Train(ctx context.Context, cfg config.Config, opt Options) (*rundir.Summary
 		if !errors.Is(err, rundir.ErrOtherRun) || !opt.Force {
 			return nil, err
 		}
-		logf(opt.Log, "replacing the run in %s (force)", cfg.Out)
+		logf(opt.logger(), "replacing the run in %s (force)", cfg.Out)
 	}
 	// Nothing of an earlier run stays: this one writes every file anew.
 	if err := rundir.Clear(cfg.Out); err != nil {
@@ -87,7 +89,7 @@ func Train(ctx context.Context, cfg config.Config, opt Options) (*rundir.Summary
 	if removed, err := atomicfile.CleanTemps(cfg.Out); err != nil {
 		return nil, err
 	} else if len(removed) > 0 {
-		logf(opt.Log, "removed %d temporary files interrupted writes left: %v", len(removed), removed)
+		logf(opt.logger(), "removed %d temporary files interrupted writes left: %v", len(removed), removed)
 	}
 	split, err := cfg.LoadData()
 	if err != nil {
@@ -118,16 +120,16 @@ func Train(ctx context.Context, cfg config.Config, opt Options) (*rundir.Summary
 		}
 		split.Encoding = nil
 	}
-	logf(opt.Log, "data: %d training rows (%.1f%% positive), %d validation rows, %d test rows", len(train.IDs),
+	logf(opt.logger(), "data: %d training rows (%.1f%% positive), %d validation rows, %d test rows", len(train.IDs),
 		100*posRate(train.Labels), len(val.IDs), len(split.Test.IDs))
 	if w := config.BatchWarning(cfg.Batch, len(train.IDs), cfg.Epochs); w != "" {
-		logf(opt.Log, "warning: %s", w)
+		opt.logger().Warn(w, "key", "batch")
 	}
 	if w := config.PositivesWarning(cfg.Batch, posRate(train.Labels)); w != "" {
-		logf(opt.Log, "warning: %s", w) // and in the summary (trainSplit)
+		opt.logger().Warn(w, "key", "batch") // and in the summary (trainSplit)
 	}
 	if len(cfg.Auto) > 0 {
-		logf(opt.Log, "settings %s", cfg.AutoNote())
+		logf(opt.logger(), "settings %s", cfg.AutoNote())
 	}
 	// The baseline is fitted beside training, on its own goroutine (the
 	// step leaves a core idle much of the time), and waited for before
@@ -143,7 +145,7 @@ func Train(ctx context.Context, cfg config.Config, opt Options) (*rundir.Summary
 		return nil, err
 	}
 	if cfg.VerticalSplit() {
-		logf(opt.Log, "vertical split: the passive party holds %v, the active party %v", pv.train.X.ColumnNames(), av.train.X.ColumnNames())
+		logf(opt.logger(), "vertical split: the passive party holds %v, the active party %v", pv.train.X.ColumnNames(), av.train.X.ColumnNames())
 	}
 	var base func() *rundir.BaselineSummary
 	if cfg.Baseline && split.Train.X != nil && split.Train.X.Image == nil && av.train.X.NumCat+av.train.X.NumDense > 0 {
@@ -157,7 +159,7 @@ func Train(ctx context.Context, cfg config.Config, opt Options) (*rundir.Summary
 		go func() { done <- rundir.FitBaselineContext(ctx, btrain, bval, btest, cfg.BaselineRows, cols, true) }()
 		base = func() *rundir.BaselineSummary {
 			b := <-done
-			logf(opt.Log, "%s", b.Line())
+			logf(opt.logger(), "%s", b.Line())
 			return b
 		}
 	}
@@ -354,7 +356,7 @@ func finishRun(ctx context.Context, cfg config.Config, opt Options, rec *rundir.
 		// A detector's alarm ends the run cleanly: the models of before
 		// the alarmed batch (or the selected ones) are kept.
 		reason := alarmReason(alarm, steps)
-		logf(opt.Log, "%s", reason)
+		logf(opt.logger(), "%s", reason)
 		rec.Alarm(reason)
 		if beforeSave != nil {
 			if err := beforeSave(); err != nil {
@@ -383,7 +385,7 @@ func finishRun(ctx context.Context, cfg config.Config, opt Options, rec *rundir.
 	}
 	if stopped {
 		rec.SetEarlyStopped()
-		logf(opt.Log, "early stop: %d evaluations without a better validation AUC", cfg.EarlyStop)
+		logf(opt.logger(), "early stop: %d evaluations without a better validation AUC", cfg.EarlyStop)
 	}
 	if beforeSave != nil {
 		if err := beforeSave(); err != nil {
@@ -640,8 +642,17 @@ func posRate(labels []uint8) float64 {
 	return float64(s) / float64(max(len(labels), 1))
 }
 
-func logf(w io.Writer, format string, a ...any) {
-	if w != nil {
-		fmt.Fprintf(w, format+"\n", a...)
+// logger returns the run's logger, one that discards when none is set.
+func (o Options) logger() *slog.Logger {
+	if o.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return o.Logger
+}
+
+// logf logs a progress line, format with a, at level info.
+func logf(log *slog.Logger, format string, a ...any) {
+	if log.Enabled(context.Background(), slog.LevelInfo) {
+		log.Info(fmt.Sprintf(format, a...))
 	}
 }

@@ -15,7 +15,7 @@ import (
 // The caller closes it.
 func openRecorder(cfg config.Config, opt Options, train *data.Dataset) (*rundir.Recorder, error) {
 	rec, err := rundir.Open(cfg, false, rundir.Hooks{OnBatch: opt.OnBatch, OnEval: opt.OnEval, Progress: opt.Progress,
-		Log: func(f string, a ...any) { logf(opt.Log, f, a...) }})
+		Logger: opt.Logger})
 	if err != nil {
 		return nil, err
 	}

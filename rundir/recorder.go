@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"path/filepath"
@@ -38,8 +39,8 @@ type Hooks struct {
 	OnBatch  func(BatchRecord)
 	OnEval   func(EvalRecord)
 	Progress func(Progress)
-	// Log receives one line per evaluation.
-	Log func(format string, a ...any)
+	// Logger receives one line per evaluation (nil: none).
+	Logger *slog.Logger
 }
 
 // Progress is a snapshot handed to Hooks.Progress after every batch.
@@ -298,12 +299,12 @@ func (r *Recorder) EvalWithFeatures(res *active.EvalResult, attacks, features ma
 	if r.hooks.OnEval != nil {
 		r.hooks.OnEval(e)
 	}
-	if r.hooks.Log != nil {
+	if r.hooks.Logger != nil {
 		val := ""
 		if e.ValAUC != nil {
 			val = fmt.Sprintf("val AUC %.4f  ", *e.ValAUC)
 		}
-		r.hooks.Log("eval: step %d  %stest AUC %.4f  test loss %.4f  ACE %.4f%s%s", e.Step, val, e.TestAUC, e.TestLoss, e.ACE, integrityLog(e), partyLog(e))
+		r.hooks.Logger.Info(fmt.Sprintf("eval: step %d  %stest AUC %.4f  test loss %.4f  ACE %.4f%s%s", e.Step, val, e.TestAUC, e.TestLoss, e.ACE, integrityLog(e), partyLog(e)))
 	}
 	return e, nil
 }

@@ -81,7 +81,7 @@ func runParty(cmd *cobra.Command, resolve func() (netrun.Config, error), body pa
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), nil))
+	log := newPartyLogger(cmd.ErrOrStderr(), cmd)
 	ctx, stop := signalContext(cmd, log)
 	defer stop()
 	return body(ctx, cmd, cfg, log)

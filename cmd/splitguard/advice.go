@@ -2,49 +2,81 @@ package main
 
 import (
 	"errors"
-	"io"
 	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/rundir"
 	"github.com/splitguard/splitguard/sweep"
 )
 
-// keyRef is how library errors name a configuration key: "key NAME",
-// optionally in parentheses.
-var keyRef = regexp.MustCompile(`(\(?)key ([a-z][a-z0-9_]*)(\)?)`)
+// freeTextKey is how library text that is not (yet) a config.KeyError
+// names a configuration key: "key NAME". Only such text is read for keys
+// (freeTextKeys); refusals of configuration keys carry them as
+// config.KeyError.
+var freeTextKey = regexp.MustCompile(`\bkey ([a-z][a-z0-9_]*)`)
 
-// withFlagNames rewrites the configuration keys an error names into the
-// flags of cmd that set them ("key test_frac" → "--test-frac"): library
-// errors state the fact in the library's terms, the command line names
-// its own flags.
-func withFlagNames(cmd *cobra.Command, msg string) string {
-	return keyRef.ReplaceAllStringFunc(msg, func(m string) string {
-		sub := keyRef.FindStringSubmatch(m)
-		flag := strings.ReplaceAll(sub[2], "_", "-")
-		if cmd == nil || cmd.Flags().Lookup(flag) == nil {
-			return m
-		}
-		return sub[1] + "--" + flag + sub[3]
-	})
+// freeTextKeys returns the configuration keys msg names as "key NAME".
+func freeTextKeys(msg string) []string {
+	var keys []string
+	for _, m := range freeTextKey.FindAllStringSubmatch(msg, -1) {
+		keys = append(keys, m[1])
+	}
+	return keys
 }
 
-// flagNamesWriter rewrites the configuration keys named in the run's log
-// lines (warnings such as a batch larger than the training split) into
-// the flags of train.
-type flagNamesWriter struct{ w io.Writer }
+// errorWithFlagNames returns err's text with the configuration keys it
+// refuses named as the flags of cmd that set them: the keys of every
+// config.KeyError in err's tree, and those of text not yet structured.
+func errorWithFlagNames(cmd *cobra.Command, err error) string {
+	msg := err.Error()
+	return withFlagNames(cmd, msg, append(config.KeysOf(err), freeTextKeys(msg)...))
+}
 
-func (f flagNamesWriter) Write(b []byte) (int, error) {
-	if !keyRef.Match(b) {
-		return f.w.Write(b)
+// withFlagNames rewrites, in msg, each "key NAME" of the keys given into
+// the flag of cmd that sets NAME ("key test_frac" → "--test-frac"):
+// library errors state the fact in the library's terms, the command line
+// names its own flags. A key cmd has no flag for stays as it is.
+func withFlagNames(cmd *cobra.Command, msg string, keys []string) string {
+	if cmd == nil {
+		return msg
 	}
-	if _, err := io.WriteString(f.w, withFlagNames(newTrainCmd(), string(b))); err != nil {
-		return 0, err
+	for _, k := range keys {
+		flag := strings.ReplaceAll(k, "_", "-")
+		if cmd.Flags().Lookup(flag) == nil {
+			continue
+		}
+		msg = replaceWord(msg, "key "+k, "--"+flag)
 	}
-	return len(b), nil
+	return msg
+}
+
+// replaceWord replaces every old in s that no letter, digit or underscore
+// follows (so "key data" leaves "key data_dir" alone) by repl.
+func replaceWord(s, old, repl string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, old)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		end := i + len(old)
+		b.WriteString(s[:i])
+		if end < len(s) && isKeyByte(s[end]) {
+			b.WriteString(old)
+		} else {
+			b.WriteString(repl)
+		}
+		s = s[end:]
+	}
+}
+
+func isKeyByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
 }
 
 // addForceFlag adds --force, which lets a command replace another run in

@@ -94,7 +94,7 @@ func runPlan(ctx context.Context, o plan.Options, stdout, stderr io.Writer) erro
 	})
 	defer stop()
 	prog := newPlanProgress(stderr)
-	o.Log = prog.logWriter()
+	o.Logger = newLineLogger(prog.logWriter(), newTrainCmd())
 	o.Progress = prog.update
 	res, err := plan.Run(ctx, o)
 	prog.finish()
@@ -174,9 +174,9 @@ func (p *planProgress) update(s plan.Progress) {
 
 func (p *planProgress) logWriter() io.Writer {
 	if p.bar == nil {
-		return flagNamesWriter{p.w}
+		return p.w
 	}
-	return flagNamesWriter{planBarSafe{p}}
+	return planBarSafe{p}
 }
 
 type planBarSafe struct{ p *planProgress }

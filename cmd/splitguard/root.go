@@ -28,7 +28,7 @@ func newRootCmd() *cobra.Command {
 }
 
 // adviseFlags makes every command's errors name its flags where the
-// library named configuration keys (see withFlagNames).
+// library named configuration keys (see errorWithFlagNames).
 func adviseFlags(cmd *cobra.Command) {
 	if run := cmd.RunE; run != nil {
 		cmd.RunE = func(c *cobra.Command, args []string) error {
@@ -36,7 +36,7 @@ func adviseFlags(cmd *cobra.Command) {
 			if err == nil {
 				return nil
 			}
-			if msg := withForceAdvice(c, withFlagNames(c, err.Error()), err); msg != err.Error() {
+			if msg := withForceAdvice(c, errorWithFlagNames(c, err), err); msg != err.Error() {
 				return &advisedError{msg: msg, err: err}
 			}
 			return err

@@ -169,7 +169,7 @@ func trainAndReport(ctx context.Context, cfg config.Config, uiAddr string, force
 	})
 	defer stop()
 	prog := newProgress(stderr, cfg.Batch)
-	opts := run.Options{Log: flagNamesWriter{prog.logWriter()}, Progress: prog.update, Force: force}
+	opts := run.Options{Logger: newLineLogger(prog.logWriter(), newTrainCmd()), Progress: prog.update, Force: force}
 	var feed *ui.Feed
 	if uiAddr != "" {
 		feed = ui.NewFeed(ui.Info{Title: cfg.Out, Protect: cfg.Legend().Text, Method: cfg.Protect})

@@ -55,7 +55,7 @@ type ClientOptions struct {
 	// attempts: BackoffBase·2^attempt, capped at BackoffMax (defaults
 	// 100 ms and 10 s).
 	BackoffBase, BackoffMax time.Duration
-	// Logger receives retries and refusals; slog.Default() when nil.
+	// Logger receives retries and refusals; nil discards them.
 	Logger *slog.Logger
 	// PipelineDepth > 0 lets Send have that many training messages in
 	// flight (a staleness k needs k+1; at most transport.MaxInFlight),
@@ -138,7 +138,7 @@ func Dial(addr string, o ClientOptions) (*Client, error) {
 		o.BackoffMax = 10 * time.Second
 	}
 	if o.Logger == nil {
-		o.Logger = slog.Default()
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Client{o: o, log: o.Logger.With("side", "passive", "addr", addr), max: o.MaxMessageBytes / 4, addr: addr}
 	if o.TLS != nil {

@@ -69,8 +69,7 @@ type PartiesOptions struct {
 	Passives []PartyOptions
 	// MaxMessageBytes bounds one message (DefaultMaxMessageBytes when 0).
 	MaxMessageBytes int
-	// Logger receives refusals and connection events; slog.Default() when
-	// nil.
+	// Logger receives refusals and connection events; nil discards them.
 	Logger *slog.Logger
 }
 

@@ -36,8 +36,7 @@ type ServerOptions struct {
 	// MaxMessageBytes bounds one received or sent message;
 	// DefaultMaxMessageBytes when 0.
 	MaxMessageBytes int
-	// Logger receives refusals and connection events; slog.Default() when
-	// nil.
+	// Logger receives refusals and connection events; nil discards them.
 	Logger *slog.Logger
 	// PipelineDepth > 0 serves a passive party that pipelines that many
 	// training messages (transport.Pipeline): the flow-control windows
@@ -128,7 +127,7 @@ func newServer(o ServerOptions) *Server {
 		o.MaxMessageBytes = DefaultMaxMessageBytes
 	}
 	if o.Logger == nil {
-		o.Logger = slog.Default()
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	o.Local = o.Local.WithDefaults()
 	return &Server{
