@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""T-DCS over the default and the tuned per-batch attacks, and the DCS against the strongest attack,
+from a sweep directory's runs (summary.json), computed independently of the report (experiments/
+defences.md, "The 1M-row file rerun with the tuned attacker").
+
+    python3 scripts/tdcs-tuned.py SWEEP_DIR norm,cosine,spectral
+
+AP = 2*q95|AUC - 1/2| of an attack at the cut, MP the selected model's test AUC, MP* the mean of the
+unprotected runs ("none-seed=..."); DCS = 1/(1 + sqrt(AP^2/2 + (MP - MP*)^2/2)); T-DCS the mean DCS over
+the attacks given (default) and over their tuned twins ("ATTACK_tuned"); the strongest attack is the one
+of largest AP among every attack at the cut. Prints a markdown table, best first.
+"""
+import json, os, sys, math
+root = sys.argv[1]
+attacks = sys.argv[2].split(',')  # default per-batch attacks at the cut
+runs = {}
+for d in sorted(os.listdir(root)):
+    p = os.path.join(root, d, 'summary.json')
+    if not os.path.exists(p): continue
+    s = json.load(open(p))
+    runs[d] = s
+def mp(s): return s.get('test_auc_selected')
+groups = {}
+for d, s in runs.items():
+    name = d.rsplit('-seed=', 1)[0]
+    groups.setdefault(name, []).append(s)
+mpstar = sum(mp(s) for s in groups['none']) / len(groups['none'])
+def dcs(ap, m): return 1 / (1 + math.sqrt(0.5 * ap * ap + 0.5 * (m - mpstar) ** 2))
+rows = []
+for name, ss in groups.items():
+    td, tt, sv, strongest, cost = [], [], [], [], []
+    for s in ss:
+        leak = s['leak']
+        m = mp(s)
+        aps_d = [2 * leak[a + '/cut']['q95_abs'] for a in attacks]
+        aps_t = [2 * leak[a + '_tuned/cut']['q95_abs'] for a in attacks]
+        td.append(sum(dcs(a, m) for a in aps_d) / len(aps_d))
+        tt.append(sum(dcs(a, m) for a in aps_t) / len(aps_t))
+        allap = {k: 2 * v['q95_abs'] for k, v in leak.items() if k.endswith('/cut')}
+        k = max(allap, key=lambda k: allap[k])
+        sv.append(dcs(allap[k], m)); strongest.append('%s (%.3f)' % (k.replace('/cut', ''), allap[k]))
+        cost.append(mpstar - m)
+    comp = [s.get('eval_attacks_final', {}).get('completion/auc') for s in ss]
+    compt = [s.get('eval_attacks_final', {}).get('completion_tuned/auc') for s in ss]
+    avg = lambda v: sum(v) / len(v)
+    rows.append((avg(sv), name, avg(td), avg(tt), strongest[0], avg(cost), comp[0], compt[0], len(ss)))
+rows.sort(key=lambda r: -r[0])
+print('| rank | setting | seeds | DCS vs strongest | strongest attack (AP) | T-DCS (default) | T-DCS (tuned) | drop | test-AUC cost | completion AUC default / tuned |')
+print('|---|---|---|---|---|---|---|---|---|---|')
+for i, r in enumerate(rows):
+    f = lambda v: '—' if v is None else '%.4f' % v
+    print('| %d | `%s` | %d | %.4f | %s | %.4f | %.4f | %+.4f | %.4f | %s / %s |' % (i + 1, r[1], r[8], r[0], r[4], r[2], r[3], r[3] - r[2], r[5], f(r[6]), f(r[7])))
