@@ -31,8 +31,15 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 // Write atomically replaces path with what fill writes, streamed through
 // a buffer to a temporary file beside path (nothing is held in memory but
 // the buffer), with permissions perm. When fill or any step fails, path is
-// untouched and the temporary file is removed.
+// untouched and the temporary file is removed. A path that exists and is
+// not a regular file (a directory, a device such as /dev/null, a pipe) is
+// refused before anything is written.
 func Write(path string, perm os.FileMode, fill func(w io.Writer) error) error {
+	// Renaming over a device or a pipe would replace it (as root, even
+	// /dev/null) with a regular file.
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file (%s): it is not replaced", path, fileKind(fi.Mode()))
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), tempPrefix+filepath.Base(path)+"-*")
 	if err != nil {
 		return err
@@ -133,4 +140,19 @@ func (r *Reservation) Release() error {
 // (ENOSPC, EDQUOT, EFBIG).
 func IsDiskFull(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG)
+}
+
+// fileKind names a non-regular file's kind for an error.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	}
+	return "not a regular file"
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -56,5 +58,36 @@ func TestCleanTemps(t *testing.T) {
 	}
 	if r, err := CleanTemps(filepath.Join(dir, "missing")); err != nil || r != nil {
 		t.Fatalf("CleanTemps on a missing dir = %v, %v", r, err)
+	}
+}
+
+// TestWriteRefusesNonRegularTargets: a directory and a named pipe are not
+// replaced (renaming over them would destroy them; as root even
+// /dev/null), and the error names the kind; nothing is left behind.
+func TestWriteRefusesNonRegularTargets(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for path, kind := range map[string]string{sub: "a directory", fifo: "a named pipe"} {
+		err := WriteFile(path, []byte("x"), 0o644)
+		if err == nil || !strings.Contains(err.Error(), kind) {
+			t.Errorf("%s: %v, want a refusal naming %q", path, err, kind)
+		}
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("the pipe was replaced: %v %v", fi, err)
+	}
+	left, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 2 {
+		t.Errorf("files left behind: %v", left)
 	}
 }
