@@ -300,12 +300,7 @@ func (p *Passport) Backprop(g *tensor.Matrix) (*tensor.Matrix, error) {
 
 // Step implements InputLayer: one Adam update of W and the autoencoder.
 func (p *Passport) Step() error {
-	if !p.pending {
-		return errors.New("FedPass: Step without a Backward since the last Step")
-	}
-	p.opt.Step(p.params)
-	p.pending = false
-	return nil
+	return adamStep("FedPass", &p.pending, p.params, p.opt)
 }
 
 // Save implements InputLayer: the shape, both passports, the weights,

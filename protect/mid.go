@@ -277,12 +277,7 @@ func rowsOf(m *tensor.Matrix) int {
 
 // Step implements InputLayer: one Adam update of the bottleneck.
 func (m *MID) Step() error {
-	if !m.pending {
-		return errors.New("MID: Step without a Backward since the last Step")
-	}
-	m.opt.Step(m.params)
-	m.pending = false
-	return nil
+	return adamStep("MID", &m.pending, m.params, m.opt)
 }
 
 // Save implements InputLayer: weights, Adam moments and step count, and

@@ -1,6 +1,7 @@
 package protect
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -81,6 +82,18 @@ func PassiveSettings(p Params) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// adamStep is a trained defence layer's Step: one Adam update of params,
+// refused (naming the layer) unless a Backward readied it (*pending),
+// which it then clears.
+func adamStep(name string, pending *bool, params []*nn.Param, opt *nn.Adam) error {
+	if !*pending {
+		return errors.New(name + ": Step without a Backward since the last Step")
+	}
+	opt.Step(params)
+	*pending = false
+	return nil
 }
 
 // writeParams appends the values of params with the optimiser's moments

@@ -172,12 +172,7 @@ func (r *ResSFL) Reconstruction() float64 { return r.loss }
 
 // Step moves the decoder one Adam step down R.
 func (r *ResSFL) Step() error {
-	if !r.pending {
-		return errors.New("ResSFL: Step without a Backward since the last Step")
-	}
-	r.opt.Step(r.params)
-	r.pending = false
-	return nil
+	return adamStep("ResSFL", &r.pending, r.params, r.opt)
 }
 
 // Save writes the decoder's shape, weights and Adam state.
