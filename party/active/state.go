@@ -17,8 +17,9 @@ const stateTag = "splitguard/active/v1"
 // bit-identically between two steps: the step count, the random stream of
 // the protection, the protection's own state (protect.Stateful) and the
 // top model's parameters and optimiser state, and, with error feedback,
-// every training row's residual (a section the state has only then). It
-// must not be called while a step is in progress.
+// every training row's residual (a section the state has only then), and,
+// with CELU-VFL's workset, its cached batches (likewise). It must not be
+// called while a step is in progress.
 func (a *Active) SaveState(w io.Writer) error {
 	rs, err := a.pcg.MarshalBinary()
 	if err != nil {
@@ -44,6 +45,9 @@ func (a *Active) SaveState(w io.Writer) error {
 			return fmt.Errorf("active: saving the error feedback: %w", err)
 		}
 		b = appendBlob(b, fb)
+	}
+	if a.celu != nil {
+		b = appendBlob(b, a.celu.appendState(nil))
 	}
 	_, err = w.Write(b)
 	return err
@@ -80,8 +84,14 @@ func (a *Active) LoadState(r io.Reader) error {
 			return fmt.Errorf("active: state: error feedback (a state saved without it?): %w", err)
 		}
 	}
+	var cs []byte
+	if a.celu != nil {
+		if cs, raw, err = takeBlob(raw); err != nil {
+			return fmt.Errorf("active: state: CELU-VFL workset (a state saved without it?): %w", err)
+		}
+	}
 	if len(raw) != 0 {
-		return fmt.Errorf("active: state: %d trailing bytes (a state saved with error feedback?)", len(raw))
+		return fmt.Errorf("active: state: %d trailing bytes (a state saved with error feedback or a CELU-VFL workset?)", len(raw))
 	}
 	if step < 0 {
 		return fmt.Errorf("active: state: negative step %d", step)
@@ -98,6 +108,11 @@ func (a *Active) LoadState(r io.Reader) error {
 	if a.feedback != nil {
 		if err := a.feedback.UnmarshalBinary(fb); err != nil {
 			return fmt.Errorf("active: state: %w", err)
+		}
+	}
+	if a.celu != nil {
+		if err := a.celu.takeState(cs); err != nil {
+			return fmt.Errorf("active: state: CELU-VFL workset: %w", err)
 		}
 	}
 	a.step, a.order = step, nil
