@@ -25,6 +25,9 @@ func featureAttacks(cfg config.Config, pv, av *view, bottom model.Bottom, top mo
 	if len(cfg.FeatureAttacks) == 0 && cfg.Hijack == "" {
 		return func() (map[string]float64, error) { return nil, nil }, nil, nil
 	}
+	if pv.train.X != nil && pv.train.X.Image != nil && cfg.Hijack != "" {
+		return imageHijack(cfg, pv, bottom)
+	}
 	ev, err := feature.NewEvaluator(cfg.FeatureAttacks, pv.train.X, pv.test.X, av.train.X, av.test.X,
 		cfg.FeatureAuxRows(), cfg.Seed, cfg.EvalBatch)
 	if err != nil {

@@ -1,0 +1,58 @@
+package run
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/splitguard/splitguard/config"
+)
+
+// imageHijackConfig is a CNN run on 300 small lesion images (240
+// training, 60 test) whose active party hijacks with FSHA.
+func imageHijackConfig(t *testing.T, dir string) config.Config {
+	c := config.Default()
+	c.Data, c.Format, c.Model = dir, "isic", "cnn"
+	c.ImageSize, c.CNNBlocks, c.CNNChannels, c.CNNDense, c.Cut = 16, 2, 4, 8, 2
+	c.Batch, c.EvalEvery, c.MaxSteps, c.LR, c.ValFrac = 16, 10, 30, 1e-3, 0
+	c.Hijack, c.FeatureAux, c.Epochs = config.HijackFSHA, 100, 2
+	c.Out = t.TempDir()
+	return c
+}
+
+// TestFSHAOnImages: on images FSHA's reconstructions of the test images
+// are scored at every evaluation (MSE against the public images' mean
+// image, pooled R², the distance of the embeddings to the pilot's codes),
+// and the passive party's watch refuses it at the first full window.
+func TestFSHAOnImages(t *testing.T) {
+	dir := t.TempDir()
+	writeLesions(t, dir, 30, 270, 16)
+	c := imageHijackConfig(t, dir)
+	sum, err := Train(context.Background(), c, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := sum.FeatureLeakFinal
+	for _, k := range []string{"fsha/mse", "fsha/mse_prior", "fsha/r2_mean", "fsha/code_gap"} {
+		if _, ok := f[k]; !ok {
+			t.Fatalf("no %s in the final figures %v", k, f)
+		}
+	}
+	if !(f["fsha/mse"] >= 0 && f["fsha/mse_prior"] > 0 && f["fsha/r2_mean"] <= 1) {
+		t.Errorf("figures out of range: %v", f)
+	}
+	c = imageHijackConfig(t, dir)
+	c.HijackStop = 0.01
+	sum, err = Train(context.Background(), c, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sum.IntegrityAlarm, "hijacking") || sum.Steps != 19 {
+		t.Fatalf("alarm %q after %d steps, want the hijacking alarm at step 19", sum.IntegrityAlarm, sum.Steps)
+	}
+	bad := imageHijackConfig(t, dir)
+	bad.FeatureAttacks = []string{"inverse_linear"}
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "feature_attacks") {
+		t.Errorf("a table attack on images: %v", err)
+	}
+}
