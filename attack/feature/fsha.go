@@ -53,7 +53,7 @@ type FSHA struct {
 	LR, DiscLR float32
 	Penalty    float64
 
-	image    bool           // the public rows are images: pixels, not coded columns
+	image bool // the public rows are images: pixels, not coded columns
 
 	pub      *tensor.Matrix // public rows, coded and standardised
 	pubDense []float32      // their raw dense columns (clipping guesses)
@@ -61,14 +61,14 @@ type FSHA struct {
 	classes  [][]int32
 	mean, sd []float64
 
-	rng             *rand.Rand
-	d               int
-	started         bool
-	pilot, dec      *mlp2
-	critic          *gpCritic
-	aeParams        []*nn.Param
-	aeOpt           *nn.Adam
-	wass, gp        float64 // the critic's last Wasserstein estimate and penalty
+	rng        *rand.Rand
+	d          int
+	started    bool
+	pilot, dec *mlp2
+	critic     *gpCritic
+	aeParams   []*nn.Param
+	aeOpt      *nn.Adam
+	wass, gp   float64 // the critic's last Wasserstein estimate and penalty
 
 	xb, recon, grad, pix tensor.Matrix
 	dLogits, eps         []float32

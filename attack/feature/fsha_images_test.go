@@ -112,7 +112,6 @@ func TestFSHAImagesHijacksTheBottom(t *testing.T) {
 	}
 }
 
-
 // TestImageScores on hand-computed cases: truth rows (0, 1) and (1, 1);
 // pixel 0 varies (SST 0.5), pixel 1 does not.
 func TestImageScores(t *testing.T) {
