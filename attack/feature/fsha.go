@@ -3,6 +3,7 @@ package feature
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 
@@ -65,6 +66,8 @@ type FSHA struct {
 	d          int
 	started    bool
 	pilot, dec *mlp2
+	net        Pilot // the pilot when set (SetPilot), else pilot
+	batch      data.Batch
 	critic     *gpCritic
 	aeParams   []*nn.Param
 	aeOpt      *nn.Adam
@@ -114,12 +117,38 @@ func (*FSHA) Name() string { return "fsha" }
 func (f *FSHA) start(e *tensor.Matrix) {
 	m := f.pub.Cols
 	nonNeg := !slices.ContainsFunc(e.Data, func(v float32) bool { return v < 0 })
-	f.pilot = newMLP2(m, f.Hidden, f.d, nonNeg, f.rng)
 	f.dec = newMLP2(f.d, f.Hidden, m, false, f.rng)
 	f.critic = newGPCritic(f.d, f.Hidden, f.Penalty, f.DiscLR, f.rng)
-	f.aeParams = append(slices.Clone(f.pilot.params), f.dec.params...)
 	f.aeOpt = nn.NewAdam(f.LR)
 	f.started = true
+	if f.net != nil {
+		f.aeParams = slices.Clone(f.dec.params)
+		return
+	}
+	f.pilot = newMLP2(m, f.Hidden, f.d, nonNeg, f.rng)
+	f.aeParams = append(slices.Clone(f.pilot.params), f.dec.params...)
+	// The pilot's codes start at the scale of the embeddings received:
+	// its last layer (ReLU is positively homogeneous) is scaled so that
+	// the codes of the first public rows have the batch's mean squared
+	// row norm.
+	codes := f.pilot.forward(headRows(f.pub, min(f.pub.Rows, 256)))
+	if want, got := meanSquaredNorm(e), meanSquaredNorm(codes); want > 0 && got > 0 {
+		k := float32(math.Sqrt(want / got))
+		for _, p := range f.pilot.l2.Params() {
+			for i := range p.W.Data {
+				p.W.Data[i] *= k
+			}
+		}
+	}
+}
+
+// meanSquaredNorm is the mean over m's rows of their squared norms.
+func meanSquaredNorm(m *tensor.Matrix) float64 {
+	var s float64
+	for _, v := range m.Data {
+		s += float64(v) * float64(v)
+	}
+	return s / float64(m.Rows)
 }
 
 // Gradient is one hijacking step on the passive party's batch embedding e
@@ -148,7 +177,10 @@ func (f *FSHA) Gradient(e *tensor.Matrix) (*tensor.Matrix, error) {
 	for i := range B {
 		copy(f.xb.Row(i), f.pub.Row(f.rng.IntN(f.pub.Rows)))
 	}
-	codes := f.pilot.forward(&f.xb)
+	codes, err := f.encode(&f.xb)
+	if err != nil {
+		return nil, err
+	}
 	// The critic: the pilot's codes are real, e fake.
 	f.eps = f.eps[:0]
 	for range B {
@@ -163,12 +195,66 @@ func (f *FSHA) Gradient(e *tensor.Matrix) (*tensor.Matrix, error) {
 	for i, v := range out.Data {
 		f.recon.Data[i] = scale * (v - f.xb.Data[i])
 	}
-	f.pilot.backward(f.dec.backward(&f.recon))
+	dCodes := f.dec.backward(&f.recon)
+	if f.net != nil {
+		if _, err := f.net.Backward(dCodes); err != nil {
+			return nil, fmt.Errorf("feature: FSHA pilot: %w", err)
+		}
+		if err := f.net.Step(); err != nil {
+			return nil, fmt.Errorf("feature: FSHA pilot: %w", err)
+		}
+	} else {
+		f.pilot.backward(dCodes)
+	}
 	f.aeOpt.Step(f.aeParams)
 	if err := tensor.CheckFinite("feature: FSHA gradient", &f.grad); err != nil {
 		return nil, err
 	}
 	return &f.grad, nil
+}
+
+// encode returns the pilot's codes of the public rows x (valid until the
+// next call).
+func (f *FSHA) encode(x *tensor.Matrix) (*tensor.Matrix, error) {
+	if f.net == nil {
+		return f.pilot.forward(x), nil
+	}
+	f.batch = data.Batch{Rows: x.Rows, Dense: x}
+	codes, err := f.net.Forward(&f.batch)
+	if err != nil {
+		return nil, fmt.Errorf("feature: FSHA pilot: %w", err)
+	}
+	if codes.Rows != x.Rows || codes.Cols != f.d {
+		return nil, fmt.Errorf("feature: FSHA pilot gave %d×%d codes for %d rows of a %d-wide cut", codes.Rows, codes.Cols, x.Rows, f.d)
+	}
+	return codes, nil
+}
+
+// Pilot is a network that can serve as FSHA's pilot encoder f̃: the
+// passive party's bottom architecture with its own weights and
+// optimiser (model.Bottom has these methods).
+type Pilot interface {
+	Forward(in *data.Batch) (*tensor.Matrix, error)
+	Backward(gCut *tensor.Matrix) ([]*tensor.Matrix, error)
+	Step() error
+}
+
+// SetPilot makes p FSHA's pilot encoder in place of its one-hidden-layer
+// network, before its first step: [Pasquini21]'s pilot has the shape of
+// the client's network, which the attacker knows, so that the feature
+// space it defines is one the client's network can reach (a
+// convolutional bottom's outputs are local; a dense pilot's codes are
+// not). p reads the public rows as a bottom reads a batch of their dense
+// values (images).
+func (f *FSHA) SetPilot(p Pilot) error {
+	if f.started {
+		return errors.New("feature: FSHA's pilot is set before its first step")
+	}
+	if !f.image {
+		return errors.New("feature: a pilot network reads images; FSHA on a table codes its rows")
+	}
+	f.net = p
+	return nil
 }
 
 // Critic returns the critic's Wasserstein estimate (mean score of the

@@ -46,11 +46,11 @@ func (f *FSHA) Images(e *tensor.Matrix) (*tensor.Matrix, error) {
 
 // PilotCodes returns the pilot encoder's codes f̃(x) of the rows of x
 // (valid until the next call; nil before the first training step).
-func (f *FSHA) PilotCodes(x *tensor.Matrix) *tensor.Matrix {
+func (f *FSHA) PilotCodes(x *tensor.Matrix) (*tensor.Matrix, error) {
 	if !f.started {
-		return nil
+		return nil, nil
 	}
-	return f.pilot.forward(x)
+	return f.encode(x)
 }
 
 // ImageEvaluator scores an image hijacker (FSHA) at every evaluation of
@@ -139,7 +139,10 @@ func (ev *ImageEvaluator) Run(enc Encoder) (map[string]float64, error) {
 		"fsha/r2_mean": r2, "fsha/r2_own_mean": 0}
 	figs["fsha/critic_w"], _ = ev.fsha.Critic()
 	if n := min(ev.pub.Rows, ev.emb.Rows); n > 1 {
-		codes := ev.fsha.PilotCodes(headRows(ev.pub, n))
+		codes, err := ev.fsha.PilotCodes(headRows(ev.pub, n))
+		if err != nil {
+			return nil, err
+		}
 		if codes != nil {
 			figs["fsha/code_gap"] = wassersteinGap(headRows(&ev.emb, n), codes)
 		}

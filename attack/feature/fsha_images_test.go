@@ -77,7 +77,11 @@ func TestFSHAImagesHijacksTheBottom(t *testing.T) {
 	held := headRows(priv, 200)
 	gap := func() float64 {
 		e := bot.forward(held).Clone()
-		return wassersteinGap(e, f.PilotCodes(headRows(f.pub, 200)))
+		c, err := f.PilotCodes(headRows(f.pub, 200))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return wassersteinGap(e, c)
 	}
 	xb := tensor.New(batch, side*side)
 	var first float64
