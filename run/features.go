@@ -42,6 +42,9 @@ func featureAttacks(cfg config.Config, pv, av *view, bottom model.Bottom, top mo
 		if err != nil {
 			return nil, nil, err
 		}
+		if err := setPilot(cfg, fsha, pv.train.X); err != nil {
+			return nil, nil, err
+		}
 		ev.Add(fsha)
 		hijack = fsha
 	}

@@ -1,7 +1,11 @@
 package run
 
 import (
+	"bytes"
 	"context"
+	"image/png"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -40,6 +44,18 @@ func TestFSHAOnImages(t *testing.T) {
 	}
 	if !(f["fsha/mse"] >= 0 && f["fsha/mse_prior"] > 0 && f["fsha/r2_mean"] <= 1) {
 		t.Errorf("figures out of range: %v", f)
+	}
+	raw, err := os.ReadFile(filepath.Join(c.Out, ReconstructionsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 16 of the 60 test images of 16×16, a 1-pixel gap after each.
+	if b := img.Bounds(); b.Dx() != 16*17 || b.Dy() != 2*16+1 {
+		t.Errorf("the reconstructions' picture is %v", b)
 	}
 	c = imageHijackConfig(t, dir)
 	c.HijackStop = 0.01

@@ -58,6 +58,8 @@ type FSHA struct {
 
 	pub      *tensor.Matrix // public rows, coded and standardised
 	pubDense []float32      // their raw dense columns (clipping guesses)
+	pubX     *data.Features // the public rows as a bottom reads them (a pilot network's input)
+	idx      []int          // the public rows of the batch
 	numDense int
 	classes  [][]int32
 	mean, sd []float64
@@ -73,7 +75,7 @@ type FSHA struct {
 	aeOpt      *nn.Adam
 	wass, gp   float64 // the critic's last Wasserstein estimate and penalty
 
-	xb, recon, grad, pix tensor.Matrix
+	xb, xe, recon, grad, pix tensor.Matrix
 	dLogits, eps         []float32
 }
 
@@ -88,7 +90,7 @@ func NewFSHA(pub *data.Features, d int, seed uint64) (*FSHA, error) {
 		return nil, fmt.Errorf("feature: FSHA for a cut of width %d", d)
 	}
 	f := &FSHA{Hidden: 128, LR: 1e-3, DiscLR: 1e-3, Penalty: 10, d: d, numDense: pub.NumDense,
-		pubDense: slices.Clone(pub.Dense), rng: rand.New(rand.NewPCG(seed, streamFSHA))}
+		pubDense: slices.Clone(pub.Dense), pubX: pub, rng: rand.New(rand.NewPCG(seed, streamFSHA))}
 	n := pub.Rows
 	if pub.Image != nil {
 		if pub.NumDense == 0 || pub.NumCat != 0 {
@@ -131,7 +133,7 @@ func (f *FSHA) start(e *tensor.Matrix) {
 	// its last layer (ReLU is positively homogeneous) is scaled so that
 	// the codes of the first public rows have the batch's mean squared
 	// row norm.
-	codes := f.pilot.forward(headRows(f.pub, min(f.pub.Rows, 256)))
+	codes := f.pilot.forward(headRows(f.pub, min(f.pub.Rows, 256))) // before any encode: no buffer shared
 	if want, got := meanSquaredNorm(e), meanSquaredNorm(codes); want > 0 && got > 0 {
 		k := float32(math.Sqrt(want / got))
 		for _, p := range f.pilot.l2.Params() {
@@ -174,10 +176,13 @@ func (f *FSHA) Gradient(e *tensor.Matrix) (*tensor.Matrix, error) {
 
 	// A batch of public rows and the pilot's codes of them.
 	f.xb.Resize(B, m)
+	f.idx = f.idx[:0]
 	for i := range B {
-		copy(f.xb.Row(i), f.pub.Row(f.rng.IntN(f.pub.Rows)))
+		r := f.rng.IntN(f.pub.Rows)
+		f.idx = append(f.idx, r)
+		copy(f.xb.Row(i), f.pub.Row(r))
 	}
-	codes, err := f.encode(&f.xb)
+	codes, err := f.encode(f.idx)
 	if err != nil {
 		return nil, err
 	}
@@ -213,19 +218,23 @@ func (f *FSHA) Gradient(e *tensor.Matrix) (*tensor.Matrix, error) {
 	return &f.grad, nil
 }
 
-// encode returns the pilot's codes of the public rows x (valid until the
-// next call).
-func (f *FSHA) encode(x *tensor.Matrix) (*tensor.Matrix, error) {
+// encode returns the pilot's codes of the given public rows (valid until
+// the next call).
+func (f *FSHA) encode(rows []int) (*tensor.Matrix, error) {
 	if f.net == nil {
-		return f.pilot.forward(x), nil
+		f.xe.Resize(len(rows), f.pub.Cols)
+		for i, r := range rows {
+			copy(f.xe.Row(i), f.pub.Row(r))
+		}
+		return f.pilot.forward(&f.xe), nil
 	}
-	f.batch = data.Batch{Rows: x.Rows, Dense: x}
+	f.pubX.Gather(rows, &f.batch)
 	codes, err := f.net.Forward(&f.batch)
 	if err != nil {
 		return nil, fmt.Errorf("feature: FSHA pilot: %w", err)
 	}
-	if codes.Rows != x.Rows || codes.Cols != f.d {
-		return nil, fmt.Errorf("feature: FSHA pilot gave %d×%d codes for %d rows of a %d-wide cut", codes.Rows, codes.Cols, x.Rows, f.d)
+	if codes.Rows != len(rows) || codes.Cols != f.d {
+		return nil, fmt.Errorf("feature: FSHA pilot gave %d×%d codes for %d rows of a %d-wide cut", codes.Rows, codes.Cols, len(rows), f.d)
 	}
 	return codes, nil
 }
@@ -244,14 +253,11 @@ type Pilot interface {
 // the client's network, which the attacker knows, so that the feature
 // space it defines is one the client's network can reach (a
 // convolutional bottom's outputs are local; a dense pilot's codes are
-// not). p reads the public rows as a bottom reads a batch of their dense
-// values (images).
+// not). p reads batches of the public rows as the passive's bottom reads
+// its own.
 func (f *FSHA) SetPilot(p Pilot) error {
 	if f.started {
 		return errors.New("feature: FSHA's pilot is set before its first step")
-	}
-	if !f.image {
-		return errors.New("feature: a pilot network reads images; FSHA on a table codes its rows")
 	}
 	f.net = p
 	return nil

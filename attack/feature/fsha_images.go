@@ -3,6 +3,8 @@ package feature
 import (
 	"errors"
 	"fmt"
+	"image"
+	"image/color"
 
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/tensor"
@@ -44,13 +46,14 @@ func (f *FSHA) Images(e *tensor.Matrix) (*tensor.Matrix, error) {
 	return &f.pix, nil
 }
 
-// PilotCodes returns the pilot encoder's codes f̃(x) of the rows of x
-// (valid until the next call; nil before the first training step).
-func (f *FSHA) PilotCodes(x *tensor.Matrix) (*tensor.Matrix, error) {
+// PilotCodes returns the pilot encoder's codes f̃(x) of the first n
+// public rows (valid until the next call; nil before the first training
+// step).
+func (f *FSHA) PilotCodes(n int) (*tensor.Matrix, error) {
 	if !f.started {
 		return nil, nil
 	}
-	return f.encode(x)
+	return f.encode(seq(min(n, f.pub.Rows)))
 }
 
 // ImageEvaluator scores an image hijacker (FSHA) at every evaluation of
@@ -67,6 +70,7 @@ type ImageEvaluator struct {
 	chunk       int
 	emb         tensor.Matrix
 	fsha        *FSHA
+	last        *tensor.Matrix // the reconstructions of the last Run
 }
 
 // NewImageEvaluator returns the evaluator on the passive party's training
@@ -134,12 +138,13 @@ func (ev *ImageEvaluator) Run(enc Encoder) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
+	ev.last = guess
 	mse, r2 := ImageScores(ev.truth, guess)
 	figs := map[string]float64{"fsha/mse": mse, "fsha/mse_prior": priorMSE(ev.truth, ev.prior),
 		"fsha/r2_mean": r2, "fsha/r2_own_mean": 0}
 	figs["fsha/critic_w"], _ = ev.fsha.Critic()
 	if n := min(ev.pub.Rows, ev.emb.Rows); n > 1 {
-		codes, err := ev.fsha.PilotCodes(headRows(ev.pub, n))
+		codes, err := ev.fsha.PilotCodes(n)
 		if err != nil {
 			return nil, err
 		}
@@ -186,4 +191,33 @@ func priorMSE(truth *tensor.Matrix, prior []float32) float64 {
 		s += d * d
 	}
 	return s / float64(len(truth.Data))
+}
+
+// Grid returns a picture of the first n evaluated test images (top row)
+// above their reconstructions at the last Run (bottom row), one pixel a
+// value; nil before a Run.
+func (ev *ImageEvaluator) Grid(n int) image.Image {
+	if ev.last == nil {
+		return nil
+	}
+	n = min(n, ev.truth.Rows)
+	sh := ev.test.Image
+	w, h := sh.Width, sh.Height
+	img := image.NewRGBA(image.Rect(0, 0, n*(w+1), 2*h+1))
+	for k, m := range []*tensor.Matrix{ev.truth, ev.last} {
+		for i := range n {
+			row := m.Row(i)
+			for y := range h {
+				for x := range w {
+					var c [3]uint8
+					for ch := range 3 {
+						v := row[(y*w+x)*sh.Channels+min(ch, sh.Channels-1)]
+						c[ch] = uint8(min(max(v, 0), 1)*255 + 0.5)
+					}
+					img.Set(i*(w+1)+x, k*(h+1)+y, color.RGBA{c[0], c[1], c[2], 255})
+				}
+			}
+		}
+	}
+	return img
 }

@@ -77,7 +77,7 @@ func TestFSHAImagesHijacksTheBottom(t *testing.T) {
 	held := headRows(priv, 200)
 	gap := func() float64 {
 		e := bot.forward(held).Clone()
-		c, err := f.PilotCodes(headRows(f.pub, 200))
+		c, err := f.PilotCodes(200)
 		if err != nil {
 			t.Fatal(err)
 		}
