@@ -76,7 +76,7 @@ type FSHA struct {
 	wass, gp   float64 // the critic's last Wasserstein estimate and penalty
 
 	xb, xe, recon, grad, pix tensor.Matrix
-	dLogits, eps         []float32
+	dLogits, eps             []float32
 }
 
 // NewFSHA returns the attacker of a run whose cut embedding is d wide,
