@@ -55,10 +55,7 @@ func TestResSFLBottleneckGradients(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, x := ressflBatch(3)
-	g := tensor.New(8, 3)
-	for i := range g.Data {
-		g.Data[i] = float32(0.01 * float64(i%5-2))
-	}
+	g := ressflTaskGradient()
 	r.SetFeatures(x, nil, 0)
 	sent, err := r.Forward(e, true)
 	if err != nil {
@@ -154,27 +151,8 @@ func TestResSFLWarmupAndDecoderSteps(t *testing.T) {
 		t.Errorf("R after 20 batches: %g with 5 decoder steps a batch, %g with 1", five.Reconstruction(), one.Reconstruction())
 	}
 	a, _ := run(ResSFLOptions{Bottleneck: 2, DecoderSteps: 2, Warmup: 1}, 3)
-	var buf bytes.Buffer
-	if err := a.Save(&buf); err != nil {
-		t.Fatal(err)
-	}
 	b, _ := NewResSFLWith(3, 2, 1, 1e-2, 99, ResSFLOptions{Bottleneck: 2, DecoderSteps: 2, Warmup: 1})
-	if err := b.Load(bytes.NewReader(buf.Bytes())); err != nil {
-		t.Fatal(err)
-	}
-	b.SetFeatures(x, nil, 0)
-	for _, r := range []*ResSFL{a, b} {
-		if _, err := r.Forward(e, true); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ga, _ := a.Backward(g)
-	gb, _ := b.Backward(g)
-	for i := range ga.Data {
-		if ga.Data[i] != gb.Data[i] {
-			t.Fatalf("after load the gradient differs at %d: %v, %v", i, gb.Data[i], ga.Data[i])
-		}
-	}
+	buf := sameAfterLoad(t, a, b, e, x, g)
 	other, _ := NewResSFLWith(3, 2, 1, 1e-2, 9, ResSFLOptions{Bottleneck: 1, DecoderSteps: 1})
 	if err := other.Load(bytes.NewReader(buf.Bytes())); err == nil || !strings.Contains(err.Error(), "bottleneck") {
 		t.Errorf("a bottleneck of another rank loaded: %v", err)

@@ -74,18 +74,8 @@ func TestGPCriticPenaltyGradient(t *testing.T) {
 	}
 	check("W1", w1, c.gW1.Data)
 	check("w2", w2, c.gW2.Data)
-	// The biases of the hidden layer move the penalty only across a kink.
-	for i := range b1 {
-		orig := b1[i]
-		b1[i] = orig + step
-		up := penalty64(x, w1, b1, w2, h, lambda)
-		b1[i] = orig - step
-		down := penalty64(x, w1, b1, w2, h, lambda)
-		b1[i] = orig
-		if dv := (up - down) / (2 * step); math.Abs(dv) > 1e-6 {
-			t.Errorf("∂P/∂b1[%d] = %g by central differences, want 0 away from a kink", i, dv)
-		}
-	}
+	// The hidden layer's biases move the penalty only across a kink.
+	check("b1", b1, make([]float32, len(b1)))
 }
 
 // TestGPCriticSeparates: trained on two Gaussian clouds whose means
