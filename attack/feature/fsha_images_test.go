@@ -134,3 +134,4 @@ func TestImageScores(t *testing.T) {
 		}
 	}
 }
+
