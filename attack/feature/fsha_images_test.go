@@ -134,4 +134,3 @@ func TestImageScores(t *testing.T) {
 		}
 	}
 }
-
