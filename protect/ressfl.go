@@ -36,7 +36,7 @@ type ResSFLOptions struct {
 	// Bottleneck, if positive, is the rank b of a learned linear map
 	// e ↦ e·W_d·W_u (d → b → d, no bias) through which the bottom's
 	// embedding passes before it is sent and before the decoder reads it:
-	// [Li22]'s bottleneck layer at the cut.
+	// Li et al.'s bottleneck layer at the cut.
 	Bottleneck int
 	// DecoderSteps is the simulated decoder's Adam steps per training
 	// batch (at least 1).
@@ -63,16 +63,16 @@ const ressflInitStream = 0x7265_7373_666c // "ressfl"
 //
 // while its bottom minimises the task loss minus λ·R: to the gradient it
 // receives it adds −λ·∂R/∂e (at the decoder's weights before this step's
-// update), so that the embedding it sends is hard to invert. The
-// embedding is sent unchanged. The decoder reads the dense columns only
+// update), so that the embedding it sends is hard to invert. Without a
+// bottleneck the embedding is sent unchanged. The decoder reads the dense columns only
 // (a categorical column has no squared error; NoPeek covers both).
 //
 // With [ResSFLOptions]: a bottleneck (the decoder reads, and the active
 // party receives, z = e·W_d·W_u of rank b, W_d and W_u trained by Adam
 // at lr on the gradient the bottleneck's output receives), several decoder
 // steps per batch, and a warm-up in which the decoder is trained
-// alone. [Li22] pre-trains the feature extractor against the attacker on
-// another data set and transfers it (resistance transfer); the warm-up
+// alone. Li et al. pre-train the feature extractor against the attacker on
+// another data set and transfer it (resistance transfer); the warm-up
 // pre-trains the simulated attacker only, on the run's own first batches.
 type ResSFL struct {
 	lambda float64

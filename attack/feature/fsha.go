@@ -249,12 +249,13 @@ type Pilot interface {
 }
 
 // SetPilot makes p FSHA's pilot encoder in place of its one-hidden-layer
-// network, before its first step: [Pasquini21]'s pilot has the shape of
-// the client's network, which the attacker knows, so that the feature
-// space it defines is one the client's network can reach (a
+// network, before its first step. [Pasquini21]'s pilot is a
+// convolutional network with the client's output shape, so that the
+// feature space it defines is one the client's network can reach (a
 // convolutional bottom's outputs are local; a dense pilot's codes are
-// not). p reads batches of the public rows as the passive's bottom reads
-// its own.
+// not); a network of the client's architecture (which the attacker
+// knows) with weights of its own is one such. p reads batches of the
+// public rows as the passive's bottom reads its own.
 func (f *FSHA) SetPilot(p Pilot) error {
 	if f.started {
 		return errors.New("feature: FSHA's pilot is set before its first step")
