@@ -20,10 +20,13 @@ func init() {
 				Int: true, Min: 1, Max: math.Inf(1)},
 			{Key: "ressfl_decoder_steps", Symbol: "K", Help: "ResSFL: Adam steps of the simulated decoder per training batch (default 1)",
 				Int: true, Min: 1, Max: 1000},
+			{Key: "ressfl_threshold", Symbol: "τ", Help: "ResSFL bounded form: the bottom lowers the simulated decoder's batch R² = 1 − R/V only while it exceeds τ (default: the unbounded −λ·R)",
+				Min: math.Inf(-1), Max: 1, MaxOpen: true},
 			{Key: "ressfl_warmup", Symbol: "W", Help: "ResSFL: training batches in which the simulated decoder is trained before the bottom is pushed against it (its pre-training; default 0)",
 				Int: true, Min: 0, Max: math.Inf(1)}},
 		NewPassiveOutput: func(p Params, o InputOptions) (PassiveOutput, error) {
-			opt := ResSFLOptions{Bottleneck: int(p.Get("ressfl_bottleneck")), DecoderSteps: 1, Warmup: int64(p.Get("ressfl_warmup"))}
+			opt := ResSFLOptions{Bottleneck: int(p.Get("ressfl_bottleneck")), DecoderSteps: 1, Warmup: int64(p.Get("ressfl_warmup")),
+				Bounded: p.Has("ressfl_threshold"), Threshold: p.Get("ressfl_threshold")}
 			if p.Has("ressfl_decoder_steps") {
 				opt.DecoderSteps = int(p.Get("ressfl_decoder_steps"))
 			}
@@ -45,6 +48,14 @@ type ResSFLOptions struct {
 	// from the embeddings (the bottom receives the task gradient alone):
 	// the simulated attacker is trained before the min-max starts.
 	Warmup int64
+	// Bounded selects Li et al.'s bounded form: instead of maximising the
+	// decoder's error R the bottom adds λ·max(0, s − Threshold) to its
+	// loss, s = 1 − R/V the decoder's R² on the batch (V the batch's mean
+	// squared deviation of the dense columns from their batch means): it
+	// pushes only while the simulated attacker does better than the
+	// threshold, as Li et al.'s code does with SSIM and its threshold.
+	Bounded   bool
+	Threshold float64
 }
 
 // ressflStateTag versions ResSFL's saved state.
@@ -79,6 +90,9 @@ type ResSFL struct {
 	d, k   int
 	opts   ResSFLOptions
 	seen   int64 // training batches so far
+	// variance is V of the last training batch's dense columns
+	// (batchVariance), for the bounded form.
+	variance float64
 
 	bn       []*nn.Param // W_d (d×b), W_u (b×d) when opts.Bottleneck > 0
 	bnOpt    *nn.Adam
@@ -120,6 +134,8 @@ func NewResSFLWith(d, k int, lambda float64, lr float32, seed uint64, o ResSFLOp
 		return nil, fmt.Errorf("ResSFL: %d decoder steps a batch, want at least 1 (key ressfl_decoder_steps)", o.DecoderSteps)
 	case o.Warmup < 0:
 		return nil, fmt.Errorf("ResSFL: a warm-up of %d batches (key ressfl_warmup)", o.Warmup)
+	case o.Bounded && !(o.Threshold < 1 && o.Threshold > math.Inf(-1)):
+		return nil, fmt.Errorf("ResSFL: R² threshold %v, want a finite value below 1 (key ressfl_threshold)", o.Threshold)
 	case !(lambda > 0) || math.IsInf(lambda, 0):
 		return nil, fmt.Errorf("ResSFL: λ = %v, want a finite λ > 0 (key ressfl_lambda)", lambda)
 	case d < 1:
@@ -161,6 +177,14 @@ func (r *ResSFL) through(e, h, z *tensor.Matrix) *tensor.Matrix {
 
 // lambdaNow is λ, or 0 during the warm-up.
 func (r *ResSFL) lambdaNow() float64 {
+	if r.opts.Bounded && r.seen > r.opts.Warmup {
+		// λ·(s − τ) with s = 1 − R/V: its gradient is −(λ/V)·∂R/∂z while
+		// s > τ, none below.
+		if r.variance <= 0 || 1-r.loss/r.variance <= r.opts.Threshold {
+			return 0
+		}
+		return r.lambda / r.variance
+	}
 	if r.seen <= r.opts.Warmup {
 		return 0
 	}
@@ -191,6 +215,7 @@ func (r *ResSFL) Forward(e *tensor.Matrix, training bool) (*tensor.Matrix, error
 	copy(r.e.Data, e.Data)
 	sent := r.through(&r.e, &r.h, &r.z)
 	r.loss = r.reconstruct(sent)
+	r.variance = batchVariance(r.dense)
 	r.seen++
 	r.trained, r.pending = true, false
 	if r.bn == nil {
@@ -274,8 +299,35 @@ func (r *ResSFL) backward(g, dst *tensor.Matrix, params bool) (*tensor.Matrix, e
 }
 
 // RegLoss is −λ·R of the last training Forward (the term in the
-// passive's objective; 0 during the warm-up).
-func (r *ResSFL) RegLoss() float64 { return -r.lambdaNow() * r.loss }
+// passive's objective; 0 during the warm-up), or in the bounded form
+// λ·max(0, 1 − R/V − τ).
+func (r *ResSFL) RegLoss() float64 {
+	if r.opts.Bounded {
+		if c := r.lambdaNow(); c > 0 {
+			return r.lambda * (1 - r.loss/r.variance - r.opts.Threshold)
+		}
+		return 0
+	}
+	return -r.lambdaNow() * r.loss
+}
+
+// batchVariance is V = (1/(B·k))·Σ_ij (x_ij − x̄_j)², x̄_j column j's
+// mean over the batch: R = V is the error of guessing the batch means.
+func batchVariance(x *tensor.Matrix) float64 {
+	var v float64
+	for j := range x.Cols {
+		var m float64
+		for i := range x.Rows {
+			m += float64(x.Data[i*x.Cols+j])
+		}
+		m /= float64(x.Rows)
+		for i := range x.Rows {
+			d := float64(x.Data[i*x.Cols+j]) - m
+			v += d * d
+		}
+	}
+	return v / float64(x.Rows*x.Cols)
+}
 
 // Reconstruction is R, the simulated decoder's mean squared error on the
 // last training batch.

@@ -163,3 +163,81 @@ func TestResSFLWarmupAndDecoderSteps(t *testing.T) {
 		}
 	}
 }
+
+// TestResSFLBoundedForm: with a threshold τ the bottom's gradient is
+// g − (λ/V)·∂R/∂z while the decoder's batch R² = 1 − R/V exceeds τ (V the
+// batch variance of x computed here, ∂R/∂z by central differences) and
+// RegLoss is λ·(1 − R/V − τ); with τ above the decoder's R² the gradient
+// is g bit for bit and RegLoss 0.
+func TestResSFLBoundedForm(t *testing.T) {
+	const lambda = 0.7
+	e, x := ressflBatch(3)
+	g := ressflTaskGradient()
+	var mean [2]float64
+	for i := range 8 {
+		mean[0] += float64(x.Data[2*i]) / 8
+		mean[1] += float64(x.Data[2*i+1]) / 8
+	}
+	var v float64
+	for i := range 8 {
+		for j := range 2 {
+			d := float64(x.Data[2*i+j]) - mean[j]
+			v += d * d / 16
+		}
+	}
+	for _, tc := range []struct {
+		tau    float64
+		pushed bool
+	}{{-5, true}, {0.99, false}} {
+		r, err := NewResSFLWith(3, 2, lambda, 1e-2, 5, ResSFLOptions{DecoderSteps: 1, Bounded: true, Threshold: tc.tau})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.SetFeatures(x, nil, 0)
+		if _, err := r.Forward(e, true); err != nil {
+			t.Fatal(err)
+		}
+		rec := func(z *tensor.Matrix) float64 {
+			y := r.out.Forward(r.relu.Forward(r.enc.Forward(z)))
+			var s float64
+			for i, o := range y.Data {
+				d := float64(o) - float64(x.Data[i])
+				s += d * d
+			}
+			return s / float64(len(y.Data))
+		}
+		R := rec(e)
+		s := 1 - R/v
+		if tc.pushed != (s > tc.tau) {
+			t.Fatalf("τ = %v: the decoder's batch R² is %v, the case needs it on the other side", tc.tau, s)
+		}
+		wantReg := 0.0
+		if tc.pushed {
+			wantReg = lambda * (s - tc.tau)
+		}
+		if math.Abs(r.RegLoss()-wantReg) > 1e-6 {
+			t.Errorf("τ = %v: RegLoss %v, want %v", tc.tau, r.RegLoss(), wantReg)
+		}
+		got, err := r.Backward(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const h = 1e-3
+		for i := range e.Data {
+			want := float64(g.Data[i])
+			if tc.pushed {
+				p := e.Clone()
+				p.Data[i] += h
+				up := rec(p)
+				p.Data[i] -= 2 * h
+				want -= lambda / v * (up - rec(p)) / (2 * h)
+			}
+			if math.Abs(float64(got.Data[i])-want) > 1e-4 || (!tc.pushed && got.Data[i] != g.Data[i]) {
+				t.Errorf("τ = %v, element %d: gradient %.6f, want %.6f", tc.tau, i, got.Data[i], want)
+			}
+		}
+	}
+	if _, err := NewResSFLWith(3, 2, 1, 1e-2, 1, ResSFLOptions{DecoderSteps: 1, Bounded: true, Threshold: 1}); err == nil || !strings.Contains(err.Error(), "ressfl_threshold") {
+		t.Errorf("τ = 1: %v", err)
+	}
+}
