@@ -197,15 +197,7 @@ func TestResSFLBoundedForm(t *testing.T) {
 		if _, err := r.Forward(e, true); err != nil {
 			t.Fatal(err)
 		}
-		rec := func(z *tensor.Matrix) float64 {
-			y := r.out.Forward(r.relu.Forward(r.enc.Forward(z)))
-			var s float64
-			for i, o := range y.Data {
-				d := float64(o) - float64(x.Data[i])
-				s += d * d
-			}
-			return s / float64(len(y.Data))
-		}
+		rec := func(z *tensor.Matrix) float64 { return decoderError(r, z, x) }
 		R := rec(e)
 		s := 1 - R/v
 		if tc.pushed != (s > tc.tau) {

@@ -39,15 +39,7 @@ func TestResSFLGradientIsTaskMinusLambdaReconstruction(t *testing.T) {
 	}
 	e, x := ressflBatch(3)
 	g := ressflTaskGradient()
-	rec := func(e *tensor.Matrix) float64 {
-		y := r.out.Forward(r.relu.Forward(r.enc.Forward(e)))
-		var s float64
-		for i, v := range y.Data {
-			d := float64(v) - float64(x.Data[i])
-			s += d * d
-		}
-		return s / float64(len(y.Data))
-	}
+	rec := func(z *tensor.Matrix) float64 { return decoderError(r, z, x) }
 	r.SetFeatures(x, nil, 0)
 	out, err := r.Forward(e, true)
 	if err != nil {
@@ -202,4 +194,16 @@ func ressflTaskGradient() *tensor.Matrix {
 		g.Data[i] = float32(0.01 * float64(i%5-2))
 	}
 	return g
+}
+
+// decoderError is R = (1/(B·k))·Σ‖D(z_i) − x_i‖² of r's decoder,
+// computed in float64 from its outputs.
+func decoderError(r *ResSFL, z, x *tensor.Matrix) float64 {
+	y := r.out.Forward(r.relu.Forward(r.enc.Forward(z)))
+	var s float64
+	for i, v := range y.Data {
+		d := float64(v) - float64(x.Data[i])
+		s += d * d
+	}
+	return s / float64(len(y.Data))
 }
