@@ -29,9 +29,6 @@ func (c *Config) validateMultiParty(role string, bad func(string, ...any)) {
 	if c.CheckpointEvery > 0 {
 		bad("checkpoints (key checkpoint_every %d) with several passive parties over the network are not built: set checkpoint_every 0", c.CheckpointEvery)
 	}
-	if c.MetricsAddr != "" {
-		bad("the metrics server (key metrics_addr) with several passive parties is not built")
-	}
 }
 
 // partyIndex is the index of this party's entry in key parties (by key
