@@ -273,7 +273,7 @@ func Generate(rows int, posRate float64, seed uint64, o Options) (*Split, error)
 		pw.CloseWithError(err)
 		done <- err
 	}()
-	s, err := LoadReader(pr, fmt.Sprintf("synth(rows=%d, pos=%g, seed=%d)", rows, posRate, seed), o)
+	s, err := loadReaderRows(pr, fmt.Sprintf("synth(rows=%d, pos=%g, seed=%d)", rows, posRate, seed), o, int64(rows))
 	pr.CloseWithError(errors.New("synth: reader finished"))
 	werr := <-done
 	if err != nil {

@@ -85,6 +85,7 @@ type embShard struct {
 	touched []int32   // distinct global rows, field by field, ascending
 	start   []int     // len hi−lo+1: where each field's rows begin in touched
 	grad    []float32 // len(touched)×Dim
+	column  []float32 // Backward's copy of one field's columns of dy, B×Dim
 	sink    uint32    // what touch read, kept so that its loads stay
 }
 
@@ -410,29 +411,54 @@ func (e *Embedding) Backward(dy *tensor.Matrix, col0 int) {
 		if sort {
 			e.sortKeys(sh)
 		}
-		sh.touched = sh.touched[:0]
-		sh.grad = sh.grad[:0]
+		// At most one distinct row per key: room for all of them up
+		// front, so the loop below never grows a slice.
+		most := (sh.hi - sh.lo) * rows
+		if cap(sh.touched) < most {
+			sh.touched = make([]int32, 0, most)
+		}
+		if cap(sh.grad) < most*D {
+			sh.grad = make([]float32, 0, most*D)
+		}
+		if cap(sh.column) < rows*D {
+			sh.column = make([]float32, rows*D)
+		}
+		touched, grad, column := sh.touched[:most], sh.grad[:most*D], sh.column[:rows*D]
+		n := 0
 		for f := sh.lo; f < sh.hi; f++ {
-			sh.start[f-sh.lo] = len(sh.touched)
+			sh.start[f-sh.lo] = n
+			// The field's columns of dy, copied in row order into one
+			// contiguous block first: the sorted keys below then read
+			// rows of a block that stays in this core's cache, where
+			// reading dy itself in id order would miss on nearly every
+			// key (dy's rows are wide, and half of them were written
+			// by another core's part of the product before).
+			for i := range rows {
+				src, dst := dy.Data[i*dy.Cols+col0+f*D:i*dy.Cols+col0+(f+1)*D], column[i*D:(i+1)*D]
+				for k := range dst { // a loop, not copy: D is tiny and memmove's call costs more
+					dst[k] = src[k]
+				}
+			}
 			keys := sh.keys[(f-sh.lo)*rows : (f-sh.lo+1)*rows]
 			prev, off := uint64(math.MaxUint64), int32(e.offsets[f])
 			var g []float32
 			for _, key := range keys {
 				if id := key >> 32; id != prev {
-					sh.touched = append(sh.touched, off+int32(id))
-					n := len(sh.grad)
-					sh.grad = append(sh.grad, make([]float32, D)...)
-					g = sh.grad[n : n+D]
+					touched[n] = off + int32(id)
+					g = grad[n*D : (n+1)*D]
+					clear(g)
+					n++
 					prev = id
 				}
 				i := int(uint32(key))
-				src := dy.Data[i*dy.Cols+col0+f*D : i*dy.Cols+col0+(f+1)*D]
+				src := column[i*D : (i+1)*D]
 				for k := range g {
 					g[k] += src[k]
 				}
 			}
 		}
-		sh.start[sh.hi-sh.lo] = len(sh.touched)
+		sh.touched, sh.grad = touched[:n], grad[:n*D]
+		sh.start[sh.hi-sh.lo] = n
 		if l2 != 0 {
 			for s, r := range sh.touched {
 				if s%touchChunk == 0 {
