@@ -75,7 +75,10 @@ func benchWholeRun(cmd *cobra.Command, o benchOptions) error {
 		for _, c := range cores {
 			var w wholeRunRound
 			steps := []func() error{
-				func() (err error) { w.Seconds, w.Examples, w.Batch, err = wholeRunTrain(cmd.Context(), exe, tmp, o.WholeRun, c); return err },
+				func() (err error) {
+					w.Seconds, w.Examples, w.Batch, err = wholeRunTrain(cmd.Context(), exe, tmp, o.WholeRun, c)
+					return err
+				},
 				func() (err error) { w.Bench, err = wholeRunBench(cmd.Context(), exe, o, w.Batch, c); return err },
 			}
 			if r%2 == 1 {
