@@ -68,7 +68,7 @@ type Embedding struct {
 	store   []float32 // total rows × stride, 64-byte aligned
 	rows    int       // B of the last Lookup
 	sinks   []lookupSink
-	sorted  bool      // the shards' keys of the last Lookup are sorted by id
+	sorted  bool // the shards' keys of the last Lookup are sorted by id
 	shards  []embShard
 }
 
