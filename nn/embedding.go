@@ -63,12 +63,12 @@ type Embedding struct {
 	L2 float32
 
 	cards   []int
-	offsets []int     // len F+1; offsets[F] = total rows
-	stride  int       // floats per row: Dim weights, Dim m, Dim v, an unused slot, padding
-	store   []float32 // total rows × stride, 64-byte aligned
-	rows    int       // B of the last Lookup
-	sinks   []lookupSink
-	sorted  bool // the shards' keys of the last Lookup are sorted by id
+	offsets []int        // len F+1; offsets[F] = total rows
+	stride  int          // floats per row: Dim weights, Dim m, Dim v, an unused slot, padding
+	store   []float32    // total rows × stride, 64-byte aligned
+	rows    int          // B of the last Lookup
+	sinks   []lookupSink // Lookup's parts' touch sums
+	sorted  bool         // the shards' keys of the last Lookup are sorted by id
 	shards  []embShard
 }
 

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -51,19 +50,9 @@ type wholeRunRow struct {
 // which goes first from round to round, so that a machine's drift
 // falls on both.
 func benchWholeRun(cmd *cobra.Command, o benchOptions) error {
-	cores := []int{runtime.GOMAXPROCS(0)}
-	if o.Cores != "" {
-		var err error
-		if cores, err = parseCores(o.Cores); err != nil {
-			return fmt.Errorf("bench: %w", err)
-		}
-	}
-	if o.Rounds < 1 {
-		return fmt.Errorf("bench: --rounds %d, want at least 1", o.Rounds)
-	}
-	exe, err := os.Executable()
+	cores, exe, err := sweepSetup(o)
 	if err != nil {
-		return fmt.Errorf("bench: finding this program to run the children: %w", err)
+		return err
 	}
 	tmp, err := os.MkdirTemp("", "splitguard-whole-run-")
 	if err != nil {
