@@ -50,3 +50,42 @@ func TestGatherAtAnyCoreCount(t *testing.T) {
 		}
 	}
 }
+
+// TestSelectRowsCopiesEachRow: SelectRows of rows with runs, gaps,
+// repeats and reversals copies each asked-for row, checked entry by
+// entry against the table.
+func TestSelectRowsCopiesEachRow(t *testing.T) {
+	const n, nc, nd = 50, 3, 2
+	d := &Dataset{IDs: make([]uint64, n), Labels: make([]uint8, n),
+		X: &Features{Rows: n, NumCat: nc, NumDense: nd, Cat: make([]int32, n*nc), Dense: make([]float32, n*nd), Cardinality: []int{1000, 1000, 1000}}}
+	for i := range n {
+		d.IDs[i], d.Labels[i] = uint64(100+i), uint8(i%2)
+	}
+	for i := range d.X.Cat {
+		d.X.Cat[i] = int32(i)
+	}
+	for i := range d.X.Dense {
+		d.X.Dense[i] = float32(i) + 0.25
+	}
+	for _, rows := range [][]int{nil, {0}, {49}, {0, 1, 2, 3}, {5, 6, 7, 9, 10, 10, 11, 3, 2, 1, 40, 41}, {49, 48, 47}} {
+		got := SelectRows(d, rows)
+		if got.X.Rows != len(rows) || len(got.IDs) != len(rows) || len(got.X.Cat) != len(rows)*nc || len(got.X.Dense) != len(rows)*nd {
+			t.Fatalf("rows %v: %d rows, %d IDs, %d ids, %d values", rows, got.X.Rows, len(got.IDs), len(got.X.Cat), len(got.X.Dense))
+		}
+		for i, r := range rows {
+			if got.IDs[i] != uint64(100+r) || got.Labels[i] != uint8(r%2) {
+				t.Fatalf("rows %v: row %d has ID %d label %d, want %d %d", rows, i, got.IDs[i], got.Labels[i], 100+r, r%2)
+			}
+			for j := range nc {
+				if got.X.Cat[i*nc+j] != int32(r*nc+j) {
+					t.Fatalf("rows %v: row %d id %d is %d, want %d", rows, i, j, got.X.Cat[i*nc+j], r*nc+j)
+				}
+			}
+			for j := range nd {
+				if got.X.Dense[i*nd+j] != float32(r*nd+j)+0.25 {
+					t.Fatalf("rows %v: row %d value %d is %v, want %v", rows, i, j, got.X.Dense[i*nd+j], float32(r*nd+j)+0.25)
+				}
+			}
+		}
+	}
+}
