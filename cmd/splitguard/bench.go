@@ -150,8 +150,8 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 		return fmt.Errorf("bench: --psi %d: want at least 2 IDs, and not with --defences", o.PSI)
 	}
 	if o.WholeRun != 0 {
-		if o.WholeRun < 0 || o.PSI != 0 || o.Defences || o.NoIndependent {
-			return fmt.Errorf("bench: --whole-run %d: want a positive row count, and not with --psi, --defences or --no-independent", o.WholeRun)
+		if o.WholeRun < 0 || o.PSI != 0 || o.Defences || o.NoIndependent || o.Model != "wdl" {
+			return fmt.Errorf("bench: --whole-run %d: want a positive row count, --model wdl (the default run's model), and not --psi, --defences or --no-independent", o.WholeRun)
 		}
 		return benchWholeRun(cmd, o)
 	}

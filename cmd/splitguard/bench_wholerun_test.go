@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -44,6 +46,25 @@ func TestBenchWholeRunRuns(t *testing.T) {
 		}
 		if math.Abs(r.Ratio*r.Bench-r.RunPerSecond) > 0.5*r.RunPerSecond {
 			t.Errorf("row %+v: the ratio is far from run/bench", r)
+		}
+	}
+}
+
+// TestBenchWholeRunRefusesWhatItCannotCompare: a run is compared with the
+// step of its own model only, and --whole-run takes no other mode.
+func TestBenchWholeRunRefusesWhatItCannotCompare(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "--whole-run", "100", "--model", "cnn"},
+		{"bench", "--whole-run", "100", "--psi", "10"},
+		{"bench", "--whole-run", "100", "--defences"},
+		{"bench", "--whole-run", "-5"},
+	} {
+		cmd := newRootCmd()
+		cmd.SetArgs(args)
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--whole-run") {
+			t.Errorf("%v: error %v, want one naming --whole-run", args, err)
 		}
 	}
 }
