@@ -172,7 +172,7 @@ func trainAndReport(ctx context.Context, cfg config.Config, uiAddr string, force
 	opts := run.Options{Logger: newLineLogger(prog.logWriter(), newTrainCmd()), Progress: prog.update, Force: force}
 	var feed *ui.Feed
 	if uiAddr != "" {
-		feed = ui.NewFeed(ui.Info{Title: cfg.Out, Protect: cfg.Legend().Text, Method: cfg.Protect})
+		feed = ui.NewFeed(ui.Info{Title: cfg.Out, Protect: cfg.Legend().Text, Method: cfg.Protect, IntegrityStop: cfg.IntegrityStop})
 		srv, err := ui.Start(ctx, uiAddr, feed)
 		if err != nil {
 			return nil, err
@@ -183,7 +183,7 @@ func trainAndReport(ctx context.Context, cfg config.Config, uiAddr string, force
 		}
 		opts.OnEval = func(r rundir.EvalRecord) {
 			feed.Eval(ui.Eval{Step: r.Step, TestAUC: r.TestAUC, TestLoss: r.TestLoss, ACE: r.ACE,
-				PartyGain: r.PartyGain, Features: r.Features})
+				PartyGain: r.PartyGain, Features: r.Features, Integrity: r.Integrity})
 		}
 		opts.Progress = func(p rundir.Progress) { feed.SetTotal(p.Total); prog.update(p) }
 	}
