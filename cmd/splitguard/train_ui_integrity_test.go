@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/splitguard/splitguard/config"
-	"github.com/splitguard/splitguard/rundir"
 	"github.com/splitguard/splitguard/run"
+	"github.com/splitguard/splitguard/rundir"
 	"github.com/splitguard/splitguard/ui"
 )
 
