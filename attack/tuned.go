@@ -31,7 +31,8 @@ const TunedSuffix = "_tuned"
 // Observation.KnownLabels (and the hints of a hint attack, which are known
 // positives); the tests check it by poisoning every other label.
 //
-// It costs 2·budget + 1 calls of the attack's Score per batch and layer.
+// It costs 2·budget + 1 calls of the attack's Score per batch and layer,
+// budget for a [BatchOnly] attack.
 type Tuned struct {
 	base    string
 	needs   Needs
@@ -47,6 +48,7 @@ type Tuned struct {
 	valLab  []uint8
 	isKnown []bool
 	means   []float64
+	cache   tunedCache // per batch, for a BatchOnly attack
 }
 
 // tunedLayer is the running validation record of every candidate at one
@@ -207,6 +209,10 @@ func (t *Tuned) Score(obs *Observation, scores []float64, scored []bool) error {
 		t.layers[obs.Layer] = st
 	}
 	t.sc, t.scd = buf.Grow(t.sc, n), buf.Grow(t.scd, n)
+	_, once := t.insts[0].(BatchOnly)
+	if once {
+		t.cache.reset(len(t.insts), n)
+	}
 	for f := range 2 {
 		t.split(obs, f)
 		if !bothClasses(t.valLab) {
@@ -215,11 +221,18 @@ func (t *Tuned) Score(obs *Observation, scores []float64, scored []bool) error {
 		o := *obs
 		o.Known, o.KnownLabels = t.fitRows, t.fitLab
 		for c, inst := range t.insts {
-			fill(t.scd, true)
-			if err := inst.Score(&o, t.sc, t.scd); err != nil {
-				return fmt.Errorf("tuned: %w", err)
+			sc, scd := t.sc, t.scd
+			if once {
+				if sc, scd, err = t.cache.score(inst, c, &o); err != nil {
+					return err
+				}
+			} else {
+				fill(t.scd, true)
+				if err := inst.Score(&o, t.sc, t.scd); err != nil {
+					return fmt.Errorf("tuned: %w", err)
+				}
 			}
-			if auc, ok := pairAUC(t.sc, t.scd, t.valRows, t.valLab); ok {
+			if auc, ok := pairAUC(sc, scd, t.valRows, t.valLab); ok {
 				st.sum[c] += auc
 				st.folds[c]++
 			}
@@ -233,7 +246,14 @@ func (t *Tuned) Score(obs *Observation, scores []float64, scored []bool) error {
 		}
 	}
 	st.best, st.sign = BestCandidate(t.means)
-	if err := t.insts[st.best].Score(obs, scores, scored); err != nil {
+	if once {
+		sc, scd, err := t.cache.score(t.insts[st.best], st.best, obs)
+		if err != nil {
+			return err
+		}
+		copy(scores, sc)
+		copy(scored, scd)
+	} else if err := t.insts[st.best].Score(obs, scores, scored); err != nil {
 		return fmt.Errorf("tuned: %w", err)
 	}
 	for i := range n {

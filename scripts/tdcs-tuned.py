@@ -3,7 +3,12 @@
 from a sweep directory's runs (summary.json), computed independently of the report (experiments/
 defences.md, "The 1M-row file rerun with the tuned attacker").
 
-    python3 scripts/tdcs-tuned.py SWEEP_DIR norm,cosine,spectral
+    python3 scripts/tdcs-tuned.py SWEEP_DIR norm,cosine,spectral [EXTRA_DIR ...]
+
+Each EXTRA_DIR is a sweep of the same runs (same names, seeds and data) with other attacks, e.g.
+experiments/defences-1m-tuned-exploit.yaml's ExPLoit: its runs' leak figures join those of the run
+of the same name (a run missing there is reported and left without them), so the strongest attack
+is taken over both; the test AUC is the main sweep's (the extra runs train the same model).
 
 AP = 2*q95|AUC - 1/2| of an attack at the cut, MP the selected model's test AUC, MP* the mean of the
 unprotected runs ("none-seed=..."); DCS = 1/(1 + sqrt(AP^2/2 + (MP - MP*)^2/2)); T-DCS the mean DCS over
@@ -19,6 +24,16 @@ for d in sorted(os.listdir(root)):
     if not os.path.exists(p): continue
     s = json.load(open(p))
     runs[d] = s
+for extra in sys.argv[3:]:
+    for d, s in runs.items():
+        p = os.path.join(extra, d, 'summary.json')
+        if not os.path.exists(p):
+            print('%s: no %s; its leak figures are left out' % (extra, d), file=sys.stderr)
+            continue
+        for k, v in json.load(open(p))['leak'].items():
+            if k in s['leak']:
+                sys.exit('%s/%s: leak %s is in both sweeps' % (extra, d, k))
+            s['leak'][k] = v
 def mp(s): return s.get('test_auc_selected')
 groups = {}
 for d, s in runs.items():

@@ -348,7 +348,8 @@ func TestValidateStopsEarly(t *testing.T) {
 // expand to the runs their comments promise.
 func TestExperimentFiles(t *testing.T) {
 	want := map[string]int{"quick.yaml": 9, "criteo.yaml": 8, "avazu.yaml": 8,
-		"attacks-vs-defences.yaml": 10, "completion-known-labels.yaml": 8, "grad-match.yaml": 5, "integrity.yaml": 50}
+		"attacks-vs-defences.yaml": 10, "completion-known-labels.yaml": 8, "grad-match.yaml": 5, "integrity.yaml": 50,
+		"defences-1m-tuned-exploit.yaml": 22}
 	for file, n := range want {
 		spec, err := LoadSpec(filepath.Join("..", "experiments", file))
 		if err != nil {
