@@ -455,3 +455,29 @@ func TestMetricsResumeClearsLastBatchGauges(t *testing.T) {
 		t.Errorf("running q95 after resume = %v, want 0.7 (the restored series 0.6, 0.7)", q)
 	}
 }
+
+// TestMetricsIntegrityScores: an evaluation's detector scores become
+// splitguard_integrity_score{detector}; each detector's gauge holds the
+// last evaluation's score it had.
+func TestMetricsIntegrityScores(t *testing.T) {
+	m := newActiveMetrics(Config{}, func() grpcnet.Stats { return grpcnet.Stats{} })
+	gather := func() series {
+		fams, err := m.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		byName := map[string]*dto.MetricFamily{}
+		for _, f := range fams {
+			byName[f.GetName()] = f
+		}
+		return flatten(byName)
+	}
+	m.eval(rundir.EvalRecord{Step: 10, TestAUC: 0.7, Integrity: map[string]float64{"replay": 1, "collapse": 0.25}})
+	m.eval(rundir.EvalRecord{Step: 20, TestAUC: 0.75, Integrity: map[string]float64{"collapse": 0.5}})
+	got := gather()
+	for k, want := range map[string]float64{"splitguard_integrity_score{detector=replay}": 1, "splitguard_integrity_score{detector=collapse}": 0.5, "splitguard_test_auc": 0.75} {
+		if v, ok := got[k]; !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", k, v, ok, want)
+		}
+	}
+}

@@ -33,7 +33,11 @@ type activeMetrics struct {
 	// partyLeak is the last batch's leak AUC per passive party (or
 	// colluding subset "A+B"), attack and layer, with several passive
 	// parties; empty with one.
-	partyLeak         *prometheus.GaugeVec
+	partyLeak *prometheus.GaugeVec
+	// integrity is each integrity detector's score at the last
+	// evaluation (its largest since the evaluation before, the figure
+	// key integrity_stop compares with).
+	integrity         *prometheus.GaugeVec
 	testAUC, testLoss prometheus.Gauge
 	stepSeconds       prometheus.Histogram
 	lastStepSeconds   prometheus.Gauge
@@ -64,6 +68,8 @@ func newActiveMetrics(cfg Config, stats func() grpcnet.Stats) *activeMetrics {
 		Help: "Leak AUC of the last training batch per attack and layer (what the active party sent)."}, []string{"attack", "layer"})
 	m.partyLeak = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "splitguard_party_leak_auc",
 		Help: "Leak AUC of the last training batch per passive party (or colluding subset A+B), attack and layer: what that party received, with several passive parties."}, []string{"party", "attack", "layer"})
+	m.integrity = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "splitguard_integrity_score",
+		Help: "Each integrity detector's score at the last evaluation: its largest since the evaluation before (eval.jsonl integrity; what integrity_stop compares with)."}, []string{"detector"})
 	m.leakSeries = map[leakLabels][]float64{}
 	q95 := &leakQ95Collector{m: m, desc: prometheus.NewDesc("splitguard_leak_auc_q95",
 		"Running 95% quantile (nearest rank) of the per-batch leak AUC.", []string{"attack", "layer"}, nil)}
@@ -72,7 +78,7 @@ func newActiveMetrics(cfg Config, stats func() grpcnet.Stats) *activeMetrics {
 	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "splitguard_protection_info",
 		Help: "The configured protection (value 1)."}, []string{"protect"})
 	info.WithLabelValues(cfg.Protect).Set(1)
-	m.reg.MustRegister(m.leak, m.partyLeak, q95, m.stepSeconds, info)
+	m.reg.MustRegister(m.leak, m.partyLeak, m.integrity, q95, m.stepSeconds, info)
 	counter := func(name, help string, f func(grpcnet.Stats) int64) {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
 			func() float64 { return float64(f(stats())) }))
@@ -145,6 +151,9 @@ func (m *activeMetrics) eval(e rundir.EvalRecord) {
 	defer m.mu.Unlock()
 	m.testAUC.Set(e.TestAUC)
 	m.testLoss.Set(e.TestLoss)
+	for d, v := range e.Integrity {
+		m.integrity.WithLabelValues(d).Set(v)
+	}
 }
 
 // leakQ95Collector exposes splitguard_leak_auc_q95: the nearest-rank 95%
