@@ -322,8 +322,13 @@ func TestMetricsEndpoint(t *testing.T) {
 			t.Errorf("metric %s is served but docs/DEPLOYMENT.md does not name it", name)
 		}
 	}
+	// Served only by runs that have them (each checked by its own test).
+	conditional := map[string]string{
+		"splitguard_party_leak_auc":  "several passive parties (TestPartiesMetricsEndpoint)",
+		"splitguard_integrity_score": "integrity detectors (TestMetricsIntegrityScores)",
+	}
 	for name := range documented {
-		if final[name] == nil {
+		if final[name] == nil && conditional[name] == "" {
 			t.Errorf("docs/DEPLOYMENT.md names metric %s, which is not served", name)
 		}
 	}
