@@ -62,6 +62,8 @@ type partiesRun struct {
 	keep    bool
 	stop    bool
 	stopped bool // a stop was sent
+
+	ck partiesCheckpoints
 }
 
 // runActiveParties is RunActive with several passive parties (cfg
@@ -84,6 +86,8 @@ func runActiveParties(ctx context.Context, cfg Config, opt Options) (*rundir.Sum
 		return nil, fmt.Errorf("active: %w", err)
 	}
 	r := &partiesRun{cfg: cfg, log: log, pd: pd, names: cfg.PartyNames(), agg: fanin.Aggregation(cfg.AggregationOr()), ready: make(chan struct{})}
+	r.ck.store = store{dir: cfg.checkpointDir(), role: "active", keep: cfg.KeepCheckpoints}
+	r.ck.props, r.ck.settled = make([][]int64, len(r.names)), make(chan struct{})
 	for k := range r.names {
 		pc := cfg.PartyConfig(k)
 		r.widths = append(r.widths, pc.CutDim())
@@ -93,7 +97,9 @@ func runActiveParties(ctx context.Context, cfg Config, opt Options) (*rundir.Sum
 		return nil, fmt.Errorf("active: %w", err)
 	}
 	defer r.hub.Close()
-	if r.rec, err = rundir.Open(cfg.Config, false, rundir.Hooks{}); err != nil {
+	// With checkpoints, what a previous process of this run wrote is kept
+	// until the resume step is known (settle rewinds to it).
+	if r.rec, err = rundir.Open(cfg.Config, cfg.CheckpointEvery > 0, rundir.Hooks{}); err != nil {
 		return nil, err
 	}
 	defer r.rec.Close()
@@ -176,8 +182,8 @@ func (r *partiesRun) listen(opt Options) (*grpcnet.Parties, error) {
 			// The hub's result request waits for every passive; no lock
 			// of this run is held meanwhile.
 			PSI: func(ctx context.Context, req *psi.Request) (*psi.Response, error) { return r.hub.Handle(ctx, k, req) },
-			Checkpoint: func(ctx context.Context, step int64, _ []int64) error {
-				return r.resume(ctx, name, step)
+			Checkpoint: func(ctx context.Context, step int64, holds []int64) error {
+				return r.checkpointAt(ctx, k, step, holds)
 			},
 			Shutdown: func(_ context.Context, reason string) error {
 				r.log.Info("a passive party ends the run", "peer", name, "reason", reason)
@@ -190,24 +196,6 @@ func (r *partiesRun) listen(opt Options) (*grpcnet.Parties, error) {
 		return nil, fmt.Errorf("active: %w", err)
 	}
 	return srv, nil
-}
-
-// resume answers a passive's proposal of the step to continue from: step
-// 0, once the party is built (no checkpoint is kept with several passive
-// parties).
-func (r *partiesRun) resume(ctx context.Context, name string, step int64) error {
-	select {
-	case <-r.ready:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	if r.readyErr != nil {
-		return r.readyErr
-	}
-	if step != 0 {
-		return fmt.Errorf("active: passive party %s proposes to resume at step %d: with several passive parties a run resumes only from step 0", name, step)
-	}
-	return nil
 }
 
 // align waits for the hub's intersection (every passive's, at most the
@@ -277,6 +265,7 @@ func (r *partiesRun) align(ctx context.Context) error {
 		}
 		audits = append(audits, rundir.PartyAudit{Name: strings.Join(mn, "+"), Members: mn, Auditor: pa})
 	}
+	r.ck.aud, r.ck.audits, r.ck.total = aud, audits, int64(cfg.Epochs)*int64(sched.BatchesPerEpoch())
 	r.rec.SetConfig(cfg.Config)
 	r.rec.SetValRows(valRows)
 	r.rec.SetParties(audits)
@@ -358,12 +347,17 @@ func (r *partiesRun) serve(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("active: %w", err)
 	}
-	err = active.Serve(ctx, joined, r)
+	locked := &lockedConn{ActiveConn: joined, mu: &r.ck.mu}
+	err = active.Serve(ctx, locked, r)
+	locked.release()
 	if err != nil && !errors.Is(err, ErrPeerGone) && ctx.Err() == nil {
 		r.log.Error("refusing a message; ending the run", "err", err)
 		for k := range r.names {
 			r.srv.Conn(k).Abort(err)
 		}
+	}
+	if errors.Is(err, ErrPeerGone) && ctx.Err() == nil {
+		r.endSurvivors(err)
 	}
 	return err
 }
