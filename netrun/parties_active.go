@@ -88,6 +88,10 @@ func runActiveParties(ctx context.Context, cfg Config, opt Options) (*rundir.Sum
 	r := &partiesRun{cfg: cfg, log: log, pd: pd, names: cfg.PartyNames(), agg: fanin.Aggregation(cfg.AggregationOr()), ready: make(chan struct{})}
 	r.ck.store = store{dir: cfg.checkpointDir(), role: "active", keep: cfg.KeepCheckpoints}
 	r.ck.props, r.ck.settled = make([][]int64, len(r.names)), make(chan struct{})
+	r.ck.store.acked = func() int64 { return r.ck.acked }
+	if r.ck.acked, err = r.ck.store.readAcked(); err != nil {
+		return nil, fmt.Errorf("active: %w", err)
+	}
 	for k := range r.names {
 		pc := cfg.PartyConfig(k)
 		r.widths = append(r.widths, pc.CutDim())
@@ -389,6 +393,9 @@ func (c *peerConn) Reply(ctx context.Context, b *transport.Backward) error {
 
 // TrainStep implements active.Handler.
 func (r *partiesRun) TrainStep(f *transport.Forward) (*transport.Backward, error) {
+	if err := r.ackSaved(f.Step); err != nil {
+		return nil, err
+	}
 	r.ids = f.IDs
 	return r.party.TrainStep(f)
 }

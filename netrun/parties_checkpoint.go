@@ -41,6 +41,10 @@ type partiesCheckpoints struct {
 	// answer and by a checkpoint, so that a save never overlaps a step.
 	mu    sync.Mutex
 	saved int64 // the newest step saved by this process
+	// acked is the newest checkpoint every party is known to hold (the
+	// parties sent the step after it; kept in checkpoints/active.acked):
+	// a resume never goes behind it.
+	acked int64
 
 	aud    *audit.Auditor      // the run's audit at the cut
 	audits []rundir.PartyAudit // each party's and colluding subset's
@@ -114,6 +118,10 @@ func (r *partiesRun) settle() (int64, error) {
 		}
 	}
 	at := commonStep(have, ck.props)
+	if at < ck.acked {
+		return 0, fmt.Errorf("active: the newest checkpoint every party holds is of step %d, behind step %d that every party acknowledged (%s): a party lost its checkpoint of step %d; the run's record up to it is kept, so the run does not go back",
+			at, ck.acked, ck.store.ackedPath(), ck.acked)
+	}
 	if at > 0 {
 		if err := r.restore(at); err != nil {
 			return 0, fmt.Errorf("active: resuming at step %d: %w", at, err)
@@ -266,4 +274,19 @@ func (r *partiesRun) endSurvivors(why error) {
 	for k := range r.names {
 		r.srv.Conn(k).Abort(msg)
 	}
+}
+
+// ackSaved records, when the parties' message of step arrives, that
+// every party holds the checkpoint saved before it (each passive saves
+// its own before it sends the next step).
+func (r *partiesRun) ackSaved(step int64) error {
+	ck := &r.ck
+	if ck.saved <= ck.acked || step < ck.saved {
+		return nil
+	}
+	if err := ck.store.writeAcked(ck.saved); err != nil {
+		return fmt.Errorf("active: %w", err)
+	}
+	ck.acked = ck.saved
+	return nil
 }

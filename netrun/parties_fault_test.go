@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/pki"
 	"github.com/splitguard/splitguard/run"
 	"github.com/splitguard/splitguard/rundir"
@@ -107,17 +108,25 @@ func killAt(step int64) func(*proxy, int64) error {
 // pair's leak and the summary equal to the uninterrupted in-process run
 // (run.Train), which TestThreePartiesMatchInProcess shows equal to the
 // uninterrupted two-process run; an uninterrupted two-process run with
-// the same checkpoints is compared too.
+// the same checkpoints is compared too, and the kill after a checkpoint
+// is repeated under aggregation gated (the gate is in the active's
+// checkpoint).
 func TestPartiesPassiveKilledResumes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains three parties several times")
 	}
 	path := synthFile(t, 900)
 	root := t.TempDir()
-	base := threePartyBase(path, filepath.Join(root, "inproc"))
-	want, err := run.Train(context.Background(), base, run.Options{})
-	if err != nil {
-		t.Fatal(err)
+	// The in-process reference of each aggregation.
+	bases, wants := map[string]config.Config{}, map[string]*rundir.Summary{}
+	for _, agg := range []string{config.AggregationConcat, config.AggregationGated} {
+		b := threePartyBase(path, filepath.Join(root, "inproc-"+agg))
+		b.Aggregation = agg
+		w, err := run.Train(context.Background(), b, run.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bases[agg], wants[agg] = b, w
 	}
 	certs := newTestPKI(t)
 	for _, n := range []string{"inf", "noise"} {
@@ -125,25 +134,27 @@ func TestPartiesPassiveKilledResumes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	configs := func(dir string) (Config, []Config) {
+	configs := func(base config.Config, dir string) (Config, []Config) {
 		act, pas := threePartyConfigs(base, filepath.Join(root, dir), certs)
 		for _, c := range append([]*Config{&act}, &pas[0], &pas[1]) {
-			c.CheckpointEvery, c.PeerTimeout = 5, 15*time.Second
+			c.CheckpointEvery, c.PeerTimeout = 5, 15*time.Second // how long the kill takes to notice
 		}
 		return act, pas
 	}
 	tests := []struct {
-		name   string
-		hooks  [][2]func(*proxy, int64) error
-		resume string
+		name, agg string
+		hooks     [][2]func(*proxy, int64) error
+		resume    string
 	}{
-		{"uninterrupted", nil, ""},
-		{"inf killed after saving 10", [][2]func(*proxy, int64) error{{nil, killAt(10)}, {}}, "step=10"},
-		{"noise killed before saving 10", [][2]func(*proxy, int64) error{{}, {killAt(10), nil}}, "step=5"},
+		{"uninterrupted", config.AggregationConcat, nil, ""},
+		{"inf killed after saving 10", config.AggregationConcat, [][2]func(*proxy, int64) error{{nil, killAt(10)}, {}}, "step=10"},
+		{"noise killed before saving 10", config.AggregationConcat, [][2]func(*proxy, int64) error{{}, {killAt(10), nil}}, "step=5"},
+		{"gated noise killed after saving 10", config.AggregationGated, [][2]func(*proxy, int64) error{{}, {nil, killAt(10)}}, "step=10"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			act, pas := configs(strings.ReplaceAll(tc.name, " ", "-"))
+			base, want := bases[tc.agg], wants[tc.agg]
+			act, pas := configs(base, strings.ReplaceAll(tc.name, " ", "-"))
 			var logs lockedLog
 			first := startThree(t, act, pas, tc.hooks, &logs)
 			if tc.hooks == nil {
@@ -167,6 +178,11 @@ func TestPartiesPassiveKilledResumes(t *testing.T) {
 				t.Fatalf("the interrupted run's summary is not truncated: %+v", s)
 			}
 			var again lockedLog
+			// No one is killed now: time enough for the ID alignment
+			// under -race on a loaded machine.
+			for _, c := range append([]*Config{&act}, &pas[0], &pas[1]) {
+				c.PeerTimeout = time.Minute
+			}
 			second := startThree(t, act, pas, nil, &again)
 			for k, e := range append(second.perrs, second.err) {
 				if e != nil {
@@ -216,7 +232,9 @@ func TestCommonStep(t *testing.T) {
 
 // TestPartiesResumeRefusesOtherStep: once the parties agreed on the step
 // to resume from, a passive party proposing another is refused with an
-// error naming its step and the run's.
+// error naming its step and the run's; and a resume whose common step is
+// behind the checkpoint every party acknowledged (a party lost it) is
+// refused, naming both steps.
 func TestPartiesResumeRefusesOtherStep(t *testing.T) {
 	r := &partiesRun{names: []string{"inf", "noise"}, ready: make(chan struct{})}
 	close(r.ready)
@@ -230,5 +248,13 @@ func TestPartiesResumeRefusesOtherStep(t *testing.T) {
 	}
 	if err := r.resumeProposal(context.Background(), 0, 10, nil); err != nil {
 		t.Fatalf("the agreed step: %v", err)
+	}
+	behind := &partiesRun{names: []string{"inf", "noise"}, log: slog.New(slog.DiscardHandler)}
+	behind.cfg.CheckpointEvery = 5
+	behind.ck.store = store{dir: t.TempDir(), role: "active"}
+	behind.ck.acked = 10
+	behind.ck.props = [][]int64{{5, 10, 10, 0}, {5, 5, 0}}
+	if _, err := behind.settle(); err == nil || !strings.Contains(err.Error(), "step 0, behind step 10 that every party acknowledged") {
+		t.Fatalf("a resume behind the acknowledged step: %v", err)
 	}
 }
