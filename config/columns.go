@@ -50,9 +50,6 @@ func (c *Config) validateSplit(bad func(string, ...any)) {
 	switch c.Hijack {
 	case "":
 	case HijackFSHA:
-		if data.IsImageFormat(c.Format) {
-			bad("the training hijacker fsha (key hijack) reconstructs table columns, not the images of %s", c.Format, keyArg("hijack"))
-		}
 	default:
 		bad("unknown training hijacker %q (key hijack): the one built is %s", c.Hijack, HijackFSHA, keyArg("hijack"))
 	}

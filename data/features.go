@@ -8,7 +8,9 @@ package data
 
 import (
 	"fmt"
+	"runtime"
 
+	"github.com/splitguard/splitguard/internal/par"
 	"github.com/splitguard/splitguard/tensor"
 )
 
@@ -53,11 +55,34 @@ func (f *Features) Gather(rows []int, dst *Batch) {
 	}
 	dst.Cat = dst.Cat[:len(rows)*f.NumCat]
 	dst.Dense = dst.Dense.Resize(len(rows), f.NumDense)
-	for i, r := range rows {
+	parts := gatherParts(len(rows))
+	if parts < 2 {
+		f.gatherRange(rows, dst, 0, len(rows))
+		return
+	}
+	// A training batch's rows are scattered over the table, so each is a
+	// cache miss or two: on several cores the misses of the parts
+	// overlap (the step waits for its batch).
+	par.Do(parts, func(p int) {
+		f.gatherRange(rows, dst, len(rows)*p/parts, len(rows)*(p+1)/parts)
+	})
+}
+
+// gatherRange copies rows[i0:i1] of f into the same rows of dst (Gather).
+func (f *Features) gatherRange(rows []int, dst *Batch, i0, i1 int) {
+	for i := i0; i < i1; i++ {
+		r := rows[i]
 		copy(dst.Cat[i*f.NumCat:(i+1)*f.NumCat], f.Cat[r*f.NumCat:(r+1)*f.NumCat])
 		copy(dst.Dense.Row(i), f.Dense[r*f.NumDense:(r+1)*f.NumDense])
 	}
 }
+
+// gatherGrain is the fewest rows a part of Gather copies.
+const gatherGrain = 256
+
+// gatherParts is how many row ranges Gather cuts n rows into: up to one
+// per core, of at least gatherGrain rows.
+func gatherParts(n int) int { return min(runtime.GOMAXPROCS(0), n/gatherGrain) }
 
 // Validate checks f's internal consistency: slice lengths and id ranges.
 func (f *Features) Validate() error {

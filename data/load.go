@@ -76,11 +76,18 @@ func Load(path string, o Options) (*Split, error) {
 // it twice: r is rewound if it is an [io.Seeker], else read into memory
 // first.
 func LoadReader(r io.Reader, name string, o Options) (*Split, error) {
+	return loadReaderRows(r, name, o, 0)
+}
+
+// loadReaderRows is [LoadReader] of a table whose row count is known to
+// be rows (0: unknown), so that the loaded slices are sized once instead
+// of growing as rows arrive (the rows loaded do not depend on it).
+func loadReaderRows(r io.Reader, name string, o Options, rows int64) (*Split, error) {
 	o, err := o.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	l := &loader{o: o, name: name}
+	l := &loader{o: o, name: name, rows: rows}
 	if l.lr, l.rewind, l.forget, err = rewindable(r, name); err != nil {
 		return nil, err
 	}
@@ -258,6 +265,9 @@ type loader struct {
 	// from it (reserve).
 	size     int64
 	reserved bool
+	// rows is the table's row count when known in advance (a generated
+	// table, Generate), else 0: reserve then sizes from it.
+	rows int64
 }
 
 // reserveAfter is how many kept rows the loader reads before it sizes the
@@ -273,10 +283,21 @@ const reserveAfter = 4096
 // on it; an estimate that is short or long costs a copy or some slack.
 func (l *loader) reserve(lines, read int64) {
 	l.reserved = true
-	if l.size <= read || lines <= 0 || read <= 0 {
+	var left float64
+	switch {
+	case lines <= 0:
 		return
+	case l.rows > 0:
+		// A generated table: its rows are known.
+		if l.rows <= lines {
+			return
+		}
+		left = float64(l.rows - lines)
+	case l.size <= read || read <= 0:
+		return
+	default:
+		left = float64(l.size-read) / (float64(read) / float64(lines))
 	}
-	left := float64(l.size-read) / (float64(read) / float64(lines))
 	nc, nd := len(l.cats), len(l.dense)
 	for _, p := range []*part{&l.train, &l.test} {
 		more := int(1.05*left*float64(len(p.ids))/float64(lines)) + 16

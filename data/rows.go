@@ -300,7 +300,7 @@ func (l *loader) commit(c *rowChunk, i int) (string, error) {
 
 	// The row is good: commit it.
 	l.rowsKept++
-	if l.rowsKept == reserveAfter && l.size > 0 && !l.reserved {
+	if l.rowsKept == reserveAfter && (l.size > 0 || l.rows > 0) && !l.reserved {
 		l.reserve(c.lines[i], c.reads[i])
 	}
 	p := &l.train

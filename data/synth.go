@@ -2,7 +2,6 @@ package data
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -251,6 +250,10 @@ func WriteSynth(w io.Writer, rows int64, posRate float64, seed uint64) error {
 	return nil
 }
 
+// synthPipeDepth is how many chunks of text the generator of Generate
+// may write ahead of the loader.
+const synthPipeDepth = 4
+
 // Generate makes rows synthetic examples in memory and loads them with
 // options o, exactly as [Load] would load the file that [WriteSynth]
 // writes for the same (rows, posRate, seed): the same examples, IDs (the
@@ -266,15 +269,17 @@ func Generate(rows int, posRate float64, seed uint64, o Options) (*Split, error)
 	if _, err := newSynth(posRate, seed); err != nil {
 		return nil, err
 	}
-	pr, pw := io.Pipe()
+	// The generator writes the text on its own goroutine, up to
+	// synthPipeDepth chunks of 1 MiB ahead of the loader reading it.
+	pipe := newChunkPipe(synthPipeDepth)
 	done := make(chan error, 1)
 	go func() {
-		err := WriteSynth(pw, int64(rows), posRate, seed)
-		pw.CloseWithError(err)
+		err := WriteSynth(pipe, int64(rows), posRate, seed)
+		pipe.closeWrite(err)
 		done <- err
 	}()
-	s, err := LoadReader(pr, fmt.Sprintf("synth(rows=%d, pos=%g, seed=%d)", rows, posRate, seed), o)
-	pr.CloseWithError(errors.New("synth: reader finished"))
+	s, err := loadReaderRows(pipe, fmt.Sprintf("synth(rows=%d, pos=%g, seed=%d)", rows, posRate, seed), o, int64(rows))
+	pipe.closeRead()
 	werr := <-done
 	if err != nil {
 		return nil, err

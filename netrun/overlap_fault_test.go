@@ -3,7 +3,6 @@ package netrun
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,22 +46,6 @@ func TestOverlapLinkCutAndResume(t *testing.T) {
 		r.sameAsReference(base.Out)
 	})
 	t.Run("passive killed", func(t *testing.T) {
-		r := startFault(t, base, filepath.Join(root, "killed"))
-		killPassiveAfter(r, 10)
-		if _, err := r.passive(context.Background()); !errors.Is(err, errKilled) {
-			t.Fatalf("the killed passive: %v", err)
-		}
-		r.saved = nil
-		r.px.up()
-		if _, err := r.passive(context.Background()); err != nil {
-			t.Fatalf("the restarted passive: %v\n%s", err, r.logText())
-		}
-		if res := r.activeEnd(); res.err != nil {
-			t.Fatalf("active: %v", res.err)
-		}
-		if !strings.Contains(r.logText(), "msg=resuming") {
-			t.Fatalf("no resume in the log:\n%s", r.logText())
-		}
-		r.sameAsReference(base.Out)
+		killAndResume(t, startFault(t, base, filepath.Join(root, "killed")), base.Out)
 	})
 }

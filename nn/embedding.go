@@ -26,7 +26,7 @@ import (
 //
 // Backward produces gradients only for the rows the batch touched, summed
 // over the batch when an id repeats. Work is split by field into shards
-// (up to four per core) that GOMAXPROCS goroutines claim in turn; fields
+// (one per field on several cores) that GOMAXPROCS goroutines claim in turn; fields
 // own disjoint rows, so the split needs no locks and the results do not
 // depend on it.
 //
@@ -63,11 +63,12 @@ type Embedding struct {
 	L2 float32
 
 	cards   []int
-	offsets []int     // len F+1; offsets[F] = total rows
-	stride  int       // floats per row: Dim weights, Dim m, Dim v, an unused slot, padding
-	store   []float32 // total rows × stride, 64-byte aligned
-	rows    int       // B of the last Lookup
-	sorted  bool      // the shards' keys of the last Lookup are sorted by id
+	offsets []int        // len F+1; offsets[F] = total rows
+	stride  int          // floats per row: Dim weights, Dim m, Dim v, an unused slot, padding
+	store   []float32    // total rows × stride, 64-byte aligned
+	rows    int          // B of the last Lookup
+	sinks   []lookupSink // Lookup's parts' touch sums
+	sorted  bool         // the shards' keys of the last Lookup are sorted by id
 	shards  []embShard
 }
 
@@ -85,6 +86,7 @@ type embShard struct {
 	touched []int32   // distinct global rows, field by field, ascending
 	start   []int     // len hi−lo+1: where each field's rows begin in touched
 	grad    []float32 // len(touched)×Dim
+	column  []float32 // Backward's copy of one field's columns of dy, B×Dim
 	sink    uint32    // what touch read, kept so that its loads stay
 }
 
@@ -111,9 +113,10 @@ func (e *Embedding) touch(sh *embShard, rows []int32) {
 	sh.sink += x
 }
 
-// touchKeys is touch for the rows of sorted keys (id<<32 | batch row) of
-// the field whose id 0 is global row off.
-func (e *Embedding) touchKeys(sh *embShard, keys []uint64, off int) {
+// touchKeys is touch for the rows of keys (id<<32 | batch row) of the
+// field whose id 0 is global row off; without internal/vec's assembly
+// its loads' sum goes to *sink, which the caller owns.
+func (e *Embedding) touchKeys(sink *uint32, keys []uint64, off int) {
 	if vec.Accelerated() {
 		vec.PrefetchKeys(e.store, e.stride, keys, off)
 		return
@@ -122,7 +125,7 @@ func (e *Embedding) touchKeys(sh *embShard, keys []uint64, off int) {
 	for _, k := range keys {
 		x += math.Float32bits(e.store[(off+int(k>>32))*e.stride])
 	}
-	sh.sink += x
+	*sink += x
 }
 
 // NewEmbedding returns tables of cards[f] rows each, dim wide, with
@@ -164,15 +167,19 @@ func NewEmbedding(cards []int, dim int, scale float32, rng *rand.Rand) (*Embeddi
 }
 
 // shardCount is how many shards the fields are cut into: one on one
-// core; otherwise up to four per core, one field at least each, which the
-// cores claim in turn (internal/par), so that a core slowed by a busy
-// neighbour (a shared or virtual machine) takes fewer of them instead of
-// holding up the others.
+// core; otherwise one per field, which the cores claim in turn
+// (internal/par), so that a core slowed by a busy neighbour (a shared or
+// virtual machine) takes fewer of them instead of holding up the others,
+// and the cores that finish first wait at most one field's work for the
+// last (with four shards a core, 26 fields made shards of three and four
+// fields, and the core left with a four-field shard at the end kept the
+// other waiting: half of the time the caller spent waiting in a step at
+// batch 8,192 on two cores).
 func shardCount(procs, fields int) int {
 	if procs <= 1 {
 		return min(1, fields)
 	}
-	return min(4*procs, fields)
+	return fields
 }
 
 // rowStride is the floats per row for dim: 3·dim+1 rounded up to a power
@@ -308,33 +315,74 @@ func (e *Embedding) Lookup(ids []int32, rows int, dst *tensor.Matrix, col0 int) 
 	}
 	e.rows = rows
 	e.sorted = false
-	D, S := e.Dim, e.stride
-	e.parallel(func(sh *embShard) {
+	for i := range e.shards {
+		sh := &e.shards[i]
 		n := (sh.hi - sh.lo) * rows
 		if cap(sh.keys) < n {
 			sh.keys = make([]uint64, n)
 		}
 		sh.keys = sh.keys[:n]
-		for f := sh.lo; f < sh.hi; f++ {
-			keys := sh.keys[(f-sh.lo)*rows : (f-sh.lo+1)*rows]
-			for i := range keys {
-				keys[i] = uint64(ids[i*F+f])<<32 | uint64(i)
-			}
-			off := e.offsets[f]
-			for i, key := range keys {
-				if i%touchChunk == 0 {
-					e.touchKeys(sh, keys[i:min(i+touchChunk, len(keys))], off)
-				}
-				r := (off + int(key>>32)) * S
-				src := e.store[r : r+D]
-				o := dst.Data[i*dst.Cols+col0+f*D : i*dst.Cols+col0+(f+1)*D]
-				for k := range o { // a loop, not copy: D is tiny and memmove's call costs more
-					o[k] = src[k]
-				}
-			}
+	}
+	// The batch rows, not the fields, are cut among the cores here: a
+	// row's vectors share cache lines (four fields of dimension 4 to a
+	// line), which parts by field on different cores would write at the
+	// same time.
+	parts := lookupParts(len(e.shards), rows)
+	if cap(e.sinks) < parts {
+		e.sinks = make([]lookupSink, parts)
+	}
+	e.sinks = e.sinks[:parts]
+	par.Do(parts, func(p int) {
+		i0, i1 := rows*p/parts, rows*(p+1)/parts
+		for s := range e.shards {
+			e.lookupRows(&e.shards[s], ids, i0, i1, dst, col0, &e.sinks[p].v)
 		}
 	})
 	return nil
+}
+
+// lookupSink is where one part of Lookup keeps what touchKeys read, on a
+// cache line of its own.
+type lookupSink struct {
+	v uint32
+	_ [60]byte
+}
+
+// lookupRows writes the vectors of batch rows [i0, i1) of sh's fields
+// into dst and their keys into sh.keys (Lookup).
+func (e *Embedding) lookupRows(sh *embShard, ids []int32, i0, i1 int, dst *tensor.Matrix, col0 int, sink *uint32) {
+	F, D, S, rows := len(e.cards), e.Dim, e.stride, e.rows
+	for f := sh.lo; f < sh.hi; f++ {
+		keys := sh.keys[(f-sh.lo)*rows : (f-sh.lo+1)*rows]
+		for i := i0; i < i1; i++ {
+			keys[i] = uint64(ids[i*F+f])<<32 | uint64(i)
+		}
+		off := e.offsets[f]
+		for i := i0; i < i1; i++ {
+			if (i-i0)%touchChunk == 0 {
+				e.touchKeys(sink, keys[i:min(i+touchChunk, i1)], off)
+			}
+			r := (off + int(keys[i]>>32)) * S
+			src := e.store[r : r+D]
+			o := dst.Data[i*dst.Cols+col0+f*D : i*dst.Cols+col0+(f+1)*D]
+			for k := range o { // a loop, not copy: D is tiny and memmove's call costs more
+				o[k] = src[k]
+			}
+		}
+	}
+}
+
+// lookupGrain is the fewest batch rows a part of Lookup gets.
+const lookupGrain = 256
+
+// lookupParts is how many row ranges Lookup cuts a batch of rows into:
+// one where the fields have one shard (one core), else up to four per
+// core of at least lookupGrain rows, claimed in turn.
+func lookupParts(shards, rows int) int {
+	if shards <= 1 {
+		return 1
+	}
+	return max(1, min(4*runtime.GOMAXPROCS(0), rows/lookupGrain))
 }
 
 // sortKeys sorts sh's keys of the last Lookup by id, field by field (the
@@ -410,29 +458,54 @@ func (e *Embedding) Backward(dy *tensor.Matrix, col0 int) {
 		if sort {
 			e.sortKeys(sh)
 		}
-		sh.touched = sh.touched[:0]
-		sh.grad = sh.grad[:0]
+		// At most one distinct row per key: room for all of them up
+		// front, so the loop below never grows a slice.
+		most := (sh.hi - sh.lo) * rows
+		if cap(sh.touched) < most {
+			sh.touched = make([]int32, 0, most)
+		}
+		if cap(sh.grad) < most*D {
+			sh.grad = make([]float32, 0, most*D)
+		}
+		if cap(sh.column) < rows*D {
+			sh.column = make([]float32, rows*D)
+		}
+		touched, grad, column := sh.touched[:most], sh.grad[:most*D], sh.column[:rows*D]
+		n := 0
 		for f := sh.lo; f < sh.hi; f++ {
-			sh.start[f-sh.lo] = len(sh.touched)
+			sh.start[f-sh.lo] = n
+			// The field's columns of dy, copied in row order into one
+			// contiguous block first: the sorted keys below then read
+			// rows of a block that stays in this core's cache, where
+			// reading dy itself in id order would miss on nearly every
+			// key (dy's rows are wide, and half of them were written
+			// by another core's part of the product before).
+			for i := range rows {
+				src, dst := dy.Data[i*dy.Cols+col0+f*D:i*dy.Cols+col0+(f+1)*D], column[i*D:(i+1)*D]
+				for k := range dst { // a loop, not copy: D is tiny and memmove's call costs more
+					dst[k] = src[k]
+				}
+			}
 			keys := sh.keys[(f-sh.lo)*rows : (f-sh.lo+1)*rows]
 			prev, off := uint64(math.MaxUint64), int32(e.offsets[f])
 			var g []float32
 			for _, key := range keys {
 				if id := key >> 32; id != prev {
-					sh.touched = append(sh.touched, off+int32(id))
-					n := len(sh.grad)
-					sh.grad = append(sh.grad, make([]float32, D)...)
-					g = sh.grad[n : n+D]
+					touched[n] = off + int32(id)
+					g = grad[n*D : (n+1)*D]
+					clear(g)
+					n++
 					prev = id
 				}
 				i := int(uint32(key))
-				src := dy.Data[i*dy.Cols+col0+f*D : i*dy.Cols+col0+(f+1)*D]
+				src := column[i*D : (i+1)*D]
 				for k := range g {
 					g[k] += src[k]
 				}
 			}
 		}
-		sh.start[sh.hi-sh.lo] = len(sh.touched)
+		sh.touched, sh.grad = touched[:n], grad[:n*D]
+		sh.start[sh.hi-sh.lo] = n
 		if l2 != 0 {
 			for s, r := range sh.touched {
 				if s%touchChunk == 0 {

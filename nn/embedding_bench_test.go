@@ -2,16 +2,26 @@ package nn
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
+	"github.com/splitguard/splitguard/internal/par"
 	"github.com/splitguard/splitguard/tensor"
 )
 
 // BenchmarkEmbeddingStep times the embedding part of the Wide&Deep step:
 // Lookup, Backward and LazyAdam on 26 tables of 100,000 rows (dim 4),
 // batch 1024, ids uniform (the cache-hostile case).
-func BenchmarkEmbeddingStep(b *testing.B) {
-	const B, F, V, D = 1024, 26, 100000, 4
+func BenchmarkEmbeddingStep(b *testing.B) { benchEmbeddingStep(b, 1024, false) }
+
+// BenchmarkEmbeddingStep8192 is BenchmarkEmbeddingStep at batch 8,192
+// with the gradient rewritten before every Backward by row ranges spread
+// over the cores, as the product before it in a step writes it: the
+// case where Backward reads rows another core wrote.
+func BenchmarkEmbeddingStep8192(b *testing.B) { benchEmbeddingStep(b, 8192, true) }
+
+func benchEmbeddingStep(b *testing.B, B int, rewrite bool) {
+	const F, V, D = 26, 100000, 4
 	r := rand.New(rand.NewPCG(1, 2))
 	e := benchTables(b, F, V, D, r)
 	e.L2 = 0.01
@@ -33,6 +43,15 @@ func BenchmarkEmbeddingStep(b *testing.B) {
 	step := func() {
 		if err := e.Lookup(batches[k%len(batches)], B, x, 0); err != nil {
 			b.Fatal(err)
+		}
+		if rewrite {
+			parts := runtime.GOMAXPROCS(0)
+			par.Do(parts, func(p int) {
+				d := dy.Data[dy.Cols*(B*p/parts) : dy.Cols*(B*(p+1)/parts)]
+				for i := range d {
+					d[i] = -d[i]
+				}
+			})
 		}
 		e.Backward(dy, 0)
 		opt.Step(e)

@@ -33,7 +33,26 @@ func spread(n int, fn func(lo, hi int)) {
 // spreadParts is how many parts spread cuts n elements into (below 2: it
 // runs them in turn). A hot caller checks it first, so that on one core it
 // does not build the closure spread takes (a heap allocation per call).
-func spreadParts(n int) int { return min(runtime.GOMAXPROCS(0), n/spreadGrain) }
+//
+// A pass too large for a core's cache (at least 4·fineGrain elements on
+// two cores or more) is cut into up to four parts per core of at least
+// fineGrain elements, which the cores claim in turn (internal/par): a
+// core that another process holds up then takes fewer of them instead of
+// keeping the others waiting, and no part's data was in a particular
+// core's cache anyway. A smaller pass keeps one part per core, whose
+// data the same core's part of the product before it just wrote.
+func spreadParts(n int) int {
+	procs := runtime.GOMAXPROCS(0)
+	parts := min(procs, n/spreadGrain)
+	if procs > 1 && n >= 4*fineGrain {
+		parts = max(parts, min(4*procs, n/fineGrain))
+	}
+	return parts
+}
+
+// fineGrain is the fewest elements of a part of a pass cut finer than one
+// part per core: 512 KiB of float32.
+const fineGrain = 1 << 17
 
 // cut is the start of part p of n elements in parts parts, rounded down
 // to a multiple of 16 (n for p == parts).

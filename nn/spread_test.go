@@ -11,7 +11,7 @@ import (
 
 func TestSpreadCoversEachElementOnce(t *testing.T) {
 	for _, tc := range []struct{ n, procs int }{
-		{0, 4}, {10, 4}, {spreadGrain - 1, 8}, {2 * spreadGrain, 2}, {3*spreadGrain + 7, 3}, {100003, 16}, {1 << 20, 7},
+		{0, 4}, {10, 4}, {spreadGrain - 1, 8}, {2 * spreadGrain, 2}, {3*spreadGrain + 7, 3}, {100003, 16}, {1 << 20, 7}, {1 << 20, 2}, {1<<19 + 5, 2},
 	} {
 		old := runtime.GOMAXPROCS(tc.procs)
 		seen := make([]int32, tc.n)
@@ -28,6 +28,26 @@ func TestSpreadCoversEachElementOnce(t *testing.T) {
 			if c != 1 {
 				t.Fatalf("n %d, %d procs: element %d visited %d times", tc.n, tc.procs, i, c)
 			}
+		}
+	}
+}
+
+// TestSpreadParts: how many parts a pass is cut into, by hand.
+func TestSpreadParts(t *testing.T) {
+	for _, tc := range []struct{ n, procs, want int }{
+		{1 << 20, 1, 1},         // one core: in turn
+		{1 << 17, 2, 2},         // a batch of 1024 × 128: one part a core
+		{1 << 20, 2, 8},         // 8192 × 128 on two cores: four a core
+		{1 << 20, 16, 16},       // sixteen cores: one a core (8 fine parts would be fewer)
+		{1<<19 - 16, 2, 2},      // under 4·fineGrain: one a core
+		{1 << 19, 2, 4},         // 4·fineGrain: four parts of fineGrain
+		{spreadGrain - 1, 8, 0}, // too small to spread
+	} {
+		old := runtime.GOMAXPROCS(tc.procs)
+		got := spreadParts(tc.n)
+		runtime.GOMAXPROCS(old)
+		if got != tc.want {
+			t.Errorf("spreadParts(%d) at %d cores = %d, want %d", tc.n, tc.procs, got, tc.want)
 		}
 	}
 }

@@ -44,8 +44,13 @@ type Threat struct {
 	// untuned).
 	Known int
 	// MaxLeak is the limit on every attack's leak: summary.json's
-	// leak[ATTACK/LAYER].q95_abs, at every layer.
+	// leak[ATTACK/LAYER].q95_abs, at every layer (0: no leak limit, when
+	// MinTDCS is set).
 	MaxLeak float64
+	// MinTDCS, when positive, is a floor on the setting's T-DCS (TDCS):
+	// a limit on the leak and the cost together. With both limits a
+	// setting must meet both.
+	MinTDCS float64
 }
 
 // Options are a plan's table, threat and limits.
@@ -154,8 +159,12 @@ func (o *Options) check() error {
 	switch {
 	case o.Out == "":
 		return config.Keyed(errors.New("no plan directory (key out)"), "out")
-	case math.IsNaN(o.Threat.MaxLeak) || o.Threat.MaxLeak <= 0 || o.Threat.MaxLeak > 0.5:
-		return config.Keyed(fmt.Errorf("leak limit (key max_leak) %v: want a value in (0, 0.5], a q95 |AUC − ½|", o.Threat.MaxLeak), "max_leak")
+	case math.IsNaN(o.Threat.MinTDCS) || o.Threat.MinTDCS < 0 || o.Threat.MinTDCS > 1:
+		return config.Keyed(fmt.Errorf("T-DCS floor (key min_tdcs) %v: want a value in (0, 1] (0: none)", o.Threat.MinTDCS), "min_tdcs")
+	case o.Threat.MaxLeak == 0 && o.Threat.MinTDCS == 0:
+		return config.Keyed(errors.New("no limit: give a leak limit (key max_leak) or a T-DCS floor (key min_tdcs)"), "max_leak", "min_tdcs")
+	case math.IsNaN(o.Threat.MaxLeak) || o.Threat.MaxLeak < 0 || o.Threat.MaxLeak > 0.5:
+		return config.Keyed(fmt.Errorf("leak limit (key max_leak) %v: want a value in (0, 0.5], a q95 |AUC − ½| (0: none, with a T-DCS floor)", o.Threat.MaxLeak), "max_leak")
 	case o.Budget <= 0:
 		return config.Keyed(fmt.Errorf("budget (key budget) %v: want a positive duration", o.Budget), "budget")
 	case o.MaxSteps < 0:
@@ -225,7 +234,7 @@ func figures(r *Row, s *rundir.Summary, limit float64) {
 	if r.Strongest != "" {
 		r.Chance = chance[r.Strongest]
 	}
-	r.Met = r.Err == "" && !math.IsNaN(r.ValAUC) && !math.IsNaN(r.StrongestLeak) && r.StrongestLeak <= limit
+	r.Met = r.Err == "" && !math.IsNaN(r.ValAUC) && !math.IsNaN(r.StrongestLeak) && (limit == 0 || r.StrongestLeak <= limit)
 }
 
 // strongest sets the row's strongest attack: the largest leak (ties: the

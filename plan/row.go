@@ -47,7 +47,10 @@ type Row struct {
 	// StepMS is the mean step time (summary.json step_ms_mean), Seconds
 	// the run's wall time.
 	StepMS, Seconds float64
-	// Met says StrongestLeak is at most the limit (and the run worked).
+	// TDCS is the setting's T-DCS against the reference (TDCS).
+	TDCS float64
+	// Met says the run worked and meets the limits: StrongestLeak at most
+	// the leak limit, TDCS at least the T-DCS floor.
 	Met bool
 	// Err is why the run failed, or empty.
 	Err string
@@ -85,7 +88,7 @@ func encodeCSV(rows []Row) ([]byte, error) {
 	for _, a := range attacks {
 		head = append(head, leakPrefix+a)
 	}
-	head = append(head, "strongest_attack", "strongest_leak", "chance", "step_ms", "seconds", "met", "error")
+	head = append(head, "strongest_attack", "strongest_leak", "chance", "tdcs", "step_ms", "seconds", "met", "error")
 	var b bytes.Buffer
 	w := csv.NewWriter(&b)
 	_ = w.Write(head)
@@ -98,7 +101,7 @@ func encodeCSV(rows []Row) ([]byte, error) {
 			}
 			rec = append(rec, fmtF(v))
 		}
-		rec = append(rec, r.Strongest, fmtF(r.StrongestLeak), fmtF(r.Chance), strconv.FormatFloat(r.StepMS, 'f', 3, 64),
+		rec = append(rec, r.Strongest, fmtF(r.StrongestLeak), fmtF(r.Chance), fmtF(r.TDCS), strconv.FormatFloat(r.StepMS, 'f', 3, 64),
 			strconv.FormatFloat(r.Seconds, 'f', 2, 64), strconv.FormatBool(r.Met), r.Err)
 		_ = w.Write(rec)
 	}
@@ -163,6 +166,12 @@ func readCSV(path string) ([]Row, error) {
 		}
 		if r.Met, err = strconv.ParseBool(rec[col["met"]]); err != nil {
 			return nil, bad(err)
+		}
+		r.TDCS = math.NaN() // a table of an earlier version has no column; costs recomputes it
+		if i, ok := col["tdcs"]; ok {
+			if r.TDCS, err = parseF(rec[i]); err != nil {
+				return nil, bad(err)
+			}
 		}
 		r.Leak = map[string]float64{}
 		for i, h := range recs[0] {

@@ -87,16 +87,17 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		longest = max(longest, now().Sub(t0))
 		rows = insert(rows, row)
-		costs(rows)
+		costs(rows, o.Threat)
 		if err := writeCSV(csvPath, rows); err != nil {
 			return nil, err
 		}
 	}
+	costs(rows, o.Threat) // rows read from plan.csv too
 	res.Rows = rows
 	if len(rows) == 0 || rows[0].Index != 0 || rows[0].Err != "" {
 		return res, fmt.Errorf("the reference run (no defence) failed or is missing: %s", errText(rows))
 	}
-	res.Recommended, res.Closest = recommend(rows)
+	res.Recommended, res.Closest = recommend(rows, o.Threat)
 	if err := o.writeOutputs(res); err != nil {
 		return nil, err
 	}
@@ -167,23 +168,30 @@ func insert(rows []Row, r Row) []Row {
 	return rows
 }
 
-// costs sets every row's cost: the reference's (index 0) validation AUC
-// minus the row's.
-func costs(rows []Row) {
+// costs sets every row's cost, the reference's (index 0) validation AUC
+// minus the row's, and its T-DCS (TDCS, against the reference); with a
+// T-DCS floor, a row below it does not meet the limits.
+func costs(rows []Row, th Threat) {
 	ref := math.NaN()
 	if len(rows) > 0 && rows[0].Index == 0 {
 		ref = rows[0].ValAUC
 	}
 	for i := range rows {
-		rows[i].Cost = ref - rows[i].ValAUC
+		r := &rows[i]
+		r.Cost = ref - r.ValAUC
+		r.TDCS = TDCS(r.Leak, r.ValAUC, ref)
+		r.Met = r.Err == "" && !math.IsNaN(r.ValAUC) && !math.IsNaN(r.StrongestLeak) &&
+			(th.MaxLeak == 0 || r.StrongestLeak <= th.MaxLeak) &&
+			(th.MinTDCS == 0 || r.TDCS >= th.MinTDCS)
 	}
 }
 
 // recommend returns the index of the cheapest row that meets the limit
 // (smallest cost; tie: least step time, then search order), -1 when none
 // does, and then the three rows nearest the limit (smallest strongest
-// leak; tie: smallest cost).
-func recommend(rows []Row) (int, []Row) {
+// leak, or with a T-DCS floor and no leak limit the largest T-DCS; tie:
+// smallest cost).
+func recommend(rows []Row, th Threat) (int, []Row) {
 	best := -1
 	for i, r := range rows {
 		if !r.Met || math.IsNaN(r.Cost) {
@@ -203,6 +211,9 @@ func recommend(rows []Row) (int, []Row) {
 		}
 	}
 	less := func(a, b Row) bool {
+		if th.MaxLeak == 0 && a.TDCS != b.TDCS && !math.IsNaN(a.TDCS) && !math.IsNaN(b.TDCS) {
+			return a.TDCS > b.TDCS
+		}
 		if a.StrongestLeak != b.StrongestLeak {
 			return a.StrongestLeak < b.StrongestLeak
 		}

@@ -38,19 +38,8 @@ func TestResSFLGradientIsTaskMinusLambdaReconstruction(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, x := ressflBatch(3)
-	g := tensor.New(8, 3)
-	for i := range g.Data {
-		g.Data[i] = float32(0.01 * float64(i%5-2))
-	}
-	rec := func(e *tensor.Matrix) float64 {
-		y := r.out.Forward(r.relu.Forward(r.enc.Forward(e)))
-		var s float64
-		for i, v := range y.Data {
-			d := float64(v) - float64(x.Data[i])
-			s += d * d
-		}
-		return s / float64(len(y.Data))
-	}
+	g := ressflTaskGradient()
+	rec := func(z *tensor.Matrix) float64 { return decoderError(r, z, x) }
 	r.SetFeatures(x, nil, 0)
 	out, err := r.Forward(e, true)
 	if err != nil {
@@ -150,27 +139,8 @@ func TestResSFLStateAndRefusals(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var buf bytes.Buffer
-	if err := a.Save(&buf); err != nil {
-		t.Fatal(err)
-	}
 	b, _ := NewResSFL(3, 2, 0.5, 1e-2, 10)
-	if err := b.Load(bytes.NewReader(buf.Bytes())); err != nil {
-		t.Fatal(err)
-	}
-	b.SetFeatures(x, nil, 0)
-	for _, l := range []*ResSFL{a, b} {
-		if _, err := l.Forward(e, true); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ga, _ := a.Backward(g)
-	gb, _ := b.Backward(g)
-	for i := range ga.Data {
-		if ga.Data[i] != gb.Data[i] {
-			t.Fatalf("after load the gradient differs at %d: %v, %v", i, gb.Data[i], ga.Data[i])
-		}
-	}
+	buf := sameAfterLoad(t, a, b, e, x, g)
 	other, _ := NewResSFL(3, 4, 0.5, 1e-2, 9)
 	if err := other.Load(bytes.NewReader(buf.Bytes())); err == nil || !strings.Contains(err.Error(), "3→2") {
 		t.Errorf("a decoder of another shape loaded: %v", err)
@@ -188,4 +158,52 @@ func TestResSFLStateAndRefusals(t *testing.T) {
 	if _, err := a.Forward(e, true); err == nil {
 		t.Error("features of 5 rows were accepted for 8 embedding rows")
 	}
+}
+
+// sameAfterLoad saves a, loads it into b, and checks that both then give
+// the same gradient for g on the batch (e, x); it returns the state.
+func sameAfterLoad(t *testing.T, a, b *ResSFL, e, x, g *tensor.Matrix) *bytes.Buffer {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := a.Save(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Load(bytes.NewReader(buf.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	b.SetFeatures(x, nil, 0)
+	for _, l := range []*ResSFL{a, b} {
+		if _, err := l.Forward(e, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ga, _ := a.Backward(g)
+	gb, _ := b.Backward(g)
+	for i := range ga.Data {
+		if ga.Data[i] != gb.Data[i] {
+			t.Fatalf("after load the gradient differs at %d: %v, %v", i, gb.Data[i], ga.Data[i])
+		}
+	}
+	return &buf
+}
+
+// ressflTaskGradient is a task gradient for ressflBatch's 8×3 embedding.
+func ressflTaskGradient() *tensor.Matrix {
+	g := tensor.New(8, 3)
+	for i := range g.Data {
+		g.Data[i] = float32(0.01 * float64(i%5-2))
+	}
+	return g
+}
+
+// decoderError is R = (1/(B·k))·Σ‖D(z_i) − x_i‖² of r's decoder,
+// computed in float64 from its outputs.
+func decoderError(r *ResSFL, z, x *tensor.Matrix) float64 {
+	y := r.out.Forward(r.relu.Forward(r.enc.Forward(z)))
+	var s float64
+	for i, v := range y.Data {
+		d := float64(v) - float64(x.Data[i])
+		s += d * d
+	}
+	return s / float64(len(y.Data))
 }

@@ -25,6 +25,9 @@ func featureAttacks(cfg config.Config, pv, av *view, bottom model.Bottom, top mo
 	if len(cfg.FeatureAttacks) == 0 && cfg.Hijack == "" {
 		return func() (map[string]float64, error) { return nil, nil }, nil, nil
 	}
+	if pv.train.X != nil && pv.train.X.Image != nil && cfg.Hijack != "" {
+		return imageHijack(cfg, pv, bottom)
+	}
 	ev, err := feature.NewEvaluator(cfg.FeatureAttacks, pv.train.X, pv.test.X, av.train.X, av.test.X,
 		cfg.FeatureAuxRows(), cfg.Seed, cfg.EvalBatch)
 	if err != nil {
@@ -37,6 +40,9 @@ func featureAttacks(cfg config.Config, pv, av *view, bottom model.Bottom, top mo
 	if cfg.Hijack == config.HijackFSHA {
 		fsha, err := feature.NewFSHA(ev.AuxTruth(), bottom.CutDim(), cfg.Seed)
 		if err != nil {
+			return nil, nil, err
+		}
+		if err := setPilot(cfg, fsha, pv.train.X); err != nil {
 			return nil, nil, err
 		}
 		ev.Add(fsha)

@@ -10,8 +10,7 @@ import (
 // TestFSHAGradientIsTheCriticsSlope: the gradient FSHA sends is that of
 // −mean_i D(e_i) with respect to e at the critic it had when the batch
 // came, checked by central differences of a copy of that critic; the
-// critic's weights stay within ±Clip; the autoencoder's error on the
-// public rows falls.
+// autoencoder's error on the public rows falls.
 func TestFSHAGradientIsTheCriticsSlope(t *testing.T) {
 	x, e := linearBottom(400, 3, 8, 9)
 	for i := range e.Data {
@@ -35,7 +34,7 @@ func TestFSHAGradientIsTheCriticsSlope(t *testing.T) {
 	for step := range 300 {
 		if step > 0 && step%50 == 0 {
 			// Differentiate the critic as it is before this step.
-			crit := f.dis
+			crit := f.critic
 			loss := func(m *tensor.Matrix) float64 {
 				var s float64
 				for _, v := range crit.forward(m).Data {
@@ -86,13 +85,6 @@ func TestFSHAGradientIsTheCriticsSlope(t *testing.T) {
 	}
 	if last := aeErr(); !(last < 0.7*first) {
 		t.Errorf("autoencoder error %g after 300 steps, %g after the first", last, first)
-	}
-	for _, p := range f.dis.params {
-		for _, v := range p.W.Data {
-			if math.Abs(float64(v)) > float64(f.Clip)+1e-9 {
-				t.Fatalf("critic weight %g beyond ±%g", v, f.Clip)
-			}
-		}
 	}
 	if _, err := f.Gradient(tensor.New(4, 7)); err == nil {
 		t.Errorf("a 7-wide embedding was accepted by an 8-wide FSHA")

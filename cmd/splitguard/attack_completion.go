@@ -15,6 +15,7 @@ import (
 	"github.com/splitguard/splitguard/atomicfile"
 	"github.com/splitguard/splitguard/attack"
 	"github.com/splitguard/splitguard/completion"
+	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/netrun"
@@ -24,7 +25,7 @@ import (
 // completionOptions are the flags of `attack completion`.
 type completionOptions struct {
 	run, labels, truth, out  string
-	party                    string
+	parties, colluders       []string
 	known, unlabelled, draws int
 	tunedBudget              int
 	attacks                  []string
@@ -48,12 +49,17 @@ split by --seed, --unlabelled more training rows are used without labels, and
 every test row is scored against its true label.
 
 An in-process run with several passive parties: --party NAME attacks that
-party's bottom over its own columns.
+party's bottom over its own columns; --party A,B (two or more) attacks the
+colluding subset: the parties pool their bottoms' cut outputs side by side and
+the attacker's head reads them together (the run's "A+B" figure).
 
 A two-party run's passive directory (splitguard passive): the passive holds no
 labels, so the attacker's known labels come from --labels FILE (lines
 "id,label", label 0 or 1; training-row IDs); --truth FILE (the same form) gives
-the true test labels to score against, if the experimenter has them.
+the true test labels to score against, if the experimenter has them. Colluding
+passive parties of a two-process run with several passives: --colluder DIR
+(repeated) adds another passive party's directory; the parties must hold the
+same aligned rows, and their bottoms' outputs are pooled as above.
 
 Prints one JSON line per attack and draw
   {"attack": …, "seed": …, "known_labels": …, "unlabelled": …, "test_rows": …,
@@ -77,7 +83,8 @@ choice ("tuned"; docs/methods/tuned.md).`,
 	f := cmd.Flags()
 	f.StringVar(&o.run, "run", "", "run directory: an in-process run, or a two-party run's passive directory (with --labels)")
 	f.IntVar(&o.known, "known-labels", 40, "known training labels drawn from an in-process run, half of each class")
-	f.StringVar(&o.party, "party", "", "in-process run with several passive parties: the passive party whose bottom to attack (its columns, its bottom model)")
+	f.StringSliceVar(&o.parties, "party", nil, "in-process run with several passive parties: the passive party whose bottom to attack (its columns, its bottom model), or two or more colluding parties whose bottoms are pooled")
+	f.StringArrayVar(&o.colluders, "colluder", nil, "a two-process run's passive directory (with --labels): another colluding passive party's directory, whose bottom is pooled with --run's (repeat for more)")
 	f.StringVar(&o.labels, "labels", "", `the attacker's known labels, lines "id,label" (a two-party passive directory)`)
 	f.StringVar(&o.truth, "truth", "", `true test labels, lines "id,label", to score a two-party passive directory against`)
 	f.IntVar(&o.unlabelled, "unlabelled", completion.DefaultUnlabelled, "unlabelled training rows the attacker uses")
@@ -118,14 +125,18 @@ func attackCompletion(w io.Writer, o completionOptions) error {
 	if o.draws < 1 {
 		return fail(fmt.Errorf("--draws %d, want ≥ 1", o.draws))
 	}
-	if o.party != "" && o.labels != "" {
-		return fail(errors.New("--party names a passive party of an in-process run; a two-party passive directory (--labels) is one party already"))
+	if len(o.parties) > 0 && o.labels != "" {
+		return fail(errors.New("--party names passive parties of an in-process run; a two-party passive directory (--labels) is one party already (add colluders with --colluder)"))
+	}
+	if len(o.colluders) > 0 && o.labels == "" {
+		return fail(errors.New("--colluder adds a passive party's directory of a two-process run (with --labels); for an in-process run name the colluding parties with --party A,B"))
 	}
 	if o.tunedBudget < 0 {
 		return fail(fmt.Errorf("--tuned-budget %d, want ≥ 1 (or 0: off)", o.tunedBudget))
 	}
 	var (
 		split    *data.Split
+		pool     []completion.Colluder // two or more: a colluding subset
 		bottom   model.Bottom
 		pick     func(seed uint64) (*completion.Rows, error)
 		testY    []uint8
@@ -133,14 +144,20 @@ func attackCompletion(w io.Writer, o completionOptions) error {
 		evalSize int
 	)
 	if o.labels == "" {
-		cfg, s, b, err := completion.LoadPartyRun(o.run, o.party)
-		if errors.Is(err, completion.ErrSeveralParties) {
-			return fail(fmt.Errorf("%w: name the party whose bottom to attack with --party", err))
+		var cfg *config.Config
+		var err error
+		if len(o.parties) > 1 {
+			cfg, split, pool, err = completion.LoadColludersRun(o.run, o.parties)
+		} else {
+			cfg, split, bottom, err = completion.LoadPartyRun(o.run, firstOr(o.parties, ""))
+			if errors.Is(err, completion.ErrSeveralParties) {
+				err = fmt.Errorf("%w: name the party whose bottom to attack with --party (or colluding parties: --party A,B)", err)
+			}
 		}
 		if err != nil {
 			return fail(err)
 		}
-		split, bottom, seed, evalSize = s, b, cfg.Seed, cfg.EvalBatch
+		seed, evalSize = cfg.Seed, cfg.EvalBatch
 		pick = func(seed uint64) (*completion.Rows, error) {
 			return completion.Pick(split.Train.Labels, o.known, o.unlabelled, seed)
 		}
@@ -151,6 +168,11 @@ func attackCompletion(w io.Writer, o completionOptions) error {
 			return fail(err)
 		}
 		split, bottom, seed, evalSize = s, b, cfg.Seed, cfg.EvalBatch
+		if len(o.colluders) > 0 {
+			if pool, err = loadNetColluders(o.run, o.colluders, s, b); err != nil {
+				return fail(err)
+			}
+		}
 		known, err := readLabelFile(o.labels)
 		if err != nil {
 			return fail(err)
@@ -198,7 +220,13 @@ func attackCompletion(w io.Writer, o completionOptions) error {
 		} else {
 			at.Redraw(rows, s)
 		}
-		res, err := at.Run(bottom, split.Train.X, split.Test.X, testY)
+		var res map[string]completion.Result
+		if len(pool) > 0 {
+			bs, train, test := completion.Pool(pool)
+			res, err = at.RunPooled(bs, train, test, testY)
+		} else {
+			res, err = at.Run(bottom, split.Train.X, split.Test.X, testY)
+		}
 		if err != nil {
 			return fail(err)
 		}

@@ -152,10 +152,12 @@ func TestAttackCompletion(t *testing.T) {
 }
 
 // TestAttackCompletionParty attacks each passive party of an in-process
-// run with two offline (--party): on the final models, with the run's
-// seed, each gives the figure the run recorded for that party at its last
-// evaluation; a run with several parties and no --party, or an unknown
-// party, is refused naming the parties.
+// run with two offline (--party), and the two colluding (--party p1,p2:
+// their bottoms pooled): on the final models, with the run's seed, each
+// gives the figure the run recorded for that party or pair at its last
+// evaluation; a run with several parties and no --party, an unknown
+// party, a party named twice, or --colluder without --labels is refused
+// naming what is wrong.
 func TestAttackCompletionParty(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains a model")
@@ -178,8 +180,8 @@ func TestAttackCompletionParty(t *testing.T) {
 	if err := json.Unmarshal(raw, &sum); err != nil {
 		t.Fatal(err)
 	}
-	for _, party := range []string{"p1", "p2"} {
-		during, ok := sum.Parties[party].Final["completion_supervised/auc"]
+	for _, party := range []string{"p1", "p2", "p1,p2"} {
+		during, ok := sum.Parties[strings.ReplaceAll(party, ",", "+")].Final["completion_supervised/auc"]
 		if !ok {
 			t.Fatalf("no in-run completion figure for %s: %s", party, raw)
 		}
@@ -198,6 +200,9 @@ func TestAttackCompletionParty(t *testing.T) {
 	for _, c := range []struct{ args, want []string }{
 		{nil, []string{"several passive parties", "p1, p2", "--party"}},
 		{[]string{"--party", "p3"}, []string{"no passive party \"p3\"", "p1, p2"}},
+		{[]string{"--party", "p1,p3"}, []string{"no passive party \"p3\"", "p1, p2"}},
+		{[]string{"--party", "p1,p1"}, []string{"named twice"}},
+		{[]string{"--colluder", run}, []string{"--colluder", "--labels", "--party A,B"}},
 	} {
 		out, err := runCLI(t, append([]string{"attack", "completion", "--run", run}, c.args...)...)
 		for _, w := range c.want {

@@ -37,6 +37,9 @@ type benchOptions struct {
 	// PSI, when positive, times the streamed PSI of that many IDs a side
 	// instead of a training step (benchPSI).
 	PSI int
+	// WholeRun, when positive, times a whole default `train` on that
+	// many synthetic rows against bench at its batch (benchWholeRun).
+	WholeRun int
 }
 
 // benchModels maps a --model value to a function that builds one training
@@ -95,6 +98,12 @@ framing excluded). --model is wdl or mlp there; --vocab does not apply.
 --psi N times the ID alignment instead: the streamed PSI that two-process runs use,
 of N IDs a side (half shared), both parties in this process, in µs per input ID.
 
+--whole-run N times a whole default run, train --synth-rows N (loading, encoding, the
+baseline, evaluations, the audit, writing the run directory: the child process from
+start to exit), and bench of the run's batch right before or after it, and prints the
+run's examples per second over bench's (the median of the rounds' own ratios); with
+--cores, at each core count (GOMAXPROCS of both children).
+
 --cores 1,2,4,… prints how the step (or, with --psi, the PSI) scales with cores: for
 each count c, a child process with GOMAXPROCS=c, and c one-core children running at
 the same time; the efficiency is the first's rate over the c children's summed rate
@@ -118,6 +127,7 @@ between minutes: use R ≥ 3 for figures you report). Children are this program.
 	f.IntVar(&o.Rounds, "rounds", 3, "with --cores: interleaved rounds whose medians are reported")
 	f.BoolVar(&o.NoIndependent, "no-independent", false, "with --cores: skip the independent one-core processes (no efficiency column)")
 	f.IntVar(&o.PSI, "psi", 0, "time the streamed PSI of this many IDs a side instead of a training step")
+	f.IntVar(&o.WholeRun, "whole-run", 0, "time a whole default train on this many synthetic rows against bench of its batch, and print the ratio of their examples/s (with --cores: at each core count)")
 	return cmd
 }
 
@@ -138,6 +148,12 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 	}
 	if o.PSI != 0 && (o.PSI < 2 || o.Defences) {
 		return fmt.Errorf("bench: --psi %d: want at least 2 IDs, and not with --defences", o.PSI)
+	}
+	if o.WholeRun != 0 {
+		if o.WholeRun < 0 || o.PSI != 0 || o.Defences || o.NoIndependent || o.Model != "wdl" {
+			return fmt.Errorf("bench: --whole-run %d: want a positive row count, --model wdl (the default run's model), and not --psi, --defences or --no-independent", o.WholeRun)
+		}
+		return benchWholeRun(cmd, o)
 	}
 	if o.Cores != "" {
 		if o.Defences {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,16 +65,9 @@ func parseCores(s string) ([]int, error) {
 // this program's `bench` (or `bench --psi`) with --json; the rounds
 // interleave the measurements so that a machine's drift spreads over all.
 func benchCores(cmd *cobra.Command, o benchOptions) error {
-	cores, err := parseCores(o.Cores)
+	cores, exe, err := sweepSetup(o)
 	if err != nil {
-		return fmt.Errorf("bench: %w", err)
-	}
-	if o.Rounds < 1 {
-		return fmt.Errorf("bench: --rounds %d, want at least 1", o.Rounds)
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("bench: finding this program to run the children: %w", err)
+		return err
 	}
 	args := childArgs(o)
 	alone := map[int][]coreResult{}
@@ -101,6 +95,25 @@ func benchCores(cmd *cobra.Command, o benchOptions) error {
 	}
 	rows := scalingRows(cores, alone, together)
 	return printScaling(cmd.OutOrStdout(), o, rows)
+}
+
+// sweepSetup reads what a sweep of children needs from o: the core
+// counts of --cores (this process's GOMAXPROCS when unset), at least one
+// round, and this program's path to run them.
+func sweepSetup(o benchOptions) (cores []int, exe string, err error) {
+	cores = []int{runtime.GOMAXPROCS(0)}
+	if o.Cores != "" {
+		if cores, err = parseCores(o.Cores); err != nil {
+			return nil, "", fmt.Errorf("bench: %w", err)
+		}
+	}
+	if o.Rounds < 1 {
+		return nil, "", fmt.Errorf("bench: --rounds %d, want at least 1", o.Rounds)
+	}
+	if exe, err = os.Executable(); err != nil {
+		return nil, "", fmt.Errorf("bench: finding this program to run the children: %w", err)
+	}
+	return cores, exe, nil
 }
 
 // childArgs are the arguments of one measuring child: the same bench

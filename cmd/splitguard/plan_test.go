@@ -64,6 +64,16 @@ func TestPlanCLI(t *testing.T) {
 	if err != nil || !strings.Contains(stdout, "attacks "+strings.Join(plan.DefaultAttacks(), ", ")) {
 		t.Errorf("config without attacks: %v\n%s", err, stdout)
 	}
+	// A T-DCS floor alone: no leak limit, the floor named, plan.csv's
+	// T-DCS column filled.
+	tdcsOut := t.TempDir()
+	stdout, err = runCLI(t, append(slices.Clone(args[:len(args)-6]), "--min-tdcs", "0.5", "--budget", "1h", "--out", tdcsOut)...)
+	if err != nil || !strings.Contains(stdout, "limit: T-DCS ≥ 0.5\n") || !strings.Contains(stdout, "T-DCS 0.") {
+		t.Errorf("--min-tdcs: %v\n%s", err, stdout)
+	}
+	if raw, err := os.ReadFile(filepath.Join(tdcsOut, "plan.csv")); err != nil || !strings.Contains(string(raw), ",tdcs,") {
+		t.Errorf("plan.csv with a T-DCS floor: %v\n%s", err, raw)
+	}
 	// Another limit in the same directory is refused.
 	args[len(args)-5] = "0.3"
 	if _, err := runCLI(t, args...); err == nil || !strings.Contains(err.Error(), "max_leak") {
@@ -80,6 +90,8 @@ func TestPlanCLIBadFlags(t *testing.T) {
 		{[]string{"--protect", "marvell"}, "--protect: the plan chooses the defences"},
 		{[]string{"--marvell-s", "4"}, "--marvell-s: the plan chooses the defences"},
 		{[]string{"--max-leak", "0.7"}, "(--max-leak)"},
+		{[]string{"--min-tdcs", "1.5"}, "(--min-tdcs)"},
+		{[]string{"--max-leak", "0"}, "no limit"},
 		{[]string{"--budget", "0s"}, "(--budget)"},
 		{[]string{"--defences", "nope"}, "--defences"},
 		{[]string{"--val-frac", "0"}, "--val-frac"},

@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 
 	"github.com/spf13/cobra"
 )
@@ -13,13 +14,27 @@ func init() { rootOptions = append(rootOptions, addProfileFlags) }
 
 // addProfileFlags gives every command --cpuprofile and --memprofile, which
 // write Go pprof profiles of the whole command (read them with `go tool
-// pprof`).
+// pprof`), and --trace, which writes the Go execution trace (`go tool
+// trace`: which goroutine ran on which processor when, and where a
+// processor sat idle).
 func addProfileFlags(root *cobra.Command) {
-	var cpuPath, memPath string
-	var cpuFile *os.File
+	var cpuPath, memPath, tracePath string
+	var cpuFile, traceFile *os.File
 	root.PersistentFlags().StringVar(&cpuPath, "cpuprofile", "", "write a CPU profile of the command to this file")
 	root.PersistentFlags().StringVar(&memPath, "memprofile", "", "write a heap profile to this file when the command ends")
+	root.PersistentFlags().StringVar(&tracePath, "trace", "", "write the Go execution trace of the command to this file (go tool trace)")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if tracePath != "" {
+			f, err := os.Create(tracePath)
+			if err != nil {
+				return fmt.Errorf("--trace: %w", err)
+			}
+			if err := trace.Start(f); err != nil {
+				f.Close()
+				return fmt.Errorf("--trace: %w", err)
+			}
+			traceFile = f
+		}
 		if cpuPath == "" {
 			return nil
 		}
@@ -35,6 +50,12 @@ func addProfileFlags(root *cobra.Command) {
 		return nil
 	}
 	root.PersistentPostRunE = func(*cobra.Command, []string) error {
+		if traceFile != nil {
+			trace.Stop()
+			if err := traceFile.Close(); err != nil {
+				return fmt.Errorf("--trace: %w", err)
+			}
+		}
 		if cpuFile != nil {
 			pprof.StopCPUProfile()
 			if err := cpuFile.Close(); err != nil {

@@ -88,7 +88,7 @@ func trainFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringSliceVar(&c.ActiveColumns, "active-columns", c.ActiveColumns, "vertical split: the active party's own feature columns, all its wide part reads (default: those --passive-columns leaves)")
 	fs.StringSliceVar(&c.FeatureAttacks, "feature-attacks", c.FeatureAttacks, "attacks of the active party on the passive party's features at every evaluation: "+strings.Join(feature.Names(), ", ")+" (default: none)")
 	fs.IntVar(&c.FeatureAux, "feature-aux", c.FeatureAux, "feature attacks: training rows whose passive features the attacker knows (0: 1000)")
-	fs.StringVar(&c.Hijack, "hijack", c.Hijack, "simulate a malicious active party that hijacks the passive's training: fsha (feature-space hijacking; its public rows are the feature attacker's --feature-aux rows; its reconstruction is scored as feature attack fsha)")
+	fs.StringVar(&c.Hijack, "hijack", c.Hijack, "simulate a malicious active party that hijacks the passive's training: fsha (feature-space hijacking; its public rows are the feature attacker's --feature-aux rows; its reconstruction is scored as feature attack fsha; on images, of the test images, with a picture in fsha-reconstructions.png)")
 	integrityFlags(fs, c)
 	partiesFlags(fs, c)
 	fs.StringVar(&c.Out, "out", c.Out, "run directory to write")

@@ -18,9 +18,10 @@ const stateTag = "splitguard/active/v1"
 // the protection, the protection's own state (protect.Stateful) and the
 // top model's parameters and optimiser state, and, with error feedback,
 // every training row's residual (a section the state has only then), and,
-// with several passive parties (Config.Blocks), each party's protection's
-// state and random stream, in the blocks' order. It
-// must not be called while a step is in progress.
+// with CELU-VFL's workset, its cached batches (likewise), and, with
+// several passive parties (Config.Blocks), each party's protection's state
+// and random stream, in the blocks' order. It must not be called while a
+// step is in progress.
 func (a *Active) SaveState(w io.Writer) error {
 	rs, err := a.pcg.MarshalBinary()
 	if err != nil {
@@ -46,6 +47,9 @@ func (a *Active) SaveState(w io.Writer) error {
 			return fmt.Errorf("active: saving the error feedback: %w", err)
 		}
 		b = appendBlob(b, fb)
+	}
+	if a.celu != nil {
+		b = appendBlob(b, a.celu.appendState(nil))
 	}
 	a.initBlocks()
 	for k, blk := range a.cfg.Blocks {
@@ -94,6 +98,12 @@ func (a *Active) LoadState(r io.Reader) error {
 			return fmt.Errorf("active: state: error feedback (a state saved without it?): %w", err)
 		}
 	}
+	var cs []byte
+	if a.celu != nil {
+		if cs, raw, err = takeBlob(raw); err != nil {
+			return fmt.Errorf("active: state: CELU-VFL workset (a state saved without it?): %w", err)
+		}
+	}
 	blocks := make([][2][]byte, len(a.cfg.Blocks))
 	for i, blk := range a.cfg.Blocks {
 		for j := range 2 {
@@ -103,7 +113,7 @@ func (a *Active) LoadState(r io.Reader) error {
 		}
 	}
 	if len(raw) != 0 {
-		return fmt.Errorf("active: state: %d trailing bytes (a state saved with error feedback or several passive parties?)", len(raw))
+		return fmt.Errorf("active: state: %d trailing bytes (a state saved with error feedback, a CELU-VFL workset or several passive parties?)", len(raw))
 	}
 	if step < 0 {
 		return fmt.Errorf("active: state: negative step %d", step)
@@ -129,6 +139,11 @@ func (a *Active) LoadState(r io.Reader) error {
 	if a.feedback != nil {
 		if err := a.feedback.UnmarshalBinary(fb); err != nil {
 			return fmt.Errorf("active: state: %w", err)
+		}
+	}
+	if a.celu != nil {
+		if err := a.celu.takeState(cs); err != nil {
+			return fmt.Errorf("active: state: CELU-VFL workset: %w", err)
 		}
 	}
 	a.step, a.order = step, nil

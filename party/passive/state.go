@@ -13,8 +13,9 @@ const stateTag = "splitguard/passive/v1"
 
 // SaveState writes what the passive party needs to resume training
 // bit-identically between two steps: the step count, the step of the last
-// evaluation and the bottom model's parameters and optimiser state. It must
-// not be called while a step is in progress.
+// evaluation and the bottom model's parameters and optimiser state, and,
+// with CELU-VFL's workset, its cached batches. It must not be called while
+// a step is in progress.
 func (p *Passive) SaveState(w io.Writer) error {
 	var model bytes.Buffer
 	if err := p.bottom.Save(&model); err != nil {
@@ -27,6 +28,11 @@ func (p *Passive) SaveState(w io.Writer) error {
 	b = binary.LittleEndian.AppendUint64(b, uint64(p.lastEval))
 	b = binary.LittleEndian.AppendUint64(b, uint64(model.Len()))
 	b = append(b, model.Bytes()...)
+	if p.celu != nil {
+		cs := p.celu.appendState(nil)
+		b = binary.LittleEndian.AppendUint64(b, uint64(len(cs)))
+		b = append(b, cs...)
+	}
 	_, err := w.Write(b)
 	return err
 }
@@ -56,8 +62,8 @@ func (p *Passive) LoadState(r io.Reader) error {
 	}
 	raw = raw[n:]
 	step, lastEval, m := int64(u64()), int64(u64()), u64()
-	if err == nil && m != uint64(len(raw)) {
-		err = fmt.Errorf("model section of %d bytes, %d left", m, len(raw))
+	if err == nil && (m > uint64(len(raw)) || p.celu == nil && m != uint64(len(raw))) {
+		err = fmt.Errorf("model section of %d bytes, %d left (a state saved with a CELU-VFL workset?)", m, len(raw))
 	}
 	if err == nil && (step < 0 || lastEval < -1 || lastEval > step) {
 		err = fmt.Errorf("step %d and last evaluation %d are inconsistent", step, lastEval)
@@ -65,7 +71,17 @@ func (p *Passive) LoadState(r io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("passive: state: %w", err)
 	}
-	if err := p.bottom.Load(bytes.NewReader(raw)); err != nil {
+	model, rest := raw[:m], raw[m:]
+	if p.celu != nil {
+		raw = rest
+		if n := u64(); err != nil || n != uint64(len(raw)) {
+			return fmt.Errorf("passive: state: the CELU-VFL workset section is missing or of another length (a state saved without it?)")
+		}
+		if err := p.celu.takeState(raw); err != nil {
+			return fmt.Errorf("passive: state: CELU-VFL workset: %w", err)
+		}
+	}
+	if err := p.bottom.Load(bytes.NewReader(model)); err != nil {
 		return fmt.Errorf("passive: state: bottom model: %w", err)
 	}
 	p.step, p.lastEval, p.order = step, lastEval, nil

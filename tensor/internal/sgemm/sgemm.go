@@ -91,6 +91,9 @@ func (e *Kernel) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []floa
 	parts := min(runtime.GOMAXPROCS(0), m*n*k/parFlops)
 	mt, nt := (m+e.mr-1)/e.mr, (n+e.nr-1)/e.nr // tiles along each side
 	pr, pc := grid(parts, mt, nt, m, n)
+	if pc == 1 && pr > 1 {
+		pr = max(pr, fineRowParts(parts, m, mt, m*n*k))
+	}
 	if pr*pc < 2 {
 		e.serial(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
@@ -108,6 +111,22 @@ func (e *Kernel) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []floa
 		}
 		e.serial(transA, transB, i1-i0, j1-j0, k, alpha, a[ao:], lda, b[bo:], ldb, beta, c[i0*ldc+j0:], ldc)
 	})
+}
+
+// fineRows is the fewest rows of C a part of a product cut into row
+// ranges gets when it is cut finer than one part per core (fineRowParts).
+const fineRows = 1024
+
+// fineRowParts is how many row ranges a tall product (m rows, mt tiles
+// of them, flops multiply-adds) cut for parts cores is cut into: up to
+// four per core, of at least fineRows rows and parFlops each. The cores
+// claim the ranges in turn (internal/par), so a core that another
+// process or a slower cache holds up takes fewer of them instead of
+// keeping the others waiting at the end of the product; each range packs
+// the whole of B again, which is why a range needs many rows. Below
+// 2·fineRows rows it returns 1 (one range per core, as grid cut it).
+func fineRowParts(parts, m, mt, flops int) int {
+	return min(4*parts, m/fineRows, flops/parFlops, mt)
 }
 
 // grid chooses how to cut C into at most parts blocks: pr row ranges by

@@ -132,6 +132,9 @@ func (r *partiesRun) settle() (int64, error) {
 		return 0, err
 	}
 	r.rec.Start(r.split, ck.aud, ck.total)
+	if r.met != nil {
+		r.met.resume(at, ck.aud.Leak())
+	}
 	r.log.Info("resuming", "step", at)
 	return at, nil
 }

@@ -26,12 +26,6 @@ func (c *Config) validateMultiParty(role string, bad func(string, ...any)) {
 	if len(c.Columns) > 0 {
 		bad("both this party's columns (key columns) and several passive parties (key parties): each passive party's columns are its entry's")
 	}
-	if c.MetricsAddr != "" {
-		bad("the metrics server (key metrics_addr) with several passive parties is not built")
-	}
-	if c.RedTeam {
-		bad("the passive party's red team (key red_team) with several passive parties is not built")
-	}
 }
 
 // partyIndex is the index of this party's entry in key parties (by key

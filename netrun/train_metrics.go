@@ -26,10 +26,14 @@ import (
 // mu, so a scrape never mixes the step counter of one batch with the loss
 // or leak AUCs of another.
 type activeMetrics struct {
-	mu                sync.Mutex
-	reg               *prometheus.Registry
-	step, loss        prometheus.Gauge
-	leak              *prometheus.GaugeVec
+	mu         sync.Mutex
+	reg        *prometheus.Registry
+	step, loss prometheus.Gauge
+	leak       *prometheus.GaugeVec
+	// partyLeak is the last batch's leak AUC per passive party (or
+	// colluding subset "A+B"), attack and layer, with several passive
+	// parties; empty with one.
+	partyLeak         *prometheus.GaugeVec
 	testAUC, testLoss prometheus.Gauge
 	stepSeconds       prometheus.Histogram
 	lastStepSeconds   prometheus.Gauge
@@ -58,6 +62,8 @@ func newActiveMetrics(cfg Config, stats func() grpcnet.Stats) *activeMetrics {
 	m.lastStepSeconds = g("splitguard_step_seconds_last", "Active-side time of the last training step (top model, protection, audit).")
 	m.leak = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "splitguard_leak_auc",
 		Help: "Leak AUC of the last training batch per attack and layer (what the active party sent)."}, []string{"attack", "layer"})
+	m.partyLeak = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "splitguard_party_leak_auc",
+		Help: "Leak AUC of the last training batch per passive party (or colluding subset A+B), attack and layer: what that party received, with several passive parties."}, []string{"party", "attack", "layer"})
 	m.leakSeries = map[leakLabels][]float64{}
 	q95 := &leakQ95Collector{m: m, desc: prometheus.NewDesc("splitguard_leak_auc_q95",
 		"Running 95% quantile (nearest rank) of the per-batch leak AUC.", []string{"attack", "layer"}, nil)}
@@ -66,7 +72,7 @@ func newActiveMetrics(cfg Config, stats func() grpcnet.Stats) *activeMetrics {
 	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "splitguard_protection_info",
 		Help: "The configured protection (value 1)."}, []string{"protect"})
 	info.WithLabelValues(cfg.Protect).Set(1)
-	m.reg.MustRegister(m.leak, q95, m.stepSeconds, info)
+	m.reg.MustRegister(m.leak, m.partyLeak, q95, m.stepSeconds, info)
 	counter := func(name, help string, f func(grpcnet.Stats) int64) {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help},
 			func() float64 { return float64(f(stats())) }))
@@ -90,6 +96,7 @@ func (m *activeMetrics) resume(step int64, leak *metrics.Leak) {
 	m.step.Set(float64(step))
 	m.loss.Set(math.NaN())
 	m.leak.Reset()
+	m.partyLeak.Reset()
 	clear(m.leakSeries)
 	for _, k := range leak.Keys() {
 		at, layer, _ := metrics.SplitKey(k)
@@ -117,6 +124,16 @@ func (m *activeMetrics) batch(b rundir.BatchRecord, took time.Duration) {
 		m.leak.WithLabelValues(at, layer).Set(*v)
 		l := leakLabels{at, layer}
 		m.leakSeries[l] = append(m.leakSeries[l], *v)
+	}
+	for party, leak := range b.Parties {
+		for k, v := range leak {
+			at, layer, _ := strings.Cut(k, "/")
+			x := math.NaN()
+			if v != nil {
+				x = *v
+			}
+			m.partyLeak.WithLabelValues(party, at, layer).Set(x)
+		}
 	}
 	m.stepSeconds.Observe(took.Seconds())
 	m.lastStepSeconds.Set(took.Seconds())

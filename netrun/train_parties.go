@@ -44,6 +44,9 @@ type partiesRun struct {
 	hub    *psi.Hub
 	srv    *grpcnet.Parties
 	rec    *rundir.Recorder
+	met    *activeMetrics
+	// stepStart is when the current training step's message arrived.
+	stepStart time.Time
 	// ready is closed once the party is built on the intersection
 	// (readyErr says why not); the passives' resume waits for it.
 	ready    chan struct{}
@@ -111,6 +114,15 @@ func runActiveParties(ctx context.Context, cfg Config, opt Options) (*rundir.Sum
 		return nil, err
 	}
 	defer r.srv.Close()
+	r.met = newActiveMetrics(cfg, r.srv.Stats)
+	if cfg.MetricsAddr != "" {
+		stop, addr, err := r.met.serve(cfg.MetricsAddr)
+		if err != nil {
+			return nil, fmt.Errorf("active: metrics: %w", err)
+		}
+		defer stop()
+		log.Info("metrics", "url", "http://"+addr+"/metrics")
+	}
 	if opt.Ready != nil {
 		opt.Ready(r.srv.Addr())
 	}
@@ -396,7 +408,7 @@ func (r *partiesRun) TrainStep(f *transport.Forward) (*transport.Backward, error
 	if err := r.ackSaved(f.Step); err != nil {
 		return nil, err
 	}
-	r.ids = f.IDs
+	r.ids, r.stepStart = f.IDs, time.Now()
 	return r.party.TrainStep(f)
 }
 
@@ -435,7 +447,10 @@ func (r *partiesRun) observe(a *active.Observation) error {
 			Grads: []*tensor.Matrix{g}, Outputs: []*tensor.Matrix{e},
 			Clean: func() ([]*tensor.Matrix, error) { return []*tensor.Matrix{c}, nil }}
 	}
-	_, err = r.rec.Batch(rundir.Observation{Active: a, Audit: main, Parties: batches})
+	rec, err := r.rec.Batch(rundir.Observation{Active: a, Audit: main, Parties: batches})
+	if err == nil {
+		r.met.batch(rec, time.Since(r.stepStart))
+	}
 	return err
 }
 
@@ -458,6 +473,7 @@ func (r *partiesRun) evalDone(res *active.EvalResult) error {
 	if err != nil {
 		return err
 	}
+	r.met.eval(e)
 	if err := r.guard.Eval(e.Step, e.PassiveGain); err != nil {
 		return err
 	}

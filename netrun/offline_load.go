@@ -21,6 +21,7 @@ func LoadPassive(dir string) (*Config, *data.Split, model.Bottom, error) {
 	}
 	cfg.Resolve()
 	cfg.partyColumns(false)
+	cfg.multiPartyColumns("passive") // one of several passive parties: its entry's columns
 	pd, err := loadParty(&cfg, false)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("passive data %s: %w", cfg.Data, err)

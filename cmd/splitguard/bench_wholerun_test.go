@@ -1,0 +1,70 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"math"
+	"strings"
+	"testing"
+)
+
+// TestWholeRunRows: medians over the rounds, and the ratio the median of
+// each round's own run rate over its bench rate, by hand.
+func TestWholeRunRows(t *testing.T) {
+	rounds := map[int][]wholeRunRound{
+		// run rates 1000/10 = 100, 1000/8 = 125, 1000/20 = 50;
+		// ratios 100/200 = 0.5, 125/125 = 1, 50/40 = 1.25.
+		2: {{10, 1000, 256, 200}, {8, 1000, 256, 125}, {20, 1000, 256, 40}},
+	}
+	got := wholeRunRows([]int{2}, rounds)
+	want := wholeRunRow{Cores: 2, Seconds: 10, RunPerSecond: 100, Bench: 125, Ratio: 1, Batch: 256}
+	if len(got) != 1 || got[0].Cores != want.Cores || got[0].Seconds != want.Seconds || got[0].RunPerSecond != want.RunPerSecond ||
+		got[0].Bench != want.Bench || math.Abs(got[0].Ratio-want.Ratio) > 1e-12 || got[0].Batch != want.Batch {
+		t.Fatalf("rows %+v, want [%+v]", got, want)
+	}
+}
+
+// TestBenchWholeRunRuns: a real train child and a real bench child of
+// the built program, at two core counts.
+func TestBenchWholeRunRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the program")
+	}
+	out := sg(t, t.TempDir(), "bench", "--whole-run", "2000", "--cores", "1,2", "--rounds", "2", "--steps", "2", "--warmup", "0", "--vocab", "100", "--json")
+	var got struct {
+		Rows []wholeRunRow `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(got.Rows) != 2 || got.Rows[0].Cores != 1 || got.Rows[1].Cores != 2 {
+		t.Fatalf("rows %+v", got.Rows)
+	}
+	for _, r := range got.Rows {
+		if !(r.Seconds > 0 && r.RunPerSecond > 0 && r.Bench > 0 && r.Ratio > 0 && r.Batch > 0) {
+			t.Errorf("row %+v has an empty figure", r)
+		}
+		if math.Abs(r.Ratio*r.Bench-r.RunPerSecond) > 0.5*r.RunPerSecond {
+			t.Errorf("row %+v: the ratio is far from run/bench", r)
+		}
+	}
+}
+
+// TestBenchWholeRunRefusesWhatItCannotCompare: a run is compared with the
+// step of its own model only, and --whole-run takes no other mode.
+func TestBenchWholeRunRefusesWhatItCannotCompare(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "--whole-run", "100", "--model", "cnn"},
+		{"bench", "--whole-run", "100", "--psi", "10"},
+		{"bench", "--whole-run", "100", "--defences"},
+		{"bench", "--whole-run", "-5"},
+	} {
+		cmd := newRootCmd()
+		cmd.SetArgs(args)
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--whole-run") {
+			t.Errorf("%v: error %v, want one naming --whole-run", args, err)
+		}
+	}
+}
