@@ -124,12 +124,21 @@ func threePartiesMatchInProcess(t *testing.T, path, agg string) {
 	if err != nil {
 		t.Fatalf("active: %v", err)
 	}
-	if g, w := readLines[rundir.EvalRecord](t, filepath.Join(act.Out, "eval.jsonl")), readLines[rundir.EvalRecord](t, filepath.Join(base.Out, "eval.jsonl")); !reflect.DeepEqual(g, w) || len(w) < 3 {
+	sameAsThreeInProcess(t, act.Out, base.Out, got, want)
+}
+
+// sameAsThreeInProcess checks that the run the active party recorded in
+// dir (summary got) equals the in-process three-party run in wantDir
+// (summary want): every evaluation, every batch's loss and protection
+// figures, every party's and pair's cut leak, and the summary.
+func sameAsThreeInProcess(t *testing.T, dir, wantDir string, got, want *rundir.Summary) {
+	t.Helper()
+	if g, w := readLines[rundir.EvalRecord](t, filepath.Join(dir, "eval.jsonl")), readLines[rundir.EvalRecord](t, filepath.Join(wantDir, "eval.jsonl")); !reflect.DeepEqual(g, w) || len(w) < 3 {
 		t.Fatalf("evaluations differ:\n got %v\nwant %v", g, w)
 	}
-	sameBatches(t, act.Out, base.Out, 1)
-	gb := readLines[rundir.BatchRecord](t, filepath.Join(act.Out, "batches.jsonl"))
-	wb := readLines[rundir.BatchRecord](t, filepath.Join(base.Out, "batches.jsonl"))
+	sameBatches(t, dir, wantDir, 1)
+	gb := readLines[rundir.BatchRecord](t, filepath.Join(dir, "batches.jsonl"))
+	wb := readLines[rundir.BatchRecord](t, filepath.Join(wantDir, "batches.jsonl"))
 	for i := range wb {
 		if len(wb[i].Parties) != 3 {
 			t.Fatalf("batch %d: in process %d audited parties, want inf, noise and inf+noise", i, len(wb[i].Parties))
@@ -166,8 +175,8 @@ func fmtLeak(m map[string]*float64) string {
 }
 
 // TestPartiesConfigRefused: with several passive parties, a passive whose
-// name is none of the entries', a column list of its own, checkpoints, and
-// scoring are refused, naming the key.
+// name is none of the entries', a column list of its own and scoring are
+// refused, naming the key.
 func TestPartiesConfigRefused(t *testing.T) {
 	root := t.TempDir()
 	act, pas := threePartyConfigs(threePartyBase(filepath.Join(root, "unused.txt"), root), root, "")
@@ -179,8 +188,6 @@ func TestPartiesConfigRefused(t *testing.T) {
 	}{
 		{"unknown name", "passive", pas[0], func(c *Config) { c.Name = "mallory" }, []string{`name "mallory" (key name)`, "key parties: inf, noise"}},
 		{"own columns", "passive", pas[1], func(c *Config) { c.Columns = []string{"C1"} }, []string{"key columns"}},
-		{"checkpoints", "active", act, func(c *Config) { c.CheckpointEvery = 5 }, []string{"key checkpoint_every 5"}},
-		{"checkpoints passive", "passive", pas[0], func(c *Config) { c.CheckpointEvery = 5 }, []string{"key checkpoint_every 5"}},
 		{"scoring", "active serve", act, func(*Config) {}, []string{"active serve with several passive parties"}},
 	} {
 		cfg := c.cfg
@@ -234,8 +241,8 @@ func TestPartiesSplitMismatchRefused(t *testing.T) {
 	}
 }
 
-// TestPartiesPassiveDiesEndsRun: without checkpoints (not built with
-// several passive parties over the network), a passive party that dies
+// TestPartiesPassiveDiesEndsRun: without checkpoints
+// (TestPartiesPassiveKilledResumes has them), a passive party that dies
 // at step 7 ends the run: the active party returns an error naming the
 // dead party's connection instead of waiting forever, writes a truncated
 // summary with the reason, and the other passive party ends too.

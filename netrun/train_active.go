@@ -111,15 +111,15 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, e
 	if err := cfg.validate("active"); err != nil {
 		return nil, err
 	}
-	if cfg.MultiParty() {
-		return runActiveParties(ctx, cfg, opt)
-	}
 	if cfg.CheckpointEvery > 0 {
 		for _, a := range cfg.AttackNames() {
 			if needs, err := attack.Describe(a); err == nil && needs.EpochMemory {
 				return nil, fmt.Errorf("active: the epoch attack %s cannot be checkpointed; run it without checkpoints", a)
 			}
 		}
+	}
+	if cfg.MultiParty() {
+		return runActiveParties(ctx, cfg, opt)
 	}
 	log := opt.logger().With("party", "active")
 	lock, err := openOut(&cfg, opt, "active", log)

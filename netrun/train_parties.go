@@ -65,6 +65,8 @@ type partiesRun struct {
 	keep    bool
 	stop    bool
 	stopped bool // a stop was sent
+
+	ck partiesCheckpoints
 }
 
 // runActiveParties is RunActive with several passive parties (cfg
@@ -87,6 +89,12 @@ func runActiveParties(ctx context.Context, cfg Config, opt Options) (*rundir.Sum
 		return nil, fmt.Errorf("active: %w", err)
 	}
 	r := &partiesRun{cfg: cfg, log: log, pd: pd, names: cfg.PartyNames(), agg: fanin.Aggregation(cfg.AggregationOr()), ready: make(chan struct{})}
+	r.ck.store = store{dir: cfg.checkpointDir(), role: "active", keep: cfg.KeepCheckpoints}
+	r.ck.props, r.ck.settled = make([][]int64, len(r.names)), make(chan struct{})
+	r.ck.store.acked = func() int64 { return r.ck.acked }
+	if r.ck.acked, err = r.ck.store.readAcked(); err != nil {
+		return nil, fmt.Errorf("active: %w", err)
+	}
 	for k := range r.names {
 		pc := cfg.PartyConfig(k)
 		r.widths = append(r.widths, pc.CutDim())
@@ -96,7 +104,9 @@ func runActiveParties(ctx context.Context, cfg Config, opt Options) (*rundir.Sum
 		return nil, fmt.Errorf("active: %w", err)
 	}
 	defer r.hub.Close()
-	if r.rec, err = rundir.Open(cfg.Config, false, rundir.Hooks{}); err != nil {
+	// With checkpoints, what a previous process of this run wrote is kept
+	// until the resume step is known (settle rewinds to it).
+	if r.rec, err = rundir.Open(cfg.Config, cfg.CheckpointEvery > 0, rundir.Hooks{}); err != nil {
 		return nil, err
 	}
 	defer r.rec.Close()
@@ -188,8 +198,8 @@ func (r *partiesRun) listen(opt Options) (*grpcnet.Parties, error) {
 			// The hub's result request waits for every passive; no lock
 			// of this run is held meanwhile.
 			PSI: func(ctx context.Context, req *psi.Request) (*psi.Response, error) { return r.hub.Handle(ctx, k, req) },
-			Checkpoint: func(ctx context.Context, step int64, _ []int64) error {
-				return r.resume(ctx, name, step)
+			Checkpoint: func(ctx context.Context, step int64, holds []int64) error {
+				return r.checkpointAt(ctx, k, step, holds)
 			},
 			Shutdown: func(_ context.Context, reason string) error {
 				r.log.Info("a passive party ends the run", "peer", name, "reason", reason)
@@ -202,24 +212,6 @@ func (r *partiesRun) listen(opt Options) (*grpcnet.Parties, error) {
 		return nil, fmt.Errorf("active: %w", err)
 	}
 	return srv, nil
-}
-
-// resume answers a passive's proposal of the step to continue from: step
-// 0, once the party is built (no checkpoint is kept with several passive
-// parties).
-func (r *partiesRun) resume(ctx context.Context, name string, step int64) error {
-	select {
-	case <-r.ready:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	if r.readyErr != nil {
-		return r.readyErr
-	}
-	if step != 0 {
-		return fmt.Errorf("active: passive party %s proposes to resume at step %d: with several passive parties a run resumes only from step 0", name, step)
-	}
-	return nil
 }
 
 // align waits for the hub's intersection (every passive's, at most the
@@ -289,6 +281,7 @@ func (r *partiesRun) align(ctx context.Context) error {
 		}
 		audits = append(audits, rundir.PartyAudit{Name: strings.Join(mn, "+"), Members: mn, Auditor: pa})
 	}
+	r.ck.aud, r.ck.audits, r.ck.total = aud, audits, int64(cfg.Epochs)*int64(sched.BatchesPerEpoch())
 	r.rec.SetConfig(cfg.Config)
 	r.rec.SetValRows(valRows)
 	r.rec.SetParties(audits)
@@ -370,12 +363,17 @@ func (r *partiesRun) serve(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("active: %w", err)
 	}
-	err = active.Serve(ctx, joined, r)
+	locked := &lockedConn{ActiveConn: joined, mu: &r.ck.mu}
+	err = active.Serve(ctx, locked, r)
+	locked.release()
 	if err != nil && !errors.Is(err, ErrPeerGone) && ctx.Err() == nil {
 		r.log.Error("refusing a message; ending the run", "err", err)
 		for k := range r.names {
 			r.srv.Conn(k).Abort(err)
 		}
+	}
+	if errors.Is(err, ErrPeerGone) && ctx.Err() == nil {
+		r.endSurvivors(err)
 	}
 	return err
 }
@@ -407,6 +405,9 @@ func (c *peerConn) Reply(ctx context.Context, b *transport.Backward) error {
 
 // TrainStep implements active.Handler.
 func (r *partiesRun) TrainStep(f *transport.Forward) (*transport.Backward, error) {
+	if err := r.ackSaved(f.Step); err != nil {
+		return nil, err
+	}
 	r.ids, r.stepStart = f.IDs, time.Now()
 	return r.party.TrainStep(f)
 }

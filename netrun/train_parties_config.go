@@ -26,9 +26,6 @@ func (c *Config) validateMultiParty(role string, bad func(string, ...any)) {
 	if len(c.Columns) > 0 {
 		bad("both this party's columns (key columns) and several passive parties (key parties): each passive party's columns are its entry's")
 	}
-	if c.CheckpointEvery > 0 {
-		bad("checkpoints (key checkpoint_every %d) with several passive parties over the network are not built: set checkpoint_every 0", c.CheckpointEvery)
-	}
 }
 
 // partyIndex is the index of this party's entry in key parties (by key

@@ -26,7 +26,22 @@ type Block struct {
 // blockState is the scratch of one block's protection.
 type blockState struct {
 	in, out *tensor.Matrix
+	pcg     *rand.PCG // rng's source, saved with the party's state
 	rng     *rand.Rand
+}
+
+// initBlocks makes each block's scratch and random stream, once.
+func (a *Active) initBlocks() {
+	if a.blocks != nil {
+		return
+	}
+	a.blocks = make([]blockState, len(a.cfg.Blocks))
+	for k := range a.blocks {
+		a.blocks[k].pcg = rand.NewPCG(a.cfg.Seed, streamProtect+1+uint64(k))
+		a.blocks[k].rng = rand.New(a.blocks[k].pcg)
+		a.blocks[k].in, a.blocks[k].out = &tensor.Matrix{}, &tensor.Matrix{}
+	}
+	a.blockStats = protect.Stats{}
 }
 
 // checkBlocks checks that the blocks tile the embedding's width dim.
@@ -51,14 +66,7 @@ func checkBlocks(blocks []Block, dim int) error {
 // clean gradient, each with its own random stream, writing a.protected.
 // The returned figures are each party's, keyed "PARTY/FIGURE".
 func (a *Active) protectBlocks(clean *tensor.Matrix) (protect.Stats, error) {
-	if a.blocks == nil {
-		a.blocks = make([]blockState, len(a.cfg.Blocks))
-		for k := range a.blocks {
-			a.blocks[k].rng = rand.New(rand.NewPCG(a.cfg.Seed, streamProtect+1+uint64(k)))
-			a.blocks[k].in, a.blocks[k].out = &tensor.Matrix{}, &tensor.Matrix{}
-		}
-		a.blockStats = protect.Stats{}
-	}
+	a.initBlocks()
 	a.protected = a.protected.Resize(clean.Rows, clean.Cols)
 	clear(a.blockStats)
 	for k, b := range a.cfg.Blocks {

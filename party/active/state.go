@@ -18,8 +18,10 @@ const stateTag = "splitguard/active/v1"
 // the protection, the protection's own state (protect.Stateful) and the
 // top model's parameters and optimiser state, and, with error feedback,
 // every training row's residual (a section the state has only then), and,
-// with CELU-VFL's workset, its cached batches (likewise). It must not be
-// called while a step is in progress.
+// with CELU-VFL's workset, its cached batches (likewise), and, with
+// several passive parties (Config.Blocks), each party's protection's state
+// and random stream, in the blocks' order. It must not be called while a
+// step is in progress.
 func (a *Active) SaveState(w io.Writer) error {
 	rs, err := a.pcg.MarshalBinary()
 	if err != nil {
@@ -48,6 +50,18 @@ func (a *Active) SaveState(w io.Writer) error {
 	}
 	if a.celu != nil {
 		b = appendBlob(b, a.celu.appendState(nil))
+	}
+	a.initBlocks()
+	for k, blk := range a.cfg.Blocks {
+		bs, err := protect.State(blk.Protector)
+		if err != nil {
+			return fmt.Errorf("active: saving the state of passive party %s's protection: %w", blk.Name, err)
+		}
+		br, err := a.blocks[k].pcg.MarshalBinary()
+		if err != nil {
+			return fmt.Errorf("active: saving the random state of passive party %s's protection: %w", blk.Name, err)
+		}
+		b = appendBlob(appendBlob(b, bs), br)
 	}
 	_, err = w.Write(b)
 	return err
@@ -90,8 +104,16 @@ func (a *Active) LoadState(r io.Reader) error {
 			return fmt.Errorf("active: state: CELU-VFL workset (a state saved without it?): %w", err)
 		}
 	}
+	blocks := make([][2][]byte, len(a.cfg.Blocks))
+	for i, blk := range a.cfg.Blocks {
+		for j := range 2 {
+			if blocks[i][j], raw, err = takeBlob(raw); err != nil {
+				return fmt.Errorf("active: state: passive party %s's protection (a state saved with other parties?): %w", blk.Name, err)
+			}
+		}
+	}
 	if len(raw) != 0 {
-		return fmt.Errorf("active: state: %d trailing bytes (a state saved with error feedback or a CELU-VFL workset?)", len(raw))
+		return fmt.Errorf("active: state: %d trailing bytes (a state saved with error feedback, a CELU-VFL workset or several passive parties?)", len(raw))
 	}
 	if step < 0 {
 		return fmt.Errorf("active: state: negative step %d", step)
@@ -101,6 +123,15 @@ func (a *Active) LoadState(r io.Reader) error {
 	}
 	if err := protect.SetState(a.cfg.Protector, ps); err != nil {
 		return fmt.Errorf("active: state: %w", err)
+	}
+	a.initBlocks()
+	for i, blk := range a.cfg.Blocks {
+		if err := protect.SetState(blk.Protector, blocks[i][0]); err != nil {
+			return fmt.Errorf("active: state: passive party %s: %w", blk.Name, err)
+		}
+		if err := a.blocks[i].pcg.UnmarshalBinary(blocks[i][1]); err != nil {
+			return fmt.Errorf("active: state: passive party %s's random stream: %w", blk.Name, err)
+		}
 	}
 	if err := a.top.Load(bytes.NewReader(model)); err != nil {
 		return fmt.Errorf("active: state: top model: %w", err)
