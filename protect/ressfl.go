@@ -314,19 +314,7 @@ func (r *ResSFL) RegLoss() float64 {
 // batchVariance is V = (1/(B·k))·Σ_ij (x_ij − x̄_j)², x̄_j column j's
 // mean over the batch: R = V is the error of guessing the batch means.
 func batchVariance(x *tensor.Matrix) float64 {
-	var v float64
-	for j := range x.Cols {
-		var m float64
-		for i := range x.Rows {
-			m += float64(x.Data[i*x.Cols+j])
-		}
-		m /= float64(x.Rows)
-		for i := range x.Rows {
-			d := float64(x.Data[i*x.Cols+j]) - m
-			v += d * d
-		}
-	}
-	return v / float64(x.Rows*x.Cols)
+	return tensor.MeanColumnVariance(x)
 }
 
 // Reconstruction is R, the simulated decoder's mean squared error on the
