@@ -362,12 +362,10 @@ func (r *ResSFL) Save(w io.Writer) error {
 
 // Load restores what Save wrote into a ResSFL of the same shape.
 func (r *ResSFL) Load(rd io.Reader) error {
-	raw, err := io.ReadAll(rd)
+	sr, err := readState(rd, ressflStateTag, "ressfl")
 	if err != nil {
-		return fmt.Errorf("protect: ressfl state: %w", err)
+		return err
 	}
-	sr := &stateReader{b: raw, what: "ressfl"}
-	sr.tag(ressflStateTag)
 	if d, k := sr.u32(), sr.u32(); sr.err == nil && (d != r.d || k != r.k) {
 		sr.err = fmt.Errorf("a decoder of %d→%d, this one is %d→%d", d, k, r.d, r.k)
 	}
