@@ -32,12 +32,13 @@ func init() {
 type localSGD struct {
 	lr, momentum, gamma, rMax float64
 	buf, last                 [][]float32
+	steps                     int64 // Steps taken (0: the next is the first)
 }
 
-// Step implements Optimizer.
-func (o *localSGD) Step(params []*nn.Param) {
-	first := o.buf == nil
-	if first {
+// alloc sizes the optimiser's state for params on first use and checks
+// that later calls pass the same parameters.
+func (o *localSGD) alloc(params []*nn.Param) {
+	if o.buf == nil {
 		for _, p := range params {
 			o.buf = append(o.buf, make([]float32, len(p.W.Data)))
 			o.last = append(o.last, make([]float32, len(p.W.Data)))
@@ -46,6 +47,25 @@ func (o *localSGD) Step(params []*nn.Param) {
 	if len(o.buf) != len(params) {
 		panic(fmt.Sprintf("integrity: local SGD holds state for %d parameters, given %d", len(o.buf), len(params)))
 	}
+}
+
+// CheckpointState implements model.CheckpointedStepper: per parameter
+// the momentum buffer and the last step, and the step count (which tells
+// the first step, plain SGD, from the later ones).
+func (o *localSGD) CheckpointState(params []*nn.Param) (names []string, data [][]float32, counters []*int64) {
+	o.alloc(params)
+	for i := range params {
+		names = append(names, fmt.Sprintf("param%d.sgd_momentum", i), fmt.Sprintf("param%d.sgd_last_step", i))
+		data = append(data, o.buf[i], o.last[i])
+	}
+	return names, data, []*int64{&o.steps}
+}
+
+// Step implements Optimizer.
+func (o *localSGD) Step(params []*nn.Param) {
+	o.alloc(params)
+	first := o.steps == 0
+	o.steps++
 	for i, p := range params {
 		buf, last, w, g := o.buf[i], o.last[i], p.W.Data, p.G.Data
 		for j := range w {

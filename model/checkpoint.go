@@ -55,6 +55,7 @@ func (s *state) addAdam(params []*nn.Param, opt *nn.Adam) {
 func (b *DeepBottom) state() state {
 	s := state{kind: "bottom"}
 	s.addAdam(b.params, b.opt)
+	s.addStepper(b.params, b.stepper)
 	if b.emb != nil {
 		s.sections = append(s.sections, section{"embedding.weight_m_v", b.emb.Store()})
 		s.counters = append(s.counters, &b.embOpt.T)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/splitguard/splitguard/attack"
+	"github.com/splitguard/splitguard/metrics"
 )
 
 // TDCS is VFLAIR's T-DCS of a setting as the plan measures it: the mean
@@ -19,13 +20,13 @@ import (
 // the report's T-DCS. The report scores the cut layer on the test split;
 // the plan never reads the test split and takes every layer's largest
 // leak, so its figure is the stricter of the two. NaN when no attack has
-// a figure or an AUC is NaN.
+// a figure or an AUC is NaN. The DCS is metrics.DCS with VFLAIR's β = ½
+// and the ideal defence (AP 0, MP*).
 func TDCS(leak map[string]float64, mp, mpRef float64) float64 {
 	if math.IsNaN(mp) || math.IsNaN(mpRef) {
 		return math.NaN()
 	}
-	var sum float64
-	n := 0
+	var dcs []float64
 	for _, a := range slices.Sorted(maps.Keys(leak)) {
 		if base, ok := strings.CutSuffix(a, attack.TunedSuffix); ok {
 			if _, has := leak[base]; has {
@@ -33,21 +34,13 @@ func TDCS(leak map[string]float64, mp, mpRef float64) float64 {
 			}
 			a = base
 		}
-		v := leak[a]
-		if t, ok := leak[a+attack.TunedSuffix]; ok {
-			v = t
+		v, ok := leak[a+attack.TunedSuffix]
+		if !ok {
+			v = leak[a]
 		}
-		if math.IsNaN(v) {
-			continue
-		}
-		ap, dmp := 2*v, mp-mpRef
-		sum += 1 / (1 + math.Sqrt(0.5*ap*ap+0.5*dmp*dmp))
-		n++
+		dcs = append(dcs, metrics.DCS(2*v, 0, mp, mpRef, metrics.DCSBeta))
 	}
-	if n == 0 {
-		return math.NaN()
-	}
-	return sum / float64(n)
+	return metrics.MeanDCS(dcs)
 }
 
 // Limits says the threat's limits in words: "strongest leak ≤ 0.1",

@@ -41,6 +41,10 @@ type Eval struct {
 	// Features are the feature attacks' figures (EvalRecord.Features:
 	// "ATTACK/r2_mean" and the like).
 	Features map[string]float64
+	// Integrity is each integrity detector's largest score over the
+	// training batches since the previous evaluation
+	// (EvalRecord.Integrity).
+	Integrity map[string]float64
 }
 
 // PartyKey is the page's name of a party's series of key.
@@ -56,6 +60,9 @@ type Info struct {
 	Method string `json:"method"`
 	// TotalSteps is the number of training steps, 0 if unknown.
 	TotalSteps int64 `json:"total_steps"`
+	// IntegrityStop is the score at which each integrity detector ends
+	// the run (a detector without one never does); the page draws it.
+	IntegrityStop map[string]float64 `json:"integrity_stop,omitempty"`
 }
 
 // MaxPoints bounds the points the feed keeps per series: older points are
@@ -140,6 +147,7 @@ type Feed struct {
 	evalAUC [][2]float64
 	evalLos [][2]float64
 	evalX   map[string][][2]float64 // per-evaluation figures beside the AUC
+	integ   map[string][][2]float64 // the detectors' scores at each evaluation
 	lastEv  *Eval
 	done    bool
 	errText string
@@ -228,8 +236,9 @@ func (f *Feed) Eval(e Eval) {
 			f.evalX[k] = append(f.evalX[k], [2]float64{x, v})
 		}
 	}
+	f.addIntegrity(x, e.Integrity)
 	ev := e
-	ev.PartyGain, ev.Features = nil, nil // in eval_extra
+	ev.PartyGain, ev.Features, ev.Integrity = nil, nil, nil // in eval_extra and integrity
 	f.lastEv = &ev
 	f.notify()
 }
@@ -266,6 +275,11 @@ type State struct {
 	// order.
 	EvalExtra map[string][][2]float64 `json:"eval_extra"`
 	ExtraKeys []string                `json:"extra_keys"`
+	// Integrity is each integrity detector's largest score since the
+	// evaluation before, at every evaluation, in IntegrityKeys' order;
+	// absent without detectors.
+	Integrity     map[string][][2]float64 `json:"integrity,omitempty"`
+	IntegrityKeys []string                `json:"integrity_keys,omitempty"`
 }
 
 // Snapshot returns the feed's current state.
@@ -299,6 +313,7 @@ func (f *Feed) snapshotLocked() State {
 		st.ExtraKeys = append(st.ExtraKeys, k)
 	}
 	sort.Strings(st.ExtraKeys)
+	f.snapshotIntegrity(&st)
 	return st
 }
 

@@ -26,6 +26,8 @@ const pageHTML = `<!DOCTYPE html>
 <canvas class="chart" id="c-auc"></canvas></section>
 <section class="card" id="s-extra" hidden><h2>At every evaluation: each passive party and the features</h2><p class="lead">Each passive party's contribution (validation AUC minus the AUC with its embedding at its mean) and the feature attacks' figures (R² and top-1 of the passive's features read by the active party), where the run measures them.</p>
 <canvas class="chart" id="c-extra"></canvas><div class="legend" id="l-extra"></div></section>
+<section class="card" id="s-integrity" hidden><h2>Integrity detectors</h2><p class="lead">Each detector's largest score over the training batches since the evaluation before (0: nothing suspicious; each detector has its own scale). A dashed line in a detector's colour is the score at which it ends the run.</p>
+<canvas class="chart" id="c-integrity"></canvas><div class="legend" id="l-integrity"></div></section>
 <section class="card"><h2>Training loss</h2><p class="lead">Mean BCE of each batch, smoothed.</p>
 <canvas class="chart" id="c-loss"></canvas></section>
 </main>
@@ -47,6 +49,7 @@ const pageHTML = `<!DOCTYPE html>
     g.font = '12px system-ui, sans-serif'; g.fillStyle = '#5b6475';
     if (!isFinite(xmin)) { g.fillText('no data yet', L, T + 20); return; }
     if (opt.ref !== undefined) { ymin = Math.min(ymin, opt.ref - 0.02); ymax = Math.max(ymax, opt.ref + 0.02); }
+    (opt.refs || []).forEach(function (r) { ymin = Math.min(ymin, r.y); ymax = Math.max(ymax, r.y); });
     if (opt.lo !== undefined) ymin = Math.max(ymin, opt.lo);
     if (opt.hi !== undefined) ymax = Math.min(ymax, opt.hi);
     if (xmax === xmin) xmax = xmin + 1;
@@ -61,6 +64,7 @@ const pageHTML = `<!DOCTYPE html>
     for (var j = 0; j <= 5; j++) { var x = xmin + j * (xmax - xmin) / 5; g.fillText(Math.round(x), X(x), H - B + 6); }
     g.fillText('training step (batch)', L + (W - L - R) / 2, H - 14);
     if (opt.ref !== undefined) { g.setLineDash([3, 3]); g.strokeStyle = '#999'; g.beginPath(); g.moveTo(L, Y(opt.ref)); g.lineTo(W - R, Y(opt.ref)); g.stroke(); g.setLineDash([]); }
+    (opt.refs || []).forEach(function (r) { g.setLineDash([6, 4]); g.strokeStyle = r.color; g.lineWidth = 1; g.beginPath(); g.moveTo(L, Y(r.y)); g.lineTo(W - R, Y(r.y)); g.stroke(); g.setLineDash([]); });
     series.forEach(function (s) {
       g.strokeStyle = s.color; g.lineWidth = 1.7; g.beginPath();
       s.pts.forEach(function (p, k) { if (k) g.lineTo(X(p[0]), Y(p[1])); else g.moveTo(X(p[0]), Y(p[1])); });
@@ -96,6 +100,17 @@ const pageHTML = `<!DOCTYPE html>
         var span = document.createElement('span');
         span.innerHTML = '<span class="swatch" style="background:' + l.color + '"></span>';
         span.appendChild(document.createTextNode(l.name + ' (last ' + fmt(p, 3) + ')')); lx.appendChild(span); });
+    }
+    var integ = (s.integrity_keys || []).map(function (k, i) { return { name: k, pts: s.integrity[k], color: palette[i % palette.length] }; });
+    document.getElementById('s-integrity').hidden = !integ.length;
+    if (integ.length) {
+      var stops = s.info.integrity_stop || {};
+      draw('c-integrity', integ, { refs: integ.filter(function (l) { return stops[l.name] !== undefined; }).map(function (l) { return { y: stops[l.name], color: l.color }; }) });
+      var li = document.getElementById('l-integrity'); li.innerHTML = '';
+      integ.forEach(function (l) { var p = l.pts.length ? l.pts[l.pts.length - 1][1] : null;
+        var span = document.createElement('span');
+        span.innerHTML = '<span class="swatch" style="background:' + l.color + '"></span>';
+        span.appendChild(document.createTextNode(l.name + ' (last ' + fmt(p, 3) + (stops[l.name] !== undefined ? ', stops at ' + fmt(stops[l.name], 3) : '') + ')')); li.appendChild(span); });
     }
     draw('c-loss', [{ name: 'loss', pts: s.loss, color: mainColor }], {});
     document.body.dataset.updates = ++updates;

@@ -172,7 +172,7 @@ func trainAndReport(ctx context.Context, cfg config.Config, uiAddr string, force
 	opts := run.Options{Logger: newLineLogger(prog.logWriter(), newTrainCmd()), Progress: prog.update, Force: force}
 	var feed *ui.Feed
 	if uiAddr != "" {
-		feed = ui.NewFeed(ui.Info{Title: cfg.Out, Protect: cfg.Legend().Text, Method: cfg.Protect})
+		feed = ui.NewFeed(ui.Info{Title: cfg.Out, Protect: cfg.Legend().Text, Method: cfg.Protect, IntegrityStop: cfg.IntegrityStop})
 		srv, err := ui.Start(ctx, uiAddr, feed)
 		if err != nil {
 			return nil, err
@@ -181,10 +181,7 @@ func trainAndReport(ctx context.Context, cfg config.Config, uiAddr string, force
 		opts.OnBatch = func(r rundir.BatchRecord) {
 			feed.Batch(ui.Batch{Step: r.Step, Loss: r.Loss, Leak: r.Leak, Parties: r.Parties})
 		}
-		opts.OnEval = func(r rundir.EvalRecord) {
-			feed.Eval(ui.Eval{Step: r.Step, TestAUC: r.TestAUC, TestLoss: r.TestLoss, ACE: r.ACE,
-				PartyGain: r.PartyGain, Features: r.Features})
-		}
+		opts.OnEval = func(r rundir.EvalRecord) { feed.Eval(uiEval(r)) }
 		opts.Progress = func(p rundir.Progress) { feed.SetTotal(p.Total); prog.update(p) }
 	}
 	sum, err := run.Train(ctx, cfg, opts)
@@ -274,4 +271,10 @@ func imageSets() string {
 		return strings.Join(sets, "")
 	}
 	return strings.Join(sets[:len(sets)-1], ", ") + " or " + sets[len(sets)-1]
+}
+
+// uiEval is what the live page shows of an evaluation record.
+func uiEval(r rundir.EvalRecord) ui.Eval {
+	return ui.Eval{Step: r.Step, TestAUC: r.TestAUC, TestLoss: r.TestLoss, ACE: r.ACE,
+		PartyGain: r.PartyGain, Features: r.Features, Integrity: r.Integrity}
 }

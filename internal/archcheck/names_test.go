@@ -67,7 +67,7 @@ var nameAllowed = map[string]string{
 	"attack/similarity.go|cosine":            "the similarity attack's cosine metric",
 	"data/labels.go|none":                    "a missing-value token of a table",
 	"data/imageset.go|none":                  "no image format is linked",
-	"netrun/config.go|none":                  "no passive-side defence",
+	"netrun/shared_config.go|none":           "no passive-side defence",
 	"transport/transport.go|none":            "a tensor encoding's absence",
 	"transport/grpcnet/grpcnet.go|none":      "no compression",
 	"cmd/splitguard/attack.go|fashion-mnist": "a flag's name",

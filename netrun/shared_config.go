@@ -40,7 +40,7 @@
 //
 // With several passive parties (key parties) the active party serves them
 // all on its one address and reads their joined connection; each passive
-// is its entry of the parties list (parties_active.go, parties_config.go;
+// is its entry of the parties list (train_parties.go, train_parties_config.go;
 // checkpoints are not built there yet).
 package netrun
 
