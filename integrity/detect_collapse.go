@@ -37,19 +37,5 @@ func (d *collapse) Observe(_ int64, e *tensor.Matrix) float64 {
 // MeanColumnVariance is the mean over e's columns of the population
 // variance of the column's values in the batch.
 func MeanColumnVariance(e *tensor.Matrix) float64 {
-	if e.Rows == 0 || e.Cols == 0 {
-		return 0
-	}
-	total := 0.0
-	for c := range e.Cols {
-		var s, s2 float64
-		for r := range e.Rows {
-			x := float64(e.Data[r*e.Cols+c])
-			s += x
-			s2 += x * x
-		}
-		m := s / float64(e.Rows)
-		total += max(0, s2/float64(e.Rows)-m*m)
-	}
-	return total / float64(e.Cols)
+	return tensor.MeanColumnVariance(e)
 }

@@ -320,12 +320,10 @@ func (p *Passport) Save(w io.Writer) error {
 // Load implements InputLayer: it restores what Save wrote into a passport
 // layer of the same width.
 func (p *Passport) Load(r io.Reader) error {
-	raw, err := io.ReadAll(r)
+	sr, err := readState(r, fedpassStateTag, "fedpass")
 	if err != nil {
-		return fmt.Errorf("protect: fedpass state: %w", err)
+		return err
 	}
-	sr := &stateReader{b: raw, what: "fedpass"}
-	sr.tag(fedpassStateTag)
 	if d, h := sr.u32(), sr.u32(); sr.err == nil && (d != p.d || h != p.h) {
 		sr.err = fmt.Errorf("a passport layer of width %d (autoencoder %d), this one is %d (%d)", d, h, p.d, p.h)
 	}

@@ -300,12 +300,10 @@ func (m *MID) Save(w io.Writer) error {
 // Load implements InputLayer: it restores what Save wrote into a MID of
 // the same shape.
 func (m *MID) Load(r io.Reader) error {
-	raw, err := io.ReadAll(r)
+	sr, err := readState(r, midStateTag, "mid")
 	if err != nil {
-		return fmt.Errorf("protect: mid state: %w", err)
+		return err
 	}
-	sr := &stateReader{b: raw, what: "mid"}
-	sr.tag(midStateTag)
 	if d, k := sr.u32(), sr.u32(); sr.err == nil && (d != m.d || k != m.k) {
 		sr.err = fmt.Errorf("a bottleneck of %d→%d, this one is %d→%d", d, k, m.d, m.k)
 	}

@@ -314,19 +314,7 @@ func (r *ResSFL) RegLoss() float64 {
 // batchVariance is V = (1/(B·k))·Σ_ij (x_ij − x̄_j)², x̄_j column j's
 // mean over the batch: R = V is the error of guessing the batch means.
 func batchVariance(x *tensor.Matrix) float64 {
-	var v float64
-	for j := range x.Cols {
-		var m float64
-		for i := range x.Rows {
-			m += float64(x.Data[i*x.Cols+j])
-		}
-		m /= float64(x.Rows)
-		for i := range x.Rows {
-			d := float64(x.Data[i*x.Cols+j]) - m
-			v += d * d
-		}
-	}
-	return v / float64(x.Rows*x.Cols)
+	return tensor.MeanColumnVariance(x)
 }
 
 // Reconstruction is R, the simulated decoder's mean squared error on the
@@ -374,12 +362,10 @@ func (r *ResSFL) Save(w io.Writer) error {
 
 // Load restores what Save wrote into a ResSFL of the same shape.
 func (r *ResSFL) Load(rd io.Reader) error {
-	raw, err := io.ReadAll(rd)
+	sr, err := readState(rd, ressflStateTag, "ressfl")
 	if err != nil {
-		return fmt.Errorf("protect: ressfl state: %w", err)
+		return err
 	}
-	sr := &stateReader{b: raw, what: "ressfl"}
-	sr.tag(ressflStateTag)
 	if d, k := sr.u32(), sr.u32(); sr.err == nil && (d != r.d || k != r.k) {
 		sr.err = fmt.Errorf("a decoder of %d→%d, this one is %d→%d", d, k, r.d, r.k)
 	}

@@ -191,12 +191,10 @@ func saveStream(w io.Writer, tag string, pcg *rand.PCG) error {
 // loadStream restores what saveStream wrote into pcg; what names the
 // layer in errors.
 func loadStream(r io.Reader, tag, what string, pcg *rand.PCG) error {
-	raw, err := io.ReadAll(r)
+	sr, err := readState(r, tag, what)
 	if err != nil {
-		return fmt.Errorf("protect: %s state: %w", what, err)
+		return err
 	}
-	sr := &stateReader{b: raw, what: what}
-	sr.tag(tag)
 	rs := sr.str()
 	if err := sr.done(); err != nil {
 		return err
@@ -205,4 +203,16 @@ func loadStream(r io.Reader, tag, what string, pcg *rand.PCG) error {
 		return fmt.Errorf("protect: %s state: random stream: %w", what, err)
 	}
 	return nil
+}
+
+// readState reads all of r, a layer's state that Save wrote, and returns a
+// reader over it past its tag; what names the layer in errors.
+func readState(r io.Reader, tag, what string) (*stateReader, error) {
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("protect: %s state: %w", what, err)
+	}
+	sr := &stateReader{b: raw, what: what}
+	sr.tag(tag)
+	return sr, nil
 }

@@ -35,10 +35,6 @@ type auditQueue struct {
 	err error // the first recording error
 }
 
-// recordInline makes trainSplit record each step on the passive's
-// goroutine, as before the queue (tests compare the two).
-var recordInline = false
-
 // queueSlots is how many steps may wait to be recorded: two keep the
 // recorder busy while the step fills the other.
 const queueSlots = 2

@@ -38,11 +38,8 @@ func featureAttacks(cfg config.Config, pv, av *view, bottom model.Bottom, top mo
 	}
 	var hijack active.Hijacker
 	if cfg.Hijack == config.HijackFSHA {
-		fsha, err := feature.NewFSHA(ev.AuxTruth(), bottom.CutDim(), cfg.Seed)
+		fsha, err := newFSHA(cfg, ev.AuxTruth(), bottom.CutDim(), pv.train.X)
 		if err != nil {
-			return nil, nil, err
-		}
-		if err := setPilot(cfg, fsha, pv.train.X); err != nil {
 			return nil, nil, err
 		}
 		ev.Add(fsha)

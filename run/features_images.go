@@ -16,18 +16,23 @@ import (
 // pilotSeed is what FSHA's pilot's seed differs from the run's by.
 const pilotSeed = 0xf5a4_9110
 
-// setPilot gives FSHA its pilot encoder: a bottom of the run's
-// architecture over the passive's features x (the attacker knows it), with
-// its own initial weights and no passive-side defence.
-func setPilot(cfg config.Config, fsha *feature.FSHA, x *data.Features) error {
+// newFSHA is FSHA over the auxiliary rows aux, its codes of width cut,
+// with its pilot encoder: a bottom of the run's architecture over the
+// passive's features x (the attacker knows it), with its own initial
+// weights and no passive-side defence.
+func newFSHA(cfg config.Config, aux *data.Features, cut int, x *data.Features) (*feature.FSHA, error) {
+	fsha, err := feature.NewFSHA(aux, cut, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
 	pc := cfg
 	pc.Seed = cfg.Seed ^ pilotSeed
 	pc.Params, pc.PassiveOptimizer = nil, ""
 	pilot, err := pc.BuildBottom(x)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return fsha.SetPilot(pilot)
+	return fsha, fsha.SetPilot(pilot)
 }
 
 // imageHijack returns, for a run on images with key hijack, what scores
@@ -40,11 +45,8 @@ func imageHijack(cfg config.Config, pv *view, bottom model.Bottom) (func() (map[
 	if err != nil {
 		return nil, nil, err
 	}
-	fsha, err := feature.NewFSHA(ev.AuxTruth(), bottom.CutDim(), cfg.Seed)
+	fsha, err := newFSHA(cfg, ev.AuxTruth(), bottom.CutDim(), pv.train.X)
 	if err != nil {
-		return nil, nil, err
-	}
-	if err := setPilot(cfg, fsha, pv.train.X); err != nil {
 		return nil, nil, err
 	}
 	ev.SetHijacker(fsha)

@@ -50,6 +50,9 @@ type Options struct {
 	// or one of another configuration: rundir.CheckReuse), which is
 	// otherwise refused before anything is written.
 	Force bool
+	// recordInline makes trainSplit record each step on the passive's
+	// goroutine, as before the queue (a test compares the two).
+	recordInline bool
 }
 
 // Train runs one in-process split-training run as cfg describes, writing
@@ -304,7 +307,7 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 	if j.dump != nil {
 		dumpBatch = j.dump.Batch
 	}
-	if !recordInline {
+	if !opt.recordInline {
 		j.queue, j.needClean = newAuditQueue(rec, dumpBatch), aud.NeedsOracle()
 		// Copy the layers' outputs only for an attack or a dump that reads them.
 		j.queue.outputs = aud.NeedsOutputs() || dumpBatch != nil

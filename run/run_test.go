@@ -229,12 +229,10 @@ func TestQueuedRecordingMatchesInline(t *testing.T) {
 	var runs [2]config.Config
 	var sums [2]*rundir.Summary
 	for i, inline := range []bool{true, false} {
-		recordInline = inline
 		cfg := smallConfig(t)
 		cfg.Epochs, cfg.Protect, cfg.Params = 1, "iso", protect.Params{"iso_t": 1}
 		cfg.Dump, cfg.DumpBatches = t.TempDir(), 3
-		sum, err := Train(context.Background(), cfg, Options{})
-		recordInline = false
+		sum, err := Train(context.Background(), cfg, Options{recordInline: inline})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -164,14 +164,8 @@ func wassersteinGap(a, b *tensor.Matrix) float64 {
 	return s
 }
 
+// colStats is column j's mean and standard deviation over m's rows.
 func colStats(m *tensor.Matrix, j int) (mean, sd float64) {
-	for i := range m.Rows {
-		mean += float64(m.Data[i*m.Cols+j])
-	}
-	mean /= float64(m.Rows)
-	for i := range m.Rows {
-		d := float64(m.Data[i*m.Cols+j]) - mean
-		sd += d * d
-	}
-	return mean, math.Sqrt(sd / float64(m.Rows))
+	mean, v := tensor.ColumnMoments(m, j)
+	return mean, math.Sqrt(v)
 }
