@@ -26,13 +26,14 @@ const (
 // search is SearchFile's content.
 type search struct {
 	MaxLeak  float64  `json:"max_leak"`
+	MinTDCS  float64  `json:"min_tdcs,omitempty"`
 	Grid     int      `json:"grid"`
 	MaxSteps int64    `json:"max_steps"`
 	Defences []string `json:"defences"`
 }
 
 func (o *Options) search() search {
-	s := search{MaxLeak: o.Threat.MaxLeak, Grid: o.Grid, MaxSteps: o.MaxSteps, Defences: slices.Clone(o.Defences)}
+	s := search{MaxLeak: o.Threat.MaxLeak, MinTDCS: o.Threat.MinTDCS, Grid: o.Grid, MaxSteps: o.MaxSteps, Defences: slices.Clone(o.Defences)}
 	if s.Grid == 0 {
 		s.Grid = DefaultGrid
 	}
@@ -74,6 +75,9 @@ func (o *Options) checkIdentity(ref config.Config) error {
 		}
 		if old.MaxLeak != cur.MaxLeak {
 			keys = append(keys, "max_leak")
+		}
+		if old.MinTDCS != cur.MinTDCS {
+			keys = append(keys, "min_tdcs")
 		}
 		if old.Grid != cur.Grid {
 			keys = append(keys, "grid")

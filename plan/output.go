@@ -38,7 +38,7 @@ func (o *Options) writeOutputs(res *Result) error {
 	for i, r := range res.Rows {
 		pts[i] = report.FrontierPoint{Method: r.Setting.Legend().Method, Leak: r.StrongestLeak, ValAUC: r.ValAUC}
 	}
-	png, svg, err := report.FrontierFigure(pts, o.Threat.MaxLeak, res.Recommended, LeakLabel)
+	png, svg, err := report.FrontierFigure(pts, o.Threat.figureLimit(), res.Recommended, LeakLabel)
 	if err != nil {
 		return err
 	}
@@ -63,9 +63,9 @@ func (o *Options) writeOutputs(res *Result) error {
 	if err != nil {
 		return err
 	}
-	head := fmt.Sprintf("# recommended by splitguard plan (%s): %s\n# validation AUC %.4f (cost %.4f against no defence), strongest attack %s at %.4f ≤ %g\n"+
+	head := fmt.Sprintf("# recommended by splitguard plan (%s): %s\n# validation AUC %.4f (cost %.4f against no defence), strongest attack %s at %.4f, T-DCS %.4f (limit: %s)\n"+
 		"# measured over at most %d training steps (max_steps): trained longer, the attacks can read more\n",
-		o.Out, r.Legend, r.ValAUC, r.Cost, r.Strongest, r.StrongestLeak, o.Threat.MaxLeak, c.MaxSteps)
+		o.Out, r.Legend, r.ValAUC, r.Cost, r.Strongest, r.StrongestLeak, r.TDCS, o.Threat.LimitText(), c.MaxSteps)
 	if err := atomicfile.WriteFile(path, append([]byte(head), y...), 0o644); err != nil {
 		return err
 	}

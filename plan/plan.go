@@ -44,8 +44,12 @@ type Threat struct {
 	// untuned).
 	Known int
 	// MaxLeak is the limit on every attack's leak: summary.json's
-	// leak[ATTACK/LAYER].q95_abs, at every layer.
+	// leak[ATTACK/LAYER].q95_abs, at every layer (0: none; then MinTDCS
+	// is the limit).
 	MaxLeak float64
+	// MinTDCS is a floor on the setting's T-DCS ([TDCS]; 0: none). With
+	// both limits set a setting must meet both.
+	MinTDCS float64
 }
 
 // Options are a plan's table, threat and limits.
@@ -154,8 +158,10 @@ func (o *Options) check() error {
 	switch {
 	case o.Out == "":
 		return config.Keyed(errors.New("no plan directory (key out)"), "out")
-	case math.IsNaN(o.Threat.MaxLeak) || o.Threat.MaxLeak <= 0 || o.Threat.MaxLeak > 0.5:
-		return config.Keyed(fmt.Errorf("leak limit (key max_leak) %v: want a value in (0, 0.5], a q95 |AUC − ½|", o.Threat.MaxLeak), "max_leak")
+	case math.IsNaN(o.Threat.MaxLeak) || o.Threat.MaxLeak < 0 || o.Threat.MaxLeak > 0.5 || (o.Threat.MaxLeak == 0 && o.Threat.MinTDCS == 0):
+		return config.Keyed(fmt.Errorf("leak limit (key max_leak) %v: want a value in (0, 0.5], a q95 |AUC − ½| (0 only with a T-DCS floor, key min_tdcs)", o.Threat.MaxLeak), "max_leak")
+	case math.IsNaN(o.Threat.MinTDCS) || o.Threat.MinTDCS < 0 || o.Threat.MinTDCS >= 1:
+		return config.Keyed(fmt.Errorf("T-DCS floor (key min_tdcs) %v: want a value in (0, 1) (0: none)", o.Threat.MinTDCS), "min_tdcs")
 	case o.Budget <= 0:
 		return config.Keyed(fmt.Errorf("budget (key budget) %v: want a positive duration", o.Budget), "budget")
 	case o.MaxSteps < 0:
@@ -225,7 +231,7 @@ func figures(r *Row, s *rundir.Summary, limit float64) {
 	if r.Strongest != "" {
 		r.Chance = chance[r.Strongest]
 	}
-	r.Met = r.Err == "" && !math.IsNaN(r.ValAUC) && !math.IsNaN(r.StrongestLeak) && r.StrongestLeak <= limit
+	r.Met = r.Err == "" && !math.IsNaN(r.ValAUC) && !math.IsNaN(r.StrongestLeak) && (limit <= 0 || r.StrongestLeak <= limit)
 }
 
 // strongest sets the row's strongest attack: the largest leak (ties: the

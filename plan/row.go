@@ -47,7 +47,10 @@ type Row struct {
 	// StepMS is the mean step time (summary.json step_ms_mean), Seconds
 	// the run's wall time.
 	StepMS, Seconds float64
-	// Met says StrongestLeak is at most the limit (and the run worked).
+	// TDCS is the setting's T-DCS against the reference ([TDCS]).
+	TDCS float64
+	// Met says the run worked and meets the threat's limits: StrongestLeak
+	// at most MaxLeak, TDCS at least MinTDCS (those set).
 	Met bool
 	// Err is why the run failed, or empty.
 	Err string
@@ -85,7 +88,7 @@ func encodeCSV(rows []Row) ([]byte, error) {
 	for _, a := range attacks {
 		head = append(head, leakPrefix+a)
 	}
-	head = append(head, "strongest_attack", "strongest_leak", "chance", "step_ms", "seconds", "met", "error")
+	head = append(head, "strongest_attack", "strongest_leak", "chance", "step_ms", "seconds", "tdcs", "met", "error")
 	var b bytes.Buffer
 	w := csv.NewWriter(&b)
 	_ = w.Write(head)
@@ -99,7 +102,7 @@ func encodeCSV(rows []Row) ([]byte, error) {
 			rec = append(rec, fmtF(v))
 		}
 		rec = append(rec, r.Strongest, fmtF(r.StrongestLeak), fmtF(r.Chance), strconv.FormatFloat(r.StepMS, 'f', 3, 64),
-			strconv.FormatFloat(r.Seconds, 'f', 2, 64), strconv.FormatBool(r.Met), r.Err)
+			strconv.FormatFloat(r.Seconds, 'f', 2, 64), fmtF(r.TDCS), strconv.FormatBool(r.Met), r.Err)
 		_ = w.Write(rec)
 	}
 	w.Flush()
@@ -158,6 +161,12 @@ func readCSV(path string) ([]Row, error) {
 			dst  *float64
 		}{{"val_auc", &r.ValAUC}, {"cost", &r.Cost}, {"strongest_leak", &r.StrongestLeak}, {"chance", &r.Chance}, {"step_ms", &r.StepMS}, {"seconds", &r.Seconds}} {
 			if *f.dst, err = parseF(rec[col[f.name]]); err != nil {
+				return nil, bad(err)
+			}
+		}
+		r.TDCS = math.NaN() // recomputed (judge); older files have no column
+		if i, ok := col["tdcs"]; ok {
+			if r.TDCS, err = parseF(rec[i]); err != nil {
 				return nil, bad(err)
 			}
 		}

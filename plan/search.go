@@ -88,6 +88,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		longest = max(longest, now().Sub(t0))
 		rows = insert(rows, row)
 		costs(rows)
+		o.Threat.judge(rows)
 		if err := writeCSV(csvPath, rows); err != nil {
 			return nil, err
 		}
@@ -96,7 +97,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if len(rows) == 0 || rows[0].Index != 0 || rows[0].Err != "" {
 		return res, fmt.Errorf("the reference run (no defence) failed or is missing: %s", errText(rows))
 	}
-	res.Recommended, res.Closest = recommend(rows)
+	o.Threat.judge(rows)
+	res.Recommended, res.Closest = recommend(rows, o.Threat)
 	if err := o.writeOutputs(res); err != nil {
 		return nil, err
 	}
@@ -181,9 +183,8 @@ func costs(rows []Row) {
 
 // recommend returns the index of the cheapest row that meets the limit
 // (smallest cost; tie: least step time, then search order), -1 when none
-// does, and then the three rows nearest the limit (smallest strongest
-// leak; tie: smallest cost).
-func recommend(rows []Row) (int, []Row) {
+// does, and then the three rows nearest the limit (Threat.nearer).
+func recommend(rows []Row, t Threat) (int, []Row) {
 	best := -1
 	for i, r := range rows {
 		if !r.Met || math.IsNaN(r.Cost) {
@@ -202,12 +203,7 @@ func recommend(rows []Row) (int, []Row) {
 			ok = append(ok, r)
 		}
 	}
-	less := func(a, b Row) bool {
-		if a.StrongestLeak != b.StrongestLeak {
-			return a.StrongestLeak < b.StrongestLeak
-		}
-		return a.Cost < b.Cost
-	}
+	less := t.nearer
 	for i := 1; i < len(ok); i++ {
 		for j := i; j > 0 && less(ok[j], ok[j-1]); j-- {
 			ok[j], ok[j-1] = ok[j-1], ok[j]

@@ -59,6 +59,9 @@ func newPlanCmd() *cobra.Command {
 					final.Attacks = nil
 				}
 			}
+			if cmd.Flags().Changed("min-tdcs") && !cmd.Flags().Changed("max-leak") {
+				o.Threat.MaxLeak = 0 // the T-DCS floor alone is the limit
+			}
 			o.Base, o.Out = final, final.Out
 			o.Threat.Attacks, o.Threat.Known = final.Attacks, final.TunedKnown
 			o.Base.Protect, o.Base.Params = protect.Reference(), nil
@@ -69,6 +72,7 @@ func newPlanCmd() *cobra.Command {
 	fs := cmd.Flags()
 	fs.StringVar(&configFile, "config", "", "YAML config file of the table, model and schedule (train's keys); flags given on the command line win")
 	fs.Float64Var(&o.Threat.MaxLeak, "max-leak", o.Threat.MaxLeak, "leak limit: every attack's q95 |leak AUC − ½| over the training batches, at every layer, at most this")
+	fs.Float64Var(&o.Threat.MinTDCS, "min-tdcs", 0, "T-DCS floor instead of (or beside) --max-leak: the mean over the attacks of VFLAIR's DCS (AP = 2·leak, MP = validation AUC against no defence's) at least this (0: none)")
 	fs.DurationVar(&o.Budget, "budget", o.Budget, "time of this invocation: no setting starts after it (nor when less is left than the longest setting took)")
 	fs.Int64Var(&o.MaxSteps, "steps", o.MaxSteps, fmt.Sprintf("training steps per setting at most: the data-driven schedule capped (0: %d)", plan.DefaultMaxSteps))
 	fs.IntVar(&o.Grid, "grid", o.Grid, fmt.Sprintf("strengths per defence, log-spaced (0: %d)", plan.DefaultGrid))
@@ -117,21 +121,21 @@ func printPlan(w io.Writer, o plan.Options, res *plan.Result) {
 	if res.BudgetSpent {
 		fmt.Fprintf(w, "the budget (%v) ended the search: rerun the same command to try the other %d settings\n", o.Budget, res.Total-len(res.Rows))
 	}
-	fmt.Fprintf(w, "limit: %s ≤ %g\n", plan.LeakLabel, o.Threat.MaxLeak)
+	fmt.Fprintf(w, "limit: %s (leak: %s)\n", o.Threat.LimitText(), plan.LeakLabel)
 	if res.Recommended >= 0 {
 		r := res.Rows[res.Recommended]
-		fmt.Fprintf(w, "recommended: %s — validation AUC %.4f (cost %.4f against no defence), strongest attack %s at %.4f, %.1f ms per step\n",
-			r.Legend, r.ValAUC, r.Cost, r.Strongest, r.StrongestLeak, r.StepMS)
+		fmt.Fprintf(w, "recommended: %s — validation AUC %.4f (cost %.4f against no defence), strongest attack %s at %.4f, T-DCS %.4f, %.1f ms per step\n",
+			r.Legend, r.ValAUC, r.Cost, r.Strongest, r.StrongestLeak, r.TDCS, r.StepMS)
 		fmt.Fprintf(w, "configuration: %s (splitguard train --config %s --out DIR)\n", res.Recommendation, res.Recommendation)
 		return
 	}
 	fmt.Fprintln(w, "nothing meets the limit within the budget; the closest settings:")
 	floor := math.Inf(1)
 	for _, r := range res.Closest {
-		fmt.Fprintf(w, "  %-34s strongest %s at %.4f (chance floor %.4f), validation AUC %.4f (cost %.4f)\n", r.Legend, r.Strongest, r.StrongestLeak, r.Chance, r.ValAUC, r.Cost)
+		fmt.Fprintf(w, "  %-34s strongest %s at %.4f (chance floor %.4f), T-DCS %.4f, validation AUC %.4f (cost %.4f)\n", r.Legend, r.Strongest, r.StrongestLeak, r.Chance, r.TDCS, r.ValAUC, r.Cost)
 		floor = math.Min(floor, r.Chance)
 	}
-	if floor > o.Threat.MaxLeak {
+	if o.Threat.MaxLeak > 0 && floor > o.Threat.MaxLeak {
 		fmt.Fprintf(w, "the limit %g is below the chance floor %.4f: a score blind to the labels gives more at this batch size and positive rate; a larger --batch lowers the floor\n", o.Threat.MaxLeak, floor)
 	}
 }

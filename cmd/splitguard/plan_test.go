@@ -23,7 +23,7 @@ func TestPlanCLI(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stdout)
 	}
-	for _, want := range []string{"3 of 3 settings tried", "limit: strongest attack's q95 |leak AUC − ½|", "recommended:", "train --config"} {
+	for _, want := range []string{"3 of 3 settings tried", "limit: strongest leak ≤ 0.5 (leak: strongest attack's q95 |leak AUC − ½|", "recommended:", "train --config"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}
@@ -64,6 +64,18 @@ func TestPlanCLI(t *testing.T) {
 	if err != nil || !strings.Contains(stdout, "attacks "+strings.Join(plan.DefaultAttacks(), ", ")) {
 		t.Errorf("config without attacks: %v\n%s", err, stdout)
 	}
+	// A T-DCS floor alone (no --max-leak): the limit says so, plan.json
+	// keeps it, and the strongest leak is no limit.
+	tdcsOut := t.TempDir()
+	tdcsArgs := []string{"plan", "--synth-rows", "600", "--layers", "16,16,16", "--batch", "64", "--attacks", "norm",
+		"--defences", "toy_scale", "--grid", "2", "--steps", "20", "--min-tdcs", "0.01", "--budget", "1h", "--out", tdcsOut}
+	stdout, err = runCLI(t, tdcsArgs...)
+	if err != nil || !strings.Contains(stdout, "limit: T-DCS ≥ 0.01 (") || !strings.Contains(stdout, "T-DCS 0.") {
+		t.Errorf("T-DCS floor: %v\n%s", err, stdout)
+	}
+	if raw, err := os.ReadFile(filepath.Join(tdcsOut, "plan.json")); err != nil || !strings.Contains(string(raw), `"min_tdcs": 0.01`) || !strings.Contains(string(raw), `"max_leak": 0,`) {
+		t.Errorf("plan.json of a T-DCS floor: %v\n%s", err, raw)
+	}
 	// Another limit in the same directory is refused.
 	args[len(args)-5] = "0.3"
 	if _, err := runCLI(t, args...); err == nil || !strings.Contains(err.Error(), "max_leak") {
@@ -81,6 +93,8 @@ func TestPlanCLIBadFlags(t *testing.T) {
 		{[]string{"--marvell-s", "4"}, "--marvell-s: the plan chooses the defences"},
 		{[]string{"--max-leak", "0.7"}, "(--max-leak)"},
 		{[]string{"--budget", "0s"}, "(--budget)"},
+		{[]string{"--min-tdcs", "1.2"}, "(--min-tdcs)"},
+		{[]string{"--max-leak", "0"}, "(--max-leak)"},
 		{[]string{"--defences", "nope"}, "--defences"},
 		{[]string{"--val-frac", "0"}, "--val-frac"},
 		{[]string{"--attacks", "completion"}, "test split"},
