@@ -3,7 +3,9 @@ package netrun
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -72,6 +74,11 @@ func TestSelectionAndEarlyStopAsInProcess(t *testing.T) {
 					got.EarlyStopped, got.Steps, got.Select, got.SelectedStep, got.TestAUCSelected,
 					want.EarlyStopped, want.Steps, want.Select, want.SelectedStep, want.TestAUCSelected)
 			}
+			// Issue 29's done-when: the kept model is within 0.01 of the
+			// best validation AUC of the active's own evaluation log.
+			if best := bestValAUC(t, act.Out); got.ValAUCSelected == nil || *got.ValAUCSelected < best-0.01 {
+				t.Errorf("kept validation AUC %v, the log's best %.4f", got.ValAUCSelected, best)
+			}
 			for _, m := range []struct{ dir, file string }{{pas.Out, rundir.BottomModelFile}, {act.Out, rundir.TopModelFile}} {
 				g, err1 := os.ReadFile(filepath.Join(m.dir, m.file))
 				w, err2 := os.ReadFile(filepath.Join(base.Out, m.file))
@@ -84,4 +91,29 @@ func TestSelectionAndEarlyStopAsInProcess(t *testing.T) {
 			}
 		})
 	}
+}
+
+// bestValAUC returns the largest validation AUC of dir's eval.jsonl.
+func bestValAUC(t *testing.T, dir string) float64 {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, rundir.EvalFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	best, n := math.Inf(-1), 0
+	for _, line := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
+		var e struct {
+			ValAUC *float64 `json:"val_auc"`
+		}
+		if err := json.Unmarshal(line, &e); err != nil {
+			t.Fatalf("%s: %v", rundir.EvalFile, err)
+		}
+		if e.ValAUC != nil {
+			best, n = math.Max(best, *e.ValAUC), n+1
+		}
+	}
+	if n < 2 {
+		t.Fatalf("%s: %d evaluations with a validation AUC, want several", rundir.EvalFile, n)
+	}
+	return best
 }

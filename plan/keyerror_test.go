@@ -17,6 +17,8 @@ func TestCheckRefusesKeys(t *testing.T) {
 	}{
 		{"out", func(o *Options) { o.Out = "" }},
 		{"max_leak", func(o *Options) { o.Threat.MaxLeak = 0.7 }},
+		{"min_tdcs", func(o *Options) { o.Threat.MinTDCS = 1.5 }},
+		{"max_leak", func(o *Options) { o.Threat.MaxLeak = 0 }},
 		{"budget", func(o *Options) { o.Budget = -time.Second }},
 		{"steps", func(o *Options) { o.MaxSteps = -1 }},
 		{"grid", func(o *Options) { o.Grid = -1 }},
