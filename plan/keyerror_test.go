@@ -16,13 +16,13 @@ func TestCheckRefusesKeys(t *testing.T) {
 		spoil func(*Options)
 		also  []string // further keys the refusal names
 	}{
-		{"out", func(o *Options) { o.Out = "" }},
-		{"max_leak", func(o *Options) { o.Threat.MaxLeak = 0.7 }},
-		{"min_tdcs", func(o *Options) { o.Threat.MinTDCS = 1.5 }},
+		{"out", func(o *Options) { o.Out = "" }, nil},
+		{"max_leak", func(o *Options) { o.Threat.MaxLeak = 0.7 }, nil},
+		{"min_tdcs", func(o *Options) { o.Threat.MinTDCS = 1.5 }, nil},
 		{"max_leak", func(o *Options) { o.Threat.MaxLeak = 0 }, []string{"min_tdcs"}},
-		{"budget", func(o *Options) { o.Budget = -time.Second }},
-		{"steps", func(o *Options) { o.MaxSteps = -1 }},
-		{"grid", func(o *Options) { o.Grid = -1 }},
+		{"budget", func(o *Options) { o.Budget = -time.Second }, nil},
+		{"steps", func(o *Options) { o.MaxSteps = -1 }, nil},
+		{"grid", func(o *Options) { o.Grid = -1 }, nil},
 	} {
 		o := Options{Out: t.TempDir(), Threat: Threat{MaxLeak: 0.1}, Budget: time.Hour}
 		o.Base = config.Default()
