@@ -17,6 +17,7 @@ import (
 	"slices"
 
 	"github.com/splitguard/splitguard/attack"
+	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/metrics"
 	"github.com/splitguard/splitguard/model"
@@ -45,7 +46,7 @@ type Rows struct {
 // fewer rows than its share.
 func Pick(labels []uint8, n, maxUnlabelled int, seed uint64) (*Rows, error) {
 	if n < 2 {
-		return nil, fmt.Errorf("completion: %d known labels, want at least 2, one of each class (key known_labels)", n)
+		return nil, config.Keyed(fmt.Errorf("completion: %d known labels, want at least 2, one of each class (key known_labels)", n), "known_labels")
 	}
 	var pos, neg []int
 	for i, y := range labels {
@@ -57,8 +58,8 @@ func Pick(labels []uint8, n, maxUnlabelled int, seed uint64) (*Rows, error) {
 	}
 	wantPos, wantNeg := n/2, n-n/2
 	if len(pos) < wantPos || len(neg) < wantNeg {
-		return nil, fmt.Errorf("completion: %d known labels need %d positive and %d negative training rows; the training split has %d and %d (key known_labels)",
-			n, wantPos, wantNeg, len(pos), len(neg))
+		return nil, config.Keyed(fmt.Errorf("completion: %d known labels need %d positive and %d negative training rows; the training split has %d and %d (key known_labels)",
+			n, wantPos, wantNeg, len(pos), len(neg)), "known_labels")
 	}
 	r := rand.New(rand.NewPCG(seed, streamPick))
 	r.Shuffle(len(pos), func(i, j int) { pos[i], pos[j] = pos[j], pos[i] })

@@ -609,7 +609,7 @@ func (c *Config) validate() error {
 	// Building the protector checks its name and parameters (e.g. iso
 	// without a noise ratio) before any data is read.
 	if _, err := protect.New(c.Protect, c.Params); err != nil {
-		bad("%v", err)
+		bad("%w", err)
 	}
 	return problems.err("config: ")
 }
@@ -696,11 +696,12 @@ func (c *Config) validateModel(bad func(string, ...any)) {
 		}
 	default:
 		if !image {
-			what := "format " + c.Format
+			args := []any{c.Model, orList(data.ImageFormats()), "format " + c.Format, keyArg("format")}
 			if c.Data == "" {
-				what = "synthetic tabular data (key synth_rows)"
+				args[2] = "synthetic tabular data (key synth_rows)"
+				args = append(args, keyArg("synth_rows"))
 			}
-			bad("model %s reads images (key format: %s), not %s", c.Model, orList(data.ImageFormats()), what, keyArg("format"))
+			bad("model %s reads images (key format: %s), not %s", args...)
 		}
 		if c.CNNBlocks < 1 || c.CNNChannels < 1 || c.CNNKernel < 1 || c.CNNDense < 1 {
 			bad("CNN of %d blocks, %d channels, kernel %d, dense %d: every size must be positive", c.CNNBlocks, c.CNNChannels, c.CNNKernel, c.CNNDense)
@@ -710,7 +711,7 @@ func (c *Config) validateModel(bad func(string, ...any)) {
 		}
 		if image && c.ImageSize >= 1 && c.CNNBlocks >= 1 {
 			if most := maxBlocks(c.ImageSize); c.CNNBlocks > most {
-				bad("%d CNN blocks on %d×%d images: each block halves the side, so at most %d fit (fewer blocks, key cnn_blocks, or larger images, key image_size)", c.CNNBlocks, c.ImageSize, c.ImageSize, most, keyArg("cnn_blocks"), keyArg("or"), keyArg("image_size"))
+				bad("%d CNN blocks on %d×%d images: each block halves the side, so at most %d fit (fewer blocks, key cnn_blocks, or larger images, key image_size)", c.CNNBlocks, c.ImageSize, c.ImageSize, most, keyArg("cnn_blocks"), keyArg("image_size"))
 			}
 		}
 	}

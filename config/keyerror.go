@@ -3,67 +3,25 @@ package config
 import (
 	"fmt"
 	"strings"
+
+	"github.com/splitguard/splitguard/configkey"
 )
 
-// KeyError is a refusal of a configuration key's value: Err says what is
-// wrong in the library's terms and names the key as "key NAME"; Key lets
-// a caller with other names for the keys (the command line's flags) find
-// it without reading the text. A refusal about several keys is a
-// KeyError wrapping a KeyError.
-type KeyError struct {
-	// Key is the configuration key refused (e.g. "test_frac").
-	Key string
-	// Err is the refusal; its text names the key.
-	Err error
-}
-
-// Error returns the refusal's text, which names the key.
-func (e *KeyError) Error() string { return e.Err.Error() }
-
-// Unwrap returns the refusal.
-func (e *KeyError) Unwrap() error { return e.Err }
+// KeyError is a refusal of a configuration key's value (configkey.Error):
+// Err says what is wrong in the library's terms and names the key as "key
+// NAME"; Key lets a caller with other names for the keys (the command
+// line's flags) find it without reading the text. A refusal about
+// several keys is a KeyError wrapping a KeyError.
+type KeyError = configkey.Error
 
 // Keyed returns err as the refusal of keys (the first outermost); err
 // itself when keys is empty or err is nil.
-func Keyed(err error, keys ...string) error {
-	if err == nil {
-		return nil
-	}
-	for i := len(keys) - 1; i >= 0; i-- {
-		err = &KeyError{Key: keys[i], Err: err}
-	}
-	return err
-}
+func Keyed(err error, keys ...string) error { return configkey.Keyed(err, keys...) }
 
 // KeysOf returns the keys of every KeyError in err's tree (through
 // Unwrap() error and Unwrap() []error), each once, in the order a
 // depth-first walk meets them.
-func KeysOf(err error) []string {
-	var keys []string
-	seen := map[string]bool{}
-	var walk func(error)
-	walk = func(e error) {
-		for e != nil {
-			if k, ok := e.(*KeyError); ok && !seen[k.Key] {
-				seen[k.Key] = true
-				keys = append(keys, k.Key)
-			}
-			switch u := e.(type) {
-			case interface{ Unwrap() []error }:
-				for _, c := range u.Unwrap() {
-					walk(c)
-				}
-				return
-			case interface{ Unwrap() error }:
-				e = u.Unwrap()
-			default:
-				return
-			}
-		}
-	}
-	walk(err)
-	return keys
-}
+func KeysOf(err error) []string { return configkey.KeysOf(err) }
 
 // keyArg names, among the arguments of a validation problem (see
 // problemList.add), a configuration key the problem refuses; it is not

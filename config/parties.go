@@ -280,7 +280,7 @@ func gate(top model.Top, bottoms []model.Bottom, lr float32) (model.Top, error) 
 	d := bottoms[0].CutDim()
 	for k, b := range bottoms {
 		if b.CutDim() != d {
-			return nil, fmt.Errorf("aggregation %s weighs embeddings of one width: passive party %d's is %d wide, party 1's %d (key aggregation)", AggregationGated, k+1, b.CutDim(), d)
+			return nil, Keyed(fmt.Errorf("aggregation %s weighs embeddings of one width: passive party %d's is %d wide, party 1's %d (key aggregation)", AggregationGated, k+1, b.CutDim(), d), "aggregation")
 		}
 	}
 	return NewGatedTop(top, len(bottoms), d, lr)

@@ -361,6 +361,10 @@ func (s *hyperLogLog) estimate() float64 {
 	return e
 }
 
+// InspectTextKeys are the configuration keys Report.WriteText names as
+// "key NAME", for a caller that names them otherwise (the command line).
+var InspectTextKeys = []string{"positive", "negative"}
+
 // WriteText prints the report as a table.
 func (r *Report) WriteText(w io.Writer) error {
 	delim := "comma"

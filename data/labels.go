@@ -84,6 +84,15 @@ func (t *labelTally) advice(col string, o Options) string {
 	return s + "; name the negative values (key negative), or skip the other rows (key skip_bad_rows)"
 }
 
+// adviceKeys are the configuration keys advice names, for the error that
+// carries it (configkey).
+func adviceKeys(o Options) []string {
+	if len(o.Positive) == 0 {
+		return []string{"positive", "negative"}
+	}
+	return []string{"negative", "skip_bad_rows"}
+}
+
 // inList reports whether b is one of vs.
 func inList(b []byte, vs []string) bool {
 	for _, v := range vs {

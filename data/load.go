@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/splitguard/splitguard/configkey"
 	"github.com/splitguard/splitguard/internal/par"
 )
 
@@ -326,7 +327,7 @@ func (l *loader) errf(format string, args ...any) error {
 
 // lineErr formats an error about line n.
 func (l *loader) lineErr(n int64, format string, args ...any) error {
-	return fmt.Errorf("%s: %s line %d: %s", l.o.Format, l.name, n, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%s: %s line %d: "+format, append([]any{l.o.Format, l.name, n}, args...)...)
 }
 
 // run reads the header (or first row), resolves the schema and streams
@@ -344,7 +345,7 @@ func (l *loader) run() error {
 	}
 	sc, err := resolveSchema(l.o, delim, l.fields)
 	if err != nil {
-		return l.lineErr(l.lr.line, "%v", err)
+		return l.lineErr(l.lr.line, "%w", err)
 	}
 	l.sc = sc
 	if l.enc != nil {
@@ -451,7 +452,7 @@ func (l *loader) run() error {
 		return err
 	}
 	if l.labelErr != nil {
-		return fmt.Errorf("%w%s", l.labelErr, l.labels.advice(l.sc.names[l.sc.label], l.o))
+		return configkey.Keyed(fmt.Errorf("%w%s", l.labelErr, l.labels.advice(l.sc.names[l.sc.label], l.o)), adviceKeys(l.o)...)
 	}
 	return l.checkUniqueIDs()
 }
@@ -780,18 +781,18 @@ func (l *loader) checkRows() error {
 	case l.rowsRead == 0:
 		return l.errf("no data rows")
 	case l.rowsRead == l.bad:
-		advice := ""
-		if l.sc.label >= 0 {
-			advice = l.labels.advice(l.sc.names[l.sc.label], l.o)
+		if l.sc.label < 0 {
+			return l.errf("all %d data rows are malformed; first: %s", l.bad, l.badExamples[0])
 		}
-		return l.errf("all %d data rows are malformed; first: %s%s", l.bad, l.badExamples[0], advice)
+		advice := l.labels.advice(l.sc.names[l.sc.label], l.o)
+		return configkey.Keyed(l.errf("all %d data rows are malformed; first: %s%s", l.bad, l.badExamples[0], advice), adviceKeys(l.o)...)
 	case len(l.train.ids) == 0 && l.enc == nil:
 		return l.errf("no training rows after sampling (%d rows read, %d kept, sample %g, test fraction %g)",
 			l.rowsRead, l.rowsKept, l.o.Sample, l.o.TestFrac)
 	}
 	if l.thirdLabel != "" {
-		return l.lineErr(l.thirdLine, "label %q in column %q is neither positive %q nor %q, the value taken as negative so far%s",
-			l.thirdLabel, l.sc.names[l.sc.label], l.o.Positive, l.implicitNeg, l.labels.advice(l.sc.names[l.sc.label], l.o))
+		return configkey.Keyed(l.lineErr(l.thirdLine, "label %q in column %q is neither positive %q nor %q, the value taken as negative so far%s",
+			l.thirdLabel, l.sc.names[l.sc.label], l.o.Positive, l.implicitNeg, l.labels.advice(l.sc.names[l.sc.label], l.o)), adviceKeys(l.o)...)
 	}
 	return nil
 }

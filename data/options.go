@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/splitguard/splitguard/configkey"
 )
 
 // Defaults applied by [Load] to zero-valued options.
@@ -135,7 +137,7 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	o.Positive, o.Negative = trimAll(o.Positive), trimAll(o.Negative)
 	if len(o.Negative) > 0 && len(o.Positive) == 0 {
-		return o, fmt.Errorf("data: negative label values %q need positive ones (key positive)", o.Negative)
+		return o, configkey.Keyed(fmt.Errorf("data: negative label values %q need positive ones (key positive)", o.Negative), "positive")
 	}
 	for _, n := range o.Negative {
 		if slices.Contains(o.Positive, n) {

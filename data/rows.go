@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 
+	"github.com/splitguard/splitguard/configkey"
 	"github.com/splitguard/splitguard/internal/buf"
 	"github.com/splitguard/splitguard/internal/par"
 )
@@ -43,6 +44,7 @@ type parsedRow struct {
 	kept   bool   // in the sample
 	test   bool   // in the test split
 	numMsg string // a kept row's first bad numeric value, "" for none
+	numKey bool   // numMsg names key categorical
 	w      int    // the parse part whose arena holds the label and categorical values
 	label  [2]int32
 	idKind IDKind // how the ID is written (with an ID column)
@@ -183,6 +185,7 @@ func (l *loader) parseRow(pp *parsePart, line []byte, rowNum uint64, r *parsedRo
 				hint = " (declare the column categorical, key categorical, if it is not numeric)"
 			}
 			r.numMsg = fmt.Sprintf("numeric column %q: %q is not a number%s", d.name, b, hint)
+			r.numKey = hint != ""
 			return
 		}
 		if d.log {
@@ -247,6 +250,9 @@ func (l *loader) commitRow(c *rowChunk, i int) error {
 		err = l.lineErr(n, "%s", msg)
 	} else {
 		err = l.lineErr(n, "%v", err)
+	}
+	if r.numKey && msg == r.numMsg {
+		err = configkey.Keyed(err, "categorical")
 	}
 	if !l.o.SkipBadRows {
 		if l.labelBad {

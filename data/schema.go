@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/splitguard/splitguard/configkey"
 )
 
 // idMode says how an ID field becomes a uint64.
@@ -111,7 +113,7 @@ func (s *schema) resolveLabel(tf TableFormat, o Options, index map[string]int) (
 	}
 	if labelCol == "" {
 		if !o.NoLabel {
-			return "", fmt.Errorf("no label column named (key label): the header names %s", listNames(s.names))
+			return "", configkey.Keyed(fmt.Errorf("no label column named (key label): the header names %s", listNames(s.names)), "label")
 		}
 		return "", nil
 	}
@@ -123,10 +125,10 @@ func (s *schema) resolveLabel(tf TableFormat, o Options, index map[string]int) (
 		s.kinds[j] = KindLabel
 		s.label = j
 	case !o.NoLabel && explicit:
-		return "", fmt.Errorf("label column %q (key label) is not in the header, which names %s", labelCol, listNames(s.names))
+		return "", configkey.Keyed(fmt.Errorf("label column %q (key label) is not in the header, which names %s", labelCol, listNames(s.names)), "label")
 	case !o.NoLabel:
-		return "", fmt.Errorf("no label column %q, the %s format's, in the header, which names %s: name the label column (key label), or if this is a table of your own, read it as format csv (key format)",
-			labelCol, o.Format, listNames(s.names))
+		return "", configkey.Keyed(fmt.Errorf("no label column %q, the %s format's, in the header, which names %s: name the label column (key label), or if this is a table of your own, read it as format csv (key format)",
+			labelCol, o.Format, listNames(s.names)), "label", "format")
 	}
 	return labelCol, nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/splitguard/splitguard/configkey"
 )
 
 // FormatCriteo is Criteo's display-advertising table: label, I1..I13
@@ -47,9 +49,9 @@ func criteoLayout(first [][]byte, _ byte, o Options) ([]string, bool, error) {
 		case criteoDense + criteoCat:
 			return criteoNames(false), false, nil
 		}
-		return nil, false, fmt.Errorf("first row has %d fields, want %d (label, I1..I13, C1..C26) or %d (no label), or a header: "+
+		return nil, false, configkey.Keyed(fmt.Errorf("first row has %d fields, want %d (label, I1..I13, C1..C26) or %d (no label), or a header: "+
 			"this is not a Criteo file; a table of your own is format csv (key format) with a header line naming its columns",
-			len(first), 1+criteoDense+criteoCat, criteoDense+criteoCat)
+			len(first), 1+criteoDense+criteoCat, criteoDense+criteoCat), "format")
 	}
 	return nil, true, checkCriteoHeader(first, o)
 }
@@ -105,8 +107,8 @@ func checkCriteoHeader(first [][]byte, o Options) error {
 	if len(other) == 0 {
 		return nil
 	}
-	return fmt.Errorf("the header names columns that are not Criteo's (label, I1..I13, C1..C26): %s; "+
-		"a table of your own is format csv (key format), with its label column (key label)", listNames(other))
+	return configkey.Keyed(fmt.Errorf("the header names columns that are not Criteo's (label, I1..I13, C1..C26): %s; "+
+		"a table of your own is format csv (key format), with its label column (key label)", listNames(other)), "format", "label")
 }
 
 // delimiterTabOrComma is a tab when the first line holds one, else a

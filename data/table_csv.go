@@ -2,8 +2,11 @@ package data
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/splitguard/splitguard/configkey"
 )
 
 // FormatCSV is any CSV (or TSV) file with a header: the label column
@@ -40,9 +43,9 @@ func checkCSVHeader(delim byte, first [][]byte) error {
 			return nil
 		}
 	}
-	hint := ""
+	err := errors.New("the first line holds no column names (every field is a number or empty): format csv needs a header line naming the columns")
 	if looks := SniffTableFormat(FormatCSV, first, delim); len(looks) > 0 {
-		hint = "; " + strings.Join(looks, "; ")
+		return configkey.Keyed(fmt.Errorf("%w; %s", err, strings.Join(looks, "; ")), "format")
 	}
-	return fmt.Errorf("the first line holds no column names (every field is a number or empty): format csv needs a header line naming the columns%s", hint)
+	return err
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/internal/buf"
 	"github.com/splitguard/splitguard/model"
@@ -91,7 +92,7 @@ type serveRun struct {
 func Serve(ctx context.Context, cfg Config, so ServeOptions, opt Options) (*ServeResult, error) {
 	cfg.Resolve()
 	if so.Sessions < 1 || so.Sessions > MaxServeSessions {
-		return nil, fmt.Errorf("active serve: key sessions %d outside [1, %d]: every session answers a private set intersection over this party's IDs, so their number is bounded", so.Sessions, MaxServeSessions)
+		return nil, config.Keyed(fmt.Errorf("active serve: key sessions %d outside [1, %d]: every session answers a private set intersection over this party's IDs, so their number is bounded", so.Sessions, MaxServeSessions), "sessions")
 	}
 	if so.SessionInterval <= 0 {
 		so.SessionInterval = DefaultSessionInterval
@@ -153,7 +154,7 @@ func (r *serveRun) hello(_ context.Context, peer transport.Hello) error {
 	r.mu.Lock()
 	if wait := r.so.SessionInterval - time.Since(r.started); !r.started.IsZero() && wait > 0 {
 		r.mu.Unlock()
-		return fmt.Errorf("active serve: scoring sessions start at most once per %v (key session_interval); try again in %v", r.so.SessionInterval, wait.Round(time.Second))
+		return config.Keyed(fmt.Errorf("active serve: scoring sessions start at most once per %v (key session_interval); try again in %v", r.so.SessionInterval, wait.Round(time.Second)), "session_interval")
 	}
 	r.started = time.Now()
 	r.mu.Unlock()

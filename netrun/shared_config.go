@@ -147,14 +147,14 @@ func (c *Config) validate(role string) error {
 	if err := c.Config.Validate(); err != nil {
 		return fmt.Errorf("%s: %w", role, err)
 	}
-	var errs []string
-	bad := func(f string, a ...any) { errs = append(errs, fmt.Sprintf(f, a...)) }
+	var problems config.Problems
+	bad := problems.Add
 	if c.Data == "" {
-		bad("no data file (key data): each party reads its own file")
+		bad("no data file (key data): each party reads its own file", config.Key("data"))
 	}
 	if c.MetricsAddr != "" && !c.MetricsPublic {
 		if err := grpcnet.CheckLoopback(c.MetricsAddr); err != nil {
-			bad("key metrics_addr %q is not a loopback address: the metrics carry label-derived figures (test AUC, leak AUCs) and are served without authentication; bind them to 127.0.0.1 (and reach them through a tunnel), or set key metrics_public to serve them to the network", c.MetricsAddr)
+			bad("key metrics_addr %q is not a loopback address: the metrics carry label-derived figures (test AUC, leak AUCs) and are served without authentication; bind them to 127.0.0.1 (and reach them through a tunnel), or set key metrics_public to serve them to the network", c.MetricsAddr, config.Key("metrics_addr"), config.Key("metrics_public"))
 		}
 	}
 	switch kind, ok := model.LookupKind(c.Model); {
@@ -165,10 +165,10 @@ func (c *Config) validate(role string) error {
 			c.Model, role, model.OrList(model.KindsWhere(func(k model.Kind) bool { return k.Served })), strings.ToUpper(c.Model))
 	}
 	if data.IsImageFormat(c.Format) && len(c.Columns) > 0 {
-		bad("a column list (key columns) applies to tables, not the image format %s", c.Format)
+		bad("a column list (key columns) applies to tables, not the image format %s", c.Format, config.Key("columns"))
 	}
 	if c.Addr == "" {
-		bad("no address HOST:PORT (key addr)")
+		bad("no address HOST:PORT (key addr)", config.Key("addr"))
 	}
 	if c.InsecureLoopback {
 		if c.Addr != "" {
@@ -178,20 +178,20 @@ func (c *Config) validate(role string) error {
 		}
 	} else {
 		if c.PeerName == "" && !(c.MultiParty() && role == "active") { // the active's peers are the parties
-			bad("no peer name (key peer_name): the name the peer's certificate must carry")
+			bad("no peer name (key peer_name): the name the peer's certificate must carry", config.Key("peer_name"))
 		}
 		if c.CertDir == "" && (c.Cert == "" || c.Key == "" || c.CA == "") {
-			bad("no certificates: a certificate, key and CA (keys cert, key, ca), or a certificate folder (key cert_dir), or loopback without TLS on one machine (key insecure_loopback)")
+			bad("no certificates: a certificate, key and CA (keys cert, key, ca), or a certificate folder (key cert_dir), or loopback without TLS on one machine (key insecure_loopback)", config.Key("cert_dir"), config.Key("insecure_loopback"))
 		}
 		if c.CertDir != "" && c.Name == "" && (c.Cert == "" || c.Key == "") {
-			bad("a certificate folder (key cert_dir) needs this party's certificate name (key name)")
+			bad("a certificate folder (key cert_dir) needs this party's certificate name (key name)", config.Key("cert_dir"), config.Key("name"))
 		}
 	}
 	if c.CheckpointEvery < 0 {
 		bad("checkpoint every %d steps, want ≥ 0", c.CheckpointEvery)
 	}
 	if c.KeepCheckpoints != 0 && c.KeepCheckpoints < 2 {
-		bad("keep %d checkpoints (key keep_checkpoints), want at least 2: the last checkpoint both parties hold may be the active party's second newest", c.KeepCheckpoints)
+		bad("keep %d checkpoints (key keep_checkpoints), want at least 2: the last checkpoint both parties hold may be the active party's second newest", c.KeepCheckpoints, config.Key("keep_checkpoints"))
 	}
 	if c.PeerTimeout <= 0 {
 		bad("peer timeout %v, want > 0", c.PeerTimeout)
@@ -200,27 +200,27 @@ func (c *Config) validate(role string) error {
 		bad("max message size %d MB, want > 0", c.MaxMessageMB)
 	}
 	if c.DumpBatches > 0 || c.Dump != "" {
-		bad("dumps (key dump) are an in-process option")
+		bad("dumps (key dump) are an in-process option", config.Key("dump"))
 	}
 	if c.Hijack != "" {
-		bad("a training hijacker (key hijack) is an in-process simulation")
+		bad("a training hijacker (key hijack) is an in-process simulation", config.Key("hijack"))
 	}
 	if c.SynthParties > 0 {
-		bad("synthetic passive parties (key synth_parties) run in one process (splitguard train); over the network each passive party loads its own file with key parties")
+		bad("synthetic passive parties (key synth_parties) run in one process (splitguard train); over the network each passive party loads its own file with key parties", config.Key("synth_parties"), config.Key("parties"))
 	}
 	if c.MultiParty() {
 		c.validateMultiParty(role, bad)
 	}
 	if len(c.FeatureAttacks) > 0 && (strings.HasPrefix(role, "active") || role == "passive" && !c.RedTeam) {
-		bad("feature attacks (key feature_attacks) run in a two-party run as the passive party's audit of its own features, with its red team (key red_team)")
+		bad("feature attacks (key feature_attacks) run in a two-party run as the passive party's audit of its own features, with its red team (key red_team)", config.Key("feature_attacks"), config.Key("red_team"))
 	}
 	if c.VerticalSplit() && len(c.Columns) > 0 {
-		bad("both this party's columns (key columns) and a vertical split (keys passive_columns, active_columns): give one")
+		bad("both this party's columns (key columns) and a vertical split (keys passive_columns, active_columns): give one", config.Key("columns"))
 	}
 	c.partyColumns(strings.HasPrefix(role, "active"))
 	c.multiPartyColumns(role)
-	if len(errs) > 0 {
-		return fmt.Errorf("%s: config: %s", role, strings.Join(errs, "; "))
+	if err := problems.Err(role + ": config: "); err != nil {
+		return err
 	}
 	secret, err := partySecret(c)
 	if err != nil {

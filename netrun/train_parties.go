@@ -322,7 +322,7 @@ func (r *partiesRun) top(x *data.Features) (model.Top, bool, error) {
 		tc.Layers[tc.Cut-1] = w
 	}
 	if kind.Wide && (x == nil || x.NumCat+x.NumDense == 0) {
-		return nil, false, fmt.Errorf("model %s: the passive parties leave the active party's wide part no column (key active_columns)", tc.Model)
+		return nil, false, config.Keyed(fmt.Errorf("model %s: the passive parties leave the active party's wide part no column (key active_columns)", tc.Model), "active_columns")
 	}
 	t, wide, err := tc.BuildTop(x)
 	if err != nil || r.agg != fanin.Gated {

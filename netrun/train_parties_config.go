@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/splitguard/splitguard/config"
 )
 
 // The configuration of a networked run with several passive parties (key
@@ -18,13 +20,13 @@ func (c *Config) validateMultiParty(role string, bad func(string, ...any)) {
 	case role == "passive":
 		if c.partyIndex() < 0 {
 			bad("this party's name %q (key name) is none of the passive parties' (key parties: %s): a passive party loads the columns of its own entry",
-				c.Name, strings.Join(c.PartyNames(), ", "))
+				c.Name, strings.Join(c.PartyNames(), ", "), config.Key("name"), config.Key("parties"))
 		}
 	case role != "active":
-		bad("%s with several passive parties (key parties) is not built", role)
+		bad("%s with several passive parties (key parties) is not built", role, config.Key("parties"))
 	}
 	if len(c.Columns) > 0 {
-		bad("both this party's columns (key columns) and several passive parties (key parties): each passive party's columns are its entry's")
+		bad("both this party's columns (key columns) and several passive parties (key parties): each passive party's columns are its entry's", config.Key("columns"))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/party/passive"
 	"github.com/splitguard/splitguard/psi"
@@ -67,7 +68,7 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 	}
 	if cfg.Backdoor != "" && len(cfg.BackdoorKnownIDs) == 0 {
 		// The known target rows come as IDs: this side holds no label.
-		return nil, fmt.Errorf("passive: a networked passive party's backdoor (key backdoor) needs the IDs of the target class's known rows (key backdoor_known_ids)")
+		return nil, config.Keyed(fmt.Errorf("passive: a networked passive party's backdoor (key backdoor) needs the IDs of the target class's known rows (key backdoor_known_ids)"), "backdoor", "backdoor_known_ids")
 	}
 	log := opt.logger().With("party", "passive")
 	if n, e := cfg.CheckpointEvery, cfg.EvalEvery; cfg.Staleness > 0 && n > 0 && (e <= 0 || n%e != 0) {

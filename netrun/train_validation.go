@@ -3,6 +3,7 @@ package netrun
 import (
 	"fmt"
 
+	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
 )
 
@@ -18,7 +19,7 @@ import (
 func holdOut(cfg *Config, split *data.Split) (eval *data.Dataset, valRows int, err error) {
 	train, val := data.SplitValidation(split.Train, cfg.Seed, cfg.ValFrac)
 	if len(train.IDs) < 2 {
-		return nil, 0, fmt.Errorf("only %d training examples left after the validation hold-out (key val_frac)", len(train.IDs))
+		return nil, 0, config.Keyed(fmt.Errorf("only %d training examples left after the validation hold-out (key val_frac)", len(train.IDs)), "val_frac")
 	}
 	split.Train = train
 	cfg.ResolveForData(len(train.IDs))

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/splitguard/splitguard/configkey"
 	"github.com/splitguard/splitguard/nn"
 	"github.com/splitguard/splitguard/tensor"
 )
@@ -75,7 +76,7 @@ type CAE struct {
 // seed.
 func NewCAE(lambda float64, seed uint64) (*CAE, error) {
 	if !(lambda >= 0) || math.IsInf(lambda, 0) {
-		return nil, fmt.Errorf("CAE: λ = %v, want a finite value ≥ 0 (key cae_lambda)", lambda)
+		return nil, configkey.Keyed(fmt.Errorf("CAE: λ = %v, want a finite value ≥ 0 (key cae_lambda)", lambda), "cae_lambda")
 	}
 	rng := rand.New(rand.NewPCG(seed, caeStream))
 	c := &CAE{Lambda: lambda}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/splitguard/splitguard/configkey"
 	"github.com/splitguard/splitguard/tensor"
 )
 
@@ -15,7 +16,7 @@ func init() {
 		},
 		New: func(p Params) (Protector, error) {
 			if !p.Has("dsgd_bins") {
-				return nil, errors.New("discrete SGD needs its number of levels (key dsgd_bins)")
+				return nil, configkey.Keyed(errors.New("discrete SGD needs its number of levels (key dsgd_bins)"), "dsgd_bins")
 			}
 			return &DSGD{Bins: int(p.Get("dsgd_bins")), stats: Stats{}}, nil
 		}})

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 
+	"github.com/splitguard/splitguard/configkey"
 	"github.com/splitguard/splitguard/tensor"
 )
 
@@ -93,11 +94,11 @@ type GradDP struct {
 
 func gradDPFrom(p Params) (*GradDP, error) {
 	if !p.Has("grad_dp_sigma") || !p.Has("grad_dp_clip") {
-		return nil, errors.New("gradient DP needs its noise multiplier (key grad_dp_sigma) and clipping norm (key grad_dp_clip)")
+		return nil, configkey.Keyed(errors.New("gradient DP needs its noise multiplier (key grad_dp_sigma) and clipping norm (key grad_dp_clip)"), "grad_dp_sigma", "grad_dp_clip")
 	}
 	laplace := p.Get("grad_dp_laplace") == 1
 	if laplace && p.Has("grad_dp_delta") {
-		return nil, errors.New("key grad_dp_delta applies to Gaussian noise only; Laplace noise (key grad_dp_laplace = 1) gives pure ε")
+		return nil, configkey.Keyed(errors.New("key grad_dp_delta applies to Gaussian noise only; Laplace noise (key grad_dp_laplace = 1) gives pure ε"), "grad_dp_delta", "grad_dp_laplace")
 	}
 	delta := gradDPDelta
 	if p.Has("grad_dp_delta") {

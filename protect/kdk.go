@@ -2,6 +2,8 @@ package protect
 
 import (
 	"fmt"
+
+	"github.com/splitguard/splitguard/configkey"
 )
 
 func init() {
@@ -44,7 +46,7 @@ type KDk struct {
 // NewKDk returns KDk for two classes with 0 ≤ ε < ½.
 func NewKDk(eps float64) (*KDk, error) {
 	if !(eps >= 0 && eps < 0.5) {
-		return nil, fmt.Errorf("KDk: ε = %v, want 0 ≤ ε < 0.5 with two classes (key kdk_eps)", eps)
+		return nil, configkey.Keyed(fmt.Errorf("KDk: ε = %v, want 0 ≤ ε < 0.5 with two classes (key kdk_eps)", eps), "kdk_eps")
 	}
 	return &KDk{Eps: eps}, nil
 }

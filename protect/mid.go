@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/splitguard/splitguard/configkey"
 	"github.com/splitguard/splitguard/nn"
 	"github.com/splitguard/splitguard/tensor"
 )
@@ -132,7 +133,7 @@ func NewMID(d, k int, lambda float64, lr float32, seed uint64) (*MID, error) {
 	case d < 1 || k < 1:
 		return nil, fmt.Errorf("MID: embedding width %d and bottleneck width %d must be positive", d, k)
 	case !(lambda >= 0) || math.IsInf(lambda, 0):
-		return nil, fmt.Errorf("MID: λ = %v, want a finite value ≥ 0 (key mid_lambda)", lambda)
+		return nil, configkey.Keyed(fmt.Errorf("MID: λ = %v, want a finite value ≥ 0 (key mid_lambda)", lambda), "mid_lambda")
 	case !(lr > 0):
 		return nil, fmt.Errorf("MID: learning rate %v, want > 0", lr)
 	}

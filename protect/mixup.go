@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/splitguard/splitguard/configkey"
 	"github.com/splitguard/splitguard/internal/buf"
 	"github.com/splitguard/splitguard/tensor"
 )
@@ -61,7 +62,7 @@ type Mixup struct {
 // seed.
 func NewMixup(alpha float64, seed uint64) (*Mixup, error) {
 	if !(alpha > 0) || math.IsInf(alpha, 0) {
-		return nil, fmt.Errorf("mixup: α = %v, want a finite value > 0 (key mixup_alpha)", alpha)
+		return nil, configkey.Keyed(fmt.Errorf("mixup: α = %v, want a finite value > 0 (key mixup_alpha)", alpha), "mixup_alpha")
 	}
 	pcg := rand.NewPCG(seed, mixupStream)
 	return &Mixup{Alpha: alpha, pcg: pcg, rng: rand.New(pcg)}, nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/splitguard/splitguard/configkey"
 	"github.com/splitguard/splitguard/internal/buf"
 	"github.com/splitguard/splitguard/tensor"
 )
@@ -51,7 +52,7 @@ type PELoss struct {
 // NewPELoss returns the potential energy loss with weight α > 0.
 func NewPELoss(alpha float64) (*PELoss, error) {
 	if !(alpha > 0) || math.IsInf(alpha, 0) {
-		return nil, fmt.Errorf("protect: potential energy loss weight α = %v, want a finite α > 0 (key peloss_alpha)", alpha)
+		return nil, configkey.Keyed(fmt.Errorf("protect: potential energy loss weight α = %v, want a finite α > 0 (key peloss_alpha)", alpha), "peloss_alpha")
 	}
 	return &PELoss{Alpha: alpha}, nil
 }

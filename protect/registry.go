@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/splitguard/splitguard/configkey"
 	"github.com/splitguard/splitguard/tensor"
 )
 
@@ -289,11 +290,11 @@ func Check(name string, p Params) error {
 			continue
 		}
 		if owner.Role == GradientRole && owner != spec {
-			errs = append(errs, fmt.Errorf("parameter %s (key %s) belongs to protection %s, but the protection (key protect) is %s: choose protection %s or drop the parameter", k, k, owner.Name, name, owner.Name))
+			errs = append(errs, configkey.Keyed(fmt.Errorf("parameter %s (key %s) belongs to protection %s, but the protection (key protect) is %s: choose protection %s or drop the parameter", k, k, owner.Name, name, owner.Name), k, "protect"))
 			continue
 		}
 		if first := owner.Params[0].Key; owner.Role == AddOn && k != first && !p.Has(first) {
-			errs = append(errs, fmt.Errorf("parameter %s of %s is set, but %s is off: key %s turns it on", k, owner.Name, owner.Name, first))
+			errs = append(errs, configkey.Keyed(fmt.Errorf("parameter %s of %s is set, but %s is off: key %s turns it on", k, owner.Name, owner.Name, first), first))
 			continue
 		}
 		for _, par := range owner.Params {

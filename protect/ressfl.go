@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/splitguard/splitguard/configkey"
 	"github.com/splitguard/splitguard/nn"
 	"github.com/splitguard/splitguard/tensor"
 )
@@ -137,11 +138,11 @@ func NewResSFLWith(d, k int, lambda float64, lr float32, seed uint64, o ResSFLOp
 	case o.Bounded && !(o.Threshold < 1 && o.Threshold > math.Inf(-1)):
 		return nil, fmt.Errorf("ResSFL: R² threshold %v, want a finite value below 1 (key ressfl_threshold)", o.Threshold)
 	case !(lambda > 0) || math.IsInf(lambda, 0):
-		return nil, fmt.Errorf("ResSFL: λ = %v, want a finite λ > 0 (key ressfl_lambda)", lambda)
+		return nil, configkey.Keyed(fmt.Errorf("ResSFL: λ = %v, want a finite λ > 0 (key ressfl_lambda)", lambda), "ressfl_lambda")
 	case d < 1:
 		return nil, fmt.Errorf("ResSFL: embedding width %d", d)
 	case k < 1:
-		return nil, errors.New("ResSFL reconstructs the passive party's dense columns, and it has none (key ressfl_lambda)")
+		return nil, configkey.Keyed(errors.New("ResSFL reconstructs the passive party's dense columns, and it has none (key ressfl_lambda)"), "ressfl_lambda")
 	case !(lr > 0):
 		return nil, fmt.Errorf("ResSFL: learning rate %v, want > 0", lr)
 	}

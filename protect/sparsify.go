@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 
+	"github.com/splitguard/splitguard/configkey"
 	"github.com/splitguard/splitguard/tensor"
 )
 
@@ -24,7 +25,7 @@ func init() {
 		},
 		New: func(p Params) (Protector, error) {
 			if !p.Has("sparsify_p") {
-				return nil, errors.New("sparsify needs its share p (key sparsify_p) in [0, 1)")
+				return nil, configkey.Keyed(errors.New("sparsify needs its share p (key sparsify_p) in [0, 1)"), "sparsify_p")
 			}
 			return &Sparsify{P: p.Get("sparsify_p"), Batch: p.Get("sparsify_batch") == 1, stats: Stats{}}, nil
 		}})

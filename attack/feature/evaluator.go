@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/splitguard/splitguard/configkey"
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/tensor"
 )
@@ -32,10 +33,10 @@ func AuxRows(rows, n int, seed uint64) ([]int, error) {
 // PCG stream of seed, in ascending order.
 func sampleRows(rows, n int, seed, stream uint64) ([]int, error) {
 	if n > rows {
-		return nil, fmt.Errorf("the feature attacker's %d auxiliary rows exceed the %d training rows (key feature_aux)", n, rows)
+		return nil, configkey.Keyed(fmt.Errorf("the feature attacker's %d auxiliary rows exceed the %d training rows (key feature_aux)", n, rows), "feature_aux")
 	}
 	if n < 1 {
-		return nil, fmt.Errorf("the feature attacker has %d auxiliary rows (key feature_aux)", n)
+		return nil, configkey.Keyed(fmt.Errorf("the feature attacker has %d auxiliary rows (key feature_aux)", n), "feature_aux")
 	}
 	rng := rand.New(rand.NewPCG(seed, stream))
 	perm := make([]int, rows)
@@ -114,7 +115,7 @@ func (ev *Evaluator) SetJoint(newJoint func() (Joint, error), readsOwn bool) {
 // auxiliary rows drawn by seed and chunk rows per forward pass.
 func NewEvaluator(names []string, train, test, ownTrain, ownTest *data.Features, n int, seed uint64, chunk int) (*Evaluator, error) {
 	if train == nil || test == nil || train.Image != nil {
-		return nil, fmt.Errorf("feature attacks (key feature_attacks) reconstruct table columns; the data are images")
+		return nil, configkey.Keyed(fmt.Errorf("feature attacks (key feature_attacks) reconstruct table columns; the data are images"), "feature_attacks")
 	}
 	ev := &Evaluator{train: train, test: test, chunk: chunk}
 	for _, name := range names {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -13,27 +12,11 @@ import (
 	"github.com/splitguard/splitguard/sweep"
 )
 
-// freeTextKey is how library text that is not (yet) a config.KeyError
-// names a configuration key: "key NAME". Only such text is read for keys
-// (freeTextKeys); refusals of configuration keys carry them as
-// config.KeyError.
-var freeTextKey = regexp.MustCompile(`\bkey ([a-z][a-z0-9_]*)`)
-
-// freeTextKeys returns the configuration keys msg names as "key NAME".
-func freeTextKeys(msg string) []string {
-	var keys []string
-	for _, m := range freeTextKey.FindAllStringSubmatch(msg, -1) {
-		keys = append(keys, m[1])
-	}
-	return keys
-}
-
 // errorWithFlagNames returns err's text with the configuration keys it
 // refuses named as the flags of cmd that set them: the keys of every
-// config.KeyError in err's tree, and those of text not yet structured.
+// config.KeyError in err's tree (text alone is never read for keys).
 func errorWithFlagNames(cmd *cobra.Command, err error) string {
-	msg := err.Error()
-	return withFlagNames(cmd, msg, append(config.KeysOf(err), freeTextKeys(msg)...))
+	return withFlagNames(cmd, err.Error(), config.KeysOf(err))
 }
 
 // withFlagNames rewrites, in msg, each "key NAME" of the keys given into

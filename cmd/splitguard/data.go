@@ -96,7 +96,7 @@ label values are counted, so a first look tells which to pass as --positive. A
 			if err := rep.WriteText(&text); err != nil {
 				return err
 			}
-			_, err = io.WriteString(cmd.OutOrStdout(), withFlagNames(cmd, text.String(), freeTextKeys(text.String())))
+			_, err = io.WriteString(cmd.OutOrStdout(), withFlagNames(cmd, text.String(), data.InspectTextKeys))
 			return err
 		},
 	}
