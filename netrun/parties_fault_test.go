@@ -1,8 +1,10 @@
 package netrun
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -205,7 +207,30 @@ func TestPartiesPassiveKilledResumes(t *testing.T) {
 			if s := readSummary(t, act.Out); s.Truncated {
 				t.Fatalf("the resumed run's summary is truncated: %q", s.TruncatedReason)
 			}
+			if tc.agg == config.AggregationConcat {
+				sameBottoms(t, pas, filepath.Join(root, "uninterrupted"))
+			}
 		})
+	}
+}
+
+// sameBottoms checks that each passive's saved bottom model (its own
+// record of the run, what model completion reads) equals, byte for byte,
+// the one of the same party in the uninterrupted run under dir.
+func sameBottoms(t *testing.T, pas []Config, dir string) {
+	t.Helper()
+	for _, p := range pas {
+		g, err := os.ReadFile(filepath.Join(p.Out, rundir.BottomModelFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := os.ReadFile(filepath.Join(dir, p.Name, rundir.BottomModelFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(g, w) {
+			t.Errorf("passive %s: the resumed run's bottom model differs from the uninterrupted run's", p.Name)
+		}
 	}
 }
 
