@@ -3,6 +3,7 @@ package netrun
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,17 +34,31 @@ func TestOverlapLinkCutAndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("link cut", func(t *testing.T) {
-		r := startFault(t, base, filepath.Join(root, "cut"))
-		cutOnce(t, r, func(r *faultRun) bool {
-			b, err := os.ReadFile(filepath.Join(r.act.Out, "batches.jsonl"))
-			return err == nil && bytes.Count(b, []byte("\n")) >= 12
-		})
-		if log := r.logText(); !strings.Contains(log, "re-sending") {
-			t.Fatalf("the cut link made no re-send:\n%s", log)
-		} else if strings.Contains(log, "pipelined exchange failed, re-sending the messages in flight") {
-			t.Log("the cut link broke the pipeline: the messages in flight were re-sent")
+		// The cut lands where the machine's timing puts it: usually on
+		// training messages in flight (re-sent on a new stream), sometimes
+		// on the checkpoint exchange at step 15, when the pipeline is
+		// drained and the passive starts a new session instead. Both must
+		// end identical to the reference; the re-send must be seen in one
+		// of up to three tries.
+		for try := 1; ; try++ {
+			r := startFault(t, base, filepath.Join(root, fmt.Sprintf("cut%d", try)))
+			cutOnce(t, r, func(r *faultRun) bool {
+				b, err := os.ReadFile(filepath.Join(r.act.Out, "batches.jsonl"))
+				return err == nil && bytes.Count(b, []byte("\n")) >= 12
+			})
+			r.sameAsReference(base.Out)
+			log := r.logText()
+			if strings.Contains(log, "re-sending") {
+				if strings.Contains(log, "pipelined exchange failed, re-sending the messages in flight") {
+					t.Log("the cut link broke the pipeline: the messages in flight were re-sent")
+				}
+				break
+			}
+			if try == 3 {
+				t.Fatalf("the cut link made no re-send in %d tries:\n%s", try, log)
+			}
+			t.Logf("try %d: the cut fell on no message in flight (a new session, the same records); again", try)
 		}
-		r.sameAsReference(base.Out)
 	})
 	t.Run("passive killed", func(t *testing.T) {
 		killAndResume(t, startFault(t, base, filepath.Join(root, "killed")), base.Out)
