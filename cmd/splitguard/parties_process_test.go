@@ -19,10 +19,10 @@ func partiesTrain(f fixture) []string {
 }
 
 // TestKillPassiveOfThree runs 1 active + 2 passive processes of the
-// binary over mutual TLS with checkpoints, kills either passive with
-// SIGKILL after the active's checkpoint of step 30, waits for the active
-// and the other passive to end (a lost passive ends every session, each
-// party keeping its checkpoints), restarts all three with the same
+// binary over mutual TLS with checkpoints, kills either passive or the
+// active with SIGKILL after the active's checkpoint of step 30, waits for
+// the other two to end (a lost party ends every session, each party
+// keeping its checkpoints), restarts all three with the same
 // command lines, and checks that the run resumed from a checkpoint and
 // ended with the evaluations, summary figures and top model of the
 // uninterrupted in-process run (`train` with the same flags).
@@ -40,7 +40,7 @@ func TestKillPassiveOfThree(t *testing.T) {
 	}
 	train := partiesTrain(f)
 	sg(t, f.dir, append([]string{"train", "--out", "k3-inproc"}, train...)...)
-	for _, victim := range []string{"inf", "noise"} {
+	for _, victim := range []string{"inf", "noise", "active"} {
 		t.Run(victim, func(t *testing.T) {
 			pre := "k3-" + victim + "-"
 			addr := freeAddr(t)
@@ -56,25 +56,44 @@ func TestKillPassiveOfThree(t *testing.T) {
 			a.await(func(l string) bool {
 				return strings.Contains(l, `msg="checkpoint saved"`) && strings.Contains(l, "step=30")
 			}, 90*time.Second)
-			map[string]*proc{"inf": inf, "noise": noise}[victim].kill()
-			// The others end once the active's peer timeout passes.
-			if err := a.wait(60 * time.Second); err == nil {
-				t.Fatalf("the active ended without an error after a passive was killed:\n%s", a.logText())
-			}
-			other := map[string]*proc{"inf": noise, "noise": inf}[victim]
-			if err := other.wait(60 * time.Second); err == nil {
-				t.Fatalf("the other passive ended without an error:\n%s", other.logText())
-			}
-			a = start(t, f.dir, "active", activeCmd...)
-			a.await(func(l string) bool { return strings.Contains(l, "listening on") }, 20*time.Second)
-			inf = start(t, f.dir, "inf", passiveCmd("inf")...)
-			noise = start(t, f.dir, "noise", passiveCmd("noise")...)
-			for _, p := range []*proc{inf, noise} {
-				if err := p.wait(120 * time.Second); err != nil {
-					t.Fatalf("%s: %v\n%s", p.name, err, p.logText())
+			procs := map[string]*proc{"active": a, "inf": inf, "noise": noise}
+			procs[victim].kill()
+			if victim == "active" {
+				// The passives wait for the active to come back (as with
+				// one passive): restart it alone; a passive that gave up
+				// meanwhile is restarted too.
+				a = start(t, f.dir, "active", activeCmd...)
+				for _, p := range []*proc{inf, noise} {
+					if err := p.wait(120 * time.Second); err != nil {
+						t.Logf("%s ended (%v) while the active was down; restarting it", p.name, err)
+						q := start(t, f.dir, p.name, passiveCmd(p.name)...)
+						if err := q.wait(120 * time.Second); err != nil {
+							t.Fatalf("%s: %v\n%s", q.name, err, q.logText())
+						}
+					}
+				}
+			} else {
+				// The others end, each with an error, once its peer timeout
+				// passes: every party keeps its checkpoints.
+				for name, p := range procs {
+					if name == victim {
+						continue
+					}
+					if err := p.wait(60 * time.Second); err == nil {
+						t.Fatalf("%s ended without an error after %s was killed:\n%s", name, victim, p.logText())
+					}
+				}
+				a = start(t, f.dir, "active", activeCmd...)
+				a.await(func(l string) bool { return strings.Contains(l, "listening on") }, 20*time.Second)
+				inf = start(t, f.dir, "inf", passiveCmd("inf")...)
+				noise = start(t, f.dir, "noise", passiveCmd("noise")...)
+				for _, p := range []*proc{inf, noise} {
+					if err := p.wait(120 * time.Second); err != nil {
+						t.Fatalf("%s: %v\n%s", p.name, err, p.logText())
+					}
 				}
 			}
-			if err := a.wait(30 * time.Second); err != nil {
+			if err := a.wait(60 * time.Second); err != nil {
 				t.Fatalf("active: %v\n%s", err, a.logText())
 			}
 			var resumed string
