@@ -425,17 +425,7 @@ func mustRead(t *testing.T, path string) []byte {
 // restored series.
 func TestMetricsResumeClearsLastBatchGauges(t *testing.T) {
 	m := newActiveMetrics(Config{}, func() grpcnet.Stats { return grpcnet.Stats{} })
-	gather := func() series {
-		fams, err := m.reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		byName := map[string]*dto.MetricFamily{}
-		for _, f := range fams {
-			byName[f.GetName()] = f
-		}
-		return flatten(byName)
-	}
+	gather := func() series { return gatherSeries(t, m) }
 	v := 0.9
 	m.batch(rundir.BatchRecord{Step: 41, Loss: 0.5, Leak: map[string]*float64{"norm/cut": &v}}, time.Millisecond)
 	got := gather()
@@ -466,17 +456,7 @@ func TestMetricsResumeClearsLastBatchGauges(t *testing.T) {
 // last evaluation's score it had.
 func TestMetricsIntegrityScores(t *testing.T) {
 	m := newActiveMetrics(Config{}, func() grpcnet.Stats { return grpcnet.Stats{} })
-	gather := func() series {
-		fams, err := m.reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		byName := map[string]*dto.MetricFamily{}
-		for _, f := range fams {
-			byName[f.GetName()] = f
-		}
-		return flatten(byName)
-	}
+	gather := func() series { return gatherSeries(t, m) }
 	m.eval(rundir.EvalRecord{Step: 10, TestAUC: 0.7, Integrity: map[string]float64{"replay": 1, "collapse": 0.25}})
 	m.eval(rundir.EvalRecord{Step: 20, TestAUC: 0.75, Integrity: map[string]float64{"collapse": 0.5}})
 	got := gather()
@@ -485,4 +465,18 @@ func TestMetricsIntegrityScores(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %v", k, v, ok, want)
 		}
 	}
+}
+
+// gatherSeries gathers m's registry directly, as a scrape would see it.
+func gatherSeries(t *testing.T, m *activeMetrics) series {
+	t.Helper()
+	fams, err := m.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*dto.MetricFamily{}
+	for _, f := range fams {
+		byName[f.GetName()] = f
+	}
+	return flatten(byName)
 }

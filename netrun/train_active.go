@@ -187,14 +187,11 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, e
 	defer r.srv.Close()
 	r.met = newActiveMetrics(cfg, r.srv.Stats)
 	r.mu.Unlock()
-	if cfg.MetricsAddr != "" {
-		stop, addr, err := r.met.serve(cfg.MetricsAddr)
-		if err != nil {
-			return nil, fmt.Errorf("active: metrics: %w", err)
-		}
-		defer stop()
-		log.Info("metrics", "url", "http://"+addr+"/metrics")
+	stopMetrics, err := r.met.start(cfg.MetricsAddr, log)
+	if err != nil {
+		return nil, err
 	}
+	defer stopMetrics()
 	if opt.Ready != nil {
 		opt.Ready(r.srv.Addr())
 	}

@@ -3,6 +3,8 @@ package netrun
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"math"
 	"net"
 	"net/http"
@@ -178,6 +180,20 @@ func (c *leakQ95Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, q, l.attack, l.layer)
 	}
+}
+
+// start serves /metrics on addr when it is not empty and logs the URL;
+// the returned function stops the server (a no-op without one).
+func (m *activeMetrics) start(addr string, log *slog.Logger) (func(), error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	stop, at, err := m.serve(addr)
+	if err != nil {
+		return nil, fmt.Errorf("active: metrics: %w", err)
+	}
+	log.Info("metrics", "url", "http://"+at+"/metrics")
+	return stop, nil
 }
 
 // serve serves /metrics on addr; it returns a function that stops the

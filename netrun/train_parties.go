@@ -115,14 +115,11 @@ func runActiveParties(ctx context.Context, cfg Config, opt Options) (*rundir.Sum
 	}
 	defer r.srv.Close()
 	r.met = newActiveMetrics(cfg, r.srv.Stats)
-	if cfg.MetricsAddr != "" {
-		stop, addr, err := r.met.serve(cfg.MetricsAddr)
-		if err != nil {
-			return nil, fmt.Errorf("active: metrics: %w", err)
-		}
-		defer stop()
-		log.Info("metrics", "url", "http://"+addr+"/metrics")
+	stopMetrics, err := r.met.start(cfg.MetricsAddr, log)
+	if err != nil {
+		return nil, err
 	}
+	defer stopMetrics()
 	if opt.Ready != nil {
 		opt.Ready(r.srv.Addr())
 	}
