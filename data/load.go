@@ -416,10 +416,14 @@ func (l *loader) run() error {
 		l.setup()
 	}
 	// The rows, in chunks (rows.go).
+	chunk := l.o.chunkRows
+	if chunk <= 0 {
+		chunk = rowsChunk
+	}
 	c := &rowChunk{}
 	for i, b := range buffered {
 		c.add(b, bufferedLine[i], l.lr.read)
-		if len(c.ends) == rowsChunk {
+		if len(c.ends) == chunk {
 			if err := l.encodeChunk(c); err != nil {
 				return err
 			}
@@ -442,7 +446,7 @@ func (l *loader) run() error {
 			continue
 		}
 		c.add(line, l.lr.line, l.lr.read)
-		if len(c.ends) == rowsChunk {
+		if len(c.ends) == chunk {
 			if err := l.encodeChunk(c); err != nil {
 				return err
 			}
