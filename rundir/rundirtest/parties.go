@@ -1,0 +1,111 @@
+package rundirtest
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/splitguard/splitguard/audit"
+	"github.com/splitguard/splitguard/config"
+	"github.com/splitguard/splitguard/party/active"
+	"github.com/splitguard/splitguard/rundir"
+	"github.com/splitguard/splitguard/tensor"
+)
+
+// partySubsets gives rec an auditor for each passive party of names
+// alone and for each colluding subset of two or more (smallest first, in
+// the parties' order, as a run with several parties audits them) and
+// returns the subsets' members (none with fewer than two names).
+func partySubsets(t testing.TB, rec *rundir.Recorder, cfg *config.Config, names []string) [][]int {
+	t.Helper()
+	if len(names) < 2 {
+		return nil
+	}
+	var subsets [][]int
+	for size := 1; size <= len(names); size++ {
+		for mask := 1; mask < 1<<len(names); mask++ {
+			var members []int
+			for k := range names {
+				if mask&(1<<k) != 0 {
+					members = append(members, k)
+				}
+			}
+			if len(members) == size {
+				subsets = append(subsets, members)
+			}
+		}
+	}
+	views := make([]rundir.PartyAudit, len(subsets))
+	for v, members := range subsets {
+		aud, err := audit.New(config.ExpandAttacks(cfg.Attacks), cfg.PositivesMinority, cfg.Seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mn []string
+		for _, k := range members {
+			mn = append(mn, names[k])
+		}
+		views[v] = rundir.PartyAudit{Name: strings.Join(mn, "+"), Members: mn, Auditor: aud}
+	}
+	rec.SetParties(views)
+	return subsets
+}
+
+// partyBatches draws one step's batch of each audited subset (nil without
+// subsets) from the run's batch b: party k's gradients at every layer
+// with the leak 0.5 + (leak−0.5)/(k+1), a subset's members' cut gradients
+// side by side.
+func partyBatches(rng *rand.Rand, b *audit.Batch, leak float64, parties int, subsets [][]int) []*audit.Batch {
+	if len(subsets) == 0 {
+		return nil
+	}
+	own := make([][]*tensor.Matrix, parties)
+	for k := range own {
+		own[k] = make([]*tensor.Matrix, len(b.Layers))
+		for l := range own[k] {
+			own[k][l] = gradients(rng, b.Labels, shift(0.5+(leak-0.5)/float64(k+1), l, len(b.Layers)))
+		}
+	}
+	out := make([]*audit.Batch, len(subsets))
+	for v, members := range subsets {
+		layers, grads := b.Layers, own[members[0]]
+		if len(members) > 1 {
+			cut := len(b.Layers) - 1
+			parts := make([]*tensor.Matrix, len(members))
+			for i, k := range members {
+				parts[i] = own[k][cut]
+			}
+			layers, grads = []string{"cut"}, []*tensor.Matrix{sideBySide(parts)}
+		}
+		out[v] = &audit.Batch{Step: b.Step, IDs: b.IDs, Labels: b.Labels, Layers: layers, Grads: grads,
+			Clean: func() ([]*tensor.Matrix, error) { return grads, nil }}
+	}
+	return out
+}
+
+// sideBySide returns the matrices' columns side by side (the same rows).
+func sideBySide(ms []*tensor.Matrix) *tensor.Matrix {
+	cols := 0
+	for _, m := range ms {
+		cols += m.Cols
+	}
+	out := tensor.New(ms[0].Rows, cols)
+	for r := range out.Rows {
+		at := r * cols
+		for _, m := range ms {
+			at += copy(out.Data[at:], m.Data[r*m.Cols:(r+1)*m.Cols])
+		}
+	}
+	return out
+}
+
+// partyEval gives the evaluation res a validation AUC (the test AUC) and
+// each of the parties' validation AUC without it: the later a party is
+// named, the less the model loses without it.
+func partyEval(res *active.EvalResult, parties int) {
+	res.ValRows, res.ValAUC, res.ValLoss = Rows, res.AUC, res.Loss
+	res.ValAUCWithoutParty = make([]float64, parties)
+	for k := range res.ValAUCWithoutParty {
+		res.ValAUCWithoutParty[k] = res.AUC - 0.2/float64(k+1)
+	}
+}
