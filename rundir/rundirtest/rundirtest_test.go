@@ -66,9 +66,13 @@ func TestWrite(t *testing.T) {
 func TestWriteParties(t *testing.T) {
 	dir := t.TempDir()
 	sum := Write(t, dir, Spec{Config: "seed: 3\nattacks: [norm]\ncontribution: true\n", Steps: 20, Leak: 0.9, AUC: 0.75,
-		Parties:      []string{"a", "b", "c"},
-		PartyAttacks: func(done int) map[string]map[string]float64 { return map[string]map[string]float64{"a+b": {"completion/auc": float64(done)}} },
-		Features:     func(done int) map[string]float64 { return map[string]float64{"inverse_linear/r2_mean": float64(done) / 100} }})
+		Parties: []string{"a", "b", "c"},
+		PartyAttacks: func(done int) map[string]map[string]float64 {
+			return map[string]map[string]float64{"a+b": {"completion/auc": float64(done)}}
+		},
+		Features: func(done int) map[string]float64 {
+			return map[string]float64{"inverse_linear/r2_mean": float64(done) / 100}
+		}})
 	if len(sum.Parties) != 7 {
 		t.Fatalf("%d parties and subsets in the summary, want 7: %v", len(sum.Parties), sum.Parties)
 	}
