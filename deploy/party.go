@@ -145,20 +145,11 @@ func partyJob(name string, labels, container obj) obj {
 			// A party that fails resumes from its checkpoints (key
 			// checkpoint_every) when Kubernetes restarts it.
 			"backoffLimit": 6,
-			"template": obj{
-				"metadata": obj{"labels": labels},
-				"spec": obj{
-					"restartPolicy":   "OnFailure",
-					"securityContext": podSecurity(),
-					"containers":      []any{container},
-					"volumes": []any{
-						obj{"name": "data", "persistentVolumeClaim": obj{"claimName": name + "-data"}},
-						obj{"name": "config", "configMap": obj{"name": name + "-config"}},
-						obj{"name": "pki", "secret": obj{"secretName": name + "-pki", "defaultMode": 0o440}},
-						obj{"name": "tmp", "emptyDir": obj{}},
-					},
-				},
-			},
+			"template": podTemplate(labels, "OnFailure", container,
+				obj{"name": "data", "persistentVolumeClaim": obj{"claimName": name + "-data"}},
+				obj{"name": "config", "configMap": obj{"name": name + "-config"}},
+				obj{"name": "pki", "secret": obj{"secretName": name + "-pki", "defaultMode": 0o440}},
+				obj{"name": "tmp", "emptyDir": obj{}}),
 		},
 	}
 }

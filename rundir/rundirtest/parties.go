@@ -75,26 +75,10 @@ func partyBatches(rng *rand.Rand, b *audit.Batch, leak float64, parties int, sub
 			for i, k := range members {
 				parts[i] = own[k][cut]
 			}
-			layers, grads = []string{"cut"}, []*tensor.Matrix{sideBySide(parts)}
+			layers, grads = []string{"cut"}, []*tensor.Matrix{tensor.SideBySide(nil, parts...)}
 		}
 		out[v] = &audit.Batch{Step: b.Step, IDs: b.IDs, Labels: b.Labels, Layers: layers, Grads: grads,
 			Clean: func() ([]*tensor.Matrix, error) { return grads, nil }}
-	}
-	return out
-}
-
-// sideBySide returns the matrices' columns side by side (the same rows).
-func sideBySide(ms []*tensor.Matrix) *tensor.Matrix {
-	cols := 0
-	for _, m := range ms {
-		cols += m.Cols
-	}
-	out := tensor.New(ms[0].Rows, cols)
-	for r := range out.Rows {
-		at := r * cols
-		for _, m := range ms {
-			at += copy(out.Data[at:], m.Data[r*m.Cols:(r+1)*m.Cols])
-		}
 	}
 	return out
 }
