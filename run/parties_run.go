@@ -3,7 +3,6 @@ package run
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -109,17 +108,9 @@ func (m *multiRun) buildBlocks() error {
 // auditSubsets gives the recorder an auditor for every audited subset of
 // the passive parties, named by its members joined with "+".
 func (m *multiRun) auditSubsets() error {
-	var audits []rundir.PartyAudit
-	for _, members := range m.views {
-		pa, err := m.cfg.NewAuditor()
-		if err != nil {
-			return err
-		}
-		var mn []string
-		for _, k := range members {
-			mn = append(mn, m.names[k])
-		}
-		audits = append(audits, rundir.PartyAudit{Name: strings.Join(mn, "+"), Members: mn, Auditor: pa})
+	audits, err := rundir.NewPartyAudits(m.names, m.views, m.cfg.NewAuditor)
+	if err != nil {
+		return err
 	}
 	m.rec.SetParties(audits)
 	return nil

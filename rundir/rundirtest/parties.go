@@ -2,7 +2,6 @@ package rundirtest
 
 import (
 	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"github.com/splitguard/splitguard/audit"
@@ -10,6 +9,7 @@ import (
 	"github.com/splitguard/splitguard/party/active"
 	"github.com/splitguard/splitguard/rundir"
 	"github.com/splitguard/splitguard/tensor"
+	"github.com/splitguard/splitguard/transport/fanin"
 )
 
 // partySubsets gives rec an auditor for each passive party of names
@@ -21,31 +21,12 @@ func partySubsets(t testing.TB, rec *rundir.Recorder, cfg *config.Config, names 
 	if len(names) < 2 {
 		return nil
 	}
-	var subsets [][]int
-	for size := 1; size <= len(names); size++ {
-		for mask := 1; mask < 1<<len(names); mask++ {
-			var members []int
-			for k := range names {
-				if mask&(1<<k) != 0 {
-					members = append(members, k)
-				}
-			}
-			if len(members) == size {
-				subsets = append(subsets, members)
-			}
-		}
-	}
-	views := make([]rundir.PartyAudit, len(subsets))
-	for v, members := range subsets {
-		aud, err := audit.New(config.ExpandAttacks(cfg.Attacks), cfg.PositivesMinority, cfg.Seed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var mn []string
-		for _, k := range members {
-			mn = append(mn, names[k])
-		}
-		views[v] = rundir.PartyAudit{Name: strings.Join(mn, "+"), Members: mn, Auditor: aud}
+	subsets := fanin.Coalitions(len(names))
+	views, err := rundir.NewPartyAudits(names, subsets, func() (*audit.Auditor, error) {
+		return audit.New(config.ExpandAttacks(cfg.Attacks), cfg.PositivesMinority, cfg.Seed)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	rec.SetParties(views)
 	return subsets
