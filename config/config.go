@@ -130,6 +130,12 @@ type Config struct {
 	LR   float64 `yaml:"lr"`
 	L2   float64 `yaml:"l2"`
 	Seed uint64  `yaml:"seed"`
+	// SplitSeed, when not 0, seeds the data instead of Seed: the
+	// sampling, the test split and synthetic rows (DataSeed). Runs that
+	// differ in Seed alone then share one test split; package plan
+	// confirms a setting on further seeds this way without reading the
+	// test split.
+	SplitSeed uint64 `yaml:"split_seed,omitempty"`
 	// PartySecret is this party's secret, mixed into the draws the other
 	// party must not be able to repeat from the shared seed (FedPass's
 	// passports). It is 0 in the in-process simulation; netrun derives it

@@ -55,6 +55,7 @@ func trainFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.Float64Var(&c.LR, "lr", c.LR, "Adam learning rate (0: chosen from the training rows for wdl/mlp, see docs/CLI.md; 1e-5 for cnn)")
 	fs.Float64Var(&c.L2, "l2", c.L2, "wdl/mlp: L2 regularisation of the embedding rows a batch touches")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "random seed (data split, initialisation, schedule, noise)")
+	fs.Uint64Var(&c.SplitSeed, "split-seed", c.SplitSeed, "seed of the data alone (sampling, test split, synthetic rows), so that runs differing in --seed share one test split (0: --seed)")
 	fs.IntVar(&c.EvalEvery, "eval-every", c.EvalEvery, "evaluate on the validation and test splits every N batches (0: at the end only; -1: chosen from the training rows)")
 	fs.Float64Var(&c.ValFrac, "val-frac", c.ValFrac, "fraction of the training rows held out for validation, by a keyed hash of the ID (0: none)")
 	fs.StringVar(&c.Select, "select", c.Select, "model kept and reported: best (best validation AUC) or last (default: best with a validation split, else last)")
