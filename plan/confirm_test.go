@@ -232,3 +232,45 @@ func TestConfirmBudgetAndResume(t *testing.T) {
 		t.Errorf("last invocation: runs %q (want %q), recommended %d", f.calls, want, res.Recommended)
 	}
 }
+
+// TestConfirmTDCSFloor: with a T-DCS floor of 0.765 alone, each seed's
+// T-DCS (norm at the leak, spectral at half of it; the cost against the
+// reference of the same seed) computed independently by hand (Python):
+// m=0.01 0.7755 on seed 1 and 0.7461 on seed 2 (rejected); m=0.1 0.7937,
+// 0.7814 and 0.76858 (confirmed; against seed 1's reference, seed 3
+// would give 0.76807).
+func TestConfirmTDCSFloor(t *testing.T) {
+	o, _ := fakeOptions(t, 0)
+	o.Threat.MinTDCS = 0.765
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Recommended < 0 || res.Rows[res.Recommended].Key() != "toy_plan toy_plan_mix=0.1" || len(res.Rejected) != 1 || res.Rejected[0].Key() != "toy_plan toy_plan_mix=0.01" {
+		t.Fatalf("recommended %d, rejected %v; want m=0.1 after m=0.01", res.Recommended, res.Rejected)
+	}
+	if got := res.Rows[res.Recommended].Seeds.TDCS; math.Abs(got-0.7685838571786698) > 1e-9 {
+		t.Errorf("smallest T-DCS over the seeds %v, want 0.7685838571786698", got)
+	}
+	if got := res.Rejected[0].Seeds.TDCS; math.Abs(got-0.746114577372202) > 1e-9 {
+		t.Errorf("rejected m=0.01's smallest T-DCS %v, want 0.746114577372202", got)
+	}
+}
+
+// TestConfirmReservesTime: runs of ten seconds and two confirmation seeds
+// keep 3·2·10 s for the confirmation, so with 85 s a setting starts only
+// while 70 s are left: the reference (at 0 s) and m=0.1 (at 10 s) are
+// searched, m=0.01 (at 20 s, 65 s left) is not, and m=0.1's confirmation
+// (four runs) fits in what is left.
+func TestConfirmReservesTime(t *testing.T) {
+	o, f := fakeOptions(t, 0.3)
+	o.Budget = 85 * time.Second
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"none@1", "toy_plan toy_plan_mix=0.1@1", "none@2", "toy_plan toy_plan_mix=0.1@2", "none@3", "toy_plan toy_plan_mix=0.1@3"}
+	if !slices.Equal(f.calls, want) || !res.BudgetSpent || res.Recommended < 0 || res.Rows[res.Recommended].Key() != "toy_plan toy_plan_mix=0.1" {
+		t.Errorf("runs %q (want %q), budget spent %v, recommended %d", f.calls, want, res.BudgetSpent, res.Recommended)
+	}
+}
