@@ -133,8 +133,8 @@ func printPlan(w io.Writer, o plan.Options, res *plan.Result) {
 	}
 	fmt.Fprintf(w, "limit: %s\n", o.Threat.Limits())
 	for _, r := range res.Rejected {
-		fmt.Fprintf(w, "rejected: %s — within the limit with the plan's seed (strongest %.4f), not with every one of %d seeds (largest %.4f)\n",
-			r.Legend, r.StrongestLeak, r.Seeds.N, r.Seeds.Leak)
+		fmt.Fprintf(w, "rejected: %s — within the limit with the plan's seed, not with every seed: strongest leak %.4f, then up to %.4f over %d seeds; T-DCS %.4f, then down to %.4f\n",
+			r.Legend, r.StrongestLeak, r.Seeds.Leak, r.Seeds.N, r.TDCS, r.Seeds.TDCS)
 	}
 	if res.Recommended >= 0 {
 		r := res.Rows[res.Recommended]
