@@ -128,8 +128,8 @@ func printPlan(w io.Writer, o plan.Options, res *plan.Result) {
 		fmt.Fprintf(w, " with their tuned attackers (%d known labels per batch)", o.Threat.Known)
 	}
 	fmt.Fprintln(w)
-	if res.BudgetSpent {
-		fmt.Fprintf(w, "the budget (%v) ended the search: rerun the same command to try the other %d settings\n", o.Budget, res.Total-len(res.Rows))
+	if left := res.Total - len(res.Rows); res.BudgetSpent && left > 0 {
+		fmt.Fprintf(w, "the budget (%v) ended the search: rerun the same command to try the other %d settings\n", o.Budget, left)
 	}
 	fmt.Fprintf(w, "limit: %s\n", o.Threat.Limits())
 	for _, r := range res.Rejected {
