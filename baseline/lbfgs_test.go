@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/optimize"
+
+	"github.com/splitguard/splitguard/data"
 )
 
 // gonumConverger adapts a converged function of the package's solver to
@@ -231,4 +233,45 @@ func gonumMinimise(d *design, theta []float64, lambda float64, maxIter int, grad
 		theta[k] = scale[k] * v
 	}
 	return it, why == gradientThreshold || why == functionConvergence
+}
+
+// TestFitClosedFormTwoIDs: one categorical column of two ids, A with
+// 100 rows of which 70 positive and B with 100 rows of which 30 positive,
+// is symmetric under swapping the ids and the labels, so the optimum has
+// b = 0 and w_B = −w_A, and w_A is the root of the one-variable
+// optimality condition ½(σ(w) − 0.7) + λw = 0, found here by bisection
+// on that condition alone.
+func TestFitClosedFormTwoIDs(t *testing.T) {
+	x := &data.Features{Rows: 200, NumCat: 1, Cardinality: []int{2}}
+	d := &data.Dataset{X: x, IDs: make([]uint64, 200), Labels: make([]uint8, 200)}
+	for i := range 200 {
+		d.IDs[i] = uint64(i)
+		id, k := i/100, i%100
+		x.Cat = append(x.Cat, int32(id))
+		if (id == 0 && k < 70) || (id == 1 && k < 30) {
+			d.Labels[i] = 1
+		}
+	}
+	for _, lambda := range []float64{1e-1, 1e-2, 1e-3} {
+		lo, hi := 0.0, 20.0 // the condition is −0.1 at 0 and positive at 20
+		for range 200 {
+			mid := (lo + hi) / 2
+			if 0.5*(1/(1+math.Exp(-mid))-0.7)+lambda*mid > 0 {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		wA := (lo + hi) / 2
+		r, err := Fit(d, d, nil, Options{Lambdas: []float64{lambda}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The fit stops at a gradient below 1e-7; the curvature of the
+		// objective is at least λ, so the weights are within 1e-7/λ.
+		tol := 2e-7 / lambda
+		if len(r.W) != 2 || math.Abs(r.W[0]-wA) > tol || math.Abs(r.W[1]+wA) > tol || math.Abs(r.B) > tol {
+			t.Errorf("λ %g: w = %v, b = %v; closed form w = (%v, %v), b = 0", lambda, r.W, r.B, wA, -wA)
+		}
+	}
 }
