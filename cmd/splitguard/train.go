@@ -54,6 +54,7 @@ func trainFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.IntVar(&c.Batch, "batch", c.Batch, "batch size (0: chosen from the training rows, see docs/CLI.md)")
 	fs.Float64Var(&c.LR, "lr", c.LR, "Adam learning rate (0: chosen from the training rows for wdl/mlp, see docs/CLI.md; 1e-5 for cnn)")
 	fs.Float64Var(&c.L2, "l2", c.L2, "wdl/mlp: L2 regularisation of the embedding rows a batch touches")
+	fs.StringVar(&c.WideDense, "wide-dense", c.WideDense, "wdl: the wide part reads the numeric columns standardised or minmax (default: standardised when --lr is chosen from the data, else minmax as the authors' model)")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "random seed (data split, initialisation, schedule, noise)")
 	fs.Uint64Var(&c.SplitSeed, "split-seed", c.SplitSeed, "seed of the data alone (sampling, test split, synthetic rows), so that runs differing in --seed share one test split (0: --seed)")
 	fs.IntVar(&c.EvalEvery, "eval-every", c.EvalEvery, "evaluate on the validation and test splits every N batches (0: at the end only; -1: chosen from the training rows)")
