@@ -14,9 +14,8 @@ const streamGR = 0x96e9
 
 // Defaults of the gradient replacement: Liu et al. 2020's γ = 10 (VFLAIR's
 // current MainTaskVFLwithBackdoor copies the target row's gradient, γ =
-// 1, which keeps the clean model's AUC under Adam and slips past the
-// embedding detectors, integrity.md §11); the trigger's v is each
-// column's scaled maximum, see triggerRow.
+// 1, which keeps the clean model's AUC under Adam, integrity.md §11b);
+// the trigger's v is each column's scaled maximum, see triggerRow.
 const (
 	grAmplify = 10
 	grPoison  = 0.01
