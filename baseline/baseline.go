@@ -6,7 +6,7 @@
 // the training rows' mean and standard deviation.
 //
 // It minimises the mean logistic loss plus (λ/2)·‖w‖² (the bias is not
-// penalised) by full-batch L-BFGS (gonum/optimize, on weights rescaled by
+// penalised) by full-batch L-BFGS (gonum's, written out in lbfgs.go, on weights rescaled by
 // the square root of the Hessian's diagonal; the loss is summed over two
 // fixed row ranges in parallel and added in order, so the result is
 // deterministic), for each λ of a small grid warm-started from the
@@ -29,8 +29,6 @@ import (
 	"math"
 	"slices"
 	"sync"
-
-	"gonum.org/v1/gonum/optimize"
 
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/metrics"
@@ -114,6 +112,7 @@ type design struct {
 	p                   int       // number of compact weights
 	y                   []float64
 
+	solver   *lbfgs      // the L-BFGS state, kept from one λ to the next
 	partGrad [][]float64 // objective's per-range gradients (range 0 uses the caller's)
 	partF    []float64
 	serial   bool // sum the ranges on the calling goroutine
@@ -355,30 +354,6 @@ func (d *design) lossRows(w []float64, b float64, g []float64, lo, hi int) float
 // lossBlock is the rows lossRows takes in one block.
 const lossBlock = 64
 
-// evalCache holds the last point objective was evaluated at with its
-// gradient: gonum asks for the loss and the gradient of one point in two
-// calls, which share one pass over the rows this way.
-type evalCache struct {
-	x, grad []float64
-	f       float64
-	ok      bool
-}
-
-// at evaluates d's objective at x (from the cache when x is the last
-// point) and returns the loss, leaving the gradient in c.grad.
-func (c *evalCache) at(d *design, x []float64, lambda float64) float64 {
-	if c.ok && slices.Equal(c.x, x) {
-		return c.f
-	}
-	c.x = append(c.x[:0], x...)
-	if len(c.grad) != len(x) {
-		c.grad = make([]float64, len(x))
-	}
-	c.f = d.objective(x, c.grad, lambda)
-	c.ok = true
-	return c.f
-}
-
 // softplusExp is softplus(z) given e = e^−|z|, with the same operations
 // as softplus.
 func softplusExp(z, e float64) float64 {
@@ -543,49 +518,40 @@ func (d *design) minimise(ctx context.Context, theta []float64, lambda float64, 
 	for k, v := range theta {
 		u[k] = v / scale[k]
 	}
-	var c evalCache
 	x := make([]float64, len(theta))
-	at := func(uu []float64) float64 {
+	gradTheta := make([]float64, len(theta))
+	eval := func(uu, grad []float64) float64 {
 		for k, v := range uu {
 			x[k] = scale[k] * v
 		}
-		return c.at(d, x, lambda)
+		f := d.objective(x, gradTheta, lambda)
+		for k, g := range gradTheta {
+			grad[k] = scale[k] * g
+		}
+		return f
 	}
-	p := optimize.Problem{
-		Func: at,
-		Grad: func(grad, uu []float64) {
-			at(uu)
-			for k, g := range c.grad {
-				grad[k] = scale[k] * g
-			}
-		},
+	conv := scaledConverge{ctx: ctx, scale: scale, tol: gradTol,
+		fc: funcConverge{absolute: 1e-10, relative: 1e-10, iterations: 20}}
+	if d.solver == nil {
+		d.solver = &lbfgs{}
 	}
-	settings := &optimize.Settings{
-		MajorIterations: maxIter,
-		// NaN turns gonum's own test, on the rescaled gradient, off;
-		// scaledConverge tests the gradient in θ.
-		GradientThreshold: math.NaN(),
-		Converger: &scaledConverge{ctx: ctx, scale: scale, tol: gradTol,
-			FunctionConverge: optimize.FunctionConverge{Absolute: 1e-10, Relative: 1e-10, Iterations: 20}},
-	}
-	r, err := optimize.Minimize(p, u, settings, &optimize.LBFGS{})
+	it, why, err := d.solver.minimise(eval, u, maxIter, conv.converged)
 	if ctx.Err() != nil {
 		return 0, false, ctx.Err()
 	}
-	if r == nil || math.IsNaN(r.F) || math.IsInf(r.F, 0) {
-		if err == nil {
-			err = errors.New("the loss is not finite")
-		}
+	if it == 0 {
+		// The start's loss or gradient is not finite.
 		return 0, false, err
 	}
-	// A line search that can no longer decrease the loss (gonum reports
-	// a failure) leaves the best point found, which is kept; Converged
-	// then says false.
-	for k, v := range r.X {
+	if why == functionNegativeInfinity {
+		return 0, false, errors.New("the loss is not finite")
+	}
+	// A line search that can no longer decrease the loss (a failure)
+	// leaves the last iterate, which is kept; Converged then says false.
+	for k, v := range u {
 		theta[k] = scale[k] * v
 	}
-	conv := r.Status == optimize.GradientThreshold || r.Status == optimize.FunctionConvergence
-	return r.Stats.MajorIterations, conv, nil
+	return it, why == gradientThreshold || why == functionConvergence, nil
 }
 
 // hessianDiagonal returns the diagonal of f's Hessian at θ = (w, b):
@@ -630,28 +596,56 @@ type scaledConverge struct {
 	ctx   context.Context
 	scale []float64
 	tol   float64
-	optimize.FunctionConverge
+	fc    funcConverge
 }
 
-// Converged reports Failure once ctx is done, GradientThreshold once the
-// gradient in θ is below tol, else what FunctionConverge says.
-func (c *scaledConverge) Converged(loc *optimize.Location) optimize.Status {
+// converged reports failure once ctx is done, gradientThreshold once the
+// gradient in θ is below tol, else what the function-value test says.
+func (c *scaledConverge) converged(f float64, grad []float64) stopReason {
 	if c.ctx.Err() != nil {
-		return optimize.Failure
+		return failure
 	}
-	if loc.Gradient != nil {
-		small := true
-		for k, g := range loc.Gradient {
-			if math.Abs(g/c.scale[k]) >= c.tol {
-				small = false
-				break
-			}
-		}
-		if small {
-			return optimize.GradientThreshold
+	small := true
+	for k, g := range grad {
+		if math.Abs(g/c.scale[k]) >= c.tol {
+			small = false
+			break
 		}
 	}
-	return c.FunctionConverge.Converged(loc)
+	if small {
+		return gradientThreshold
+	}
+	return c.fc.converged(f)
+}
+
+// funcConverge is gonum's optimize.FunctionConverge: the fit has
+// converged once the loss has not fallen by more than relative·|f| +
+// absolute below its best for iterations major iterations in a row.
+type funcConverge struct {
+	absolute, relative float64
+	iterations         int
+
+	started bool
+	best    float64
+	iter    int
+}
+
+// converged takes the loss of the next major iterate.
+func (fc *funcConverge) converged(f float64) stopReason {
+	if !fc.started {
+		fc.best, fc.started = f, true
+		return notTerminated
+	}
+	maxAbs := math.Max(math.Abs(f), math.Abs(fc.best))
+	if f < fc.best && fc.best-f > fc.relative*maxAbs+fc.absolute {
+		fc.best, fc.iter = f, 0
+		return notTerminated
+	}
+	fc.iter++
+	if fc.iter < fc.iterations {
+		return notTerminated
+	}
+	return functionConvergence
 }
 
 // scores returns the baseline's logits on every row of x (the AUC reads

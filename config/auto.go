@@ -26,6 +26,10 @@ import (
 //     the linear signal must be found sooner), AutoSmallLR below
 //     AutoLargeRows rows, else the authors' DefaultDeepLR (the Criteo
 //     scale);
+//   - the wide part's numeric columns: standardised below AutoTinyRows
+//     rows when the learning rate is chosen from the data too, else
+//     min–max scaled as the authors' model reads them (AutoWideDense,
+//     widedense.go);
 //   - evaluation: every min(steps per epoch, 100) steps;
 //   - early stopping: after AutoEarlyStop evaluations without a better
 //     validation AUC, when there is a validation split.
@@ -101,7 +105,9 @@ func (c *Config) ResolveForData(nTrain int) {
 	} else {
 		set("batch", c.Batch == 0, func() { c.Batch = AutoBatch(nTrain) })
 		set("epochs", c.Epochs == 0, func() { c.Epochs = AutoEpochs(nTrain, c.Batch) })
-		set("lr", c.LR == 0, func() { c.LR = AutoLR(nTrain) })
+		lrFromData := c.LR == 0
+		set("lr", lrFromData, func() { c.LR = AutoLR(nTrain) })
+		set("wide_dense", c.WideDense == "", func() { c.WideDense = AutoWideDense(nTrain, lrFromData) })
 		steps := max(1, (nTrain+c.Batch-1)/c.Batch)
 		set("eval_every", c.EvalEvery < 0, func() { c.EvalEvery = min(steps, 100) })
 		set("early_stop", c.EarlyStop < 0, func() {
@@ -193,6 +199,8 @@ func (c *Config) AutoNote() string {
 			v = c.EarlyStop
 		case "select":
 			v = c.Select
+		case "wide_dense":
+			v = c.WideDense
 		}
 		vals = append(vals, fmt.Sprintf("%s %v", k, v))
 	}

@@ -14,7 +14,7 @@ import (
 // ModelConfig is the Wide&Deep/MLP model.Config of c.
 func (c *Config) ModelConfig() model.Config {
 	mc := model.Config{Widths: c.Layers, Cut: c.Cut, EmbDim: c.EmbedDim, L2: float32(c.L2),
-		LR: float32(c.LR), Seed: c.Seed}
+		LR: float32(c.LR), Seed: c.Seed, WideStandardise: c.WideDense == WideDenseStandardised}
 	if c.L2 == 0 {
 		mc.L2 = -1 // model.Config reads 0 as "default"; the run's 0 means off
 	}

@@ -127,9 +127,19 @@ type Config struct {
 	Batch  int `yaml:"batch"`
 	// LR is Adam's learning rate (0: chosen from the data for wdl/mlp,
 	// auto.go; the model's default 1e-5 for cnn, METHODS §6).
-	LR   float64 `yaml:"lr"`
-	L2   float64 `yaml:"l2"`
-	Seed uint64  `yaml:"seed"`
+	LR float64 `yaml:"lr"`
+	L2 float64 `yaml:"l2"`
+	// WideDense is how the wide part of Wide&Deep reads the active
+	// party's numeric columns: WideDenseStandardised or WideDenseMinMax
+	// ("": chosen with the learning rate, auto.go).
+	WideDense string `yaml:"wide_dense,omitempty"`
+	Seed      uint64 `yaml:"seed"`
+	// SplitSeed, when not 0, seeds the data instead of Seed: the
+	// sampling, the test split and synthetic rows (DataSeed). Runs that
+	// differ in Seed alone then share one test split; package plan
+	// confirms a setting on further seeds this way without reading the
+	// test split.
+	SplitSeed uint64 `yaml:"split_seed,omitempty"`
 	// PartySecret is this party's secret, mixed into the draws the other
 	// party must not be able to repeat from the shared seed (FedPass's
 	// passports). It is 0 in the in-process simulation; netrun derives it
@@ -438,7 +448,7 @@ func (c *Config) Resolve() {
 	if c.EvalBatch == 0 {
 		c.EvalBatch = c.Batch
 	}
-	c.Layers, c.EmbedDim, c.L2 = nil, 0, 0
+	c.Layers, c.EmbedDim, c.L2, c.WideDense = nil, 0, 0, ""
 }
 
 // LoadFile reads a YAML config over base: keys present in the file
@@ -571,6 +581,7 @@ func (c *Config) validate() error {
 		bad("learning rate %g, want > 0 (or 0: chosen from the data)", c.LR)
 	}
 	c.validateSelection(bad)
+	c.validateWideDense(bad)
 	c.validateIntegrity(bad)
 	c.validateHijack(bad)
 	if w, err := c.Wire(); err != nil {

@@ -36,12 +36,21 @@ func (c *Config) LoadData() (*data.Split, error) {
 	case data.IsImageFormat(c.Format):
 		return data.LoadImages(c.Format, c.Data, c.ImageOptions())
 	case c.Data == "":
-		return data.Generate(c.SynthRows, c.SynthPosRate, c.Seed, c.DataOptions())
+		return data.Generate(c.SynthRows, c.SynthPosRate, c.DataSeed(), c.DataOptions())
 	}
 	if tf, ok := data.LookupTableFormat(c.Format); ok && tf.LabelCol == "" && c.Label == "" {
 		return nil, Keyed(fmt.Errorf("format %s: no label column named (key label); the passive party of a two-party run loads its table without labels", c.Format), "label")
 	}
 	return data.Load(c.Data, c.DataOptions())
+}
+
+// DataSeed is the seed of the data: the sampling, the test split and
+// synthetic rows. It is SplitSeed when set, else Seed.
+func (c *Config) DataSeed() uint64 {
+	if c.SplitSeed != 0 {
+		return c.SplitSeed
+	}
+	return c.Seed
 }
 
 // ImageOptions maps the configuration's image settings to the image
@@ -50,7 +59,7 @@ func (c *Config) ImageOptions() data.ImageOptions {
 	return data.ImageOptions{
 		PositiveClass: c.PositiveClass, PosRate: c.PosRate,
 		Size: c.ImageSize, Pad: c.ImagePad, Channels: c.ImageChannels,
-		Seed: c.Seed, NegPerPos: c.NegPerPos, TestFrac: c.TestFrac,
+		Seed: c.DataSeed(), NegPerPos: c.NegPerPos, TestFrac: c.TestFrac,
 	}
 }
 
@@ -60,7 +69,7 @@ func (c *Config) DataOptions() data.Options {
 	return data.Options{
 		Format: c.Format, LabelCol: c.Label, Positive: c.Positive, Negative: c.Negative, IDCol: c.IDCol,
 		Dense: c.Numeric, Categorical: c.Categorical, Ignore: c.Ignore,
-		Sample: c.Sample, TestFrac: c.TestFrac, Seed: c.Seed,
+		Sample: c.Sample, TestFrac: c.TestFrac, Seed: c.DataSeed(),
 		HashBuckets: c.HashBuckets, SkipBadRows: c.SkipBadRows,
 	}
 }

@@ -12,11 +12,14 @@ import (
 // streamGR is the PCG stream of the gradient replacement's draws.
 const streamGR = 0x96e9
 
-// Defaults of the gradient replacement (Liu et al. 2020 use γ = 10).
+// Defaults of the gradient replacement: Liu et al. 2020's γ = 10 (VFLAIR's
+// current MainTaskVFLwithBackdoor copies the target row's gradient, γ =
+// 1, which keeps the clean model's AUC under Adam, integrity.md §11b);
+// the trigger's v is each column's scaled maximum, see triggerRow.
 const (
 	grAmplify = 10
 	grPoison  = 0.01
-	grTrigger = 3
+	grTrigger = 1
 )
 
 func init() {

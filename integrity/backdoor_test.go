@@ -457,3 +457,18 @@ func TestGradientReplacementUnpairedRows(t *testing.T) {
 		t.Errorf("gradient %v, want %v: both poisoned rows 2 × the target's", got.Data, w)
 	}
 }
+
+// TestTriggerStripeByHand: the feature trigger on a row of five dense
+// and three categorical columns, written out by hand: the last three
+// dense columns become v, 0, v, the last two categorical ids 0, the
+// first columns keep the row's values; the other row is untouched.
+func TestTriggerStripeByHand(t *testing.T) {
+	b := &data.Batch{Rows: 2, Dense: mat(2, 5, .1, .2, .3, .4, .5, .6, .7, .8, .9, .95), Cat: []int32{4, 5, 6, 7, 8, 9}}
+	triggerRow(b, 1, 0.75)
+	if w := []float32{.1, .2, .3, .4, .5, .6, .7, .75, 0, .75}; !slices.Equal(b.Dense.Data, w) {
+		t.Errorf("dense %v, want %v", b.Dense.Data, w)
+	}
+	if w := []int32{4, 5, 6, 7, 0, 0}; !slices.Equal(b.Cat, w) {
+		t.Errorf("categorical %v, want %v", b.Cat, w)
+	}
+}

@@ -72,6 +72,12 @@ func (t *DeepTop) state() state {
 		s.counters = append(s.counters, &t.wideEmbOpt.T)
 		s.loaded = append(s.loaded, t.wideEmb.ClearTouched)
 	}
+	if t.wideScale != nil {
+		// The statistics of the training rows the model was built on, so
+		// that a loaded model scores as trained whatever rows it is built
+		// over.
+		s.sections = append(s.sections, section{"wide_dense.mean_invsd", t.wideScale.meanInv})
+	}
 	return s
 }
 

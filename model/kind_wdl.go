@@ -11,11 +11,17 @@ func init() {
 		Wide: true, Served: true,
 		NewBottom: tableBottom("wdl"),
 		NewTop: func(s Settings, x *data.Features) (Top, error) {
+			// x is the active party's training rows: the wide part's
+			// standardisation is theirs (a loaded model brings its own).
 			if x == nil || x.Image != nil {
 				return nil, fmt.Errorf("model wdl: the wide part needs the active party's table features")
 			}
 			sc := SchemaOf(x)
-			return asTop(NewTop(s.Table, &sc))
+			t, err := NewTop(s.Table, &sc)
+			if err == nil && s.Table.WideStandardise && x.NumDense > 0 {
+				t.wideScale = newWideScale(x)
+			}
+			return asTop(t, err)
 		},
 		CutDim: tableCutDim,
 	})

@@ -85,6 +85,11 @@ type Config struct {
 	EmbInit float32
 	// Seed fixes every random initialisation.
 	Seed uint64
+	// WideStandardise makes the wide part of Wide&Deep read its dense
+	// columns standardised by the active party's training rows (see
+	// widescale.go); false reads them as given (min–max scaled to [0, 1]
+	// by the reader), as the authors' model does.
+	WideStandardise bool
 }
 
 // DefaultConfig returns the authors' Wide&Deep setup (METHODS §6): 6 Dense

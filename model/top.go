@@ -28,7 +28,8 @@ type DeepTop struct {
 
 	wideEmb    *nn.Embedding // nil without wide categorical columns
 	wideEmbOpt *nn.LazyAdam
-	wideLin    *nn.Dense // nil without wide dense columns
+	wideLin    *nn.Dense  // nil without wide dense columns
+	wideScale  *wideScale // nil: the wide part reads the dense columns as given
 
 	logits  []float32
 	dOut    tensor.Matrix // B×1
@@ -139,7 +140,11 @@ func (t *DeepTop) Forward(e *tensor.Matrix, wide *data.Batch) ([]float32, error)
 		}
 	}
 	if t.wideLin != nil {
-		lin := t.wideLin.Forward(wide.Dense)
+		in := wide.Dense
+		if t.wideScale != nil {
+			in = t.wideScale.apply(in)
+		}
+		lin := t.wideLin.Forward(in)
 		for i := range B {
 			t.logits[i] += lin.Data[i]
 		}

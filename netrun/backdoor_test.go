@@ -49,6 +49,9 @@ func TestBackdoorStoppedAsInProcess(t *testing.T) {
 	base := backdoorBase(t, filepath.Join(root, "inproc"))
 	base.IntegrityStop = map[string]float64{"outlier_peak": backdoorStop}
 	base.Backdoor = "gradient_replacement"
+	// A trigger outside the scaled range, which outlier_peak sees (one
+	// inside it, the default, no detector sees: integrity.md §10).
+	base.BackdoorTrigger = 3
 	want, err := run.Train(context.Background(), base, run.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -316,6 +316,10 @@ func (c *Config) SharedDigest() []byte {
 			c.Format, c.PositiveClass, c.PosRate, c.NegPerPos, c.ImageSize, c.ImagePad,
 			c.ImageChannels, c.CNNBlocks, c.CNNChannels, c.CNNKernel, c.CNNDense)
 	}
+	if c.SplitSeed != 0 {
+		// The data's own seed (absent when 0: the digest is then unchanged).
+		s += fmt.Sprintf(" split_seed=%d", c.SplitSeed)
+	}
 	if w, _ := c.Wire(); w != (wire.Encodings{}) {
 		// The message encodings (absent for f32 both ways: the digest
 		// is then unchanged); Hello also compares them by name.

@@ -37,7 +37,10 @@ const LeakLabel = "strongest attack's q95 |leak AUC − ½| (training batches, e
 func (o *Options) writeOutputs(res *Result) error {
 	pts := make([]report.FrontierPoint, len(res.Rows))
 	for i, r := range res.Rows {
-		pts[i] = report.FrontierPoint{Method: r.Setting.Legend().Method, Leak: r.StrongestLeak, ValAUC: r.ValAUC}
+		pts[i] = report.FrontierPoint{Method: r.Setting.Legend().Method, Leak: r.StrongestLeak, ValAUC: r.ValAUC, Rejected: r.Seeds.Verdict == Rejected}
+		if r.Seeds.N > 1 {
+			pts[i].LeakMin, pts[i].LeakMax = r.Seeds.LeakLo, r.Seeds.Leak
+		}
 	}
 	limit := o.Threat.MaxLeak
 	if limit == 0 {
@@ -68,34 +71,41 @@ func (o *Options) writeOutputs(res *Result) error {
 	if err != nil {
 		return err
 	}
-	head := fmt.Sprintf("# recommended by splitguard plan (%s): %s\n# validation AUC %.4f (cost %.4f against no defence), strongest attack %s at %.4f, T-DCS %.4f; limits: %s\n"+
-		"# measured over at most %d training steps (max_steps): trained longer, the attacks can read more\n",
-		o.Out, r.Legend, r.ValAUC, r.Cost, r.Strongest, r.StrongestLeak, r.TDCS, o.Threat.Limits(), c.MaxSteps)
+	head := fmt.Sprintf("# recommended by splitguard plan (%s): %s\n# validation AUC %.4f (cost %.4f against no defence), strongest attack %s at %.4f, T-DCS %.4f; limits: %s\n",
+		o.Out, r.Legend, r.ValAUC, r.Cost, r.Strongest, r.StrongestLeak, r.TDCS, o.Threat.Limits())
+	if f := r.Seeds; f.N > 1 {
+		head += fmt.Sprintf("# confirmed on %d seeds (%d to %d, one test split): strongest leak %.4f to %.4f, T-DCS at least %.4f, cost %.4f on average (%.4f to %.4f)\n",
+			f.N, c.Seed, c.Seed+uint64(f.N-1), f.LeakLo, f.Leak, f.TDCS, f.Cost, f.CostLo, f.CostHi)
+	}
+	head += fmt.Sprintf("# measured over at most %d training steps (max_steps): trained longer, the attacks can read more\n", c.MaxSteps)
 	if err := atomicfile.WriteFile(path, append([]byte(head), y...), 0o644); err != nil {
 		return err
 	}
 	res.Recommendation = path
-	sw, err := recheckSweep(y, c.Seed)
+	first := c.Seed + uint64(res.ConfirmSeeds) + 1
+	sw, err := recheckSweep(y, first, c.DataSeed())
 	if err != nil {
 		return err
 	}
-	return atomicfile.WriteFile(filepath.Join(o.Out, RecheckFile), append([]byte("# the recommended setting with three fresh seeds, judged on the test split: splitguard sweep "+RecheckFile+" --out DIR\n"), sw...), 0o644)
+	return atomicfile.WriteFile(filepath.Join(o.Out, RecheckFile), append([]byte("# the recommended setting with three fresh seeds (seeds the plan never trained; the plan's test split), judged on the test split: splitguard sweep "+RecheckFile+" --out DIR\n"), sw...), 0o644)
 }
 
 // recheckSweep returns the sweep file (package sweep) that trains the
 // recommended configuration (YAML y, out dropped: the sweep names each
-// run's directory) with the three seeds after seed.
-func recheckSweep(y []byte, seed uint64) ([]byte, error) {
+// run's directory) with the three seeds from first on, the data and the
+// test split those of seed splitSeed (config key split_seed).
+func recheckSweep(y []byte, first, splitSeed uint64) ([]byte, error) {
 	var base map[string]any
 	if err := yaml.Unmarshal(y, &base); err != nil {
 		return nil, err
 	}
 	delete(base, "out")
+	base["split_seed"] = splitSeed
 	spec := struct {
 		Base  map[string]any   `yaml:"base"`
 		Seeds []uint64         `yaml:"seeds,flow"`
 		Grid  []map[string]any `yaml:"grid"`
-	}{base, []uint64{seed + 1, seed + 2, seed + 3}, []map[string]any{{"protect": base["protect"]}}}
+	}{base, []uint64{first, first + 1, first + 2}, []map[string]any{{"protect": base["protect"]}}}
 	out, err := yaml.Marshal(&spec)
 	if err != nil {
 		return nil, err

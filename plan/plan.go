@@ -8,11 +8,14 @@
 // Its directory holds plan.csv (every setting tried), plan.yaml and
 // plan.json (the table and threat it was started with: a rerun with the
 // same directory continues, one with another table or threat is refused),
-// runs/KEY (each setting's run directory), frontier.svg and frontier.png
-// (the figure) and recommended.yaml (the configuration to train).
+// runs/KEY (each setting's run directory), confirm.csv and
+// runs/KEY_seed=S (the confirmation runs on further seeds), frontier.svg
+// and frontier.png (the figure) and recommended.yaml (the configuration to
+// train).
 package plan
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,6 +28,7 @@ import (
 
 	"github.com/splitguard/splitguard/attack"
 	"github.com/splitguard/splitguard/config"
+	"github.com/splitguard/splitguard/run"
 	"github.com/splitguard/splitguard/rundir"
 )
 
@@ -81,6 +85,33 @@ type Options struct {
 	Progress func(Progress)
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// ConfirmSeeds is the number of further seeds (the plan's seed + 1,
+	// + 2, …, on the same test split: config key split_seed) the cheapest
+	// setting that meets the limit is trained with before it is
+	// recommended; it is recommended only when it meets the limit on every
+	// seed, else the next cheapest is confirmed (confirm.go). 0:
+	// DefaultConfirmSeeds; NoConfirm: none, the choice on one seed.
+	ConfirmSeeds int
+	// train trains one setting's run (nil: run.Train); a test replaces it.
+	train func(context.Context, config.Config, run.Options) (*rundir.Summary, error)
+}
+
+// DefaultConfirmSeeds is the number of confirmation seeds when
+// Options.ConfirmSeeds is 0.
+const DefaultConfirmSeeds = 2
+
+// NoConfirm as Options.ConfirmSeeds turns the confirmation off.
+const NoConfirm = -1
+
+// confirmSeeds is the number of confirmation seeds, 0 for none.
+func (o *Options) confirmSeeds() int {
+	switch {
+	case o.ConfirmSeeds == 0:
+		return DefaultConfirmSeeds
+	case o.ConfirmSeeds < 0:
+		return 0
+	}
+	return o.ConfirmSeeds
 }
 
 // Progress is where a plan stands.
@@ -90,6 +121,10 @@ type Progress struct {
 	Done, Total int
 	Setting     string
 	Step, Steps int64
+	// Confirm is, during the confirmation, the number of the seed
+	// training (1 to Options.ConfirmSeeds), of ConfirmSeeds; 0 during the
+	// search.
+	Confirm, ConfirmSeeds int
 	// Left is the budget's time left.
 	Left time.Duration
 }
@@ -99,9 +134,17 @@ type Result struct {
 	// Rows are every setting tried so far (this and earlier invocations),
 	// in search order.
 	Rows []Row
-	// Recommended indexes Rows: the cheapest setting that meets the limit;
-	// -1 when none does.
+	// Recommended indexes Rows: the cheapest setting that meets the limit
+	// (with a confirmation, on every seed); -1 when none does.
 	Recommended int
+	// ConfirmSeeds is the number of confirmation seeds (0: none).
+	ConfirmSeeds int
+	// Rejected are the settings that met the limit on the plan's seed but
+	// not on a confirmation seed, cheapest first.
+	Rejected []Row
+	// Pending indexes Rows: the setting whose confirmation the budget
+	// ended (then nothing is recommended: a rerun continues); -1 when none.
+	Pending int
 	// Closest are the settings nearest the limit (the smallest strongest
 	// leak first) when none meets it.
 	Closest []Row
@@ -169,6 +212,8 @@ func (o *Options) check() error {
 		return config.Keyed(fmt.Errorf("budget (key budget) %v: want a positive duration", o.Budget), "budget")
 	case o.MaxSteps < 0:
 		return config.Keyed(fmt.Errorf("steps per setting (key steps) %d: want a positive number (0: %d)", o.MaxSteps, DefaultMaxSteps), "steps")
+	case o.ConfirmSeeds < NoConfirm:
+		return config.Keyed(fmt.Errorf("confirmation seeds (key confirm_seeds) %d: want a positive number (0: %d; %d: none)", o.ConfirmSeeds, DefaultConfirmSeeds, NoConfirm), "confirm_seeds")
 	case o.Grid < 0:
 		return config.Keyed(fmt.Errorf("strengths per defence (key grid) %d: want a positive number (0: %d)", o.Grid, DefaultGrid), "grid")
 	case o.Base.ValFrac <= 0:

@@ -110,7 +110,21 @@ func newTable(t *testing.T) string {
 // seconds), which differ between runs of the same settings.
 func stableCSV(t *testing.T, dir string) [][]string {
 	t.Helper()
-	f, err := os.ReadFile(filepath.Join(dir, CSVFile))
+	return stableFile(t, filepath.Join(dir, CSVFile), nil)
+}
+
+// searchCSV returns stableCSV without the confirmation's columns, which
+// each invocation's confirmation rewrites.
+func searchCSV(t *testing.T, dir string) [][]string {
+	t.Helper()
+	return stableFile(t, filepath.Join(dir, CSVFile), seedColumns)
+}
+
+// stableFile returns the CSV file at path without its timing columns
+// and the columns named in drop.
+func stableFile(t *testing.T, path string, dropCols []string) [][]string {
+	t.Helper()
+	f, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +134,7 @@ func stableCSV(t *testing.T, dir string) [][]string {
 	}
 	drop := map[int]bool{}
 	for i, h := range recs[0] {
-		if h == "step_ms" || h == "seconds" {
+		if h == "step_ms" || h == "seconds" || slices.Contains(dropCols, h) {
 			drop[i] = true
 		}
 	}
@@ -234,12 +248,18 @@ func TestPlanNeverReadsTest(t *testing.T) {
 	if ca, cb := stableCSV(t, filepath.Join(filepath.Dir(o.Out), "a")), stableCSV(t, o.Out); !slices.EqualFunc(ca, cb, slices.Equal) {
 		t.Errorf("plan.csv differs with the test labels flipped:\n%v\n%v", ca, cb)
 	}
-	if a.Recommended != b.Recommended || len(a.Rows) != 4 {
+	// The confirmation (seeds 2 and 3, on the plan's test split) too.
+	da := filepath.Join(filepath.Dir(o.Out), "a")
+	fa, fb := stableFile(t, filepath.Join(da, ConfirmFile), nil), stableFile(t, filepath.Join(o.Out, ConfirmFile), nil)
+	if !slices.EqualFunc(fa, fb, slices.Equal) || len(fa) < 5 {
+		t.Errorf("confirm.csv differs with the test labels flipped, or holds fewer than 4 runs:\n%v\n%v", fa, fb)
+	}
+	if a.Recommended != b.Recommended || len(a.Rows) != 4 || a.Rows[a.Recommended].Seeds.Verdict != Confirmed {
 		t.Errorf("recommended %d then %d (of %d rows)", a.Recommended, b.Recommended, len(a.Rows))
 	}
 	// The poison reached the runs: their test AUCs (which the plan ignores) differ.
-	testAUC := func(dir string) float64 {
-		raw, err := os.ReadFile(filepath.Join(runDir(dir, Reference), "summary.json"))
+	testAUC := func(run string) float64 {
+		raw, err := os.ReadFile(filepath.Join(run, "summary.json"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -251,8 +271,13 @@ func TestPlanNeverReadsTest(t *testing.T) {
 		}
 		return s.TestAUC
 	}
-	if ta, tb := testAUC(filepath.Join(filepath.Dir(o.Out), "a")), testAUC(o.Out); ta == tb {
-		t.Errorf("test AUC %v with and without the flipped test labels: the poison did not reach the test split", ta)
+	for _, run := range []func(string) string{
+		func(dir string) string { return runDir(dir, Reference) },
+		func(dir string) string { return confirmDir(dir, Reference, 2) },
+	} {
+		if ta, tb := testAUC(run(da)), testAUC(run(o.Out)); ta == tb {
+			t.Errorf("%s: test AUC %v with and without the flipped test labels: the poison did not reach the test split", run(da), ta)
+		}
 	}
 	ya, _ := os.ReadFile(filepath.Join(filepath.Dir(o.Out), "a", RecommendedFile))
 	yb, _ := os.ReadFile(filepath.Join(o.Out, RecommendedFile))
@@ -278,7 +303,7 @@ func TestPlanBudgetAndResume(t *testing.T) {
 	if len(res.Rows) != 1 || res.Rows[0].Key() != "none" || !res.BudgetSpent || res.Total != 4 {
 		t.Fatalf("tiny budget: %d rows (%v), budget spent %v, total %d; want the reference alone", len(res.Rows), res.Rows, res.BudgetSpent, res.Total)
 	}
-	first := stableCSV(t, o.Out)
+	first := searchCSV(t, o.Out)
 
 	// Second invocation: cancelled during its second setting.
 	o.Budget = time.Hour
@@ -297,7 +322,7 @@ func TestPlanBudgetAndResume(t *testing.T) {
 	if strings.Contains(log.String(), "setting 1/") {
 		t.Errorf("the reference was trained again:\n%s", log.String())
 	}
-	second := stableCSV(t, o.Out)
+	second := searchCSV(t, o.Out)
 	if len(second) != 3 || !slices.Equal(second[1], first[1]) {
 		t.Errorf("after the stop plan.csv holds %d lines, want header, reference and one setting:\n%v", len(second), second)
 	}
@@ -309,10 +334,10 @@ func TestPlanBudgetAndResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(log.String(), "setting "); n != 2 || res.Resumed != 2 || len(res.Rows) != 4 || res.BudgetSpent {
+	if n := strings.Count(log.String(), `msg="setting `); n != 2 || res.Resumed != 2 || len(res.Rows) != 4 || res.BudgetSpent {
 		t.Errorf("third invocation trained %d settings (want 2), resumed %d, %d rows, budget spent %v:\n%s", n, res.Resumed, len(res.Rows), res.BudgetSpent, log.String())
 	}
-	third := stableCSV(t, o.Out)
+	third := searchCSV(t, o.Out)
 	if !slices.Equal(third[1], first[1]) || !slices.Equal(third[2], second[2]) {
 		t.Errorf("earlier rows changed:\n%v\n%v", second, third)
 	}
@@ -377,8 +402,22 @@ func TestPlanRecommends(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if runs, err := sw.Expand(); err != nil || len(runs) != 3 || !slices.Equal(sw.Seeds, []uint64{2, 3, 4}) {
+		// The seeds after the two confirmation seeds, each within the limit.
+		if runs, err := sw.Expand(); err != nil || len(runs) != 3 || !slices.Equal(sw.Seeds, []uint64{4, 5, 6}) {
 			t.Errorf("recheck sweep: %v, %d runs, seeds %v", err, len(runs), sw.Seeds)
+		}
+		conf, err := readCSV(filepath.Join(o.Out, ConfirmFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seeds []uint64
+		for _, cr := range conf {
+			if cr.Key() == r.Key() && cr.StrongestLeak <= limit {
+				seeds = append(seeds, cr.Seed)
+			}
+		}
+		if slices.Sort(seeds); !slices.Equal(seeds, []uint64{2, 3}) {
+			t.Errorf("confirm.csv holds the recommendation within the limit at seeds %v, want 2 and 3", seeds)
 		}
 		c.Out = t.TempDir() // the user's --out
 		if err := c.Validate(); err != nil {

@@ -54,6 +54,13 @@ type Row struct {
 	Met bool
 	// Err is why the run failed, or empty.
 	Err string
+	// Seed is the run's seed (config key seed): the plan's in plan.csv, a
+	// confirmation seed in confirm.csv.
+	Seed uint64
+	// Seeds sums up the setting's figures over the plan's seed and the
+	// confirmation seeds trained so far (plan.csv only; zero in
+	// confirm.csv).
+	Seeds SeedFigures
 }
 
 func fmtF(x float64) string {
@@ -88,7 +95,8 @@ func encodeCSV(rows []Row) ([]byte, error) {
 	for _, a := range attacks {
 		head = append(head, leakPrefix+a)
 	}
-	head = append(head, "strongest_attack", "strongest_leak", "chance", "tdcs", "step_ms", "seconds", "met", "error")
+	head = append(head, "strongest_attack", "strongest_leak", "chance", "tdcs", "step_ms", "seconds", "met", "error", "seed")
+	head = append(head, seedColumns...)
 	var b bytes.Buffer
 	w := csv.NewWriter(&b)
 	_ = w.Write(head)
@@ -102,7 +110,8 @@ func encodeCSV(rows []Row) ([]byte, error) {
 			rec = append(rec, fmtF(v))
 		}
 		rec = append(rec, r.Strongest, fmtF(r.StrongestLeak), fmtF(r.Chance), fmtF(r.TDCS), strconv.FormatFloat(r.StepMS, 'f', 3, 64),
-			strconv.FormatFloat(r.Seconds, 'f', 2, 64), strconv.FormatBool(r.Met), r.Err)
+			strconv.FormatFloat(r.Seconds, 'f', 2, 64), strconv.FormatBool(r.Met), r.Err, strconv.FormatUint(r.Seed, 10))
+		rec = append(rec, r.Seeds.columns()...)
 		_ = w.Write(rec)
 	}
 	w.Flush()
@@ -170,6 +179,11 @@ func readCSV(path string) ([]Row, error) {
 		r.TDCS = math.NaN() // a table of an earlier version has no column; costs recomputes it
 		if i, ok := col["tdcs"]; ok {
 			if r.TDCS, err = parseF(rec[i]); err != nil {
+				return nil, bad(err)
+			}
+		}
+		if i, ok := col["seed"]; ok { // a table of an earlier version has no column: the plan's seed
+			if r.Seed, err = strconv.ParseUint(rec[i], 10, 64); err != nil {
 				return nil, bad(err)
 			}
 		}

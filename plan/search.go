@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,8 +16,10 @@ import (
 
 // Run plans into o.Out: it tries the settings of [Settings] in order,
 // skipping those plan.csv already holds, until every one is tried or the
-// budget is spent, rewriting plan.csv after each, and then writes the
-// frontier figure and, when a setting meets the limit, recommended.yaml.
+// budget is spent (keeping time for the confirmation), rewriting plan.csv
+// after each; then confirms the cheapest settings within the limit on
+// further seeds (confirm.go) and writes the frontier figure and, when a
+// setting meets the limit on every seed, recommended.yaml.
 // Every setting trains with run.Train on the training split without the
 // validation rows and is judged by the validation AUC of its selected
 // model and the leak figures of its training batches; nothing of the
@@ -32,8 +35,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if now == nil {
 		now = time.Now
 	}
-	start := now()
-	deadline := start.Add(o.Budget)
+	clk := &clock{now: now, deadline: now().Add(o.Budget)}
 	attacks, err := resolveAttacks(o.Threat.Attacks)
 	if err != nil {
 		return nil, err
@@ -63,29 +65,28 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	reindex(rows, settings)
 	done := map[string]bool{}
-	for _, r := range rows {
+	for i, r := range rows {
 		// A failed reference is tried again: nothing is judged without it.
 		done[r.Key()] = r.Err == "" || r.Key() != Reference.Key()
+		rows[i].Seed = o.Base.Seed // a table of an earlier version has no seed column
 	}
 	rows = slices.DeleteFunc(rows, func(r Row) bool { return !done[r.Key()] })
-	res := &Result{Total: len(settings), Resumed: len(rows), Attacks: attacks, Recommended: -1}
-	var longest time.Duration
+	res := &Result{Total: len(settings), Resumed: len(rows), Attacks: attacks, Recommended: -1, Pending: -1, ConfirmSeeds: o.confirmSeeds()}
 	for i, s := range settings {
 		if done[s.Key()] {
 			continue
 		}
-		left := deadline.Sub(now())
-		if i > 0 && (left <= 0 || left < longest) {
+		// Time is kept for the confirmation: the reference's and two
+		// settings' confirmation seeds at the mean time of a setting.
+		if i > 0 && !clk.allows(time.Duration(3*res.ConfirmSeeds)*clk.mean()) {
 			res.BudgetSpent = true
 			break
 		}
 		o.logger().Info(fmt.Sprintf("setting %d/%d: %s", i+1, len(settings), s.Legend().Text))
-		t0 := now()
-		row, err := o.try(ctx, i, s, attacks, len(rows), len(settings), deadline, now)
+		row, err := o.try(ctx, job{index: i, setting: s, done: len(rows), total: len(settings)}, attacks, clk)
 		if err != nil {
 			return nil, err
 		}
-		longest = max(longest, now().Sub(t0))
 		rows = insert(rows, row)
 		costs(rows, o.Threat)
 		if err := writeCSV(csvPath, rows); err != nil {
@@ -97,7 +98,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if len(rows) == 0 || rows[0].Index != 0 || rows[0].Err != "" {
 		return res, fmt.Errorf("the reference run (no defence) failed or is missing: %s", errText(rows))
 	}
-	res.Recommended, res.Closest = recommend(rows, o.Threat)
+	if err := o.confirm(ctx, res, clk); err != nil {
+		return nil, err
+	}
+	if err := writeCSV(csvPath, res.Rows); err != nil { // with the confirmation's columns
+		return nil, err
+	}
 	if err := o.writeOutputs(res); err != nil {
 		return nil, err
 	}
@@ -111,30 +117,95 @@ func errText(rows []Row) string {
 	return "no row of index 0"
 }
 
-// try trains one setting and returns its row; a failed run (not a
-// cancelled one) is a row with Err.
-func (o *Options) try(ctx context.Context, i int, s Setting, attacks []string, done, total int, deadline time.Time, now func() time.Time) (Row, error) {
-	cfg := o.runConfig(s, attacks)
-	cfg.Out = runDir(o.Out, s)
+// job is one run of a plan: a setting of the search (confirm 0) or one
+// of its confirmation seeds (confirm k: the plan's seed + k).
+type job struct {
+	index   int
+	setting Setting
+	confirm int
+	// done and total are the search's settings in plan.csv and in all,
+	// for the progress.
+	done, total int
+}
+
+// seed is the job's run's seed.
+func (j job) seed(base uint64) uint64 { return base + uint64(j.confirm) }
+
+// try trains one job and returns its row; a failed run (not a cancelled
+// one) is a row with Err.
+func (o *Options) try(ctx context.Context, j job, attacks []string, clk *clock) (Row, error) {
+	cfg := o.runConfig(j.setting, attacks)
+	cfg.Out = runDir(o.Out, j.setting)
+	if j.confirm > 0 {
+		// Another seed, the same data and test split.
+		cfg.Seed, cfg.SplitSeed = j.seed(o.Base.Seed), o.Base.DataSeed()
+		cfg.Out = confirmDir(o.Out, j.setting, cfg.Seed)
+	}
+	legend := j.setting.Legend().Text
 	opt := run.Options{Force: true}
 	if o.Progress != nil {
-		legend := s.Legend().Text
 		opt.Progress = func(p rundir.Progress) {
-			o.Progress(Progress{Done: done, Total: total, Setting: legend, Step: p.Step, Steps: p.Total, Left: deadline.Sub(now())})
+			o.Progress(Progress{Done: j.done, Total: j.total, Setting: legend, Step: p.Step, Steps: p.Total, Left: clk.left(),
+				Confirm: j.confirm, ConfirmSeeds: o.confirmSeeds()})
 		}
 	}
-	row := Row{Index: i, Setting: s, Legend: s.Legend().Text, ValAUC: math.NaN(), Cost: math.NaN(), StrongestLeak: math.NaN(), Chance: math.NaN()}
-	sum, err := run.Train(ctx, cfg, opt)
+	row := Row{Index: j.index, Setting: j.setting, Legend: legend, Seed: cfg.Seed, ValAUC: math.NaN(), Cost: math.NaN(), StrongestLeak: math.NaN(), Chance: math.NaN()}
+	train := o.train
+	if train == nil {
+		train = run.Train
+	}
+	t0 := clk.now()
+	sum, err := train(ctx, cfg, opt)
+	clk.record(clk.now().Sub(t0))
 	if ctx.Err() != nil {
-		return row, fmt.Errorf("plan stopped during setting %d (%s), which is dropped: %w", i+1, row.Legend, errors.Join(context.Cause(ctx), err))
+		what := fmt.Sprintf("setting %d (%s)", j.index+1, legend)
+		if j.confirm > 0 {
+			what = fmt.Sprintf("the confirmation of setting %d (%s) with seed %d", j.index+1, legend, cfg.Seed)
+		}
+		return row, fmt.Errorf("plan stopped during %s, which is dropped: %w", what, errors.Join(context.Cause(ctx), err))
 	}
 	if err != nil {
 		row.Err = err.Error()
-		o.logger().Warn(fmt.Sprintf("setting %d (%s) failed: %v", i+1, row.Legend, err))
+		o.logger().Warn(fmt.Sprintf("setting %d (%s), seed %d, failed: %v", j.index+1, legend, cfg.Seed, err))
 		return row, nil
 	}
 	figures(&row, sum, o.Threat.MaxLeak)
 	return row, nil
+}
+
+// clock is a plan's time: the budget's deadline and the durations of
+// the runs of this invocation.
+type clock struct {
+	now      func() time.Time
+	deadline time.Time
+	longest  time.Duration
+	total    time.Duration
+	runs     int
+}
+
+// left is the budget's time left.
+func (c *clock) left() time.Duration { return c.deadline.Sub(c.now()) }
+
+// allows says whether a run may start: time is left, and no less than
+// the longest run so far took plus reserve.
+func (c *clock) allows(reserve time.Duration) bool {
+	left := c.left()
+	return left > 0 && left >= c.longest+reserve
+}
+
+// record counts a run of duration d.
+func (c *clock) record(d time.Duration) {
+	c.longest = max(c.longest, d)
+	c.total += d
+	c.runs++
+}
+
+// mean is the mean duration of the runs so far (0 before the first).
+func (c *clock) mean() time.Duration {
+	if c.runs == 0 {
+		return 0
+	}
+	return c.total / time.Duration(c.runs)
 }
 
 // reindex gives the rows read from plan.csv their places in this
@@ -177,52 +248,81 @@ func costs(rows []Row, th Threat) {
 		ref = rows[0].ValAUC
 	}
 	for i := range rows {
-		r := &rows[i]
-		r.Cost = ref - r.ValAUC
-		r.TDCS = TDCS(r.Leak, r.ValAUC, ref)
-		r.Met = r.Err == "" && !math.IsNaN(r.ValAUC) && !math.IsNaN(r.StrongestLeak) &&
-			(th.MaxLeak == 0 || r.StrongestLeak <= th.MaxLeak) &&
-			(th.MinTDCS == 0 || r.TDCS >= th.MinTDCS)
+		judge(&rows[i], ref, th)
 	}
 }
 
-// recommend returns the index of the cheapest row that meets the limit
-// (smallest cost; tie: least step time, then search order), -1 when none
-// does, and then the three rows nearest the limit (smallest strongest
-// leak, or with a T-DCS floor and no leak limit the largest T-DCS; tie:
-// smallest cost).
+// judge sets r's cost and T-DCS against the reference's validation AUC
+// ref (the reference trained with r's seed) and whether r meets the
+// limits.
+func judge(r *Row, ref float64, th Threat) {
+	r.Cost = ref - r.ValAUC
+	r.TDCS = TDCS(r.Leak, r.ValAUC, ref)
+	r.Met = r.Err == "" && !math.IsNaN(r.ValAUC) && !math.IsNaN(r.StrongestLeak) &&
+		(th.MaxLeak == 0 || r.StrongestLeak <= th.MaxLeak) &&
+		(th.MinTDCS == 0 || r.TDCS >= th.MinTDCS)
+}
+
+// recommend returns the cheapest row that meets the limit on its one
+// seed (candidates' first), -1 when none does, and then the rows nearest
+// the limit (closest): the choice without a confirmation.
 func recommend(rows []Row, th Threat) (int, []Row) {
-	best := -1
+	if c := candidates(rows); len(c) > 0 {
+		return c[0], nil
+	}
+	return -1, closest(rows, th)
+}
+
+// candidates returns the indexes of the rows that meet the limit,
+// cheapest first (smallest cost; tie: least step time, then search
+// order).
+func candidates(rows []Row) []int {
+	var out []int
 	for i, r := range rows {
-		if !r.Met || math.IsNaN(r.Cost) {
-			continue
-		}
-		if best < 0 || r.Cost < rows[best].Cost || (r.Cost == rows[best].Cost && r.StepMS < rows[best].StepMS) {
-			best = i
+		if r.Met && !math.IsNaN(r.Cost) {
+			out = append(out, i)
 		}
 	}
-	if best >= 0 {
-		return best, nil
+	slices.SortStableFunc(out, func(a, b int) int {
+		if c := cmp.Compare(rows[a].Cost, rows[b].Cost); c != 0 {
+			return c
+		}
+		return cmp.Compare(rows[a].StepMS, rows[b].StepMS)
+	})
+	return out
+}
+
+// closest returns the three rows nearest the limit: the smallest
+// strongest leak, or with a T-DCS floor and no leak limit the largest
+// T-DCS (tie: smallest cost). A row trained with several seeds counts with
+// its figures over them (its largest leak, its smallest T-DCS).
+func closest(rows []Row, th Threat) []Row {
+	leak := func(r Row) float64 {
+		if r.Seeds.N > 1 {
+			return r.Seeds.Leak
+		}
+		return r.StrongestLeak
+	}
+	tdcs := func(r Row) float64 {
+		if r.Seeds.N > 1 {
+			return r.Seeds.TDCS
+		}
+		return r.TDCS
 	}
 	var ok []Row
 	for _, r := range rows {
-		if r.Err == "" && !math.IsNaN(r.StrongestLeak) {
+		if r.Err == "" && !math.IsNaN(leak(r)) {
 			ok = append(ok, r)
 		}
 	}
-	less := func(a, b Row) bool {
-		if th.MaxLeak == 0 && a.TDCS != b.TDCS && !math.IsNaN(a.TDCS) && !math.IsNaN(b.TDCS) {
-			return a.TDCS > b.TDCS
+	slices.SortStableFunc(ok, func(a, b Row) int {
+		if ta, tb := tdcs(a), tdcs(b); th.MaxLeak == 0 && ta != tb && !math.IsNaN(ta) && !math.IsNaN(tb) {
+			return cmp.Compare(tb, ta)
 		}
-		if a.StrongestLeak != b.StrongestLeak {
-			return a.StrongestLeak < b.StrongestLeak
+		if c := cmp.Compare(leak(a), leak(b)); c != 0 {
+			return c
 		}
-		return a.Cost < b.Cost
-	}
-	for i := 1; i < len(ok); i++ {
-		for j := i; j > 0 && less(ok[j], ok[j-1]); j-- {
-			ok[j], ok[j-1] = ok[j-1], ok[j]
-		}
-	}
-	return -1, ok[:min(3, len(ok))]
+		return cmp.Compare(a.Cost, b.Cost)
+	})
+	return ok[:min(3, len(ok))]
 }

@@ -17,12 +17,21 @@ type FrontierPoint struct {
 	Method string
 	Leak   float64
 	ValAUC float64
+	// LeakMin and LeakMax, when LeakMax > LeakMin, are the strongest
+	// leak's range over the seeds the setting was trained with, drawn as
+	// a bar through the point.
+	LeakMin, LeakMax float64
+	// Rejected marks a setting within the limit on one seed and not on
+	// every seed (a cross).
+	Rejected bool
 }
 
 // FrontierFigure draws the validation AUC of every setting a plan tried
 // against its strongest attack's leak, one colour per method, the leak
 // limit as a vertical dashed line and the recommended setting (index rec
-// into pts; negative: none) circled. It returns the figure as PNG and SVG;
+// into pts; negative: none) circled, the settings trained with several
+// seeds with their leak's range over the seeds as a horizontal bar and
+// those rejected on a seed crossed. It returns the figure as PNG and SVG;
 // points with a non-finite coordinate are left out.
 func FrontierFigure(pts []FrontierPoint, limit float64, rec int, xlabel string) (pngB, svgB []byte, err error) {
 	p := newPlot("validation AUC vs the strongest attack's leak", xlabel, "validation AUC (selected model)")
@@ -50,6 +59,9 @@ func FrontierFigure(pts []FrontierPoint, limit float64, rec int, xlabel string) 
 		p.Add(s)
 		p.Legend.Add(m, s)
 	}
+	if err := addSeedMarks(p, pts); err != nil {
+		return nil, nil, err
+	}
 	if rec >= 0 && rec < len(pts) {
 		q := pts[rec]
 		if !math.IsNaN(q.Leak) && !math.IsNaN(q.ValAUC) {
@@ -61,7 +73,11 @@ func FrontierFigure(pts []FrontierPoint, limit float64, rec int, xlabel string) 
 			s.GlyphStyle.Radius = vg.Points(7)
 			s.GlyphStyle.Shape = draw.RingGlyph{}
 			p.Add(s)
-			p.Legend.Add("recommended", s)
+			label := "recommended"
+			if q.LeakMax > q.LeakMin {
+				label = "recommended (within the limit on every seed)"
+			}
+			p.Legend.Add(label, s)
 		}
 	}
 	if !math.IsNaN(limit) && !math.IsInf(limit, 0) {
@@ -82,4 +98,54 @@ func FrontierFigure(pts []FrontierPoint, limit float64, rec int, xlabel string) 
 		p.X.Min, p.X.Max = math.Min(p.X.Min, limit), math.Max(p.X.Max, limit*1.05)
 	}
 	return render([][]*plot.Plot{{p}}, 7*vg.Inch, 4.5*vg.Inch, true, nil)
+}
+
+// addSeedMarks draws, for the points trained with several seeds, the
+// range of their leak over the seeds (a bar in the method's colour) and,
+// for those rejected on a seed, a cross; each once in the legend.
+func addSeedMarks(p *plot.Plot, pts []FrontierPoint) error {
+	finite := func(xs ...float64) bool {
+		for _, x := range xs {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return false
+			}
+		}
+		return true
+	}
+	var bar, cross bool
+	for _, q := range pts {
+		if !finite(q.Leak, q.ValAUC) {
+			continue
+		}
+		if q.LeakMax > q.LeakMin && finite(q.LeakMin, q.LeakMax) {
+			l, err := plotter.NewLine(plotter.XYs{{X: q.LeakMin, Y: q.ValAUC}, {X: q.LeakMax, Y: q.ValAUC}})
+			if err != nil {
+				return fmt.Errorf("report: frontier: %w", err)
+			}
+			l.Color = methodColor(q.Method)
+			l.Width = vg.Points(1.5)
+			p.Add(l)
+			if !bar {
+				bar = true
+				key := *l // the legend's sample in a neutral colour: bars take their method's
+				key.Color = refColor
+				p.Legend.Add("leak over the seeds (least to largest)", &key)
+			}
+		}
+		if q.Rejected {
+			s, err := plotter.NewScatter(plotter.XYs{{X: q.Leak, Y: q.ValAUC}})
+			if err != nil {
+				return fmt.Errorf("report: frontier: %w", err)
+			}
+			s.GlyphStyle.Color = noteColor
+			s.GlyphStyle.Radius = vg.Points(5)
+			s.GlyphStyle.Shape = draw.CrossGlyph{}
+			p.Add(s)
+			if !cross {
+				cross = true
+				p.Legend.Add("rejected: within the limit on one seed, not on every seed", s)
+			}
+		}
+	}
+	return nil
 }

@@ -80,13 +80,17 @@ func backdoorOutcome(cfg *config.Config, bd integrity.Backdoor, known []uint64, 
 	if err != nil {
 		return nil, err
 	}
+	cleanRate, _, err := metrics.AttackSuccessRate(clean, av.test.Labels, uint8(cfg.BackdoorTarget))
+	if err != nil {
+		return nil, err
+	}
 	scores := make([]float64, n)
 	for i, v := range clean {
 		scores[i] = float64(v)
 	}
 	auc, _ := metrics.AUC(scores, av.test.Labels, nil)
 	out := &rundir.BackdoorSummary{Attack: cfg.Backdoor, Target: cfg.BackdoorTarget, DryRun: cfg.BackdoorDryRun, Known: len(known), KnownIDs: known, From: cfg.BackdoorFrom,
-		ASR: asr, ASRRows: asrRows, CleanTestAUC: auc}
+		ASR: asr, ASRRows: asrRows, CleanRate: cleanRate, CleanTestAUC: auc}
 	if inf, ok := bd.(interface{ Inferred() []uint64 }); ok && !cfg.BackdoorDryRun {
 		label := make(map[uint64]uint8, len(av.train.IDs))
 		for i, id := range av.train.IDs {
@@ -118,8 +122,8 @@ func recordBackdoor(cfg *config.Config, rec *rundir.Recorder, bd integrity.Backd
 	if err != nil {
 		return err
 	}
-	logf(opt.logger(), "backdoor %s: attack success rate %.4f on %d test rows not of class %d; clean test AUC %.4f",
-		out.Attack, out.ASR, out.ASRRows, out.Target, out.CleanTestAUC)
+	logf(opt.logger(), "backdoor %s: attack success rate %.4f on %d test rows not of class %d (%.4f of them without the trigger); clean test AUC %.4f",
+		out.Attack, out.ASR, out.ASRRows, out.Target, out.CleanRate, out.CleanTestAUC)
 	if out.InferredPrecision != nil {
 		logf(opt.logger(), "backdoor %s: %d training rows held to be of the target class, %.3f of them are",
 			out.Attack, out.Inferred, *out.InferredPrecision)

@@ -51,10 +51,12 @@ func backdoorConfig(t testing.TB, rows int, dataSeed uint64) config.Config {
 }
 
 // TestGradientReplacementSucceedsAboveHonest: on the same table and seed,
-// gradient replacement's attack success rate (its trigger: p3 = p4 = 3)
-// is near 1 where the same trigger on an honestly trained model (a dry
-// run) scores near 0, and the clean test AUC stays within 0.02 of the honest one;
-// summary.json holds both.
+// gradient replacement with VFLAIR's unamplified gradient (γ = 1; its
+// trigger: p3 at its training maximum, p4 at its minimum) succeeds on at
+// least 3 in 4 non-target rows where the same trigger on an honestly
+// trained model (a dry run) scores near 0, and the clean test AUC stays
+// within 0.01 of the honest one (measured 2026-11-27: 0.850 against
+// 0.086, 0.909 against 0.916); summary.json holds both.
 func TestGradientReplacementSucceedsAboveHonest(t *testing.T) {
 	asr := map[bool]float64{}
 	auc := map[bool]float64{}
@@ -62,6 +64,7 @@ func TestGradientReplacementSucceedsAboveHonest(t *testing.T) {
 		cfg := backdoorConfig(t, 3000, 21)
 		cfg.Seed = 5
 		cfg.Backdoor, cfg.BackdoorDryRun = "gradient_replacement", !attacked
+		cfg.BackdoorAmplify = 1
 		sum, err := Train(context.Background(), cfg, Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -75,10 +78,10 @@ func TestGradientReplacementSucceedsAboveHonest(t *testing.T) {
 			t.Errorf("attacked=%t: clean test AUC %g, the run's final test AUC %g", attacked, sum.Backdoor.CleanTestAUC, sum.TestAUCFinal)
 		}
 	}
-	if asr[true] < 0.9 || asr[false] > 0.2 {
-		t.Errorf("attack success rate %.3f, honest %.3f: want ≥ 0.9 and ≤ 0.2", asr[true], asr[false])
+	if asr[true] < 0.75 || asr[false] > 0.2 {
+		t.Errorf("attack success rate %.3f, honest %.3f: want ≥ 0.75 and ≤ 0.2", asr[true], asr[false])
 	}
-	if math.Abs(auc[true]-auc[false]) > 0.02 {
+	if math.Abs(auc[true]-auc[false]) > 0.01 {
 		t.Errorf("clean test AUC %.3f, honest %.3f", auc[true], auc[false])
 	}
 }

@@ -20,7 +20,7 @@ var detectionSeeds = flag.Int("detection-seeds", 4, "honest and cheating seeds p
 // detector's AUC of cheating against honest by the run's largest score
 // (summary.json integrity), with the attack success rates of the cheating
 // runs.
-func detectionAUC(t *testing.T, attack string, from int64, n int) (map[string]float64, []float64) {
+func detectionAUC(t *testing.T, attack string, from int64, trigger float64, n int) (map[string]float64, []float64) {
 	t.Helper()
 	dets := integrity.DetectorNames()
 	scores := map[string][]float64{}
@@ -32,7 +32,7 @@ func detectionAUC(t *testing.T, attack string, from int64, n int) (map[string]fl
 			cfg.Seed = uint64(100 + seed)
 			cfg.Detectors = dets
 			if cheat {
-				cfg.Backdoor, cfg.BackdoorFrom = attack, from
+				cfg.Backdoor, cfg.BackdoorFrom, cfg.BackdoorTrigger = attack, from, trigger
 			}
 			sum, err := Train(context.Background(), cfg, Options{})
 			if err != nil {
@@ -83,24 +83,39 @@ func fmtScores(s []float64) string {
 // cheating runs (-detection-seeds N of each; 20 for the table of
 // docs/methods/integrity.md, run with -run TestBackdoorDetectionAUC
 // -detection-seeds 20 -v). The outlier_peak detector must separate
-// gradient replacement's runs from the honest ones (AUC ≥ 0.9), the
-// outlier detector VILLAIN's (AUC ≥ 0.75); the other figures are logged.
+// gradient replacement's runs from the honest ones (AUC ≥ 0.9) when its
+// trigger writes 3, outside the [0, 1] the numeric columns are scaled to
+// (the trigger before 2026-11-27); with the default trigger, values the
+// columns take (1, 0), no detector separates them (integrity.md §10), and
+// the test checks only that the attack then succeeds (median success ≥
+// 0.75). The outlier detector must separate VILLAIN's (AUC ≥ 0.75); the
+// other figures are logged.
 func TestBackdoorDetectionAUC(t *testing.T) {
 	if testing.Short() {
-		t.Skip("trains 4 × seeds runs")
+		t.Skip("trains 6 × seeds runs")
 	}
 	for _, tc := range []struct {
-		attack   string
-		from     int64
-		detector string
-		minAUC   float64
-	}{{"gradient_replacement", 24, "outlier_peak", 0.9}, {"villain", 24, "outlier", 0.75}} {
-		auc, asr := detectionAUC(t, tc.attack, tc.from, *detectionSeeds)
+		attack    string
+		from      int64
+		trigger   float64
+		detector  string
+		minAUC    float64
+		minMedASR float64
+	}{
+		{"gradient_replacement", 24, 3, "outlier_peak", 0.9, 0},
+		{"gradient_replacement", 24, 0, "", 0, 0.75},
+		{"villain", 24, 0, "outlier", 0.75, 0},
+	} {
+		auc, asr := detectionAUC(t, tc.attack, tc.from, tc.trigger, *detectionSeeds)
 		for _, d := range slices.Sorted(maps.Keys(auc)) {
-			t.Logf("%s: detector %s AUC %.3f (attack success rates %s)", tc.attack, d, auc[d], fmtScores(asr))
+			t.Logf("%s (trigger %g): detector %s AUC %.3f (attack success rates %s)", tc.attack, tc.trigger, d, auc[d], fmtScores(asr))
 		}
-		if d, want := tc.detector, tc.minAUC; auc[d] < want {
-			t.Errorf("%s: %s detector AUC %.3f, want ≥ %g", tc.attack, d, auc[d], want)
+		if d, want := tc.detector, tc.minAUC; d != "" && auc[d] < want {
+			t.Errorf("%s (trigger %g): %s detector AUC %.3f, want ≥ %g", tc.attack, tc.trigger, d, auc[d], want)
+		}
+		sorted := slices.Sorted(slices.Values(asr))
+		if med := sorted[len(sorted)/2]; med < tc.minMedASR {
+			t.Errorf("%s (trigger %g): median attack success rate %.3f, want ≥ %g", tc.attack, tc.trigger, med, tc.minMedASR)
 		}
 	}
 }

@@ -264,6 +264,10 @@ func adoptAuto(old, cur *config.Config) {
 			if cur.Select == "" {
 				cur.Select = old.Select
 			}
+		case "wide_dense":
+			if cur.WideDense == "" {
+				cur.WideDense = old.WideDense
+			}
 		}
 	}
 	if cur.EvalBatch == 0 {

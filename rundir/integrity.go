@@ -112,6 +112,11 @@ type BackdoorSummary struct {
 	// ASR and ASRRows: the attack success rate over ASRRows test rows.
 	ASR     float64 `json:"asr"`
 	ASRRows int     `json:"asr_rows"`
+	// CleanRate is the same share without the trigger: the clean
+	// model's rate of those rows predicted as the target (its
+	// false-positive rate for target 1), the floor a harmless trigger
+	// leaves the attack success rate at.
+	CleanRate float64 `json:"clean_rate"`
 	// CleanTestAUC is the final models' test AUC without the trigger.
 	CleanTestAUC float64 `json:"clean_test_auc"`
 	// Inferred and InferredPrecision, for an attack that infers which

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Checks a plan's recommendation on the test split (experiments/plan-acceptance.md): trains the plan's
-# recheck sweep (the recommended setting with seeds 2-4, PLANDIR/recheck) and no defence with the same
-# seeds and attacks (PLANDIR/none-sS), then scripts/plan-acceptance.py prints the table.
+# recheck sweep (the recommended setting with three seeds the plan never trained, on the plan's test
+# split: PLANDIR/recheck) and no defence with the same seeds, split and attacks (PLANDIR/none-sS), then
+# scripts/plan-acceptance.py prints the table.
 #
 #   splitguard plan --format csv --data DIR/tables/pima.csv --label diabetes --positive pos \
 #       --max-leak 0.4 --budget 10m --out PLANDIR
@@ -16,10 +17,14 @@ pos=${5:?usage: plan-acceptance.sh SPLITGUARD PLANDIR TABLE.csv LABEL POSITIVE}
 [ -f "$p/recheck-sweep.yaml" ] || { echo "$p/recheck-sweep.yaml: no recommendation in this plan" >&2; exit 1; }
 # The threat's attacks: the list under "attacks:" in the sweep's base.
 attacks=$(awk '/^    attacks:/{on=1; next} on && /^        - /{printf "%s%s", sep, $2; sep=","; next} {on=0}' "$p/recheck-sweep.yaml")
+# The sweep's seeds ("seeds: [4, 5, 6]") and the plan's data seed ("split_seed: 1").
+seeds=$(sed -n 's/^seeds: \[\(.*\)\]/\1/p' "$p/recheck-sweep.yaml" | tr -d ' ' | tr ',' ' ')
+split=$(awk '/^    split_seed:/{print $2}' "$p/recheck-sweep.yaml")
+[ -n "$seeds" ] && [ -n "$split" ] || { echo "$p/recheck-sweep.yaml: no seeds or split_seed" >&2; exit 1; }
 rm -rf "$p/recheck"
 "$sg" sweep "$p/recheck-sweep.yaml" --out "$p/recheck" > "$p/recheck.log" 2>&1
-for s in 2 3 4; do
+for s in $seeds; do
   rm -rf "$p/none-s$s"
   "$sg" train --format csv --data "$data" --label "$label" --positive "$pos" --attacks "$attacks" \
-    --seed "$s" --out "$p/none-s$s" > "$p/none-s$s.log" 2>&1
+    --seed "$s" --split-seed "$split" --out "$p/none-s$s" > "$p/none-s$s.log" 2>&1
 done

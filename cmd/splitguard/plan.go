@@ -26,6 +26,7 @@ func newPlanCmd() *cobra.Command {
 	cfg := config.Default()
 	cfg.Attacks = nil
 	var configFile string
+	confirmSeeds := plan.DefaultConfirmSeeds
 	o := plan.Options{Threat: plan.Threat{MaxLeak: 0.1}, Budget: 10 * time.Minute}
 	cmd := &cobra.Command{
 		Use:   "plan --data PATH --out DIR [--max-leak X] [--budget D] [flags]",
@@ -33,7 +34,8 @@ func newPlanCmd() *cobra.Command {
 		Long: "plan trains every registered defence at a few strengths (no defence first), each on the training split,\n" +
 			"scores it on the validation split only (validation AUC of the selected model; every attack's q95 |leak AUC − ½|\n" +
 			"over the training batches, summary.json leak q95_abs, at every layer), and recommends the setting with the\n" +
-			"smallest validation-AUC cost against no defence whose strongest attack stays within --max-leak. It writes\n" +
+			"smallest validation-AUC cost against no defence whose strongest attack stays within --max-leak on the plan's seed\n" +
+			"and on --confirm-seeds further seeds (the next cheapest when a seed exceeds it). It writes\n" +
 			"plan.csv, frontier.svg and recommended.yaml (for train/active/passive/sweep --config) into --out; rerun the\n" +
 			"same command to continue an interrupted or budget-limited plan. Table, model and schedule flags are train's;\n" +
 			"--attacks (default: the cheap label-free attacks) and --tuned-known are the threat. See docs/methods/plan.md.\n\n" + exitStatusHelp,
@@ -59,6 +61,13 @@ func newPlanCmd() *cobra.Command {
 					final.Attacks = nil
 				}
 			}
+			if confirmSeeds < 0 {
+				return fmt.Errorf("--confirm-seeds %d: want 0 (none) or more", confirmSeeds)
+			}
+			o.ConfirmSeeds = confirmSeeds
+			if confirmSeeds == 0 {
+				o.ConfirmSeeds = plan.NoConfirm
+			}
 			if cmd.Flags().Changed("min-tdcs") && !cmd.Flags().Changed("max-leak") {
 				o.Threat.MaxLeak = 0 // the T-DCS floor is the limit
 			}
@@ -75,6 +84,7 @@ func newPlanCmd() *cobra.Command {
 	fs.Float64Var(&o.Threat.MinTDCS, "min-tdcs", 0, "T-DCS floor: the setting's T-DCS (VFLAIR's defence capability score over the attacks, validation AUC against no defence's; docs/methods/plan.md) at least this; alone, or with --max-leak both must hold")
 	fs.DurationVar(&o.Budget, "budget", o.Budget, "time of this invocation: no setting starts after it (nor when less is left than the longest setting took)")
 	fs.Int64Var(&o.MaxSteps, "steps", o.MaxSteps, fmt.Sprintf("training steps per setting at most: the data-driven schedule capped (0: %d)", plan.DefaultMaxSteps))
+	fs.IntVar(&confirmSeeds, "confirm-seeds", confirmSeeds, "further seeds (on the same test split) the cheapest setting within the limit is trained with; it is recommended only within the limit on every seed, else the next cheapest is tried (0: none, the choice on one seed)")
 	fs.IntVar(&o.Grid, "grid", o.Grid, fmt.Sprintf("strengths per defence, log-spaced (0: %d)", plan.DefaultGrid))
 	fs.StringSliceVar(&o.Defences, "defences", o.Defences, "search only these defences: "+strings.Join(append(protect.Names(), protect.AddOnNames()...), ", ")+" (default: every one)")
 	return cmd
@@ -118,21 +128,42 @@ func printPlan(w io.Writer, o plan.Options, res *plan.Result) {
 		fmt.Fprintf(w, " with their tuned attackers (%d known labels per batch)", o.Threat.Known)
 	}
 	fmt.Fprintln(w)
-	if res.BudgetSpent {
-		fmt.Fprintf(w, "the budget (%v) ended the search: rerun the same command to try the other %d settings\n", o.Budget, res.Total-len(res.Rows))
+	if left := res.Total - len(res.Rows); res.BudgetSpent && left > 0 {
+		fmt.Fprintf(w, "the budget (%v) ended the search: rerun the same command to try the other %d settings\n", o.Budget, left)
 	}
 	fmt.Fprintf(w, "limit: %s\n", o.Threat.Limits())
+	for _, r := range res.Rejected {
+		fmt.Fprintf(w, "rejected: %s — within the limit with the plan's seed, not with every seed: strongest leak %.4f, then up to %.4f over %d seeds; T-DCS %.4f, then down to %.4f\n",
+			r.Legend, r.StrongestLeak, r.Seeds.Leak, r.Seeds.N, r.TDCS, r.Seeds.TDCS)
+	}
 	if res.Recommended >= 0 {
 		r := res.Rows[res.Recommended]
 		fmt.Fprintf(w, "recommended: %s — validation AUC %.4f (cost %.4f against no defence), strongest attack %s at %.4f, T-DCS %.4f, %.1f ms per step\n",
 			r.Legend, r.ValAUC, r.Cost, r.Strongest, r.StrongestLeak, r.TDCS, r.StepMS)
+		if f := r.Seeds; f.N > 1 {
+			fmt.Fprintf(w, "confirmed on %d seeds: strongest leak %.4f to %.4f, cost %.4f on average (%.4f to %.4f), T-DCS at least %.4f\n",
+				f.N, f.LeakLo, f.Leak, f.Cost, f.CostLo, f.CostHi, f.TDCS)
+		}
 		fmt.Fprintf(w, "configuration: %s (splitguard train --config %s --out DIR)\n", res.Recommendation, res.Recommendation)
 		return
 	}
-	fmt.Fprintln(w, "nothing meets the limit within the budget; the closest settings:")
+	if res.Pending >= 0 {
+		fmt.Fprintf(w, "no recommendation yet: the budget ended while confirming %s on %d further seeds; rerun the same command to continue\n",
+			res.Rows[res.Pending].Legend, res.ConfirmSeeds)
+		return
+	}
+	what := "nothing meets the limit within the budget"
+	if len(res.Rejected) > 0 {
+		what = "nothing meets the limit on every seed within the budget"
+	}
+	fmt.Fprintf(w, "%s; the closest settings:\n", what)
 	floor := math.Inf(1)
 	for _, r := range res.Closest {
-		fmt.Fprintf(w, "  %-34s strongest %s at %.4f (chance floor %.4f), T-DCS %.4f, validation AUC %.4f (cost %.4f)\n", r.Legend, r.Strongest, r.StrongestLeak, r.Chance, r.TDCS, r.ValAUC, r.Cost)
+		seeds := ""
+		if r.Seeds.N > 1 {
+			seeds = fmt.Sprintf(", largest over %d seeds %.4f", r.Seeds.N, r.Seeds.Leak)
+		}
+		fmt.Fprintf(w, "  %-34s strongest %s at %.4f%s (chance floor %.4f), T-DCS %.4f, validation AUC %.4f (cost %.4f)\n", r.Legend, r.Strongest, r.StrongestLeak, seeds, r.Chance, r.TDCS, r.ValAUC, r.Cost)
 		floor = math.Min(floor, r.Chance)
 	}
 	if o.Threat.MaxLeak > 0 && floor > o.Threat.MaxLeak {
@@ -162,6 +193,9 @@ func newPlanProgress(w io.Writer) *planProgress {
 func (p *planProgress) update(s plan.Progress) {
 	left := max(0, s.Left).Round(time.Second)
 	desc := fmt.Sprintf("%s  batch %d/%d  %v left", s.Setting, s.Step, s.Steps, left)
+	if s.Confirm > 0 {
+		desc = fmt.Sprintf("confirming %s, seed %d of %d  batch %d/%d  %v left", s.Setting, s.Confirm, s.ConfirmSeeds, s.Step, s.Steps, left)
+	}
 	if p.bar != nil {
 		if p.bar.GetMax64() != int64(s.Total) {
 			p.bar.ChangeMax64(int64(s.Total))
@@ -172,6 +206,10 @@ func (p *planProgress) update(s plan.Progress) {
 	}
 	if time.Since(p.last) >= 5*time.Second {
 		p.last = time.Now()
+		if s.Confirm > 0 {
+			fmt.Fprintln(p.w, desc)
+			return
+		}
 		fmt.Fprintf(p.w, "setting %d/%d  %s\n", s.Done+1, s.Total, desc)
 	}
 }

@@ -23,12 +23,12 @@ func TestPlanCLI(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stdout)
 	}
-	for _, want := range []string{"3 of 3 settings tried", "limit: strongest attack's q95 |leak AUC − ½|", "recommended:", "train --config"} {
+	for _, want := range []string{"3 of 3 settings tried", "limit: strongest attack's q95 |leak AUC − ½|", "recommended:", "confirmed on 3 seeds", "train --config"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}
 	}
-	for _, f := range []string{"plan.csv", "frontier.svg", "recommended.yaml"} {
+	for _, f := range []string{"plan.csv", "confirm.csv", "frontier.svg", "recommended.yaml"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Error(err)
 		}
@@ -54,6 +54,12 @@ func TestPlanCLI(t *testing.T) {
 	stdout, err = runCLI(t, tiny...)
 	if err != nil || !strings.Contains(stdout, "1 of 3 settings tried") || !strings.Contains(stdout, "the budget (1ns) ended the search") {
 		t.Errorf("tiny budget: %v\n%s", err, stdout)
+	}
+	// No confirmation: no confirm.csv, no confirmation line.
+	noConf := append(slices.Clone(args[:len(args)-2]), "--confirm-seeds", "0", "--out", t.TempDir())
+	stdout, err = runCLI(t, noConf...)
+	if _, serr := os.Stat(filepath.Join(noConf[len(noConf)-1], "confirm.csv")); err != nil || strings.Contains(stdout, "confirmed on") || !os.IsNotExist(serr) {
+		t.Errorf("--confirm-seeds 0: %v, confirm.csv %v\n%s", err, serr, stdout)
 	}
 	// A config file without attacks: the plan's default attacks, not norm alone.
 	cfgFile := filepath.Join(t.TempDir(), "c.yaml")
@@ -98,6 +104,7 @@ func TestPlanCLIBadFlags(t *testing.T) {
 		{[]string{"--attacks", "completion"}, "test split"},
 		{[]string{"--out", ""}, "--out: the plan's directory is required"},
 		{[]string{"--budget", "ten"}, `invalid argument "ten" for "--budget"`},
+		{[]string{"--confirm-seeds", "-1"}, "--confirm-seeds -1: want 0 (none) or more"},
 	} {
 		args := append([]string{"plan", "--synth-rows", "300", "--out", out}, c.args...)
 		if _, err := runCLI(t, args...); err == nil || !strings.Contains(err.Error(), c.want) {

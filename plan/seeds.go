@@ -1,0 +1,72 @@
+package plan
+
+import (
+	"math"
+	"strconv"
+)
+
+// Verdicts of a setting's confirmation (SeedFigures.Verdict, plan.csv
+// column confirmation).
+const (
+	// Confirmed: the setting meets the limits on the plan's seed and on
+	// every confirmation seed.
+	Confirmed = "confirmed"
+	// Rejected: it meets them on the plan's seed but not on a
+	// confirmation seed (or that seed's run failed).
+	Rejected = "rejected"
+	// Pending: the budget ended before every confirmation seed was
+	// trained; a rerun continues.
+	Pending = "pending"
+)
+
+// SeedFigures sums up one setting's figures over the plan's seed and the
+// confirmation seeds trained (a seed's cost and T-DCS are against the
+// reference trained with the same seed).
+type SeedFigures struct {
+	// N is the number of seeds with a row, the plan's included; a
+	// failed run counts.
+	N int
+	// Leak is the largest strongest leak over the seeds, the statistic
+	// the confirmation judges; LeakLo the smallest.
+	Leak, LeakLo float64
+	// TDCS is the smallest T-DCS over the seeds.
+	TDCS float64
+	// Cost is the mean cost over the seeds, CostLo and CostHi the
+	// smallest and the largest.
+	Cost, CostLo, CostHi float64
+	// Verdict is the confirmation's (Confirmed, Rejected, Pending), empty
+	// for a setting not confirmed.
+	Verdict string
+}
+
+// seedColumns are plan.csv's columns of SeedFigures.
+var seedColumns = []string{"confirm_seeds", "confirm_leak_max", "confirm_leak_min", "confirm_tdcs_min", "confirm_cost_mean", "confirm_cost_min", "confirm_cost_max", "confirmation"}
+
+// columns renders the figures in seedColumns' order: empty for a row
+// trained with one seed only (and for confirm.csv's rows).
+func (f SeedFigures) columns() []string {
+	if f.N < 2 {
+		out := make([]string, len(seedColumns))
+		out[len(out)-1] = f.Verdict
+		return out
+	}
+	return []string{strconv.Itoa(f.N), fmtF(f.Leak), fmtF(f.LeakLo), fmtF(f.TDCS), fmtF(f.Cost), fmtF(f.CostLo), fmtF(f.CostHi), f.Verdict}
+}
+
+// sumSeeds returns the figures of rows, one setting's rows at different
+// seeds (a failed run's NaNs make the statistics NaN: a setting whose run
+// failed at a seed has no figure that holds).
+func sumSeeds(rows []Row) SeedFigures {
+	f := SeedFigures{N: len(rows), Leak: math.Inf(-1), LeakLo: math.Inf(1), TDCS: math.Inf(1), CostLo: math.Inf(1), CostHi: math.Inf(-1)}
+	for _, r := range rows {
+		if r.Err != "" {
+			r.StrongestLeak, r.TDCS, r.Cost = math.NaN(), math.NaN(), math.NaN()
+		}
+		f.Leak, f.LeakLo = math.Max(f.Leak, r.StrongestLeak), math.Min(f.LeakLo, r.StrongestLeak)
+		f.TDCS = math.Min(f.TDCS, r.TDCS)
+		f.Cost += r.Cost
+		f.CostLo, f.CostHi = math.Min(f.CostLo, r.Cost), math.Max(f.CostHi, r.Cost)
+	}
+	f.Cost /= float64(len(rows))
+	return f
+}
