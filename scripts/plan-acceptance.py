@@ -106,7 +106,7 @@ def main():
             aucs.append(f'{p["test_auc_selected"]:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]')
             costs.append(f'{n["test_auc_selected"] - p["test_auc_selected"]:+.3f}')
             k, q, c = strongest(p)
-            leaks.append(f"{q:.3f} ({c:.3f}) {k}")
+            leaks.append(f"{q:.4f} ({c:.3f}) {k}")
             ok = not limit or q <= limit
             if floor:
                 t = tdcs(p, n["test_auc_selected"])
