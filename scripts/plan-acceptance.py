@@ -6,8 +6,9 @@ cost, and with a confirmation the cost's mean and range and the strongest
 leak's range over the plan's seed and the confirmation seeds), and for the
 fresh seeds of recheck-sweep.yaml the recommended setting's test AUC (its 95%
 bootstrap interval), the test cost against no defence at the same seed (the
-same test split), the strongest leak against its chance floor and whether
-it meets the limit. With a T-DCS floor (plan --min-tdcs) it also prints each
+same test split; in brackets against no defence capped at the plan's
+max_steps, when scripts/plan-acceptance.sh trained it), the strongest leak
+against its chance floor and whether it meets the limit. With a T-DCS floor (plan --min-tdcs) it also prints each
 fresh seed's T-DCS on the test split, recomputed here from the runs' figures
 (see tdcs below), and a seed meets the plan's limits only when it meets both.
 
@@ -70,7 +71,7 @@ def fresh_seeds(d):
 def main():
     print("| table | limit | recommended (rejected first) | plan: val AUC, cost on its seed; cost over the seeds, mean [range] | "
           "plan: strongest leak, its seed (chance); range over the seeds | fresh seeds | test AUC [95% bootstrap] | "
-          "test cost vs no defence | strongest leak (chance)[, T-DCS] | met |")
+          "test cost vs no defence (capped as the plan) | strongest leak (chance)[, T-DCS] | met |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for d in sys.argv[1:]:
         pj = json.load(open(os.path.join(d, "plan.json")))
@@ -105,6 +106,10 @@ def main():
             ci = p.get("test_auc_selected_ci95") or [float("nan")] * 2
             aucs.append(f'{p["test_auc_selected"]:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]')
             costs.append(f'{n["test_auc_selected"] - p["test_auc_selected"]:+.3f}')
+            capped = os.path.join(d, f"nonecap-s{s}", "summary.json")
+            if os.path.exists(capped):
+                c = json.load(open(capped))
+                costs[-1] += f' ({c["test_auc_selected"] - p["test_auc_selected"]:+.3f})'
             k, q, c = strongest(p)
             leaks.append(f"{q:.4f} ({c:.3f}) {k}")
             ok = not limit or q <= limit
