@@ -44,9 +44,9 @@ func TestBenchWholeRunRuns(t *testing.T) {
 		if !(r.Seconds > 0 && r.RunPerSecond > 0 && r.Bench > 0 && r.Ratio > 0 && r.Batch > 0) {
 			t.Errorf("row %+v has an empty figure", r)
 		}
-		if math.Abs(r.Ratio*r.Bench-r.RunPerSecond) > 0.5*r.RunPerSecond {
-			t.Errorf("row %+v: the ratio is far from run/bench", r)
-		}
+		// The ratio is the median of each round's own ratio (checked by
+		// hand in TestWholeRunRows), not the ratio of the medians: under a
+		// varying load the two differ by any amount, so no bound here.
 	}
 }
 
