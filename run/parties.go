@@ -262,7 +262,7 @@ func trainParties(ctx context.Context, cfg config.Config, split *data.Split, tra
 	}
 	defer rec.Close()
 	rec.SetParties(audits)
-	grd, err := cfg.NewGuard()
+	grd, err := cfg.NewPartyGuard(names, cols)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,33 @@
+package config
+
+import "github.com/splitguard/splitguard/integrity"
+
+// validatePartyDetectors checks the detectors of a run of several
+// passive parties: only cross-party ones (integrity.IsCrossParty), which
+// read each party's block of the combined embedding and so need
+// aggregation concat.
+func (c *Config) validatePartyDetectors(bad func(string, ...any)) {
+	for _, d := range c.Detectors {
+		if !integrity.IsCrossParty(d) {
+			bad("detector %s scores one passive party's embedding; with several passive parties only the cross-party detectors run (key detectors)", d, keyArg("detectors"))
+			continue
+		}
+		if c.AggregationOr() != AggregationConcat {
+			bad("detector %s reads each passive party's block of the embedding, which only aggregation concat keeps apart (key aggregation)", d, keyArg("aggregation"))
+		}
+	}
+}
+
+// NewPartyGuard returns the guard of a run of several passive parties:
+// NewGuard told the parties' names and their columns of the combined
+// embedding.
+func (c *Config) NewPartyGuard(names []string, cols [][2]int) (*integrity.Guard, error) {
+	g, err := c.NewGuard()
+	if err != nil {
+		return nil, err
+	}
+	if err := g.SetParties(names, cols); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
