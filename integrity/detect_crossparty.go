@@ -4,25 +4,23 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/splitguard/splitguard/internal/buf"
 	"github.com/splitguard/splitguard/nn"
 	"github.com/splitguard/splitguard/tensor"
 )
 
-// The cross-party detector's settings (the warm-up, the forgetting
-// weight, the inlier bound τ, the learning rate and the seed are the
-// autoencoder detector's: aeWarmup, aeDecay, aeTau, aeLR, aeSeed).
-const (
-	// cpSDFloor: the standard deviation a party's batch error is z-scored
-	// by is at least cpSDFloor times its running mean (a history of equal
-	// batches would otherwise divide by zero).
-	cpSDFloor = 0.05
-)
+// cpSDFloor: the standard deviation a batch error is z-scored by is at
+// least cpSDFloor times its running mean (a history of equal batches
+// would otherwise divide by zero). The cross-party detector's other
+// settings are the autoencoder detector's: aeWarmup, aeDecay, aeTau,
+// aeLR, aeSeed.
+const cpSDFloor = 0.05
 
 func init() {
 	RegisterDetector(DetectorSpec{Name: "vflip",
-		Help: "VFLIP's cross-party reconstruction (several passive parties): a masked autoencoder trained online on the concatenated embeddings reconstructs each party's block from the other parties'; a party scores the z-score of its batch's reconstruction error against its own history, the detector the largest",
+		Help: "VFLIP's cross-party reconstruction (several passive parties, aggregation concat): a masked autoencoder trained online on the concatenated embeddings reconstructs each party's block from each other party's; a party scores the majority vote of the z-scores of those errors against their history, the detector the largest",
 		New:  func() Detector { return &crossParty{} }})
 }
 
@@ -40,22 +38,33 @@ type CrossPartyDetector interface {
 }
 
 // crossParty is the identification part of VFLIP (Cho et al., ESORICS
-// 2024) for K ≥ 2 passive parties under concat. The active party's rows
+// 2024) for K ≥ 2 passive parties under concat, online. The rows
 // e = [e_1 | … | e_K] are standardised column by column by running
-// moments (as the autoencoder detector's, with the variance floor a
-// tenth of the mean variance of the column's own block). A masked
-// autoencoder D → h = max(8, 2D) (ReLU) → D (no bottleneck: the mask is what keeps it from copying; 2D units represent a linear map with a ReLU pair per dimension), D = Σ d_k, reconstructs
-// block k from the row with block k set to zero; party k's error on a
-// row is the mean squared error over its block's columns. On each batch
-// the detector masks every party in turn: party k's batch error m_k is
-// the mean of its rows' errors, and after the ten-batch warm-up its
-// score is z_k = (m_k − μ_k) / max(σ_k, 0.05 μ_k), μ_k and σ² the
-// running mean and variance of its earlier batch errors (inlier rows
-// only; an average over the warm-up, then exponential forgetting with
-// weight 0.1). The detector's score is max_k z_k. The network, the
-// moments and the histories then learn from the batch's inlier rows,
-// those whose every party's error is at most 10 × μ_k: one Adam step
-// per masked party, on the loss Σ_k mean_i err_ik of the inliers.
+// moments (as the autoencoder detector's, the variance floor a tenth of
+// the mean variance of the column's own block). A masked autoencoder
+// D → h = max(8, 2D) (ReLU) → D, D = Σ d_k, sees a row with some blocks
+// set to zero and reconstructs them (no bottleneck: the mask keeps it
+// from copying; 2D units give a ReLU pair per dimension for a linear
+// map). It learns VFLIP's two tasks, each party alone masked ("N−1 to
+// 1") and every party but one masked ("1 to 1"; the same masks when
+// K = 2), one Adam step per mask and batch on the sum over the masked
+// blocks of the rows' mean squared error over the block's columns.
+//
+// Scoring uses the "1 to 1" masks: m_ij, the batch's mean error of block
+// i reconstructed from block j alone, is z-scored against its history,
+// z_ij = (m_ij − μ_ij) / max(σ_ij, 0.05 μ_ij) (μ_ij and σ²_ij the
+// running mean and variance of earlier batches' errors over their inlier
+// rows: an average over the warm-up, then exponential forgetting with
+// weight 0.1). Party i's score is the (⌊(K−1)/2⌋+1)-th largest of its
+// K−1 z-scores: it reaches a threshold exactly when a majority of the
+// other parties vote that i's block disagrees with theirs (VFLIP's vote,
+// taken per batch, not per row). A party whose block is out of line
+// raises every z_ij of its own but only one of each other party's. With
+// K = 2 the two parties' scores are the same evidence: the detector sees
+// a disagreement and cannot say whose. The detector's score is the
+// largest party score (0 during the ten-batch warm-up). The network, the
+// moments and the histories learn from the batch's inlier rows only,
+// those whose every error is at most 10 μ_ij.
 type crossParty struct {
 	names    []string
 	cols     [][2]int
@@ -69,13 +78,14 @@ type crossParty struct {
 
 	z, x, dy  tensor.Matrix
 	masks     [][]int       // the sets of parties masked together (masksOf)
-	merr      [][][]float64 // merr[m][i][r]: mask m's i-th party's error on row r
-	err       [][]float64   // err[k][r]: party k's error on row r, the least over its masks
+	keep      []int         // keep[j]: the mask hiding every party but j
+	merr      [][][]float64 // merr[m][i][r]: mask m's i-th masked party's error on row r
 	inlier    []bool
 	inlierCnt int
-	errMean   []float64 // μ_k
-	errVar    []float64 // σ²_k
-	scores    []float64 // z_k of the last batch
+	pairMean  [][]float64 // μ_ij (i ≠ j)
+	pairVar   [][]float64 // σ²_ij
+	z1        []float64   // scratch: one party's K−1 z-scores
+	scores    []float64   // each party's score of the last batch
 }
 
 func (c *crossParty) Name() string { return "vflip" }
@@ -95,13 +105,38 @@ func (c *crossParty) SetBlocks(names []string, cols [][2]int) error {
 		}
 		at = b[1]
 	}
-	c.names, c.cols, c.width = append([]string(nil), names...), append([][2]int(nil), cols...), at
+	c.names, c.cols, c.width = slices.Clone(names), slices.Clone(cols), at
 	c.reset()
 	return nil
 }
 
 // PartyScores implements CrossPartyDetector.
 func (c *crossParty) PartyScores() []float64 { return c.scores }
+
+// masksOf lists the sets of k parties masked together: each party alone,
+// then (k ≥ 3) every party but one; keep[j] is the mask hiding every
+// party but j.
+func masksOf(k int) (masks [][]int, keep []int) {
+	keep = make([]int, k)
+	for a := range k {
+		masks = append(masks, []int{a})
+	}
+	if k == 2 {
+		keep[0], keep[1] = 1, 0
+		return masks, keep
+	}
+	for j := range k {
+		var m []int
+		for a := range k {
+			if a != j {
+				m = append(m, a)
+			}
+		}
+		keep[j] = len(masks)
+		masks = append(masks, m)
+	}
+	return masks, keep
+}
 
 // reset starts afresh.
 func (c *crossParty) reset() {
@@ -114,17 +149,20 @@ func (c *crossParty) reset() {
 	c.dec = nn.NewDense(h, d, nn.GlorotUniform, rng)
 	c.params = append(append([]*nn.Param(nil), c.enc.Params()...), c.dec.Params()...)
 	c.opt = nn.NewAdam(aeLR)
-	c.err = make([][]float64, k)
-	c.masks = masksOf(k)
+	c.masks, c.keep = masksOf(k)
 	c.merr = make([][][]float64, len(c.masks))
 	for m, mask := range c.masks {
 		c.merr[m] = make([][]float64, len(mask))
 	}
-	c.errMean, c.errVar, c.scores = make([]float64, k), make([]float64, k), make([]float64, k)
+	c.pairMean, c.pairVar = make([][]float64, k), make([][]float64, k)
+	for i := range k {
+		c.pairMean[i], c.pairVar[i] = make([]float64, k), make([]float64, k)
+	}
+	c.z1, c.scores = make([]float64, 0, k), make([]float64, k)
 }
 
-// Observe implements Detector. It panics on an embedding whose width is
-// not the blocks' (Guard checks both before).
+// Observe implements Detector. It panics before SetBlocks or on an
+// embedding whose width is not the blocks' (Guard checks both before).
 func (c *crossParty) Observe(_ int64, e *tensor.Matrix) float64 {
 	if c.cols == nil {
 		panic("integrity: detector vflip observed a batch before its parties' blocks were set")
@@ -142,15 +180,39 @@ func (c *crossParty) Observe(_ int64, e *tensor.Matrix) float64 {
 		for m := range c.masks {
 			c.reconstruct(m)
 		}
-		c.robustErrors(e.Rows)
 	}
-	c.inlier = buf.Grow(c.inlier, e.Rows)
+	c.markInliers(e.Rows, warm)
+	score := 0.0
+	if warm {
+		score = math.Inf(-1)
+		for i := range c.cols {
+			c.scores[i] = c.partyScore(i, e.Rows)
+			score = max(score, c.scores[i])
+		}
+	}
+	c.learn(e, warm)
+	return score
+}
+
+// pairErrors is block i's errors on the rows when reconstructed from
+// block j alone.
+func (c *crossParty) pairErrors(i, j int) []float64 {
+	m := c.keep[j]
+	return c.merr[m][slices.Index(c.masks[m], i)]
+}
+
+// markInliers marks the rows whose every pair error is at most τ μ_ij
+// (every row during the warm-up).
+func (c *crossParty) markInliers(rows int, warm bool) {
+	c.inlier = buf.Grow(c.inlier, rows)
 	c.inlierCnt = 0
-	for r := range e.Rows {
+	for r := range rows {
 		in := true
-		for k := range c.cols {
-			if warm && c.err[k][r] > aeTau*c.errMean[k] {
-				in = false
+		for i := range c.cols {
+			for j := range c.cols {
+				if warm && i != j && c.pairErrors(i, j)[r] > aeTau*c.pairMean[i][j] {
+					in = false
+				}
 			}
 		}
 		c.inlier[r] = in
@@ -158,21 +220,26 @@ func (c *crossParty) Observe(_ int64, e *tensor.Matrix) float64 {
 			c.inlierCnt++
 		}
 	}
-	score := 0.0
-	if warm {
-		score = math.Inf(-1)
-		for k := range c.cols {
-			m := 0.0
-			for _, v := range c.err[k][:e.Rows] {
-				m += v
-			}
-			m /= float64(e.Rows)
-			c.scores[k] = (m - c.errMean[k]) / max(math.Sqrt(c.errVar[k]), cpSDFloor*c.errMean[k], 1e-12)
-			score = max(score, c.scores[k])
+}
+
+// partyScore is party i's majority vote: the (⌊(K−1)/2⌋+1)-th largest
+// of its z-scores z_ij over the other parties j.
+func (c *crossParty) partyScore(i, rows int) float64 {
+	c.z1 = c.z1[:0]
+	for j := range c.cols {
+		if j == i {
+			continue
 		}
+		m := 0.0
+		for _, v := range c.pairErrors(i, j)[:rows] {
+			m += v
+		}
+		m /= float64(rows)
+		mu := c.pairMean[i][j]
+		c.z1 = append(c.z1, (m-mu)/max(math.Sqrt(c.pairVar[i][j]), cpSDFloor*mu, 1e-12))
 	}
-	c.learn(e, warm)
-	return score
+	slices.Sort(c.z1)
+	return c.z1[len(c.z1)-(len(c.z1)/2+1)]
 }
 
 // standardise writes e's rows, standardised by the running moments,
@@ -192,24 +259,6 @@ func (c *crossParty) standardise(e *tensor.Matrix) {
 			}
 		}
 	}
-}
-
-// masksOf lists the sets of parties masked together: each party alone,
-// then each pair, when a third party is left to predict them from.
-func masksOf(k int) [][]int {
-	var out [][]int
-	for a := range k {
-		out = append(out, []int{a})
-	}
-	if k < 3 {
-		return out
-	}
-	for a := range k {
-		for b := a + 1; b < k; b++ {
-			out = append(out, []int{a, b})
-		}
-	}
-	return out
 }
 
 // reconstruct runs c.z with mask m's blocks set to zero through the
@@ -245,27 +294,7 @@ func (c *crossParty) reconstruct(m int) {
 	}
 }
 
-// robustErrors sets c.err[k][r], party k's error on row r, to the least
-// of its errors over the masks that hide it: a party whose block is out
-// of line spoils the others' reconstruction only while it is seen, and
-// one of the masks hides it too.
-func (c *crossParty) robustErrors(rows int) {
-	for k := range c.cols {
-		c.err[k] = buf.Grow(c.err[k], rows)
-		for r := range rows {
-			c.err[k][r] = math.Inf(1)
-		}
-	}
-	for m, mask := range c.masks {
-		for i, k := range mask {
-			for r, v := range c.merr[m][i][:rows] {
-				c.err[k][r] = min(c.err[k][r], v)
-			}
-		}
-	}
-}
-
-// learn updates the network, the error histories and the moments from
+// learn updates the error histories, the network and the moments from
 // e's inlier rows (every row during the warm-up).
 func (c *crossParty) learn(e *tensor.Matrix, warm bool) {
 	w := aeDecay
@@ -279,10 +308,15 @@ func (c *crossParty) learn(e *tensor.Matrix, warm bool) {
 		if !warm {
 			ew = 1 / float64(c.batches)
 		}
-		for k := range c.cols {
-			d := c.inlierErr(k) - c.errMean[k]
-			c.errMean[k] += ew * d
-			c.errVar[k] = (1 - ew) * (c.errVar[k] + ew*d*d)
+		for i := range c.cols {
+			for j := range c.cols {
+				if i == j {
+					continue
+				}
+				d := c.inlierMean(c.pairErrors(i, j)) - c.pairMean[i][j]
+				c.pairMean[i][j] += ew * d
+				c.pairVar[i][j] = (1 - ew) * (c.pairVar[i][j] + ew*d*d)
+			}
 		}
 		for m := range c.masks {
 			c.reconstruct(m) // the forward pass again, for this mask's backward
@@ -295,12 +329,12 @@ func (c *crossParty) learn(e *tensor.Matrix, warm bool) {
 	blendMoments(c.mean, c.vr, e, w, func(r int) bool { return c.inlier[r] })
 }
 
-// inlierErr is the mean of party k's errors over the inlier rows.
-func (c *crossParty) inlierErr(k int) float64 {
+// inlierMean is the mean of errs over the inlier rows.
+func (c *crossParty) inlierMean(errs []float64) float64 {
 	s := 0.0
 	for r, in := range c.inlier[:c.z.Rows] {
 		if in {
-			s += c.err[k][r]
+			s += errs[r]
 		}
 	}
 	return s / float64(c.inlierCnt)

@@ -10,7 +10,7 @@ import (
 )
 
 // crossBatch draws rows of three parties' blocks from one latent of
-// dimension 2: block k = latent · basis_k + 0.05 noise, except that
+// dimension 2: block k = latent · basis_k + 0.3 noise, except that
 // party noisy's block is replaced, on its first k rows, by N(0, 1)
 // noise.
 func crossBatch(rng *rand.Rand, basis [][][]float64, rows, noisy, k int) *tensor.Matrix {
@@ -24,7 +24,7 @@ func crossBatch(rng *rand.Rand, basis [][][]float64, rows, noisy, k int) *tensor
 		at := 0
 		for p, b := range basis {
 			for c := range b[0] {
-				x := u*b[0][c] + v*b[1][c] + 0.05*rng.NormFloat64()
+				x := u*b[0][c] + v*b[1][c] + 0.3*rng.NormFloat64()
 				if p == noisy && r < k {
 					x = rng.NormFloat64()
 				}
@@ -36,30 +36,36 @@ func crossBatch(rng *rand.Rand, basis [][][]float64, rows, noisy, k int) *tensor
 	return e
 }
 
-// blockErrors is each party's mean reconstruction error (standardised
-// units) on e, read without learning.
-func blockErrors(c *crossParty, e *tensor.Matrix) []float64 {
+// pairErrorMeans is the mean error of block i reconstructed from block
+// j alone, for every i ≠ j, on e, read without learning.
+func pairErrorMeans(c *crossParty, e *tensor.Matrix) [][]float64 {
 	c.standardise(e)
 	for m := range c.masks {
 		c.reconstruct(m)
 	}
-	c.robustErrors(e.Rows)
-	out := make([]float64, len(c.cols))
-	for k := range c.cols {
-		for _, v := range c.err[k][:e.Rows] {
-			out[k] += v
+	out := make([][]float64, len(c.cols))
+	for i := range c.cols {
+		out[i] = make([]float64, len(c.cols))
+		for j := range c.cols {
+			if i == j {
+				continue
+			}
+			for _, v := range c.pairErrors(i, j)[:e.Rows] {
+				out[i][j] += v
+			}
+			out[i][j] /= float64(e.Rows)
 		}
-		out[k] /= float64(e.Rows)
 	}
 	return out
 }
 
-// TestCrossPartyLinearBlock: with block B = M·A (M invertible) and block
-// C independent of both, each of A and B is a linear function of the
-// other, so after online training their reconstruction errors approach
-// 0; C cannot be predicted from A and B, and the best prediction of a
-// standardised independent block is its mean, with mean squared error 1
-// (its variance): the network's error on C is near 1.
+// TestCrossPartyLinearBlock: with block b = M·a (M invertible) and block
+// c independent of both, each of a and b is a linear function of the
+// other, so after online training the error of reconstructing one from
+// the other approaches 0. Nothing predicts a standardised block from an
+// independent one better than its mean, with mean squared error 1 (its
+// variance): the errors of c from a or b, and of a or b from c, are
+// near 1.
 func TestCrossPartyLinearBlock(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	m := [3][3]float64{{1, 0.5, 0}, {-0.3, 1, 0.4}, {0.2, 0, 1}}
@@ -86,20 +92,23 @@ func TestCrossPartyLinearBlock(t *testing.T) {
 	for step := range 600 {
 		c.Observe(int64(step), batch())
 	}
-	errs := blockErrors(c, batch())
-	t.Logf("errors of blocks a, b, c: %.4f", errs)
-	if errs[0] > 0.05 || errs[1] > 0.05 {
-		t.Errorf("linearly dependent blocks: errors %.4f, %.4f, want ≤ 0.05", errs[0], errs[1])
+	errs := pairErrorMeans(c, batch())
+	t.Logf("errors of block i from block j alone (a, b, c): %.4f", errs)
+	if errs[0][1] > 0.05 || errs[1][0] > 0.05 {
+		t.Errorf("a from b %.4f, b from a %.4f, want ≤ 0.05 (linearly dependent)", errs[0][1], errs[1][0])
 	}
-	if math.Abs(errs[2]-1) > 0.2 {
-		t.Errorf("independent block: error %.4f, want 1 ± 0.2 (its variance)", errs[2])
+	for _, p := range [][2]int{{2, 0}, {2, 1}, {0, 2}, {1, 2}} {
+		if v := errs[p[0]][p[1]]; math.Abs(v-1) > 0.2 {
+			t.Errorf("block %d from block %d: error %.4f, want 1 ± 0.2 (independent: the block's variance)", p[0], p[1], v)
+		}
 	}
 }
 
 // TestCrossPartyNoisyRows: three parties' blocks share one latent; on a
 // batch where party 3's block is noise on 32 of 128 rows, party 3's
-// score rises past 50 while the others' stay below 8 (an honest batch's
-// z-scores reach about 3), and the detector's score is party 3's.
+// score rises past 15 while the others' stay below 3 (each is the
+// smaller of its two z-scores, and the one from party 2's block alone
+// does not see the noise), and the detector's score is party 3's.
 // Honest batches after training score below 5 for every party.
 func TestCrossPartyNoisyRows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
@@ -128,13 +137,13 @@ func TestCrossPartyNoisyRows(t *testing.T) {
 	s := c.Observe(200, crossBatch(rng, basis, 128, 2, 32))
 	ps := c.PartyScores()
 	t.Logf("party scores with party 3 noisy on 32 rows: %v", ps)
-	if ps[2] < 50 || ps[0] >= 8 || ps[1] >= 8 || s != ps[2] {
-		t.Errorf("party scores %v, detector %g: want party 3's ≥ 50 and the detector's, the others' < 8", ps, s)
+	if ps[2] < 15 || ps[0] >= 3 || ps[1] >= 3 || s != ps[2] {
+		t.Errorf("party scores %v, detector %g: want party 3's ≥ 15 and the detector's, the others' < 3", ps, s)
 	}
 }
 
 // TestCrossPartyGradient: the gradient the detector learns from, for
-// each mask (each party alone, each pair), is that of the sum over the
+// each mask (each party alone, every party but one), is that of the sum over the
 // masked parties of the mean over the rows of the party's mean squared
 // reconstruction error, checked by central differences on every encoder
 // and decoder weight.
@@ -144,8 +153,8 @@ func TestCrossPartyGradient(t *testing.T) {
 	if err := c.SetBlocks([]string{"a", "b", "c"}, [][2]int{{0, 2}, {2, 5}, {5, 6}}); err != nil {
 		t.Fatal(err)
 	}
-	if len(c.masks) != 6 {
-		t.Fatalf("masks %v, want 3 parties alone and 3 pairs", c.masks)
+	if len(c.masks) != 6 || c.masks[c.keep[1]][0] != 0 || c.masks[c.keep[1]][1] != 2 {
+		t.Fatalf("masks %v, keep %v: want each party alone, then all but each", c.masks, c.keep)
 	}
 	c.z.Resize(6, 6)
 	for i := range c.z.Data {
@@ -258,5 +267,32 @@ func TestGuardCrossPartyAlarm(t *testing.T) {
 	a, ok := err.(*Alarm)
 	if !ok || !strings.Contains(a.Error(), "passive party telco is suspected") {
 		t.Fatalf("noise on telco's block: %v", err)
+	}
+}
+
+// TestCrossPartyTwoParties: with two parties each block is reconstructed
+// from the other alone, so noise on party 2's rows raises both parties'
+// scores: the detector sees the disagreement (its score rises past 15
+// from below 5 on honest batches) and cannot say whose it is.
+func TestCrossPartyTwoParties(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 20))
+	basis := [][][]float64{
+		{{1, 0.5, 0, -1}, {0, 1, 1, 0.2}},
+		{{0.3, -0.7, 1}, {1, 0.1, -0.5}},
+	}
+	c := &crossParty{}
+	if err := c.SetBlocks([]string{"p1", "p2"}, [][2]int{{0, 4}, {4, 7}}); err != nil {
+		t.Fatal(err)
+	}
+	for step := range 200 {
+		if s := c.Observe(int64(step), crossBatch(rng, basis, 128, -1, 0)); step >= 150 && s >= 5 {
+			t.Errorf("honest batch %d scored %g", step, s)
+		}
+	}
+	c.Observe(200, crossBatch(rng, basis, 128, 1, 32))
+	ps := c.PartyScores()
+	t.Logf("party scores with party 2 noisy on 32 rows: %v", ps)
+	if ps[0] < 15 || ps[1] < 15 {
+		t.Errorf("party scores %v, want both ≥ 15", ps)
 	}
 }
