@@ -36,6 +36,14 @@ func crossBatch(rng *rand.Rand, basis [][][]float64, rows, noisy, k int) *tensor
 	return e
 }
 
+// threeBases are three parties' bases (4, 3 and 4 columns) of one
+// two-dimensional latent, for crossBatch.
+var threeBases = [][][]float64{
+	{{1, 0.5, 0, -1}, {0, 1, 1, 0.2}},
+	{{0.3, -0.7, 1}, {1, 0.1, -0.5}},
+	{{0.8, 0.2, -0.4, 0.6}, {-0.2, 0.9, 0.3, 0}},
+}
+
 // pairErrorMeans is the mean error of block i reconstructed from block
 // j alone, for every i ≠ j, on e, read without learning.
 func pairErrorMeans(c *crossParty, e *tensor.Matrix) [][]float64 {
@@ -112,11 +120,7 @@ func TestCrossPartyLinearBlock(t *testing.T) {
 // Honest batches after training score below 5 for every party.
 func TestCrossPartyNoisyRows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
-	basis := [][][]float64{
-		{{1, 0.5, 0, -1}, {0, 1, 1, 0.2}},
-		{{0.3, -0.7, 1}, {1, 0.1, -0.5}},
-		{{0.8, 0.2, -0.4, 0.6}, {-0.2, 0.9, 0.3, 0}},
-	}
+	basis := threeBases
 	d, err := NewDetector("vflip")
 	if err != nil {
 		t.Fatal(err)
@@ -242,11 +246,7 @@ func TestCrossPartyRefusals(t *testing.T) {
 // whose block was replaced by noise.
 func TestGuardCrossPartyAlarm(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 18))
-	basis := [][][]float64{
-		{{1, 0.5, 0, -1}, {0, 1, 1, 0.2}},
-		{{0.3, -0.7, 1}, {1, 0.1, -0.5}},
-		{{0.8, 0.2, -0.4, 0.6}, {-0.2, 0.9, 0.3, 0}},
-	}
+	basis := threeBases
 	g, err := NewGuard([]string{"vflip"}, map[string]float64{"vflip": 5}, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -276,10 +276,7 @@ func TestGuardCrossPartyAlarm(t *testing.T) {
 // from below 5 on honest batches) and cannot say whose it is.
 func TestCrossPartyTwoParties(t *testing.T) {
 	rng := rand.New(rand.NewPCG(19, 20))
-	basis := [][][]float64{
-		{{1, 0.5, 0, -1}, {0, 1, 1, 0.2}},
-		{{0.3, -0.7, 1}, {1, 0.1, -0.5}},
-	}
+	basis := threeBases[:2]
 	c := &crossParty{}
 	if err := c.SetBlocks([]string{"p1", "p2"}, [][2]int{{0, 4}, {4, 7}}); err != nil {
 		t.Fatal(err)

@@ -16,6 +16,8 @@ type Guard struct {
 	minGain float64
 	scores  map[string]float64
 	parties []string // the passive parties' names (SetParties)
+	// partyKeys: each cross-party detector's score keys, DETECTOR/PARTY
+	partyKeys map[string][]string
 }
 
 // NewGuard returns a guard running the named detectors, which alarms

@@ -37,6 +37,14 @@ func (g *Guard) SetParties(names []string, cols [][2]int) error {
 		if err := cp.SetBlocks(names, cols); err != nil {
 			return err
 		}
+		keys := make([]string, len(names))
+		for k, n := range names {
+			keys[k] = d.Name() + "/" + n
+		}
+		if g.partyKeys == nil {
+			g.partyKeys = map[string][]string{}
+		}
+		g.partyKeys[d.Name()] = keys
 	}
 	g.parties = slices.Clone(names)
 	return nil
@@ -56,8 +64,9 @@ func crossPartyNames() []string {
 // partyScores adds a cross-party detector's per-party scores of the
 // last batch to the guard's scores as "DETECTOR/PARTY".
 func (g *Guard) partyScores(cp CrossPartyDetector) {
+	keys := g.partyKeys[cp.Name()]
 	for k, s := range cp.PartyScores() {
-		g.scores[cp.Name()+"/"+g.parties[k]] = s
+		g.scores[keys[k]] = s
 	}
 }
 
