@@ -16,7 +16,18 @@ import (
 // would otherwise divide by zero). The cross-party detector's other
 // settings are the autoencoder detector's: aeWarmup, aeDecay, aeTau,
 // aeLR, aeSeed.
-const cpSDFloor = 0.05
+const (
+	cpSDFloor = 0.05
+	// cpSDAbs: that standard deviation is also at least cpSDAbs in
+	// standardised units (1 is the error of predicting a column's mean),
+	// so that a block reconstructed almost exactly does not turn the
+	// optimiser's jitter into large z-scores.
+	cpSDAbs = 0.01
+	// cpAllVarFloor: a column's variance is also floored at this share of
+	// the mean variance of every column, so that a block whose bottom is
+	// dead (variance 0) does not blow up when it wakes.
+	cpAllVarFloor = 0.01
+)
 
 func init() {
 	RegisterDetector(DetectorSpec{Name: "vflip",
@@ -39,9 +50,8 @@ type CrossPartyDetector interface {
 
 // crossParty is the identification part of VFLIP (Cho et al., ESORICS
 // 2024) for K ≥ 2 passive parties under concat, online. The rows
-// e = [e_1 | … | e_K] are standardised column by column by running
-// moments (as the autoencoder detector's, the variance floor a tenth of
-// the mean variance of the column's own block). A masked autoencoder
+// e = [e_1 | … | e_K] are standardised column by column by the batch's
+// own moments (standardise). A masked autoencoder
 // D → h = max(8, 2D) (ReLU) → D, D = Σ d_k, sees a row with some blocks
 // set to zero and reconstructs them (no bottleneck: the mask keeps it
 // from copying; 2D units give a ReLU pair per dimension for a linear
@@ -62,15 +72,15 @@ type CrossPartyDetector interface {
 // raises every z_ij of its own but only one of each other party's. With
 // K = 2 the two parties' scores are the same evidence: the detector sees
 // a disagreement and cannot say whose. The detector's score is the
-// largest party score (0 during the ten-batch warm-up). The network, the
-// moments and the histories learn from the batch's inlier rows only,
+// largest party score (0 during the ten-batch warm-up). The network and
+// the histories learn from the batch's inlier rows only,
 // those whose every error is at most 10 μ_ij.
 type crossParty struct {
 	names    []string
 	cols     [][2]int
 	width    int
 	batches  int
-	mean, vr []float64
+	mean, vr []float64 // the batch's column moments (standardise)
 	enc, dec *nn.Dense
 	relu     nn.ReLU
 	opt      *nn.Adam
@@ -236,22 +246,42 @@ func (c *crossParty) partyScore(i, rows int) float64 {
 		}
 		m /= float64(rows)
 		mu := c.pairMean[i][j]
-		c.z1 = append(c.z1, (m-mu)/max(math.Sqrt(c.pairVar[i][j]), cpSDFloor*mu, 1e-12))
+		c.z1 = append(c.z1, (m-mu)/max(math.Sqrt(c.pairVar[i][j]), cpSDFloor*mu, cpSDAbs))
 	}
 	slices.Sort(c.z1)
 	return c.z1[len(c.z1)-(len(c.z1)/2+1)]
 }
 
-// standardise writes e's rows, standardised by the running moments,
-// into c.z.
+// standardise writes e's rows, standardised by the batch's own column
+// means and variances, into c.z (a column's variance floored at a tenth
+// of its block's mean variance and at cpAllVarFloor of every column's):
+// a party's bottom that drifts while it trains moves its columns' moments
+// together, which the batch's own moments take out; what is left is how
+// the parties' rows relate.
 func (c *crossParty) standardise(e *tensor.Matrix) {
 	c.z.Resize(e.Rows, e.Cols)
+	n := float64(e.Rows)
+	for col := range e.Cols {
+		var s, s2 float64
+		for r := range e.Rows {
+			v := float64(e.Data[r*e.Cols+col])
+			s += v
+			s2 += v * v
+		}
+		c.mean[col] = s / n
+		c.vr[col] = max(s2/n-c.mean[col]*c.mean[col], 0)
+	}
+	all := 0.0
+	for _, v := range c.vr {
+		all += v
+	}
+	all /= float64(len(c.vr))
 	for _, b := range c.cols {
 		floor := 0.0
 		for _, v := range c.vr[b[0]:b[1]] {
 			floor += v
 		}
-		floor = 0.1*floor/float64(b[1]-b[0]) + 1e-12
+		floor = max(0.1*floor/float64(b[1]-b[0]), cpAllVarFloor*all) + 1e-12
 		for col := b[0]; col < b[1]; col++ {
 			s := 1 / math.Sqrt(max(c.vr[col], floor))
 			for r := range e.Rows {
@@ -294,13 +324,9 @@ func (c *crossParty) reconstruct(m int) {
 	}
 }
 
-// learn updates the error histories, the network and the moments from
-// e's inlier rows (every row during the warm-up).
+// learn updates the error histories and the network from e's inlier
+// rows (every row during the warm-up).
 func (c *crossParty) learn(e *tensor.Matrix, warm bool) {
-	w := aeDecay
-	if !warm {
-		w = 1 / float64(c.batches+1)
-	}
 	if c.batches > 0 && c.inlierCnt > 0 {
 		// The errors start at the second batch: during the warm-up
 		// their history is the plain mean and variance.
@@ -326,7 +352,6 @@ func (c *crossParty) learn(e *tensor.Matrix, warm bool) {
 		}
 	}
 	c.batches++
-	blendMoments(c.mean, c.vr, e, w, func(r int) bool { return c.inlier[r] })
 }
 
 // inlierMean is the mean of errs over the inlier rows.
