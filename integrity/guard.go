@@ -58,7 +58,7 @@ func (g *Guard) Batch(step int64, e *tensor.Matrix) (map[string]float64, error) 
 		if t, ok := g.stop[d.Name()]; ok && g.scores[d.Name()] >= t {
 			a := &Alarm{Detector: d.Name(), Step: step, Score: g.scores[d.Name()], Threshold: t}
 			if cp, ok := d.(CrossPartyDetector); ok {
-				a.Verdict = "passive party " + g.suspect(cp) + " is suspected of a backdoor (its embedding disagrees with what the other parties' embeddings predict)"
+				a.Verdict = "passive party " + g.suspect(cp) + " is suspected of cheating (a backdoor or free-riding): its embedding disagrees with what the other parties' embeddings predict"
 			}
 			return g.scores, a
 		}
