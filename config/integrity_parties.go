@@ -17,17 +17,3 @@ func (c *Config) validatePartyDetectors(bad func(string, ...any)) {
 		}
 	}
 }
-
-// NewPartyGuard returns the guard of a run of several passive parties:
-// NewGuard told the parties' names and their columns of the combined
-// embedding.
-func (c *Config) NewPartyGuard(names []string, cols [][2]int) (*integrity.Guard, error) {
-	g, err := c.NewGuard()
-	if err != nil {
-		return nil, err
-	}
-	if err := g.SetParties(names, cols); err != nil {
-		return nil, err
-	}
-	return g, nil
-}

@@ -333,78 +333,20 @@ func (l *loader) lineErr(n int64, format string, args ...any) error {
 // run reads the header (or first row), resolves the schema and streams
 // every row.
 func (l *loader) run() error {
-	first, err := l.firstLine()
+	first, err := l.readSchema()
 	if err != nil {
 		return err
 	}
-	delim := sniffDelimiter(l.o.Format, first)
-	l.lr.delim = delim
-	l.fields, err = splitFields(first, delim, l.fields, &l.scratch)
-	if err != nil {
-		return l.lineErr(l.lr.line, "%v", err)
-	}
-	sc, err := resolveSchema(l.o, delim, l.fields)
-	if err != nil {
-		return l.lineErr(l.lr.line, "%w", err)
-	}
-	l.sc = sc
-	if l.enc != nil {
-		if err := l.bindEncoding(); err != nil {
-			return err
-		}
-	}
-	if l.forget != nil && !(len(sc.pending) > 0 && l.o.DetectRows == 0) && sc.id < 0 {
-		// Neither kind detection nor a duplicate ID's lines will read
-		// the table again.
-		l.forget()
-		l.rewind = nil
-	}
-	if !sc.header {
-		// The first line is data: keep a copy, it is processed below.
-		first = bytes.Clone(first)
-	}
+	// The lines read ahead: the first when it is data, and the rows a
+	// generic CSV's column kinds are detected from.
 	var buffered [][]byte
 	var bufferedLine []int64
-	if !sc.header {
-		buffered, bufferedLine = append(buffered, first), append(bufferedLine, l.lr.line)
+	if !l.sc.header {
+		// The first line is data: keep a copy, it is processed below.
+		buffered, bufferedLine = append(buffered, bytes.Clone(first)), append(bufferedLine, l.lr.line)
 	}
-	if len(sc.pending) > 0 && l.o.DetectRows == 0 && l.rewind != nil {
-		// Generic CSV: a first pass over every row decides column kinds.
-		det := newKindDetector(sc)
-		if err := l.eachRow(func(f [][]byte, n int64) { det.add(f, n) }); err != nil {
-			return err
-		}
-		det.apply()
-		if l.lr, err = l.rewind(); err != nil {
-			return l.errf("%v", err)
-		}
-		l.lr.delim = delim
-		if _, err := l.firstLine(); err != nil {
-			return err
-		}
-	}
-	if len(sc.pending) > 0 {
-		// Generic CSV: look at the first rows to detect column kinds.
-		for l.o.DetectRows == 0 || len(buffered) < l.o.DetectRows {
-			line, err := l.lr.next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return l.errf("%v", err)
-			}
-			if len(line) == 0 {
-				continue
-			}
-			buffered, bufferedLine = append(buffered, bytes.Clone(line)), append(bufferedLine, l.lr.line)
-		}
-		det := newKindDetector(sc)
-		for i, b := range buffered {
-			if f, err := splitFields(b, delim, nil, new([]byte)); err == nil {
-				det.add(f, bufferedLine[i])
-			}
-		}
-		det.apply()
+	if buffered, bufferedLine, err = l.detectKinds(buffered, bufferedLine); err != nil {
+		return err
 	}
 	tf, _ := LookupTableFormat(l.o.Format)
 	l.imputeMean = tf.ImputeMean
@@ -415,11 +357,97 @@ func (l *loader) run() error {
 	} else {
 		l.setup()
 	}
-	// The rows, in chunks (rows.go).
+	if err := l.encodeRows(buffered, bufferedLine); err != nil {
+		return err
+	}
+	if l.labelErr != nil {
+		return configkey.Keyed(fmt.Errorf("%w%s", l.labelErr, l.labels.advice(l.sc.names[l.sc.label], l.o)), adviceKeys(l.o)...)
+	}
+	return l.checkUniqueIDs()
+}
+
+// readSchema reads the first line, sniffs the delimiter and resolves the
+// schema (bound to the encoding to apply, if any); it returns the first
+// line, which is the first row without a header (valid until the next
+// read).
+func (l *loader) readSchema() ([]byte, error) {
+	first, err := l.firstLine()
+	if err != nil {
+		return nil, err
+	}
+	l.lr.delim = sniffDelimiter(l.o.Format, first)
+	l.fields, err = splitFields(first, l.lr.delim, l.fields, &l.scratch)
+	if err != nil {
+		return nil, l.lineErr(l.lr.line, "%v", err)
+	}
+	sc, err := resolveSchema(l.o, l.lr.delim, l.fields)
+	if err != nil {
+		return nil, l.lineErr(l.lr.line, "%w", err)
+	}
+	l.sc = sc
+	if l.enc != nil {
+		if err := l.bindEncoding(); err != nil {
+			return nil, err
+		}
+	}
+	if l.forget != nil && !(len(sc.pending) > 0 && l.o.DetectRows == 0) && sc.id < 0 {
+		// Neither kind detection nor a duplicate ID's lines will read
+		// the table again.
+		l.forget()
+		l.rewind = nil
+	}
+	return first, nil
+}
+
+// detectKinds decides a generic CSV's column kinds (schema.pending): from
+// a first pass over every row, the table then read again, when
+// Options.DetectRows is 0 and the table can be rewound; else from the
+// first rows, which it reads ahead into buffered (with their line
+// numbers), returned.
+func (l *loader) detectKinds(buffered [][]byte, bufferedLine []int64) ([][]byte, []int64, error) {
+	sc, delim := l.sc, l.lr.delim
+	if len(sc.pending) > 0 && l.o.DetectRows == 0 && l.rewind != nil {
+		if err := l.detectKindsFirst(sc, delim); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(sc.pending) == 0 {
+		return buffered, bufferedLine, nil
+	}
+	for l.o.DetectRows == 0 || len(buffered) < l.o.DetectRows {
+		line, err := l.lr.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, nil, l.errf("%v", err)
+		}
+		if len(line) == 0 {
+			continue
+		}
+		buffered, bufferedLine = append(buffered, bytes.Clone(line)), append(bufferedLine, l.lr.line)
+	}
+	det := newKindDetector(sc)
+	for i, b := range buffered {
+		if f, err := splitFields(b, delim, nil, new([]byte)); err == nil {
+			det.add(f, bufferedLine[i])
+		}
+	}
+	det.apply()
+	return buffered, bufferedLine, nil
+}
+
+// encodeRows encodes the rows read ahead (buffered, their line numbers
+// bufferedLine), then the rest of the table, in chunks (rows.go).
+func (l *loader) encodeRows(buffered [][]byte, bufferedLine []int64) error {
+	chunk := l.o.chunkRows
+	if chunk <= 0 {
+		chunk = rowsChunk
+	}
 	c := &rowChunk{}
 	for i, b := range buffered {
 		c.add(b, bufferedLine[i], l.lr.read)
-		if len(c.ends) == rowsChunk {
+		if len(c.ends) == chunk {
 			if err := l.encodeChunk(c); err != nil {
 				return err
 			}
@@ -442,19 +470,13 @@ func (l *loader) run() error {
 			continue
 		}
 		c.add(line, l.lr.line, l.lr.read)
-		if len(c.ends) == rowsChunk {
+		if len(c.ends) == chunk {
 			if err := l.encodeChunk(c); err != nil {
 				return err
 			}
 		}
 	}
-	if err := l.encodeChunk(c); err != nil {
-		return err
-	}
-	if l.labelErr != nil {
-		return configkey.Keyed(fmt.Errorf("%w%s", l.labelErr, l.labels.advice(l.sc.names[l.sc.label], l.o)), adviceKeys(l.o)...)
-	}
-	return l.checkUniqueIDs()
+	return l.encodeChunk(c)
 }
 
 // checkUniqueIDs refuses a table whose kept rows repeat an example ID (the

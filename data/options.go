@@ -93,6 +93,10 @@ type Options struct {
 	// SkipBadRows skips malformed rows, counting them in Info.BadRows,
 	// instead of failing on the first one.
 	SkipBadRows bool
+
+	// chunkRows is how many lines the loader encodes at a time (0:
+	// rowsChunk); tests compare chunk sizes, which change nothing.
+	chunkRows int
 }
 
 // withDefaults returns o with zero values replaced by defaults, or an

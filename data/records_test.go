@@ -55,7 +55,7 @@ func decoded(t *testing.T, s *Split) map[uint64][]string {
 // their line breaks. Errors after a record of several lines name the
 // right line.
 func TestQuotedLineBreaks(t *testing.T) {
-	defer func(c int) { rowsChunk = c }(rowsChunk)
+	t.Parallel()
 	const multi = "id,note,x,y\n" +
 		"1,\"hello\nworld\",1.5,1\n" + // lines 2-3
 		"2,\"say \"\"hi\"\"\nthere\",2.5,0\n" + // lines 4-5
@@ -72,7 +72,7 @@ func TestQuotedLineBreaks(t *testing.T) {
 		"6,|,6,0\n"
 	o := Options{Format: FormatCSV, LabelCol: "y", IDCol: "id", Categorical: []string{"note"}, Dense: []string{"x"}, TestFrac: -1}
 	for _, chunk := range []int{1, 2, 3, 4096} {
-		rowsChunk = chunk
+		o.chunkRows = chunk
 		a, err := LoadReader(strings.NewReader(multi), "multi.csv", o)
 		if err != nil {
 			t.Fatalf("chunk %d: %v", chunk, err)
@@ -107,7 +107,7 @@ func TestQuotedLineBreaks(t *testing.T) {
 		{"id,note,x,y\n1,\"a\"b\nc\",1,1\n", "line 2: unexpected 'b' after a closing quote"},
 		{"id,note,x,y\n1,a\"b\nc\",1,1\n", "line 2: quote inside an unquoted field"},
 	} {
-		rowsChunk = 2
+		o.chunkRows = 2
 		_, err := LoadReader(strings.NewReader(c.body), "t.csv", o)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: got %v, want %q", c.body[len(c.body)-20:], err, c.want)

@@ -17,7 +17,7 @@ import (
 // encoded row, the encodings (vocabularies, scaling) and the column
 // statistics must be identical. The vocabularies must be in byte order.
 func TestVocabulariesIndependentOfRowOrder(t *testing.T) {
-	defer func(c int) { rowsChunk = c }(rowsChunk)
+	t.Parallel()
 	src, err := os.ReadFile(chunkTable(t, 3000, false))
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +53,6 @@ func TestVocabulariesIndependentOfRowOrder(t *testing.T) {
 		}
 		return out
 	}
-	rowsChunk = 4096
 	ref, err := Load(write("orig.csv", rows), o)
 	if err != nil {
 		t.Fatal(err)
@@ -78,8 +77,9 @@ func TestVocabulariesIndependentOfRowOrder(t *testing.T) {
 		{"shuffled", shuf, 4096},
 		{"shuffled, small chunks", shuf, 7},
 	} {
-		rowsChunk = tc.chunk
-		s, err := Load(write(tc.name+".csv", tc.rows), o)
+		oc := o
+		oc.chunkRows = tc.chunk
+		s, err := Load(write(tc.name+".csv", tc.rows), oc)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,9 +28,9 @@ import (
 //     values at the end) or its hash. A column's state is its
 //     own, so the columns need no locks.
 
-// rowsChunk is how many lines the loader encodes at a time (a variable
-// so that tests can compare chunk sizes).
-var rowsChunk = 4096
+// rowsChunk is how many lines the loader encodes at a time, unless the
+// options say otherwise (Options.chunkRows, for tests).
+const rowsChunk = 4096
 
 // maxLoadParts bounds the goroutines a chunk's passes use.
 const maxLoadParts = 8

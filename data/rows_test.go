@@ -56,7 +56,6 @@ func chunkTable(t *testing.T, n int, withBad bool) string {
 // statistics and bad-row reports, and the same first error when bad rows
 // are not skipped.
 func TestChunkSizeChangesNothing(t *testing.T) {
-	defer func(c int) { rowsChunk = c }(rowsChunk)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	clean, bad := chunkTable(t, 10000, false), chunkTable(t, 10000, true)
 	for _, tc := range []struct {
@@ -75,9 +74,10 @@ func TestChunkSizeChangesNothing(t *testing.T) {
 			err string
 		}
 		load := func(chunk, procs int) result {
-			rowsChunk = chunk
 			runtime.GOMAXPROCS(procs)
-			s, err := Load(tc.path, tc.o)
+			o := tc.o
+			o.chunkRows = chunk
+			s, err := Load(tc.path, o)
 			if err != nil {
 				return result{err: err.Error()}
 			}

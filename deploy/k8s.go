@@ -105,22 +105,27 @@ func K8sSweepManifests(k K8sSweep) ([]byte, error) {
 			"backoffLimitPerIndex":  3,
 			"maxFailedIndexes":      r.Shards,
 			"activeDeadlineSeconds": r.TimeMinutes * 60,
-			"template": obj{
-				"metadata": obj{"labels": labels},
-				"spec": obj{
-					"restartPolicy":   "Never",
-					"securityContext": podSecurity(),
-					"containers":      []any{container},
-					"volumes": []any{
-						obj{"name": "out", "persistentVolumeClaim": obj{"claimName": k.Name + "-out"}},
-						obj{"name": "spec", "configMap": obj{"name": k.Name + "-spec"}},
-						obj{"name": "tmp", "emptyDir": obj{}},
-					},
-				},
-			},
+			"template": podTemplate(labels, "Never", container,
+				obj{"name": "out", "persistentVolumeClaim": obj{"claimName": k.Name + "-out"}},
+				obj{"name": "spec", "configMap": obj{"name": k.Name + "-spec"}},
+				obj{"name": "tmp", "emptyDir": obj{}}),
 		},
 	}
 	return documents(cm, pvc, job)
+}
+
+// podTemplate is a Job's pod template: one container, run as podSecurity
+// says, restarted by restartPolicy, with the volumes.
+func podTemplate(labels obj, restartPolicy string, container obj, volumes ...any) obj {
+	return obj{
+		"metadata": obj{"labels": labels},
+		"spec": obj{
+			"restartPolicy":   restartPolicy,
+			"securityContext": podSecurity(),
+			"containers":      []any{container},
+			"volumes":         volumes,
+		},
+	}
 }
 
 // podSecurity runs every container as the image's non-root user, with a

@@ -40,35 +40,18 @@ type K8sTraining struct {
 // active.key and ca.crt; NAME-passive-pki likewise), mounted read-only at
 // /etc/splitguard/pki; the manifests never hold a key.
 func K8sTrainingManifests(k K8sTraining) ([]byte, error) {
-	if !validName(k.Name) {
-		return nil, fmt.Errorf("deploy: name %q: use lower-case letters, digits and '-', starting with a letter, at most 52 characters", k.Name)
+	k, err := k.withDefaults()
+	if err != nil {
+		return nil, err
 	}
-	if k.Image == "" || strings.ContainsAny(k.Image, " \t\n") {
-		return nil, fmt.Errorf("deploy: image %q: give the splitguard image built from the Dockerfile", k.Image)
-	}
-	if len(k.ActiveConfig) == 0 || len(k.PassiveConfig) == 0 {
-		return nil, fmt.Errorf("deploy: both parties' config files are needed")
-	}
-	if k.CPUs <= 0 {
-		k.CPUs = 2
-	}
-	if k.MemoryMB <= 0 {
-		k.MemoryMB = 8192
-	}
-	if k.StorageGB <= 0 {
-		k.StorageGB = 50
-	}
-	active := k.Name + "-active"
 	addr := k.ActiveAddr
 	if addr == "" {
-		addr = fmt.Sprintf("%s:%d", active, Port)
+		addr = fmt.Sprintf("%s-active:%d", k.Name, Port)
 	}
 	var objs []obj
 	for _, party := range []string{"active", "passive"} {
 		name := k.Name + "-" + party
-		peer := "passive"
-		cfg := k.ActiveConfig
-		listen := fmt.Sprintf("0.0.0.0:%d", Port)
+		peer, cfg, listen := "passive", k.ActiveConfig, fmt.Sprintf("0.0.0.0:%d", Port)
 		if party == "passive" {
 			peer, cfg, listen = "active", k.PassiveConfig, addr
 		}
@@ -80,58 +63,12 @@ func K8sTrainingManifests(k K8sTraining) ([]byte, error) {
 			obj{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
 				"metadata": obj{"name": name + "-data", "labels": labels},
 				"spec": obj{"accessModes": []any{"ReadWriteOnce"},
-					"resources": obj{"requests": obj{"storage": fmt.Sprintf("%dGi", k.StorageGB)}}}})
-		container := obj{
-			"name":    party,
-			"image":   k.Image,
-			"command": []any{"splitguard"},
-			"args": []any{party, "--config", "/etc/splitguard/config/party.yaml",
-				"--out", "/data/run-" + party, "--addr", listen,
-				"--cert-dir", "/etc/splitguard/pki", "--name", party, "--peer-name", peer},
-			"resources": obj{
-				"requests": obj{"cpu": fmt.Sprint(k.CPUs), "memory": fmt.Sprintf("%dMi", k.MemoryMB)},
-				"limits":   obj{"memory": fmt.Sprintf("%dMi", k.MemoryMB)},
-			},
-			"volumeMounts": []any{
-				obj{"name": "data", "mountPath": "/data"},
-				obj{"name": "config", "mountPath": "/etc/splitguard/config", "readOnly": true},
-				obj{"name": "pki", "mountPath": "/etc/splitguard/pki", "readOnly": true},
-				obj{"name": "tmp", "mountPath": "/tmp"},
-			},
-			"securityContext": restricted(),
-		}
-		if party == "active" {
-			container["ports"] = []any{obj{"name": "grpc", "containerPort": Port, "protocol": "TCP"}}
-			// Ready once it listens: the passive party may then dial.
-			container["readinessProbe"] = obj{"tcpSocket": obj{"port": Port}, "periodSeconds": 5}
-		}
-		objs = append(objs, obj{
-			"apiVersion": "batch/v1", "kind": "Job",
-			"metadata": obj{"name": name, "labels": labels},
-			"spec": obj{
-				// A party that fails resumes from its checkpoints (key
-				// checkpoint_every) when Kubernetes restarts it.
-				"backoffLimit": 6,
-				"template": obj{
-					"metadata": obj{"labels": labels},
-					"spec": obj{
-						"restartPolicy":   "OnFailure",
-						"securityContext": podSecurity(),
-						"containers":      []any{container},
-						"volumes": []any{
-							obj{"name": "data", "persistentVolumeClaim": obj{"claimName": name + "-data"}},
-							obj{"name": "config", "configMap": obj{"name": name + "-config"}},
-							obj{"name": "pki", "secret": obj{"secretName": name + "-pki", "defaultMode": 0o440}},
-							obj{"name": "tmp", "emptyDir": obj{}},
-						},
-					},
-				},
-			},
-		})
+					"resources": obj{"requests": obj{"storage": fmt.Sprintf("%dGi", k.StorageGB)}}}},
+			partyJob(name, labels, k.partyContainer(party, peer, listen)))
 		if party == "active" {
 			objs = append(objs, obj{
 				"apiVersion": "v1", "kind": "Service",
-				"metadata": obj{"name": active, "labels": labels},
+				"metadata": obj{"name": name, "labels": labels},
 				"spec": obj{
 					"selector": obj{"app.kubernetes.io/component": "active", "app.kubernetes.io/instance": k.Name},
 					"ports":    []any{obj{"name": "grpc", "port": Port, "targetPort": Port, "protocol": "TCP"}},
@@ -140,4 +77,79 @@ func K8sTrainingManifests(k K8sTraining) ([]byte, error) {
 		}
 	}
 	return documents(objs...)
+}
+
+// withDefaults checks k's name, image and config files and fills in the
+// default resources: 2 CPUs, 8192 MB, a 50 GB volume per party.
+func (k K8sTraining) withDefaults() (K8sTraining, error) {
+	if !validName(k.Name) {
+		return k, fmt.Errorf("deploy: name %q: use lower-case letters, digits and '-', starting with a letter, at most 52 characters", k.Name)
+	}
+	if k.Image == "" || strings.ContainsAny(k.Image, " \t\n") {
+		return k, fmt.Errorf("deploy: image %q: give the splitguard image built from the Dockerfile", k.Image)
+	}
+	if len(k.ActiveConfig) == 0 || len(k.PassiveConfig) == 0 {
+		return k, fmt.Errorf("deploy: both parties' config files are needed")
+	}
+	if k.CPUs <= 0 {
+		k.CPUs = 2
+	}
+	if k.MemoryMB <= 0 {
+		k.MemoryMB = 8192
+	}
+	if k.StorageGB <= 0 {
+		k.StorageGB = 50
+	}
+	return k, nil
+}
+
+// partyContainer is the container of party ("active" or "passive"),
+// which talks to peer and listens on (the active) or dials (the passive)
+// listen; the active's exposes its port and is ready once it listens.
+func (k K8sTraining) partyContainer(party, peer, listen string) obj {
+	container := obj{
+		"name":    party,
+		"image":   k.Image,
+		"command": []any{"splitguard"},
+		"args": []any{party, "--config", "/etc/splitguard/config/party.yaml",
+			"--out", "/data/run-" + party, "--addr", listen,
+			"--cert-dir", "/etc/splitguard/pki", "--name", party, "--peer-name", peer},
+		"resources": obj{
+			"requests": obj{"cpu": fmt.Sprint(k.CPUs), "memory": fmt.Sprintf("%dMi", k.MemoryMB)},
+			"limits":   obj{"memory": fmt.Sprintf("%dMi", k.MemoryMB)},
+		},
+		"volumeMounts": []any{
+			obj{"name": "data", "mountPath": "/data"},
+			obj{"name": "config", "mountPath": "/etc/splitguard/config", "readOnly": true},
+			obj{"name": "pki", "mountPath": "/etc/splitguard/pki", "readOnly": true},
+			obj{"name": "tmp", "mountPath": "/tmp"},
+		},
+		"securityContext": restricted(),
+	}
+	if party == "active" {
+		container["ports"] = []any{obj{"name": "grpc", "containerPort": Port, "protocol": "TCP"}}
+		// Ready once it listens: the passive party may then dial.
+		container["readinessProbe"] = obj{"tcpSocket": obj{"port": Port}, "periodSeconds": 5}
+	}
+	return container
+}
+
+// partyJob is the Job NAME running a party's container, with its data
+// volume claim (NAME-data), config map (NAME-config) and certificates
+// (the Secret NAME-pki).
+func partyJob(name string, labels, container obj) obj {
+	return obj{
+		"apiVersion": "batch/v1", "kind": "Job",
+		"metadata": obj{"name": name, "labels": labels},
+		"spec": obj{
+			// A party that fails resumes from its checkpoints (key
+			// checkpoint_every) when Kubernetes restarts it.
+			"backoffLimit": 6,
+			"template": podTemplate(labels, "OnFailure", container,
+				obj{"name": "data", "persistentVolumeClaim": obj{"claimName": name + "-data"}},
+				obj{"name": "config", "configMap": obj{"name": name + "-config"}},
+				obj{"name": "pki", "secret": obj{"secretName": name + "-pki", "defaultMode": 0o440}},
+				obj{"name": "tmp", "emptyDir": obj{}}),
+		},
+	}
 }

@@ -1,25 +1,23 @@
 package report
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/splitguard/splitguard/rundir/rundirtest"
 )
 
 // TestFeatureSection: a run whose evaluations carry feature attacks'
-// figures gets the section and its figure; a run without has no such
-// section.
+// figures (recorded by rundir) gets the section and its figure; a run
+// without has no such section.
 func TestFeatureSection(t *testing.T) {
 	dir := t.TempDir()
-	writeFakeRun(t, dir, fakeRun{name: "f", config: "synth_rows: 1000\nprotect: none\nseed: 3\n", leak: 0.7, auc: 0.8, steps: 100, noEval: true})
-	var e strings.Builder
-	for s := 10; s <= 100; s += 10 {
-		fmt.Fprintf(&e, `{"step":%d,"test_auc":0.7,"test_loss":0.5,"ace":0.01,"features":{"inverse_linear/r2_mean":%g,"inverse_linear/r2_own_mean":%g,"inverse_linear/r2/I1":0.5}}`+"\n",
-			s, 0.3+float64(s)/1000, -0.01)
-	}
-	writeFile(t, filepath.Join(dir, "eval.jsonl"), e.String())
+	rundirtest.Write(t, dir, rundirtest.Spec{Config: "synth_rows: 1000\nprotect: none\nseed: 3\nattacks: [norm]\n", Steps: 100, Leak: 0.7, AUC: 0.8,
+		Features: func(done int) map[string]float64 {
+			return map[string]float64{"inverse_linear/r2_mean": 0.3 + float64(done)/1000, "inverse_linear/r2_own_mean": -0.01, "inverse_linear/r2/I1": 0.5}
+		}})
 	index, err := Write(dir)
 	if err != nil {
 		t.Fatal(err)

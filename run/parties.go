@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/splitguard/splitguard/atomicfile"
 	"github.com/splitguard/splitguard/audit"
@@ -18,13 +17,9 @@ import (
 	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/party/active"
 	"github.com/splitguard/splitguard/party/passive"
-	"github.com/splitguard/splitguard/protect"
 	"github.com/splitguard/splitguard/rundir"
-	"github.com/splitguard/splitguard/schedule"
 	"github.com/splitguard/splitguard/tensor"
-	"github.com/splitguard/splitguard/transport"
 	"github.com/splitguard/splitguard/transport/fanin"
-	"github.com/splitguard/splitguard/transport/inproc"
 )
 
 // PartyBottomFile is the file of passive party NAME's bottom model in a
@@ -187,206 +182,28 @@ func auditedViews(k int) [][]int { return fanin.Coalitions(k) }
 // from the schedule and talks to the active party over its own
 // connection; the active party reads them through one joined connection
 // (transport/fanin) and answers each with its block of the gradient,
-// protected by that party's protection.
+// protected by that party's protection. Its phases: set-up, the parties
+// and their connections, the space for the models, the steps, finishing.
 func trainParties(ctx context.Context, cfg config.Config, split *data.Split, train, val *data.Dataset, opt Options) (*rundir.Summary, error) {
 	pvs, av, err := partyViewsK(&cfg, split, train, val)
 	if err != nil {
 		return nil, err
 	}
-	names := cfg.PartyNames()
-	for k, v := range pvs {
-		logf(opt.logger(), "passive party %s holds %v", names[k], v.train.X.ColumnNames())
-	}
-	logf(opt.logger(), "the active party holds %v; aggregation %s", av.train.X.ColumnNames(), cfg.AggregationOr())
-	pxs := make([]*data.Features, len(pvs))
-	for k, v := range pvs {
-		pxs[k] = v.train.X
-	}
-	bottoms, top, wide, err := cfg.BuildPartyModels(pxs, av.train.X)
-	if err != nil {
-		return nil, err
-	}
-	aSplit := av.split()
-	sched, err := schedule.New(len(aSplit.Train.IDs), cfg.Batch, cfg.Seed)
-	if err != nil {
-		return nil, err
-	}
-	def, err := cfg.BuildDefences(aSplit.Train)
-	if err != nil {
-		return nil, err
-	}
-	agg := fanin.Aggregation(cfg.AggregationOr())
-	widths := make([]int, len(bottoms))
-	for k, b := range bottoms {
-		widths[k] = b.CutDim()
-	}
-	cols := agg.Blocks(widths)
-	var blocks []active.Block
-	if agg != fanin.Sum {
-		for k := range bottoms {
-			pc := cfg.PartyConfig(k)
-			set, err := protect.Build(pc.Protect, pc.Params, pc.Seed)
-			if err != nil {
-				return nil, fmt.Errorf("passive party %s: %w", names[k], err)
-			}
-			blocks = append(blocks, active.Block{Name: names[k], Lo: cols[k][0], Hi: cols[k][1], Protector: set.Protector})
-		}
-	}
-	aud, err := cfg.NewAuditor()
-	if err != nil {
-		return nil, err
-	}
-	views := auditedViews(len(bottoms))
-	var audits []rundir.PartyAudit
-	for _, members := range views {
-		pa, err := cfg.NewAuditor()
-		if err != nil {
-			return nil, err
-		}
-		var mn []string
-		for _, k := range members {
-			mn = append(mn, names[k])
-		}
-		audits = append(audits, rundir.PartyAudit{Name: strings.Join(mn, "+"), Members: mn, Auditor: pa})
-	}
-	eval, err := av.evalRows()
-	if err != nil {
-		return nil, err
-	}
-	if val != nil && len(val.IDs) == 0 {
-		val = nil
-	}
-	rec, err := openRecorder(cfg, opt, aSplit.Train)
-	if err != nil {
-		return nil, err
-	}
-	defer rec.Close()
-	rec.SetParties(audits)
-	grd, err := cfg.NewPartyGuard(names, cols)
-	if err != nil {
+	m := &multiRun{runBase: runBase{cfg: &cfg, opt: opt}, pvs: pvs, av: av}
+	defer m.close()
+	if err := m.setUp(); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	pr := &partyRun{cfg: &cfg, names: names, bottoms: bottoms, cols: cols, layers: audit.LayerNames(cfg.Cut), rec: rec, guard: grd,
-		ctx: ctx, obs: make([]*passive.Observation, len(bottoms)), views: views, scratch: make([]*tensor.Matrix, 3*len(views))}
-	sel := &selection{keep: cfg.Select == config.SelectBest, bottom: bottoms[0], top: top,
-		others: &partySelection{names: names[1:], bottoms: bottoms[1:]}}
-	partyAttacks, err := partyModelAttacks(&cfg, views, names, bottoms, pvs)
-	if err != nil {
+	if err := m.buildParties(ctx); err != nil {
 		return nil, err
 	}
-	onEval := func(res *active.EvalResult) error {
-		// The passive parties wait for the answer to their last
-		// evaluation message meanwhile: the model attacks may use their
-		// bottoms.
-		figs, err := partyAttacks()
-		if err != nil {
-			return fmt.Errorf("evaluation at step %d: %w", res.Step, err)
-		}
-		rec.SetPartyAttacks(figs)
-		e, err := rec.Eval(res)
-		if err != nil {
-			return err
-		}
-		if err := sel.observe(rec, e); err != nil {
-			return err
-		}
-		return grd.Eval(e.Step, e.PassiveGain)
-	}
-	acfg, pcfg, err := partyConfigs(&cfg, def, wide, val, rec)
-	if err != nil {
+	if err := m.reserveModels(m.top, m.bottoms...); err != nil {
 		return nil, err
 	}
-	acfg.Observer, acfg.EvalObserver, acfg.Blocks = pr.active, onEval, blocks
-	act, err := active.New(top, aSplit.Train, eval, sched, agg.Width(widths), acfg)
-	if err != nil {
-		return nil, err
-	}
-	pas := make([]*passive.Passive, len(bottoms))
-	for k, b := range bottoms {
-		pEval, err := pvs[k].evalRows()
-		if err != nil {
-			return nil, err
-		}
-		pk := pcfg
-		pk.Observer = pr.passive(k)
-		if pas[k], err = passive.New(b,
-			passive.Split{IDs: pvs[k].train.IDs, X: pvs[k].train.X},
-			passive.Split{IDs: pEval.IDs, X: pEval.X}, sched, pk); err != nil {
-			return nil, fmt.Errorf("passive party %s: %w", names[k], err)
-		}
-	}
-	rec.Start(aSplit, aud, pas[0].TotalSteps())
-
-	var size int64
-	for k, b := range bottoms {
-		var t model.Top
-		if k == 0 {
-			t = top
-		}
-		n, err := partyModelBytes(b, t)
-		if err != nil {
-			return nil, err
-		}
-		size += n
-	}
-	reserve, err := atomicfile.Reserve(cfg.Out, size+reserveSlack)
-	if err != nil {
-		return nil, err
-	}
-	defer reserve.Release()
-
-	pConns := make([]transport.PassiveConn, len(bottoms))
-	aConns := make([]transport.ActiveConn, len(bottoms))
-	for k := range pConns {
-		pConns[k], aConns[k] = inproc.Pipe()
-	}
-	joined, err := fanin.Join(aConns, agg, widths)
-	if err != nil {
-		return nil, err
-	}
-	activeErr := make(chan error, 1)
-	go func() {
-		err := act.Serve(ctx, joined)
-		if err != nil {
-			cancel(err)
-		}
-		activeErr <- err
-	}()
-	start := time.Now()
-	perrs := make([]error, len(pas))
-	var wg sync.WaitGroup
-	for k := range pas {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			perrs[k] = pas[k].Run(ctx, pConns[k])
-			if perrs[k] != nil {
-				cancel(fmt.Errorf("passive party %s: %w", names[k], perrs[k]))
-			}
-			pConns[k].Close()
-		}()
-	}
-	wg.Wait()
-	aerr := <-activeErr
-	elapsed := time.Since(start)
-	runErr := aerr
-	if runErr == nil {
-		for k, perr := range perrs {
-			if perr != nil {
-				runErr = fmt.Errorf("passive party %s: %w", names[k], perr)
-				if pr.err != nil {
-					runErr = pr.err
-				}
-				break
-			}
-		}
-	}
-	if runErr == nil {
-		runErr = reserve.Release()
-	}
-	return finishRun(ctx, cfg, opt, rec, reserve, sel, pas[0].Step(), pas[0].Stopped(), elapsed, runErr, gateWeightsLog(opt, top, names))
+	elapsed, runErr := m.train(ctx, cancel)
+	return m.finish(ctx, m.pas[0].Step(), m.pas[0].Stopped(), elapsed, runErr, gateWeightsLog(opt, m.top, m.names))
 }
 
 // gateWeightsLog returns what logs the learned weights of the parties
@@ -404,20 +221,6 @@ func gateWeightsLog(opt Options, top model.Top, names []string) func() error {
 		logf(opt.logger(), "aggregation gated: the parties' learned weights after the last step:%s", b.String())
 		return nil
 	}
-}
-
-// partyModelBytes is the size of a saved bottom (and top, when not nil).
-func partyModelBytes(b model.Bottom, t model.Top) (int64, error) {
-	var n counter
-	if err := b.Save(&n); err != nil {
-		return 0, err
-	}
-	if t != nil {
-		if err := t.Save(&n); err != nil {
-			return 0, err
-		}
-	}
-	return int64(n), nil
 }
 
 // partySelection keeps the passive parties' bottoms after the first at

@@ -119,23 +119,6 @@ func checkBlocksFD(t *testing.T, got []*transport.Backward, joined *tensor.Matri
 	}
 }
 
-// joinColumns places the parties' embeddings side by side.
-func joinColumns(embs []*tensor.Matrix) *tensor.Matrix {
-	n := 0
-	for _, e := range embs {
-		n += e.Cols
-	}
-	m := tensor.New(embs[0].Rows, n)
-	for r := range m.Rows {
-		lo := 0
-		for _, e := range embs {
-			copy(m.Data[r*n+lo:r*n+lo+e.Cols], e.Row(r))
-			lo += e.Cols
-		}
-	}
-	return m
-}
-
 // TestPartyGradientBlocksMatchFiniteDifferences sends two passive
 // parties' embeddings (2 and 1 columns) through fanin.Join to an active
 // party with a small top (3 → 5 ReLU → logit) and checks that each party
@@ -157,7 +140,7 @@ func TestPartyGradientBlocksMatchFiniteDifferences(t *testing.T) {
 	}
 	blocks := [][2]int{{0, 2}, {2, 3}}
 	got, y := partyGradients(t, top, fanin.Concat, embs, blocks)
-	checkBlocksFD(t, got, joinColumns(embs), blocks, func(e *tensor.Matrix) float64 {
+	checkBlocksFD(t, got, tensor.SideBySide(nil, embs...), blocks, func(e *tensor.Matrix) float64 {
 		logits, err := ref.Forward(e, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -198,7 +181,7 @@ func TestGatedPartyGradientsMatchFiniteDifferences(t *testing.T) {
 	}
 	blocks := [][2]int{{0, 2}, {2, 4}}
 	got, y := partyGradients(t, top, fanin.Gated, embs, blocks)
-	checkBlocksFD(t, got, joinColumns(embs), blocks, func(e *tensor.Matrix) float64 {
+	checkBlocksFD(t, got, tensor.SideBySide(nil, embs...), blocks, func(e *tensor.Matrix) float64 {
 		in := tensor.New(4, 2)
 		for r := range 4 {
 			for c := range 2 {

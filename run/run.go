@@ -27,9 +27,7 @@ import (
 	"github.com/splitguard/splitguard/party/active"
 	"github.com/splitguard/splitguard/party/passive"
 	"github.com/splitguard/splitguard/rundir"
-	"github.com/splitguard/splitguard/schedule"
 	"github.com/splitguard/splitguard/tensor"
-	"github.com/splitguard/splitguard/transport/inproc"
 )
 
 // Options are the parts of a run that are not configuration: where
@@ -79,65 +77,15 @@ func Train(ctx context.Context, cfg config.Config, opt Options) (*rundir.Summary
 		return nil, err
 	}
 	defer lock.Unlock()
-	if err := rundir.CheckReuse(cfg.Out, func(path string) ([]string, error) { return rundir.ConfigDiff(path, cfg) }); err != nil {
-		if !errors.Is(err, rundir.ErrOtherRun) || !opt.Force {
-			return nil, err
-		}
-		logf(opt.logger(), "replacing the run in %s (force)", cfg.Out)
-	}
-	// Nothing of an earlier run stays: this one writes every file anew.
-	if err := rundir.Clear(cfg.Out); err != nil {
+	if err := clearRunDir(cfg, opt); err != nil {
 		return nil, err
 	}
-	if removed, err := atomicfile.CleanTemps(cfg.Out); err != nil {
-		return nil, err
-	} else if len(removed) > 0 {
-		logf(opt.logger(), "removed %d temporary files interrupted writes left: %v", len(removed), removed)
-	}
-	split, err := cfg.LoadData()
+	split, train, val, err := loadRows(&cfg, opt)
 	if err != nil {
 		return nil, err
 	}
-	split.SortByID()
-	if err := checkClasses(split); err != nil {
-		return nil, err
-	}
-	train, val := data.SplitValidation(split.Train, cfg.Seed, cfg.ValFrac)
-	cfg.ResolveForData(len(train.IDs))
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	resolved, err := config.Marshal(&cfg)
-	if err != nil {
-		return nil, err
-	}
-	resolved = append([]byte(cfg.YAMLHeader()), resolved...)
-	if err := atomicfile.WriteFile(filepath.Join(cfg.Out, rundir.ConfigFile), resolved, 0o644); err != nil {
-		return nil, err
-	}
-	if split.Encoding != nil {
-		// Written now and dropped: a large vocabulary is not kept in
-		// memory through training.
-		if err := data.SaveEncoding(filepath.Join(cfg.Out, rundir.EncodingFile), split.Encoding); err != nil {
-			return nil, err
-		}
-		split.Encoding = nil
-	}
-	logf(opt.logger(), "data: %d training rows (%.1f%% positive), %d validation rows, %d test rows", len(train.IDs),
-		100*posRate(train.Labels), len(val.IDs), len(split.Test.IDs))
-	if w := config.BatchWarning(cfg.Batch, len(train.IDs), cfg.Epochs); w != "" {
-		opt.logger().Warn(w, "key", "batch")
-	}
-	if w := config.PositivesWarning(cfg.Batch, posRate(train.Labels)); w != "" {
-		opt.logger().Warn(w, "key", "batch") // and in the summary (trainSplit)
-	}
-	if len(cfg.Auto) > 0 {
-		logf(opt.logger(), "settings %s", cfg.AutoNote())
-	}
-	// The baseline is fitted beside training, on its own goroutine (the
-	// step leaves a core idle much of the time), and waited for before
-	// the summary; a run that fails or is cancelled abandons it. It
-	// only reads the splits, which training does not change.
+	// A run that fails or is cancelled abandons the baseline fitted beside
+	// it (startBaseline).
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if cfg.MultiParty() {
@@ -150,223 +98,55 @@ func Train(ctx context.Context, cfg config.Config, opt Options) (*rundir.Summary
 	if cfg.VerticalSplit() {
 		logf(opt.logger(), "vertical split: the passive party holds %v, the active party %v", pv.train.X.ColumnNames(), av.train.X.ColumnNames())
 	}
-	var base func() *rundir.BaselineSummary
-	if cfg.Baseline && split.Train.X != nil && split.Train.X.Image == nil && av.train.X.NumCat+av.train.X.NumDense > 0 {
-		// With a vertical split, the active party's own columns (what it
-		// gets without the passive party), as in a two-party run.
-		done := make(chan *rundir.BaselineSummary, 1)
-		btrain, bval, btest, cols := av.train, av.val, av.test, "all"
-		if cfg.VerticalSplit() {
-			cols = baselineOwn
-		}
-		go func() { done <- rundir.FitBaselineContext(ctx, btrain, bval, btest, cfg.BaselineRows, cols, true) }()
-		base = func() *rundir.BaselineSummary {
-			b := <-done
-			logf(opt.logger(), "%s", b.Line())
-			return b
-		}
-	}
-	return trainSplit(ctx, cfg, pv, av, base, opt)
+	return trainSplit(ctx, cfg, pv, av, startBaseline(ctx, cfg, opt, split, av), opt)
 }
 
-// trainSplit trains on split and records the run; base, when non-nil,
-// waits for the baseline fitted beside training (called once, before
-// the summary).
+// trainSplit trains the passive party's view pv and the active party's
+// av and records the run; base, when non-nil, waits for the baseline
+// fitted beside training (called once, before the summary). Its phases:
+// set-up, the parties, the space for the models, the steps, finishing.
 func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func() *rundir.BaselineSummary, opt Options) (*rundir.Summary, error) {
-	split, val := av.split(), av.val
-	bottom, top, wide, err := cfg.BuildSplitModels(pv.train.X, av.train.X)
-	if err != nil {
+	s := &splitRun{runBase: runBase{cfg: &cfg, opt: opt}, pv: pv, av: av}
+	defer s.close()
+	if err := s.setUp(); err != nil {
 		return nil, err
 	}
-	sched, err := schedule.New(len(split.Train.IDs), cfg.Batch, cfg.Seed)
-	if err != nil {
+	if err := s.buildParties(); err != nil {
 		return nil, err
 	}
-	def, err := cfg.BuildDefences(split.Train)
-	if err != nil {
+	if err := s.reserveModels(s.top, s.bottom); err != nil {
 		return nil, err
 	}
-	aud, err := cfg.NewAuditor()
-	if err != nil {
-		return nil, err
-	}
-	// One evaluation round scores the validation rows, then the test rows.
-	eval, err := av.evalRows()
-	if err != nil {
-		return nil, err
-	}
-	pEval := eval // without a split both parties read the same rows: no second copy
-	if cfg.VerticalSplit() {
-		if pEval, err = pv.evalRows(); err != nil {
-			return nil, err
-		}
-	}
-	if val != nil && len(val.IDs) == 0 {
-		val = nil
-	}
-	rec, err := openRecorder(cfg, opt, split.Train)
-	if err != nil {
-		return nil, err
-	}
-	defer rec.Close()
-	grd, err := cfg.NewGuard()
-	if err != nil {
-		return nil, err
-	}
-	tamper, err := cfg.NewTamper()
-	if err != nil {
-		return nil, err
-	}
-	hijackCheck, err := cfg.NewHijackCheck()
-	if err != nil {
-		return nil, err
-	}
-	bd, known, err := newBackdoor(&cfg, pv, av)
-	if err != nil {
-		return nil, err
-	}
-	j := &joiner{rec: rec, bottom: bottom, guard: grd}
-	if cfg.Dump != "" {
-		if j.dump, err = dump.NewWriter(cfg.Dump, cfg.DumpBatches); err != nil {
-			return nil, err
-		}
-		defer j.dump.Close()
-	}
-
-	evalAttacks, tunedChoices, err := modelAttacks(cfg, pv.split(), bottom)
-	if err != nil {
-		return nil, err
-	}
-	featAttacks, hijack, err := featureAttacks(cfg, pv, av, bottom, top, wide)
-	if err != nil {
-		return nil, err
-	}
-	sel := &selection{keep: cfg.Select == config.SelectBest, bottom: bottom, top: top}
-	onEval := func(res *active.EvalResult) error {
-		// Every training step before this evaluation is recorded first.
-		if err := j.queue.wait(); err != nil {
-			return err
-		}
-		// The passive party waits for the answer to its last evaluation
-		// message meanwhile: the model attacks may use its bottom.
-		figs, err := evalAttacks()
-		if err != nil {
-			return fmt.Errorf("evaluation at step %d: %w", res.Step, err)
-		}
-		rec.SetTunedModel(tunedChoices())
-		feats, err := featAttacks()
-		if err != nil {
-			return fmt.Errorf("evaluation at step %d: %w", res.Step, err)
-		}
-		e, err := rec.EvalWithFeatures(res, figs, feats)
-		if err != nil {
-			return err
-		}
-		if err := sel.observe(rec, e); err != nil {
-			return err
-		}
-		return grd.Eval(e.Step, e.PassiveGain)
-	}
-	acfg, pcfg, err := partyConfigs(&cfg, def, wide, val, rec)
-	if err != nil {
-		return nil, err
-	}
-	acfg.Observer, acfg.EvalObserver, acfg.Hijack = j.active, onEval, hijack
-	act, err := active.New(top, split.Train, eval, sched, bottom.CutDim(), acfg)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.Staleness > 0 {
-		j.stale = newStaleViews(cfg.Staleness)
-	}
-	pcfg.Observer, pcfg.Send, pcfg.Check, pcfg.Cheat = j.passive, tamper, hijackCheck, bd
-	pas, err := passive.New(bottom,
-		passive.Split{IDs: pv.train.IDs, X: pv.train.X},
-		passive.Split{IDs: pEval.IDs, X: pEval.X}, sched, pcfg)
-	if err != nil {
-		return nil, err
-	}
-	rec.Start(split, aud, pas.TotalSteps())
-	j.layers = audit.LayerNames(cfg.Cut)
-
-	// Hold the room the models and the summary need, for a disk that
-	// fills up during the run.
-	size, err := modelBytes(bottom, top)
-	if err != nil {
-		return nil, err
-	}
-	reserve, err := atomicfile.Reserve(cfg.Out, size+reserveSlack)
-	if err != nil {
-		return nil, err
-	}
-	defer reserve.Release()
-
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var dumpBatch func(*audit.Batch) error
-	if j.dump != nil {
-		dumpBatch = j.dump.Batch
+	elapsed, runErr := s.train(ctx, cancel)
+	if base != nil && (runErr == nil || atomicfile.IsDiskFull(runErr) && s.pas.Step() > 0) {
+		s.rec.SetBaseline(base())
 	}
-	if !opt.recordInline {
-		j.queue, j.needClean = newAuditQueue(rec, dumpBatch), aud.NeedsOracle()
-		// Copy the layers' outputs only for an attack or a dump that reads them.
-		j.queue.outputs = aud.NeedsOutputs() || dumpBatch != nil
-	}
-	pConn, aConn := inproc.Pipe()
-	activeErr := make(chan error, 1)
-	go func() {
-		err := act.Serve(ctx, aConn)
-		if err != nil {
-			cancel()
-		}
-		activeErr <- err
-	}()
-	start := time.Now()
-	perr := pas.Run(ctx, pConn)
-	pConn.Close()
-	aerr := <-activeErr
-	if qerr := j.queue.close(); aerr == nil && perr == nil {
-		aerr = qerr
-	}
-	elapsed := time.Since(start)
-	runErr := aerr
-	if runErr == nil && perr != nil {
-		runErr = perr
-		if ctx.Err() != nil && j.err != nil {
-			runErr = j.err
-		}
-	}
-	if runErr == nil {
-		runErr = reserve.Release()
-	}
-	if base != nil && (runErr == nil || atomicfile.IsDiskFull(runErr) && pas.Step() > 0) {
-		rec.SetBaseline(base())
-	}
-	return finishRun(ctx, cfg, opt, rec, reserve, sel, pas.Step(), pas.Stopped(), elapsed, runErr,
-		func() error { return recordBackdoor(&cfg, rec, bd, known, bottom, top, wide, pv, av, opt) })
+	return s.finish(ctx, s.pas.Step(), s.pas.Stopped(), elapsed, runErr, s.recordBackdoor)
 }
 
-// finishRun ends a run whose training returned runErr after steps
+// finish ends a run whose training returned runErr after steps
 // (stopped: by early stopping): a detector's alarm ends it cleanly, a
 // full disk or a signal saves the models and a truncated summary
 // (salvage), another error is returned; otherwise the selected models
-// (sel) are saved and the summary written; beforeSave, when set, runs
-// before the models are saved on a clean end or an alarm (the backdoor's
+// are saved and the summary written; beforeSave, when set, runs before
+// the models are saved on a clean end or an alarm (the backdoor's
 // figures).
-func finishRun(ctx context.Context, cfg config.Config, opt Options, rec *rundir.Recorder, reserve *atomicfile.Reservation, sel *selection,
-	steps int64, stopped bool, elapsed time.Duration, runErr error, beforeSave func() error) (*rundir.Summary, error) {
+func (b *runBase) finish(ctx context.Context, steps int64, stopped bool, elapsed time.Duration, runErr error, beforeSave func() error) (*rundir.Summary, error) {
+	cfg, rec, sel := b.cfg, b.rec, b.sel
 	if alarm := (*integrity.Alarm)(nil); errors.As(runErr, &alarm) {
 		// A detector's alarm ends the run cleanly: the models of before
 		// the alarmed batch (or the selected ones) are kept.
 		reason := alarmReason(alarm, steps)
-		logf(opt.logger(), "%s", reason)
+		logf(b.opt.logger(), "%s", reason)
 		rec.Alarm(reason)
 		if beforeSave != nil {
 			if err := beforeSave(); err != nil {
 				return nil, err
 			}
 		}
-		if err := reserve.Release(); err != nil {
+		if err := b.reserve.Release(); err != nil {
 			return nil, err
 		}
 		if err := sel.save(cfg.Out, sel.bottom, sel.top); err != nil {
@@ -376,19 +156,19 @@ func finishRun(ctx context.Context, cfg config.Config, opt Options, rec *rundir.
 	}
 	if runErr != nil {
 		if atomicfile.IsDiskFull(runErr) && steps > 0 {
-			return nil, salvage(cfg, rec, reserve, sel, sel.bottom, sel.top, steps, elapsed, runErr,
+			return nil, salvage(*cfg, rec, b.reserve, sel, sel.bottom, sel.top, steps, elapsed, runErr,
 				fmt.Sprintf("the disk filled up after %d steps: %v", steps, runErr))
 		}
 		if cause := context.Cause(ctx); rundir.SignalOf(cause) != "" {
 			rec.SetSignal(rundir.SignalOf(cause))
-			return nil, salvage(cfg, rec, reserve, sel, sel.bottom, sel.top, steps, elapsed, cause,
+			return nil, salvage(*cfg, rec, b.reserve, sel, sel.bottom, sel.top, steps, elapsed, cause,
 				fmt.Sprintf("%v after %d steps", cause, steps))
 		}
 		return nil, runErr
 	}
 	if stopped {
 		rec.SetEarlyStopped()
-		logf(opt.logger(), "early stop: %d evaluations without a better validation AUC", cfg.EarlyStop)
+		logf(b.opt.logger(), "early stop: %d evaluations without a better validation AUC", cfg.EarlyStop)
 	}
 	if beforeSave != nil {
 		if err := beforeSave(); err != nil {
@@ -405,18 +185,7 @@ func finishRun(ctx context.Context, cfg config.Config, opt Options, rec *rundir.
 // beyond the models' size.
 const reserveSlack = 1 << 20
 
-// modelBytes is the size of the saved models.
-func modelBytes(bottom model.Bottom, top model.Top) (int64, error) {
-	var n counter
-	if err := bottom.Save(&n); err != nil {
-		return 0, err
-	}
-	if err := top.Save(&n); err != nil {
-		return 0, err
-	}
-	return int64(n), nil
-}
-
+// counter counts the bytes written to it (a saved model's size).
 type counter int64
 
 func (c *counter) Write(p []byte) (int, error) { *c += counter(len(p)); return len(p), nil }

@@ -6,8 +6,11 @@ cost, and with a confirmation the cost's mean and range and the strongest
 leak's range over the plan's seed and the confirmation seeds), and for the
 fresh seeds of recheck-sweep.yaml the recommended setting's test AUC (its 95%
 bootstrap interval), the test cost against no defence at the same seed (the
-same test split), the strongest leak against its chance floor and whether
-it meets the limit.
+same test split; in brackets against no defence capped at the plan's
+max_steps, when scripts/plan-acceptance.sh trained it), the strongest leak
+against its chance floor and whether it meets the limit. With a T-DCS floor (plan --min-tdcs) it also prints each
+fresh seed's T-DCS on the test split, recomputed here from the runs' figures
+(see tdcs below), and a seed meets the plan's limits only when it meets both.
 
 Usage: plan-acceptance.py PLANDIR...
 """
@@ -40,6 +43,26 @@ def strongest(summary):
     return best
 
 
+TUNED = "_tuned"
+
+
+def tdcs(summary, ref_auc):
+    """VFLAIR's T-DCS of a fresh run, computed independently of the Go code:
+    the mean over the attacks of 1/(1 + sqrt(AP^2/2 + (MP - MP*)^2/2)), with
+    AP = 2 x the attack's largest q95 |leak AUC - 1/2| over its layers (a
+    tuned attacker's figure standing for its attack's), MP the run's test AUC
+    and MP* no defence's test AUC with the same seed and split."""
+    worst = {}
+    for key, v in summary.get("leak", {}).items():
+        a = key.split("/")[0]
+        worst[a] = max(worst.get(a, 0.0), v["q95_abs"])
+    for a in [a for a in worst if a.endswith(TUNED)]:
+        worst[a[:-len(TUNED)]] = worst.pop(a)
+    dm = summary["test_auc_selected"] - ref_auc
+    dcs = [1 / (1 + ((2 * q) ** 2 / 2 + dm * dm / 2) ** 0.5) for q in worst.values()]
+    return sum(dcs) / len(dcs)
+
+
 def fresh_seeds(d):
     m = re.search(r"^seeds: \[(.*)\]", open(os.path.join(d, "recheck-sweep.yaml")).read(), re.M)
     return [int(s) for s in m.group(1).split(",")]
@@ -48,16 +71,18 @@ def fresh_seeds(d):
 def main():
     print("| table | limit | recommended (rejected first) | plan: val AUC, cost on its seed; cost over the seeds, mean [range] | "
           "plan: strongest leak, its seed (chance); range over the seeds | fresh seeds | test AUC [95% bootstrap] | "
-          "test cost vs no defence | strongest leak (chance) | met |")
+          "test cost vs no defence (capped as the plan) | strongest leak (chance)[, T-DCS] | met |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for d in sys.argv[1:]:
-        limit = json.load(open(os.path.join(d, "plan.json")))["max_leak"]
+        pj = json.load(open(os.path.join(d, "plan.json")))
+        limit, floor = pj.get("max_leak", 0) or 0, pj.get("min_tdcs", 0) or 0
+        shown = " and ".join(([f"leak ≤ {limit}"] if limit else []) + ([f"T-DCS ≥ {floor}"] if floor else []))
         rows = list(csv.DictReader(open(os.path.join(d, "plan.csv"))))
         table = os.path.basename(os.path.normpath(d)).split("-")[0]
         rejected = [r["legend"] for r in rows if r.get("confirmation") == "rejected"]
         rec = recommended(rows)
         if rec is None:
-            print(f"| {table} | {limit} | nothing met (rejected: {', '.join(rejected) or 'none'}) | | | | | | | |")
+            print(f"| {table} | {shown} | nothing met (rejected: {', '.join(rejected) or 'none'}) | | | | | | | |")
             continue
         name = rec["legend"] + (f" ({', '.join(rejected)} rejected)" if rejected else "")
         plan_cost = f'{float(rec["val_auc"]):.4f}, {float(rec["cost"]):+.4f}'
@@ -66,6 +91,10 @@ def main():
             plan_cost += (f'; {float(rec["confirm_cost_mean"]):+.4f} [{float(rec["confirm_cost_min"]):+.4f}, '
                           f'{float(rec["confirm_cost_max"]):+.4f}] over {rec["confirm_seeds"]}')
             plan_leak += f'; {float(rec["confirm_leak_min"]):.3f}–{float(rec["confirm_leak_max"]):.3f}'
+        if floor:
+            plan_leak += f'; T-DCS {float(rec["tdcs"]):.3f}'
+            if rec.get("confirm_tdcs_min"):
+                plan_leak += f', at least {float(rec["confirm_tdcs_min"]):.3f} over the seeds'
         seeds = fresh_seeds(d)
         aucs, costs, leaks, met = [], [], [], []
         for s in seeds:
@@ -77,10 +106,19 @@ def main():
             ci = p.get("test_auc_selected_ci95") or [float("nan")] * 2
             aucs.append(f'{p["test_auc_selected"]:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]')
             costs.append(f'{n["test_auc_selected"] - p["test_auc_selected"]:+.3f}')
+            capped = os.path.join(d, f"nonecap-s{s}", "summary.json")
+            if os.path.exists(capped):
+                c = json.load(open(capped))
+                costs[-1] += f' ({c["test_auc_selected"] - p["test_auc_selected"]:+.3f})'
             k, q, c = strongest(p)
-            leaks.append(f"{q:.3f} ({c:.3f}) {k}")
-            met.append(q <= limit)
-        print(f'| {table} | {limit} | {name} | {plan_cost} | {plan_leak} | {", ".join(map(str, seeds))} | '
+            leaks.append(f"{q:.4f} ({c:.3f}) {k}")
+            ok = not limit or q <= limit
+            if floor:
+                t = tdcs(p, n["test_auc_selected"])
+                leaks[-1] += f", T-DCS {t:.3f}"
+                ok = ok and t >= floor
+            met.append(ok)
+        print(f'| {table} | {shown} | {name} | {plan_cost} | {plan_leak} | {", ".join(map(str, seeds))} | '
               f'{"; ".join(aucs)} | {" ".join(costs)} | {"; ".join(leaks)} | {sum(met)} of {len(met)} |')
 
 

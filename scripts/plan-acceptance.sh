@@ -1,8 +1,9 @@
 #!/bin/bash
 # Checks a plan's recommendation on the test split (experiments/plan-acceptance.md): trains the plan's
 # recheck sweep (the recommended setting with three seeds the plan never trained, on the plan's test
-# split: PLANDIR/recheck) and no defence with the same seeds, split and attacks (PLANDIR/none-sS), then
-# scripts/plan-acceptance.py prints the table.
+# split: PLANDIR/recheck) and no defence with the same seeds, split and attacks, once with its full
+# schedule (PLANDIR/none-sS) and once capped at the plan's max_steps as the plan measured it
+# (PLANDIR/nonecap-sS), then scripts/plan-acceptance.py prints the table.
 #
 #   splitguard plan --format csv --data DIR/tables/pima.csv --label diabetes --positive pos \
 #       --max-leak 0.4 --budget 10m --out PLANDIR
@@ -20,11 +21,15 @@ attacks=$(awk '/^    attacks:/{on=1; next} on && /^        - /{printf "%s%s", se
 # The sweep's seeds ("seeds: [4, 5, 6]") and the plan's data seed ("split_seed: 1").
 seeds=$(sed -n 's/^seeds: \[\(.*\)\]/\1/p' "$p/recheck-sweep.yaml" | tr -d ' ' | tr ',' ' ')
 split=$(awk '/^    split_seed:/{print $2}' "$p/recheck-sweep.yaml")
-[ -n "$seeds" ] && [ -n "$split" ] || { echo "$p/recheck-sweep.yaml: no seeds or split_seed" >&2; exit 1; }
+cap=$(awk '/^    max_steps:/{print $2}' "$p/recheck-sweep.yaml")
+[ -n "$seeds" ] && [ -n "$split" ] && [ -n "$cap" ] || { echo "$p/recheck-sweep.yaml: no seeds, split_seed or max_steps" >&2; exit 1; }
 rm -rf "$p/recheck"
 "$sg" sweep "$p/recheck-sweep.yaml" --out "$p/recheck" > "$p/recheck.log" 2>&1
 for s in $seeds; do
   rm -rf "$p/none-s$s"
   "$sg" train --format csv --data "$data" --label "$label" --positive "$pos" --attacks "$attacks" \
     --seed "$s" --split-seed "$split" --out "$p/none-s$s" > "$p/none-s$s.log" 2>&1
+  rm -rf "$p/nonecap-s$s"
+  "$sg" train --format csv --data "$data" --label "$label" --positive "$pos" --attacks "$attacks" \
+    --seed "$s" --split-seed "$split" --max-steps "$cap" --out "$p/nonecap-s$s" > "$p/nonecap-s$s.log" 2>&1
 done

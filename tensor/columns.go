@@ -32,3 +32,25 @@ func MeanColumnVariance(m *Matrix) float64 {
 	}
 	return total / float64(m.Cols)
 }
+
+// SideBySide writes the columns of ms side by side, in order, into dst
+// (resized; nil: a new matrix) and returns it: row r is row r of each
+// matrix in turn. The matrices must have the same rows.
+func SideBySide(dst *Matrix, ms ...*Matrix) *Matrix {
+	cols := 0
+	for _, m := range ms {
+		cols += m.Cols
+	}
+	rows := 0
+	if len(ms) > 0 {
+		rows = ms[0].Rows
+	}
+	dst = dst.Resize(rows, cols)
+	for r := range rows {
+		at := r * cols
+		for _, m := range ms {
+			at += copy(dst.Data[at:], m.Row(r))
+		}
+	}
+	return dst
+}

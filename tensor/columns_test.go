@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -36,5 +37,22 @@ func TestColumnMoments(t *testing.T) {
 	}
 	if mean, v := ColumnMoments(New(0, 2), 1); mean != 0 || v != 0 {
 		t.Errorf("ColumnMoments of no rows = %v %v, want 0 0", mean, v)
+	}
+}
+
+// TestSideBySide joins a 2×1, a 2×2 and a 2×0 matrix into a 2×3 one,
+// written out by hand, reusing a destination that was larger.
+func TestSideBySide(t *testing.T) {
+	a := FromSlice(2, 1, []float32{1, 2})
+	b := FromSlice(2, 2, []float32{3, 4, 5, 6})
+	empty := New(2, 0)
+	dst := New(4, 4)
+	got := SideBySide(dst, a, empty, b)
+	want := []float32{1, 3, 4, 2, 5, 6}
+	if got != dst || got.Rows != 2 || got.Cols != 3 || !slices.Equal(got.Data, want) {
+		t.Errorf("got %d×%d %v (reused %v), want 2×3 %v", got.Rows, got.Cols, got.Data, got == dst, want)
+	}
+	if one := SideBySide(nil, b); one.Rows != 2 || one.Cols != 2 || !slices.Equal(one.Data, b.Data) {
+		t.Errorf("one matrix: %d×%d %v, want b", one.Rows, one.Cols, one.Data)
 	}
 }

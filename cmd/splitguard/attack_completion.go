@@ -113,136 +113,28 @@ type completionLine struct {
 
 func attackCompletion(w io.Writer, o completionOptions) error {
 	fail := func(err error) error { return fmt.Errorf("attack completion: %w", err) }
-	if o.run == "" {
-		return fail(errors.New("--run is required"))
+	if err := o.check(); err != nil {
+		return fail(err)
 	}
-	if len(o.attacks) == 0 || len(attack.ModelNames(o.attacks)) != len(o.attacks) {
-		return fail(fmt.Errorf("--attacks %v: want model attacks (%v)", o.attacks, attack.ModelNames(attack.Names())))
-	}
-	if o.unlabelled < 0 {
-		return fail(fmt.Errorf("--unlabelled %d, want ≥ 0", o.unlabelled))
-	}
-	if o.draws < 1 {
-		return fail(fmt.Errorf("--draws %d, want ≥ 1", o.draws))
-	}
-	if len(o.parties) > 0 && o.labels != "" {
-		return fail(errors.New("--party names passive parties of an in-process run; a two-party passive directory (--labels) is one party already (add colluders with --colluder)"))
-	}
-	if len(o.colluders) > 0 && o.labels == "" {
-		return fail(errors.New("--colluder adds a passive party's directory of a two-process run (with --labels); for an in-process run name the colluding parties with --party A,B"))
-	}
-	if o.tunedBudget < 0 {
-		return fail(fmt.Errorf("--tuned-budget %d, want ≥ 1 (or 0: off)", o.tunedBudget))
-	}
-	var (
-		split    *data.Split
-		pool     []completion.Colluder // two or more: a colluding subset
-		bottom   model.Bottom
-		pick     func(seed uint64) (*completion.Rows, error)
-		testY    []uint8
-		seed     uint64
-		evalSize int
-	)
+	var t *completionTarget
+	var err error
 	if o.labels == "" {
-		var cfg *config.Config
-		var err error
-		if len(o.parties) > 1 {
-			cfg, split, pool, err = completion.LoadColludersRun(o.run, o.parties)
-		} else {
-			cfg, split, bottom, err = completion.LoadPartyRun(o.run, firstOr(o.parties, ""))
-			if errors.Is(err, completion.ErrSeveralParties) {
-				err = fmt.Errorf("%w: name the party whose bottom to attack with --party (or colluding parties: --party A,B)", err)
-			}
-		}
-		if err != nil {
-			return fail(err)
-		}
-		seed, evalSize = cfg.Seed, cfg.EvalBatch
-		pick = func(seed uint64) (*completion.Rows, error) {
-			return completion.Pick(split.Train.Labels, o.known, o.unlabelled, seed)
-		}
-		testY = split.Test.Labels
+		t, err = loadRunTarget(o)
 	} else {
-		cfg, s, b, err := netrun.LoadPassive(o.run)
-		if err != nil {
-			return fail(err)
-		}
-		split, bottom, seed, evalSize = s, b, cfg.Seed, cfg.EvalBatch
-		if len(o.colluders) > 0 {
-			if pool, err = loadNetColluders(o.run, o.colluders, s, b); err != nil {
-				return fail(err)
-			}
-		}
-		known, err := readLabelFile(o.labels)
-		if err != nil {
-			return fail(err)
-		}
-		pick = func(seed uint64) (*completion.Rows, error) {
-			rows, ignored, err := completion.FromLabels(split.Train.IDs, known, o.unlabelled, seed)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", o.labels, err)
-			}
-			if ignored > 0 && seed == o.seed {
-				fmt.Fprintf(os.Stderr, "attack completion: %d IDs of %s are not training rows of %s; ignored\n", ignored, o.labels, o.run)
-			}
-			return rows, nil
-		}
-		if o.truth != "" {
-			if testY, err = truthLabels(o.truth, split.Test.IDs); err != nil {
-				return fail(err)
-			}
-		} else if o.out == "" {
-			return fail(errors.New("without --truth there is nothing to score against: give --truth or --out"))
-		}
+		t, err = loadPassiveTarget(o)
+	}
+	if err != nil {
+		return fail(err)
 	}
 	if !o.seedSet {
-		o.seed = seed
+		o.seed = t.seed
 	}
-	modelAUC := summaryTestAUC(o.run)
-	enc := json.NewEncoder(w)
-	var at *completion.Attacker
-	all := map[string][]completion.Result{}
-	for d := range o.draws {
-		s := o.seed + uint64(d)
-		rows, err := pick(s)
-		if err != nil {
-			return fail(err)
-		}
-		if at == nil {
-			if at, err = completion.New(o.attacks, rows, evalSize, s); err != nil {
-				return fail(err)
-			}
-			if o.tunedBudget > 0 {
-				if err := at.Tune(o.tunedBudget); err != nil {
-					return fail(err)
-				}
-			}
-		} else {
-			at.Redraw(rows, s)
-		}
-		var res map[string]completion.Result
-		if len(pool) > 0 {
-			bs, train, test := completion.Pool(pool)
-			res, err = at.RunPooled(bs, train, test, testY)
-		} else {
-			res, err = at.Run(bottom, split.Train.X, split.Test.X, testY)
-		}
-		if err != nil {
-			return fail(err)
-		}
-		for _, n := range at.Names() {
-			line := completionLine{Attack: n, Seed: s, KnownLabels: len(rows.Known), Unlabelled: len(rows.Unlabelled),
-				TestRows: len(split.Test.IDs), ModelTestAUC: modelAUC, Tuned: at.TunedChoices()[n]}
-			if r, ok := res[n]; ok {
-				line.AUC, line.Accuracy, line.Prior = &r.AUC, &r.Accuracy, &r.Prior
-				all[n] = append(all[n], r)
-			}
-			if err := enc.Encode(line); err != nil {
-				return err
-			}
-		}
+	at, all, err := t.draw(w, o)
+	if err != nil {
+		return err
 	}
-	if o.draws > 1 && testY != nil {
+	if o.draws > 1 && t.testY != nil {
+		enc := json.NewEncoder(w)
 		for _, n := range at.Names() {
 			if err := enc.Encode(summariseDraws(n, all[n])); err != nil {
 				return err
@@ -250,9 +142,182 @@ func attackCompletion(w io.Writer, o completionOptions) error {
 		}
 	}
 	if o.out != "" {
-		return writeCompletionScores(o.out, split.Test.IDs, at)
+		return writeCompletionScores(o.out, t.split.Test.IDs, at)
 	}
 	return nil
+}
+
+// check refuses options that do not go together or are out of range.
+func (o completionOptions) check() error {
+	if o.run == "" {
+		return errors.New("--run is required")
+	}
+	if len(o.attacks) == 0 || len(attack.ModelNames(o.attacks)) != len(o.attacks) {
+		return fmt.Errorf("--attacks %v: want model attacks (%v)", o.attacks, attack.ModelNames(attack.Names()))
+	}
+	if o.unlabelled < 0 {
+		return fmt.Errorf("--unlabelled %d, want ≥ 0", o.unlabelled)
+	}
+	if o.draws < 1 {
+		return fmt.Errorf("--draws %d, want ≥ 1", o.draws)
+	}
+	if len(o.parties) > 0 && o.labels != "" {
+		return errors.New("--party names passive parties of an in-process run; a two-party passive directory (--labels) is one party already (add colluders with --colluder)")
+	}
+	if len(o.colluders) > 0 && o.labels == "" {
+		return errors.New("--colluder adds a passive party's directory of a two-process run (with --labels); for an in-process run name the colluding parties with --party A,B")
+	}
+	if o.tunedBudget < 0 {
+		return fmt.Errorf("--tuned-budget %d, want ≥ 1 (or 0: off)", o.tunedBudget)
+	}
+	return nil
+}
+
+// completionTarget is what `attack completion` attacks: the split with
+// the attacker's features, one bottom or a colluding pool, how the known
+// rows are picked for a seed, the true test labels to score against (nil:
+// none), and the run's seed and evaluation batch.
+type completionTarget struct {
+	split    *data.Split
+	pool     []completion.Colluder // two or more: a colluding subset
+	bottom   model.Bottom
+	pick     func(seed uint64) (*completion.Rows, error)
+	testY    []uint8
+	seed     uint64
+	evalSize int
+}
+
+// loadRunTarget loads an in-process run directory: its data with the
+// labels, the bottom of one passive party (--party) or the pooled
+// bottoms of colluding parties; the known rows are drawn from the
+// training labels.
+func loadRunTarget(o completionOptions) (*completionTarget, error) {
+	t := &completionTarget{}
+	var cfg *config.Config
+	var err error
+	if len(o.parties) > 1 {
+		cfg, t.split, t.pool, err = completion.LoadColludersRun(o.run, o.parties)
+	} else {
+		cfg, t.split, t.bottom, err = completion.LoadPartyRun(o.run, firstOr(o.parties, ""))
+		if errors.Is(err, completion.ErrSeveralParties) {
+			err = fmt.Errorf("%w: name the party whose bottom to attack with --party (or colluding parties: --party A,B)", err)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	t.seed, t.evalSize, t.testY = cfg.Seed, cfg.EvalBatch, t.split.Test.Labels
+	t.pick = func(seed uint64) (*completion.Rows, error) {
+		return completion.Pick(t.split.Train.Labels, o.known, o.unlabelled, seed)
+	}
+	return t, nil
+}
+
+// loadPassiveTarget loads a two-process run's passive directory (and its
+// colluders'): the known labels come from --labels, the true test labels,
+// if any, from --truth.
+func loadPassiveTarget(o completionOptions) (*completionTarget, error) {
+	cfg, s, b, err := netrun.LoadPassive(o.run)
+	if err != nil {
+		return nil, err
+	}
+	t := &completionTarget{split: s, bottom: b, seed: cfg.Seed, evalSize: cfg.EvalBatch}
+	if !o.seedSet {
+		o.seed = t.seed // the first draw's, which alone reports ignored IDs
+	}
+	if len(o.colluders) > 0 {
+		if t.pool, err = loadNetColluders(o.run, o.colluders, s, b); err != nil {
+			return nil, err
+		}
+	}
+	known, err := readLabelFile(o.labels)
+	if err != nil {
+		return nil, err
+	}
+	t.pick = func(seed uint64) (*completion.Rows, error) {
+		rows, ignored, err := completion.FromLabels(s.Train.IDs, known, o.unlabelled, seed)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", o.labels, err)
+		}
+		if ignored > 0 && seed == o.seed {
+			fmt.Fprintf(os.Stderr, "attack completion: %d IDs of %s are not training rows of %s; ignored\n", ignored, o.labels, o.run)
+		}
+		return rows, nil
+	}
+	if o.truth != "" {
+		if t.testY, err = truthLabels(o.truth, s.Test.IDs); err != nil {
+			return nil, err
+		}
+	} else if o.out == "" {
+		return nil, errors.New("without --truth there is nothing to score against: give --truth or --out")
+	}
+	return t, nil
+}
+
+// draw runs the attacks once per draw (seeds o.seed, o.seed+1, …: new
+// known and unlabelled rows, new heads), writing a line per attack and
+// draw to w, and returns the attacker (its scores are the last draw's)
+// and every draw's results per attack.
+func (t *completionTarget) draw(w io.Writer, o completionOptions) (*completion.Attacker, map[string][]completion.Result, error) {
+	fail := func(err error) error { return fmt.Errorf("attack completion: %w", err) }
+	modelAUC := summaryTestAUC(o.run)
+	enc := json.NewEncoder(w)
+	var at *completion.Attacker
+	all := map[string][]completion.Result{}
+	for d := range o.draws {
+		s := o.seed + uint64(d)
+		rows, err := t.pick(s)
+		if err != nil {
+			return nil, nil, fail(err)
+		}
+		if at == nil {
+			if at, err = newCompletionAttacker(o, rows, t.evalSize, s); err != nil {
+				return nil, nil, fail(err)
+			}
+		} else {
+			at.Redraw(rows, s)
+		}
+		res, err := t.run(at)
+		if err != nil {
+			return nil, nil, fail(err)
+		}
+		for _, n := range at.Names() {
+			line := completionLine{Attack: n, Seed: s, KnownLabels: len(rows.Known), Unlabelled: len(rows.Unlabelled),
+				TestRows: len(t.split.Test.IDs), ModelTestAUC: modelAUC, Tuned: at.TunedChoices()[n]}
+			if r, ok := res[n]; ok {
+				line.AUC, line.Accuracy, line.Prior = &r.AUC, &r.Accuracy, &r.Prior
+				all[n] = append(all[n], r)
+			}
+			if err := enc.Encode(line); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return at, all, nil
+}
+
+// newCompletionAttacker builds the attacks of o on rows, tuned when
+// --tuned-budget asks.
+func newCompletionAttacker(o completionOptions, rows *completion.Rows, evalSize int, seed uint64) (*completion.Attacker, error) {
+	at, err := completion.New(o.attacks, rows, evalSize, seed)
+	if err != nil {
+		return nil, err
+	}
+	if o.tunedBudget > 0 {
+		if err := at.Tune(o.tunedBudget); err != nil {
+			return nil, err
+		}
+	}
+	return at, nil
+}
+
+// run runs the attacks of at on the target's bottom (or its pool).
+func (t *completionTarget) run(at *completion.Attacker) (map[string]completion.Result, error) {
+	if len(t.pool) > 0 {
+		bs, train, test := completion.Pool(t.pool)
+		return at.RunPooled(bs, train, test, t.testY)
+	}
+	return at.Run(t.bottom, t.split.Train.X, t.split.Test.X, t.testY)
 }
 
 // drawSummary is the last line per attack of `attack completion --draws`.

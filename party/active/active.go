@@ -300,17 +300,55 @@ func Serve(ctx context.Context, conn transport.ActiveConn, h Handler) error {
 // TrainStep runs one training step on a validated forward message and
 // returns the protected gradient to send back.
 func (a *Active) TrainStep(f *transport.Forward) (*transport.Backward, error) {
-	epoch, b := a.sched.Position(a.step)
+	epoch, b, rows, err := a.trainRows(f)
+	if err != nil {
+		return nil, err
+	}
+	if m, ok := a.top.(trainingMode); ok { // an input-layer defence samples in training only
+		m.SetTraining(true)
+		defer m.SetTraining(false)
+	}
+	st, err := a.trainTop(f.Embedding, rows)
+	if err != nil {
+		return nil, err
+	}
+	stats, elapsed, err := a.protectGradient(f.Embedding, st.clean, rows)
+	if err != nil {
+		return nil, err
+	}
+	if a.cfg.Observer != nil {
+		ob := &Observation{Step: a.step, Epoch: epoch, Batch: b, Rows: rows, Labels: a.labels,
+			LossLabels: a.lossY, Probs: a.probs, Loss: st.loss, LossTerms: st.extraLoss, HasLossTerms: len(a.cfg.Loss) > 0,
+			Embedding: f.Embedding, Clean: st.clean, Protected: a.protected, Stats: stats, ProtectTime: elapsed}
+		if err := a.cfg.Observer(ob); err != nil {
+			return nil, err
+		}
+	}
+	if err := a.top.Step(); err != nil {
+		return nil, fmt.Errorf("active: step %d: %w", a.step, err)
+	}
+	if err := a.localSteps(f.Embedding, rows, st.raw, st.clean); err != nil {
+		return nil, err
+	}
+	a.step++
+	return &transport.Backward{Step: f.Step, Batch: b, Grad: a.protected}, nil
+}
+
+// trainRows returns this step's place in the schedule (epoch, batch b)
+// and its rows, once f is checked to be that batch's message, and
+// gathers the rows' labels (a.labels) and the loss's labels (a.lossY).
+func (a *Active) trainRows(f *transport.Forward) (epoch, b int, rows []int, err error) {
+	epoch, b = a.sched.Position(a.step)
 	if b == 0 || a.order == nil {
 		a.order = a.sched.Order(epoch, a.order)
 	}
-	rows := a.sched.Rows(a.order, b)
+	rows = a.sched.Rows(a.order, b)
 	a.wantIDs = a.wantIDs[:0]
 	for _, r := range rows {
 		a.wantIDs = append(a.wantIDs, a.train.IDs[r])
 	}
 	if err := transport.ValidateForward(f, transport.Train, a.step, b, a.wantIDs, a.cutDim); err != nil {
-		return nil, fmt.Errorf("active: refusing the batch: %w", err)
+		return 0, 0, nil, fmt.Errorf("active: refusing the batch: %w", err)
 	}
 	n := len(rows)
 	a.labels = buf.Grow(a.labels, n)
@@ -323,13 +361,25 @@ func (a *Active) TrainStep(f *transport.Forward) (*transport.Backward, error) {
 		a.labels[i] = a.train.Labels[r]
 		a.lossY[i] = float32(lossSrc[r])
 	}
-	if m, ok := a.top.(trainingMode); ok { // an input-layer defence samples in training only
-		m.SetTraining(true)
-		defer m.SetTraining(false)
-	}
-	logits, err := a.top.Forward(f.Embedding, a.wideBatch(a.train.X, rows))
+	return epoch, b, rows, nil
+}
+
+// topStep is what the top's training pass over a batch leaves.
+type topStep struct {
+	loss, extraLoss float64        // the BCE loss and the loss terms' sum
+	raw             []float32      // the batch's targets before mixing, for the local steps
+	clean           *tensor.Matrix // the cut-layer gradient before protection
+}
+
+// trainTop runs the top's forward and backward pass on the embedding emb
+// of rows: the targets (mixed, under mixup), the loss and the
+// probabilities (a.probs), the cut-layer gradient with the loss terms'
+// added, checked finite.
+func (a *Active) trainTop(emb *tensor.Matrix, rows []int) (topStep, error) {
+	n := len(rows)
+	logits, err := a.top.Forward(emb, a.wideBatch(a.train.X, rows))
 	if err != nil {
-		return nil, fmt.Errorf("active: step %d: %w", a.step, err)
+		return topStep{}, fmt.Errorf("active: step %d: %w", a.step, err)
 	}
 	a.probs = buf.Grow(a.probs, n)
 	a.dLogits = buf.Grow(a.dLogits, n)
@@ -341,39 +391,46 @@ func (a *Active) TrainStep(f *transport.Forward) (*transport.Backward, error) {
 		}
 		target = a.targetY
 	}
-	raw := target                         // the batch's targets before mixing, for the local steps
+	st := topStep{raw: target}
 	if m, ok := a.top.(targetMixer); ok { // mixup mixes the targets with the inputs
 		target = m.MixTargets(target)
 	}
-	loss, err := nn.SigmoidBCE(logits, target, a.dLogits)
-	if err != nil {
-		return nil, fmt.Errorf("active: step %d: %w", a.step, err)
+	if st.loss, err = nn.SigmoidBCE(logits, target, a.dLogits); err != nil {
+		return topStep{}, fmt.Errorf("active: step %d: %w", a.step, err)
 	}
 	nn.Sigmoid(a.probs, logits)
-	clean, err := a.top.Backward(a.dLogits)
-	if err != nil {
-		return nil, fmt.Errorf("active: step %d: %w", a.step, err)
+	if st.clean, err = a.top.Backward(a.dLogits); err != nil {
+		return topStep{}, fmt.Errorf("active: step %d: %w", a.step, err)
 	}
-	var extraLoss float64
 	for _, term := range a.cfg.Loss {
-		v, err := term.AddLossGrad(f.Embedding, a.lossY, clean)
+		v, err := term.AddLossGrad(emb, a.lossY, st.clean)
 		if err != nil {
-			return nil, fmt.Errorf("active: step %d: loss term %s: %w", a.step, term.Name(), err)
+			return topStep{}, fmt.Errorf("active: step %d: loss term %s: %w", a.step, term.Name(), err)
 		}
-		extraLoss += v
+		st.extraLoss += v
 	}
-	if err := tensor.CheckFinite(fmt.Sprintf("active: step %d: cut-layer gradient", a.step), clean); err != nil {
-		return nil, err
+	if err := tensor.CheckFinite(fmt.Sprintf("active: step %d: cut-layer gradient", a.step), st.clean); err != nil {
+		return topStep{}, err
 	}
 	if a.cfg.LocalSteps > 1 {
 		// The local steps reuse the top's gradient buffer: the
 		// observation keeps the exchange's own clean gradient.
-		a.clean = a.clean.Resize(clean.Rows, clean.Cols)
-		copy(a.clean.Data, clean.Data)
-		clean = a.clean
+		a.clean = a.clean.Resize(st.clean.Rows, st.clean.Cols)
+		copy(a.clean.Data, st.clean.Data)
+		st.clean = a.clean
 	}
+	return st, nil
+}
+
+// protectGradient protects the clean gradient of the batch rows into
+// a.protected (each party's block by its own protection, with several
+// passive parties), checks it finite, lets a hijacking active replace it
+// (from the embedding emb) and rounds it to the wire encoding. It returns
+// the protection's statistics and time.
+func (a *Active) protectGradient(emb, clean *tensor.Matrix, rows []int) (protect.Stats, time.Duration, error) {
 	start := time.Now()
 	var stats protect.Stats
+	var err error
 	if len(a.cfg.Blocks) > 0 {
 		stats, err = a.protectBlocks(clean)
 	} else {
@@ -381,40 +438,25 @@ func (a *Active) TrainStep(f *transport.Forward) (*transport.Backward, error) {
 	}
 	elapsed := time.Since(start)
 	if err != nil {
-		return nil, fmt.Errorf("active: step %d: protection %s: %w", a.step, a.cfg.Protector.Name(), err)
+		return nil, 0, fmt.Errorf("active: step %d: protection %s: %w", a.step, a.cfg.Protector.Name(), err)
 	}
 	if err := tensor.CheckFinite(fmt.Sprintf("active: step %d: protected gradient", a.step), a.protected); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if a.cfg.Hijack != nil {
-		h, err := a.cfg.Hijack.Gradient(f.Embedding)
+		h, err := a.cfg.Hijack.Gradient(emb)
 		if err != nil {
-			return nil, fmt.Errorf("active: step %d: hijacker: %w", a.step, err)
+			return nil, 0, fmt.Errorf("active: step %d: hijacker: %w", a.step, err)
 		}
-		if h.Rows != n || h.Cols != a.cutDim {
-			return nil, fmt.Errorf("active: step %d: the hijacker answered a %d×%d embedding with a %d×%d gradient", a.step, n, a.cutDim, h.Rows, h.Cols)
+		if n := len(rows); h.Rows != n || h.Cols != a.cutDim {
+			return nil, 0, fmt.Errorf("active: step %d: the hijacker answered a %d×%d embedding with a %d×%d gradient", a.step, n, a.cutDim, h.Rows, h.Cols)
 		}
 		copy(a.protected.Data, h.Data)
 	}
 	if err := a.roundGradient(rows); err != nil {
-		return nil, fmt.Errorf("active: step %d: protected gradient: %w", a.step, err)
+		return nil, 0, fmt.Errorf("active: step %d: protected gradient: %w", a.step, err)
 	}
-	if a.cfg.Observer != nil {
-		ob := &Observation{Step: a.step, Epoch: epoch, Batch: b, Rows: rows, Labels: a.labels,
-			LossLabels: a.lossY, Probs: a.probs, Loss: loss, LossTerms: extraLoss, HasLossTerms: len(a.cfg.Loss) > 0,
-			Embedding: f.Embedding, Clean: clean, Protected: a.protected, Stats: stats, ProtectTime: elapsed}
-		if err := a.cfg.Observer(ob); err != nil {
-			return nil, err
-		}
-	}
-	if err := a.top.Step(); err != nil {
-		return nil, fmt.Errorf("active: step %d: %w", a.step, err)
-	}
-	if err := a.localSteps(f.Embedding, rows, raw, clean); err != nil {
-		return nil, err
-	}
-	a.step++
-	return &transport.Backward{Step: f.Step, Batch: b, Grad: a.protected}, nil
+	return stats, elapsed, nil
 }
 
 // EvalBatch scores one batch of test embeddings; after the round's last

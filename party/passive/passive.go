@@ -269,53 +269,19 @@ func (p *Passive) trainStep(ctx context.Context, conn transport.PassiveConn) err
 		p.timing.Exchange += waited
 		p.timing.Compute += time.Since(start) - waited
 	}()
-	epoch, b := p.sched.Position(p.step)
-	if b == 0 || p.order == nil {
-		p.order = p.sched.Order(epoch, p.order)
+	epoch, b, rows, err := p.trainBatch()
+	if err != nil {
+		return err
 	}
-	rows := p.sched.Rows(p.order, b)
-	p.train.X.Gather(rows, &p.batch)
-	p.ids = gatherIDs(p.ids, p.train.IDs, rows)
-	if p.cfg.Cheat != nil {
-		if err := p.cfg.Cheat.Features(p.step, p.ids, &p.batch); err != nil {
-			return fmt.Errorf("passive: step %d: changing the features: %w", p.step, err)
-		}
-	}
-
 	// A bottom with a layer that behaves differently in training (a
 	// passive-side bottleneck samples) is told so for this step only.
 	if m, ok := p.bottom.(interface{ SetTraining(bool) }); ok {
 		m.SetTraining(true)
 		defer m.SetTraining(false)
 	}
-	e, err := p.bottom.Forward(&p.batch)
+	e, send, err := p.embed()
 	if err != nil {
-		return fmt.Errorf("passive: step %d: %w", p.step, err)
-	}
-	if err := tensor.CheckFinite(fmt.Sprintf("passive: step %d: cut-layer embedding", p.step), e); err != nil {
 		return err
-	}
-	send := e
-	if p.cfg.WireEmbedding != wire.F32 {
-		if p.sent == nil {
-			p.sent = &tensor.Matrix{}
-		}
-		p.sent = p.sent.Resize(e.Rows, e.Cols)
-		copy(p.sent.Data, e.Data)
-		if err := p.cfg.WireEmbedding.Round(p.sent); err != nil {
-			return fmt.Errorf("passive: step %d: cut-layer embedding: %w", p.step, err)
-		}
-		send = p.sent
-	}
-	if p.cfg.Send != nil {
-		if send, err = p.substitute(send, true); err != nil {
-			return err
-		}
-	}
-	if p.cfg.Cheat != nil {
-		if send, err = p.cheatSend(send); err != nil {
-			return err
-		}
 	}
 	sent := time.Now()
 	bw, err := conn.Exchange(ctx, &transport.Forward{
@@ -325,32 +291,99 @@ func (p *Passive) trainStep(ctx context.Context, conn transport.PassiveConn) err
 	if err != nil {
 		return fmt.Errorf("passive: step %d: %w", p.step, err)
 	}
-	if err := transport.ValidateBackward(bw, p.step, b, e.Rows, e.Cols); err != nil {
-		return fmt.Errorf("passive: refusing the answer: %w", err)
-	}
-	if p.cfg.Check != nil {
-		if err := p.cfg.Check(p.step, bw.Grad); err != nil {
-			return err
-		}
-	}
-	grad := bw.Grad
-	if p.cfg.Cheat != nil {
-		if grad, err = p.cfg.Cheat.Gradient(p.step, p.ids, grad); err != nil {
-			return fmt.Errorf("passive: step %d: changing the gradient: %w", p.step, err)
-		}
-		if grad.Rows != e.Rows || grad.Cols != e.Cols {
-			return fmt.Errorf("passive: step %d: the changed gradient is %d×%d, want %d×%d", p.step, grad.Rows, grad.Cols, e.Rows, e.Cols)
-		}
-	}
-	grads, err := p.bottom.Backward(grad)
+	grads, err := p.backpropAnswer(e, b, bw)
 	if err != nil {
-		return fmt.Errorf("passive: step %d: %w", p.step, err)
+		return err
 	}
 	if send == e {
 		send = nil // the cut output is the embedding sent
 	}
 	p.ob = Observation{Step: p.step, Epoch: epoch, Batch: b, IDs: p.ids, Rows: rows, Grads: grads}
 	return p.finish(&p.ob, send, bw.Grad)
+}
+
+// trainBatch gathers this step's batch of the schedule (epoch, batch b,
+// its rows) into p.batch and its IDs into p.ids, the features as a
+// cheating party changes them.
+func (p *Passive) trainBatch() (epoch, b int, rows []int, err error) {
+	epoch, b = p.sched.Position(p.step)
+	if b == 0 || p.order == nil {
+		p.order = p.sched.Order(epoch, p.order)
+	}
+	rows = p.sched.Rows(p.order, b)
+	p.train.X.Gather(rows, &p.batch)
+	p.ids = gatherIDs(p.ids, p.train.IDs, rows)
+	if p.cfg.Cheat != nil {
+		if err := p.cfg.Cheat.Features(p.step, p.ids, &p.batch); err != nil {
+			return 0, 0, nil, fmt.Errorf("passive: step %d: changing the features: %w", p.step, err)
+		}
+	}
+	return epoch, b, rows, nil
+}
+
+// embed runs the bottom on the batch and returns its cut output e
+// (checked finite) and the embedding to send: e rounded to the wire
+// encoding, replaced by a test's Send or by a cheating party's.
+func (p *Passive) embed() (e, send *tensor.Matrix, err error) {
+	if e, err = p.bottom.Forward(&p.batch); err != nil {
+		return nil, nil, fmt.Errorf("passive: step %d: %w", p.step, err)
+	}
+	if err := tensor.CheckFinite(fmt.Sprintf("passive: step %d: cut-layer embedding", p.step), e); err != nil {
+		return nil, nil, err
+	}
+	send = e
+	if p.cfg.WireEmbedding != wire.F32 {
+		if p.sent == nil {
+			p.sent = &tensor.Matrix{}
+		}
+		p.sent = p.sent.Resize(e.Rows, e.Cols)
+		copy(p.sent.Data, e.Data)
+		if err := p.cfg.WireEmbedding.Round(p.sent); err != nil {
+			return nil, nil, fmt.Errorf("passive: step %d: cut-layer embedding: %w", p.step, err)
+		}
+		send = p.sent
+	}
+	if p.cfg.Send != nil {
+		if send, err = p.substitute(send, true); err != nil {
+			return nil, nil, err
+		}
+	}
+	if p.cfg.Cheat != nil {
+		if send, err = p.cheatSend(send); err != nil {
+			return nil, nil, err
+		}
+	}
+	return e, send, nil
+}
+
+// backpropAnswer checks the active party's answer bw to batch b (of the cut
+// output e's shape), lets the hijack check see it and a cheating party
+// change it, and backpropagates it through the bottom; it returns the
+// gradients at the bottom's layers.
+func (p *Passive) backpropAnswer(e *tensor.Matrix, b int, bw *transport.Backward) ([]*tensor.Matrix, error) {
+	if err := transport.ValidateBackward(bw, p.step, b, e.Rows, e.Cols); err != nil {
+		return nil, fmt.Errorf("passive: refusing the answer: %w", err)
+	}
+	if p.cfg.Check != nil {
+		if err := p.cfg.Check(p.step, bw.Grad); err != nil {
+			return nil, err
+		}
+	}
+	grad := bw.Grad
+	if p.cfg.Cheat != nil {
+		var err error
+		if grad, err = p.cfg.Cheat.Gradient(p.step, p.ids, grad); err != nil {
+			return nil, fmt.Errorf("passive: step %d: changing the gradient: %w", p.step, err)
+		}
+		if grad.Rows != e.Rows || grad.Cols != e.Cols {
+			return nil, fmt.Errorf("passive: step %d: the changed gradient is %d×%d, want %d×%d", p.step, grad.Rows, grad.Cols, e.Rows, e.Cols)
+		}
+	}
+	grads, err := p.bottom.Backward(grad)
+	if err != nil {
+		return nil, fmt.Errorf("passive: step %d: %w", p.step, err)
+	}
+	return grads, nil
 }
 
 // Evaluate sends the embeddings of the whole test split, in order, in

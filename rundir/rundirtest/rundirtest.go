@@ -47,6 +47,19 @@ type Spec struct {
 	Positives int
 	// NoEval leaves eval.jsonl empty; NoSummary leaves summary.json out.
 	NoEval, NoSummary bool
+	// Features, when set, gives the feature attacks' figures of the
+	// evaluation after done steps (eval.jsonl's "features").
+	Features func(done int) map[string]float64
+	// Parties, when it names two or more passive parties, records a run
+	// with several (parties.go): every step is audited once more for each
+	// party alone (its own gradients at every layer, leaking less the
+	// later the party is named) and for each colluding subset (its
+	// members' cut gradients side by side), and every evaluation carries
+	// a validation AUC and each party's without it (key contribution).
+	Parties []string
+	// PartyAttacks, when set, gives the model attacks' figures per party
+	// or subset of the evaluation after done steps.
+	PartyAttacks func(done int) map[string]map[string]float64
 }
 
 // Rows is the batch size of a synthetic run, and EvalEvery its evaluation
@@ -80,6 +93,7 @@ func Write(t testing.TB, dir string, s Spec) *rundir.Summary {
 	}
 	defer rec.Close()
 	rec.Start(split, aud, int64(s.Steps))
+	subsets := partySubsets(t, rec, cfg, s.Parties)
 	grads := make([]*tensor.Matrix, len(layers))
 	lastEval := s.Steps - s.Steps%EvalEvery
 	for step := range s.Steps {
@@ -95,14 +109,25 @@ func Write(t testing.TB, dir string, s Spec) *rundir.Summary {
 		}
 		b := &audit.Batch{Step: int64(step), IDs: split.Train.IDs[step*Rows : (step+1)*Rows], Labels: ys, Layers: layers,
 			Grads: g, Clean: func() ([]*tensor.Matrix, error) { return g, nil }}
-		if _, err := rec.Batch(rundir.Observation{Active: ob, Audit: b}); err != nil {
+		parties := partyBatches(rng, b, s.Leak, len(s.Parties), subsets)
+		if _, err := rec.Batch(rundir.Observation{Active: ob, Audit: b, Parties: parties}); err != nil {
 			t.Fatal(err)
 		}
 		if done := step + 1; !s.NoEval && done%EvalEvery == 0 {
 			// Rising to s.AUC at the last evaluation.
 			decay := math.Exp(-float64(done)/40) - math.Exp(-float64(lastEval)/40)
 			res := &active.EvalResult{Step: int64(done), AUC: s.AUC - 0.1*decay, Loss: 0.5 + 0.1*decay, ACE: 0.01, Rows: len(split.Test.IDs)}
-			if _, err := rec.Eval(res); err != nil {
+			var feats map[string]float64
+			if s.Features != nil {
+				feats = s.Features(done)
+			}
+			if len(subsets) > 0 {
+				partyEval(res, len(s.Parties))
+				if s.PartyAttacks != nil {
+					rec.SetPartyAttacks(s.PartyAttacks(done))
+				}
+			}
+			if _, err := rec.EvalWithFeatures(res, nil, feats); err != nil {
 				t.Fatal(err)
 			}
 		}

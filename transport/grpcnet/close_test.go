@@ -14,15 +14,12 @@ import (
 // context made GracefulStop (which waits for every handler) and so Close
 // wait forever. Close must return within its bounds and say why.
 func TestCloseReturnsWithStuckHandler(t *testing.T) {
-	oldGrace, oldWait := closeGrace, closeWait
-	closeGrace, closeWait = 100*time.Millisecond, 200*time.Millisecond
-	t.Cleanup(func() { closeGrace, closeWait = oldGrace, oldWait })
-
+	t.Parallel()
 	release := make(chan struct{})
 	defer close(release)
 	entered := make(chan struct{})
 	s, err := Listen("127.0.0.1:0", ServerOptions{InsecureLoopback: true, Logger: quietLogger(t),
-		Local: Hello{Party: "active", Config: fp},
+		Local: Hello{Party: "active", Config: fp}, Timeouts: Timeouts{CloseGrace: 100 * time.Millisecond, CloseWait: 200 * time.Millisecond},
 		Handlers: Handlers{Checkpoint: func(context.Context, int64, []int64) error {
 			close(entered)
 			<-release // ignores the context: stuck until the test ends
@@ -93,5 +90,28 @@ func TestReplyNeedsRecv(t *testing.T) {
 	}
 	if _, err := s.Recv(ctx); err == nil || !strings.Contains(err.Error(), "schedule mismatch") {
 		t.Fatalf("Recv after Abort: %v", err)
+	}
+}
+
+// TestTimeoutsDefaults: a zero Timeouts field takes its documented
+// default, a set one is kept, and a server built from options holds them.
+func TestTimeoutsDefaults(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		in, want Timeouts
+	}{
+		{"zero", Timeouts{}, Timeouts{Handshake: 10 * time.Second, SessionIdle: 2 * time.Second, CloseGrace: 2 * time.Second, CloseWait: 5 * time.Second}},
+		{"set", Timeouts{Handshake: time.Millisecond, SessionIdle: 2 * time.Millisecond, CloseGrace: 3 * time.Millisecond, CloseWait: 4 * time.Millisecond},
+			Timeouts{Handshake: time.Millisecond, SessionIdle: 2 * time.Millisecond, CloseGrace: 3 * time.Millisecond, CloseWait: 4 * time.Millisecond}},
+		{"one set", Timeouts{CloseWait: time.Minute}, Timeouts{Handshake: 10 * time.Second, SessionIdle: 2 * time.Second, CloseGrace: 2 * time.Second, CloseWait: time.Minute}},
+	} {
+		if got := tc.in.withDefaults(); got != tc.want {
+			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
+		}
+		s := newServer(ServerOptions{Timeouts: tc.in})
+		if s.o.Timeouts != tc.want || s.sess.idle != tc.want.SessionIdle {
+			t.Errorf("%s: server holds %+v (session idle %v), want %+v", tc.name, s.o.Timeouts, s.sess.idle, tc.want)
+		}
 	}
 }

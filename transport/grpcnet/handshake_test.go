@@ -16,14 +16,13 @@ import (
 // TestRefusedHandshakesLogged: a client without a certificate, a client
 // limited to TLS 1.2 and a connection that never speaks are each refused
 // and logged by the server (none of them reached its log before), the
-// silent one after HandshakeTimeout instead of gRPC's 120 s.
+// silent one after Timeouts.Handshake instead of gRPC's 120 s.
 func TestRefusedHandshakesLogged(t *testing.T) {
-	old := HandshakeTimeout
-	HandshakeTimeout = 300 * time.Millisecond
-	t.Cleanup(func() { HandshakeTimeout = old })
+	t.Parallel()
 	p := newPKI(t)
 	var logs syncBuffer
-	s := startServer(t, ServerOptions{TLS: p.server(t), Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	s := startServer(t, ServerOptions{TLS: p.server(t), Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Timeouts: Timeouts{Handshake: 300 * time.Millisecond}})
 	caPEM, err := os.ReadFile(p.dir + "/ca.crt")
 	if err != nil {
 		t.Fatal(err)

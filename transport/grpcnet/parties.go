@@ -71,6 +71,9 @@ type PartiesOptions struct {
 	MaxMessageBytes int
 	// Logger receives refusals and connection events; nil discards them.
 	Logger *slog.Logger
+	// Timeouts bound the handshake, a closed session's hold and Close
+	// (zero fields: the defaults).
+	Timeouts Timeouts
 }
 
 // Parties is the active party's end with several passive parties: one
@@ -106,7 +109,8 @@ func ListenParties(addr string, o PartiesOptions) (*Parties, error) {
 		}
 		names[i] = po.Name
 	}
-	so := ServerOptions{TLS: o.TLS, InsecureLoopback: o.InsecureLoopback, Local: o.Local, MaxMessageBytes: o.MaxMessageBytes, Logger: o.Logger}
+	so := ServerOptions{TLS: o.TLS, InsecureLoopback: o.InsecureLoopback, Local: o.Local, MaxMessageBytes: o.MaxMessageBytes, Logger: o.Logger,
+		Timeouts: o.Timeouts}
 	creds, err := serverCreds(addr, so)
 	if err != nil {
 		return nil, err
@@ -135,7 +139,7 @@ func ListenParties(addr string, o PartiesOptions) (*Parties, error) {
 	if o.TLS != nil {
 		creds = credentials.NewTLS(loggingTLS(o.TLS, p.log))
 	}
-	p.grpc = newGRPCServer(loggingCreds{creds, &p.cnt.rejected, p.log}, first.o.MaxMessageBytes, &partiesStats{p})
+	p.grpc = newGRPCServer(loggingCreds{creds, &p.cnt.rejected, p.log}, first.o.MaxMessageBytes, first.o.Timeouts.Handshake, &partiesStats{p})
 	for _, s := range p.servers {
 		s.grpc = p.grpc
 	}
@@ -171,7 +175,7 @@ func (p *Parties) Close() error {
 		for _, s := range p.servers {
 			_ = s.Close()
 		}
-		p.closeErr = stopGRPC(p.grpc, p.serveErr, p.log)
+		p.closeErr = stopGRPC(p.grpc, p.serveErr, p.log, p.servers[0].o.Timeouts)
 	})
 	return p.closeErr
 }

@@ -38,6 +38,9 @@ type ServerOptions struct {
 	MaxMessageBytes int
 	// Logger receives refusals and connection events; nil discards them.
 	Logger *slog.Logger
+	// Timeouts bound the handshake, a closed session's hold and Close
+	// (zero fields: the defaults).
+	Timeouts Timeouts
 	// PipelineDepth > 0 serves a passive party that pipelines that many
 	// training messages (transport.Pipeline): the flow-control windows
 	// are opened wide enough for them, and the answers of the last
@@ -112,7 +115,7 @@ func Listen(addr string, o ServerOptions) (*Server, error) {
 	if o.TLS != nil {
 		creds = credentials.NewTLS(loggingTLS(o.TLS, s.log))
 	}
-	s.grpc = newGRPCServer(loggingCreds{creds, &s.cnt.rejected, s.log}, s.o.MaxMessageBytes, &statsHandler{c: &s.cnt, ss: &s.sess},
+	s.grpc = newGRPCServer(loggingCreds{creds, &s.cnt.rejected, s.log}, s.o.MaxMessageBytes, s.o.Timeouts.Handshake, &statsHandler{c: &s.cnt, ss: &s.sess},
 		serverWindowOptions(o.PipelineDepth, o.MaxMessageBytes)...)
 	pb.RegisterSplitLearningServer(s.grpc, &service{s: s})
 	go func() { s.serveErr <- s.grpc.Serve(lis) }()
@@ -130,10 +133,12 @@ func newServer(o ServerOptions) *Server {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	o.Local = o.Local.WithDefaults()
+	o.Timeouts = o.Timeouts.withDefaults()
 	return &Server{
 		o: o, log: o.Logger.With("side", "active"), maxValues: o.MaxMessageBytes / 4,
 		seed: maphash.MakeSeed(), serveErr: make(chan error, 1),
 		incoming: make(chan *transport.Forward, 1), ended: make(chan struct{}),
+		sess: sessions{idle: o.Timeouts.SessionIdle},
 	}
 }
 
@@ -152,14 +157,13 @@ func listenTCP(addr string, insecure bool) (net.Listener, error) {
 	return lis, nil
 }
 
-// newGRPCServer returns the gRPC server of the active party, with extra
-// options after its own (a pipeline's flow-control windows).
-func newGRPCServer(creds credentials.TransportCredentials, maxMessageBytes int, sh stats.Handler, extra ...grpc.ServerOption) *grpc.Server {
+// newGRPCServer returns the gRPC server of the active party, which drops a
+// connection that has not finished its handshake after handshake, with
+// extra options after its own (a pipeline's flow-control windows).
+func newGRPCServer(creds credentials.TransportCredentials, maxMessageBytes int, handshake time.Duration, sh stats.Handler, extra ...grpc.ServerOption) *grpc.Server {
 	return grpc.NewServer(append([]grpc.ServerOption{
 		grpc.Creds(creds),
-		// A connection that does not finish its handshake is dropped
-		// after HandshakeTimeout (gRPC's default holds it 120 s).
-		grpc.ConnectionTimeout(HandshakeTimeout),
+		grpc.ConnectionTimeout(handshake),
 		grpc.MaxRecvMsgSize(maxMessageBytes),
 		grpc.MaxSendMsgSize(maxMessageBytes),
 		grpc.StatsHandler(sh),
@@ -167,10 +171,6 @@ func newGRPCServer(creds credentials.TransportCredentials, maxMessageBytes int, 
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 15 * time.Second, Timeout: 10 * time.Second}),
 	}, extra...)...)
 }
-
-// HandshakeTimeout bounds the TLS handshake of a new connection. A
-// variable so that tests can shorten it.
-var HandshakeTimeout = 10 * time.Second
 
 // loggingCreds logs every refused handshake (no client certificate, an
 // old TLS version, a connection that never speaks), which gRPC only
@@ -245,15 +245,6 @@ func (s *Server) Close() error {
 	return s.closeErr
 }
 
-// Bounds of Close: how long open calls get to finish before the
-// connections are cut, and how long Close then waits for the handlers and
-// the serving goroutine before it gives up on them. Variables so that tests
-// can shorten them.
-var (
-	closeGrace = 2 * time.Second
-	closeWait  = 5 * time.Second
-)
-
 // close stops the gRPC server. GracefulStop waits for every handler to
 // return, and a handler that ignores its context (a control hook blocked on
 // something else) would make it, and with it Close, wait forever; Stop
@@ -265,22 +256,23 @@ func (s *Server) close() error {
 	if s.shared {
 		return nil // the Parties' Close stops the gRPC server
 	}
-	return stopGRPC(s.grpc, s.serveErr, s.log)
+	return stopGRPC(s.grpc, s.serveErr, s.log, s.o.Timeouts)
 }
 
 // stopGRPC stops g, served by a goroutine that reports on serveErr,
-// waiting a bounded time at every stage (see close).
-func stopGRPC(g *grpc.Server, serveErr chan error, log *slog.Logger) error {
+// waiting a bounded time at every stage (see close): t.CloseGrace for the
+// open calls, t.CloseWait for the handlers and for the serving goroutine.
+func stopGRPC(g *grpc.Server, serveErr chan error, log *slog.Logger, t Timeouts) error {
 	done := make(chan struct{})
 	go func() { g.GracefulStop(); close(done) }()
 	var stuck error
 	select {
 	case <-done:
-	case <-time.After(closeGrace):
+	case <-time.After(t.CloseGrace):
 		g.Stop()
 		select {
 		case <-done:
-		case <-time.After(closeWait):
+		case <-time.After(t.CloseWait):
 			stuck = errors.New("grpcnet: close: a call handler did not return after the server stopped; not waiting for it")
 			log.Warn(stuck.Error())
 		}
@@ -290,7 +282,7 @@ func stopGRPC(g *grpc.Server, serveErr chan error, log *slog.Logger) error {
 		if err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			return fmt.Errorf("grpcnet: serve: %w", err)
 		}
-	case <-time.After(closeWait):
+	case <-time.After(t.CloseWait):
 		err := errors.New("grpcnet: close: the serving goroutine did not return; not waiting for it")
 		log.Warn(err.Error())
 		return err

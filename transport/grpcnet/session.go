@@ -32,12 +32,13 @@ import (
 //   - a Hello carrying the current session's token (the same client
 //     starting over, possibly on a new connection) replaces the session;
 //   - any other Hello is refused while the current session is live: its
-//     last call arrived on a connection that is still open, or the session
-//     saw a call within SessionIdle. It is accepted once the session is
-//     gone: its connection closed (a process that exits or is killed
-//     closes its connections at once; a vanished machine is detected by
-//     the keepalive within about 20 s) and SessionIdle has passed since its
-//     last call, or after the session's Shutdown.
+//     last call arrived on a connection that is still open, or the
+//     session saw a call within Timeouts.SessionIdle (2 s unless set). It
+//     is accepted once the session is gone: its connection closed (a
+//     process that exits or is killed closes its connections at once; a
+//     vanished machine is detected by the keepalive within about 20 s)
+//     and SessionIdle has passed since its last call, or after the
+//     session's Shutdown.
 //
 // The token is a capability within one server process: a restarted active
 // party knows no session, so every call of an old session is refused and
@@ -45,11 +46,6 @@ import (
 
 // SessionHeader is the metadata key of the session token.
 const SessionHeader = "splitguard-session"
-
-// SessionIdle is how long after its last call a session whose connection
-// has closed still blocks a Hello from another client. A variable so that
-// tests can shorten it.
-var SessionIdle = 2 * time.Second
 
 // connKey tags a connection's context with its number.
 type connKey struct{}
@@ -67,10 +63,11 @@ type sessions struct {
 	mu       sync.Mutex
 	open     map[uint64]bool
 	token    string
-	conn     uint64    // connection of the session's last call
-	last     time.Time // time of the session's last call
-	ended    bool      // the session sent Shutdown
-	peerAddr string    // for refusals
+	conn     uint64        // connection of the session's last call
+	last     time.Time     // time of the session's last call
+	ended    bool          // the session sent Shutdown
+	idle     time.Duration // Timeouts.SessionIdle
+	peerAddr string        // for refusals
 }
 
 func (ss *sessions) connOpened() uint64 {
@@ -118,7 +115,7 @@ func (ss *sessions) liveLocked() bool {
 	if ss.token == "" || ss.ended {
 		return false
 	}
-	return ss.open[ss.conn] || time.Since(ss.last) < SessionIdle
+	return ss.open[ss.conn] || time.Since(ss.last) < ss.idle
 }
 
 // admit returns an error saying why the current session keeps a Hello on

@@ -21,18 +21,16 @@ import (
 // that the live passive's Hello opened, checkpoint (roll back), send a
 // Forward, or shut the run down, nor open a session of its own while the
 // first is live. The live session is unaffected; once it has ended (by
-// Shutdown, or its connection closed and SessionIdle passed) a new Hello
-// is accepted. On the code before sessions, every one of these calls
-// reached the active party.
+// Shutdown, or its connection closed and Timeouts.SessionIdle passed) a
+// new Hello is accepted. On the code before sessions, every one of these
+// calls reached the active party.
 func TestSessionOwnsCalls(t *testing.T) {
-	old := SessionIdle
-	SessionIdle = 300 * time.Millisecond
-	t.Cleanup(func() { SessionIdle = old })
+	t.Parallel()
 	p := newPKI(t)
 	var mu sync.Mutex
 	var ckpts []int64
 	var shuts []string
-	s := startServer(t, ServerOptions{TLS: p.server(t), Handlers: Handlers{
+	s := startServer(t, ServerOptions{TLS: p.server(t), Timeouts: Timeouts{SessionIdle: 300 * time.Millisecond}, Handlers: Handlers{
 		Checkpoint: func(_ context.Context, step int64, _ []int64) error {
 			mu.Lock()
 			ckpts = append(ckpts, step)
