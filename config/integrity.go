@@ -20,6 +20,8 @@ func (c *Config) validateIntegrity(bad func(string, ...any)) {
 	for _, d := range c.Detectors {
 		if !slices.Contains(integrity.DetectorNames(), d) {
 			bad("unknown detector %q, want one of %v (key detectors)", d, integrity.DetectorNames(), keyArg("detectors"))
+		} else if integrity.IsCrossParty(d) && len(c.Parties) < 2 {
+			bad("detector %s reconstructs each passive party's embedding from the other parties' and needs at least two passive parties (key parties)", d, keyArg("parties"))
 		}
 	}
 	for d, v := range c.IntegrityStop {

@@ -129,9 +129,10 @@ func (c *Config) validateParties(bad func(string, ...any)) {
 	if len(c.FeatureAttacks) > 0 {
 		bad("feature attacks (key feature_attacks) with several passive parties are not built", keyArg("feature_attacks"))
 	}
-	if c.FreeRide != "" || len(c.Detectors) > 0 {
-		bad("the integrity modes and detectors (keys free_ride, detectors) with several passive parties are not built", keyArg("free_ride"), keyArg("detectors"))
+	if c.FreeRide != "" {
+		bad("the integrity modes (key free_ride) with several passive parties are not built", keyArg("free_ride"))
 	}
+	c.validatePartyDetectors(bad)
 	if c.Contribution && c.AggregationOr() == AggregationSum {
 		bad("the leave-one-party-out contribution (key contribution) is built for aggregation concat: under sum the active party sees only the sum", keyArg("contribution"))
 	}

@@ -31,6 +31,10 @@ func TestPartiesValidate(t *testing.T) {
 		{"sum per party", func(c *Config) { c.Aggregation, c.Parties[0].Protect = "sum", "max_norm" }, "under aggregation sum every party receives the same gradient"},
 		{"contribution sum", func(c *Config) { c.Aggregation, c.Contribution, c.ValFrac = "sum", true, 0.1 }, "leave-one-party-out contribution"},
 		{"feature attacks", func(c *Config) { c.FeatureAttacks = []string{"inverse_linear"} }, "feature attacks"},
+		{"vflip", func(c *Config) { c.Detectors = []string{"vflip"} }, ""},
+		{"one-party detector", func(c *Config) { c.Detectors = []string{"vflip", "autoencoder"} }, "detector autoencoder scores one passive party's embedding"},
+		{"vflip sum", func(c *Config) { c.Detectors, c.Aggregation = []string{"vflip"}, "sum" }, "only aggregation concat keeps apart"},
+		{"free ride", func(c *Config) { c.FreeRide = "noise" }, "integrity modes (key free_ride)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Default()

@@ -1,6 +1,10 @@
 package integrity
 
-import "github.com/splitguard/splitguard/tensor"
+import (
+	"fmt"
+
+	"github.com/splitguard/splitguard/tensor"
+)
 
 // Guard is the active party's watch over the passive party during a
 // run: every training batch's embedding through each detector, and the
@@ -11,6 +15,9 @@ type Guard struct {
 	stop    map[string]float64
 	minGain float64
 	scores  map[string]float64
+	parties []string // the passive parties' names (SetParties)
+	// partyKeys: each cross-party detector's score keys, DETECTOR/PARTY
+	partyKeys map[string][]string
 }
 
 // NewGuard returns a guard running the named detectors, which alarms
@@ -38,11 +45,22 @@ func (g *Guard) Batch(step int64, e *tensor.Matrix) (map[string]float64, error) 
 	}
 	clear(g.scores)
 	for _, d := range g.dets {
+		cp, cross := d.(CrossPartyDetector)
+		if cross && g.parties == nil {
+			return nil, fmt.Errorf("integrity: detector %s needs several passive parties' blocks, and the run has one passive party", d.Name())
+		}
 		g.scores[d.Name()] = d.Observe(step, e)
+		if cross {
+			g.partyScores(cp)
+		}
 	}
 	for _, d := range g.dets {
 		if t, ok := g.stop[d.Name()]; ok && g.scores[d.Name()] >= t {
-			return g.scores, &Alarm{Detector: d.Name(), Step: step, Score: g.scores[d.Name()], Threshold: t}
+			a := &Alarm{Detector: d.Name(), Step: step, Score: g.scores[d.Name()], Threshold: t}
+			if cp, ok := d.(CrossPartyDetector); ok {
+				a.Verdict = "passive party " + g.suspect(cp) + " is suspected of cheating (a backdoor or free-riding): its embedding disagrees with what the other parties' embeddings predict"
+			}
+			return g.scores, a
 		}
 	}
 	return g.scores, nil

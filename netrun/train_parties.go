@@ -265,6 +265,9 @@ func (r *partiesRun) align(ctx context.Context) error {
 		return err
 	}
 	r.views, r.cols = fanin.Coalitions(len(r.names)), r.agg.Blocks(r.widths)
+	if err := r.guard.SetParties(r.names, r.cols); err != nil {
+		return err
+	}
 	r.scratch = make([]*tensor.Matrix, 3*len(r.views))
 	var audits []rundir.PartyAudit
 	for _, members := range r.views {

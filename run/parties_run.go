@@ -122,6 +122,9 @@ func (m *multiRun) auditSubsets() error {
 // the recorder.
 func (m *multiRun) buildParties(ctx context.Context) error {
 	n := len(m.bottoms)
+	if err := m.grd.SetParties(m.names, m.cols); err != nil {
+		return err
+	}
 	m.pr = &partyRun{cfg: m.cfg, names: m.names, bottoms: m.bottoms, cols: m.cols, layers: audit.LayerNames(m.cfg.Cut),
 		rec: m.rec, guard: m.grd, ctx: ctx, obs: make([]*passive.Observation, n), views: m.views, scratch: make([]*tensor.Matrix, 3*len(m.views))}
 	acfg, pcfg, err := partyConfigs(m.cfg, m.def, m.wide, m.val, m.rec)
