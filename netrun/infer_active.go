@@ -97,7 +97,7 @@ func Serve(ctx context.Context, cfg Config, so ServeOptions, opt Options) (*Serv
 	if so.SessionInterval <= 0 {
 		so.SessionInterval = DefaultSessionInterval
 	}
-	if err := cfg.validate("active serve"); err != nil {
+	if err := cfg.prepare("active serve", opt); err != nil {
 		return nil, err
 	}
 	if so.Out == "" && !so.ShareScores {

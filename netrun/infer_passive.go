@@ -62,7 +62,7 @@ type ScoreResult struct {
 // holds and writes the scores to so.Out if the active shares them.
 func Score(ctx context.Context, cfg Config, so ScoreOptions, opt Options) (*ScoreResult, error) {
 	cfg.Resolve()
-	if err := cfg.validate("passive score"); err != nil {
+	if err := cfg.prepare("passive score", opt); err != nil {
 		return nil, err
 	}
 	log := opt.logger().With("party", "passive", "mode", "score")

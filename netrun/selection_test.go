@@ -117,3 +117,40 @@ func bestValAUC(t *testing.T, dir string) float64 {
 	}
 	return best
 }
+
+// TestThreePartiesSelectionAsInProcess: with several passive parties,
+// select: best and early stopping, the active keeps the top of the same
+// evaluation and stops after the same step as the in-process run: the
+// same summary fields and the same bytes in top.model.
+func TestThreePartiesSelectionAsInProcess(t *testing.T) {
+	root := t.TempDir()
+	base := threePartyBase(synthFile(t, faultRows), filepath.Join(root, "inproc"))
+	base.Select, base.EarlyStop, base.EvalEvery, base.Epochs, base.LR = config.SelectBest, 3, 2, 4, 0.01
+	want, err := run.Train(context.Background(), base, run.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !want.EarlyStopped || want.SelectedStep >= want.Steps {
+		t.Fatalf("the in-process run does not exercise the test: early stopped %v after %d steps, selected step %d",
+			want.EarlyStopped, want.Steps, want.SelectedStep)
+	}
+	act, pas := threePartyConfigs(base, filepath.Join(root, "net"), "")
+	got, perrs, err := runThree(t, act, pas)
+	if err != nil || errors.Join(perrs...) != nil {
+		t.Fatalf("active: %v; passives: %v", err, perrs)
+	}
+	if got.EarlyStopped != want.EarlyStopped || got.Steps != want.Steps || got.SelectedStep != want.SelectedStep ||
+		got.Select != want.Select || got.TestAUCSelected != want.TestAUCSelected {
+		t.Errorf("summary: early stopped %v after %d steps, select %s, kept step %d (test AUC %v); in process %v, %d, %s, %d (%v)",
+			got.EarlyStopped, got.Steps, got.Select, got.SelectedStep, got.TestAUCSelected,
+			want.EarlyStopped, want.Steps, want.Select, want.SelectedStep, want.TestAUCSelected)
+	}
+	g, err1 := os.ReadFile(filepath.Join(act.Out, rundir.TopModelFile))
+	w, err2 := os.ReadFile(filepath.Join(base.Out, rundir.TopModelFile))
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	if !bytes.Equal(g, w) {
+		t.Errorf("%s differs from the in-process run's (%d and %d bytes)", rundir.TopModelFile, len(g), len(w))
+	}
+}

@@ -35,9 +35,7 @@ type activeRun struct {
 	pd    *partyData
 	srv   *grpcnet.Server
 	store store
-	met   *activeMetrics
-	rec   *rundir.Recorder
-	guard *integrity.Guard // the integrity detectors, fresh at every build
+	evalJudge
 
 	// mu is held while a message is processed and during control calls,
 	// so that a checkpoint or rollback never overlaps a step.
@@ -56,22 +54,18 @@ type activeRun struct {
 	// warnedPositives: the summary already warns of too few positives per
 	// batch.
 	warnedPositives bool
-	// kept is the top of the selected evaluation (select: best); keep and
-	// stop are the verdict on the evaluation round just scored, sent with
-	// the answer to its last message; stopSent says a stop was sent.
-	kept       keptModel
-	keep, stop bool
-	stopSent   bool
-	split      *data.Split
-	eval       *data.Dataset // validation rows, then test rows
-	valRows    int
-	party      *active.Active
-	aud        *audit.Auditor
-	layers     []string
-	embedding  *tensor.Matrix
-	ids        []uint64
-	epoch      int
-	stepStart  time.Time
+	// stopSent says a stop was sent (the verdict is evalJudge's).
+	stopSent  bool
+	split     *data.Split
+	eval      *data.Dataset // validation rows, then test rows
+	valRows   int
+	party     *active.Active
+	aud       *audit.Auditor
+	layers    []string
+	embedding *tensor.Matrix
+	ids       []uint64
+	epoch     int
+	stepStart time.Time
 	// computeSteps training steps took computeTime in this process (the
 	// top's forward and backward, the protection, the audit).
 	computeSteps int64
@@ -108,7 +102,7 @@ type activeRun struct {
 // cfg.PeerTimeout (an error wrapping ErrPeerGone, after saving a checkpoint).
 func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, error) {
 	cfg.resolve()
-	if err := cfg.validate("active"); err != nil {
+	if err := cfg.prepare("active", opt); err != nil {
 		return nil, err
 	}
 	if cfg.CheckpointEvery > 0 {
@@ -665,38 +659,10 @@ func (r *activeRun) observe(ob *active.Observation) error {
 	return nil
 }
 
+// evalDone records an evaluation and makes the verdict the round's last
+// answer carries (evalJudge.judge).
 func (r *activeRun) evalDone(res *active.EvalResult) error {
-	e, err := r.rec.Eval(res)
-	if err != nil {
-		return err
-	}
-	r.met.eval(e)
-	if err := r.guard.Eval(e.Step, e.PassiveGain); err != nil {
-		return err
-	}
-	// The verdict, as the in-process run decides it (run's selection and
-	// its Stop): keep the models of the evaluation the recorder selects
-	// now, stop once it has stalled.
-	cur, ok := r.rec.Selected()
-	r.keep = r.cfg.Select == config.SelectBest && ok && cur.Step == e.Step
-	r.stop = r.rec.Stalled()
-	if r.keep {
-		if err := r.kept.keep(e.Step, r.party.SaveModel); err != nil {
-			return err
-		}
-	}
-	args := []any{"step", e.Step, "test_auc", e.TestAUC, "test_loss", e.TestLoss, "ace", e.ACE}
-	if e.ValAUC != nil {
-		args = append(args, "val_auc", *e.ValAUC)
-	}
-	if e.PassiveGain != nil {
-		args = append(args, "passive_gain", *e.PassiveGain)
-	}
-	for k, v := range e.Integrity {
-		args = append(args, k, v)
-	}
-	r.log.Info("evaluation", args...)
-	return nil
+	return r.judge(res, r.cfg.Select, r.party.SaveModel, r.log)
 }
 
 // finish writes summary.json like the in-process run (leak keys at the cut

@@ -63,7 +63,7 @@ type PassiveResult struct {
 // written to cfg.Out/bottom.model at the end.
 func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, error) {
 	cfg.resolve()
-	if err := cfg.validate("passive"); err != nil {
+	if err := cfg.prepare("passive", opt); err != nil {
 		return nil, err
 	}
 	if cfg.Backdoor != "" && len(cfg.BackdoorKnownIDs) == 0 {
