@@ -129,8 +129,8 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, e
 		return nil, fmt.Errorf("active: %w", err)
 	}
 	log.Info("data loaded", "train", len(pd.split.Train.IDs), "test", len(pd.split.Test.IDs))
-	if w := config.BatchWarning(cfg.Batch, len(pd.split.Train.IDs), cfg.Epochs); w != "" {
-		log.Warn(w)
+	if w := config.BatchWarning(cfg.Batch, len(pd.split.Train.IDs), cfg.Epochs); w.Text != "" {
+		log.Warn(w.Text, w.LogArgs()...)
 	}
 	if err := pd.saveEncoding(cfg.Out); err != nil {
 		return nil, fmt.Errorf("active: %w", err)
@@ -439,9 +439,9 @@ func (r *activeRun) psi(_ context.Context, req *psi.Request) (*psi.Response, err
 	}
 	r.rec.SetConfig(r.cfg.Config)
 	r.rec.SetValRows(valRows)
-	if w := config.PositivesWarning(r.cfg.Batch, positiveRate(split.Train.Labels)); w != "" && !r.warnedPositives {
-		r.log.Warn(w)
-		r.rec.Warn(w)
+	if w := config.PositivesWarning(r.cfg.Batch, positiveRate(split.Train.Labels)); w.Text != "" && !r.warnedPositives {
+		r.log.Warn(w.Text, w.LogArgs()...)
+		r.rec.Warn(w.Text, w.Keys...)
 		r.warnedPositives = true
 	}
 	r.common, r.split, r.eval, r.valRows = common, split, eval, valRows
@@ -677,8 +677,8 @@ func (r *activeRun) finish() (*rundir.Summary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("active: %w", err)
 	}
-	for _, w := range s.Warnings {
-		r.log.Warn(w)
+	for _, w := range s.KeyedWarnings() {
+		r.log.Warn(w.Text, w.LogArgs()...)
 	}
 	if r.computeSteps > 0 {
 		// The link's share is this side's wait less the passive's compute

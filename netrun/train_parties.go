@@ -276,8 +276,8 @@ func (r *partiesRun) align(ctx context.Context) error {
 	r.rec.SetConfig(cfg.Config)
 	r.rec.SetValRows(valRows)
 	r.rec.SetParties(audits)
-	if w := config.PositivesWarning(cfg.Batch, positiveRate(split.Train.Labels)); w != "" {
-		r.rec.Warn(w)
+	if w := config.PositivesWarning(cfg.Batch, positiveRate(split.Train.Labels)); w.Text != "" {
+		r.rec.Warn(w.Text, w.Keys...)
 	}
 	party, err := active.New(top, split.Train, eval, sched, r.agg.Width(r.widths), active.Config{
 		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, TrainTargets: def.TrainTargets, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/splitguard/splitguard/config"
@@ -72,8 +71,8 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 	}
 	log := opt.logger().With("party", "passive")
 	if n, e := cfg.CheckpointEvery, cfg.EvalEvery; cfg.Staleness > 0 && n > 0 && (e <= 0 || n%e != 0) {
-		log.Warn("the pipeline drains at every checkpoint as well as at every evaluation: the records differ from an in-process run's unless checkpoint_every is a multiple of eval_every",
-			"staleness", cfg.Staleness, "checkpoint_every", n, "eval_every", e)
+		log.Warn("the pipeline drains at every checkpoint as well as at every evaluation: the records differ from an in-process run's unless the checkpoint interval (key checkpoint_every) is a multiple of the evaluation interval (key eval_every)",
+			"staleness", cfg.Staleness, "checkpoint_every", n, "eval_every", e, "key", "checkpoint_every", "key", "eval_every")
 	}
 	lock, err := openOut(&cfg, opt, "passive", log)
 	if err != nil {
@@ -93,8 +92,8 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 	if tf, ok := data.LookupTableFormat(cfg.Format); ok && tf.LabelCol == "" && cfg.Label == "" && len(cfg.loadColumns) == 0 {
 		// With columns named, only those are read: the label is not among
 		// them unless the user named it.
-		log.Warn("no label column named (key label): every column of this file is a feature; if the file holds the labels, " +
-			"name that column so that it is dropped, or ignore it (key ignore)")
+		log.Warn("no label column named (key label): every column of this file is a feature; if the file holds the labels, "+
+			"name that column so that it is dropped, or ignore it (key ignore)", "key", "label", "key", "ignore")
 	}
 	if err := writeConfig(&cfg); err != nil {
 		return nil, err
@@ -212,8 +211,8 @@ func (p *passiveRun) session(ctx context.Context) error {
 	own := p.pd.split.Info.IDFormat.String()
 	remote, err := p.client.Hello(ctx, grpcnet.Hello{Party: partyName(p.cfg.Name, "passive"), Config: p.hello, IDFormat: own})
 	if err != nil {
-		if strings.Contains(err.Error(), "digest") {
-			err = fmt.Errorf("%w (%s)", err, p.cfg.digestHint())
+		if remote != nil && !bytes.Equal(remote.Config.Digest, p.hello.Digest) {
+			err = config.Keyed(fmt.Errorf("%w (%s)", err, p.cfg.digestHint()), partiesHintKeys(&p.cfg)...)
 		}
 		return err
 	}
