@@ -105,12 +105,8 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, e
 	if err := cfg.prepare("active", opt); err != nil {
 		return nil, err
 	}
-	if cfg.CheckpointEvery > 0 {
-		for _, a := range cfg.AttackNames() {
-			if needs, err := attack.Describe(a); err == nil && needs.EpochMemory {
-				return nil, fmt.Errorf("active: the epoch attack %s cannot be checkpointed; run it without checkpoints", a)
-			}
-		}
+	if err := checkpointable(&cfg); err != nil {
+		return nil, err
 	}
 	if cfg.MultiParty() {
 		return runActiveParties(ctx, cfg, opt)
@@ -121,10 +117,53 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, e
 		return nil, err
 	}
 	defer lock.Unlock()
-	if err := writeConfig(&cfg); err != nil {
+	pd, err := loadActive(&cfg, log)
+	if err != nil {
 		return nil, err
 	}
-	pd, err := loadParty(&cfg, true)
+	r := &activeRun{cfg: cfg, log: log, pd: pd, start: time.Now(), store: store{dir: cfg.checkpointDir(), role: "active", keep: cfg.KeepCheckpoints},
+		realign: rate.NewLimiter(rate.Every(realignEvery), realignBurst)}
+	r.store.acked = func() int64 { return r.acked }
+	var cancelBase context.CancelFunc
+	r.baseCtx, cancelBase = context.WithCancel(ctx)
+	defer cancelBase()
+	defer r.closeRecords()
+	if err := r.openRecords(); err != nil {
+		return nil, err
+	}
+	stop, err := r.startServer(opt)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	serr := r.serve(ctx)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.end(ctx, serr)
+}
+
+// checkpointable refuses a run with checkpoints and an epoch attack, whose
+// memory of the epoch no checkpoint holds.
+func checkpointable(cfg *Config) error {
+	if cfg.CheckpointEvery <= 0 {
+		return nil
+	}
+	for _, a := range cfg.AttackNames() {
+		if needs, err := attack.Describe(a); err == nil && needs.EpochMemory {
+			return fmt.Errorf("active: the epoch attack %s cannot be checkpointed; run it without checkpoints", a)
+		}
+	}
+	return nil
+}
+
+// loadActive writes the active party's config.yaml, loads its data with
+// the labels (warning of a batch larger than the training rows) and saves
+// the data's encoding in the run directory.
+func loadActive(cfg *Config, log *slog.Logger) (*partyData, error) {
+	if err := writeConfig(cfg); err != nil {
+		return nil, err
+	}
+	pd, err := loadParty(cfg, true)
 	if err != nil {
 		return nil, fmt.Errorf("active: %w", err)
 	}
@@ -135,63 +174,84 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, e
 	if err := pd.saveEncoding(cfg.Out); err != nil {
 		return nil, fmt.Errorf("active: %w", err)
 	}
-	r := &activeRun{cfg: cfg, log: log, pd: pd, start: time.Now(), store: store{dir: cfg.checkpointDir(), role: "active", keep: cfg.KeepCheckpoints},
-		realign: rate.NewLimiter(rate.Every(realignEvery), realignBurst)}
-	r.store.acked = func() int64 { return r.acked }
-	var cancelBase context.CancelFunc
-	r.baseCtx, cancelBase = context.WithCancel(ctx)
-	defer cancelBase()
-	if err := cleanOrphans(log, cfg.Out, cfg.checkpointDir()); err != nil {
-		return nil, fmt.Errorf("active: %w", err)
+	return pd, nil
+}
+
+// openRecords prepares the run directory's records: it removes orphaned
+// files, reserves room for the summary of a run that a full disk stops,
+// reads the acknowledged step and the fallbacks of earlier processes, and
+// opens the recorder, keeping what a previous process of this run wrote
+// (the resume step, known later, decides what stays: build rewinds to it).
+// closeRecords undoes it.
+func (r *activeRun) openRecords() error {
+	cfg := &r.cfg
+	if err := cleanOrphans(r.log, cfg.Out, cfg.checkpointDir()); err != nil {
+		return fmt.Errorf("active: %w", err)
 	}
-	// Room for the summary of a run that a full disk stops.
+	var err error
 	if r.reserve, err = atomicfile.Reserve(cfg.Out, 1<<20); err != nil {
-		return nil, fmt.Errorf("active: %w", err)
+		return fmt.Errorf("active: %w", err)
 	}
-	defer r.reserve.Release()
 	if r.acked, err = r.store.readAcked(); err != nil {
-		return nil, fmt.Errorf("active: %w", err)
+		return fmt.Errorf("active: %w", err)
 	}
 	r.saved = r.acked
-	// Keep what a previous process of this run wrote: the resume step,
-	// known later, decides what stays (build rewinds to it).
 	if r.rec, err = rundir.Open(cfg.Config, true, rundir.Hooks{}); err != nil {
-		return nil, err
+		return err
 	}
-	defer r.rec.Close()
 	fbs, err := r.store.readFallbacks()
 	if err != nil {
-		return nil, fmt.Errorf("active: %w", err)
+		return fmt.Errorf("active: %w", err)
 	}
 	for _, fb := range fbs {
 		r.rec.AddFallback(fb)
 	}
+	return nil
+}
 
+// closeRecords closes what openRecords opened: the recorder, then the
+// summary's reserved room.
+func (r *activeRun) closeRecords() {
+	if r.rec != nil {
+		r.rec.Close()
+	}
+	if r.reserve != nil {
+		r.reserve.Release()
+	}
+}
+
+// startServer starts the gRPC server and the metrics endpoint and tells
+// opt.Ready the address; stop closes both.
+func (r *activeRun) startServer(opt Options) (stop func(), err error) {
 	// The handlers (a restarted passive calls at once) wait for r.met.
 	r.mu.Lock()
-	r.srv, err = listen(&cfg, opt, grpcnet.Handlers{Hello: r.hello, PSI: r.psi, Checkpoint: r.checkpoint,
+	r.srv, err = listen(&r.cfg, opt, grpcnet.Handlers{Hello: r.hello, PSI: r.psi, Checkpoint: r.checkpoint,
 		Shutdown: func(_ context.Context, reason string) error {
-			log.Info("the passive party ends the run", "reason", reason)
+			r.log.Info("the passive party ends the run", "reason", reason)
 			return nil
-		}}, "active", pd.split.Info.IDFormat.String())
+		}}, "active", r.pd.split.Info.IDFormat.String())
 	if err != nil {
 		r.mu.Unlock()
 		return nil, err
 	}
-	defer r.srv.Close()
-	r.met = newActiveMetrics(cfg, r.srv.Stats)
+	r.met = newActiveMetrics(r.cfg, r.srv.Stats)
 	r.mu.Unlock()
-	stopMetrics, err := r.met.start(cfg.MetricsAddr, log)
+	stopMetrics, err := r.met.start(r.cfg.MetricsAddr, r.log)
 	if err != nil {
+		r.srv.Close()
 		return nil, err
 	}
-	defer stopMetrics()
 	if opt.Ready != nil {
 		opt.Ready(r.srv.Addr())
 	}
-	serr := r.serve(ctx)
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	return func() { stopMetrics(); r.srv.Close() }, nil
+}
+
+// end ends the run as serve's outcome serr says (r.mu held): the summary
+// of a run trained to its end or stopped early; or, after an alarm, a
+// peer gone (the model and a checkpoint saved), a signal or another
+// failure, the records of a run ended early and the error.
+func (r *activeRun) end(ctx context.Context, serr error) (*rundir.Summary, error) {
 	if r.party == nil {
 		if serr != nil {
 			return nil, serr
