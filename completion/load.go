@@ -42,17 +42,13 @@ func LoadPartyRun(dir, party string) (*config.Config, *data.Split, model.Bottom,
 	case party != "" && !cfg.MultiParty():
 		return nil, nil, nil, fmt.Errorf("run %s has one passive party; %q names none", dir, party)
 	case party != "":
-		k = slices.Index(cfg.PartyNames(), party)
-		if k < 0 {
-			return nil, nil, nil, fmt.Errorf("run %s has no passive party %q (it has %s)", dir, party, strings.Join(cfg.PartyNames(), ", "))
+		if k, err = partyIndex(dir, cfg, party); err != nil {
+			return nil, nil, nil, err
 		}
 	}
-	split, err := rundir.LoadRunData(cfg)
+	split, err := loadLabelled(dir, cfg)
 	if err != nil {
 		return nil, nil, nil, err
-	}
-	if split.Train.Labels == nil || split.Test.Labels == nil {
-		return nil, nil, nil, fmt.Errorf("run %s: its data %s has no labels", dir, cfg.Data)
 	}
 	// Under a vertical split the bottom reads the passive's columns only;
 	// with several passive parties, party k's.
@@ -69,19 +65,54 @@ func LoadPartyRun(dir, party string) (*config.Config, *data.Split, model.Bottom,
 			return nil, nil, nil, err
 		}
 	}
+	bottom, err := loadBottom(dir, cfg, k, split.Train.X)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return cfg, split, bottom, nil
+}
+
+// partyIndex returns the index of passive party name among the run's
+// parties (key parties).
+func partyIndex(dir string, cfg *config.Config, name string) (int, error) {
+	k := slices.Index(cfg.PartyNames(), name)
+	if k < 0 {
+		return -1, fmt.Errorf("run %s has no passive party %q (it has %s)", dir, name, strings.Join(cfg.PartyNames(), ", "))
+	}
+	return k, nil
+}
+
+// loadLabelled reloads the data of run dir (configuration cfg) with its
+// labels, the run's seeded split.
+func loadLabelled(dir string, cfg *config.Config) (*data.Split, error) {
+	split, err := rundir.LoadRunData(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if split.Train.Labels == nil || split.Test.Labels == nil {
+		return nil, fmt.Errorf("run %s: its data %s has no labels", dir, cfg.Data)
+	}
+	return split, nil
+}
+
+// loadBottom builds the bottom of passive party k of run dir (k < 0: the
+// run's one passive party) over its training columns x and loads the
+// trained bottom the run saved (bottom.model for the first or only
+// party, bottom_NAME.model for the others).
+func loadBottom(dir string, cfg *config.Config, k int, x *data.Features) (model.Bottom, error) {
 	bc, file := *cfg, rundir.BottomModelFile
 	if k >= 0 {
 		bc = cfg.PartyConfig(k)
 		if k > 0 {
-			file = rundir.PartyBottomFile(party)
+			file = rundir.PartyBottomFile(cfg.PartyNames()[k])
 		}
 	}
-	bottom, err := bc.BuildBottom(split.Train.X)
+	bottom, err := bc.BuildBottom(x)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	if err := rundir.ReadModel(filepath.Join(dir, file), bottom.Load); err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	return cfg, split, bottom, nil
+	return bottom, nil
 }

@@ -3,7 +3,6 @@ package completion
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -42,19 +41,16 @@ func LoadColludersRun(dir string, parties []string) (*config.Config, *data.Split
 	}
 	ks := make([]int, len(parties))
 	for i, p := range parties {
-		if ks[i] = slices.Index(cfg.PartyNames(), p); ks[i] < 0 {
-			return nil, nil, nil, fmt.Errorf("run %s has no passive party %q (it has %s)", dir, p, strings.Join(cfg.PartyNames(), ", "))
+		if ks[i], err = partyIndex(dir, cfg, p); err != nil {
+			return nil, nil, nil, err
 		}
 		if slices.Contains(parties[:i], p) {
 			return nil, nil, nil, fmt.Errorf("party %q named twice in a colluding subset", p)
 		}
 	}
-	split, err := rundir.LoadRunData(cfg)
+	split, err := loadLabelled(dir, cfg)
 	if err != nil {
 		return nil, nil, nil, err
-	}
-	if split.Train.Labels == nil || split.Test.Labels == nil {
-		return nil, nil, nil, fmt.Errorf("run %s: its data %s has no labels", dir, cfg.Data)
 	}
 	trainX, _, err := cfg.PartyFeatures(split.Train.X)
 	if err != nil {
@@ -66,16 +62,8 @@ func LoadColludersRun(dir string, parties []string) (*config.Config, *data.Split
 	}
 	out := make([]Colluder, len(parties))
 	for i, k := range ks {
-		pc := cfg.PartyConfig(k)
-		bottom, err := pc.BuildBottom(trainX[k])
+		bottom, err := loadBottom(dir, cfg, k, trainX[k])
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("party %s: %w", parties[i], err)
-		}
-		file := rundir.BottomModelFile
-		if k > 0 {
-			file = rundir.PartyBottomFile(parties[i])
-		}
-		if err := rundir.ReadModel(filepath.Join(dir, file), bottom.Load); err != nil {
 			return nil, nil, nil, fmt.Errorf("party %s: %w", parties[i], err)
 		}
 		out[i] = Colluder{Name: parties[i], Train: trainX[k], Test: testX[k], Bottom: bottom}

@@ -6,6 +6,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/splitguard/splitguard/configkey"
 	"github.com/splitguard/splitguard/data"
 )
 
@@ -83,28 +84,30 @@ func (c *Config) DataOptions() data.Options {
 // one positive a batch has, so their figures mean little.
 const MinPositivesPerBatch = 2
 
-// PositivesWarning returns a warning when batches of batch rows drawn
-// from training rows with positive rate posRate hold fewer than
-// MinPositivesPerBatch positives on average, or "" when they hold enough.
-func PositivesWarning(batch int, posRate float64) string {
+// PositivesWarning returns a warning (about key batch) when batches of
+// batch rows drawn from training rows with positive rate posRate hold
+// fewer than MinPositivesPerBatch positives on average, or the zero
+// Warning when they hold enough.
+func PositivesWarning(batch int, posRate float64) Warning {
 	if batch <= 0 || posRate <= 0 || posRate >= 1 || float64(batch)*posRate >= MinPositivesPerBatch {
-		return ""
+		return Warning{}
 	}
 	none := math.Pow(1-posRate, float64(batch))
-	return fmt.Sprintf("batches of %d rows hold %.1f positives on average (%.2f%% of the training rows are positive), below %d: "+
+	return configkey.Warn(fmt.Sprintf("batches of %d rows hold %.1f positives on average (%.2f%% of the training rows are positive), below %d: "+
 		"%.0f%% of batches have none (their leak AUC is undefined and skipped) and per-batch defences and attacks work on one or two positives; "+
 		"a batch of at least %d rows (key batch) holds %d on average",
-		batch, float64(batch)*posRate, 100*posRate, MinPositivesPerBatch, 100*none, int(math.Ceil(MinPositivesPerBatch/posRate)), MinPositivesPerBatch)
+		batch, float64(batch)*posRate, 100*posRate, MinPositivesPerBatch, 100*none, int(math.Ceil(MinPositivesPerBatch/posRate)), MinPositivesPerBatch), "batch")
 }
 
-// BatchWarning returns a warning when the batch size leaves too few
-// training steps to learn anything (a batch larger than the training
-// split gives one step per epoch), or "" when the batch fits.
-func BatchWarning(batch, trainRows, epochs int) string {
+// BatchWarning returns a warning (about key batch) when the batch size
+// leaves too few training steps to learn anything (a batch larger than
+// the training split gives one step per epoch), or the zero Warning when
+// the batch fits.
+func BatchWarning(batch, trainRows, epochs int) Warning {
 	if trainRows <= 0 || batch <= trainRows {
-		return ""
+		return Warning{}
 	}
-	return fmt.Sprintf("batch size %d (key batch) exceeds the %d training rows: every epoch is a single step of all of them, "+
+	return configkey.Warn(fmt.Sprintf("batch size %d (key batch) exceeds the %d training rows: every epoch is a single step of all of them, "+
 		"%d step(s) in all, too few to learn from, and the leak figures are of that one batch; choose a batch of at most %d",
-		batch, trainRows, max(epochs, 1), max(trainRows/8, 2))
+		batch, trainRows, max(epochs, 1), max(trainRows/8, 2)), "batch")
 }

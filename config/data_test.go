@@ -54,9 +54,13 @@ func TestBatchWarning(t *testing.T) {
 		{32, 400, ""},
 		{8, 0, ""},
 	} {
-		got := BatchWarning(c.batch, c.rows, 1)
+		w := BatchWarning(c.batch, c.rows, 1)
+		got := w.Text
 		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
 			t.Errorf("BatchWarning(%d, %d) = %q, want %q", c.batch, c.rows, got, c.want)
+		}
+		if wantKeys := map[bool][]string{true: {"batch"}}[got != ""]; !slices.Equal(w.Keys, wantKeys) {
+			t.Errorf("BatchWarning(%d, %d) keys %v, want %v", c.batch, c.rows, w.Keys, wantKeys)
 		}
 	}
 }
@@ -77,7 +81,11 @@ func TestPositivesWarning(t *testing.T) {
 		{64, 0, nil},
 		{0, 0.01, nil},
 	} {
-		w := PositivesWarning(tc.batch, tc.rate)
+		kw := PositivesWarning(tc.batch, tc.rate)
+		w := kw.Text
+		if w != "" && !slices.Equal(kw.Keys, []string{"batch"}) {
+			t.Errorf("batch %d, rate %v: keys %v, want [batch]", tc.batch, tc.rate, kw.Keys)
+		}
 		if (w == "") != (tc.want == nil) {
 			t.Errorf("batch %d, rate %v: %q", tc.batch, tc.rate, w)
 			continue

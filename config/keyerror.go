@@ -18,6 +18,11 @@ type KeyError = configkey.Error
 // itself when keys is empty or err is nil.
 func Keyed(err error, keys ...string) error { return configkey.Keyed(err, keys...) }
 
+// Warning is a warning about configuration keys' values
+// (configkey.Warning): its text names each key as "key NAME", its Keys
+// list them for a caller with other names for the keys.
+type Warning = configkey.Warning
+
 // KeysOf returns the keys of every KeyError in err's tree (through
 // Unwrap() error and Unwrap() []error), each once, in the order a
 // depth-first walk meets them.

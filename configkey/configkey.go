@@ -65,3 +65,29 @@ func KeysOf(err error) []string {
 	walk(err)
 	return keys
 }
+
+// Warning is a warning about configuration keys' values, not a refusal:
+// Text says what may be wrong in the library's terms and names each key
+// as "key NAME"; Keys lists them, so that a caller with other names for
+// the keys (the command line's flags) rewrites them without reading the
+// text. The zero Warning is no warning.
+type Warning struct {
+	Text string
+	Keys []string
+}
+
+// Warn returns the warning text naming keys.
+func Warn(text string, keys ...string) Warning { return Warning{Text: text, Keys: keys} }
+
+// String returns the warning's text.
+func (w Warning) String() string { return w.Text }
+
+// LogArgs returns the attributes "key", NAME for each of w's keys, for a
+// log/slog record of the warning.
+func (w Warning) LogArgs() []any {
+	args := make([]any, 0, 2*len(w.Keys))
+	for _, k := range w.Keys {
+		args = append(args, "key", k)
+	}
+	return args
+}

@@ -242,6 +242,9 @@ type loader struct {
 
 	rowsRead, rowsKept, bad int64
 	badExamples             []string
+	// firstBadKeys are the configuration keys the first bad example
+	// names (its configkey.Error's), for the error quoting it.
+	firstBadKeys []string
 	// idFormat counts how the rows' IDs are written (rows whose fields
 	// and ID are good, sampled or not).
 	idFormat IDFormat
@@ -804,10 +807,10 @@ func (l *loader) checkRows() error {
 		return l.errf("no data rows")
 	case l.rowsRead == l.bad:
 		if l.sc.label < 0 {
-			return l.errf("all %d data rows are malformed; first: %s", l.bad, l.badExamples[0])
+			return configkey.Keyed(l.errf("all %d data rows are malformed; first: %s", l.bad, l.badExamples[0]), l.firstBadKeys...)
 		}
 		advice := l.labels.advice(l.sc.names[l.sc.label], l.o)
-		return configkey.Keyed(l.errf("all %d data rows are malformed; first: %s%s", l.bad, l.badExamples[0], advice), adviceKeys(l.o)...)
+		return configkey.Keyed(l.errf("all %d data rows are malformed; first: %s%s", l.bad, l.badExamples[0], advice), append(adviceKeys(l.o), l.firstBadKeys...)...)
 	case len(l.train.ids) == 0 && l.enc == nil:
 		return l.errf("no training rows after sampling (%d rows read, %d kept, sample %g, test fraction %g)",
 			l.rowsRead, l.rowsKept, l.o.Sample, l.o.TestFrac)

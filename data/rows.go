@@ -262,6 +262,9 @@ func (l *loader) commitRow(c *rowChunk, i int) error {
 		return err
 	}
 	l.bad++
+	if len(l.badExamples) == 0 {
+		l.firstBadKeys = configkey.KeysOf(err)
+	}
 	if len(l.badExamples) < maxBadExamples {
 		l.badExamples = append(l.badExamples, err.Error())
 	}

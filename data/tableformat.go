@@ -91,7 +91,8 @@ func tableFormat(name string) (TableFormat, error) {
 
 // SniffTableFormat returns, for a first line that format refuses, the
 // other registered formats whose Looks recognises it, each as "PHRASE (key
-// format NAME)", in name order.
+// format NAME)", in name order; an error quoting them is keyed format
+// (configkey.Keyed), so that a caller names the key its own way.
 func SniffTableFormat(format string, first [][]byte, delim byte) []string {
 	var out []string
 	for _, name := range TableFormats() {

@@ -97,11 +97,11 @@ func Serve(ctx context.Context, cfg Config, so ServeOptions, opt Options) (*Serv
 	if so.SessionInterval <= 0 {
 		so.SessionInterval = DefaultSessionInterval
 	}
-	if err := cfg.validate("active serve"); err != nil {
+	if err := cfg.prepare("active serve", opt); err != nil {
 		return nil, err
 	}
 	if so.Out == "" && !so.ShareScores {
-		return nil, errors.New("active serve: give --out FILE for the scores (or --share-scores to return them to the passive party)")
+		return nil, errors.New("active serve: nowhere for the scores: no output file (ServeOptions.Out) and no sharing with the passive party (ServeOptions.ShareScores)")
 	}
 	log := opt.logger().With("party", "active", "mode", "serve")
 	pd, err := loadForScoring(&cfg, cfg.Out, log.Warn)

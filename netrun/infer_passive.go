@@ -62,7 +62,7 @@ type ScoreResult struct {
 // holds and writes the scores to so.Out if the active shares them.
 func Score(ctx context.Context, cfg Config, so ScoreOptions, opt Options) (*ScoreResult, error) {
 	cfg.Resolve()
-	if err := cfg.validate("passive score"); err != nil {
+	if err := cfg.prepare("passive score", opt); err != nil {
 		return nil, err
 	}
 	log := opt.logger().With("party", "passive", "mode", "score")
@@ -87,7 +87,7 @@ func Score(ctx context.Context, cfg Config, so ScoreOptions, opt Options) (*Scor
 		add(pd.split.Train, false)
 		add(pd.split.Test, true)
 	default:
-		return nil, fmt.Errorf("passive score: --split %q: want test, train or all", so.Split)
+		return nil, fmt.Errorf("passive score: the split to score %q: want test, train or all", so.Split)
 	}
 	if len(ids) == 0 {
 		return nil, fmt.Errorf("passive score: no rows in the %s split of %s", so.Split, cfg.Data)

@@ -219,8 +219,19 @@ func (c *Config) validate(role string) error {
 	}
 	c.partyColumns(strings.HasPrefix(role, "active"))
 	c.multiPartyColumns(role)
-	if err := problems.Err(role + ": config: "); err != nil {
+	return problems.Err(role + ": config: ")
+}
+
+// prepare validates the configuration for role (validate) and sets this
+// party's secret (partySecret, or 0 where opt asks for the in-process
+// passports).
+func (c *Config) prepare(role string, opt Options) error {
+	if err := c.validate(role); err != nil {
 		return err
+	}
+	if opt.inProcessSecret {
+		c.PartySecret = 0
+		return nil
 	}
 	secret, err := partySecret(c)
 	if err != nil {
@@ -240,10 +251,8 @@ const partySecretDomain = "splitguard/party-secret/v1"
 // string. The peer does not hold the key, so it cannot redraw this
 // party's passports from the shared seed; the party itself draws the same
 // ones on every start (and a resumed run loads them from its checkpoint).
-// Without TLS (insecure loopback, one machine) it is 0, as in process. A
-// variable so that tests comparing a two-party run with the in-process
-// one can set it to 0.
-var partySecret = func(c *Config) (uint64, error) {
+// Without TLS (insecure loopback, one machine) it is 0, as in process.
+func partySecret(c *Config) (uint64, error) {
 	if c.InsecureLoopback {
 		return 0, nil
 	}

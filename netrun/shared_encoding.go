@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
 )
 
@@ -83,9 +84,9 @@ func checkEncoding(dir string, info *data.Info) (ok bool, err error) {
 		return false, fmt.Errorf("%s: %w", filepath.Join(dir, legacyEncodingFile), err)
 	}
 	if d := encodingOf(info).diff(t); d != "" {
-		return false, fmt.Errorf("the data file %s is not encoded as the training data was (%s): the model cannot score it; "+
-			"score rows of a file whose encoding matches (the training file with the training options, or with --hash-buckets "+
-			"a file whose dense columns have the same training-split range)", info.Path, d)
+		return false, config.Keyed(fmt.Errorf("the data file %s is not encoded as the training data was (%s): the model cannot score it; "+
+			"score rows of a file whose encoding matches (the training file with the training options, or with hashed categories, key hash_buckets, "+
+			"a file whose dense columns have the same training-split range)", info.Path, d), "hash_buckets")
 	}
 	return true, nil
 }

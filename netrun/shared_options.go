@@ -32,6 +32,11 @@ type Options struct {
 	// the passive saved its checkpoint of a step, before it sends the next
 	// one; an error ends the run there.
 	afterPassiveSaved func(step int64) error
+	// inProcessSecret, when set (by in-package tests), makes the party's
+	// secret 0 whatever its TLS key, so that it draws its passports from
+	// the shared seed alone, as the in-process run does, and a two-party
+	// run can be compared with that one number for number.
+	inProcessSecret bool
 }
 
 func (o Options) logger() *slog.Logger {

@@ -35,9 +35,7 @@ type activeRun struct {
 	pd    *partyData
 	srv   *grpcnet.Server
 	store store
-	met   *activeMetrics
-	rec   *rundir.Recorder
-	guard *integrity.Guard // the integrity detectors, fresh at every build
+	evalJudge
 
 	// mu is held while a message is processed and during control calls,
 	// so that a checkpoint or rollback never overlaps a step.
@@ -56,22 +54,18 @@ type activeRun struct {
 	// warnedPositives: the summary already warns of too few positives per
 	// batch.
 	warnedPositives bool
-	// kept is the top of the selected evaluation (select: best); keep and
-	// stop are the verdict on the evaluation round just scored, sent with
-	// the answer to its last message; stopSent says a stop was sent.
-	kept       keptModel
-	keep, stop bool
-	stopSent   bool
-	split      *data.Split
-	eval       *data.Dataset // validation rows, then test rows
-	valRows    int
-	party      *active.Active
-	aud        *audit.Auditor
-	layers     []string
-	embedding  *tensor.Matrix
-	ids        []uint64
-	epoch      int
-	stepStart  time.Time
+	// stopSent says a stop was sent (the verdict is evalJudge's).
+	stopSent  bool
+	split     *data.Split
+	eval      *data.Dataset // validation rows, then test rows
+	valRows   int
+	party     *active.Active
+	aud       *audit.Auditor
+	layers    []string
+	embedding *tensor.Matrix
+	ids       []uint64
+	epoch     int
+	stepStart time.Time
 	// computeSteps training steps took computeTime in this process (the
 	// top's forward and backward, the protection, the audit).
 	computeSteps int64
@@ -108,15 +102,11 @@ type activeRun struct {
 // cfg.PeerTimeout (an error wrapping ErrPeerGone, after saving a checkpoint).
 func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, error) {
 	cfg.resolve()
-	if err := cfg.validate("active"); err != nil {
+	if err := cfg.prepare("active", opt); err != nil {
 		return nil, err
 	}
-	if cfg.CheckpointEvery > 0 {
-		for _, a := range cfg.AttackNames() {
-			if needs, err := attack.Describe(a); err == nil && needs.EpochMemory {
-				return nil, fmt.Errorf("active: the epoch attack %s cannot be checkpointed; run it without checkpoints", a)
-			}
-		}
+	if err := checkpointable(&cfg); err != nil {
+		return nil, err
 	}
 	if cfg.MultiParty() {
 		return runActiveParties(ctx, cfg, opt)
@@ -127,19 +117,9 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, e
 		return nil, err
 	}
 	defer lock.Unlock()
-	if err := writeConfig(&cfg); err != nil {
-		return nil, err
-	}
-	pd, err := loadParty(&cfg, true)
+	pd, err := loadActive(&cfg, log)
 	if err != nil {
-		return nil, fmt.Errorf("active: %w", err)
-	}
-	log.Info("data loaded", "train", len(pd.split.Train.IDs), "test", len(pd.split.Test.IDs))
-	if w := config.BatchWarning(cfg.Batch, len(pd.split.Train.IDs), cfg.Epochs); w != "" {
-		log.Warn(w)
-	}
-	if err := pd.saveEncoding(cfg.Out); err != nil {
-		return nil, fmt.Errorf("active: %w", err)
+		return nil, err
 	}
 	r := &activeRun{cfg: cfg, log: log, pd: pd, start: time.Now(), store: store{dir: cfg.checkpointDir(), role: "active", keep: cfg.KeepCheckpoints},
 		realign: rate.NewLimiter(rate.Every(realignEvery), realignBurst)}
@@ -147,57 +127,131 @@ func RunActive(ctx context.Context, cfg Config, opt Options) (*rundir.Summary, e
 	var cancelBase context.CancelFunc
 	r.baseCtx, cancelBase = context.WithCancel(ctx)
 	defer cancelBase()
-	if err := cleanOrphans(log, cfg.Out, cfg.checkpointDir()); err != nil {
-		return nil, fmt.Errorf("active: %w", err)
-	}
-	// Room for the summary of a run that a full disk stops.
-	if r.reserve, err = atomicfile.Reserve(cfg.Out, 1<<20); err != nil {
-		return nil, fmt.Errorf("active: %w", err)
-	}
-	defer r.reserve.Release()
-	if r.acked, err = r.store.readAcked(); err != nil {
-		return nil, fmt.Errorf("active: %w", err)
-	}
-	r.saved = r.acked
-	// Keep what a previous process of this run wrote: the resume step,
-	// known later, decides what stays (build rewinds to it).
-	if r.rec, err = rundir.Open(cfg.Config, true, rundir.Hooks{}); err != nil {
+	defer r.closeRecords()
+	if err := r.openRecords(); err != nil {
 		return nil, err
 	}
-	defer r.rec.Close()
-	fbs, err := r.store.readFallbacks()
+	stop, err := r.startServer(opt)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	serr := r.serve(ctx)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.end(ctx, serr)
+}
+
+// checkpointable refuses a run with checkpoints and an epoch attack, whose
+// memory of the epoch no checkpoint holds.
+func checkpointable(cfg *Config) error {
+	if cfg.CheckpointEvery <= 0 {
+		return nil
+	}
+	for _, a := range cfg.AttackNames() {
+		if needs, err := attack.Describe(a); err == nil && needs.EpochMemory {
+			return fmt.Errorf("active: the epoch attack %s cannot be checkpointed; run it without checkpoints", a)
+		}
+	}
+	return nil
+}
+
+// loadActive writes the active party's config.yaml, loads its data with
+// the labels (warning of a batch larger than the training rows) and saves
+// the data's encoding in the run directory.
+func loadActive(cfg *Config, log *slog.Logger) (*partyData, error) {
+	if err := writeConfig(cfg); err != nil {
+		return nil, err
+	}
+	pd, err := loadParty(cfg, true)
 	if err != nil {
 		return nil, fmt.Errorf("active: %w", err)
+	}
+	log.Info("data loaded", "train", len(pd.split.Train.IDs), "test", len(pd.split.Test.IDs))
+	if w := config.BatchWarning(cfg.Batch, len(pd.split.Train.IDs), cfg.Epochs); w.Text != "" {
+		log.Warn(w.Text, w.LogArgs()...)
+	}
+	if err := pd.saveEncoding(cfg.Out); err != nil {
+		return nil, fmt.Errorf("active: %w", err)
+	}
+	return pd, nil
+}
+
+// openRecords prepares the run directory's records: it removes orphaned
+// files, reserves room for the summary of a run that a full disk stops,
+// reads the acknowledged step and the fallbacks of earlier processes, and
+// opens the recorder, keeping what a previous process of this run wrote
+// (the resume step, known later, decides what stays: build rewinds to it).
+// closeRecords undoes it.
+func (r *activeRun) openRecords() error {
+	cfg := &r.cfg
+	if err := cleanOrphans(r.log, cfg.Out, cfg.checkpointDir()); err != nil {
+		return fmt.Errorf("active: %w", err)
+	}
+	var err error
+	if r.reserve, err = atomicfile.Reserve(cfg.Out, 1<<20); err != nil {
+		return fmt.Errorf("active: %w", err)
+	}
+	if r.acked, err = r.store.readAcked(); err != nil {
+		return fmt.Errorf("active: %w", err)
+	}
+	r.saved = r.acked
+	if r.rec, err = rundir.Open(cfg.Config, true, rundir.Hooks{}); err != nil {
+		return err
+	}
+	fbs, err := r.store.readFallbacks()
+	if err != nil {
+		return fmt.Errorf("active: %w", err)
 	}
 	for _, fb := range fbs {
 		r.rec.AddFallback(fb)
 	}
+	return nil
+}
 
+// closeRecords closes what openRecords opened: the recorder, then the
+// summary's reserved room.
+func (r *activeRun) closeRecords() {
+	if r.rec != nil {
+		r.rec.Close()
+	}
+	if r.reserve != nil {
+		r.reserve.Release()
+	}
+}
+
+// startServer starts the gRPC server and the metrics endpoint and tells
+// opt.Ready the address; stop closes both.
+func (r *activeRun) startServer(opt Options) (stop func(), err error) {
 	// The handlers (a restarted passive calls at once) wait for r.met.
 	r.mu.Lock()
-	r.srv, err = listen(&cfg, opt, grpcnet.Handlers{Hello: r.hello, PSI: r.psi, Checkpoint: r.checkpoint,
+	r.srv, err = listen(&r.cfg, opt, grpcnet.Handlers{Hello: r.hello, PSI: r.psi, Checkpoint: r.checkpoint,
 		Shutdown: func(_ context.Context, reason string) error {
-			log.Info("the passive party ends the run", "reason", reason)
+			r.log.Info("the passive party ends the run", "reason", reason)
 			return nil
-		}}, "active", pd.split.Info.IDFormat.String())
+		}}, "active", r.pd.split.Info.IDFormat.String())
 	if err != nil {
 		r.mu.Unlock()
 		return nil, err
 	}
-	defer r.srv.Close()
-	r.met = newActiveMetrics(cfg, r.srv.Stats)
+	r.met = newActiveMetrics(r.cfg, r.srv.Stats)
 	r.mu.Unlock()
-	stopMetrics, err := r.met.start(cfg.MetricsAddr, log)
+	stopMetrics, err := r.met.start(r.cfg.MetricsAddr, r.log)
 	if err != nil {
+		r.srv.Close()
 		return nil, err
 	}
-	defer stopMetrics()
 	if opt.Ready != nil {
 		opt.Ready(r.srv.Addr())
 	}
-	serr := r.serve(ctx)
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	return func() { stopMetrics(); r.srv.Close() }, nil
+}
+
+// end ends the run as serve's outcome serr says (r.mu held): the summary
+// of a run trained to its end or stopped early; or, after an alarm, a
+// peer gone (the model and a checkpoint saved), a signal or another
+// failure, the records of a run ended early and the error.
+func (r *activeRun) end(ctx context.Context, serr error) (*rundir.Summary, error) {
 	if r.party == nil {
 		if serr != nil {
 			return nil, serr
@@ -445,9 +499,9 @@ func (r *activeRun) psi(_ context.Context, req *psi.Request) (*psi.Response, err
 	}
 	r.rec.SetConfig(r.cfg.Config)
 	r.rec.SetValRows(valRows)
-	if w := config.PositivesWarning(r.cfg.Batch, positiveRate(split.Train.Labels)); w != "" && !r.warnedPositives {
-		r.log.Warn(w)
-		r.rec.Warn(w)
+	if w := config.PositivesWarning(r.cfg.Batch, positiveRate(split.Train.Labels)); w.Text != "" && !r.warnedPositives {
+		r.log.Warn(w.Text, w.LogArgs()...)
+		r.rec.Warn(w.Text, w.Keys...)
 		r.warnedPositives = true
 	}
 	r.common, r.split, r.eval, r.valRows = common, split, eval, valRows
@@ -665,38 +719,10 @@ func (r *activeRun) observe(ob *active.Observation) error {
 	return nil
 }
 
+// evalDone records an evaluation and makes the verdict the round's last
+// answer carries (evalJudge.judge).
 func (r *activeRun) evalDone(res *active.EvalResult) error {
-	e, err := r.rec.Eval(res)
-	if err != nil {
-		return err
-	}
-	r.met.eval(e)
-	if err := r.guard.Eval(e.Step, e.PassiveGain); err != nil {
-		return err
-	}
-	// The verdict, as the in-process run decides it (run's selection and
-	// its Stop): keep the models of the evaluation the recorder selects
-	// now, stop once it has stalled.
-	cur, ok := r.rec.Selected()
-	r.keep = r.cfg.Select == config.SelectBest && ok && cur.Step == e.Step
-	r.stop = r.rec.Stalled()
-	if r.keep {
-		if err := r.kept.keep(e.Step, r.party.SaveModel); err != nil {
-			return err
-		}
-	}
-	args := []any{"step", e.Step, "test_auc", e.TestAUC, "test_loss", e.TestLoss, "ace", e.ACE}
-	if e.ValAUC != nil {
-		args = append(args, "val_auc", *e.ValAUC)
-	}
-	if e.PassiveGain != nil {
-		args = append(args, "passive_gain", *e.PassiveGain)
-	}
-	for k, v := range e.Integrity {
-		args = append(args, k, v)
-	}
-	r.log.Info("evaluation", args...)
-	return nil
+	return r.judge(res, r.cfg.Select, r.party.SaveModel, r.log)
 }
 
 // finish writes summary.json like the in-process run (leak keys at the cut
@@ -711,8 +737,8 @@ func (r *activeRun) finish() (*rundir.Summary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("active: %w", err)
 	}
-	for _, w := range s.Warnings {
-		r.log.Warn(w)
+	for _, w := range s.KeyedWarnings() {
+		r.log.Warn(w.Text, w.LogArgs()...)
 	}
 	if r.computeSteps > 0 {
 		// The link's share is this side's wait less the passive's compute

@@ -13,7 +13,6 @@ import (
 	"github.com/splitguard/splitguard/audit"
 	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
-	"github.com/splitguard/splitguard/integrity"
 	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/party/active"
 	"github.com/splitguard/splitguard/pki"
@@ -43,8 +42,7 @@ type partiesRun struct {
 	agg    fanin.Aggregation
 	hub    *psi.Hub
 	srv    *grpcnet.Parties
-	rec    *rundir.Recorder
-	met    *activeMetrics
+	evalJudge
 	// stepStart is when the current training step's message arrived.
 	stepStart time.Time
 	// ready is closed once the party is built on the intersection
@@ -55,16 +53,12 @@ type partiesRun struct {
 	// Set by align, then read by the message loop only.
 	split   *data.Split
 	party   *active.Active
-	guard   *integrity.Guard
 	planned int64
 	ids     []uint64 // this step's example IDs
 	views   [][]int  // the audited subsets of passive parties
 	cols    [][2]int // each passive's columns of the joined embedding
 	scratch []*tensor.Matrix
-	kept    keptModel
-	keep    bool
-	stop    bool
-	stopped bool // a stop was sent
+	stopped bool // a stop was sent (the verdict is evalJudge's)
 
 	ck partiesCheckpoints
 }
@@ -285,8 +279,8 @@ func (r *partiesRun) align(ctx context.Context) error {
 	r.rec.SetConfig(cfg.Config)
 	r.rec.SetValRows(valRows)
 	r.rec.SetParties(audits)
-	if w := config.PositivesWarning(cfg.Batch, positiveRate(split.Train.Labels)); w != "" {
-		r.rec.Warn(w)
+	if w := config.PositivesWarning(cfg.Batch, positiveRate(split.Train.Labels)); w.Text != "" {
+		r.rec.Warn(w.Text, w.Keys...)
 	}
 	party, err := active.New(top, split.Train, eval, sched, r.agg.Width(r.widths), active.Config{
 		Protector: def.Protector, Loss: def.Loss, TrainLabels: def.TrainLabels, TrainTargets: def.TrainTargets, Wide: wide, ACEBins: cfg.ACEBins, Seed: cfg.Seed,
@@ -467,24 +461,7 @@ func (r *partiesRun) columns(i int, m *tensor.Matrix, members []int) *tensor.Mat
 }
 
 // evalDone records an evaluation and makes the verdict the round's last
-// answer carries, as the in-process run decides it.
+// answer carries (evalJudge.judge).
 func (r *partiesRun) evalDone(res *active.EvalResult) error {
-	e, err := r.rec.Eval(res)
-	if err != nil {
-		return err
-	}
-	r.met.eval(e)
-	if err := r.guard.Eval(e.Step, e.PassiveGain); err != nil {
-		return err
-	}
-	cur, ok := r.rec.Selected()
-	r.keep = r.cfg.Select == config.SelectBest && ok && cur.Step == e.Step
-	r.stop = r.rec.Stalled()
-	if r.keep {
-		if err := r.kept.keep(e.Step, r.party.SaveModel); err != nil {
-			return err
-		}
-	}
-	r.log.Info("evaluation", "step", e.Step, "test_auc", e.TestAUC, "test_loss", e.TestLoss)
-	return nil
+	return r.judge(res, r.cfg.Select, r.party.SaveModel, r.log)
 }

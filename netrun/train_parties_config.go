@@ -83,3 +83,11 @@ func partiesHint(c *Config) string {
 	}
 	return "the passive parties and their columns (key parties) and the aggregation (key aggregation) must be alike on every party; "
 }
+
+// partiesHintKeys are the keys partiesHint names.
+func partiesHintKeys(c *Config) []string {
+	if !c.MultiParty() {
+		return nil
+	}
+	return []string{"parties", "aggregation"}
+}

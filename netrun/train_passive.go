@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/splitguard/splitguard/config"
@@ -63,7 +62,7 @@ type PassiveResult struct {
 // written to cfg.Out/bottom.model at the end.
 func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, error) {
 	cfg.resolve()
-	if err := cfg.validate("passive"); err != nil {
+	if err := cfg.prepare("passive", opt); err != nil {
 		return nil, err
 	}
 	if cfg.Backdoor != "" && len(cfg.BackdoorKnownIDs) == 0 {
@@ -72,35 +71,17 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 	}
 	log := opt.logger().With("party", "passive")
 	if n, e := cfg.CheckpointEvery, cfg.EvalEvery; cfg.Staleness > 0 && n > 0 && (e <= 0 || n%e != 0) {
-		log.Warn("the pipeline drains at every checkpoint as well as at every evaluation: the records differ from an in-process run's unless checkpoint_every is a multiple of eval_every",
-			"staleness", cfg.Staleness, "checkpoint_every", n, "eval_every", e)
+		log.Warn("the pipeline drains at every checkpoint as well as at every evaluation: the records differ from an in-process run's unless the checkpoint interval (key checkpoint_every) is a multiple of the evaluation interval (key eval_every)",
+			"staleness", cfg.Staleness, "checkpoint_every", n, "eval_every", e, "key", "checkpoint_every", "key", "eval_every")
 	}
 	lock, err := openOut(&cfg, opt, "passive", log)
 	if err != nil {
 		return nil, err
 	}
 	defer lock.Unlock()
-	if err := cleanOrphans(log, cfg.Out, cfg.checkpointDir()); err != nil {
-		return nil, fmt.Errorf("passive: %w", err)
-	}
-	pd, err := loadParty(&cfg, false)
+	pd, err := loadPassive(ctx, &cfg, opt, log)
 	if err != nil {
-		err = fmt.Errorf("passive: %w", err)
-		tellRefusal(ctx, &cfg, opt, log, err)
 		return nil, err
-	}
-	log.Info("data loaded", "train", len(pd.split.Train.IDs), "test", len(pd.split.Test.IDs))
-	if tf, ok := data.LookupTableFormat(cfg.Format); ok && tf.LabelCol == "" && cfg.Label == "" && len(cfg.loadColumns) == 0 {
-		// With columns named, only those are read: the label is not among
-		// them unless the user named it.
-		log.Warn("no label column named (key label): every column of this file is a feature; if the file holds the labels, " +
-			"name that column so that it is dropped, or ignore it (key ignore)")
-	}
-	if err := writeConfig(&cfg); err != nil {
-		return nil, err
-	}
-	if err := pd.saveEncoding(cfg.Out); err != nil {
-		return nil, fmt.Errorf("passive: %w", err)
 	}
 	client, err := dial(&cfg, opt, "passive", 0)
 	if err != nil {
@@ -108,28 +89,94 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 	}
 	p := &passiveRun{cfg: cfg, opt: opt, pd: pd, client: client, store: store{dir: cfg.checkpointDir(), role: "passive", keep: cfg.KeepCheckpoints}, progress: time.Now(),
 		hello: cfg.fingerprint()}
-	if cfg.RedTeam {
-		if p.red, err = newRedTeam(filepath.Join(cfg.Out, "redteam.jsonl"), cfg.Attacks, cfg.PositivesMinority); err != nil {
-			client.Close()
-			return nil, err
-		}
-		defer p.red.close()
-		log.Info("red team: the attacks that need labels are left out", "left_out", p.red.leftOut())
-		if len(cfg.FeatureAttacks) > 0 {
-			if p.feat, err = newFeatureTeam(filepath.Join(cfg.Out, RedTeamFeaturesFile), cfg.FeatureAttacks); err != nil {
-				client.Close()
-				return nil, err
-			}
-			defer p.feat.close()
-		}
+	defer p.closeTeams()
+	if err := p.openTeams(log); err != nil {
+		client.Close()
+		return nil, err
 	}
 	res := &PassiveResult{}
+	if err := p.sessions(ctx, res, log); err != nil {
+		return nil, err
+	}
+	return p.end(ctx, res, log)
+}
+
+// loadPassive prepares the passive party's run directory (orphans
+// removed, config.yaml and the data's encoding written) and loads its
+// data without labels; a failure to load is told to the active party.
+func loadPassive(ctx context.Context, cfg *Config, opt Options, log *slog.Logger) (*partyData, error) {
+	if err := cleanOrphans(log, cfg.Out, cfg.checkpointDir()); err != nil {
+		return nil, fmt.Errorf("passive: %w", err)
+	}
+	pd, err := loadParty(cfg, false)
+	if err != nil {
+		err = fmt.Errorf("passive: %w", err)
+		tellRefusal(ctx, cfg, opt, log, err)
+		return nil, err
+	}
+	log.Info("data loaded", "train", len(pd.split.Train.IDs), "test", len(pd.split.Test.IDs))
+	if tf, ok := data.LookupTableFormat(cfg.Format); ok && tf.LabelCol == "" && cfg.Label == "" && len(cfg.loadColumns) == 0 {
+		// With columns named, only those are read: the label is not among
+		// them unless the user named it.
+		log.Warn("no label column named (key label): every column of this file is a feature; if the file holds the labels, "+
+			"name that column so that it is dropped, or ignore it (key ignore)", "key", "label", "key", "ignore")
+	}
+	if err := writeConfig(cfg); err != nil {
+		return nil, err
+	}
+	if err := pd.saveEncoding(cfg.Out); err != nil {
+		return nil, fmt.Errorf("passive: %w", err)
+	}
+	return pd, nil
+}
+
+// openTeams opens the red team's logs (with key red_team): the label-free
+// audit of what this party receives and, with feature attacks, that of its
+// own features. closeTeams closes them.
+func (p *passiveRun) openTeams(log *slog.Logger) error {
+	cfg := &p.cfg
+	if !cfg.RedTeam {
+		return nil
+	}
+	red, err := newRedTeam(filepath.Join(cfg.Out, "redteam.jsonl"), cfg.Attacks, cfg.PositivesMinority)
+	if err != nil {
+		return err
+	}
+	p.red = red
+	log.Info("red team: the attacks that need labels are left out", "left_out", p.red.leftOut())
+	if len(cfg.FeatureAttacks) > 0 {
+		feat, err := newFeatureTeam(filepath.Join(cfg.Out, RedTeamFeaturesFile), cfg.FeatureAttacks)
+		if err != nil {
+			return err
+		}
+		p.feat = feat
+	}
+	return nil
+}
+
+// closeTeams closes the red team's logs that openTeams opened.
+func (p *passiveRun) closeTeams() {
+	if p.feat != nil {
+		p.feat.close()
+	}
+	if p.red != nil {
+		p.red.close()
+	}
+}
+
+// sessions runs sessions until one trains to the end, starting a new one
+// (with backoff) after a lost session; it ends the run, closing the
+// client, on another error, on a signal, or once the peer made no
+// progress for cfg.PeerTimeout (the model saved, an error wrapping
+// ErrPeerGone).
+func (p *passiveRun) sessions(ctx context.Context, res *PassiveResult, log *slog.Logger) error {
+	cfg, client := &p.cfg, p.client
 	backoff := 200 * time.Millisecond
 	for {
 		res.Sessions++
-		err = p.session(ctx)
+		err := p.session(ctx)
 		if err == nil {
-			break
+			return nil
 		}
 		if ctx.Err() != nil || !grpcnet.NeedsNewSession(err) {
 			if cause := signalled(ctx); cause != nil {
@@ -137,18 +184,18 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 			}
 			abortSession(client, err) // err is returned, not logged
 			client.Close()
-			return nil, err
+			return err
 		}
 		if time.Since(p.progress) > cfg.PeerTimeout {
 			client.Close()
 			if p.party != nil {
 				if serr := p.saveFinal(); serr != nil {
-					return nil, errors.Join(err, serr)
+					return errors.Join(err, serr)
 				}
-				return nil, fmt.Errorf("passive: %w: no progress for %v (last error: %v); the model after %d steps is saved in %s",
+				return fmt.Errorf("passive: %w: no progress for %v (last error: %v); the model after %d steps is saved in %s",
 					ErrPeerGone, cfg.PeerTimeout, err, p.party.Step(), cfg.Out)
 			}
-			return nil, fmt.Errorf("passive: %w: no progress for %v: %v", ErrPeerGone, cfg.PeerTimeout, err)
+			return fmt.Errorf("passive: %w: no progress for %v: %v", ErrPeerGone, cfg.PeerTimeout, err)
 		}
 		log.Warn("session lost; starting a new one", "in", backoff, "err", err)
 		select {
@@ -156,12 +203,18 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 		case <-ctx.Done():
 			client.Close()
 			if cause := signalled(ctx); cause != nil {
-				return nil, p.stopped(cause)
+				return p.stopped(cause)
 			}
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
+}
+
+// end ends a run trained to its end: it logs the time per step, saves the
+// bottom model, tells the active party and closes the connection.
+func (p *passiveRun) end(ctx context.Context, res *PassiveResult, log *slog.Logger) (*PassiveResult, error) {
+	client := p.client
 	res.Steps = p.party.Step()
 	res.Timing = p.party.Timing()
 	if t := res.Timing; t.Steps > 0 {
@@ -173,7 +226,7 @@ func RunPassive(ctx context.Context, cfg Config, opt Options) (*PassiveResult, e
 		return nil, err
 	}
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	err = client.Shutdown(sctx, "")
+	err := client.Shutdown(sctx, "")
 	cancel()
 	res.Stats = client.Stats()
 	if cerr := client.Close(); err == nil {
@@ -212,8 +265,8 @@ func (p *passiveRun) session(ctx context.Context) error {
 	own := p.pd.split.Info.IDFormat.String()
 	remote, err := p.client.Hello(ctx, grpcnet.Hello{Party: partyName(p.cfg.Name, "passive"), Config: p.hello, IDFormat: own})
 	if err != nil {
-		if strings.Contains(err.Error(), "digest") {
-			err = fmt.Errorf("%w (%s)", err, p.cfg.digestHint())
+		if remote != nil && !bytes.Equal(remote.Config.Digest, p.hello.Digest) {
+			err = config.Keyed(fmt.Errorf("%w (%s)", err, p.cfg.digestHint()), partiesHintKeys(&p.cfg)...)
 		}
 		return err
 	}

@@ -232,7 +232,7 @@ func (b *builder) dcsSection() (*Section, error) {
 	rank := &Section{ID: "dcs", Title: "Defences ranked by DCS",
 		Lead: "VFLAIR's defence capability score DCS = 1/(1 + √(½(AP − AP*)² + ½(MP − MP*)²)) per cut-layer attack, and T-DCS, its mean over the attacks, each at its tuned attacker's figure where one ran (ATTACK_tuned, docs/methods/tuned.md; the mean over the default figures beside it); " +
 			"settings ranked within each dataset (mean over seeds) by the DCS against the strongest attack — the largest AP among every default and tuned figure — then by T-DCS. AP = 2·q95|leak AUC − ½| (0 at chance, 1 for a perfect attack), AP* = 0; " +
-			"where the runs attacked the passive party's features too (--feature-attacks), T-DCS over the feature attacks (their AP: the mean R² gain over the own-column decoder, and the categorical accuracy's share of the gain left over the better of the majority prior and the own-column decoder, docs/methods/features.md) and VFLAIR's C-DCS, the mean of the two T-DCS, which then ranks the settings first; " +
+			"where the runs attacked the passive party's features too (key feature_attacks), T-DCS over the feature attacks (their AP: the mean R² gain over the own-column decoder, and the categorical accuracy's share of the gain left over the better of the majority prior and the own-column decoder, docs/methods/features.md) and VFLAIR's C-DCS, the mean of the two T-DCS, which then ranks the settings first; " +
 			"MP = the test AUC of the model kept (selected on validation, else the final one), MP* = that of the runs without protection. Costs: test AUC lost against MP*, and the mean step time as a multiple of the unprotected run's."}
 	var notes []string
 	keys := slices.Clone(b.cutKeys)

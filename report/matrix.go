@@ -268,7 +268,7 @@ func (b *builder) matrixSection() (*Section, error) {
 	s := &Section{ID: "matrix", Title: "What stops what",
 		Lead: "Attacks × protection settings at the cut layer (mean over seeds): q95 over training batches of |leak AUC − 0.5| for the per-batch attacks, " +
 			"completion AUC − 0.5 at the final evaluation for model completion (which attacks the trained bottom, after training), " +
-			"for the attacks on the passive party's features (--feature-attacks) their AP of the kept model (0: nothing beyond the active's own columns and the prior, 1: every column reconstructed; docs/methods/features.md), " +
+			"for the attacks on the passive party's features (key feature_attacks) their AP of the kept model (0: nothing beyond the active's own columns and the prior, 1: every column reconstructed; docs/methods/features.md), " +
 			"the strongest per-batch attack against each setting (the largest cut-layer figure, tuned attackers ATTACK_tuned included, with its name), and the test-AUC cost " +
 			"(the kept model's test AUC without protection minus the setting's). Red: more leakage (0.5 is total); blue: more cost (0.05 and above)."}
 	for _, d := range b.ds {

@@ -91,7 +91,7 @@ func (b *builder) partiesSection() (*Section, error) {
 	return &Section{ID: "parties", Title: "Per passive party",
 		Lead: "Runs with several passive parties: the leak of what each passive party received (its block of the gradient), " +
 			"and of what each colluding subset received together (the union of its members' blocks), at the cut; the gain is " +
-			"the validation AUC minus that with the party's embedding replaced by its means (leave-one-party-out, key contribution), " +
+			"the validation AUC minus that with the party's embedding replaced by its means (leave-one-party-out; contribution: true in the run's config.yaml), " +
 			"at the selected evaluation; the model attacks' AUC is theirs on the party's final bottom (a subset's bottoms pooled) " +
 			"with the run's known labels.",
 		Table: &Table{Head: []Cell{{Text: "run", Class: "txt"}, {Text: "party", Class: "txt"}, {Text: "who", Class: "txt"},

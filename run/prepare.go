@@ -83,11 +83,11 @@ func writeResolved(cfg *config.Config, split *data.Split) error {
 func logRows(cfg *config.Config, opt Options, split *data.Split, train, val *data.Dataset) {
 	logf(opt.logger(), "data: %d training rows (%.1f%% positive), %d validation rows, %d test rows", len(train.IDs),
 		100*posRate(train.Labels), len(val.IDs), len(split.Test.IDs))
-	if w := config.BatchWarning(cfg.Batch, len(train.IDs), cfg.Epochs); w != "" {
-		opt.logger().Warn(w, "key", "batch")
+	if w := config.BatchWarning(cfg.Batch, len(train.IDs), cfg.Epochs); w.Text != "" {
+		opt.logger().Warn(w.Text, w.LogArgs()...)
 	}
-	if w := config.PositivesWarning(cfg.Batch, posRate(train.Labels)); w != "" {
-		opt.logger().Warn(w, "key", "batch") // and in the summary (openRecorder)
+	if w := config.PositivesWarning(cfg.Batch, posRate(train.Labels)); w.Text != "" {
+		opt.logger().Warn(w.Text, w.LogArgs()...) // and in the summary (openRecorder)
 	}
 	if len(cfg.Auto) > 0 {
 		logf(opt.logger(), "settings %s", cfg.AutoNote())

@@ -19,8 +19,8 @@ func openRecorder(cfg config.Config, opt Options, train *data.Dataset) (*rundir.
 	if err != nil {
 		return nil, err
 	}
-	if w := config.PositivesWarning(cfg.Batch, posRate(train.Labels)); w != "" {
-		rec.Warn(w)
+	if w := config.PositivesWarning(cfg.Batch, posRate(train.Labels)); w.Text != "" {
+		rec.Warn(w.Text, w.Keys...)
 	}
 	return rec, nil
 }

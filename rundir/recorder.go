@@ -87,7 +87,7 @@ type Recorder struct {
 	tunedModel map[string]string
 	valRows    int
 	fallbacks  []CheckpointFallback
-	warnings   []string // Warn's, before the summary's own
+	warnings   []config.Warning // Warn's, before the summary's own
 	// selScores and selLabels are the test scores and labels of the
 	// selected evaluation (selStep), for its bootstrap interval; empty
 	// when that evaluation ran in an earlier process of a resumed run.
@@ -111,8 +111,10 @@ type Recorder struct {
 func (r *Recorder) AddFallback(f CheckpointFallback) { r.fallbacks = append(r.fallbacks, f) }
 
 // Warn adds a warning to the summary (and nothing else: the caller logs
-// it).
-func (r *Recorder) Warn(msg string) { r.warnings = append(r.warnings, msg) }
+// it); keys are the configuration keys its text names ("key batch").
+func (r *Recorder) Warn(msg string, keys ...string) {
+	r.warnings = append(r.warnings, config.Warning{Text: msg, Keys: keys})
+}
 
 // Truncate marks the run as ended before its planned steps for reason;
 // the summary Finish writes says so.
@@ -488,7 +490,9 @@ const TestAUCBestNote = "the top of the per-step test curve, chosen by looking a
 func (r *Recorder) selection(s *Summary) {
 	cfg := &r.cfg
 	s.TestAUCBestNote = TestAUCBestNote
-	s.Warnings = append(s.Warnings, r.warnings...)
+	for _, w := range r.warnings {
+		s.warn(w)
+	}
 	s.Select, s.ValFrac, s.Auto, s.EarlyStopped = cfg.Select, cfg.ValFrac, cfg.Auto, r.earlyStopped
 	if s.Select == "" {
 		s.Select = config.SelectLast
@@ -519,7 +523,7 @@ func (r *Recorder) selection(s *Summary) {
 		w := max(1, min(50, n/10))
 		s.TrainLossFirst, s.TrainLossLast = mean(r.losses[:w]), mean(r.losses[n-w:])
 		if n >= 10 && !(s.TrainLossLast < s.TrainLossFirst) {
-			s.Warnings = append(s.Warnings, fmt.Sprintf("the training loss did not fall (mean %.4f over the first %d steps, %.4f over the last %d): the model may not be learning — try another learning rate (key lr)", s.TrainLossFirst, w, s.TrainLossLast, w))
+			s.warn(config.Warning{Text: fmt.Sprintf("the training loss did not fall (mean %.4f over the first %d steps, %.4f over the last %d): the model may not be learning — try another learning rate (key lr)", s.TrainLossFirst, w, s.TrainLossLast, w), Keys: []string{"lr"}})
 		}
 	}
 	s.Baseline = r.baseline
@@ -535,6 +539,28 @@ func (r *Recorder) selection(s *Summary) {
 			}
 		}
 	}
+}
+
+// warn adds w to the summary's warnings (its keys to WarningKeys).
+func (s *Summary) warn(w config.Warning) {
+	s.Warnings = append(s.Warnings, w.Text)
+	if len(w.Keys) > 0 {
+		if s.WarningKeys == nil {
+			s.WarningKeys = map[string][]string{}
+		}
+		s.WarningKeys[w.Text] = w.Keys
+	}
+}
+
+// KeyedWarnings returns the summary's warnings, each with the
+// configuration keys its text names (known for a summary this process
+// made, not one read from summary.json).
+func (s *Summary) KeyedWarnings() []config.Warning {
+	out := make([]config.Warning, len(s.Warnings))
+	for i, w := range s.Warnings {
+		out[i] = config.Warning{Text: w, Keys: s.WarningKeys[w]}
+	}
+	return out
 }
 
 func mean(x []float64) float64 {

@@ -156,6 +156,9 @@ type Summary struct {
 	// Warnings are what the user should look at before trusting the run
 	// (a split model below the baseline, a loss that did not fall).
 	Warnings []string `json:"warnings,omitempty"`
+	// WarningKeys are, for a warning of Warnings that names configuration
+	// keys ("key lr"), those keys (see KeyedWarnings); not in summary.json.
+	WarningKeys map[string][]string `json:"-"`
 	// Auto lists the settings chosen from the data (config.yaml's auto).
 	Auto []string `json:"auto,omitempty"`
 	// CheckpointFallbacks are the resumes of a two-process run from the

@@ -1,6 +1,7 @@
 package rundir
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,12 +62,13 @@ func TestSelectionWarnings(t *testing.T) {
 		losses     []float64
 		val, base  float64
 		want       []string
+		keys       [][]string // the keys each warning names, structured
 		first, lst float64
 	}{
 		// 100 steps: windows of 10; means 0.5045 and 0.5945.
-		{"loss rose", rising, 0.80, 0.80, []string{"did not fall"}, 0.5045, 0.5945},
-		{"below the baseline", falling, 0.70, 0.75, []string{"below the logistic baseline"}, 0.6955, 0.6055},
-		{"within the tolerance", falling, 0.745, 0.75, nil, 0.6955, 0.6055},
+		{"loss rose", rising, 0.80, 0.80, []string{"did not fall"}, [][]string{{"lr"}}, 0.5045, 0.5945},
+		{"below the baseline", falling, 0.70, 0.75, []string{"below the logistic baseline"}, [][]string{nil}, 0.6955, 0.6055},
+		{"within the tolerance", falling, 0.745, 0.75, nil, nil, 0.6955, 0.6055},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &Recorder{cfg: config.Config{Select: config.SelectBest}, losses: tc.losses,
@@ -87,6 +89,15 @@ func TestSelectionWarnings(t *testing.T) {
 			for i, w := range tc.want {
 				if !strings.Contains(s.Warnings[i], w) {
 					t.Errorf("warning %q, want one saying %q", s.Warnings[i], w)
+				}
+				kw := s.KeyedWarnings()[i]
+				if !slices.Equal(kw.Keys, tc.keys[i]) {
+					t.Errorf("warning %q: keys %v, want %v", kw.Text, kw.Keys, tc.keys[i])
+				}
+				for _, k := range kw.Keys {
+					if !strings.Contains(kw.Text, "key "+k) {
+						t.Errorf("warning %q: its key %s is not named in it", kw.Text, k)
+					}
 				}
 			}
 			if s.TestAUCSelected != 0.7 || s.SelectedStep != 5 || s.TestAUCBestNote == "" {

@@ -32,6 +32,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/splitguard/splitguard/configkey"
 )
 
 // Spec is a parsed sweep file.
@@ -104,12 +106,12 @@ func (r Resources) Check() error {
 		v   int
 	}{{"shards", r.Shards}, {"jobs", r.Jobs}, {"cpus", r.CPUs}, {"memory_mb", r.MemoryMB}, {"time_minutes", r.TimeMinutes}, {"storage_gb", r.StorageGB}} {
 		if f.v < 0 {
-			return fmt.Errorf("sweep: key resources.%s is %d, must not be negative", f.key, f.v)
+			return configkey.Keyed(fmt.Errorf("sweep: key resources.%s is %d, must not be negative", f.key, f.v), "resources."+f.key)
 		}
 	}
 	for _, c := range r.Partition {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == ',') {
-			return fmt.Errorf("sweep: key resources.partition %q: only letters, digits, '-', '_' and ','", r.Partition)
+			return configkey.Keyed(fmt.Errorf("sweep: key resources.partition %q: only letters, digits, '-', '_' and ','", r.Partition), "resources.partition")
 		}
 	}
 	return nil
@@ -219,7 +221,9 @@ func ParseSpec(raw []byte, name string) (*Spec, error) {
 		s.Base = map[string]any{}
 	}
 	if _, ok := s.Base["out"]; ok {
-		return nil, fmt.Errorf("sweep %s: base sets out: the sweep decides each run's directory (give --out to sweep)", name)
+		// Not keyed: out is also the sweep's own output directory, which
+		// a caller would name in its place.
+		return nil, fmt.Errorf("sweep %s: base sets out: the sweep decides each run's directory, one per run under the sweep's own", name)
 	}
 	if err := s.Resources.Check(); err != nil {
 		return nil, fmt.Errorf("sweep %s: %w", name, err)
@@ -252,18 +256,18 @@ func (s *Spec) Expand() ([]RunSpec, error) {
 			}
 			var v any
 			if err := n.Content[j+1].Decode(&v); err != nil {
-				return nil, fmt.Errorf("sweep: grid entry %d key %s: %w", i+1, k, err)
+				return nil, configkey.Keyed(fmt.Errorf("sweep: grid entry %d key %s: %w", i+1, k, err), k)
 			}
 			vals := []any{v}
 			if l, ok := v.([]any); ok && (!listKeys[k] || len(l) > 0 && isList(l[0])) {
 				if len(l) == 0 {
-					return nil, fmt.Errorf("sweep: grid entry %d (line %d): %s is an empty list", i+1, n.Line, k)
+					return nil, configkey.Keyed(fmt.Errorf("sweep: grid entry %d (line %d): key %s is an empty list", i+1, n.Line, k), k)
 				}
 				vals = l
 			}
 			for _, v := range vals {
 				if v == nil || v == "" {
-					return nil, fmt.Errorf("sweep: grid entry %d (line %d): %s has no value; give one, e.g. {protect: iso, iso_t: [1, 9]}", i+1, n.Line, k)
+					return nil, configkey.Keyed(fmt.Errorf("sweep: grid entry %d (line %d): key %s has no value; give one, e.g. {protect: iso, iso_t: [1, 9]}", i+1, n.Line, k), k)
 				}
 			}
 			keys = append(keys, k)

@@ -59,6 +59,21 @@ func (f Fingerprint) Diff(o Fingerprint) string {
 	return strings.Join(d, ", ")
 }
 
+// DiffKeys returns the configuration keys that alone set a field in which f
+// and o differ, as Diff names them ("key wire_embedding"): the wire
+// encodings. The other fields follow from several keys (the digest, the
+// schedule), which Diff names in words.
+func (f Fingerprint) DiffKeys(o Fingerprint) []string {
+	var keys []string
+	if f.Wire.Embedding != o.Wire.Embedding {
+		keys = append(keys, "wire_embedding")
+	}
+	if f.Wire.Gradient != o.Wire.Gradient {
+		keys = append(keys, "wire_gradient")
+	}
+	return keys
+}
+
 // Hello is what a party says about itself at the start of a run.
 type Hello struct {
 	Version uint32 // ProtocolVersion when zero in a local Hello
@@ -80,6 +95,16 @@ func (h Hello) Mismatch(peer Hello) string {
 		return "config fingerprint differs: " + d
 	}
 	return ""
+}
+
+// MismatchKeys returns the configuration keys Mismatch names ("key
+// wire_gradient"): none when the protocol versions differ, else the
+// fingerprints' DiffKeys.
+func (h Hello) MismatchKeys(peer Hello) []string {
+	if h.Version != peer.Version {
+		return nil
+	}
+	return h.Config.DiffKeys(peer.Config)
 }
 
 // WithDefaults returns h with Version ProtocolVersion where it is zero.

@@ -56,8 +56,9 @@ func TestErrorWithFlagNamesWalksTheTree(t *testing.T) {
 }
 
 // TestLineLoggerNamesFlags: a warning logged with key=NAME names the
-// flag, prefixed "warning: " as the run's lines always were; an info
-// line is the message alone, other attributes after it.
+// flag, in its message and its text attributes (a refusal's reason),
+// prefixed "warning: " as the run's lines always were; an info line is
+// the message alone, other attributes after it.
 func TestLineLoggerNamesFlags(t *testing.T) {
 	cmd := &cobra.Command{}
 	cmd.Flags().Int("batch", 0, "")
@@ -66,7 +67,9 @@ func TestLineLoggerNamesFlags(t *testing.T) {
 	log.Warn("batch size 9 (key batch) exceeds the 4 training rows", "key", "batch")
 	log.Info("data: 4 training rows")
 	log.Info("resuming", "step", 10)
-	want := "warning: batch size 9 (--batch) exceeds the 4 training rows\ndata: 4 training rows\nresuming step=10\n"
+	log.Warn("refused the run", "reason", "batch 8 (key batch) ≠ 9", "peer", "p", "key", "batch")
+	want := "warning: batch size 9 (--batch) exceeds the 4 training rows\ndata: 4 training rows\nresuming step=10\n" +
+		"warning: refused the run reason=batch 8 (--batch) ≠ 9 peer=p\n"
 	if b.String() != want {
 		t.Errorf("logged\n%q\nwant\n%q", b.String(), want)
 	}

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,6 +20,8 @@ import (
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/netrun"
 	"github.com/splitguard/splitguard/protect"
+	"github.com/splitguard/splitguard/rundir"
+	"github.com/splitguard/splitguard/sweep"
 )
 
 // TestLibraryRefusalsAreKeyErrors: each library refusal that names a
@@ -68,6 +73,21 @@ func TestLibraryRefusalsAreKeyErrors(t *testing.T) {
 			_, err := data.Load(headerless, data.Options{Format: data.FormatCSV, LabelCol: "a", Negative: []string{"0"}})
 			return err
 		}, "positive"},
+		{"transport wire encodings differ", wireMismatch(t), "wire_gradient"},
+		{"sweep resources", func() error {
+			_, err := sweep.ParseSpec([]byte("resources: {cpus: -1}\ngrid: [{protect: none}]\n"), "s.yaml")
+			return err
+		}, "resources.cpus"},
+		{"sweep grid empty list", sweepExpand(t, "grid: [{protect: iso, iso_t: []}]\n"), "iso_t"},
+		{"sweep grid no value", sweepExpand(t, "grid: [{protect}]\n"), "protect"},
+		{"data every row bad, the first naming a key", func() error {
+			_, err := data.Load(writeFile(t, "a,b\n1,x\n0,y\n"), data.Options{Format: data.FormatCSV, LabelCol: "a", Dense: []string{"b"}, SkipBadRows: true})
+			return err
+		}, "categorical"},
+		{"data format sniffed", func() error {
+			_, err := data.Load(writeFile(t, "0\t1"+strings.Repeat("\t", 38)+"\n"), data.Options{Format: data.FormatCSV, LabelCol: "y"})
+			return err
+		}, "format"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.err()
@@ -89,5 +109,93 @@ func TestLibraryRefusalsAreKeyErrors(t *testing.T) {
 				t.Errorf("CLI text %q: want --%s in place of key %s", text, flag, tc.key)
 			}
 		})
+	}
+}
+
+// writeFile writes text to a file of its own and returns its path.
+func writeFile(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "t.csv")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// wireMismatch returns a two-party run over loopback whose parties
+// disagree on the gradients' wire encoding: the passive's error.
+func wireMismatch(t *testing.T) func() error {
+	return func() error {
+		var b bytes.Buffer
+		if err := data.WriteSynth(&b, 200, 0.3, 1); err != nil {
+			t.Fatal(err)
+		}
+		table := filepath.Join(t.TempDir(), "s.tsv")
+		if err := os.WriteFile(table, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		act, pas := netrun.Default(), netrun.Default()
+		for i, c := range []*netrun.Config{&act, &pas} {
+			c.Data, c.Out, c.InsecureLoopback, c.Epochs = table, filepath.Join(t.TempDir(), fmt.Sprint(i)), true, 1
+			c.PeerTimeout = 20 * time.Second
+		}
+		act.Addr, act.WireGradient = "127.0.0.1:0", "int8"
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		addr, done := make(chan string, 1), make(chan error, 1)
+		go func() {
+			_, err := netrun.RunActive(ctx, act, netrun.Options{Ready: func(a string) { addr <- a }})
+			done <- err
+		}()
+		select {
+		case pas.Addr = <-addr:
+		case err := <-done:
+			t.Fatalf("active: %v", err)
+		}
+		_, err := netrun.RunPassive(ctx, pas, netrun.Options{})
+		cancel()
+		<-done
+		return err
+	}
+}
+
+// sweepExpand returns the expansion of the sweep file src: its error.
+func sweepExpand(t *testing.T, src string) func() error {
+	return func() error {
+		spec, err := sweep.ParseSpec([]byte(src), "s.yaml")
+		if err != nil {
+			t.Fatalf("parse: %v", err)
+		}
+		_, err = spec.Expand()
+		return err
+	}
+}
+
+// TestLibraryWarningsNameFlags: the warnings that name configuration keys
+// carry them (config.Warning), and the command line prints the flags in
+// their place: the batch warnings, and a summary's warning about the
+// learning rate as train prints it.
+func TestLibraryWarningsNameFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		w    config.Warning
+		flag string
+	}{
+		{"batch larger than the training rows", config.BatchWarning(1024, 400, 1), "--batch"},
+		{"too few positives per batch", config.PositivesWarning(64, 0.02), "--batch"},
+	} {
+		if tc.w.Text == "" || len(tc.w.Keys) == 0 {
+			t.Fatalf("%s: warning %+v, want text and keys", tc.name, tc.w)
+		}
+		if got := withFlagNames(newTrainCmd(), tc.w.Text, tc.w.Keys); !strings.Contains(got, tc.flag) || strings.Contains(got, "key ") {
+			t.Errorf("%s: %q, want %s in place of the key", tc.name, got, tc.flag)
+		}
+	}
+	s := &rundir.Summary{Warnings: []string{"the loss did not fall: try another learning rate (key lr)"},
+		WarningKeys: map[string][]string{"the loss did not fall: try another learning rate (key lr)": {"lr"}}}
+	var b strings.Builder
+	printSelection(&b, s)
+	if out := b.String(); !strings.Contains(out, "warning: the loss did not fall: try another learning rate (--lr)") {
+		t.Errorf("train printed %q, want the warning naming --lr", out)
 	}
 }

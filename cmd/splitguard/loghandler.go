@@ -25,9 +25,10 @@ func newPartyLogger(w io.Writer, cmd *cobra.Command) *slog.Logger {
 	return slog.New(flagNamesHandler{slog.NewTextHandler(w, nil), cmd})
 }
 
-// flagNamesHandler names, in the message of a record with the attribute
-// key=NAME, the flag of cmd that sets configuration key NAME ("key batch"
-// → "--batch"), and passes the record on.
+// flagNamesHandler names, in the message and the text attributes (a
+// refusal's reason) of a record with the attribute key=NAME, the flag of
+// cmd that sets configuration key NAME ("key batch" → "--batch"), and
+// passes the record on.
 type flagNamesHandler struct {
 	slog.Handler
 	cmd *cobra.Command
@@ -43,11 +44,15 @@ func (h flagNamesHandler) Handle(ctx context.Context, r slog.Record) error {
 		return true
 	})
 	if len(keys) > 0 {
-		if msg := withFlagNames(h.cmd, r.Message, keys); msg != r.Message {
-			n := slog.NewRecord(r.Time, r.Level, msg, r.PC)
-			r.Attrs(func(a slog.Attr) bool { n.AddAttrs(a); return true })
-			r = n
-		}
+		n := slog.NewRecord(r.Time, r.Level, withFlagNames(h.cmd, r.Message, keys), r.PC)
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key != "key" && a.Value.Kind() == slog.KindString {
+				a.Value = slog.StringValue(withFlagNames(h.cmd, a.Value.String(), keys))
+			}
+			n.AddAttrs(a)
+			return true
+		})
+		r = n
 	}
 	return h.Handler.Handle(ctx, r)
 }

@@ -115,6 +115,9 @@ func newActiveServeCmd() *cobra.Command {
 			"to the passive party only with --share-scores, because predictions of a model fitted to the labels\n" +
 			"reveal the labels the gradient protection kept from it.",
 	}, "active", "top.model", &so.Model, func(ctx context.Context, cmd *cobra.Command, cfg netrun.Config, log *slog.Logger) error {
+		if so.Out == "" && !so.ShareScores {
+			return errors.New("active serve: give --out FILE for the scores (or --share-scores to return them to the passive party)")
+		}
 		res, err := netrun.Serve(ctx, cfg, so, netrun.Options{Logger: log,
 			Ready: func(addr string) { fmt.Fprintln(cmd.ErrOrStderr(), "active party serving on", addr) }})
 		if res != nil {

@@ -252,8 +252,8 @@ func printSelection(w io.Writer, s *rundir.Summary) {
 	fmt.Fprintf(w, "test loss %.4f, ACE %.4f (selected)\n", s.TestLossSelected, s.ACESelected)
 	fmt.Fprintf(w, "test AUC best %.4f (step %d; chosen by looking at test: for comparison with the papers' curves, not a result), final %.4f\n",
 		s.TestAUCBest, s.BestStep, s.TestAUCFinal)
-	for _, m := range s.Warnings {
-		fmt.Fprintln(w, "warning:", m)
+	for _, m := range s.KeyedWarnings() {
+		fmt.Fprintln(w, "warning:", withFlagNames(newTrainCmd(), m.Text, m.Keys))
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/splitguard/splitguard/configkey"
 	pb "github.com/splitguard/splitguard/proto/splitguardpb"
 	"github.com/splitguard/splitguard/psi"
 	"github.com/splitguard/splitguard/transport"
@@ -286,11 +287,11 @@ func (c *Client) Hello(ctx context.Context, local Hello) (*Hello, error) {
 	remote := &Hello{Version: resp.GetProtocolVersion(), Party: resp.GetParty(), Config: fingerprintFromPB(resp.GetConfig()), IDFormat: resp.GetIdFormat()}
 	if !resp.GetAccepted() {
 		c.log.Warn("grpcnet: the active party refused the run", "reason", resp.GetReason())
-		return remote, fmt.Errorf("grpcnet: hello: the active party %q refused the run: %s", remote.Party, resp.GetReason())
+		return remote, configkey.Keyed(fmt.Errorf("grpcnet: hello: the active party %q refused the run: %s", remote.Party, resp.GetReason()), local.MismatchKeys(*remote)...)
 	}
 	if reason := local.Mismatch(*remote); reason != "" {
 		c.log.Warn("grpcnet: refusing the run", "reason", reason)
-		return remote, fmt.Errorf("grpcnet: hello: the active party %q accepted but disagrees: %s", remote.Party, reason)
+		return remote, configkey.Keyed(fmt.Errorf("grpcnet: hello: the active party %q accepted but disagrees: %s", remote.Party, reason), local.MismatchKeys(*remote)...)
 	}
 	tok := header.Get(SessionHeader)
 	if len(tok) != 1 || tok[0] == "" {

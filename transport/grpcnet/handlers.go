@@ -109,7 +109,11 @@ func (v *service) Hello(ctx context.Context, req *pb.HelloRequest) (*pb.HelloRes
 	}
 	if reason != "" {
 		resp.Reason = reason
-		s.log.Warn("grpcnet: refused the run", "peer", peerName(ctx), "party", remote.Party, "reason", reason)
+		args := []any{"peer", peerName(ctx), "party", remote.Party, "reason", reason}
+		for _, k := range local.MismatchKeys(remote) {
+			args = append(args, "key", k) // the keys the reason names
+		}
+		s.log.Warn("grpcnet: refused the run", args...)
 		return resp, nil
 	}
 	tok, err := s.sess.begin(ctx, peerName(ctx))

@@ -68,27 +68,14 @@ func TestSelectionAndEarlyStopAsInProcess(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.EarlyStopped != want.EarlyStopped || got.Steps != want.Steps || got.SelectedStep != want.SelectedStep ||
-				got.Select != want.Select || got.TestAUCSelected != want.TestAUCSelected {
-				t.Errorf("summary: early stopped %v after %d steps, select %s, kept step %d (test AUC %v); in process %v, %d, %s, %d (%v)",
-					got.EarlyStopped, got.Steps, got.Select, got.SelectedStep, got.TestAUCSelected,
-					want.EarlyStopped, want.Steps, want.Select, want.SelectedStep, want.TestAUCSelected)
-			}
+			sameSelection(t, got, want)
 			// Issue 29's done-when: the kept model is within 0.01 of the
 			// best validation AUC of the active's own evaluation log.
 			if best := bestValAUC(t, act.Out); got.ValAUCSelected == nil || *got.ValAUCSelected < best-0.01 {
 				t.Errorf("kept validation AUC %v, the log's best %.4f", got.ValAUCSelected, best)
 			}
-			for _, m := range []struct{ dir, file string }{{pas.Out, rundir.BottomModelFile}, {act.Out, rundir.TopModelFile}} {
-				g, err1 := os.ReadFile(filepath.Join(m.dir, m.file))
-				w, err2 := os.ReadFile(filepath.Join(base.Out, m.file))
-				if err1 != nil || err2 != nil {
-					t.Fatal(err1, err2)
-				}
-				if !bytes.Equal(g, w) {
-					t.Errorf("%s differs from the in-process run's (%d and %d bytes)", m.file, len(g), len(w))
-				}
-			}
+			sameModelFile(t, pas.Out, base.Out, rundir.BottomModelFile)
+			sameModelFile(t, act.Out, base.Out, rundir.TopModelFile)
 		})
 	}
 }
@@ -116,4 +103,55 @@ func bestValAUC(t *testing.T, dir string) float64 {
 		t.Fatalf("%s: %d evaluations with a validation AUC, want several", rundir.EvalFile, n)
 	}
 	return best
+}
+
+// TestThreePartiesSelectionAsInProcess: with several passive parties,
+// select: best and early stopping, the active keeps the top of the same
+// evaluation and stops after the same step as the in-process run: the
+// same summary fields and the same bytes in top.model.
+func TestThreePartiesSelectionAsInProcess(t *testing.T) {
+	root := t.TempDir()
+	base := threePartyBase(synthFile(t, faultRows), filepath.Join(root, "inproc"))
+	base.Select, base.EarlyStop, base.EvalEvery, base.Epochs, base.LR = config.SelectBest, 3, 2, 4, 0.01
+	want, err := run.Train(context.Background(), base, run.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !want.EarlyStopped || want.SelectedStep >= want.Steps {
+		t.Fatalf("the in-process run does not exercise the test: early stopped %v after %d steps, selected step %d",
+			want.EarlyStopped, want.Steps, want.SelectedStep)
+	}
+	act, pas := threePartyConfigs(base, filepath.Join(root, "net"), "")
+	got, perrs, err := runThree(t, act, pas)
+	if err != nil || errors.Join(perrs...) != nil {
+		t.Fatalf("active: %v; passives: %v", err, perrs)
+	}
+	sameSelection(t, got, want)
+	sameModelFile(t, act.Out, base.Out, rundir.TopModelFile)
+}
+
+// sameSelection checks that a networked run's summary got stopped early
+// and selected as the in-process run's want did.
+func sameSelection(t *testing.T, got, want *rundir.Summary) {
+	t.Helper()
+	if got.EarlyStopped != want.EarlyStopped || got.Steps != want.Steps || got.SelectedStep != want.SelectedStep ||
+		got.Select != want.Select || got.TestAUCSelected != want.TestAUCSelected {
+		t.Errorf("summary: early stopped %v after %d steps, select %s, kept step %d (test AUC %v); in process %v, %d, %s, %d (%v)",
+			got.EarlyStopped, got.Steps, got.Select, got.SelectedStep, got.TestAUCSelected,
+			want.EarlyStopped, want.Steps, want.Select, want.SelectedStep, want.TestAUCSelected)
+	}
+}
+
+// sameModelFile checks that model file file in dir holds the bytes of the
+// one in wantDir.
+func sameModelFile(t *testing.T, dir, wantDir, file string) {
+	t.Helper()
+	g, err1 := os.ReadFile(filepath.Join(dir, file))
+	w, err2 := os.ReadFile(filepath.Join(wantDir, file))
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	if !bytes.Equal(g, w) {
+		t.Errorf("%s differs from the in-process run's (%d and %d bytes)", file, len(g), len(w))
+	}
 }

@@ -5,10 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/run"
 	"github.com/splitguard/splitguard/rundir"
 )
@@ -91,8 +93,12 @@ func TestWireMismatchNamed(t *testing.T) {
 	var done <-chan error
 	pas.Addr, done = goActive(t, ctx, act)
 	want := "key wire_gradient"
-	if _, err := RunPassive(ctx, pas, Options{Logger: testLogger(t)}); err == nil || !strings.Contains(err.Error(), want) {
+	_, err := RunPassive(ctx, pas, Options{Logger: testLogger(t)})
+	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("passive: %v, want an error containing %q", err, want)
+	}
+	if keys := config.KeysOf(err); !slices.Equal(keys, []string{"wire_gradient"}) {
+		t.Errorf("passive: keys %v, want [wire_gradient]", keys)
 	}
 	cancel()
 	<-done

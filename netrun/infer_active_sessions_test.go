@@ -33,3 +33,14 @@ func TestServeSessionsBounded(t *testing.T) {
 		t.Fatalf("a session after the interval: %v", err)
 	}
 }
+
+// TestServeNeedsSomewhereForTheScores: Serve with neither an output file
+// nor sharing refuses, in the library's terms (no flag name).
+func TestServeNeedsSomewhereForTheScores(t *testing.T) {
+	cfg := Default()
+	cfg.Data, cfg.Out, cfg.Addr, cfg.InsecureLoopback = synthFile(t, 100), t.TempDir(), "127.0.0.1:0", true
+	_, err := Serve(context.Background(), cfg, ServeOptions{Sessions: 1}, Options{})
+	if err == nil || !strings.Contains(err.Error(), "ServeOptions.Out") || strings.Contains(err.Error(), "--") {
+		t.Fatalf("no output and no sharing: %v", err)
+	}
+}

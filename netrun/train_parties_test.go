@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -229,6 +230,9 @@ func TestPartiesSplitMismatchRefused(t *testing.T) {
 	_, err := RunPassive(ctx, other, Options{Logger: testLogger(t)})
 	if err == nil || !strings.Contains(err.Error(), "key parties") {
 		t.Errorf("passive with another split: %v, want a refusal naming key parties", err)
+	}
+	if keys := config.KeysOf(err); !slices.Equal(keys, []string{"parties", "aggregation"}) {
+		t.Errorf("passive with another split: keys %v, want [parties aggregation] (the ones the refusal names)", keys)
 	}
 	cancel()
 	if _, err := wait(); err == nil {

@@ -132,6 +132,9 @@ type faultRun struct {
 	// saved and stepped are the passive's test hooks (Options'
 	// afterPassiveSaved and afterPassiveStep) for its next run.
 	saved, stepped func(step int64) error
+	// inProcessSecret is the active's option of that name, which the
+	// passive shares.
+	inProcessSecret bool
 }
 
 type activeResult struct {
@@ -185,7 +188,7 @@ func startFaultWith(t *testing.T, base config.Config, root string, aopt Options)
 	act, pas := partyConfigs(base, root, newTestPKI(t))
 	// Generous: the race detector makes PSI and training slow.
 	act.PeerTimeout, pas.PeerTimeout = 90*time.Second, 90*time.Second
-	r := &faultRun{t: t, act: act, pas: pas, done: make(chan activeResult, 1), log: &strings.Builder{}, logMu: &sync.Mutex{}}
+	r := &faultRun{t: t, act: act, pas: pas, done: make(chan activeResult, 1), log: &strings.Builder{}, logMu: &sync.Mutex{}, inProcessSecret: aopt.inProcessSecret}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Second)
 	t.Cleanup(cancel)
 	r.cancel = cancel
@@ -214,9 +217,10 @@ func (r *faultRun) passive(ctx context.Context) (*PassiveResult, error) {
 	return RunPassive(ctx, r.pas, r.passiveOptions())
 }
 
-// passiveOptions are the passive's options: the test's logger and hooks.
+// passiveOptions are the passive's options: the test's logger and hooks,
+// and the active's choice of secret.
 func (r *faultRun) passiveOptions() Options {
-	return Options{Logger: r.logger(), afterPassiveSaved: r.saved, afterPassiveStep: r.stepped}
+	return Options{Logger: r.logger(), afterPassiveSaved: r.saved, afterPassiveStep: r.stepped, inProcessSecret: r.inProcessSecret}
 }
 
 func (r *faultRun) activeEnd() activeResult {

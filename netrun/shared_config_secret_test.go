@@ -9,21 +9,12 @@ import (
 	"github.com/splitguard/splitguard/protect"
 )
 
-// inProcessSecrets makes both parties draw their passports from the
-// shared seed alone, as the in-process run does, so that a two-party run
-// can be compared with it number for number.
-func inProcessSecrets(t *testing.T) {
-	t.Helper()
-	saved := partySecret
-	partySecret = func(*Config) (uint64, error) { return 0, nil }
-	t.Cleanup(func() { partySecret = saved })
-}
-
 // TestPartySecretFromKey: each party's secret comes from its own TLS key —
 // stable for a key, different between the parties, 0 without TLS — and it
 // changes the passports, so the peer cannot redraw them from the shared
 // seed.
 func TestPartySecretFromKey(t *testing.T) {
+	t.Parallel()
 	certs := newTestPKI(t)
 	act, pas := partyConfigs(config.Default(), t.TempDir(), certs)
 	a1, err := partySecret(&act)
@@ -47,6 +38,21 @@ func TestPartySecretFromKey(t *testing.T) {
 	missing.CertDir, missing.Key = "", filepath.Join(t.TempDir(), "none.key")
 	if _, err := partySecret(&missing); err == nil {
 		t.Error("a missing key file gave a secret")
+	}
+	// prepare sets the secret from the key, or 0 where the options ask for
+	// the in-process passports.
+	for _, c := range []struct {
+		opt  Options
+		want uint64
+	}{{Options{}, a1}, {Options{inProcessSecret: true}, 0}} {
+		got := act
+		got.Data = synthFile(t, 100)
+		if err := got.prepare("active", c.opt); err != nil {
+			t.Fatal(err)
+		}
+		if got.PartySecret != c.want {
+			t.Errorf("prepare with inProcessSecret %v: secret %x, want %x", c.opt.inProcessSecret, got.PartySecret, c.want)
+		}
 	}
 
 	// The passports of the top with the party's secret differ from those

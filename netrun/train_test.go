@@ -64,11 +64,20 @@ func testLogger(t testing.TB) *slog.Logger {
 // active party's summary.
 func pair(t *testing.T, act, pas Config) *rundir.Summary {
 	t.Helper()
+	return pairWith(t, act, pas, Options{})
+}
+
+// pairWith is pair with both parties' options opt (their loggers and the
+// active's Ready are the test's).
+func pairWith(t *testing.T, act, pas Config, opt Options) *rundir.Summary {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var wait func() (*rundir.Summary, error)
-	pas.Addr, wait = startActive(t, ctx, act)
-	if _, err := RunPassive(ctx, pas, Options{Logger: testLogger(t)}); err != nil {
+	pas.Addr, wait = startActiveWith(t, ctx, act, opt)
+	popt := opt
+	popt.Logger = testLogger(t)
+	if _, err := RunPassive(ctx, pas, popt); err != nil {
 		t.Fatalf("passive: %v", err)
 	}
 	s, err := wait()
@@ -83,6 +92,13 @@ func pair(t *testing.T, act, pas Config) *rundir.Summary {
 // what waits for its end.
 func startActive(tb testing.TB, ctx context.Context, act Config) (string, func() (*rundir.Summary, error)) {
 	tb.Helper()
+	return startActiveWith(tb, ctx, act, Options{})
+}
+
+// startActiveWith is startActive with the active's options opt (its
+// logger and Ready are the test's).
+func startActiveWith(tb testing.TB, ctx context.Context, act Config, opt Options) (string, func() (*rundir.Summary, error)) {
+	tb.Helper()
 	addr := make(chan string, 1)
 	type result struct {
 		s   *rundir.Summary
@@ -90,7 +106,8 @@ func startActive(tb testing.TB, ctx context.Context, act Config) (string, func()
 	}
 	done := make(chan result, 1)
 	go func() {
-		s, err := RunActive(ctx, act, Options{Logger: testLogger(tb), Ready: func(a string) { addr <- a }})
+		opt.Logger, opt.Ready = testLogger(tb), func(a string) { addr <- a }
+		s, err := RunActive(ctx, act, opt)
 		done <- result{s, err}
 	}()
 	wait := func() (*rundir.Summary, error) { r := <-done; return r.s, r.err }

@@ -29,7 +29,6 @@ func TestNetworkedPassportAndPassiveDefences(t *testing.T) {
 	if testing.Short() {
 		t.Skip("eight small runs")
 	}
-	inProcessSecrets(t)
 	path := synthFile(t, faultRows)
 	for _, c := range []struct {
 		name string
@@ -48,7 +47,7 @@ func TestNetworkedPassportAndPassiveDefences(t *testing.T) {
 			if _, err := run.Train(context.Background(), base, run.Options{}); err != nil {
 				t.Fatal(err)
 			}
-			r := startFault(t, base, root)
+			r := startFaultWith(t, base, root, Options{inProcessSecret: true})
 			killPassiveAfter(r, 10)
 			if _, err := r.passive(context.Background()); !errors.Is(err, errKilled) {
 				t.Fatalf("the killed passive: %v", err)
@@ -148,7 +147,6 @@ func TestPassportsOnTheCNN(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two small CNN runs")
 	}
-	inProcessSecrets(t)
 	root := t.TempDir()
 	base := config.Default()
 	base.Model, base.Out = "cnn", filepath.Join(root, "inproc")
@@ -163,7 +161,7 @@ func TestPassportsOnTheCNN(t *testing.T) {
 		t.Fatal(err)
 	}
 	act, pas := partyConfigs(base, root, newTestPKI(t))
-	pair(t, act, pas)
+	pairWith(t, act, pas, Options{inProcessSecret: true})
 	ge := readLines[rundir.EvalRecord](t, filepath.Join(act.Out, "eval.jsonl"))
 	we := readLines[rundir.EvalRecord](t, filepath.Join(base.Out, "eval.jsonl"))
 	if !reflect.DeepEqual(ge, we) || len(we) < 3 {
