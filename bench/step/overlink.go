@@ -31,8 +31,11 @@ type LinkRun struct {
 	// parties meet it: the run's last messages exchanged through the same
 	// proxy with its delay and bandwidth limit off (its copying
 	// included), median; the check's prediction uses it in place of
-	// MeasureLink's direct loopback figure.
-	Overhead time.Duration
+	// MeasureLink's direct loopback figure. OverheadCPU is the mean
+	// processor time of those exchanges (both ends and the proxy) on one
+	// core, in place of MeasureLink's Costs.CPU.Transport (see
+	// MeasureLink); 0 where the system does not give processor time.
+	Overhead, OverheadCPU time.Duration
 }
 
 // MeasureOverLink trains the steps of spec, for each pair of encodings
@@ -59,21 +62,44 @@ func MeasureOverLink(ctx context.Context, spec LinkSpec, up, down linktest.Link)
 				return nil, fmt.Errorf("step: link run, %v/%v, staleness %d, %d local steps: %w", enc.Embedding, enc.Gradient, sc.Staleness, sc.LocalSteps, err)
 			}
 			c := r.costs(spec)
-			o, err := loopbackOverhead(ctx, dir, enc, r.conn, spec, true)
+			o, _, err := loopbackOverhead(ctx, dir, enc, r.conn, spec, true)
 			if err != nil {
 				return nil, fmt.Errorf("step: transport overhead through the proxy, %v/%v: %w", enc.Embedding, enc.Gradient, err)
 			}
-			out = append(out, LinkRun{Wire: enc, Schedule: sc, Split: r.split(spec), Forward: c.Forward, Backward: c.Backward, Overhead: o})
+			oCPU, err := proxiedTransportCPU(ctx, dir, enc, r.conn, spec)
+			if err != nil {
+				return nil, fmt.Errorf("step: transport processor time through the proxy, %v/%v: %w", enc.Embedding, enc.Gradient, err)
+			}
+			out = append(out, LinkRun{Wire: enc, Schedule: sc, Split: r.split(spec), Forward: c.Forward, Backward: c.Backward, Overhead: o, OverheadCPU: oCPU})
 		}
 	}
 	return out, nil
 }
 
-// SharesProcessors reports whether a check over an emulated link on this
-// machine should predict with shared processors (linkplan.Costs.Shared):
-// the two parties, the transport and the link proxy all run here, and
-// with fewer than four cores they cannot each compute at once.
-func SharesProcessors() bool { return runtime.NumCPU() < 4 }
+// proxiedTransportCPU is the mean processor time of an exchange of t's
+// last messages through a linktest proxy without delay or bandwidth
+// limit, with GOMAXPROCS 1 for the duration (as processorTimes); 0 where
+// the system does not give processor time.
+func proxiedTransportCPU(ctx context.Context, dir string, enc wire.Encodings, t *timedConn, spec LinkSpec) (time.Duration, error) {
+	if _, ok := processCPU(); !ok {
+		return 0, nil
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	_, cpu, err := loopbackOverhead(ctx, dir, enc, t, spec, true)
+	return cpu, err
+}
+
+// SharedCores is the number of cores the parties, the transport and the
+// link proxy of a check over an emulated link share
+// (linkplan.Costs.SharedCores): all run in this process, which runs Go
+// code on at most GOMAXPROCS cores at once. 0 where the system does not
+// give processor time (the costs then have none to share).
+func SharedCores() int {
+	if _, ok := processCPU(); !ok {
+		return 0
+	}
+	return runtime.GOMAXPROCS(0)
+}
 
 // linkPair connects the parties by grpcnet with mutual TLS (certificates
 // in dir) through a linktest proxy emulating up and down, both ends

@@ -15,8 +15,9 @@ import (
 // checkPlanLink runs every planned option (encodings × --plan-staleness ×
 // --plan-local-steps) over the emulated link and returns each one's
 // prediction beside its measured step. The predictions take the
-// transport's overhead as measured through the proxy, and shared
-// processors on a small machine (step.SharesProcessors).
+// transport's overhead and processor time as measured through the proxy,
+// and the parties sharing --shared-cores cores, or when it is not given
+// this process's (step.SharedCores): the check runs them all here.
 func checkPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions, encs []wire.Encodings, measured []step.LinkCosts, link linkplan.Link) ([]checkRow, error) {
 	var scheds []linkplan.Schedule
 	for _, k := range o.Staleness {
@@ -33,7 +34,7 @@ func checkPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions, enc
 	var checks []checkRow
 	for i, r := range runs {
 		c := measured[i/len(scheds)].Costs // runs are encoding-major
-		c.Overhead, c.Shared = r.Overhead, step.SharesProcessors()
+		c.Overhead, c.CPU.Transport, c.SharedCores = r.Overhead, r.OverheadCPU, checkCores(o)
 		p, err := linkplan.Predict(link, c, r.Schedule)
 		if err != nil {
 			return nil, fmt.Errorf("plan-link: %w", err)
@@ -45,11 +46,20 @@ func checkPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions, enc
 	return checks, nil
 }
 
-// sharedNote says when the check's predictions take the processors as
-// shared.
-func sharedNote() string {
-	if step.SharesProcessors() {
-		return "; fewer than 4 cores here: the parties, the transport and the proxy share them"
+// checkCores is the number of cores the check's predictions take the
+// parties, the transport and the proxy to share: --shared-cores, or this
+// process's.
+func checkCores(o planLinkOptions) int {
+	if o.SharedCores > 0 {
+		return o.SharedCores
 	}
-	return ""
+	return step.SharedCores()
+}
+
+// sharedNote says how many cores the check's predictions take as shared.
+func sharedNote(o planLinkOptions) string {
+	if n := checkCores(o); n > 0 {
+		return fmt.Sprintf("; the parties, the transport and the proxy share %d cores", n)
+	}
+	return "; no processor time on this system: the parties taken as on hosts of their own"
 }
