@@ -32,7 +32,7 @@ type planLinkOptions struct {
 	// SharedCores, when positive, plans both parties and the transport on
 	// one machine of that many cores (linkplan.Costs.SharedCores).
 	SharedCores int
-	configFile          string
+	configFile  string
 }
 
 func newPlanLinkCmd() *cobra.Command {
