@@ -7,3 +7,8 @@ func cpuNow() time.Duration {
 	d, _ := processCPU()
 	return d
 }
+
+// cpuProcs is the GOMAXPROCS under which processor times are measured
+// (processorTimes): 1, the work without internal/par's spinning. The
+// planner's check may set another for a comparison.
+var cpuProcs = 1

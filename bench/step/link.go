@@ -97,7 +97,7 @@ func processorTimes(ctx context.Context, spec LinkSpec, enc wire.Encodings, trai
 	if _, ok := processCPU(); !ok {
 		return linkplan.CPUTimes{}, nil
 	}
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(cpuProcs))
 	r, err := timedRun(ctx, spec, enc, synchronous, train, inprocPair)
 	if err != nil {
 		return linkplan.CPUTimes{}, err

@@ -89,9 +89,14 @@ func mean(v []float64) float64 {
 // and the transport's own cost). With staleness k > 0 answers come in
 // bunches (k+1 batches share a round), so the step is the median over
 // the runs of k+1 consecutive answers of their mean spacing, and the
-// link's share is the passive's wait for an answer.
+// link's share is the passive's wait for an answer. CPU is the
+// process's processor time per step over the timed steps (both parties,
+// the transport and, over an emulated link, the proxy; 0 where the
+// system does not give processor time): what a step took of the cores
+// they share.
 type Split struct {
 	Step, Passive, Active, Link time.Duration
+	CPU                         time.Duration
 }
 
 // split returns the medians of r's timed steps.
@@ -106,7 +111,9 @@ func (r *runTimes) split(spec LinkSpec) Split {
 			link[i] -= r.active[j]
 		}
 	}
+	at := t.answerCPU[spec.Warmup : spec.Warmup+n+1]
 	return Split{
+		CPU:     (at[n] - at[0]) / time.Duration(n),
 		Step:    time.Duration(Median(meanSpacings(t.answers[spec.Warmup:spec.Warmup+n+1], r.sched.Staleness+1))),
 		Passive: time.Duration(Median(clone(t.busy[spec.Warmup:]))),
 		Active:  time.Duration(Median(clone(r.active[spec.Warmup : spec.Warmup+n]))),
@@ -243,7 +250,7 @@ type timedConn struct {
 	answers    []time.Time          // when each training answer was handed back
 	wait, busy []float64            // nanoseconds: the wait for each answer; from an answer to the next wait
 	busyCPU    []float64            // nanoseconds: the processor time of each busy interval
-	answerCPU  time.Duration        // the process's processor time at the last answer
+	answerCPU  []time.Duration      // the process's processor time at each answer
 	fwd, bwd   int64                // bytes, set by countBytes
 	sent       []*transport.Forward // pipelined messages not yet answered, oldest first
 	kept       []keptExchange
@@ -261,7 +268,7 @@ type keptExchange struct {
 func (t *timedConn) waiting(start time.Time) {
 	if n := len(t.answers); n > 0 {
 		t.busy = append(t.busy, float64(start.Sub(t.answers[n-1]).Nanoseconds()))
-		t.busyCPU = append(t.busyCPU, float64((cpuNow() - t.answerCPU).Nanoseconds()))
+		t.busyCPU = append(t.busyCPU, float64((cpuNow() - t.answerCPU[n-1]).Nanoseconds()))
 	}
 }
 
@@ -269,7 +276,7 @@ func (t *timedConn) waiting(start time.Time) {
 // copy of both.
 func (t *timedConn) answered(start time.Time, f *transport.Forward, b *transport.Backward) {
 	now := time.Now()
-	t.answerCPU = cpuNow()
+	t.answerCPU = append(t.answerCPU, cpuNow())
 	t.wait = append(t.wait, float64(now.Sub(start).Nanoseconds()))
 	t.answers = append(t.answers, now)
 	k := keptExchange{f: *f, b: *b}

@@ -84,7 +84,7 @@ func proxiedTransportCPU(ctx context.Context, dir string, enc wire.Encodings, t 
 	if _, ok := processCPU(); !ok {
 		return 0, nil
 	}
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(cpuProcs))
 	_, cpu, err := loopbackOverhead(ctx, dir, enc, t, spec, true)
 	return cpu, err
 }

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,6 +45,11 @@ var plannerOptions = []struct {
 // default test run (and CI) leaves it out.
 var plannerCheck = flag.Bool("planner-check", false, "run TestPlannerPredictsLink, the planner's timing check against emulated links")
 
+// plannerCPUProcs measures the processor times of TestPlannerPredictsLink
+// under another GOMAXPROCS than 1 (a comparison: with more, internal/par's
+// idle workers spin and their spinning counts).
+var plannerCPUProcs = flag.Int("planner-cpu-procs", 1, "GOMAXPROCS under which TestPlannerPredictsLink measures processor times")
+
 // TestPlannerPredictsLink checks the link planner against a measurement:
 // the costs of the step measured as `plan-link` measures them just
 // before each row (both parties in process; the transport's overhead
@@ -53,16 +60,23 @@ var plannerCheck = flag.Bool("planner-check", false, "run TestPlannerPredictsLin
 // steps), take that time within 20% (medians of 10 steps after 2 of
 // warm-up; with staleness k the median over runs of k+1 answers of their
 // mean spacing). Over the 100 ms / 10 Mbit/s link the link's share is
-// most of a step (about 320 ms for int8, 800 ms for f32). On a machine
-// of fewer than 4 cores the prediction takes the processors as shared
-// (linkplan.Costs.Shared), and a row bound by them is logged, not
-// asserted: see the comment at the check. The measured split of each
-// run is logged. About a minute on two loaded cores.
-
+// most of a step (about 320 ms for int8, 800 ms for f32). The parties,
+// the transport and the proxy all run in this process, so the prediction
+// takes them as sharing its cores (linkplan.Costs.SharedCores, with the
+// processor times measured on one core and the transport's through the
+// proxy): every row is asserted. The measured split of each run and the
+// machine's load average (which the model does not know: other
+// processes' work takes cores from the parties) are logged. About a
+// minute on two cores. Run one row with -run 'TestPlannerPredictsLink/20ms/.*k=4'.
 func TestPlannerPredictsLink(t *testing.T) {
 	if !*plannerCheck {
 		t.Skip("a timing check (about a minute): run with -planner-check")
 	}
+	if *plannerCPUProcs < 1 {
+		t.Fatalf("-planner-cpu-procs %d, want 1 or more", *plannerCPUProcs)
+	}
+	defer func(n int) { cpuProcs = n }(cpuProcs)
+	cpuProcs = *plannerCPUProcs
 	cfg := config.Default()
 	cfg.Model, cfg.Layers, cfg.Cut, cfg.Batch, cfg.Out = "mlp", []int{128, 128, 128}, 2, 1024, "unused"
 	cfg.Protect, cfg.Params = "none", nil
@@ -109,16 +123,28 @@ func checkPlannerRow(t *testing.T, cfg *config.Config, link linkplan.Link, dir l
 		t.Fatal(err)
 	}
 	s := r.Split
-	t.Logf("predicted %.1f ms/step, bound %s (passive %.1f, recompute %.1f, active %.1f, overhead through the proxy %.1f; processor time passive %.1f, recompute %.1f, active %.1f, transport and proxy %.1f, on %d cores; %d+%d bytes); measured %.1f ms/step (passive compute %.1f, active compute %.1f, link %.1f)",
+	t.Logf("load average %s", loadAverage())
+	t.Logf("predicted %.1f ms/step, bound %s (passive %.1f, recompute %.1f, active %.1f, overhead through the proxy %.1f; processor time passive %.1f, recompute %.1f, active %.1f, transport and proxy %.1f, on %d cores; %d+%d bytes); measured %.1f ms/step (passive compute %.1f, active compute %.1f, link %.1f; processor time %.1f per step)",
 		ms(p.PerExchange), p.Bound, ms(c.Passive), ms(c.Recompute), ms(c.Active), ms(c.Overhead),
 		ms(c.CPU.Passive), ms(c.CPU.Recompute), ms(c.CPU.Active), ms(c.CPU.Transport), c.SharedCores, c.Forward, c.Backward,
-		ms(s.Step), ms(s.Passive), ms(s.Active), ms(s.Link))
+		ms(s.Step), ms(s.Passive), ms(s.Active), ms(s.Link), ms(s.CPU))
 	if r.Forward != c.Forward || r.Backward != c.Backward {
 		t.Errorf("%d+%d bytes per step over the link, %d+%d in process", r.Forward, r.Backward, c.Forward, c.Backward)
 	}
 	if rel := math.Abs(ms(p.PerExchange)-ms(s.Step)) / ms(s.Step); rel > 0.2 {
 		t.Errorf("predicted %.1f ms/step, measured %.1f: %.0f%% off, want within 20%%", ms(p.PerExchange), ms(s.Step), 100*rel)
 	}
+}
+
+// loadAverage is the machine's load averages over 1, 5 and 15 minutes
+// as /proc/loadavg gives them, or why not.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
 }
 
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
