@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -123,7 +125,7 @@ func checkPlannerRow(t *testing.T, cfg *config.Config, link linkplan.Link, dir l
 		t.Fatal(err)
 	}
 	s := r.Split
-	t.Logf("load average %s", loadAverage())
+	t.Logf("load average %s; %.2f of %d cores obtained by as many spinning goroutines for 100 ms after the run", loadAverage(), obtainedCores(c.SharedCores, 100*time.Millisecond), c.SharedCores)
 	t.Logf("predicted %.1f ms/step, bound %s (passive %.1f, recompute %.1f, active %.1f, overhead through the proxy %.1f; processor time passive %.1f, recompute %.1f, active %.1f, transport and proxy %.1f, on %d cores; %d+%d bytes); measured %.1f ms/step (passive compute %.1f, active compute %.1f, link %.1f; processor time %.1f per step)",
 		ms(p.PerExchange), p.Bound, ms(c.Passive), ms(c.Recompute), ms(c.Active), ms(c.Overhead),
 		ms(c.CPU.Passive), ms(c.CPU.Recompute), ms(c.CPU.Active), ms(c.CPU.Transport), c.SharedCores, c.Forward, c.Backward,
@@ -135,6 +137,34 @@ func checkPlannerRow(t *testing.T, cfg *config.Config, link linkplan.Link, dir l
 		t.Errorf("predicted %.1f ms/step, measured %.1f: %.0f%% off, want within 20%%", ms(p.PerExchange), ms(s.Step), 100*rel)
 	}
 }
+
+// obtainedCores runs n goroutines that compute for d and returns the
+// processor time the process got per second of wall time: the cores the
+// machine gave it then (n at most, fewer when others compete). Logged,
+// not used: it says how far the cores the prediction assumed were free.
+func obtainedCores(n int, d time.Duration) float64 {
+	if n < 1 {
+		return 0
+	}
+	start, c0 := time.Now(), cpuNow()
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			x := 1.0
+			for time.Since(start) < d {
+				for range 1000 {
+					x = x*1.0000001 + 1e-9
+				}
+			}
+			sink.Store(int64(x))
+		})
+	}
+	wg.Wait()
+	return float64(cpuNow()-c0) / float64(time.Since(start))
+}
+
+// sink keeps obtainedCores' loops from being optimised away.
+var sink atomic.Int64
 
 // loadAverage is the machine's load averages over 1, 5 and 15 minutes
 // as /proc/loadavg gives them, or why not.
