@@ -79,8 +79,10 @@ func checkPlanLinkJSON(t *testing.T, flags []string, cores float64) {
 		if cores == 0 && m.ActiveMS != 2.5 {
 			t.Errorf("--active-ms 2.5 gave active compute %v", m.ActiveMS)
 		}
-		if m.CPUP <= 0 || m.CPUA <= 0 || m.CPUR <= 0 || m.CPUT <= 0 {
-			t.Errorf("%s: processor times %v, %v, %v, %v ms; want all positive", m.Encoding, m.CPUP, m.CPUA, m.CPUR, m.CPUT)
+		// A forward of this tiny bottom takes a few microseconds, which
+		// getrusage's microseconds may round to none.
+		if m.CPUP <= 0 || m.CPUA <= 0 || m.CPUR < 0 || m.CPUT <= 0 {
+			t.Errorf("%s: processor times %v, %v, %v, %v ms; want the recompute's non-negative, the others positive", m.Encoding, m.CPUP, m.CPUA, m.CPUR, m.CPUT)
 		}
 	}
 	rtt, up, down := got.RTTMS, got.UpMbit*1e6/8/1e3, got.DownMbit*1e6/8/1e3 // ms; bytes per ms
