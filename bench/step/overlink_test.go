@@ -112,6 +112,11 @@ func checkPlannerRow(t *testing.T, cfg *config.Config, link linkplan.Link, dir l
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The cores free for the parties just before the run: this process's
+	// GOMAXPROCS, fewer where the machine's other work takes part of them
+	// (obtainedCores).
+	cores := obtainedCores(SharedCores(), 200*time.Millisecond)
+	load := loadAverage()
 	runs, err := MeasureOverLink(ctx, LinkSpec{Config: cfg, Encodings: []wire.Encodings{enc}, Schedules: []linkplan.Schedule{sc}, Steps: steps, Warmup: warmup}, dir, dir)
 	if err != nil {
 		t.Fatal(err)
@@ -119,14 +124,21 @@ func checkPlannerRow(t *testing.T, cfg *config.Config, link linkplan.Link, dir l
 	c, r := costs[0].Costs, runs[0]
 	// Both parties, the transport and the proxy share this process's
 	// cores; the transport's costs are those through the proxy.
-	c.SharedCores, c.Overhead, c.CPU.Transport = SharedCores(), r.Overhead, r.OverheadCPU
+	c.SharedCores, c.Overhead, c.CPU.Transport = cores, r.Overhead, r.OverheadCPU
 	p, err := linkplan.Predict(link, c, sc)
 	if err != nil {
 		t.Fatal(err)
 	}
+	whole := c
+	whole.SharedCores = float64(SharedCores())
+	pw, err := linkplan.Predict(link, whole, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	s := r.Split
-	t.Logf("load average %s; %.2f of %d cores obtained by as many spinning goroutines for 100 ms after the run", loadAverage(), obtainedCores(c.SharedCores, 100*time.Millisecond), c.SharedCores)
-	t.Logf("predicted %.1f ms/step, bound %s (passive %.1f, recompute %.1f, active %.1f, overhead through the proxy %.1f; processor time passive %.1f, recompute %.1f, active %.1f, transport and proxy %.1f, on %d cores; %d+%d bytes); measured %.1f ms/step (passive compute %.1f, active compute %.1f, link %.1f; processor time %.1f per step)",
+	t.Logf("load average %s before the run; %.2f of %d cores free (obtained by as many computing goroutines for 200 ms); with all %d free the prediction would be %.1f ms/step (%s)",
+		load, cores, SharedCores(), SharedCores(), ms(pw.PerExchange), pw.Bound)
+	t.Logf("predicted %.1f ms/step, bound %s (passive %.1f, recompute %.1f, active %.1f, overhead through the proxy %.1f; processor time passive %.1f, recompute %.1f, active %.1f, transport and proxy %.1f, on %.2f cores; %d+%d bytes); measured %.1f ms/step (passive compute %.1f, active compute %.1f, link %.1f; processor time %.1f per step)",
 		ms(p.PerExchange), p.Bound, ms(c.Passive), ms(c.Recompute), ms(c.Active), ms(c.Overhead),
 		ms(c.CPU.Passive), ms(c.CPU.Recompute), ms(c.CPU.Active), ms(c.CPU.Transport), c.SharedCores, c.Forward, c.Backward,
 		ms(s.Step), ms(s.Passive), ms(s.Active), ms(s.Link), ms(s.CPU))
@@ -140,8 +152,8 @@ func checkPlannerRow(t *testing.T, cfg *config.Config, link linkplan.Link, dir l
 
 // obtainedCores runs n goroutines that compute for d and returns the
 // processor time the process got per second of wall time: the cores the
-// machine gave it then (n at most, fewer when others compete). Logged,
-// not used: it says how far the cores the prediction assumed were free.
+// machine gave it then (n at most, fewer when other processes compete).
+// A measurement of the cores free, not a constant fitted to the check.
 func obtainedCores(n int, d time.Duration) float64 {
 	if n < 1 {
 		return 0

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -31,7 +32,7 @@ type planLinkOptions struct {
 	PassiveMS, ActiveMS float64
 	// SharedCores, when positive, plans both parties and the transport on
 	// one machine of that many cores (linkplan.Costs.SharedCores).
-	SharedCores int
+	SharedCores float64
 	configFile  string
 }
 
@@ -100,7 +101,7 @@ figures are its, not those of two dedicated hosts.`,
 	f.BoolVar(&o.JSON, "json", false, "print the measured costs and the predictions as one JSON object")
 	f.Float64Var(&o.PassiveMS, "passive-ms", 0, "the passive party's compute per step in ms, instead of this machine's (e.g. compute_ms of a run's passive log on its own host)")
 	f.Float64Var(&o.ActiveMS, "active-ms", 0, "the active party's compute per step in ms, instead of this machine's (e.g. compute_ms of a run's active log)")
-	f.IntVar(&o.SharedCores, "shared-cores", 0, "plan both parties and the transport on one machine of this many cores (0: each party on a host of its own); with --check, the cores the check's predictions take as shared instead of this process's GOMAXPROCS")
+	f.Float64Var(&o.SharedCores, "shared-cores", 0, "plan both parties and the transport on one machine of this many free cores, fractional where other work takes part of them (0: each party on a host of its own); with --check, the cores the check's predictions take as shared instead of this process's GOMAXPROCS")
 	f.BoolVar(&o.Check, "check", false, "also run every planned option (encodings × --plan-staleness × --plan-local-steps) over an emulated link of these settings (a loopback proxy) and print the measured time beside the prediction")
 	return cmd
 }
@@ -155,8 +156,8 @@ func runPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions) error
 	if o.PassiveMS < 0 || o.ActiveMS < 0 {
 		return fmt.Errorf("plan-link: --passive-ms %g and --active-ms %g must not be negative", o.PassiveMS, o.ActiveMS)
 	}
-	if o.SharedCores < 0 {
-		return fmt.Errorf("plan-link: --shared-cores %d, want 0 (hosts of their own) or more", o.SharedCores)
+	if !(o.SharedCores >= 0 && o.SharedCores <= math.MaxFloat64) {
+		return fmt.Errorf("plan-link: --shared-cores %g, want 0 (hosts of their own) or more", o.SharedCores)
 	}
 	if o.SharedCores > 0 && (o.PassiveMS > 0 || o.ActiveMS > 0) {
 		return fmt.Errorf("plan-link: --shared-cores plans both parties on one machine with this machine's processor times; it does not go with --passive-ms or --active-ms")
@@ -307,7 +308,7 @@ func given(o planLinkOptions) string {
 // hosts says where the plan puts the parties.
 func hosts(o planLinkOptions) string {
 	if o.SharedCores > 0 {
-		return fmt.Sprintf("both parties and the transport on one machine of %d cores", o.SharedCores)
+		return fmt.Sprintf("both parties and the transport on one machine of %g cores", o.SharedCores)
 	}
 	return "each party on a host of its own"
 }

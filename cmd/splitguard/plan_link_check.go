@@ -49,17 +49,17 @@ func checkPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions, enc
 // checkCores is the number of cores the check's predictions take the
 // parties, the transport and the proxy to share: --shared-cores, or this
 // process's.
-func checkCores(o planLinkOptions) int {
+func checkCores(o planLinkOptions) float64 {
 	if o.SharedCores > 0 {
 		return o.SharedCores
 	}
-	return step.SharedCores()
+	return float64(step.SharedCores())
 }
 
 // sharedNote says how many cores the check's predictions take as shared.
 func sharedNote(o planLinkOptions) string {
 	if n := checkCores(o); n > 0 {
-		return fmt.Sprintf("; the parties, the transport and the proxy share %d cores", n)
+		return fmt.Sprintf("; the parties, the transport and the proxy share %g cores", n)
 	}
 	return "; no processor time on this system: the parties taken as on hosts of their own"
 }

@@ -102,9 +102,10 @@ type Costs struct {
 	CPU CPUTimes
 	// SharedCores is how many cores the two parties and the transport
 	// share when they run on one machine: their processor time per
-	// exchange then adds up over those cores. 0: each party on a host of
-	// its own.
-	SharedCores int
+	// exchange then adds up over those cores. Fractional where other work
+	// on the machine takes part of them (0.7: the parties get 0.7 s of
+	// processor time per second). 0: each party on a host of its own.
+	SharedCores float64
 }
 
 // CPUTimes are the processor times of a step's parts, all the threads
@@ -186,10 +187,10 @@ func Predict(l Link, c Costs, s Schedule) (Prediction, error) {
 	case c.Passive < 0 || c.Active < 0 || c.Recompute < 0 || c.Overhead < 0 || c.Forward < 0 || c.Backward < 0,
 		c.CPU.Passive < 0 || c.CPU.Active < 0 || c.CPU.Recompute < 0 || c.CPU.Transport < 0:
 		return Prediction{}, fmt.Errorf("linkplan: negative cost in %+v", c)
-	case c.SharedCores < 0:
-		return Prediction{}, fmt.Errorf("linkplan: %d shared cores, want 0 (hosts of their own) or more", c.SharedCores)
+	case !(c.SharedCores >= 0 && c.SharedCores <= math.MaxFloat64):
+		return Prediction{}, fmt.Errorf("linkplan: %g shared cores, want 0 (hosts of their own) or more, finite", c.SharedCores)
 	case c.SharedCores > 0 && c.CPU == CPUTimes{}:
-		return Prediction{}, fmt.Errorf("linkplan: %d shared cores but no processor times in the costs", c.SharedCores)
+		return Prediction{}, fmt.Errorf("linkplan: %g shared cores but no processor times in the costs", c.SharedCores)
 	case s.Staleness < 0:
 		return Prediction{}, fmt.Errorf("linkplan: staleness %d, want 0 or more", s.Staleness)
 	case s.LocalSteps < 1:
@@ -213,11 +214,11 @@ func Predict(l Link, c Costs, s Schedule) (Prediction, error) {
 		{up, BoundUplink},
 		{down, BoundDownlink},
 	}
-	if n := time.Duration(c.SharedCores); n > 0 {
+	if n := c.SharedCores; n > 0 {
 		terms = append(terms, struct {
 			d time.Duration
 			b Bound
-		}{(c.CPU.sum(s) + n - 1) / n, BoundShared}) // rounded up
+		}{time.Duration(math.Ceil(float64(c.CPU.sum(s)) / n)), BoundShared}) // rounded up
 	}
 	for _, t := range terms {
 		if t.d > p.PerExchange {

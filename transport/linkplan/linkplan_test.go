@@ -1,6 +1,7 @@
 package linkplan
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +26,7 @@ func TestPredictByHand(t *testing.T) {
 	// ends) 7 ms per exchange. One exchange of k > 0, Q = 1 is
 	// W = 14 + 9 + 5 + 7 = 35 ms of processor time.
 	cpu := CPUTimes{Passive: 14 * ms, Active: 9 * ms, Recompute: 5 * ms, Transport: 7 * ms}
-	sharing := func(n int) Costs {
+	sharing := func(n float64) Costs {
 		s := c
 		s.CPU, s.SharedCores = cpu, n
 		return s
@@ -86,6 +87,9 @@ func TestPredictByHand(t *testing.T) {
 		{"2 shared cores Q2", Link{}, sharing(2), Schedule{0, 2}, 34 * ms, 17 * ms, BoundRound},
 		// Over the WAN at k = 4 the uplink's 80 ms is more than 35/2.
 		{"2 shared cores k4", wan, sharing(2), Schedule{4, 1}, 80 * ms, 80 * ms, BoundUplink},
+		// Other work takes part of the cores: 0.7 of a core serves
+		// 35 ms in 50 ms.
+		{"0.7 shared cores k1", Link{}, sharing(0.7), Schedule{1, 1}, 50 * ms, 50 * ms, BoundShared},
 		// W/N rounds up to a whole nanosecond: (35 ms + 1 ns)/2.
 		{"shared rounding", Link{}, odd, Schedule{1, 1}, 17500001, 17500001, BoundShared},
 		// The round rounds up to a whole nanosecond: 158 ms / 3.
@@ -134,6 +138,7 @@ func TestPredictRefuses(t *testing.T) {
 		{Link{}, Costs{}, Schedule{0, 0}, "0 local steps"},
 		{Link{}, Costs{CPU: CPUTimes{Transport: -1}}, Schedule{0, 1}, "negative cost"},
 		{Link{}, Costs{SharedCores: -1}, Schedule{0, 1}, "-1 shared cores"},
+		{Link{}, Costs{SharedCores: math.Inf(1), CPU: CPUTimes{Active: 1}}, Schedule{0, 1}, "+Inf shared cores"},
 		{Link{}, Costs{SharedCores: 2}, Schedule{0, 1}, "2 shared cores but no processor times"},
 	} {
 		if _, err := Predict(tc.l, tc.c, tc.s); err == nil || !strings.Contains(err.Error(), tc.want) {
