@@ -64,11 +64,12 @@ var plannerCPUProcs = flag.Int("planner-cpu-procs", 1, "GOMAXPROCS under which T
 // mean spacing). Over the 100 ms / 10 Mbit/s link the link's share is
 // most of a step (about 320 ms for int8, 800 ms for f32). The parties,
 // the transport and the proxy all run in this process, so the prediction
-// takes them as sharing its cores (linkplan.Costs.SharedCores, with the
-// processor times measured on one core and the transport's through the
-// proxy): every row is asserted. The measured split of each run and the
-// machine's load average (which the model does not know: other
-// processes' work takes cores from the parties) are logged. About a
+// takes them as sharing the cores free for it (linkplan.Costs.SharedCores:
+// measured just before the run by obtainedCores, since on a shared
+// machine other processes take part of them; processor times measured on
+// one core, the transport's through the proxy): every row is asserted.
+// The measured split of each run, the load average and the prediction
+// with all GOMAXPROCS cores free are logged. About a
 // minute on two cores. Run one row with -run 'TestPlannerPredictsLink/20ms/.*k=4'.
 func TestPlannerPredictsLink(t *testing.T) {
 	if !*plannerCheck {
