@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/splitguard/splitguard/pki"
@@ -36,6 +38,11 @@ type LinkRun struct {
 	// core, in place of MeasureLink's Costs.CPU.Transport (see
 	// MeasureLink); 0 where the system does not give processor time.
 	Overhead, OverheadCPU time.Duration
+	// FreeCores are the cores free for this process just before the run
+	// (FreeCores), what the parties, the transport and the proxy then
+	// share (linkplan.Costs.SharedCores); 0 where the system does not
+	// give processor time.
+	FreeCores float64
 }
 
 // MeasureOverLink trains the steps of spec, for each pair of encodings
@@ -57,6 +64,7 @@ func MeasureOverLink(ctx context.Context, spec LinkSpec, up, down linktest.Link)
 	var out []LinkRun
 	for _, enc := range spec.Encodings {
 		for _, sc := range scheds {
+			free := FreeCores(200 * time.Millisecond)
 			r, err := timedRun(ctx, spec, enc, sc, train, linkPair(dir, up, down))
 			if err != nil {
 				return nil, fmt.Errorf("step: link run, %v/%v, staleness %d, %d local steps: %w", enc.Embedding, enc.Gradient, sc.Staleness, sc.LocalSteps, err)
@@ -70,7 +78,7 @@ func MeasureOverLink(ctx context.Context, spec LinkSpec, up, down linktest.Link)
 			if err != nil {
 				return nil, fmt.Errorf("step: transport processor time through the proxy, %v/%v: %w", enc.Embedding, enc.Gradient, err)
 			}
-			out = append(out, LinkRun{Wire: enc, Schedule: sc, Split: r.split(spec), Forward: c.Forward, Backward: c.Backward, Overhead: o, OverheadCPU: oCPU})
+			out = append(out, LinkRun{Wire: enc, Schedule: sc, Split: r.split(spec), Forward: c.Forward, Backward: c.Backward, Overhead: o, OverheadCPU: oCPU, FreeCores: free})
 		}
 	}
 	return out, nil
@@ -88,6 +96,36 @@ func proxiedTransportCPU(ctx context.Context, dir string, enc wire.Encodings, t 
 	_, cpu, err := loopbackOverhead(ctx, dir, enc, t, spec, true)
 	return cpu, err
 }
+
+// FreeCores runs SharedCores goroutines that compute for d and returns
+// the processor time this process got per second of wall time: the cores
+// the machine had free for it then (SharedCores at most, fewer where
+// other processes compete for them); 0 where the system does not give
+// processor time.
+func FreeCores(d time.Duration) float64 {
+	n := SharedCores()
+	if n < 1 {
+		return 0
+	}
+	start, c0 := time.Now(), cpuNow()
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			x := 1.0
+			for time.Since(start) < d {
+				for range 1000 {
+					x = x*1.0000001 + 1e-9
+				}
+			}
+			freeSink.Store(int64(x))
+		})
+	}
+	wg.Wait()
+	return float64(cpuNow()-c0) / float64(time.Since(start))
+}
+
+// freeSink keeps FreeCores' loops from being optimised away.
+var freeSink atomic.Int64
 
 // SharedCores is the number of cores the parties, the transport and the
 // link proxy of a check over an emulated link share

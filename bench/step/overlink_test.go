@@ -7,8 +7,6 @@ import (
 	"math"
 	"os"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,7 +63,7 @@ var plannerCPUProcs = flag.Int("planner-cpu-procs", 1, "GOMAXPROCS under which T
 // most of a step (about 320 ms for int8, 800 ms for f32). The parties,
 // the transport and the proxy all run in this process, so the prediction
 // takes them as sharing the cores free for it (linkplan.Costs.SharedCores:
-// measured just before the run by obtainedCores, since on a shared
+// measured just before the run, LinkRun.FreeCores, since on a shared
 // machine other processes take part of them; processor times measured on
 // one core, the transport's through the proxy): every row is asserted.
 // The measured split of each run, the load average and the prediction
@@ -113,19 +111,16 @@ func checkPlannerRow(t *testing.T, cfg *config.Config, link linkplan.Link, dir l
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The cores free for the parties just before the run: this process's
-	// GOMAXPROCS, fewer where the machine's other work takes part of them
-	// (obtainedCores).
-	cores := obtainedCores(SharedCores(), 200*time.Millisecond)
 	load := loadAverage()
 	runs, err := MeasureOverLink(ctx, LinkSpec{Config: cfg, Encodings: []wire.Encodings{enc}, Schedules: []linkplan.Schedule{sc}, Steps: steps, Warmup: warmup}, dir, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c, r := costs[0].Costs, runs[0]
-	// Both parties, the transport and the proxy share this process's
-	// cores; the transport's costs are those through the proxy.
-	c.SharedCores, c.Overhead, c.CPU.Transport = cores, r.Overhead, r.OverheadCPU
+	// Both parties, the transport and the proxy share the cores free for
+	// this process just before the run (LinkRun.FreeCores); the
+	// transport's costs are those through the proxy.
+	c.SharedCores, c.Overhead, c.CPU.Transport = r.FreeCores, r.Overhead, r.OverheadCPU
 	p, err := linkplan.Predict(link, c, sc)
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +133,7 @@ func checkPlannerRow(t *testing.T, cfg *config.Config, link linkplan.Link, dir l
 	}
 	s := r.Split
 	t.Logf("load average %s before the run; %.2f of %d cores free (obtained by as many computing goroutines for 200 ms); with all %d free the prediction would be %.1f ms/step (%s)",
-		load, cores, SharedCores(), SharedCores(), ms(pw.PerExchange), pw.Bound)
+		load, r.FreeCores, SharedCores(), SharedCores(), ms(pw.PerExchange), pw.Bound)
 	t.Logf("predicted %.1f ms/step, bound %s (passive %.1f, recompute %.1f, active %.1f, overhead through the proxy %.1f; processor time passive %.1f, recompute %.1f, active %.1f, transport and proxy %.1f, on %.2f cores; %d+%d bytes); measured %.1f ms/step (passive compute %.1f, active compute %.1f, link %.1f; processor time %.1f per step)",
 		ms(p.PerExchange), p.Bound, ms(c.Passive), ms(c.Recompute), ms(c.Active), ms(c.Overhead),
 		ms(c.CPU.Passive), ms(c.CPU.Recompute), ms(c.CPU.Active), ms(c.CPU.Transport), c.SharedCores, c.Forward, c.Backward,
@@ -150,34 +145,6 @@ func checkPlannerRow(t *testing.T, cfg *config.Config, link linkplan.Link, dir l
 		t.Errorf("predicted %.1f ms/step, measured %.1f: %.0f%% off, want within 20%%", ms(p.PerExchange), ms(s.Step), 100*rel)
 	}
 }
-
-// obtainedCores runs n goroutines that compute for d and returns the
-// processor time the process got per second of wall time: the cores the
-// machine gave it then (n at most, fewer when other processes compete).
-// A measurement of the cores free, not a constant fitted to the check.
-func obtainedCores(n int, d time.Duration) float64 {
-	if n < 1 {
-		return 0
-	}
-	start, c0 := time.Now(), cpuNow()
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			x := 1.0
-			for time.Since(start) < d {
-				for range 1000 {
-					x = x*1.0000001 + 1e-9
-				}
-			}
-			sink.Store(int64(x))
-		})
-	}
-	wg.Wait()
-	return float64(cpuNow()-c0) / float64(time.Since(start))
-}
-
-// sink keeps obtainedCores' loops from being optimised away.
-var sink atomic.Int64
 
 // loadAverage is the machine's load averages over 1, 5 and 15 minutes
 // as /proc/loadavg gives them, or why not.

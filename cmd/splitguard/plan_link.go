@@ -63,8 +63,9 @@ trip each way, a token bucket per direction) and prints each one's prediction be
 the measured step and its split: the passive's compute, the active's, and the link's
 share (the synchronous protocol: the rest of the exchange; with staleness: the
 passive's wait for an answer). Its predictions take the transport's overhead through
-the proxy, and the parties, the transport and the proxy sharing this process's cores
-(GOMAXPROCS, or --shared-cores): one machine cannot show what two hosts overlap.
+the proxy, and the parties, the transport and the proxy sharing the cores found free for
+this process just before each run (of GOMAXPROCS; or --shared-cores): one machine cannot
+show what two hosts overlap.
 
 --shared-cores N plans both parties and the transport on one machine of N cores
 (without it: each party on a host of its own). Every part's processor time then comes
@@ -101,7 +102,7 @@ figures are its, not those of two dedicated hosts.`,
 	f.BoolVar(&o.JSON, "json", false, "print the measured costs and the predictions as one JSON object")
 	f.Float64Var(&o.PassiveMS, "passive-ms", 0, "the passive party's compute per step in ms, instead of this machine's (e.g. compute_ms of a run's passive log on its own host)")
 	f.Float64Var(&o.ActiveMS, "active-ms", 0, "the active party's compute per step in ms, instead of this machine's (e.g. compute_ms of a run's active log)")
-	f.Float64Var(&o.SharedCores, "shared-cores", 0, "plan both parties and the transport on one machine of this many free cores, fractional where other work takes part of them (0: each party on a host of its own); with --check, the cores the check's predictions take as shared instead of this process's GOMAXPROCS")
+	f.Float64Var(&o.SharedCores, "shared-cores", 0, "plan both parties and the transport on one machine of this many free cores, fractional where other work takes part of them (0: each party on a host of its own); with --check, the cores the check's predictions take as shared instead of those found free before each run")
 	f.BoolVar(&o.Check, "check", false, "also run every planned option (encodings × --plan-staleness × --plan-local-steps) over an emulated link of these settings (a loopback proxy) and print the measured time beside the prediction")
 	return cmd
 }

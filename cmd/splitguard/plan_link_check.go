@@ -17,7 +17,8 @@ import (
 // prediction beside its measured step. The predictions take the
 // transport's overhead and processor time as measured through the proxy,
 // and the parties sharing --shared-cores cores, or when it is not given
-// this process's (step.SharedCores): the check runs them all here.
+// those found free just before each run (step.LinkRun.FreeCores): the
+// check runs them all here.
 func checkPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions, encs []wire.Encodings, measured []step.LinkCosts, link linkplan.Link) ([]checkRow, error) {
 	var scheds []linkplan.Schedule
 	for _, k := range o.Staleness {
@@ -34,7 +35,7 @@ func checkPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions, enc
 	var checks []checkRow
 	for i, r := range runs {
 		c := measured[i/len(scheds)].Costs // runs are encoding-major
-		c.Overhead, c.CPU.Transport, c.SharedCores = r.Overhead, r.OverheadCPU, checkCores(o)
+		c.Overhead, c.CPU.Transport, c.SharedCores = r.Overhead, r.OverheadCPU, checkCores(o, r)
 		p, err := linkplan.Predict(link, c, r.Schedule)
 		if err != nil {
 			return nil, fmt.Errorf("plan-link: %w", err)
@@ -46,20 +47,23 @@ func checkPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions, enc
 	return checks, nil
 }
 
-// checkCores is the number of cores the check's predictions take the
-// parties, the transport and the proxy to share: --shared-cores, or this
-// process's.
-func checkCores(o planLinkOptions) float64 {
+// checkCores is the number of cores the check's prediction of run r
+// takes the parties, the transport and the proxy to share: --shared-cores,
+// or those found free for this process just before the run.
+func checkCores(o planLinkOptions, r step.LinkRun) float64 {
 	if o.SharedCores > 0 {
 		return o.SharedCores
 	}
-	return float64(step.SharedCores())
+	return r.FreeCores
 }
 
 // sharedNote says how many cores the check's predictions take as shared.
 func sharedNote(o planLinkOptions) string {
-	if n := checkCores(o); n > 0 {
-		return fmt.Sprintf("; the parties, the transport and the proxy share %g cores", n)
+	switch {
+	case o.SharedCores > 0:
+		return fmt.Sprintf("; the parties, the transport and the proxy share %g cores (--shared-cores)", o.SharedCores)
+	case step.SharedCores() > 0:
+		return fmt.Sprintf("; the parties, the transport and the proxy share the cores found free just before each run, of %d", step.SharedCores())
 	}
 	return "; no processor time on this system: the parties taken as on hosts of their own"
 }
