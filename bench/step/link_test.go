@@ -59,8 +59,9 @@ func TestMeasureLink(t *testing.T) {
 // TestProcessCPU checks that processCPU counts processor time, not wall
 // time: a sleep of 100 ms costs almost none, and a loop that runs until
 // 30 ms of processor time have passed takes at least 30 ms of wall time
-// less what other goroutines of the process (the garbage collector's)
-// ran meanwhile on other cores (none here: it allocates nothing).
+// less what other threads of the process ran meanwhile on other cores
+// (the runtime's, and internal/par's workers that an earlier test left
+// spinning for up to 300 µs): 25 ms at least.
 func TestProcessCPU(t *testing.T) {
 	if _, ok := processCPU(); !ok {
 		t.Skip("no processor time on this system")
@@ -77,7 +78,7 @@ func TestProcessCPU(t *testing.T) {
 			x = x*1.0000001 + 1e-9
 		}
 	}
-	if w := time.Since(start); w < 30*time.Millisecond {
+	if w := time.Since(start); w < 25*time.Millisecond {
 		t.Errorf("30 ms of processor time in %v of wall time on one goroutine (%g)", w, x)
 	}
 }
