@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/splitguard/splitguard/config"
@@ -52,7 +53,8 @@ type LinkCosts struct {
 // grpcnet encodes the messages (grpcnet.WireBytes); then the messages of
 // the last step are exchanged again over grpcnet with mutual TLS on
 // loopback against an active that answers at once, whose median time is
-// the transport's overhead per exchange.
+// the transport's overhead per exchange. The processor times (Costs.CPU)
+// are measured by processorTimes.
 func MeasureLink(ctx context.Context, spec LinkSpec) ([]LinkCosts, error) {
 	spec, train, dir, err := spec.prepare("link measurement")
 	if err != nil {
@@ -66,12 +68,45 @@ func MeasureLink(ctx context.Context, spec LinkSpec) ([]LinkCosts, error) {
 			return nil, fmt.Errorf("step: link measurement, %v/%v: %w", enc.Embedding, enc.Gradient, err)
 		}
 		c := LinkCosts{Wire: enc, Costs: r.costs(spec)}
-		if c.Costs.Overhead, err = loopbackOverhead(ctx, dir, enc, r.conn, spec, false); err != nil {
+		if c.Costs.Overhead, _, err = loopbackOverhead(ctx, dir, enc, r.conn, spec, false); err != nil {
 			return nil, fmt.Errorf("step: transport overhead, %v/%v: %w", enc.Embedding, enc.Gradient, err)
+		}
+		if c.Costs.CPU, err = processorTimes(ctx, spec, enc, train, dir); err != nil {
+			return nil, fmt.Errorf("step: processor times, %v/%v: %w", enc.Embedding, enc.Gradient, err)
 		}
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// processorTimes measures the processor time of each part of a step
+// (linkplan.CPUTimes): the same synchronous steps in process and the same
+// exchanges over grpcnet on loopback as MeasureLink times, run again with
+// GOMAXPROCS 1 for the duration (the process's setting is restored
+// after; nothing else should run in the process meanwhile). Each part's
+// processor time is the mean over the timed steps of this process's
+// processor time (getrusage(2)) while it runs: the passive's compute, the
+// active's, a forward of the bottom, an exchange (both ends). Means, not
+// medians: the garbage collector's work lands in a few steps and is work
+// all the same. On one core the parallel parts of a step run in turn, so
+// the figure is the work itself: with more, idle workers of internal/par
+// spin for a while after each part, which would count as processor time
+// although it yields to any other goroutine of the process. Zero times
+// where the system does not give processor time.
+func processorTimes(ctx context.Context, spec LinkSpec, enc wire.Encodings, train *data.Dataset, dir string) (linkplan.CPUTimes, error) {
+	if _, ok := processCPU(); !ok {
+		return linkplan.CPUTimes{}, nil
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(cpuProcs))
+	r, err := timedRun(ctx, spec, enc, synchronous, train, inprocPair)
+	if err != nil {
+		return linkplan.CPUTimes{}, err
+	}
+	cpu := r.costs(spec).CPU
+	if _, cpu.Transport, err = loopbackOverhead(ctx, dir, enc, r.conn, spec, false); err != nil {
+		return linkplan.CPUTimes{}, err
+	}
+	return cpu, nil
 }
 
 // prepare checks spec, loads its data and resolves the settings that
@@ -118,39 +153,40 @@ func issueLoopbackPKI(dir string) error {
 // again over grpcnet with mutual TLS on loopback (through a linktest
 // proxy without delay or bandwidth limit when viaProxy), the active
 // answering each at once with the kept gradient, and returns the median
-// time of an exchange: what the transport itself costs per step.
-func loopbackOverhead(ctx context.Context, dir string, enc wire.Encodings, t *timedConn, spec LinkSpec, viaProxy bool) (time.Duration, error) {
+// time of an exchange, what the transport itself costs per step, and the
+// mean processor time of an exchange (both ends and the proxy).
+func loopbackOverhead(ctx context.Context, dir string, enc wire.Encodings, t *timedConn, spec LinkSpec, viaProxy bool) (wall, cpu time.Duration, err error) {
 	st, err := pki.ServerTLSConfig(pki.FilesIn(dir, "active"), "passive")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	ct, err := pki.ClientTLSConfig(pki.FilesIn(dir, "passive"), "active")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	quiet := slog.New(slog.DiscardHandler)
 	fp := transport.Fingerprint{Wire: enc}
 	s, err := grpcnet.Listen("127.0.0.1:0", grpcnet.ServerOptions{TLS: st, Local: transport.Hello{Party: "active", Config: fp}, Logger: quiet})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer s.Close()
 	addr := s.Addr()
 	if viaProxy {
 		px, err := linktest.Start(addr, linktest.Link{}, linktest.Link{})
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		defer px.Close()
 		addr = px.Addr()
 	}
 	c, err := grpcnet.Dial(addr, grpcnet.ClientOptions{TLS: ct, Logger: quiet})
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer c.Close()
 	if _, err := c.Hello(ctx, transport.Hello{Party: "passive", Config: fp}); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -167,18 +203,22 @@ func loopbackOverhead(ctx context.Context, dir string, enc wire.Encodings, t *ti
 	}()
 	f := t.lastF
 	times := make([]float64, 0, spec.Steps)
+	var cpu0 time.Duration
 	for i := range spec.Warmup + spec.Steps {
 		f.Step, f.Batch = int64(i), i
+		if i == spec.Warmup {
+			cpu0 = cpuNow()
+		}
 		start := time.Now()
 		if _, err := c.Exchange(ctx, &f); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if i >= spec.Warmup {
 			times = append(times, float64(time.Since(start).Nanoseconds()))
 		}
 	}
 	if len(times) == 0 {
-		return 0, errors.New("no exchange timed")
+		return 0, 0, errors.New("no exchange timed")
 	}
-	return time.Duration(Median(times)), nil
+	return time.Duration(Median(times)), (cpuNow() - cpu0) / time.Duration(len(times)), nil
 }

@@ -39,22 +39,44 @@ type runTimes struct {
 	// active is the active party's TrainStep, per step (its local steps
 	// included).
 	active []float64
+	// activeCPU is the processor time of each of those steps.
+	activeCPU []float64
 	// recompute is the median time of a forward of the bottom on one
-	// batch in training mode.
-	recompute time.Duration
+	// batch in training mode, recomputeCPU its mean processor time.
+	recompute, recomputeCPU time.Duration
+	// cpu says the processor times were measured (processCPU).
+	cpu bool
 }
 
 // costs are the medians of the timed steps (after spec.Warmup) and the
 // mean bytes per step; the overhead is left to the caller.
 func (r *runTimes) costs(spec LinkSpec) linkplan.Costs {
 	t, n := r.conn, int64(len(r.conn.wait))
-	return linkplan.Costs{
+	c := linkplan.Costs{
 		Passive:   time.Duration(Median(clone(t.busy[spec.Warmup:]))),
 		Active:    time.Duration(Median(clone(r.active[spec.Warmup : spec.Warmup+spec.Steps]))),
 		Recompute: r.recompute,
 		Forward:   t.fwd / n,
 		Backward:  t.bwd / n,
 	}
+	if r.cpu {
+		c.CPU.Passive = time.Duration(mean(t.busyCPU[spec.Warmup:]))
+		c.CPU.Active = time.Duration(mean(r.activeCPU[spec.Warmup : spec.Warmup+spec.Steps]))
+		c.CPU.Recompute = r.recomputeCPU
+	}
+	return c
+}
+
+// mean is the mean of v (0 for none).
+func mean(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := 0.0
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
 }
 
 // Split are the medians of a timed run's steps (after the warm-up): the
@@ -67,9 +89,14 @@ func (r *runTimes) costs(spec LinkSpec) linkplan.Costs {
 // and the transport's own cost). With staleness k > 0 answers come in
 // bunches (k+1 batches share a round), so the step is the median over
 // the runs of k+1 consecutive answers of their mean spacing, and the
-// link's share is the passive's wait for an answer.
+// link's share is the passive's wait for an answer. CPU is the
+// process's processor time per step over the timed steps (both parties,
+// the transport and, over an emulated link, the proxy; 0 where the
+// system does not give processor time): what a step took of the cores
+// they share.
 type Split struct {
 	Step, Passive, Active, Link time.Duration
+	CPU                         time.Duration
 }
 
 // split returns the medians of r's timed steps.
@@ -84,7 +111,9 @@ func (r *runTimes) split(spec LinkSpec) Split {
 			link[i] -= r.active[j]
 		}
 	}
+	at := t.answerCPU[spec.Warmup : spec.Warmup+n+1]
 	return Split{
+		CPU:     (at[n] - at[0]) / time.Duration(n),
 		Step:    time.Duration(Median(meanSpacings(t.answers[spec.Warmup:spec.Warmup+n+1], r.sched.Staleness+1))),
 		Passive: time.Duration(Median(clone(t.busy[spec.Warmup:]))),
 		Active:  time.Duration(Median(clone(r.active[spec.Warmup : spec.Warmup+n]))),
@@ -106,18 +135,21 @@ func meanSpacings(at []time.Time, w int) []float64 {
 
 func clone(v []float64) []float64 { return append([]float64(nil), v...) }
 
-// timedHandler times the active party's training steps.
+// timedHandler times the active party's training steps, wall and
+// processor time.
 type timedHandler struct {
-	a     *active.Active
-	mu    sync.Mutex
-	times []float64
+	a          *active.Active
+	mu         sync.Mutex
+	times, cpu []float64
 }
 
 func (h *timedHandler) TrainStep(f *transport.Forward) (*transport.Backward, error) {
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuNow()
 	b, err := h.a.TrainStep(f)
+	d, cpu := time.Since(start), cpuNow()-cpu0
 	h.mu.Lock()
-	h.times = append(h.times, float64(time.Since(start).Nanoseconds()))
+	h.times = append(h.times, float64(d.Nanoseconds()))
+	h.cpu = append(h.cpu, float64(cpu.Nanoseconds()))
 	h.mu.Unlock()
 	return b, err
 }
@@ -197,11 +229,12 @@ func timedRun(ctx context.Context, spec LinkSpec, enc wire.Encodings, sc linkpla
 	for i := range rows {
 		rows[i] = i
 	}
-	re, err := timeForward(bottom, train.X, rows, spec.Steps)
+	re, reCPU, err := timeForward(bottom, train.X, rows, spec.Steps)
 	if err != nil {
 		return nil, err
 	}
-	return &runTimes{conn: t, sched: sc, active: h.times, recompute: re}, nil
+	_, measured := processCPU()
+	return &runTimes{conn: t, sched: sc, active: h.times, activeCPU: h.cpu, recompute: re, recomputeCPU: reCPU, cpu: measured}, nil
 }
 
 // timedConn is a passive connection that times each training exchange
@@ -216,6 +249,8 @@ type timedConn struct {
 	enc        wire.Encodings
 	answers    []time.Time          // when each training answer was handed back
 	wait, busy []float64            // nanoseconds: the wait for each answer; from an answer to the next wait
+	busyCPU    []float64            // nanoseconds: the processor time of each busy interval
+	answerCPU  []time.Duration      // the process's processor time at each answer
 	fwd, bwd   int64                // bytes, set by countBytes
 	sent       []*transport.Forward // pipelined messages not yet answered, oldest first
 	kept       []keptExchange
@@ -233,6 +268,7 @@ type keptExchange struct {
 func (t *timedConn) waiting(start time.Time) {
 	if n := len(t.answers); n > 0 {
 		t.busy = append(t.busy, float64(start.Sub(t.answers[n-1]).Nanoseconds()))
+		t.busyCPU = append(t.busyCPU, float64((cpuNow() - t.answerCPU[n-1]).Nanoseconds()))
 	}
 }
 
@@ -240,6 +276,7 @@ func (t *timedConn) waiting(start time.Time) {
 // copy of both.
 func (t *timedConn) answered(start time.Time, f *transport.Forward, b *transport.Backward) {
 	now := time.Now()
+	t.answerCPU = append(t.answerCPU, cpuNow())
 	t.wait = append(t.wait, float64(now.Sub(start).Nanoseconds()))
 	t.answers = append(t.answers, now)
 	k := keptExchange{f: *f, b: *b}
@@ -334,21 +371,23 @@ func copyMatrix(dst, src *tensor.Matrix) *tensor.Matrix {
 
 // timeForward returns the median time of n forwards of bottom on the
 // given rows of x in training mode, as the passive recomputes a batch's
-// embedding under staleness (the rows gathered each time, as there).
-func timeForward(bottom model.Bottom, x *data.Features, rows []int, n int) (time.Duration, error) {
+// embedding under staleness (the rows gathered each time, as there), and
+// their mean processor time.
+func timeForward(bottom model.Bottom, x *data.Features, rows []int, n int) (wall, cpu time.Duration, err error) {
 	if m, ok := bottom.(interface{ SetTraining(bool) }); ok {
 		m.SetTraining(true)
 		defer m.SetTraining(false)
 	}
 	var b data.Batch
 	times := make([]float64, n)
+	cpu0 := cpuNow()
 	for i := range times {
 		start := time.Now()
 		x.Gather(rows, &b)
 		if _, err := bottom.Forward(&b); err != nil {
-			return 0, fmt.Errorf("timing the bottom's forward: %w", err)
+			return 0, 0, fmt.Errorf("timing the bottom's forward: %w", err)
 		}
 		times[i] = float64(time.Since(start).Nanoseconds())
 	}
-	return time.Duration(Median(times)), nil
+	return time.Duration(Median(times)), (cpuNow() - cpu0) / time.Duration(n), nil
 }

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/splitguard/splitguard/pki"
@@ -31,8 +33,16 @@ type LinkRun struct {
 	// parties meet it: the run's last messages exchanged through the same
 	// proxy with its delay and bandwidth limit off (its copying
 	// included), median; the check's prediction uses it in place of
-	// MeasureLink's direct loopback figure.
-	Overhead time.Duration
+	// MeasureLink's direct loopback figure. OverheadCPU is the mean
+	// processor time of those exchanges (both ends and the proxy) on one
+	// core, in place of MeasureLink's Costs.CPU.Transport (see
+	// MeasureLink); 0 where the system does not give processor time.
+	Overhead, OverheadCPU time.Duration
+	// FreeCores are the cores free for this process just before the run
+	// (FreeCores), what the parties, the transport and the proxy then
+	// share (linkplan.Costs.SharedCores); 0 where the system does not
+	// give processor time.
+	FreeCores float64
 }
 
 // MeasureOverLink trains the steps of spec, for each pair of encodings
@@ -54,26 +64,80 @@ func MeasureOverLink(ctx context.Context, spec LinkSpec, up, down linktest.Link)
 	var out []LinkRun
 	for _, enc := range spec.Encodings {
 		for _, sc := range scheds {
+			free := FreeCores(200 * time.Millisecond)
 			r, err := timedRun(ctx, spec, enc, sc, train, linkPair(dir, up, down))
 			if err != nil {
 				return nil, fmt.Errorf("step: link run, %v/%v, staleness %d, %d local steps: %w", enc.Embedding, enc.Gradient, sc.Staleness, sc.LocalSteps, err)
 			}
 			c := r.costs(spec)
-			o, err := loopbackOverhead(ctx, dir, enc, r.conn, spec, true)
+			o, _, err := loopbackOverhead(ctx, dir, enc, r.conn, spec, true)
 			if err != nil {
 				return nil, fmt.Errorf("step: transport overhead through the proxy, %v/%v: %w", enc.Embedding, enc.Gradient, err)
 			}
-			out = append(out, LinkRun{Wire: enc, Schedule: sc, Split: r.split(spec), Forward: c.Forward, Backward: c.Backward, Overhead: o})
+			oCPU, err := proxiedTransportCPU(ctx, dir, enc, r.conn, spec)
+			if err != nil {
+				return nil, fmt.Errorf("step: transport processor time through the proxy, %v/%v: %w", enc.Embedding, enc.Gradient, err)
+			}
+			out = append(out, LinkRun{Wire: enc, Schedule: sc, Split: r.split(spec), Forward: c.Forward, Backward: c.Backward, Overhead: o, OverheadCPU: oCPU, FreeCores: free})
 		}
 	}
 	return out, nil
 }
 
-// SharesProcessors reports whether a check over an emulated link on this
-// machine should predict with shared processors (linkplan.Costs.Shared):
-// the two parties, the transport and the link proxy all run here, and
-// with fewer than four cores they cannot each compute at once.
-func SharesProcessors() bool { return runtime.NumCPU() < 4 }
+// proxiedTransportCPU is the mean processor time of an exchange of t's
+// last messages through a linktest proxy without delay or bandwidth
+// limit, with GOMAXPROCS 1 for the duration (as processorTimes); 0 where
+// the system does not give processor time.
+func proxiedTransportCPU(ctx context.Context, dir string, enc wire.Encodings, t *timedConn, spec LinkSpec) (time.Duration, error) {
+	if _, ok := processCPU(); !ok {
+		return 0, nil
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(cpuProcs))
+	_, cpu, err := loopbackOverhead(ctx, dir, enc, t, spec, true)
+	return cpu, err
+}
+
+// FreeCores runs SharedCores goroutines that compute for d and returns
+// the processor time this process got per second of wall time: the cores
+// the machine had free for it then (SharedCores at most, fewer where
+// other processes compete for them); 0 where the system does not give
+// processor time.
+func FreeCores(d time.Duration) float64 {
+	n := SharedCores()
+	if n < 1 {
+		return 0
+	}
+	start, c0 := time.Now(), cpuNow()
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			x := 1.0
+			for time.Since(start) < d {
+				for range 1000 {
+					x = x*1.0000001 + 1e-9
+				}
+			}
+			freeSink.Store(int64(x))
+		})
+	}
+	wg.Wait()
+	return float64(cpuNow()-c0) / float64(time.Since(start))
+}
+
+// freeSink keeps FreeCores' loops from being optimised away.
+var freeSink atomic.Int64
+
+// SharedCores is the number of cores the parties, the transport and the
+// link proxy of a check over an emulated link share
+// (linkplan.Costs.SharedCores): all run in this process, which runs Go
+// code on at most GOMAXPROCS cores at once. 0 where the system does not
+// give processor time (the costs then have none to share).
+func SharedCores() int {
+	if _, ok := processCPU(); !ok {
+		return 0
+	}
+	return runtime.GOMAXPROCS(0)
+}
 
 // linkPair connects the parties by grpcnet with mutual TLS (certificates
 // in dir) through a linktest proxy emulating up and down, both ends

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -29,7 +30,10 @@ type planLinkOptions struct {
 	// PassiveMS and ActiveMS, when positive, replace the measured compute
 	// of each party per step.
 	PassiveMS, ActiveMS float64
-	configFile          string
+	// SharedCores, when positive, plans both parties and the transport on
+	// one machine of that many cores (linkplan.Costs.SharedCores).
+	SharedCores float64
+	configFile  string
 }
 
 func newPlanLinkCmd() *cobra.Command {
@@ -59,9 +63,16 @@ trip each way, a token bucket per direction) and prints each one's prediction be
 the measured step and its split: the passive's compute, the active's, and the link's
 share (the synchronous protocol: the rest of the exchange; with staleness: the
 passive's wait for an answer). Its predictions take the transport's overhead through
-the proxy, and on a machine of fewer than 4 cores they take the processors as shared
-by the parties, the transport and the proxy (a term P + A + o): one machine cannot
+the proxy, and the parties, the transport and the proxy sharing the cores found free for
+this process just before each run (of GOMAXPROCS; or --shared-cores): one machine cannot
 show what two hosts overlap.
+
+--shared-cores N plans both parties and the transport on one machine of N cores
+(without it: each party on a host of its own). Every part's processor time then comes
+out of the same N cores, and T is also at least
+  W/N,  W = Q·(W_p + W_a) + W_r (k > 0 only) + W_o,
+the processor times (not wall times; measured on one core) of each party's step, the
+recompute and the transport (both ends) per exchange.
 
 --passive-ms and --active-ms replace a party's measured compute per step, for parties on other
 hosts than this one: the compute_ms that each party's log of a real run ends with.
@@ -91,6 +102,7 @@ figures are its, not those of two dedicated hosts.`,
 	f.BoolVar(&o.JSON, "json", false, "print the measured costs and the predictions as one JSON object")
 	f.Float64Var(&o.PassiveMS, "passive-ms", 0, "the passive party's compute per step in ms, instead of this machine's (e.g. compute_ms of a run's passive log on its own host)")
 	f.Float64Var(&o.ActiveMS, "active-ms", 0, "the active party's compute per step in ms, instead of this machine's (e.g. compute_ms of a run's active log)")
+	f.Float64Var(&o.SharedCores, "shared-cores", 0, "plan both parties and the transport on one machine of this many free cores, fractional where other work takes part of them (0: each party on a host of its own); with --check, the cores the check's predictions take as shared instead of those found free before each run")
 	f.BoolVar(&o.Check, "check", false, "also run every planned option (encodings × --plan-staleness × --plan-local-steps) over an emulated link of these settings (a loopback proxy) and print the measured time beside the prediction")
 	return cmd
 }
@@ -129,6 +141,11 @@ type costRow struct {
 	OverheadMS float64 `json:"overhead_ms"`
 	Forward    int64   `json:"bytes_forward"`
 	Backward   int64   `json:"bytes_backward"`
+	// The processor times (linkplan.CPUTimes).
+	CPUPassive   float64 `json:"cpu_passive_ms"`
+	CPUActive    float64 `json:"cpu_active_ms"`
+	CPURecompute float64 `json:"cpu_recompute_ms"`
+	CPUTransport float64 `json:"cpu_transport_ms"`
 }
 
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
@@ -139,6 +156,12 @@ func runPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions) error
 	}
 	if o.PassiveMS < 0 || o.ActiveMS < 0 {
 		return fmt.Errorf("plan-link: --passive-ms %g and --active-ms %g must not be negative", o.PassiveMS, o.ActiveMS)
+	}
+	if !(o.SharedCores >= 0 && o.SharedCores <= math.MaxFloat64) {
+		return fmt.Errorf("plan-link: --shared-cores %g, want 0 (hosts of their own) or more", o.SharedCores)
+	}
+	if o.SharedCores > 0 && (o.PassiveMS > 0 || o.ActiveMS > 0) {
+		return fmt.Errorf("plan-link: --shared-cores plans both parties on one machine with this machine's processor times; it does not go with --passive-ms or --active-ms")
 	}
 	if o.Check && (o.PassiveMS > 0 || o.ActiveMS > 0) {
 		return fmt.Errorf("plan-link: --check measures this machine's compute; it does not go with --passive-ms or --active-ms")
@@ -202,7 +225,12 @@ func runPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions) error
 	}
 	for _, m := range measured {
 		c := m.Costs
-		costs = append(costs, costRow{m.Wire.Embedding.String(), ms(c.Passive), ms(c.Active), ms(c.Recompute), ms(c.Overhead), c.Forward, c.Backward})
+		c.SharedCores = o.SharedCores
+		if c.SharedCores > 0 && c.CPU == (linkplan.CPUTimes{}) {
+			return fmt.Errorf("plan-link: --shared-cores: this system gives no processor time to measure")
+		}
+		costs = append(costs, costRow{m.Wire.Embedding.String(), ms(c.Passive), ms(c.Active), ms(c.Recompute), ms(c.Overhead), c.Forward, c.Backward,
+			ms(c.CPU.Passive), ms(c.CPU.Active), ms(c.CPU.Recompute), ms(c.CPU.Transport)})
 		for _, k := range o.Staleness {
 			for _, q := range o.Local {
 				p, err := linkplan.Predict(link, c, linkplan.Schedule{Staleness: k, LocalSteps: q})
@@ -223,22 +251,23 @@ func runPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions) error
 	if o.JSON {
 		return json.NewEncoder(out).Encode(map[string]any{
 			"rtt_ms": ms(o.RTT), "up_mbit": o.UpMbit, "down_mbit": o.DownMbit,
-			"model": cfg.Model, "batch": cfg.Batch, "cut_width": cfg.CutDim(),
+			"model": cfg.Model, "batch": cfg.Batch, "cut_width": cfg.CutDim(), "shared_cores": o.SharedCores,
 			"measured": costs, "predicted": rows, "check": checks,
 		})
 	}
 	fmt.Fprintf(out, "link: round trip %v, up %s, down %s; model %s, batch %d, cut width %d\n",
 		o.RTT, mbit(o.UpMbit), mbit(o.DownMbit), cfg.Model, cfg.Batch, cfg.CutDim())
-	fmt.Fprintf(out, "measured on this machine (medians of %d steps; overhead: the same messages over mutual TLS on loopback)%s:\n", o.Steps, given(o))
+	fmt.Fprintf(out, "measured on this machine (medians of %d steps; overhead: the same messages over mutual TLS on loopback; processor times: means on one core)%s:\n", o.Steps, given(o))
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "encoding\tpassive ms\tactive ms\trecompute ms\toverhead ms\tbytes →\tbytes ←\t")
+	fmt.Fprintln(tw, "encoding\tpassive ms\tactive ms\trecompute ms\toverhead ms\tbytes →\tbytes ←\tprocessor ms: passive\tactive\trecompute\ttransport\t")
 	for _, c := range costs {
-		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.2f\t%d\t%d\t\n", c.Encoding, c.PassiveMS, c.ActiveMS, c.Recompute, c.OverheadMS, c.Forward, c.Backward)
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t%.2f\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t\n", c.Encoding, c.PassiveMS, c.ActiveMS, c.Recompute, c.OverheadMS, c.Forward, c.Backward,
+			c.CPUPassive, c.CPUActive, c.CPURecompute, c.CPUTransport)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(out, "predicted (k: staleness, Q: local steps per exchange):")
+	fmt.Fprintf(out, "predicted (k: staleness, Q: local steps per exchange; %s):\n", hosts(o))
 	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "encoding\tk\tQ\tms/exchange\tms/update\tbound\t")
 	for _, r := range rows {
@@ -247,7 +276,7 @@ func runPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions) error
 	if err := tw.Flush(); err != nil || len(checks) == 0 {
 		return err
 	}
-	fmt.Fprintf(out, "check over the emulated link (every option; medians; overhead through the proxy%s):\n", sharedNote())
+	fmt.Fprintf(out, "check over the emulated link (every option; medians; overhead through the proxy%s):\n", sharedNote(o))
 	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "encoding\tk\tQ\tpredicted ms\tmeasured ms\toff\tbound\tpassive ms\tactive ms\tlink ms\t")
 	for _, c := range checks {
@@ -275,4 +304,12 @@ func given(o planLinkOptions) string {
 		return ", the active's compute as given by --active-ms"
 	}
 	return ""
+}
+
+// hosts says where the plan puts the parties.
+func hosts(o planLinkOptions) string {
+	if o.SharedCores > 0 {
+		return fmt.Sprintf("both parties and the transport on one machine of %g cores", o.SharedCores)
+	}
+	return "each party on a host of its own"
 }

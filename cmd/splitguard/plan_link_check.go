@@ -15,8 +15,10 @@ import (
 // checkPlanLink runs every planned option (encodings × --plan-staleness ×
 // --plan-local-steps) over the emulated link and returns each one's
 // prediction beside its measured step. The predictions take the
-// transport's overhead as measured through the proxy, and shared
-// processors on a small machine (step.SharesProcessors).
+// transport's overhead and processor time as measured through the proxy,
+// and the parties sharing --shared-cores cores, or when it is not given
+// those found free just before each run (step.LinkRun.FreeCores): the
+// check runs them all here.
 func checkPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions, encs []wire.Encodings, measured []step.LinkCosts, link linkplan.Link) ([]checkRow, error) {
 	var scheds []linkplan.Schedule
 	for _, k := range o.Staleness {
@@ -33,7 +35,7 @@ func checkPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions, enc
 	var checks []checkRow
 	for i, r := range runs {
 		c := measured[i/len(scheds)].Costs // runs are encoding-major
-		c.Overhead, c.Shared = r.Overhead, step.SharesProcessors()
+		c.Overhead, c.CPU.Transport, c.SharedCores = r.Overhead, r.OverheadCPU, checkCores(o, r)
 		p, err := linkplan.Predict(link, c, r.Schedule)
 		if err != nil {
 			return nil, fmt.Errorf("plan-link: %w", err)
@@ -45,11 +47,23 @@ func checkPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions, enc
 	return checks, nil
 }
 
-// sharedNote says when the check's predictions take the processors as
-// shared.
-func sharedNote() string {
-	if step.SharesProcessors() {
-		return "; fewer than 4 cores here: the parties, the transport and the proxy share them"
+// checkCores is the number of cores the check's prediction of run r
+// takes the parties, the transport and the proxy to share: --shared-cores,
+// or those found free for this process just before the run.
+func checkCores(o planLinkOptions, r step.LinkRun) float64 {
+	if o.SharedCores > 0 {
+		return o.SharedCores
 	}
-	return ""
+	return r.FreeCores
+}
+
+// sharedNote says how many cores the check's predictions take as shared.
+func sharedNote(o planLinkOptions) string {
+	switch {
+	case o.SharedCores > 0:
+		return fmt.Sprintf("; the parties, the transport and the proxy share %g cores (--shared-cores)", o.SharedCores)
+	case step.SharedCores() > 0:
+		return fmt.Sprintf("; the parties, the transport and the proxy share the cores found free just before each run, of %d", step.SharedCores())
+	}
+	return "; no processor time on this system: the parties taken as on hosts of their own"
 }

@@ -31,8 +31,7 @@
 //
 // the slowest resource, or the round of one batch shared by k+1. The
 // parties' compute overlaps only because they run on different machines;
-// on one machine they share its processors and the prediction is
-// optimistic.
+// on one machine they share its processors (the last term below).
 //
 // With Q local updates per exchange (FedBCD: after an exchange each party
 // takes Q−1 further steps on the partner's cached message — the passive
@@ -52,11 +51,17 @@
 // shared by Q updates. For k = 0 and Q = 1 both reduce to t above.
 //
 // The parties' compute overlaps only on processors of their own. When
-// both parties and the transport share processors that serve one of them
-// at a time (Costs.Shared: one machine with fewer free cores than they
-// use, as when a small machine checks the planner), those processors are
-// one more resource, serving P + A + o per exchange, and T is at least
-// that.
+// both parties and the transport run on one machine of N cores
+// (Costs.SharedCores, as when a machine checks the planner through an
+// emulated link), every part's processor time comes out of the same N
+// cores: with the processor times (Costs.CPU, not wall times) W_p and
+// W_a of a party's step, W_r of the recompute and W_o of the transport
+// per exchange (both ends' encoding, TLS, gRPC, a proxy's copying),
+//
+//	W = Q·(W_p + W_a) + W_r (k > 0 only) + W_o,
+//
+// and T is at least W/N (rounded up to the nanosecond), besides the
+// terms above, each a chain that no number of cores shortens.
 package linkplan
 
 import (
@@ -92,11 +97,39 @@ type Costs struct {
 	// Forward and Backward are the bytes of the training messages each
 	// way, as the transport puts them on the connection.
 	Forward, Backward int64
-	// Shared says the two parties and the transport run on the same
-	// processors, which serve one of them at a time: their work per
-	// exchange adds up instead of overlapping. False for parties on
-	// hosts of their own.
-	Shared bool
+	// CPU is the processor time (not the wall time) of each part of a
+	// step: what parties sharing cores compete for (SharedCores).
+	CPU CPUTimes
+	// SharedCores is how many cores the two parties and the transport
+	// share when they run on one machine: their processor time per
+	// exchange then adds up over those cores. Fractional where other work
+	// on the machine takes part of them (0.7: the parties get 0.7 s of
+	// processor time per second). 0: each party on a host of its own.
+	SharedCores float64
+}
+
+// CPUTimes are the processor times of a step's parts, all the threads
+// of each part together. A part that computes on several cores at once
+// takes more processor time than wall time.
+type CPUTimes struct {
+	// Passive and Active are each party's processor time per step (the
+	// work of Costs.Passive and Costs.Active); Recompute the passive's
+	// for one forward of the bottom (Costs.Recompute).
+	Passive, Active, Recompute time.Duration
+	// Transport is the processor time per exchange of everything that
+	// carries the messages between the parties: encoding and decoding at
+	// both ends, TLS, gRPC and, in a check, the link proxy's copying.
+	Transport time.Duration
+}
+
+// sum is the processor time of one exchange of schedule s: Q steps of
+// each party, the recompute under staleness, and the transport.
+func (c CPUTimes) sum(s Schedule) time.Duration {
+	w := time.Duration(s.LocalSteps)*(c.Passive+c.Active) + c.Transport
+	if s.Staleness > 0 {
+		w += c.Recompute
+	}
+	return w
 }
 
 // Schedule is how the parties overlap their steps.
@@ -151,8 +184,13 @@ func Predict(l Link, c Costs, s Schedule) (Prediction, error) {
 	switch {
 	case l.RTT < 0 || !(l.Up >= 0 && l.Up <= math.MaxFloat64) || !(l.Down >= 0 && l.Down <= math.MaxFloat64):
 		return Prediction{}, fmt.Errorf("linkplan: link %+v: round trip and bandwidths must be non-negative and finite", l)
-	case c.Passive < 0 || c.Active < 0 || c.Recompute < 0 || c.Overhead < 0 || c.Forward < 0 || c.Backward < 0:
+	case c.Passive < 0 || c.Active < 0 || c.Recompute < 0 || c.Overhead < 0 || c.Forward < 0 || c.Backward < 0,
+		c.CPU.Passive < 0 || c.CPU.Active < 0 || c.CPU.Recompute < 0 || c.CPU.Transport < 0:
 		return Prediction{}, fmt.Errorf("linkplan: negative cost in %+v", c)
+	case !(c.SharedCores >= 0 && c.SharedCores <= math.MaxFloat64):
+		return Prediction{}, fmt.Errorf("linkplan: %g shared cores, want 0 (hosts of their own) or more, finite", c.SharedCores)
+	case c.SharedCores > 0 && c.CPU == CPUTimes{}:
+		return Prediction{}, fmt.Errorf("linkplan: %g shared cores but no processor times in the costs", c.SharedCores)
 	case s.Staleness < 0:
 		return Prediction{}, fmt.Errorf("linkplan: staleness %d, want 0 or more", s.Staleness)
 	case s.LocalSteps < 1:
@@ -176,11 +214,11 @@ func Predict(l Link, c Costs, s Schedule) (Prediction, error) {
 		{up, BoundUplink},
 		{down, BoundDownlink},
 	}
-	if c.Shared {
+	if n := c.SharedCores; n > 0 {
 		terms = append(terms, struct {
 			d time.Duration
 			b Bound
-		}{pas + act + c.Overhead, BoundShared})
+		}{time.Duration(math.Ceil(float64(c.CPU.sum(s)) / n)), BoundShared}) // rounded up
 	}
 	for _, t := range terms {
 		if t.d > p.PerExchange {

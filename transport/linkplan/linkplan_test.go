@@ -1,6 +1,7 @@
 package linkplan
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -11,15 +12,27 @@ import (
 // 2 ms, 1,000,000 bytes forward and 500,000 back over a 20 ms link of
 // 100 Mbit/s (12.5 MB/s) each way: transfers of 80 ms up and 40 ms down,
 // a synchronous round of 10+6+2+20+80+40 = 158 ms, and 162 ms with the
-// recompute.
+// recompute; and, with the parties on one machine, of processor times
+// that the test states.
 func TestPredictByHand(t *testing.T) {
 	ms := time.Millisecond
 	wan := Link{RTT: 20 * ms, Up: 12.5e6, Down: 12.5e6}
 	c := Costs{Passive: 10 * ms, Active: 6 * ms, Recompute: 4 * ms, Overhead: 2 * ms, Forward: 1e6, Backward: 5e5}
 	slow := c
 	slow.Active = 50 * ms
-	shared := c
-	shared.Shared = true
+	// The same step's processor times, a fake calibration: the passive
+	// computes on more than one core at once (14 ms of processor time in
+	// 10 ms), the active too (9 in 6); a forward 5, the transport (both
+	// ends) 7 ms per exchange. One exchange of k > 0, Q = 1 is
+	// W = 14 + 9 + 5 + 7 = 35 ms of processor time.
+	cpu := CPUTimes{Passive: 14 * ms, Active: 9 * ms, Recompute: 5 * ms, Transport: 7 * ms}
+	sharing := func(n float64) Costs {
+		s := c
+		s.CPU, s.SharedCores = cpu, n
+		return s
+	}
+	odd := sharing(2)
+	odd.CPU.Transport += 1 // W = 35 ms + 1 ns
 	tests := []struct {
 		name     string
 		l        Link
@@ -57,11 +70,28 @@ func TestPredictByHand(t *testing.T) {
 		{"slow downlink", Link{RTT: 20 * ms, Up: 12.5e6, Down: 1e6}, c, Schedule{2, 1}, 500 * ms, 500 * ms, BoundDownlink},
 		// 162/3 = 54 ms < 80 ms uplink.
 		{"k2", wan, c, Schedule{2, 1}, 80 * ms, 80 * ms, BoundUplink},
-		// Shared processors: on loopback at k = 1 they serve 14+6+2 =
-		// 22 ms per exchange, more than the passive's 14 ms and the
-		// round's 22/2; over the WAN at k = 4 the uplink's 80 ms is more.
-		{"shared loopback k1", Link{}, shared, Schedule{1, 1}, 22 * ms, 22 * ms, BoundShared},
-		{"shared k4", wan, shared, Schedule{4, 1}, 80 * ms, 80 * ms, BoundUplink},
+		// Shared cores, on loopback at k = 1 (wall: passive 10+4 =
+		// 14 ms, round 22/2 = 11): one core serves W = 35 ms per
+		// exchange; two 17.5 ms, still more than the passive's 14; four
+		// 8.75, less than the passive's own chain, which bounds.
+		{"1 shared core k1", Link{}, sharing(1), Schedule{1, 1}, 35 * ms, 35 * ms, BoundShared},
+		{"2 shared cores k1", Link{}, sharing(2), Schedule{1, 1}, 17500 * time.Microsecond, 17500 * time.Microsecond, BoundShared},
+		{"4 shared cores k1", Link{}, sharing(4), Schedule{1, 1}, 14 * ms, 14 * ms, BoundPassive},
+		// k = 0 has no recompute: W = 14+9+7 = 30 ms on one core, more
+		// than the synchronous round of 18 ms.
+		{"1 shared core sync", Link{}, sharing(1), Schedule{0, 1}, 30 * ms, 30 * ms, BoundShared},
+		// Q = 2, k = 0: W = 2·(14+9)+7 = 53 ms; the round 20+12+2 =
+		// 34 ms. One core: 53 per exchange, 26.5 per update; two: 26.5
+		// < 34, the round bounds.
+		{"1 shared core Q2", Link{}, sharing(1), Schedule{0, 2}, 53 * ms, 26500 * time.Microsecond, BoundShared},
+		{"2 shared cores Q2", Link{}, sharing(2), Schedule{0, 2}, 34 * ms, 17 * ms, BoundRound},
+		// Over the WAN at k = 4 the uplink's 80 ms is more than 35/2.
+		{"2 shared cores k4", wan, sharing(2), Schedule{4, 1}, 80 * ms, 80 * ms, BoundUplink},
+		// Other work takes part of the cores: 0.7 of a core serves
+		// 35 ms in 50 ms.
+		{"0.7 shared cores k1", Link{}, sharing(0.7), Schedule{1, 1}, 50 * ms, 50 * ms, BoundShared},
+		// W/N rounds up to a whole nanosecond: (35 ms + 1 ns)/2.
+		{"shared rounding", Link{}, odd, Schedule{1, 1}, 17500001, 17500001, BoundShared},
 		// The round rounds up to a whole nanosecond: 158 ms / 3.
 		{"k2 rounding", Link{RTT: 158 * ms}, Costs{}, Schedule{2, 1}, 52666667, 52666667, BoundRound},
 	}
@@ -106,6 +136,10 @@ func TestPredictRefuses(t *testing.T) {
 		{Link{}, Costs{Recompute: -1}, Schedule{1, 1}, "negative cost"},
 		{Link{}, Costs{}, Schedule{-1, 1}, "staleness -1"},
 		{Link{}, Costs{}, Schedule{0, 0}, "0 local steps"},
+		{Link{}, Costs{CPU: CPUTimes{Transport: -1}}, Schedule{0, 1}, "negative cost"},
+		{Link{}, Costs{SharedCores: -1}, Schedule{0, 1}, "-1 shared cores"},
+		{Link{}, Costs{SharedCores: math.Inf(1), CPU: CPUTimes{Active: 1}}, Schedule{0, 1}, "+Inf shared cores"},
+		{Link{}, Costs{SharedCores: 2}, Schedule{0, 1}, "2 shared cores but no processor times"},
 	} {
 		if _, err := Predict(tc.l, tc.c, tc.s); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Predict(%+v, %+v, %+v) = %v, want an error containing %q", tc.l, tc.c, tc.s, err, tc.want)
