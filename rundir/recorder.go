@@ -528,6 +528,7 @@ func (r *Recorder) selection(s *Summary) {
 	}
 	s.Baseline = r.baseline
 	if b := r.baseline; b != nil {
+		warned := len(s.Warnings)
 		switch {
 		case b.ValAUC != nil && s.ValAUCBest != nil:
 			if *s.ValAUCBest < *b.ValAUC-baselineTolerance {
@@ -538,7 +539,25 @@ func (r *Recorder) selection(s *Summary) {
 				s.Warnings = append(s.Warnings, fmt.Sprintf("the split model's test AUC %.4f is below the logistic baseline's %.4f (%s columns): it has not learnt what a linear model finds", s.TestAUCSelected, *b.TestAUC, b.Columns))
 			}
 		}
+		if len(s.Warnings) == warned {
+			s.heldOutBelowBaseline(b)
+		}
 	}
+}
+
+// heldOutBelowBaseline warns when the kept model is shown below the
+// baseline on the test rows although the validation split did not show
+// it: the paired 95% interval of the test AUC's difference lies wholly
+// below −baselineTolerance. The validation split then chose a model
+// that does not hold up (an evaluation whose validation AUC rose by
+// chance, likelier the fewer validation rows there are). The warning
+// reads the test split and changes nothing: the model was chosen before.
+func (s *Summary) heldOutBelowBaseline(b *BaselineSummary) {
+	d := s.TestAUCMinusBaselineCI95
+	if d == nil || b.TestAUC == nil || !(d[1] < -baselineTolerance) {
+		return
+	}
+	s.warn(config.Warning{Text: fmt.Sprintf("the kept model's test AUC %.4f is below the logistic baseline's %.4f (%s columns) on the same test rows (paired 95%% interval of the difference %+.4f … %+.4f), though its validation AUC was not: the model chosen on %d validation rows does not hold up — a larger validation share (key val_frac) makes the choice less noisy", s.TestAUCSelected, *b.TestAUC, b.Columns, d[0], d[1], s.ValRows), Keys: []string{"val_frac"}})
 }
 
 // warn adds w to the summary's warnings (its keys to WarningKeys).
