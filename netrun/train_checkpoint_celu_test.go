@@ -2,7 +2,6 @@ package netrun
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,18 +36,7 @@ func TestCELUKilledPassiveResumes(t *testing.T) {
 // ends identical to the in-process run in ref.
 func killAndResume(t *testing.T, r *faultRun, ref string) {
 	t.Helper()
-	killPassiveAfter(r, 10)
-	if _, err := r.passive(context.Background()); !errors.Is(err, errKilled) {
-		t.Fatalf("the killed passive: %v", err)
-	}
-	r.saved = nil
-	r.px.up()
-	if _, err := r.passive(context.Background()); err != nil {
-		t.Fatalf("the restarted passive: %v\n%s", err, r.logText())
-	}
-	if res := r.activeEnd(); res.err != nil {
-		t.Fatalf("active: %v", res.err)
-	}
+	killRestartAndEnd(t, r, 10)
 	if log := r.logText(); !strings.Contains(log, "msg=resuming") {
 		t.Fatalf("no party resumed:\n%s", log)
 	}

@@ -265,6 +265,25 @@ func killPassiveAfter(r *faultRun, step int64) {
 	}
 }
 
+// killRestartAndEnd kills the passive right after its checkpoint of
+// step, restarts it with the link up again, and waits for the active's
+// end; each party must end without error.
+func killRestartAndEnd(t *testing.T, r *faultRun, step int64) {
+	t.Helper()
+	killPassiveAfter(r, step)
+	if _, err := r.passive(context.Background()); !errors.Is(err, errKilled) {
+		t.Fatalf("the killed passive: %v", err)
+	}
+	r.saved = nil
+	r.px.up()
+	if _, err := r.passive(context.Background()); err != nil {
+		t.Fatalf("the restarted passive: %v\n%s", err, r.logText())
+	}
+	if res := r.activeEnd(); res.err != nil {
+		t.Fatalf("active: %v", res.err)
+	}
+}
+
 // TestPassiveKilledResumes kills the passive party right after it saved
 // its checkpoint of step 10 (the active's acknowledged step is 5), then
 // restarts it: with its checkpoints intact, the run resumes at 10; with

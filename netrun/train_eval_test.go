@@ -45,18 +45,7 @@ func TestSelectionAndEarlyStopAsInProcess(t *testing.T) {
 			var act, pas Config
 			if killed {
 				r := startFault(t, base, filepath.Join(root, "killed"))
-				killPassiveAfter(r, 5)
-				if _, err := r.passive(context.Background()); !errors.Is(err, errKilled) {
-					t.Fatalf("the killed passive: %v", err)
-				}
-				r.saved = nil
-				r.px.up()
-				if _, err := r.passive(context.Background()); err != nil {
-					t.Fatalf("the restarted passive: %v\n%s", err, r.logText())
-				}
-				if res := r.activeEnd(); res.err != nil {
-					t.Fatalf("active: %v", res.err)
-				}
+				killRestartAndEnd(t, r, 5)
 				r.sameAsReference(base.Out)
 				act, pas = r.act, r.pas
 			} else {

@@ -3,7 +3,6 @@ package netrun
 import (
 	"bytes"
 	"context"
-	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -48,18 +47,7 @@ func TestNetworkedPassportAndPassiveDefences(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := startFaultWith(t, base, root, Options{inProcessSecret: true})
-			killPassiveAfter(r, 10)
-			if _, err := r.passive(context.Background()); !errors.Is(err, errKilled) {
-				t.Fatalf("the killed passive: %v", err)
-			}
-			r.saved = nil
-			r.px.up()
-			if _, err := r.passive(context.Background()); err != nil {
-				t.Fatalf("the restarted passive: %v\n%s", err, r.logText())
-			}
-			if res := r.activeEnd(); res.err != nil {
-				t.Fatalf("active: %v", res.err)
-			}
+			killRestartAndEnd(t, r, 10)
 			if !strings.Contains(r.logText(), "step=10") {
 				t.Errorf("the passive did not resume at step 10:\n%s", r.logText())
 			}
