@@ -262,8 +262,7 @@ func (c *Client) Hello(ctx context.Context, local Hello) (*Hello, error) {
 			break
 		}
 		if herr := c.handshakeErr(err); herr != nil {
-			c.log.Error("grpcnet: TLS handshake failed; not retrying", "err", herr)
-			return nil, herr
+			return nil, herr // not retried: the caller reports it
 		}
 		if status.Code(err) != codes.Unavailable {
 			return nil, fmt.Errorf("grpcnet: hello: %w", err)
