@@ -54,18 +54,16 @@ type activeRun struct {
 	// warnedPositives: the summary already warns of too few positives per
 	// batch.
 	warnedPositives bool
-	// stopSent says a stop was sent (the verdict is evalJudge's).
-	stopSent  bool
-	split     *data.Split
-	eval      *data.Dataset // validation rows, then test rows
-	valRows   int
-	party     *active.Active
-	aud       *audit.Auditor
-	layers    []string
-	embedding *tensor.Matrix
-	ids       []uint64
-	epoch     int
-	stepStart time.Time
+	split           *data.Split
+	eval            *data.Dataset // validation rows, then test rows
+	valRows         int
+	party           *active.Active
+	aud             *audit.Auditor
+	layers          []string
+	embedding       *tensor.Matrix
+	ids             []uint64
+	epoch           int
+	stepStart       time.Time
 	// computeSteps training steps took computeTime in this process (the
 	// top's forward and backward, the protection, the audit).
 	computeSteps int64
@@ -420,8 +418,7 @@ func (r *activeRun) EvalBatch(f *transport.Forward) (*transport.Backward, error)
 	if err != nil || !f.Last {
 		return b, err
 	}
-	b.Keep, b.Stop = r.keep, r.stop
-	r.stopSent = r.stopSent || r.stop
+	r.answer(b)
 	return b, nil
 }
 

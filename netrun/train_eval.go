@@ -8,6 +8,7 @@ import (
 	"github.com/splitguard/splitguard/integrity"
 	"github.com/splitguard/splitguard/party/active"
 	"github.com/splitguard/splitguard/rundir"
+	"github.com/splitguard/splitguard/transport"
 )
 
 // evalJudge is the part of the active party's state that records the
@@ -22,6 +23,15 @@ type evalJudge struct {
 	// the answer to its last message.
 	kept       keptModel
 	keep, stop bool
+	// stopSent says a stop was sent to the passive parties.
+	stopSent bool
+}
+
+// answer puts the verdict on the evaluation round just scored into the
+// answer to its last message.
+func (j *evalJudge) answer(b *transport.Backward) {
+	b.Keep, b.Stop = j.keep, j.stop
+	j.stopSent = j.stopSent || j.stop
 }
 
 // judge records an evaluation (the run directory, the live metrics, the

@@ -58,7 +58,6 @@ type partiesRun struct {
 	views   [][]int  // the audited subsets of passive parties
 	cols    [][2]int // each passive's columns of the joined embedding
 	scratch []*tensor.Matrix
-	stopped bool // a stop was sent (the verdict is evalJudge's)
 
 	ck partiesCheckpoints
 }
@@ -126,8 +125,8 @@ func runActiveParties(ctx context.Context, cfg Config, opt Options) (*rundir.Sum
 	close(r.ready)
 	serr := r.serve(ctx)
 	steps := r.party.Step()
-	if serr == nil && (steps >= r.planned || r.stopped) {
-		if r.stopped && steps < r.planned {
+	if serr == nil && (steps >= r.planned || r.stopSent) {
+		if r.stopSent && steps < r.planned {
 			r.rec.SetEarlyStopped()
 		}
 		if err := r.kept.write(cfg.Out, rundir.TopModelFile, r.party.SaveModel); err != nil {
@@ -413,8 +412,7 @@ func (r *partiesRun) EvalBatch(f *transport.Forward) (*transport.Backward, error
 	if err != nil || !f.Last {
 		return b, err
 	}
-	b.Keep, b.Stop = r.keep, r.stop
-	r.stopped = r.stopped || r.stop
+	r.answer(b)
 	return b, nil
 }
 
