@@ -66,8 +66,8 @@ func TestPackInt8AsTwoPasses(t *testing.T) {
 }
 
 // packTwoPasses is the int8 packing of one row as two passes: the first
-// candidate scale under which every value is q·s exactly, then every
-// value quantised under it.
+// candidate scale (int8Candidates) under which every value is q·s
+// exactly, then every value quantised under it.
 func packTwoPasses(row []float32) ([]byte, bool) {
 	var big float32
 	for _, v := range row {
@@ -93,25 +93,7 @@ func packTwoPasses(row []float32) ([]byte, bool) {
 	}
 	cands := []float32{0}
 	if big != 0 {
-		cands = nil
-		if big < math.SmallestNonzeroFloat32*(1<<23) {
-			var g uint32
-			for _, v := range row {
-				a, b := g, math.Float32bits(v)&0x7fffffff
-				for b != 0 {
-					a, b = b, a%b
-				}
-				g = a
-			}
-			cands = append(cands, math.Float32frombits(g))
-		}
-		s0 := float32(float64(big) / 127)
-		cands = append(cands, s0)
-		up, down := s0, s0
-		for range 4 {
-			up, down = math.Nextafter32(up, math.MaxFloat32), math.Nextafter32(down, 0)
-			cands = append(cands, down, up)
-		}
+		cands = int8Candidates(row, big)
 	}
 	for _, s := range cands {
 		if (s > 0 || big == 0) && !math.IsInf(float64(s), 0) && fits(s) {

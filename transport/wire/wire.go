@@ -257,6 +257,20 @@ func packInt8Row(dst []byte, row []float32) ([]byte, bool) {
 	if big == 0 {
 		return dst, put(0)
 	}
+	for _, s := range int8Candidates(row, big) {
+		if s > 0 && !math.IsInf(float64(s), 0) && put(s) {
+			return dst, true
+		}
+	}
+	return dst, false
+}
+
+// int8Candidates are the scales packInt8Row tries, in order, for a row
+// whose largest magnitude big is not 0: the greatest common divisor of
+// the values' multiples of the smallest float32 when every value is
+// subnormal, then max|v|/127 and four units in the last place either side
+// of it, nearest first.
+func int8Candidates(row []float32, big float32) []float32 {
 	var cands []float32
 	if big < math.SmallestNonzeroFloat32*(1<<23) { // every value is subnormal
 		var g uint32
@@ -272,12 +286,7 @@ func packInt8Row(dst []byte, row []float32) ([]byte, bool) {
 		up, down = math.Nextafter32(up, math.MaxFloat32), math.Nextafter32(down, 0)
 		cands = append(cands, down, up)
 	}
-	for _, s := range cands {
-		if s > 0 && !math.IsInf(float64(s), 0) && put(s) {
-			return dst, true
-		}
-	}
-	return dst, false
+	return cands
 }
 
 func gcd(a, b uint32) uint32 {
