@@ -38,13 +38,6 @@ type LinkRun struct {
 	// core, in place of MeasureLink's Costs.CPU.Transport (see
 	// MeasureLink); 0 where the system does not give processor time.
 	Overhead, OverheadCPU time.Duration
-	// ScheduleCPU is the processor time per step of the same schedule
-	// run just before with the proxy's delay and bandwidth limit off
-	// (Split.CPU of that run: both parties, the transport, the proxy,
-	// and what running them together adds — spinning workers, the
-	// scheduler, the collector), linkplan.CPUTimes.Schedule; 0 where the
-	// system does not give processor time.
-	ScheduleCPU time.Duration
 	// FreeCores are the cores free for this process just before the run
 	// (FreeCores), what the parties, the transport and the proxy then
 	// share (linkplan.Costs.SharedCores); 0 where the system does not
@@ -71,10 +64,6 @@ func MeasureOverLink(ctx context.Context, spec LinkSpec, up, down linktest.Link)
 	var out []LinkRun
 	for _, enc := range spec.Encodings {
 		for _, sc := range scheds {
-			off, err := timedRun(ctx, spec, enc, sc, train, linkPair(dir, linktest.Link{}, linktest.Link{}))
-			if err != nil {
-				return nil, fmt.Errorf("step: the schedule with the link off, %v/%v, staleness %d, %d local steps: %w", enc.Embedding, enc.Gradient, sc.Staleness, sc.LocalSteps, err)
-			}
 			free := FreeCores(200 * time.Millisecond)
 			r, err := timedRun(ctx, spec, enc, sc, train, linkPair(dir, up, down))
 			if err != nil {
@@ -89,7 +78,7 @@ func MeasureOverLink(ctx context.Context, spec LinkSpec, up, down linktest.Link)
 			if err != nil {
 				return nil, fmt.Errorf("step: transport processor time through the proxy, %v/%v: %w", enc.Embedding, enc.Gradient, err)
 			}
-			out = append(out, LinkRun{Wire: enc, Schedule: sc, Split: r.split(spec), Forward: c.Forward, Backward: c.Backward, Overhead: o, OverheadCPU: oCPU, ScheduleCPU: off.split(spec).CPU, FreeCores: free})
+			out = append(out, LinkRun{Wire: enc, Schedule: sc, Split: r.split(spec), Forward: c.Forward, Backward: c.Backward, Overhead: o, OverheadCPU: oCPU, FreeCores: free})
 		}
 	}
 	return out, nil

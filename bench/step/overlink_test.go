@@ -120,7 +120,7 @@ func checkPlannerRow(t *testing.T, cfg *config.Config, link linkplan.Link, dir l
 	// Both parties, the transport and the proxy share the cores free for
 	// this process just before the run (LinkRun.FreeCores); the
 	// transport's costs are those through the proxy.
-	c.SharedCores, c.Overhead, c.CPU.Transport, c.CPU.Schedule = r.FreeCores, r.Overhead, r.OverheadCPU, r.ScheduleCPU
+	c.SharedCores, c.Overhead, c.CPU.Transport = r.FreeCores, r.Overhead, r.OverheadCPU
 	p, err := linkplan.Predict(link, c, sc)
 	if err != nil {
 		t.Fatal(err)
@@ -131,19 +131,12 @@ func checkPlannerRow(t *testing.T, cfg *config.Config, link linkplan.Link, dir l
 	if err != nil {
 		t.Fatal(err)
 	}
-	parts := c
-	parts.CPU.Schedule = 0
-	pp, err := linkplan.Predict(link, parts, sc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := r.Split
-	t.Logf("with the parts' processor times in place of the schedule's the prediction would be %.1f ms/step (%s)", ms(pp.PerExchange), pp.Bound)
 	t.Logf("load average %s before the run; %.2f of %d cores free (obtained by as many computing goroutines for 200 ms); with all %d free the prediction would be %.1f ms/step (%s)",
 		load, r.FreeCores, SharedCores(), SharedCores(), ms(pw.PerExchange), pw.Bound)
-	t.Logf("predicted %.1f ms/step, bound %s (passive %.1f, recompute %.1f, active %.1f, overhead through the proxy %.1f; processor time passive %.1f, recompute %.1f, active %.1f, transport and proxy %.1f, the schedule with the link off %.1f, on %.2f cores; %d+%d bytes); measured %.1f ms/step (passive compute %.1f, active compute %.1f, link %.1f; processor time %.1f per step)",
+	t.Logf("predicted %.1f ms/step, bound %s (passive %.1f, recompute %.1f, active %.1f, overhead through the proxy %.1f; processor time passive %.1f, recompute %.1f, active %.1f, transport and proxy %.1f, on %.2f cores; %d+%d bytes); measured %.1f ms/step (passive compute %.1f, active compute %.1f, link %.1f; processor time %.1f per step)",
 		ms(p.PerExchange), p.Bound, ms(c.Passive), ms(c.Recompute), ms(c.Active), ms(c.Overhead),
-		ms(c.CPU.Passive), ms(c.CPU.Recompute), ms(c.CPU.Active), ms(c.CPU.Transport), ms(c.CPU.Schedule), c.SharedCores, c.Forward, c.Backward,
+		ms(c.CPU.Passive), ms(c.CPU.Recompute), ms(c.CPU.Active), ms(c.CPU.Transport), c.SharedCores, c.Forward, c.Backward,
 		ms(s.Step), ms(s.Passive), ms(s.Active), ms(s.Link), ms(s.CPU))
 	if r.Forward != c.Forward || r.Backward != c.Backward {
 		t.Errorf("%d+%d bytes per step over the link, %d+%d in process", r.Forward, r.Backward, c.Forward, c.Backward)

@@ -16,8 +16,7 @@ import (
 // --plan-local-steps) over the emulated link and returns each one's
 // prediction beside its measured step. The predictions take the
 // transport's overhead and processor time as measured through the proxy,
-// the processor time per step of the schedule itself run with the link
-// off (step.LinkRun.ScheduleCPU), and the parties sharing --shared-cores cores, or when it is not given
+// and the parties sharing --shared-cores cores, or when it is not given
 // those found free just before each run (step.LinkRun.FreeCores): the
 // check runs them all here.
 func checkPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions, encs []wire.Encodings, measured []step.LinkCosts, link linkplan.Link) ([]checkRow, error) {
@@ -37,7 +36,6 @@ func checkPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions, enc
 	for i, r := range runs {
 		c := measured[i/len(scheds)].Costs // runs are encoding-major
 		c.Overhead, c.CPU.Transport, c.SharedCores = r.Overhead, r.OverheadCPU, checkCores(o, r)
-		c.CPU.Schedule = r.ScheduleCPU
 		p, err := linkplan.Predict(link, c, r.Schedule)
 		if err != nil {
 			return nil, fmt.Errorf("plan-link: %w", err)

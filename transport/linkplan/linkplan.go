@@ -62,16 +62,6 @@
 //
 // and T is at least W/N (rounded up to the nanosecond), besides the
 // terms above, each a chain that no number of cores shortens.
-//
-// The parts measured one at a time on one core miss what running them
-// together costs: internal/par's workers spinning between the parts of a
-// step, the runtime's scheduling and preemption, the collector. A
-// pipelined WAN step on two cores took 1.3–1.9 times W of processor time
-// (docs/methods/wan.md, "The serial chain of the WAN k = 4 row"). Where
-// the caller has measured the processor time per exchange of the
-// schedule itself — run with the link off on the same machine, both
-// parties, the transport and any proxy together (CPUTimes.Schedule) —
-// that figure takes W's place.
 package linkplan
 
 import (
@@ -130,22 +120,11 @@ type CPUTimes struct {
 	// carries the messages between the parties: encoding and decoding at
 	// both ends, TLS, gRPC and, in a check, the link proxy's copying.
 	Transport time.Duration
-	// Schedule, when positive, is the processor time per exchange of the
-	// predicted schedule itself, measured by running it with the link off
-	// on the machine the parties share (both parties, the transport, a
-	// proxy and what running them together adds); it replaces the sum of
-	// the parts in the shared-processors term. It belongs to one schedule
-	// (staleness and local steps): measure it for each.
-	Schedule time.Duration
 }
 
-// sum is the processor time of one exchange of schedule s: the measured
-// schedule's where there is one (Schedule), else Q steps of each party,
-// the recompute under staleness, and the transport.
+// sum is the processor time of one exchange of schedule s: Q steps of
+// each party, the recompute under staleness, and the transport.
 func (c CPUTimes) sum(s Schedule) time.Duration {
-	if c.Schedule > 0 {
-		return c.Schedule
-	}
 	w := time.Duration(s.LocalSteps)*(c.Passive+c.Active) + c.Transport
 	if s.Staleness > 0 {
 		w += c.Recompute
@@ -206,7 +185,7 @@ func Predict(l Link, c Costs, s Schedule) (Prediction, error) {
 	case l.RTT < 0 || !(l.Up >= 0 && l.Up <= math.MaxFloat64) || !(l.Down >= 0 && l.Down <= math.MaxFloat64):
 		return Prediction{}, fmt.Errorf("linkplan: link %+v: round trip and bandwidths must be non-negative and finite", l)
 	case c.Passive < 0 || c.Active < 0 || c.Recompute < 0 || c.Overhead < 0 || c.Forward < 0 || c.Backward < 0,
-		c.CPU.Passive < 0 || c.CPU.Active < 0 || c.CPU.Recompute < 0 || c.CPU.Transport < 0 || c.CPU.Schedule < 0:
+		c.CPU.Passive < 0 || c.CPU.Active < 0 || c.CPU.Recompute < 0 || c.CPU.Transport < 0:
 		return Prediction{}, fmt.Errorf("linkplan: negative cost in %+v", c)
 	case !(c.SharedCores >= 0 && c.SharedCores <= math.MaxFloat64):
 		return Prediction{}, fmt.Errorf("linkplan: %g shared cores, want 0 (hosts of their own) or more, finite", c.SharedCores)
