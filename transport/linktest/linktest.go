@@ -58,6 +58,10 @@ type Link struct {
 	// time (0: DefaultQueue): the bytes read but not yet on the wire, as
 	// in a router's queue. Beyond it the sender's own socket buffers it.
 	Queue time.Duration
+
+	// afterRead, when set (by a test), runs after every read from the
+	// sender: a reader that waits for a processor.
+	afterRead func()
 }
 
 // Mbit returns a bandwidth of n megabits (10^6 bits) per second in bytes
@@ -220,10 +224,6 @@ func (p *Proxy) accept() {
 	}
 }
 
-// afterRead, when set (by a test, before Start), runs after every read
-// from a sender: a reader that waits for a processor.
-var afterRead func()
-
 // chunk is a piece of data in flight and the time it reaches the far end.
 type chunk struct {
 	b  []byte
@@ -257,8 +257,8 @@ func (p *Proxy) pipe(src, dst net.Conn, d *direction) {
 	var pieces []chunk
 	for {
 		n, err := src.Read(buf)
-		if afterRead != nil {
-			afterRead()
+		if d.link.afterRead != nil {
+			d.link.afterRead()
 		}
 		if n > 0 {
 			now := time.Now()

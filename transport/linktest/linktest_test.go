@@ -70,9 +70,9 @@ func TestOneWayTransfer(t *testing.T) {
 			if tc.late > 0 && testing.Short() {
 				t.Skip("a timing check against a tight bound: not under -short (a loaded machine, or -race, can miss it)")
 			}
+			up := up
 			if tc.late > 0 {
-				afterRead = func() { time.Sleep(tc.late) }
-				t.Cleanup(func() { afterRead = nil })
+				up.afterRead = func() { time.Sleep(tc.late) }
 			}
 			took := transferOnce(t, up, n)
 			if took < nominal {
