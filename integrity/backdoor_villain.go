@@ -46,7 +46,8 @@ func init() {
 // r's (p − y of one sign for every row of a class), a negative one
 // otherwise. A candidate joins the target group when its gradient's dot
 // product with r's is positive and leaves the candidates when it is
-// negative (zero: tried again). The paper compares gradient norms
+// negative (zero: tried again); r is sent without the trigger in that
+// batch. Inference ends once the group fills the poison budget. The paper compares gradient norms
 // instead (‖ĝ‖/‖g‖ ≤ θ with ‖g‖ ≤ μ, g taken in an earlier batch); on a
 // binary table that test is near chance, see
 // docs/methods/integrity.md §10b.
@@ -122,9 +123,11 @@ func (a *villain) Send(step int64, ids []uint64, e *tensor.Matrix) (*tensor.Matr
 	poisoning := step >= a.from
 	a.pending, a.ref = a.pending[:0], -1
 	a.refs = a.refs[:0]
-	for r, id := range ids {
-		if a.target[id] && len(a.group) < a.budget {
-			a.refs = append(a.refs, r)
+	if len(a.group) < a.budget { // inference ends once the budget is found
+		for r, id := range ids {
+			if a.target[id] {
+				a.refs = append(a.refs, r)
+			}
 		}
 	}
 	if refs := a.refs; len(refs) > 0 {
