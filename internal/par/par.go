@@ -49,15 +49,21 @@ type job struct {
 	done atomic.Int32 // parts finished
 }
 
-// claimAndRun runs parts of j until none is left unclaimed.
-func (j *job) claimAndRun() {
+// claimAndRun runs parts of j until none is left unclaimed; byWorker
+// says a worker runs them (for Stats).
+func (j *job) claimAndRun(byWorker bool) {
+	ran := int64(0)
 	for {
 		i := j.next.Add(1) - 1
 		if i >= j.n {
-			return
+			break
 		}
 		j.fn(int(i))
 		j.done.Add(1)
+		ran++
+	}
+	if byWorker && ran > 0 && measuring.Load() {
+		counters.workerParts.Add(ran)
 	}
 }
 
@@ -112,6 +118,7 @@ func Do(n int, fn func(i int)) {
 	}
 	busyParts.Store(int32(n))
 	defer busy.Store(false)
+	measured := !countStart(n).IsZero()
 	ensureWorkers(min(n-1, runtime.GOMAXPROCS(0)-1, maxWorkers))
 	jobs++
 	j := &job{fn: fn, n: int32(n), seq: jobs}
@@ -125,7 +132,11 @@ func Do(n int, fn func(i int)) {
 	}
 	fn(0)
 	j.done.Add(1)
-	j.claimAndRun()
+	j.claimAndRun(false)
+	var waitFrom time.Time
+	if measured {
+		waitFrom = time.Now()
+	}
 	for spins := 0; j.done.Load() < j.n; spins++ {
 		pause()
 		if spins%yieldEvery == yieldEvery-1 {
@@ -133,6 +144,7 @@ func Do(n int, fn func(i int)) {
 		}
 	}
 	current.CompareAndSwap(j, nil)
+	countEnd(waitFrom)
 }
 
 // ensureWorkers starts workers until there are at least n.
@@ -156,11 +168,14 @@ func worker() {
 	var seen uint64
 	for {
 		deadline := time.Now().Add(Spin)
+		spinFrom := countSpin(time.Time{}, false)
 		for spins := 0; ; spins++ {
 			if j := current.Load(); j != nil && j.seq != seen {
 				seen = j.seq
-				j.claimAndRun()
+				countSpin(spinFrom, false)
+				j.claimAndRun(true)
 				deadline = time.Now().Add(Spin)
+				spinFrom = countSpin(time.Time{}, false)
 				continue
 			}
 			pause()
@@ -171,6 +186,7 @@ func worker() {
 				runtime.Gosched()
 			}
 		}
+		countSpin(spinFrom, true)
 		parked.Add(1)
 		if j := current.Load(); j != nil && j.seq != seen {
 			parked.Add(-1)
