@@ -102,3 +102,6 @@ func countSpin(from time.Time, parked bool) time.Time {
 	}
 	return now
 }
+
+// Measuring reports whether the pool is counting (Measure(true)).
+func Measuring() bool { return measuring.Load() }
