@@ -41,6 +41,8 @@ type benchOptions struct {
 	// WholeRun, when positive, times a whole default `train` on that
 	// many synthetic rows against bench at its batch (benchWholeRun).
 	WholeRun int
+	// childFlags are given to every child process (childFlags).
+	childFlags []string
 }
 
 // benchModels maps a --model value to a function that builds one training
@@ -133,6 +135,7 @@ between minutes: use R ≥ 3 for figures you report). Children are this program.
 }
 
 func runBench(cmd *cobra.Command, o benchOptions) error {
+	o.childFlags = childFlags(cmd)
 	build, ok := benchModels[o.Model]
 	if !ok {
 		return fmt.Errorf("bench: unknown --model %q (known: %s)", o.Model, strings.Join(benchModelNames(), ", "))

@@ -120,14 +120,14 @@ func sweepSetup(o benchOptions) (cores []int, exe string, err error) {
 // without --cores, printing JSON.
 func childArgs(o benchOptions) []string {
 	if o.PSI > 0 {
-		return []string{"bench", "--psi", strconv.Itoa(o.PSI), "--json"}
+		return append([]string{"bench", "--psi", strconv.Itoa(o.PSI), "--json"}, o.childFlags...)
 	}
 	a := []string{"bench", "--model", o.Model, "--batch", strconv.Itoa(o.Batch), "--vocab", strconv.Itoa(o.Vocab),
 		"--steps", strconv.Itoa(o.Steps), "--warmup", strconv.Itoa(o.Warmup), "--json"}
 	if o.Engine != "" {
 		a = append(a, "--engine", o.Engine)
 	}
-	return a
+	return append(a, o.childFlags...)
 }
 
 // runChildren runs n children at once, each with GOMAXPROCS=procs, and

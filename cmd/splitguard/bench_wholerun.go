@@ -65,7 +65,7 @@ func benchWholeRun(cmd *cobra.Command, o benchOptions) error {
 			var w wholeRunRound
 			steps := []func() error{
 				func() (err error) {
-					w.Seconds, w.Examples, w.Batch, err = wholeRunTrain(cmd.Context(), exe, tmp, o.WholeRun, c)
+					w.Seconds, w.Examples, w.Batch, err = wholeRunTrain(cmd.Context(), exe, tmp, o.WholeRun, c, o.childFlags)
 					return err
 				},
 				func() (err error) { w.Bench, err = wholeRunBench(cmd.Context(), exe, o, w.Batch, c); return err },
@@ -87,16 +87,16 @@ func benchWholeRun(cmd *cobra.Command, o benchOptions) error {
 	return printWholeRun(cmd.OutOrStdout(), o, wholeRunRows(cores, rounds))
 }
 
-// wholeRunTrain runs `train --synth-rows rows` as a child with
-// GOMAXPROCS=procs into a fresh directory under tmp and returns its wall
+// wholeRunTrain runs `train --synth-rows rows` (and the flags extra) as a
+// child with GOMAXPROCS=procs into a fresh directory under tmp and returns its wall
 // time, the examples it trained on and its batch.
-func wholeRunTrain(ctx context.Context, exe, tmp string, rows, procs int) (secs, examples float64, batch int, err error) {
+func wholeRunTrain(ctx context.Context, exe, tmp string, rows, procs int, extra []string) (secs, examples float64, batch int, err error) {
 	out, err := os.MkdirTemp(tmp, "run-")
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("bench: %w", err)
 	}
 	defer os.RemoveAll(out)
-	args := []string{"train", "--synth-rows", strconv.Itoa(rows), "--out", out, "--force"}
+	args := append([]string{"train", "--synth-rows", strconv.Itoa(rows), "--out", out, "--force"}, extra...)
 	c := exec.CommandContext(ctx, exe, args...)
 	c.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
 	var stderr bytes.Buffer

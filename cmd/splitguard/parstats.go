@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/splitguard/splitguard/internal/par"
 )
 
@@ -25,5 +27,14 @@ func parStatsLine(s par.Stats) string {
 		"callers waited %v for the workers' last parts; workers spun %v and parked %d times; "+
 		"%d stretches between calls, %v in all, %d of them under %v (%v)",
 		s.Calls, each, onWorkers, s.Wait.Round(time.Microsecond), s.Spin.Round(time.Microsecond), s.Parks,
-		s.Gaps, s.Between.Round(time.Microsecond), s.ShortGaps, par.Spin, s.Short.Round(time.Microsecond))
+		s.Gaps, s.Between.Round(time.Microsecond), s.ShortGaps, par.SpinTime(), s.Short.Round(time.Microsecond))
+}
+
+// childFlags are the flags of this command that its child processes
+// (bench --cores, --whole-run) must get too: --par-spin when given.
+func childFlags(cmd *cobra.Command) []string {
+	if f := cmd.Flags().Lookup("par-spin"); f != nil && f.Changed {
+		return []string{"--par-spin", f.Value.String()}
+	}
+	return nil
 }

@@ -20,6 +20,7 @@
 package par
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -27,8 +28,34 @@ import (
 )
 
 // Spin is how long an idle worker keeps looking for a new part before it
-// parks.
+// parks, unless SetSpin says otherwise.
 const Spin = 300 * time.Microsecond
+
+// MaxSpin is the longest spin SetSpin takes.
+const MaxSpin = 10 * time.Millisecond
+
+// spinNs is the spin in force, in nanoseconds.
+var spinNs atomic.Int64
+
+func init() { spinNs.Store(int64(Spin)) }
+
+// SetSpin sets how long an idle worker keeps looking for a new part before
+// it parks, from the next spin on: 0 parks at once (every part offered to
+// a parked worker then waits for its wake-up), up to MaxSpin. A long spin
+// starts parts within microseconds where the cores are the process's own;
+// where other processes hold the cores, a spinning worker only takes
+// processor time from the callers' threads, and a short one does better
+// (docs/SCALING.md).
+func SetSpin(d time.Duration) error {
+	if d < 0 || d > MaxSpin {
+		return fmt.Errorf("par: spin %v, want 0 to %v", d, MaxSpin)
+	}
+	spinNs.Store(int64(d))
+	return nil
+}
+
+// SpinTime returns the spin in force (SetSpin).
+func SpinTime() time.Duration { return time.Duration(spinNs.Load()) }
 
 // yieldEvery is how many times a spinning goroutine polls between
 // yields to the scheduler: each poll waits a PAUSE instruction (pause,
@@ -160,21 +187,21 @@ func ensureWorkers(n int) {
 	}
 }
 
-// worker runs offered parts, spinning for Spin after each before it
+// worker runs offered parts, spinning for SpinTime after each before it
 // parks. It remembers the last job it saw by its number, not by pointer:
 // a job's function may reach a lot of memory (a loaded table), which a
 // pointer kept here would keep from the collector until the next Do.
 func worker() {
 	var seen uint64
 	for {
-		deadline := time.Now().Add(Spin)
+		deadline := time.Now().Add(SpinTime())
 		spinFrom := countSpin(time.Time{}, false)
 		for spins := 0; ; spins++ {
 			if j := current.Load(); j != nil && j.seq != seen {
 				seen = j.seq
 				countSpin(spinFrom, false)
 				j.claimAndRun(true)
-				deadline = time.Now().Add(Spin)
+				deadline = time.Now().Add(SpinTime())
 				spinFrom = countSpin(time.Time{}, false)
 				continue
 			}

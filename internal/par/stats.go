@@ -14,10 +14,10 @@ type Stats struct {
 	WorkerParts int64         // of those, the parts a worker ran (the caller ran the rest)
 	Wait        time.Duration // the callers' time waiting, after their own parts, for the workers' last parts
 	Spin        time.Duration // the workers' time looking for a part (spinning) between parts and before parking
-	Parks       int64         // times a worker parked after spinning Spin without a part
+	Parks       int64         // times a worker parked after spinning SpinTime without a part
 	Gaps        int64         // stretches between the end of one pool Do and the start of the next
 	Between     time.Duration // their summed length (the callers' serial code, or idle time)
-	ShortGaps   int64         // of the stretches, those shorter than Spin (what a spinning worker bridges)
+	ShortGaps   int64         // of the stretches, those shorter than the spin (SpinTime: what a spinning worker bridges)
 	Short       time.Duration // their summed length
 }
 
@@ -67,7 +67,7 @@ func countStart(n int) time.Time {
 		gap := now.UnixNano() - last
 		counters.gaps.Add(1)
 		counters.between.Add(gap)
-		if gap < int64(Spin) {
+		if gap < spinNs.Load() {
 			counters.shortGaps.Add(1)
 			counters.short.Add(gap)
 		}

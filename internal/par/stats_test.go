@@ -85,3 +85,53 @@ func TestStatsOffCountsNothing(t *testing.T) {
 		t.Errorf("counted while off: %+v", got)
 	}
 }
+
+// TestSetSpin: out-of-range spins are refused; with MaxSpin a worker is
+// still spinning (not parked) 2 ms after its part, and with 0 it parks.
+func TestSetSpin(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(2, runtime.GOMAXPROCS(0))))
+	defer SetSpin(Spin)
+	for _, d := range []time.Duration{-time.Microsecond, MaxSpin + 1} {
+		if err := SetSpin(d); err == nil {
+			t.Errorf("SetSpin(%v) took it", d)
+		}
+	}
+	if SpinTime() != Spin {
+		t.Fatalf("a refused SetSpin changed the spin to %v", SpinTime())
+	}
+	workerPart := func() {
+		var oneRan atomic.Bool
+		deadline := time.Now().Add(5 * time.Second)
+		Do(2, func(i int) {
+			if i == 1 {
+				oneRan.Store(true)
+				return
+			}
+			for !oneRan.Load() && time.Now().Before(deadline) {
+				runtime.Gosched()
+			}
+		})
+	}
+	allParked := func(within time.Duration) bool {
+		for end := time.Now().Add(within); time.Now().Before(end); time.Sleep(100 * time.Microsecond) {
+			if parked.Load() == started.Load() {
+				return true
+			}
+		}
+		return false
+	}
+	if err := SetSpin(MaxSpin); err != nil {
+		t.Fatal(err)
+	}
+	workerPart()
+	if allParked(2 * time.Millisecond) {
+		t.Errorf("with a spin of %v every worker parked within 2 ms of its part", MaxSpin)
+	}
+	if err := SetSpin(0); err != nil {
+		t.Fatal(err)
+	}
+	workerPart()
+	if !allParked(2 * time.Second) {
+		t.Errorf("with a spin of 0 a worker was still not parked 2 s after its part")
+	}
+}
