@@ -100,17 +100,9 @@ func TestSetSpin(t *testing.T) {
 		t.Fatalf("a refused SetSpin changed the spin to %v", SpinTime())
 	}
 	workerPart := func() {
-		var oneRan atomic.Bool
-		deadline := time.Now().Add(5 * time.Second)
-		Do(2, func(i int) {
-			if i == 1 {
-				oneRan.Store(true)
-				return
-			}
-			for !oneRan.Load() && time.Now().Before(deadline) {
-				runtime.Gosched()
-			}
-		})
+		if !doWithWorkerPart() {
+			t.Fatal("no worker ran part 1 while the caller ran part 0")
+		}
 	}
 	allParked := func(within time.Duration) bool {
 		for end := time.Now().Add(within); time.Now().Before(end); time.Sleep(100 * time.Microsecond) {
