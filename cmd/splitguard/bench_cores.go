@@ -27,6 +27,9 @@ import (
 type coreResult struct {
 	PerSecond float64 `json:"per_second"`
 	PerUnit   float64 `json:"per_unit"`
+	// CPUPerStep is a step bench's processor time per step (ms), 0
+	// where the child did not give it.
+	CPUPerStep float64 `json:"cpu_per_step,omitempty"`
 }
 
 // coreRow is the scaling table's row of one core count: medians over the
@@ -164,7 +167,7 @@ func childResult(m map[string]any) coreResult {
 	if _, ok := m["us_per_id"]; ok {
 		return coreResult{PerSecond: f("ids_per_s"), PerUnit: f("us_per_id")}
 	}
-	return coreResult{PerSecond: f("examples_per_s"), PerUnit: f("ms_per_step")}
+	return coreResult{PerSecond: f("examples_per_s"), PerUnit: f("ms_per_step"), CPUPerStep: f("cpu_ms_per_step")}
 }
 
 // scalingRows takes the medians of the rounds; the efficiency is the
