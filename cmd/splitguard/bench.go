@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/splitguard/splitguard/bench/step"
+	"github.com/splitguard/splitguard/internal/par"
 	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/tensor"
 )
@@ -40,6 +41,8 @@ type benchOptions struct {
 	// WholeRun, when positive, times a whole default `train` on that
 	// many synthetic rows against bench at its batch (benchWholeRun).
 	WholeRun int
+	// childFlags are given to every child process (childFlags).
+	childFlags []string
 }
 
 // benchModels maps a --model value to a function that builds one training
@@ -132,6 +135,7 @@ between minutes: use R ≥ 3 for figures you report). Children are this program.
 }
 
 func runBench(cmd *cobra.Command, o benchOptions) error {
+	o.childFlags = childFlags(cmd)
 	build, ok := benchModels[o.Model]
 	if !ok {
 		return fmt.Errorf("bench: unknown --model %q (known: %s)", o.Model, strings.Join(benchModelNames(), ", "))
@@ -179,6 +183,10 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 			return fmt.Errorf("bench: warm-up step %d: %w", i+1, err)
 		}
 	}
+	if par.Measuring() {
+		par.Measure(true) // --par-stats: the timed steps only
+	}
+	cpu0, cpuOK := processTime()
 	times := make([]float64, o.Steps)
 	for i := range times {
 		t0 := time.Now()
@@ -187,11 +195,12 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 		}
 		times[i] = float64(time.Since(t0).Nanoseconds()) / 1e6
 	}
+	cpu1, _ := processTime()
 	ms := median(times)
 	eps := float64(o.Batch) / ms * 1e3
 	out := cmd.OutOrStdout()
 	if o.JSON {
-		return json.NewEncoder(out).Encode(map[string]any{
+		res := map[string]any{
 			"ms_per_step":    ms,
 			"examples_per_s": eps,
 			"engine":         tensor.Default.Name(),
@@ -199,12 +208,27 @@ func runBench(cmd *cobra.Command, o benchOptions) error {
 			"batch":          o.Batch,
 			"vocab":          o.Vocab,
 			"steps":          o.Steps,
-		})
+		}
+		if cpuOK && o.Steps > 0 {
+			res["cpu_ms_per_step"] = cpuPerStep(cpu1-cpu0, o.Steps)
+		}
+		return json.NewEncoder(out).Encode(res)
 	}
 	_, err = fmt.Fprintf(out, "model %s, engine %s, batch %d, vocab %d: %.2f ms/step (median of %d), %.0f examples/s\n",
 		o.Model, tensor.Default.Name(), o.Batch, o.Vocab, ms, o.Steps, eps)
+	if err == nil && cpuOK && o.Steps > 0 {
+		_, err = fmt.Fprintf(out, "processor time %.2f ms/step (mean over the %d steps, all threads, user and system)\n", cpuPerStep(cpu1-cpu0, o.Steps), o.Steps)
+	}
 	return err
 }
 
 // median is the median of the step times (sorted in place).
 var median = step.Median
+
+// cpuPerStep is the mean processor time of one step, in milliseconds.
+func cpuPerStep(cpu time.Duration, steps int) float64 {
+	return float64(cpu.Nanoseconds()) / 1e6 / float64(steps)
+}
+
+// processTime is the process's processor time so far (bench/step).
+var processTime = step.ProcessCPU

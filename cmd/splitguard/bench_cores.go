@@ -27,6 +27,9 @@ import (
 type coreResult struct {
 	PerSecond float64 `json:"per_second"`
 	PerUnit   float64 `json:"per_unit"`
+	// CPUPerStep is a step bench's processor time per step (ms), 0
+	// where the child did not give it.
+	CPUPerStep float64 `json:"cpu_per_step,omitempty"`
 }
 
 // coreRow is the scaling table's row of one core count: medians over the
@@ -120,14 +123,14 @@ func sweepSetup(o benchOptions) (cores []int, exe string, err error) {
 // without --cores, printing JSON.
 func childArgs(o benchOptions) []string {
 	if o.PSI > 0 {
-		return []string{"bench", "--psi", strconv.Itoa(o.PSI), "--json"}
+		return append([]string{"bench", "--psi", strconv.Itoa(o.PSI), "--json"}, o.childFlags...)
 	}
 	a := []string{"bench", "--model", o.Model, "--batch", strconv.Itoa(o.Batch), "--vocab", strconv.Itoa(o.Vocab),
 		"--steps", strconv.Itoa(o.Steps), "--warmup", strconv.Itoa(o.Warmup), "--json"}
 	if o.Engine != "" {
 		a = append(a, "--engine", o.Engine)
 	}
-	return a
+	return append(a, o.childFlags...)
 }
 
 // runChildren runs n children at once, each with GOMAXPROCS=procs, and
@@ -164,7 +167,7 @@ func childResult(m map[string]any) coreResult {
 	if _, ok := m["us_per_id"]; ok {
 		return coreResult{PerSecond: f("ids_per_s"), PerUnit: f("us_per_id")}
 	}
-	return coreResult{PerSecond: f("examples_per_s"), PerUnit: f("ms_per_step")}
+	return coreResult{PerSecond: f("examples_per_s"), PerUnit: f("ms_per_step"), CPUPerStep: f("cpu_ms_per_step")}
 }
 
 // scalingRows takes the medians of the rounds; the efficiency is the

@@ -33,9 +33,9 @@ func TestParseCores(t *testing.T) {
 // the same round's independent processes' summed rate, by hand.
 func TestScalingRows(t *testing.T) {
 	alone := map[int][]coreResult{
-		1: {{100, 10}, {80, 12.5}, {120, 8}},  // median 100/s, 10 ms
-		2: {{150, 6.7}, {170, 6}, {160, 6.2}}, // median 160/s, 6.2 ms
-		4: {{300, 3.4}, {280, 3.6}, {320, 3.1}},
+		1: {{100, 10, 0}, {80, 12.5, 0}, {120, 8, 0}},  // median 100/s, 10 ms
+		2: {{150, 6.7, 0}, {170, 6, 0}, {160, 6.2, 0}}, // median 160/s, 6.2 ms
+		4: {{300, 3.4, 0}, {280, 3.6, 0}, {320, 3.1, 0}},
 	}
 	together := map[int][]float64{2: {200, 190, 210}, 4: {400, 380, 360}}
 	rows := scalingRows([]int{1, 2, 4}, alone, together)

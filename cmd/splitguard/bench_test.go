@@ -25,9 +25,11 @@ func TestBenchJSON(t *testing.T) {
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetArgs([]string{"bench", "--model", "wdl", "--batch", "32", "--vocab", "50", "--steps", "3", "--warmup", "1", "--json"})
+	cpuBefore, _ := processTime()
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
+	cpuAfter, _ := processTime()
 	var got map[string]any
 	dec := json.NewDecoder(&out)
 	if err := dec.Decode(&got); err != nil {
@@ -43,6 +45,11 @@ func TestBenchJSON(t *testing.T) {
 	}
 	if r := eps * ms / 1e3; r < 31.99 || r > 32.01 {
 		t.Errorf("examples/s × s/step = %v, want the batch 32", r)
+	}
+	// The steps' processor time: positive, and no more than the whole
+	// command's (read here, around it) shared over its three steps.
+	if cpu, ok := got["cpu_ms_per_step"].(float64); !ok || cpu <= 0 || cpu > float64(cpuAfter-cpuBefore)/1e6/3 {
+		t.Errorf("cpu_ms_per_step %v, want in (0, %v]", got["cpu_ms_per_step"], float64(cpuAfter-cpuBefore)/1e6/3)
 	}
 }
 

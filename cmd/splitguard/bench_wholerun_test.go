@@ -14,13 +14,23 @@ func TestWholeRunRows(t *testing.T) {
 	rounds := map[int][]wholeRunRound{
 		// run rates 1000/10 = 100, 1000/8 = 125, 1000/20 = 50;
 		// ratios 100/200 = 0.5, 125/125 = 1, 50/40 = 1.25.
-		2: {{10, 1000, 256, 200}, {8, 1000, 256, 125}, {20, 1000, 256, 40}},
+		// Processor time per example: run 0.02 s/1000 = 20 µs, 12 µs,
+		// 40 µs; bench 2.56 ms/256 = 10 µs, 6 µs, 30 µs; their ratios
+		// 0.5, 0.5, 0.75.
+		2: {{10, 1000, 256, 200, 0.02, 2.56}, {8, 1000, 256, 125, 0.012, 1.536}, {20, 1000, 256, 40, 0.04, 7.68}},
 	}
 	got := wholeRunRows([]int{2}, rounds)
-	want := wholeRunRow{Cores: 2, Seconds: 10, RunPerSecond: 100, Bench: 125, Ratio: 1, Batch: 256}
+	want := wholeRunRow{Cores: 2, Seconds: 10, RunPerSecond: 100, Bench: 125, Ratio: 1, Batch: 256, RunCPU: 20, BenchCPU: 10, CPURatio: 0.5}
+	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*max(1, math.Abs(b)) }
 	if len(got) != 1 || got[0].Cores != want.Cores || got[0].Seconds != want.Seconds || got[0].RunPerSecond != want.RunPerSecond ||
-		got[0].Bench != want.Bench || math.Abs(got[0].Ratio-want.Ratio) > 1e-12 || got[0].Batch != want.Batch {
+		got[0].Bench != want.Bench || math.Abs(got[0].Ratio-want.Ratio) > 1e-12 || got[0].Batch != want.Batch ||
+		!near(got[0].RunCPU, want.RunCPU) || !near(got[0].BenchCPU, want.BenchCPU) || !near(got[0].CPURatio, want.CPURatio) {
 		t.Fatalf("rows %+v, want [%+v]", got, want)
+	}
+	// A round without processor times leaves the CPU columns out (0).
+	rounds[2][1].BenchCPU = 0
+	if got := wholeRunRows([]int{2}, rounds); got[0].CPURatio != 0 || got[0].RunCPU != 0 {
+		t.Errorf("with a round lacking bench's processor time: %+v", got[0])
 	}
 }
 

@@ -20,6 +20,7 @@
 package par
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -27,8 +28,34 @@ import (
 )
 
 // Spin is how long an idle worker keeps looking for a new part before it
-// parks.
+// parks, unless SetSpin says otherwise.
 const Spin = 300 * time.Microsecond
+
+// MaxSpin is the longest spin SetSpin takes.
+const MaxSpin = 10 * time.Millisecond
+
+// spinNs is the spin in force, in nanoseconds.
+var spinNs atomic.Int64
+
+func init() { spinNs.Store(int64(Spin)) }
+
+// SetSpin sets how long an idle worker keeps looking for a new part before
+// it parks, from the next spin on: 0 parks at once (every part offered to
+// a parked worker then waits for its wake-up), up to MaxSpin. A long spin
+// starts parts within microseconds where the cores are the process's own;
+// where other processes hold the cores, a spinning worker only takes
+// processor time from the callers' threads, and a short one does better
+// (docs/SCALING.md).
+func SetSpin(d time.Duration) error {
+	if d < 0 || d > MaxSpin {
+		return fmt.Errorf("par: spin %v, want 0 to %v", d, MaxSpin)
+	}
+	spinNs.Store(int64(d))
+	return nil
+}
+
+// SpinTime returns the spin in force (SetSpin).
+func SpinTime() time.Duration { return time.Duration(spinNs.Load()) }
 
 // yieldEvery is how many times a spinning goroutine polls between
 // yields to the scheduler: each poll waits a PAUSE instruction (pause,
@@ -49,15 +76,21 @@ type job struct {
 	done atomic.Int32 // parts finished
 }
 
-// claimAndRun runs parts of j until none is left unclaimed.
-func (j *job) claimAndRun() {
+// claimAndRun runs parts of j until none is left unclaimed; byWorker
+// says a worker runs them (for Stats).
+func (j *job) claimAndRun(byWorker bool) {
+	ran := int64(0)
 	for {
 		i := j.next.Add(1) - 1
 		if i >= j.n {
-			return
+			break
 		}
 		j.fn(int(i))
 		j.done.Add(1)
+		ran++
+	}
+	if byWorker && ran > 0 && measuring.Load() {
+		counters.workerParts.Add(ran)
 	}
 }
 
@@ -112,6 +145,7 @@ func Do(n int, fn func(i int)) {
 	}
 	busyParts.Store(int32(n))
 	defer busy.Store(false)
+	measured := !countStart(n).IsZero()
 	ensureWorkers(min(n-1, runtime.GOMAXPROCS(0)-1, maxWorkers))
 	jobs++
 	j := &job{fn: fn, n: int32(n), seq: jobs}
@@ -125,7 +159,11 @@ func Do(n int, fn func(i int)) {
 	}
 	fn(0)
 	j.done.Add(1)
-	j.claimAndRun()
+	j.claimAndRun(false)
+	var waitFrom time.Time
+	if measured {
+		waitFrom = time.Now()
+	}
 	for spins := 0; j.done.Load() < j.n; spins++ {
 		pause()
 		if spins%yieldEvery == yieldEvery-1 {
@@ -133,6 +171,7 @@ func Do(n int, fn func(i int)) {
 		}
 	}
 	current.CompareAndSwap(j, nil)
+	countEnd(waitFrom)
 }
 
 // ensureWorkers starts workers until there are at least n.
@@ -148,19 +187,22 @@ func ensureWorkers(n int) {
 	}
 }
 
-// worker runs offered parts, spinning for Spin after each before it
+// worker runs offered parts, spinning for SpinTime after each before it
 // parks. It remembers the last job it saw by its number, not by pointer:
 // a job's function may reach a lot of memory (a loaded table), which a
 // pointer kept here would keep from the collector until the next Do.
 func worker() {
 	var seen uint64
 	for {
-		deadline := time.Now().Add(Spin)
+		deadline := time.Now().Add(SpinTime())
+		spinFrom := countSpin(time.Time{}, false)
 		for spins := 0; ; spins++ {
 			if j := current.Load(); j != nil && j.seq != seen {
 				seen = j.seq
-				j.claimAndRun()
-				deadline = time.Now().Add(Spin)
+				countSpin(spinFrom, false)
+				j.claimAndRun(true)
+				deadline = time.Now().Add(SpinTime())
+				spinFrom = countSpin(time.Time{}, false)
 				continue
 			}
 			pause()
@@ -171,6 +213,7 @@ func worker() {
 				runtime.Gosched()
 			}
 		}
+		countSpin(spinFrom, true)
 		parked.Add(1)
 		if j := current.Load(); j != nil && j.seq != seen {
 			parked.Add(-1)

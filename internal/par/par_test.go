@@ -68,6 +68,15 @@ func TestWorkersRunPartsInParallel(t *testing.T) {
 	if runtime.GOMAXPROCS(0) < 2 {
 		t.Skip("needs GOMAXPROCS ≥ 2")
 	}
+	if !doWithWorkerPart() {
+		t.Fatal("no worker ran part 1 while the caller ran part 0")
+	}
+}
+
+// doWithWorkerPart runs a Do of 2 parts whose part 0 waits (up to 5 s)
+// for part 1 to run, and reports whether it did: whether another
+// goroutine, a worker, ran part 1 while the caller ran part 0.
+func doWithWorkerPart() bool {
 	var oneRan, sawOne atomic.Bool
 	deadline := time.Now().Add(5 * time.Second)
 	Do(2, func(i int) {
@@ -80,9 +89,7 @@ func TestWorkersRunPartsInParallel(t *testing.T) {
 		}
 		sawOne.Store(oneRan.Load())
 	})
-	if !sawOne.Load() {
-		t.Fatal("no worker ran part 1 while the caller ran part 0")
-	}
+	return sawOne.Load()
 }
 
 func BenchmarkDo2(b *testing.B) {
