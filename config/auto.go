@@ -30,6 +30,11 @@ import (
 //     rows when the learning rate is chosen from the data too, else
 //     min–max scaled as the authors' model reads them (AutoWideDense,
 //     widedense.go);
+//   - the wide part's start: the logistic baseline's solution, with its
+//     penalty, below AutoTinyRows rows when the learning rate is chosen
+//     from the data too and the run is one passive party in process
+//     (AutoWideStart, widestart.go), and then the learning rate is
+//     AutoSmallLR, not AutoTinyLR; else at random, the authors' model;
 //   - evaluation: every min(steps per epoch, 100) steps;
 //   - early stopping: after AutoEarlyStop evaluations without a better
 //     validation AUC, when there is a validation split.
@@ -106,7 +111,13 @@ func (c *Config) ResolveForData(nTrain int) {
 		set("batch", c.Batch == 0, func() { c.Batch = AutoBatch(nTrain) })
 		set("epochs", c.Epochs == 0, func() { c.Epochs = AutoEpochs(nTrain, c.Batch) })
 		lrFromData := c.LR == 0
-		set("lr", lrFromData, func() { c.LR = AutoLR(nTrain) })
+		set("wide_start", c.WideStart == "", func() { c.WideStart = AutoWideStart(nTrain, lrFromData, c.canStartFromBaseline()) })
+		set("lr", lrFromData, func() {
+			c.LR = AutoLR(nTrain)
+			if c.WideStart == WideStartBaseline && c.LR == AutoTinyLR {
+				c.LR = AutoSmallLR // the start gives the linear signal (AutoWideStart)
+			}
+		})
 		set("wide_dense", c.WideDense == "", func() { c.WideDense = AutoWideDense(nTrain, lrFromData) })
 		steps := max(1, (nTrain+c.Batch-1)/c.Batch)
 		set("eval_every", c.EvalEvery < 0, func() { c.EvalEvery = min(steps, 100) })
@@ -201,6 +212,8 @@ func (c *Config) AutoNote() string {
 			v = c.Select
 		case "wide_dense":
 			v = c.WideDense
+		case "wide_start":
+			v = c.WideStart
 		}
 		vals = append(vals, fmt.Sprintf("%s %v", k, v))
 	}

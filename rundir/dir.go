@@ -268,6 +268,10 @@ func adoptAuto(old, cur *config.Config) {
 			if cur.WideDense == "" {
 				cur.WideDense = old.WideDense
 			}
+		case "wide_start":
+			if cur.WideStart == "" {
+				cur.WideStart = old.WideStart
+			}
 		}
 	}
 	if cur.EvalBatch == 0 {
