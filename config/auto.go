@@ -37,7 +37,10 @@ import (
 //     AutoSmallLR, not AutoTinyLR; else at random, the authors' model;
 //   - evaluation: every min(steps per epoch, 100) steps;
 //   - early stopping: after AutoEarlyStop evaluations without a better
-//     validation AUC, when there is a validation split.
+//     validation AUC, when there is a validation split;
+//   - the selection's margin: a standard error of the kept validation AUC
+//     when the wide part starts at the baseline, else none
+//     (AutoSelectMargin, selectmargin.go).
 //
 // Images (the CNN) keep fixed defaults: 1 epoch of batch 1024 at the
 // model's learning rate, an evaluation every 100 steps, no early stopping.
@@ -135,6 +138,10 @@ func (c *Config) ResolveForData(nTrain int) {
 		}
 		auto = append(auto, "select")
 	}
+	if c.SelectMargin == "" {
+		c.SelectMargin = AutoSelectMargin(c.Select, c.WideStart)
+		auto = append(auto, "select_margin")
+	}
 	if c.isCNN() && c.EvalBatch == 0 {
 		c.EvalBatch = c.Batch
 	}
@@ -214,6 +221,8 @@ func (c *Config) AutoNote() string {
 			v = c.WideDense
 		case "wide_start":
 			v = c.WideStart
+		case "select_margin":
+			v = c.SelectMargin
 		}
 		vals = append(vals, fmt.Sprintf("%s %v", k, v))
 	}

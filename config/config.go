@@ -203,9 +203,13 @@ type Config struct {
 	// validation split, else last. EarlyStop N > 0 ends training after N
 	// evaluations without a better validation AUC (0: never; negative:
 	// chosen from the data, auto.go).
-	ValFrac   float64 `yaml:"val_frac"`
-	Select    string  `yaml:"select"`
-	EarlyStop int     `yaml:"early_stop"`
+	ValFrac float64 `yaml:"val_frac"`
+	Select  string  `yaml:"select"`
+	// SelectMargin is by how much a later validation AUC must beat the
+	// kept model's to replace it: SelectMarginSE or SelectMarginNone
+	// ("": chosen with the wide part's start, auto.go).
+	SelectMargin string `yaml:"select_margin,omitempty"`
+	EarlyStop    int    `yaml:"early_stop"`
 	// Baseline fits the centralised logistic regression (package
 	// baseline) on the run's tabular features beside the split model;
 	// BaselineRows caps the training rows it reads (0: baseline.DefaultMaxRows).
@@ -591,6 +595,7 @@ func (c *Config) validate() error {
 	c.validateSelection(bad)
 	c.validateWideDense(bad)
 	c.validateWideStart(bad)
+	c.validateSelectMargin(bad)
 	c.validateIntegrity(bad)
 	c.validateHijack(bad)
 	if w, err := c.Wire(); err != nil {

@@ -272,6 +272,10 @@ func adoptAuto(old, cur *config.Config) {
 			if cur.WideStart == "" {
 				cur.WideStart = old.WideStart
 			}
+		case "select_margin":
+			if cur.SelectMargin == "" {
+				cur.SelectMargin = old.SelectMargin
+			}
 		}
 	}
 	if cur.EvalBatch == 0 {
