@@ -20,7 +20,7 @@ func TestResolveForData(t *testing.T) {
 		// ⌈4000/16⌉ = 250 epochs → capped at 100.
 		// The wide part starts from the baseline (AutoWideStart), so the
 		// rate is AutoSmallLR, not AutoTinyLR.
-		{"tiny", 500, nil, 32, 100, 16, 10, 1e-3, []string{"batch", "epochs", "wide_start", "lr", "wide_dense", "eval_every", "early_stop", "select"}},
+		{"tiny", 500, nil, 32, 100, 16, 10, 1e-3, []string{"batch", "epochs", "wide_start", "lr", "wide_dense", "eval_every", "early_stop", "select", "select_margin"}},
 		{"tiny without the baseline: the tiny rate", 500, func(c *Config) { c.Baseline = false }, 32, 100, 16, 10, 1e-2, nil},
 		{"tiny, no wide part: the tiny rate", 500, func(c *Config) { c.Model = "mlp" }, 32, 100, 16, 10, 1e-2, nil},
 		{"tiny, two processes: the tiny rate", 500, func(c *Config) { c.TwoProcess = true }, 32, 100, 16, 10, 1e-2, nil},
@@ -32,11 +32,11 @@ func TestResolveForData(t *testing.T) {
 		// 4M rows: 3907 steps an epoch → 2 epochs (⌈4000/3907⌉); the authors' lr.
 		{"criteo scale", 4_000_000, nil, 1024, 2, 100, 10, 1e-4, nil},
 		{"explicit values win", 500, func(c *Config) {
-			c.Batch, c.Epochs, c.LR, c.EvalEvery, c.EarlyStop, c.Select, c.WideDense, c.WideStart = 64, 3, 0.01, 7, 2, SelectLast, WideDenseMinMax, WideStartRandom
+			c.Batch, c.Epochs, c.LR, c.EvalEvery, c.EarlyStop, c.Select, c.WideDense, c.WideStart, c.SelectMargin = 64, 3, 0.01, 7, 2, SelectLast, WideDenseMinMax, WideStartRandom, SelectMarginNone
 		},
 			64, 3, 7, 2, 0.01, []string{}},
 		// ⌈500/64⌉ = 8 steps: evaluations every 8, ⌈4000/8⌉ = 500 → 100 epochs.
-		{"batch given", 500, func(c *Config) { c.Batch = 64 }, 64, 100, 8, 10, 1e-3, []string{"epochs", "wide_start", "lr", "wide_dense", "eval_every", "early_stop", "select"}},
+		{"batch given", 500, func(c *Config) { c.Batch = 64 }, 64, 100, 8, 10, 1e-3, []string{"epochs", "wide_start", "lr", "wide_dense", "eval_every", "early_stop", "select", "select_margin"}},
 		{"no validation: no early stop", 500, func(c *Config) { c.ValFrac = 0 }, 32, 100, 16, 0, 1e-3, nil},
 		{"no evaluations: no early stop", 500, func(c *Config) { c.EvalEvery = 0 }, 32, 100, 0, 0, 1e-3, nil},
 		// 2000/50 = 40 → 32; 63 steps an epoch; 64 epochs; the first size at 1e-3.
@@ -105,7 +105,7 @@ func TestAutoNote(t *testing.T) {
 	c := Default()
 	c.Batch = 64
 	c.ResolveForData(500)
-	want := `chosen from the 500 training rows (docs/CLI.md, "Defaults that follow the data"): epochs 100, wide_start baseline, lr 0.001, wide_dense standardised, eval_every 8, early_stop 10, select best`
+	want := `chosen from the 500 training rows (docs/CLI.md, "Defaults that follow the data"): epochs 100, wide_start baseline, lr 0.001, wide_dense standardised, eval_every 8, early_stop 10, select best, select_margin se`
 	if got := c.AutoNote(); got != want {
 		t.Errorf("note %q, want %q", got, want)
 	}
