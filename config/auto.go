@@ -31,10 +31,11 @@ import (
 //     min–max scaled as the authors' model reads them (AutoWideDense,
 //     widedense.go);
 //   - the wide part's start: the logistic baseline's solution, with its
-//     penalty, below AutoTinyRows rows when the learning rate is chosen
+//     penalty, below AutoStartRows rows when the learning rate is chosen
 //     from the data too and the run is one passive party in process
-//     (AutoWideStart, widestart.go), and then the learning rate is
-//     AutoSmallLR, not AutoTinyLR; else at random, the authors' model;
+//     (AutoWideStart, widestart.go), and then the learning rate below
+//     AutoTinyRows is AutoSmallLR, not AutoTinyLR; else at random, the
+//     authors' model;
 //   - evaluation: every min(steps per epoch, 100) steps;
 //   - early stopping: after AutoEarlyStop evaluations without a better
 //     validation AUC, when there is a validation split;
@@ -114,7 +115,11 @@ func (c *Config) ResolveForData(nTrain int) {
 		set("batch", c.Batch == 0, func() { c.Batch = AutoBatch(nTrain) })
 		set("epochs", c.Epochs == 0, func() { c.Epochs = AutoEpochs(nTrain, c.Batch) })
 		lrFromData := c.LR == 0
-		set("wide_start", c.WideStart == "", func() { c.WideStart = AutoWideStart(nTrain, lrFromData, c.canStartFromBaseline()) })
+		set("wide_start", c.WideStart == "", func() {
+			// The baseline started from must be fitted on every training row.
+			canStart := c.canStartFromBaseline() && (c.BaselineRows == 0 || c.BaselineRows >= nTrain)
+			c.WideStart = AutoWideStart(nTrain, lrFromData, canStart)
+		})
 		set("lr", lrFromData, func() {
 			c.LR = AutoLR(nTrain)
 			if c.WideStart == WideStartBaseline && c.LR == AutoTinyLR {

@@ -32,7 +32,7 @@ func TestResolveForData(t *testing.T) {
 		// 4M rows: 3907 steps an epoch → 2 epochs (⌈4000/3907⌉); the authors' lr.
 		{"criteo scale", 4_000_000, nil, 1024, 2, 100, 10, 1e-4, nil},
 		{"explicit values win", 500, func(c *Config) {
-			c.Batch, c.Epochs, c.LR, c.EvalEvery, c.EarlyStop, c.Select, c.WideDense, c.WideStart, c.SelectMargin = 64, 3, 0.01, 7, 2, SelectLast, WideDenseMinMax, WideStartRandom, SelectMarginNone
+			c.Batch, c.Epochs, c.LR, c.EvalEvery, c.EarlyStop, c.Select, c.WideDense, c.WideStart, c.SelectMargin = 64, 3, 0.01, 7, 2, SelectLast, WideDenseMinMax, WideStartRandom, SelectMarginOff
 		},
 			64, 3, 7, 2, 0.01, []string{}},
 		// ⌈500/64⌉ = 8 steps: evaluations every 8, ⌈4000/8⌉ = 500 → 100 epochs.

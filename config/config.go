@@ -206,7 +206,7 @@ type Config struct {
 	ValFrac float64 `yaml:"val_frac"`
 	Select  string  `yaml:"select"`
 	// SelectMargin is by how much a later validation AUC must beat the
-	// kept model's to replace it: SelectMarginSE or SelectMarginNone
+	// kept model's to replace it: SelectMarginSE or SelectMarginOff
 	// ("": chosen with the wide part's start, auto.go).
 	SelectMargin string `yaml:"select_margin,omitempty"`
 	EarlyStop    int    `yaml:"early_stop"`

@@ -18,10 +18,10 @@ func TestAutoSelectMargin(t *testing.T) {
 		auto bool
 	}{
 		{"tiny table: started at the baseline", 500, nil, SelectMarginSE, true},
-		{"two thousand rows: a random start", 2000, nil, SelectMarginNone, true},
-		{"random start given", 500, func(c *Config) { c.WideStart = WideStartRandom }, SelectMarginNone, true},
-		{"no validation split: the last model", 500, func(c *Config) { c.ValFrac = 0 }, SelectMarginNone, true},
-		{"explicit none wins", 500, func(c *Config) { c.SelectMargin = SelectMarginNone }, SelectMarginNone, false},
+		{"fifty thousand rows: a random start", 50000, nil, SelectMarginOff, true},
+		{"random start given", 500, func(c *Config) { c.WideStart = WideStartRandom }, SelectMarginOff, true},
+		{"no validation split: the last model", 500, func(c *Config) { c.ValFrac = 0 }, SelectMarginOff, true},
+		{"explicit none wins", 500, func(c *Config) { c.SelectMargin = SelectMarginOff }, SelectMarginOff, false},
 		{"explicit se wins", 50000, func(c *Config) { c.SelectMargin = SelectMarginSE }, SelectMarginSE, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,13 +4,16 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/splitguard/splitguard/baseline"
 )
 
 // TestAutoWideStart checks key wide_start's rule on hand-picked cases:
-// the baseline below AutoTinyRows (2,000) training rows when the learning
-// rate is chosen from the data and the run can start from the baseline
-// (Wide&Deep, the baseline fitted, one passive party in process); at
-// random otherwise; an explicit value always.
+// the baseline below AutoStartRows (50,000) training rows when the
+// learning rate is chosen from the data and the run can start from the
+// baseline (Wide&Deep, the baseline fitted on every training row, one
+// passive party in process); at random otherwise; an explicit value
+// always.
 func TestAutoWideStart(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -21,7 +24,12 @@ func TestAutoWideStart(t *testing.T) {
 	}{
 		{"pdspeech's 201 rows", 201, nil, WideStartBaseline, true},
 		{"just under two thousand", 1999, nil, WideStartBaseline, true},
-		{"two thousand", 2000, nil, WideStartRandom, true},
+		{"two thousand", 2000, nil, WideStartBaseline, true},
+		{"just under fifty thousand", 49999, nil, WideStartBaseline, true},
+		{"fifty thousand", 50000, nil, WideStartRandom, true},
+		{"Criteo's 162,249 of 200,000", 162249, nil, WideStartRandom, true},
+		{"the baseline capped below the rows", 3000, func(c *Config) { c.BaselineRows = 2999 }, WideStartRandom, true},
+		{"the baseline's cap at the rows", 3000, func(c *Config) { c.BaselineRows = 3000 }, WideStartBaseline, true},
 		{"learning rate given", 600, func(c *Config) { c.LR = 1e-2 }, WideStartRandom, true},
 		{"no baseline", 600, func(c *Config) { c.Baseline = false }, WideStartRandom, true},
 		{"no wide part", 600, func(c *Config) { c.Model = "mlp" }, WideStartRandom, true},
@@ -80,5 +88,14 @@ func TestWideStartValidated(t *testing.T) {
 		if err := c.Validate(); err != nil {
 			t.Errorf("wide_start %q refused: %v", v, err)
 		}
+	}
+}
+
+// TestAutoStartRowsIsTheBaselineCap checks that the boundary is the
+// baseline's default row cap, so that a default start is from a baseline
+// fitted on every training row.
+func TestAutoStartRowsIsTheBaselineCap(t *testing.T) {
+	if AutoStartRows != baseline.DefaultMaxRows {
+		t.Errorf("AutoStartRows %d, the baseline's default cap %d", AutoStartRows, baseline.DefaultMaxRows)
 	}
 }

@@ -549,7 +549,9 @@ func (r *Recorder) selection(s *Summary) {
 	if n := len(r.losses); n > 0 {
 		w := max(1, min(50, n/10))
 		s.TrainLossFirst, s.TrainLossLast = mean(r.losses[:w]), mean(r.losses[n-w:])
-		if n >= 10 && !(s.TrainLossLast < s.TrainLossFirst) {
+		// A model started at the baseline (key wide_start) starts
+		// trained: its loss need not fall.
+		if n >= 10 && !(s.TrainLossLast < s.TrainLossFirst) && r.cfg.WideStart != config.WideStartBaseline {
 			s.warn(config.Warning{Text: fmt.Sprintf("the training loss did not fall (mean %.4f over the first %d steps, %.4f over the last %d): the model may not be learning — try another learning rate (key lr)", s.TrainLossFirst, w, s.TrainLossLast, w), Keys: []string{"lr"}})
 		}
 	}

@@ -27,7 +27,7 @@ func TestSelectMarginByHand(t *testing.T) {
 		wantStalled []bool
 	}{
 		{config.SelectMarginSE, []int64{10, 10, 30, 30, 30, 30}, []bool{false, false, false, false, false, true}},
-		{config.SelectMarginNone, []int64{10, 20, 30, 40, 40, 40}, []bool{false, false, false, false, false, false}},
+		{config.SelectMarginOff, []int64{10, 20, 30, 40, 40, 40}, []bool{false, false, false, false, false, false}},
 	} {
 		t.Run(tc.margin, func(t *testing.T) {
 			r := &Recorder{cfg: config.Config{Select: config.SelectBest, SelectMargin: tc.margin, EarlyStop: 3}}
