@@ -1,7 +1,6 @@
 package config
 
 import (
-	"slices"
 	"strings"
 	"testing"
 )
@@ -21,22 +20,11 @@ func TestAutoSelectMargin(t *testing.T) {
 		{"fifty thousand rows: a random start", 50000, nil, SelectMarginOff, true},
 		{"random start given", 500, func(c *Config) { c.WideStart = WideStartRandom }, SelectMarginOff, true},
 		{"no validation split: the last model", 500, func(c *Config) { c.ValFrac = 0 }, SelectMarginOff, true},
-		{"explicit none wins", 500, func(c *Config) { c.SelectMargin = SelectMarginOff }, SelectMarginOff, false},
+		{"explicit off wins", 500, func(c *Config) { c.SelectMargin = SelectMarginOff }, SelectMarginOff, false},
 		{"explicit se wins", 50000, func(c *Config) { c.SelectMargin = SelectMarginSE }, SelectMarginSE, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := Default()
-			c.Format, c.Data = "csv", "t.csv"
-			if tc.edit != nil {
-				tc.edit(&c)
-			}
-			c.ResolveForData(tc.n)
-			if c.SelectMargin != tc.want {
-				t.Errorf("select_margin %q, want %q", c.SelectMargin, tc.want)
-			}
-			if got := slices.Contains(c.Auto, "select_margin"); got != tc.auto {
-				t.Errorf("select_margin in auto %v, want %v (auto %v)", got, tc.auto, c.Auto)
-			}
+			checkAutoKey(t, tc.n, tc.edit, "select_margin", func(c Config) string { return c.SelectMargin }, tc.want, tc.auto)
 		})
 	}
 	for _, tc := range []struct {

@@ -39,24 +39,33 @@ func TestAutoWideStart(t *testing.T) {
 		{"explicit baseline wins", 50000, func(c *Config) { c.WideStart = WideStartBaseline }, WideStartBaseline, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := Default()
-			c.Format, c.Data = "csv", "t.csv"
-			if tc.edit != nil {
-				tc.edit(&c)
-			}
-			c.Resolve()
-			c.ResolveForData(tc.n)
-			if c.WideStart != tc.want {
-				t.Errorf("wide_start %q, want %q", c.WideStart, tc.want)
-			}
-			if got := slices.Contains(c.Auto, "wide_start"); got != tc.auto {
-				t.Errorf("wide_start in auto %v, want %v (auto %v)", got, tc.auto, c.Auto)
-			}
+			c := checkAutoKey(t, tc.n, tc.edit, "wide_start", func(c Config) string { return c.WideStart }, tc.want, tc.auto)
 			if tc.auto && !strings.Contains(c.AutoNote(), "wide_start "+tc.want) {
 				t.Errorf("the log's note %q does not give wide_start", c.AutoNote())
 			}
 		})
 	}
+}
+
+// checkAutoKey resolves a CSV table's default configuration, edited, for
+// n training rows, checks the value of key (read by get) and whether auto
+// lists it, and returns the configuration.
+func checkAutoKey(t *testing.T, n int, edit func(*Config), key string, get func(Config) string, want string, auto bool) Config {
+	t.Helper()
+	c := Default()
+	c.Format, c.Data = "csv", "t.csv"
+	if edit != nil {
+		edit(&c)
+	}
+	c.Resolve()
+	c.ResolveForData(n)
+	if got := get(c); got != want {
+		t.Errorf("%s %q, want %q", key, got, want)
+	}
+	if got := slices.Contains(c.Auto, key); got != auto {
+		t.Errorf("%s in auto %v, want %v (auto %v)", key, got, auto, c.Auto)
+	}
+	return c
 }
 
 // TestWideStartValidated checks that a start from the baseline is refused
