@@ -115,7 +115,7 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 	if base != nil {
 		base = sync.OnceValue(base)
 	}
-	if err := startWide(s.cfg, s.top, base); err != nil {
+	if err := startWide(s.cfg, s.top, base, s.rec.Warn); err != nil {
 		return nil, err
 	}
 	if err := s.buildParties(); err != nil {
