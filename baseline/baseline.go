@@ -75,6 +75,10 @@ type Result struct {
 	// standardised numeric columns) and B the bias.
 	W []float64
 	B float64
+	// Mean and Scale are the standardisation the numeric weights of W
+	// apply to: column k enters as (x − Mean[k])·Scale[k] (Scale 0 for a
+	// column constant in the fitted rows).
+	Mean, Scale []float64
 	// ValAUC and TestAUC are NaN where the split is empty or has one
 	// class.
 	ValAUC, TestAUC float64
@@ -487,6 +491,7 @@ func FitContext(ctx context.Context, train, val, test *data.Dataset, o Options) 
 		}
 	}
 	res.W, res.B = d.unpack(best, nil), best[d.p]
+	res.Mean, res.Scale = d.mean, d.scale
 	if test != nil && len(test.IDs) > 0 {
 		scratch = d.scores(best, test.X, scratch)
 		if auc, ok := metrics.AUC(scratch, test.Labels, nil); ok {

@@ -30,9 +30,18 @@ import (
 //     rows when the learning rate is chosen from the data too, else
 //     min–max scaled as the authors' model reads them (AutoWideDense,
 //     widedense.go);
+//   - the wide part's start: the logistic baseline's solution, with its
+//     penalty, below AutoStartRows rows when the learning rate is chosen
+//     from the data too and the run is one passive party in process
+//     (AutoWideStart, widestart.go), and then the learning rate below
+//     AutoTinyRows is AutoSmallLR, not AutoTinyLR; else at random, the
+//     authors' model;
 //   - evaluation: every min(steps per epoch, 100) steps;
 //   - early stopping: after AutoEarlyStop evaluations without a better
-//     validation AUC, when there is a validation split.
+//     validation AUC, when there is a validation split;
+//   - the selection's margin: a standard error of the kept validation AUC
+//     when the wide part starts at the baseline, else none
+//     (AutoSelectMargin, selectmargin.go).
 //
 // Images (the CNN) keep fixed defaults: 1 epoch of batch 1024 at the
 // model's learning rate, an evaluation every 100 steps, no early stopping.
@@ -106,7 +115,17 @@ func (c *Config) ResolveForData(nTrain int) {
 		set("batch", c.Batch == 0, func() { c.Batch = AutoBatch(nTrain) })
 		set("epochs", c.Epochs == 0, func() { c.Epochs = AutoEpochs(nTrain, c.Batch) })
 		lrFromData := c.LR == 0
-		set("lr", lrFromData, func() { c.LR = AutoLR(nTrain) })
+		set("wide_start", c.WideStart == "", func() {
+			// The baseline started from must be fitted on every training row.
+			canStart := c.canStartFromBaseline() && (c.BaselineRows == 0 || c.BaselineRows >= nTrain)
+			c.WideStart = AutoWideStart(nTrain, lrFromData, canStart)
+		})
+		set("lr", lrFromData, func() {
+			c.LR = AutoLR(nTrain)
+			if c.WideStart == WideStartBaseline && c.LR == AutoTinyLR {
+				c.LR = AutoSmallLR // the start gives the linear signal (AutoWideStart)
+			}
+		})
 		set("wide_dense", c.WideDense == "", func() { c.WideDense = AutoWideDense(nTrain, lrFromData) })
 		steps := max(1, (nTrain+c.Batch-1)/c.Batch)
 		set("eval_every", c.EvalEvery < 0, func() { c.EvalEvery = min(steps, 100) })
@@ -123,6 +142,10 @@ func (c *Config) ResolveForData(nTrain int) {
 			c.Select = SelectBest
 		}
 		auto = append(auto, "select")
+	}
+	if c.SelectMargin == "" {
+		c.SelectMargin = AutoSelectMargin(c.Select, c.WideStart)
+		auto = append(auto, "select_margin")
 	}
 	if c.isCNN() && c.EvalBatch == 0 {
 		c.EvalBatch = c.Batch
@@ -201,6 +224,10 @@ func (c *Config) AutoNote() string {
 			v = c.Select
 		case "wide_dense":
 			v = c.WideDense
+		case "wide_start":
+			v = c.WideStart
+		case "select_margin":
+			v = c.SelectMargin
 		}
 		vals = append(vals, fmt.Sprintf("%s %v", k, v))
 	}

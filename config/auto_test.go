@@ -18,7 +18,13 @@ func TestResolveForData(t *testing.T) {
 	}{
 		// 500/50 = 10 → the floor 32; ⌈500/32⌉ = 16 steps an epoch;
 		// ⌈4000/16⌉ = 250 epochs → capped at 100.
-		{"tiny", 500, nil, 32, 100, 16, 10, 1e-2, []string{"batch", "epochs", "lr", "wide_dense", "eval_every", "early_stop", "select"}},
+		// The wide part starts from the baseline (AutoWideStart), so the
+		// rate is AutoSmallLR, not AutoTinyLR.
+		{"tiny", 500, nil, 32, 100, 16, 10, 1e-3, []string{"batch", "epochs", "wide_start", "lr", "wide_dense", "eval_every", "early_stop", "select", "select_margin"}},
+		{"tiny without the baseline: the tiny rate", 500, func(c *Config) { c.Baseline = false }, 32, 100, 16, 10, 1e-2, nil},
+		{"tiny, no wide part: the tiny rate", 500, func(c *Config) { c.Model = "mlp" }, 32, 100, 16, 10, 1e-2, nil},
+		{"tiny, two processes: the tiny rate", 500, func(c *Config) { c.TwoProcess = true }, 32, 100, 16, 10, 1e-2, nil},
+		{"tiny, random start given: the tiny rate", 500, func(c *Config) { c.WideStart = WideStartRandom }, 32, 100, 16, 10, 1e-2, nil},
 		// 8000/50 = 160 → 128; ⌈8000/128⌉ = 63 steps; ⌈4000/63⌉ = 64 epochs.
 		{"ten thousand", 8000, nil, 128, 64, 63, 10, 1e-3, nil},
 		// 60000/50 = 1200 → 1024; 59 steps; ⌈4000/59⌉ = 68 epochs.
@@ -26,16 +32,17 @@ func TestResolveForData(t *testing.T) {
 		// 4M rows: 3907 steps an epoch → 2 epochs (⌈4000/3907⌉); the authors' lr.
 		{"criteo scale", 4_000_000, nil, 1024, 2, 100, 10, 1e-4, nil},
 		{"explicit values win", 500, func(c *Config) {
-			c.Batch, c.Epochs, c.LR, c.EvalEvery, c.EarlyStop, c.Select, c.WideDense = 64, 3, 0.01, 7, 2, SelectLast, WideDenseMinMax
+			c.Batch, c.Epochs, c.LR, c.EvalEvery, c.EarlyStop, c.Select, c.WideDense, c.WideStart, c.SelectMargin = 64, 3, 0.01, 7, 2, SelectLast, WideDenseMinMax, WideStartRandom, SelectMarginOff
 		},
 			64, 3, 7, 2, 0.01, []string{}},
 		// ⌈500/64⌉ = 8 steps: evaluations every 8, ⌈4000/8⌉ = 500 → 100 epochs.
-		{"batch given", 500, func(c *Config) { c.Batch = 64 }, 64, 100, 8, 10, 1e-2, []string{"epochs", "lr", "wide_dense", "eval_every", "early_stop", "select"}},
-		{"no validation: no early stop", 500, func(c *Config) { c.ValFrac = 0 }, 32, 100, 16, 0, 1e-2, nil},
-		{"no evaluations: no early stop", 500, func(c *Config) { c.EvalEvery = 0 }, 32, 100, 0, 0, 1e-2, nil},
+		{"batch given", 500, func(c *Config) { c.Batch = 64 }, 64, 100, 8, 10, 1e-3, []string{"epochs", "wide_start", "lr", "wide_dense", "eval_every", "early_stop", "select", "select_margin"}},
+		{"no validation: no early stop", 500, func(c *Config) { c.ValFrac = 0 }, 32, 100, 16, 0, 1e-3, nil},
+		{"no evaluations: no early stop", 500, func(c *Config) { c.EvalEvery = 0 }, 32, 100, 0, 0, 1e-3, nil},
 		// 2000/50 = 40 → 32; 63 steps an epoch; 64 epochs; the first size at 1e-3.
 		{"two thousand", 2000, nil, 32, 64, 63, 10, 1e-3, nil},
-		{"just under two thousand", 1999, nil, 32, 64, 63, 10, 1e-2, nil},
+		{"just under two thousand", 1999, nil, 32, 64, 63, 10, 1e-3, nil},
+		{"just under two thousand, no baseline", 1999, func(c *Config) { c.Baseline = false }, 32, 64, 63, 10, 1e-2, nil},
 		{"images keep fixed defaults", 50000, func(c *Config) { c.Format, c.Model, c.Data = "isic", "cnn", "d" }, 1024, 1, 100, 0, 1e-5, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,7 +105,7 @@ func TestAutoNote(t *testing.T) {
 	c := Default()
 	c.Batch = 64
 	c.ResolveForData(500)
-	want := `chosen from the 500 training rows (docs/CLI.md, "Defaults that follow the data"): epochs 100, lr 0.01, wide_dense standardised, eval_every 8, early_stop 10, select best`
+	want := `chosen from the 500 training rows (docs/CLI.md, "Defaults that follow the data"): epochs 100, wide_start baseline, lr 0.001, wide_dense standardised, eval_every 8, early_stop 10, select best, select_margin se`
 	if got := c.AutoNote(); got != want {
 		t.Errorf("note %q, want %q", got, want)
 	}

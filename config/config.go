@@ -133,7 +133,15 @@ type Config struct {
 	// party's numeric columns: WideDenseStandardised or WideDenseMinMax
 	// ("": chosen with the learning rate, auto.go).
 	WideDense string `yaml:"wide_dense,omitempty"`
-	Seed      uint64 `yaml:"seed"`
+	// WideStart is where the wide part of Wide&Deep starts:
+	// WideStartBaseline or WideStartRandom ("": chosen with the learning
+	// rate, auto.go).
+	WideStart string `yaml:"wide_start,omitempty"`
+	// TwoProcess is set by the two-process deployment (package netrun)
+	// before it resolves the configuration: the rules that need the whole
+	// run in one process (key wide_start) then keep their authors' value.
+	TwoProcess bool   `yaml:"-"`
+	Seed       uint64 `yaml:"seed"`
 	// SplitSeed, when not 0, seeds the data instead of Seed: the
 	// sampling, the test split and synthetic rows (DataSeed). Runs that
 	// differ in Seed alone then share one test split; package plan
@@ -195,9 +203,13 @@ type Config struct {
 	// validation split, else last. EarlyStop N > 0 ends training after N
 	// evaluations without a better validation AUC (0: never; negative:
 	// chosen from the data, auto.go).
-	ValFrac   float64 `yaml:"val_frac"`
-	Select    string  `yaml:"select"`
-	EarlyStop int     `yaml:"early_stop"`
+	ValFrac float64 `yaml:"val_frac"`
+	Select  string  `yaml:"select"`
+	// SelectMargin is by how much a later validation AUC must beat the
+	// kept model's to replace it: SelectMarginSE or SelectMarginOff
+	// ("": chosen with the wide part's start, auto.go).
+	SelectMargin string `yaml:"select_margin,omitempty"`
+	EarlyStop    int    `yaml:"early_stop"`
 	// Baseline fits the centralised logistic regression (package
 	// baseline) on the run's tabular features beside the split model;
 	// BaselineRows caps the training rows it reads (0: baseline.DefaultMaxRows).
@@ -448,7 +460,7 @@ func (c *Config) Resolve() {
 	if c.EvalBatch == 0 {
 		c.EvalBatch = c.Batch
 	}
-	c.Layers, c.EmbedDim, c.L2, c.WideDense = nil, 0, 0, ""
+	c.Layers, c.EmbedDim, c.L2, c.WideDense, c.WideStart = nil, 0, 0, "", ""
 }
 
 // LoadFile reads a YAML config over base: keys present in the file
@@ -582,6 +594,8 @@ func (c *Config) validate() error {
 	}
 	c.validateSelection(bad)
 	c.validateWideDense(bad)
+	c.validateWideStart(bad)
+	c.validateSelectMargin(bad)
 	c.validateIntegrity(bad)
 	c.validateHijack(bad)
 	if w, err := c.Wire(); err != nil {

@@ -30,6 +30,9 @@ type DeepTop struct {
 	wideEmbOpt *nn.LazyAdam
 	wideLin    *nn.Dense  // nil without wide dense columns
 	wideScale  *wideScale // nil: the wide part reads the dense columns as given
+	// widePenalty is the L2 gradient factor of each wide linear weight
+	// (StartWide; nil: none).
+	widePenalty []float32
 
 	logits  []float32
 	dOut    tensor.Matrix // B×1
@@ -184,6 +187,7 @@ func (t *DeepTop) Backward(dLogits []float32) (*tensor.Matrix, error) {
 	}
 	if t.wideLin != nil {
 		t.wideLin.Backward(&t.dOut)
+		t.penaliseWide()
 	}
 	t.pending = true
 	return g, nil

@@ -496,6 +496,7 @@ func (r *activeRun) psi(_ context.Context, req *psi.Request) (*psi.Response, err
 	}
 	r.rec.SetConfig(r.cfg.Config)
 	r.rec.SetValRows(valRows)
+	r.rec.SetValLabels(eval.Labels[:valRows])
 	if w := config.PositivesWarning(r.cfg.Batch, positiveRate(split.Train.Labels)); w.Text != "" && !r.warnedPositives {
 		r.log.Warn(w.Text, w.LogArgs()...)
 		r.rec.Warn(w.Text, w.Keys...)

@@ -277,6 +277,7 @@ func (r *partiesRun) align(ctx context.Context) error {
 	r.ck.aud, r.ck.audits, r.ck.total = aud, audits, int64(cfg.Epochs)*int64(sched.BatchesPerEpoch())
 	r.rec.SetConfig(cfg.Config)
 	r.rec.SetValRows(valRows)
+	r.rec.SetValLabels(eval.Labels[:valRows])
 	r.rec.SetParties(audits)
 	if w := config.PositivesWarning(cfg.Batch, positiveRate(split.Train.Labels)); w.Text != "" {
 		r.rec.Warn(w.Text, w.Keys...)

@@ -22,6 +22,7 @@ func holdOut(cfg *Config, split *data.Split) (eval *data.Dataset, valRows int, e
 		return nil, 0, config.Keyed(fmt.Errorf("only %d training examples left after the validation hold-out (key val_frac)", len(train.IDs)), "val_frac")
 	}
 	split.Train = train
+	cfg.TwoProcess = true // key wide_start: the run is not in one process
 	cfg.ResolveForData(len(train.IDs))
 	if len(val.IDs) == 0 {
 		return split.Test, 0, nil

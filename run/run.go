@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/splitguard/splitguard/atomicfile"
@@ -109,6 +110,12 @@ func trainSplit(ctx context.Context, cfg config.Config, pv, av *view, base func(
 	s := &splitRun{runBase: runBase{cfg: &cfg, opt: opt}, pv: pv, av: av}
 	defer s.close()
 	if err := s.setUp(); err != nil {
+		return nil, err
+	}
+	if base != nil {
+		base = sync.OnceValue(base)
+	}
+	if err := startWide(s.cfg, s.top, base, s.rec.Warn); err != nil {
 		return nil, err
 	}
 	if err := s.buildParties(); err != nil {

@@ -35,6 +35,9 @@ func partyConfigs(cfg *config.Config, def *config.Defences, wide bool, val *data
 		valRows = len(val.IDs)
 	}
 	rec.SetValRows(valRows)
+	if val != nil {
+		rec.SetValLabels(val.Labels)
+	}
 	enc, err := cfg.Wire()
 	if err != nil {
 		return active.Config{}, passive.Config{}, fmt.Errorf("config: %w", err)

@@ -268,6 +268,14 @@ func adoptAuto(old, cur *config.Config) {
 			if cur.WideDense == "" {
 				cur.WideDense = old.WideDense
 			}
+		case "wide_start":
+			if cur.WideStart == "" {
+				cur.WideStart = old.WideStart
+			}
+		case "select_margin":
+			if cur.SelectMargin == "" {
+				cur.SelectMargin = old.SelectMargin
+			}
 		}
 	}
 	if cur.EvalBatch == 0 {

@@ -75,7 +75,8 @@ type Recorder struct {
 	truncated string // why the run ended early ("" unless Truncate was called)
 	signal    string // the signal that ended it, if one did
 
-	// Validation: the evaluation with the best validation AUC so far,
+	// Validation: the evaluation with the best validation AUC so far
+	// (better by more than the margin of key select_margin, selectMargin),
 	// and how many evaluations came after it.
 	bestVal      EvalRecord
 	hasBestVal   bool
@@ -86,6 +87,7 @@ type Recorder struct {
 	// tunedModel holds the tuned model attackers' last choices (SetTunedModel).
 	tunedModel map[string]string
 	valRows    int
+	valPos     int // positives among the validation rows
 	fallbacks  []CheckpointFallback
 	warnings   []config.Warning // Warn's, before the summary's own
 	// selScores and selLabels are the test scores and labels of the
@@ -317,7 +319,7 @@ func (r *Recorder) addEval(e EvalRecord) {
 		r.best = e
 	}
 	switch {
-	case e.ValAUC != nil && (!r.hasBestVal || *e.ValAUC > *r.bestVal.ValAUC):
+	case e.ValAUC != nil && (!r.hasBestVal || *e.ValAUC > *r.bestVal.ValAUC+r.selectMargin()):
 		r.bestVal, r.hasBestVal, r.sinceBest = e, true, 0
 	case r.hasBestVal:
 		r.sinceBest++
@@ -325,8 +327,9 @@ func (r *Recorder) addEval(e EvalRecord) {
 }
 
 // Selected returns the evaluation of the model the run keeps (key
-// select): the one with the best validation AUC (the earliest of ties),
-// or the last; false before the first evaluation. Without a defined
+// select): the one with the best validation AUC (the earliest of ties;
+// with key select_margin, a later one replaces it only when better by
+// more than the margin), or the last; false before the first evaluation. Without a defined
 // validation AUC, best falls back to the last.
 func (r *Recorder) Selected() (EvalRecord, bool) {
 	if len(r.evalsSeen) == 0 {
@@ -351,6 +354,30 @@ func (r *Recorder) SetConfig(cfg config.Config) { r.cfg = cfg }
 
 // SetValRows records the size of the validation split for the summary.
 func (r *Recorder) SetValRows(n int) { r.valRows = n }
+
+// SetValLabels records how many of the validation rows, whose labels
+// these are, are positive: the selection's margin (key select_margin)
+// needs it.
+func (r *Recorder) SetValLabels(labels []uint8) {
+	r.valPos = 0
+	for _, y := range labels {
+		r.valPos += int(y)
+	}
+}
+
+// selectMargin is by how much a validation AUC must beat the kept
+// evaluation's to replace it (key select_margin): the kept AUC's standard
+// error (metrics.AUCStdErr) with SelectMarginSE, else 0.
+func (r *Recorder) selectMargin() float64 {
+	if r.cfg.SelectMargin != config.SelectMarginSE || !r.hasBestVal {
+		return 0
+	}
+	se := metrics.AUCStdErr(*r.bestVal.ValAUC, r.valPos, r.valRows-r.valPos)
+	if math.IsNaN(se) {
+		return 0
+	}
+	return se
+}
 
 // SetEarlyStopped records that training ended early (Stalled).
 func (r *Recorder) SetEarlyStopped() { r.earlyStopped = true }
@@ -522,7 +549,9 @@ func (r *Recorder) selection(s *Summary) {
 	if n := len(r.losses); n > 0 {
 		w := max(1, min(50, n/10))
 		s.TrainLossFirst, s.TrainLossLast = mean(r.losses[:w]), mean(r.losses[n-w:])
-		if n >= 10 && !(s.TrainLossLast < s.TrainLossFirst) {
+		// A model started at the baseline (key wide_start) starts
+		// trained: its loss need not fall.
+		if n >= 10 && !(s.TrainLossLast < s.TrainLossFirst) && r.cfg.WideStart != config.WideStartBaseline {
 			s.warn(config.Warning{Text: fmt.Sprintf("the training loss did not fall (mean %.4f over the first %d steps, %.4f over the last %d): the model may not be learning — try another learning rate (key lr)", s.TrainLossFirst, w, s.TrainLossLast, w), Keys: []string{"lr"}})
 		}
 	}

@@ -100,7 +100,13 @@ type BaselineSummary struct {
 	// testScores are the baseline's scores of the test rows (not
 	// written), for the paired interval of the split model's difference.
 	testScores []float64
+	// fit is the fitted model (nil after an error).
+	fit *baseline.Result
 }
+
+// Fit returns the fitted logistic regression (nil when none was fitted):
+// its weights, for a model started from it.
+func (b *BaselineSummary) Fit() *baseline.Result { return b.fit }
 
 // Summary is summary.json.
 //
@@ -310,5 +316,6 @@ func FitBaselineContext(ctx context.Context, train, val, test *data.Dataset, max
 	out.Lambda, out.TrainRows, out.Capped, out.Features = r.Lambda, r.TrainRows, r.Capped, r.Features
 	out.Iterations, out.Converged = r.Iterations, r.Converged
 	out.testScores = r.TestScores
+	out.fit = r
 	return out
 }

@@ -64,14 +64,17 @@ func TestSelectionWarnings(t *testing.T) {
 		want       []string
 		keys       [][]string // the keys each warning names, structured
 		first, lst float64
+		wideStart  string
 	}{
 		// 100 steps: windows of 10; means 0.5045 and 0.5945.
-		{"loss rose", rising, 0.80, 0.80, []string{"did not fall"}, [][]string{{"lr"}}, 0.5045, 0.5945},
-		{"below the baseline", falling, 0.70, 0.75, []string{"below the logistic baseline"}, [][]string{nil}, 0.6955, 0.6055},
-		{"within the tolerance", falling, 0.745, 0.75, nil, nil, 0.6955, 0.6055},
+		{"loss rose", rising, 0.80, 0.80, []string{"did not fall"}, [][]string{{"lr"}}, 0.5045, 0.5945, ""},
+		{"below the baseline", falling, 0.70, 0.75, []string{"below the logistic baseline"}, [][]string{nil}, 0.6955, 0.6055, ""},
+		{"within the tolerance", falling, 0.745, 0.75, nil, nil, 0.6955, 0.6055, ""},
+		// A model started at the baseline starts trained: its loss need not fall.
+		{"loss rose, started at the baseline", rising, 0.80, 0.80, nil, nil, 0.5045, 0.5945, config.WideStartBaseline},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &Recorder{cfg: config.Config{Select: config.SelectBest}, losses: tc.losses,
+			r := &Recorder{cfg: config.Config{Select: config.SelectBest, WideStart: tc.wideStart}, losses: tc.losses,
 				baseline: &BaselineSummary{Columns: "all", ValAUC: ptr(tc.base), TestAUC: ptr(tc.base)}}
 			r.addEval(EvalRecord{Step: 5, TestAUC: 0.7, ValAUC: ptr(tc.val)})
 			s := &Summary{}
