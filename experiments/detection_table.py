@@ -50,7 +50,10 @@ def load(root):
 
 def group(cfg):
     if cfg.get("backdoor"):
-        return cfg["backdoor"], int(cfg.get("backdoor_from", 0))
+        name = cfg["backdoor"] + "".join(f" {k[9:]} {cfg[k]}" for k in ("backdoor_amplify", "backdoor_known", "backdoor_poison") if k in cfg)
+        if cfg.get("backdoor_dry_run") == "true":
+            name += " (dry run)"
+        return name, int(cfg.get("backdoor_from", 0))
     if cfg.get("free_ride"):
         return "free_ride " + cfg["free_ride"], int(cfg.get("free_ride_from", 0))
     return "honest", 0
@@ -60,8 +63,10 @@ def main(root):
     runs = load(root)
     groups = {}
     for name, cfg, summ, evals in runs:
+        summ["seed"] = cfg["seed"]
         groups.setdefault(group(cfg), []).append((summ, evals))
     honest = groups.pop(("honest", 0))
+    honest_auc = {s["seed"]: s["test_auc_final"] for s, _ in honest}
     dets = sorted(honest[0][0]["integrity"])
     print(f"{len(honest)} honest runs")
     print("largest honest score: " + ", ".join(f"{d} {max(s['integrity'][d] for s, _ in honest):.3g}" for d in dets))
@@ -69,7 +74,12 @@ def main(root):
         print(f"\n{cheat} (from step {start}), {len(rs)} runs")
         asr = [s["backdoor"]["asr"] for s, _ in rs if "backdoor" in s]
         if asr:
-            print(f"  attack success {min(asr):.3f}-{max(asr):.3f}, median {statistics.median(asr):.3f}")
+            cost = [honest_auc[s["seed"]] - s["backdoor"]["clean_test_auc"] for s, _ in rs]
+            print(f"  attack success {min(asr):.3f}-{max(asr):.3f}, median {statistics.median(asr):.3f}, "
+                  f"{sum(a >= 0.9 for a in asr)} of {len(asr)} at 0.9 or more; clean test AUC below the honest run "
+                  f"of the same seed by {statistics.median(cost):+.4f} (median), {max(cost):+.4f} at most")
+        if cheat.endswith("(dry run)"):
+            continue  # an honest party: its detector scores are not a cheat's
         print("  detector | AUC | caught | fires at step (median, range)")
         for d in dets:
             neg = [s["integrity"][d] for s, _ in honest]
