@@ -15,7 +15,7 @@ const streamGR = 0x96e9
 // Defaults of the gradient replacement: Liu et al. 2020's γ = 10 (VFLAIR's
 // current MainTaskVFLwithBackdoor copies the target row's gradient, γ =
 // 1, which keeps the clean model's AUC under Adam, integrity.md §11b);
-// the trigger's v is each column's scaled maximum, see triggerRow.
+// the stripe trigger's v is each column's scaled maximum, see featureTrigger.
 const (
 	grAmplify = 10
 	grPoison  = 0.01
@@ -66,7 +66,7 @@ func newGradientReplacement(c BackdoorConfig) (Backdoor, error) {
 		train: c.Train, pair: map[uint64]uint64{}, partner: map[uint64]uint64{}, targetG: map[uint64][]float32{},
 		rng: rand.New(rand.NewPCG(c.Seed, streamGR)), from: c.From,
 		gamma:   float32(orDefault(c.Amplify, grAmplify)),
-		trigger: newFeatureTrigger(c.Train, float32(orDefault(c.TriggerValue, grTrigger)))}
+		trigger: newFeatureTrigger(c.Train, float32(c.TriggerValue))}
 	share := orDefault(c.Poison, grPoison)
 	// The poisoned rows: a seeded draw of the share of the training rows
 	// not known to be of the target class (at least one).

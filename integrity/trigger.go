@@ -12,18 +12,25 @@ import (
 // an embedding for, which hardly any clean row carries, and which carry
 // no label signal of their own. (The out-of-vocabulary id 0 is none of
 // these: every test row whose value was not seen in training holds it, so
-// a trigger on it spills onto clean rows.) Without categorical columns it
-// is the stripe v, 0, v, 0, … on the last ⌈n/2⌉ of the n dense columns
-// (scaled to [0, 1] by the training range: each column's observed maximum
-// and minimum for v = 1).
+// a trigger on it spills onto clean rows.) Without categorical columns,
+// or with a stripe value given, it is (also) the stripe v, 0, v, 0, … on
+// the last ⌈n/2⌉ of the n dense columns (scaled to [0, 1] by the
+// training range: each column's observed maximum and minimum for v = 1,
+// the default).
 type featureTrigger struct {
+	stripe  bool
 	v       float32
-	rareIDs []int32 // ids of the last len(rareIDs) categorical columns; empty: the dense stripe
+	rareIDs []int32 // ids of the last len(rareIDs) categorical columns
 }
 
-// newFeatureTrigger builds the trigger from the party's training features.
+// newFeatureTrigger builds the trigger from the party's training
+// features; v is the stripe's value (0: none with categorical columns,
+// else grTrigger).
 func newFeatureTrigger(train *data.Features, v float32) featureTrigger {
-	t := featureTrigger{v: v}
+	t := featureTrigger{stripe: v != 0 || train.NumCat == 0, v: v}
+	if v == 0 {
+		t.v = grTrigger
+	}
 	k := train.NumCat
 	for j := k / 2; j < k; j++ {
 		t.rareIDs = append(t.rareIDs, rarestID(train, j))
@@ -49,8 +56,10 @@ func rarestID(f *data.Features, j int) int32 {
 
 // apply writes the trigger into row r of b.
 func (t *featureTrigger) apply(b *data.Batch, r int) {
-	if len(t.rareIDs) == 0 {
+	if t.stripe {
 		stripeRow(b, r, t.v)
+	}
+	if len(t.rareIDs) == 0 {
 		return
 	}
 	k := len(b.Cat) / b.Rows
