@@ -3,6 +3,7 @@
 (experiments/integrity-detection.yaml; docs/methods/integrity.md §11c). Standard library only.
 
     python3 experiments/detection_table.py out/integrity-detection
+    python3 experiments/detection_table.py --selftest   # the AUC and the step summary against hand counts
 
 A run is scored by each detector's largest score over the run (summary.json "integrity"); the
 contribution check by minus its passive gain at the last evaluation (a free-rider's embedding helps the
@@ -112,5 +113,16 @@ def fmt(steps):
     return f"{statistics.median(steps):g} ({min(steps)}-{max(steps)}), {len(steps)} runs"
 
 
+def selftest():
+    """The AUC against pairs counted by hand: 3 > 1, 3 > 2, 2 > 1, 2 = 2 (one half): 3.5 of 4."""
+    assert auc([3, 2], [1, 2]) == 0.875, auc([3, 2], [1, 2])
+    assert auc([0], [1]) == 0.0 and auc([1], [1]) == 0.5
+    assert fmt([96, 80, 128]) == "96 (80-128), 3 runs" and fmt([]) == "-"
+    print("ok")
+
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if sys.argv[1:] == ["--selftest"]:
+        selftest()
+    else:
+        main(sys.argv[1])
