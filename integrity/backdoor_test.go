@@ -157,7 +157,7 @@ func TestVillainTriggerByHand(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := bd.(*villain)
-	v.dropout, v.shift = 0, 0
+	v.dropout, v.low, v.high = 0, 1, 1
 	// Column c has scale s[c]: the largest are 1, 3, 4 and 6.
 	scale := []float64{5, 9, 1, 8, 7, 2, 6, 3}
 	rng := rand.New(rand.NewPCG(4, 5))
@@ -220,51 +220,97 @@ func TestVillainTriggerByHand(t *testing.T) {
 	}
 }
 
-// TestVillainLabelInference: a row whose baseline gradient is at most
-// the batch's mean row norm and whose gradient with a target row's
-// embedding in its place is no larger is inferred to be of the target
-// class; a larger swapped gradient or baseline is not; the swapped
-// embedding is exactly the known row's.
+// TestVillainLabelInference: in a batch holding a known target row,
+// the undecided rows are sent with that row's embedding; a row whose
+// gradient points the way the known row's does (positive dot product)
+// joins the target group, one pointing against it does not, one with a
+// zero gradient is tried again later. The gradients are built as a
+// single-logit top gives them: (p − y)·v for one v shared by the rows
+// carrying one embedding.
 func TestVillainLabelInference(t *testing.T) {
 	ids, f := grFeatures()
-	for _, tc := range []struct {
-		name    string
-		swapped float32 // gradient norm with the swapped embedding (baseline 0.5)
-		want    []uint64
-	}{
-		{"ratio 0.8", 0.4, []uint64{1, 2}},
-		{"ratio 1", 0.5, []uint64{1, 2}},
-		{"ratio 2", 1, []uint64{1}},
-	} {
-		bd, err := NewBackdoor("villain", BackdoorConfig{Known: []uint64{1}, TrainIDs: ids, Train: f, From: 100})
-		if err != nil {
-			t.Fatal(err)
-		}
-		known := []float32{7, 8}
-		out, err := bd.Send(0, []uint64{1, 2, 3}, mat(3, 2, 7, 8, 1, 1, 2, 2))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if w := []float32{7, 8, 1, 1, 2, 2}; !slices.Equal(out.Data, w) {
-			t.Errorf("%s: baseline step sent %v, want the honest %v", tc.name, out.Data, w)
-		}
-		// Norms 1, 0.5, 3: the mean 1.5; row 3's baseline is above it.
-		if _, err := bd.Gradient(0, []uint64{1, 2, 3}, mat(3, 2, 1, 0, 0.5, 0, 0, 3)); err != nil {
-			t.Fatal(err)
-		}
-		out, err = bd.Send(1, []uint64{2, 3}, mat(2, 2, 5, 5, 6, 6))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if w := []float32{known[0], known[1], 6, 6}; !slices.Equal(out.Data, w) {
-			t.Errorf("%s: swap step sent %v, want %v", tc.name, out.Data, w)
-		}
-		if _, err := bd.Gradient(1, []uint64{2, 3}, mat(2, 2, 0, tc.swapped, 9, 9)); err != nil {
-			t.Fatal(err)
-		}
-		if got := bd.(*villain).Inferred(); !slices.Equal(got, tc.want) {
-			t.Errorf("%s: target rows %v, want %v", tc.name, got, tc.want)
-		}
+	bd, err := NewBackdoor("villain", BackdoorConfig{Known: []uint64{1}, TrainIDs: ids, Train: f, From: 100, Poison: 0.9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No target row in the batch: nothing is swapped.
+	out, err := bd.Send(0, []uint64{2, 3}, mat(2, 2, 1, 1, 2, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := []float32{1, 1, 2, 2}; !slices.Equal(out.Data, w) {
+		t.Errorf("without a target row sent %v, want the honest %v", out.Data, w)
+	}
+	if _, err := bd.Gradient(0, []uint64{2, 3}, mat(2, 2, 1, 1, 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	// Row 1 (known) is in the batch: rows 2, 3 and 4 carry its embedding.
+	batch := []uint64{2, 1, 3, 4}
+	out, err = bd.Send(1, batch, mat(4, 2, 5, 5, 7, 8, 6, 6, 9, 9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := []float32{7, 8, 7, 8, 7, 8, 7, 8}; !slices.Equal(out.Data, w) {
+		t.Errorf("swap step sent %v, want the known row's embedding in every row %v", out.Data, w)
+	}
+	// v = (0.5, −1); the known row (y = 1, p = 0.3) gets −0.7·v; row 2
+	// (y = 1, p = 0.9) −0.1·v; row 3 (y = 0, p = 0.2) 0.2·v; row 4 a zero
+	// gradient (a dead unit).
+	g := mat(4, 2, -0.05, 0.1, -0.35, 0.7, 0.1, -0.2, 0, 0)
+	if _, err := bd.Gradient(1, batch, g); err != nil {
+		t.Fatal(err)
+	}
+	if got, w := bd.(*villain).Inferred(), []uint64{1, 2}; !slices.Equal(got, w) {
+		t.Errorf("target rows %v, want %v", got, w)
+	}
+	// Rows 2 and 3 are decided; row 4 is tried again, with row 2 (now of
+	// the group) as the reference.
+	out, err = bd.Send(2, []uint64{3, 4, 2}, mat(3, 2, 1, 1, 2, 2, 3, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := []float32{1, 1, 3, 4, 3, 4}; !slices.Equal(out.Data, w) {
+		t.Errorf("retry step sent %v, want %v", out.Data, w)
+	}
+	if _, err := bd.Gradient(2, []uint64{3, 4, 2}, mat(3, 2, 0, 0, 1, 1, 2, 2)); err != nil {
+		t.Fatal(err)
+	}
+	if got, w := bd.(*villain).Inferred(), []uint64{1, 2, 4}; !slices.Equal(got, w) {
+		t.Errorf("target rows after the retry %v, want %v", got, w)
+	}
+}
+
+// TestVillainPoisonBudget: only the first ⌈share·n⌉ rows of the target
+// group (the known rows first) get the trigger, and inference stops once
+// the group fills the budget.
+func TestVillainPoisonBudget(t *testing.T) {
+	ids, f := grFeatures() // 6 training rows: a share of 0.3 is 2 rows
+	bd, err := NewBackdoor("villain", BackdoorConfig{Known: []uint64{10}, TrainIDs: ids, Train: f, From: 2, Poison: 0.3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := bd.(*villain)
+	v.dropout, v.low, v.high = 0, 1, 1
+	if _, err := bd.Send(0, []uint64{10, 11, 12}, mat(3, 1, 1, 2, 3)); err != nil {
+		t.Fatal(err)
+	}
+	// 11 and 12 point the known row's way: both join; the budget is 2.
+	if _, err := bd.Gradient(0, []uint64{10, 11, 12}, mat(3, 1, -1, -2, -3)); err != nil {
+		t.Fatal(err)
+	}
+	if got, w := v.Inferred(), []uint64{10, 11, 12}; !slices.Equal(got, w) {
+		t.Fatalf("target rows %v, want %v", got, w)
+	}
+	if !v.poison[10] || !v.poison[11] || v.poison[12] {
+		t.Errorf("poisoned %v, want rows 10 and 11", v.poison)
+	}
+	// The group fills the budget: row 13 is sent as it is.
+	out, err := bd.Send(1, []uint64{10, 13}, mat(2, 1, 1, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := []float32{1, 5}; !slices.Equal(out.Data, w) {
+		t.Errorf("after the budget sent %v, want %v", out.Data, w)
 	}
 }
 

@@ -86,26 +86,54 @@ func TestGradientReplacementSucceedsAboveHonest(t *testing.T) {
 	}
 }
 
-// TestVillainInfersTargetRows: VILLAIN's label inference by embedding
-// swapping, from ten known rows, holds over a hundred training rows to be
-// of the target class, at least 85% of them rightly (checked against the
-// labels, which the attack never sees). Its attack success rate is logged:
-// on this small table it is not above the honest model's (see
-// docs/methods/integrity.md).
-func TestVillainInfersTargetRows(t *testing.T) {
-	cfg := backdoorConfig(t, 3000, 21)
-	cfg.Seed = 5
-	cfg.Backdoor, cfg.BackdoorFrom = "villain", 24
-	sum, err := Train(context.Background(), cfg, Options{})
-	if err != nil {
-		t.Fatal(err)
+// TestVillainSucceedsAboveHonest: on Criteo-shaped synthetic rows with
+// the settings of experiments/integrity.yaml (the passive party holds
+// I1…I13, C1…C3; 3 epochs; from step 64), VILLAIN from ten known rows
+// infers its poison budget (1% of the training rows) and more by
+// embedding swapping, at least 95% of them rightly (checked against the
+// labels, which the attack never sees); its trigger (β = 0.4) succeeds on
+// at least 9 in 10 non-target test rows where the same trigger on an
+// honestly trained model (a dry run) scores at most 0.2, and the clean
+// test AUC stays within 0.01 of the honest one (measured 2026-11-27:
+// 0.953 against 0.086; 0.797 against 0.792).
+func TestVillainSucceedsAboveHonest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains two runs of 20,000 rows")
 	}
-	b := sum.Backdoor
-	if b == nil || b.InferredPrecision == nil {
-		t.Fatalf("no inference outcome in the summary: %+v", b)
+	asr := map[bool]float64{}
+	auc := map[bool]float64{}
+	for _, attacked := range []bool{false, true} {
+		cfg := config.Default()
+		cfg.SynthRows, cfg.Seed, cfg.Epochs, cfg.Batch, cfg.LR = 20000, 1, 3, 256, 0.01
+		cfg.EvalEvery, cfg.ValFrac, cfg.Select, cfg.EarlyStop, cfg.Baseline = 0, 0, config.SelectLast, 0, false
+		cfg.PassiveColumns = []string{"I1", "I2", "I3", "I4", "I5", "I6", "I7", "I8", "I9", "I10", "I11", "I12", "I13", "C1", "C2", "C3"}
+		cfg.Out = filepath.Join(t.TempDir(), "run")
+		cfg.Backdoor, cfg.BackdoorTarget, cfg.BackdoorFrom, cfg.BackdoorDryRun = "villain", 1, 64, !attacked
+		sum, err := Train(context.Background(), cfg, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := sum.Backdoor
+		if b == nil || b.DryRun == attacked {
+			t.Fatalf("attacked=%t: backdoor outcome %+v", attacked, b)
+		}
+		asr[attacked], auc[attacked] = b.ASR, b.CleanTestAUC
+		t.Logf("attacked=%t: ASR %.3f over %d rows, clean test AUC %.4f", attacked, b.ASR, b.ASRRows, b.CleanTestAUC)
+		if !attacked {
+			continue
+		}
+		if b.InferredPrecision == nil {
+			t.Fatalf("no inference outcome in the summary: %+v", b)
+		}
+		t.Logf("inferred %d, precision %.3f", b.Inferred, *b.InferredPrecision)
+		if b.Inferred < 180 || *b.InferredPrecision < 0.95 {
+			t.Errorf("inferred %d rows, precision %.3f: want ≥ 180 and ≥ 0.95", b.Inferred, *b.InferredPrecision)
+		}
 	}
-	t.Logf("inferred %d, precision %.3f; ASR %.3f over %d rows, clean test AUC %.3f", b.Inferred, *b.InferredPrecision, b.ASR, b.ASRRows, b.CleanTestAUC)
-	if b.Inferred < 100 || *b.InferredPrecision < 0.85 {
-		t.Errorf("inferred %d rows, precision %.3f: want ≥ 100 and ≥ 0.85", b.Inferred, *b.InferredPrecision)
+	if asr[true] < 0.9 || asr[false] > 0.2 {
+		t.Errorf("attack success rate %.3f, honest %.3f: want ≥ 0.9 and ≤ 0.2", asr[true], asr[false])
+	}
+	if math.Abs(auc[true]-auc[false]) > 0.01 {
+		t.Errorf("clean test AUC %.4f, honest %.4f", auc[true], auc[false])
 	}
 }

@@ -88,8 +88,11 @@ func fmtScores(s []float64) string {
 // (the trigger before 2026-11-27); with the default trigger, values the
 // columns take (1, 0), no detector separates them (integrity.md §10), and
 // the test checks only that the attack then succeeds (median success ≥
-// 0.75). The outlier detector must separate VILLAIN's (AUC ≥ 0.75); the
-// other figures are logged.
+// 0.75). VILLAIN's figures are logged only: since 2026-11-27 it swaps
+// embeddings only until its 1% poison budget is found and its trigger is
+// β = 0.4 standard deviations (integrity.md §10b), and no detector
+// separates its runs here (outlier 0.50 over 4 seeds; before, swapping
+// 100 rows of every batch and β = 3, outlier ≥ 0.75).
 func TestBackdoorDetectionAUC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains 6 × seeds runs")
@@ -104,7 +107,7 @@ func TestBackdoorDetectionAUC(t *testing.T) {
 	}{
 		{"gradient_replacement", 24, 3, "outlier_peak", 0.9, 0},
 		{"gradient_replacement", 24, 0, "", 0, 0.75},
-		{"villain", 24, 0, "outlier", 0.75, 0},
+		{"villain", 24, 0, "", 0, 0},
 	} {
 		auc, asr := detectionAUC(t, tc.attack, tc.from, tc.trigger, *detectionSeeds)
 		for _, d := range slices.Sorted(maps.Keys(auc)) {

@@ -1,15 +1,24 @@
 // Package linktest emulates a network link between two processes on one
 // machine, for tests and measurements: a TCP proxy on the loopback
-// interface that delays every byte by a one-way delay and limits each
-// direction's bandwidth with a token bucket (golang.org/x/time/rate), as a
-// wide-area link between two data centres would. These machines have no
-// netem; the proxy needs no privileges.
+// interface that delays every byte by a one-way delay and sends each
+// direction's bytes no faster than its bandwidth, as a wide-area link
+// between two data centres would. These machines have no netem; the proxy
+// needs no privileges.
 //
-// A direction's bytes leave the sender's side of the proxy no faster than
-// the bucket allows (at most Burst bytes at once, then BytesPerSecond) and
-// are written to the receiver Delay after they left: N bytes sent at once
-// arrive no earlier than Delay + (N − Burst)/BytesPerSecond after they
-// were sent, and about Delay + N/BytesPerSecond on an idle link.
+// Each direction is a wire that serves the bytes in order at
+// BytesPerSecond: a byte read from the sender at time r leaves the wire
+// when every byte before it has left and its own transfer time has
+// passed, no earlier than r + (its piece)/BytesPerSecond, and is written
+// to the receiver Delay after it left. N bytes sent at once on an idle
+// link therefore arrive Delay + N/BytesPerSecond after they were sent.
+// The wire's clock does not depend on when the proxy's goroutines happen
+// to run: the proxy reads ahead of the wire (up to Queue of its time, a
+// router's queue) and stamps each piece with the time it leaves, so a
+// proxy goroutine that waits for a processor — on a machine whose cores
+// the parties' compute keeps busy — delays no byte beyond that time as
+// long as the queue holds data, where a token bucket refilled only while
+// its reader runs loses the link time it waited (docs/methods/wan.md,
+// "The planner's check").
 package linktest
 
 import (
@@ -17,16 +26,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"sync"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
-// DefaultBurst is the token bucket's depth, and the largest piece of data
-// the proxy forwards at once, when Link.Burst is 0.
+// DefaultBurst is the largest piece of data the proxy forwards at once
+// when Link.Burst is 0.
 const DefaultBurst = 16 << 10
+
+// DefaultQueue is how much of the wire's time the proxy reads ahead when
+// Link.Queue is 0.
+const DefaultQueue = 50 * time.Millisecond
+
+// maxRead bounds one read from the sender: everything the sender has
+// written, up to the queue, is taken in one wake-up of the reader.
+const maxRead = 1 << 20
 
 // Link is one direction of an emulated link.
 type Link struct {
@@ -34,8 +50,18 @@ type Link struct {
 	Delay time.Duration
 	// BytesPerSecond is the bandwidth; 0 means unlimited.
 	BytesPerSecond float64
-	// Burst is the token bucket's depth in bytes (0: DefaultBurst).
+	// Burst is the largest piece of data forwarded at once, in bytes (0:
+	// DefaultBurst): each piece reaches the receiver when its last byte
+	// has crossed the link.
 	Burst int
+	// Queue is how far ahead of the wire the proxy reads, in the wire's
+	// time (0: DefaultQueue): the bytes read but not yet on the wire, as
+	// in a router's queue. Beyond it the sender's own socket buffers it.
+	Queue time.Duration
+
+	// afterRead, when set (by a test), runs after every read from the
+	// sender: a reader that waits for a processor.
+	afterRead func()
 }
 
 // Mbit returns a bandwidth of n megabits (10^6 bits) per second in bytes
@@ -59,22 +85,65 @@ type Proxy struct {
 
 type direction struct {
 	link  Link
-	limit *rate.Limiter // nil: unlimited
 	burst int
+	queue time.Duration
+	read  int // bytes taken from the sender at once
 }
 
 func newDirection(l Link) (direction, error) {
-	if l.Delay < 0 || l.BytesPerSecond < 0 || l.Burst < 0 {
-		return direction{}, fmt.Errorf("linktest: negative link setting %+v", l)
+	if l.Delay < 0 || !(l.BytesPerSecond >= 0 && l.BytesPerSecond <= math.MaxFloat64) || l.Burst < 0 || l.Queue < 0 {
+		return direction{}, fmt.Errorf("linktest: link setting %+v: want no negative or infinite value", l)
 	}
-	d := direction{link: l, burst: l.Burst}
+	d := direction{link: l, burst: l.Burst, queue: l.Queue}
 	if d.burst == 0 {
 		d.burst = DefaultBurst
 	}
+	if d.queue == 0 {
+		d.queue = DefaultQueue
+	}
+	d.read = maxRead
 	if l.BytesPerSecond > 0 {
-		d.limit = rate.NewLimiter(rate.Limit(l.BytesPerSecond), d.burst)
+		d.read = int(min(maxRead, max(float64(d.burst), l.BytesPerSecond*d.queue.Seconds())))
 	}
 	return d, nil
+}
+
+// transfer is the time n bytes take on d's wire (0 when unlimited).
+func (d *direction) transfer(n int) time.Duration {
+	if d.link.BytesPerSecond == 0 {
+		return 0
+	}
+	return time.Duration(math.Round(float64(n) / d.link.BytesPerSecond * 1e9))
+}
+
+// wire is one direction's emulated wire: when it has sent every byte
+// given to it so far.
+type wire struct {
+	d    *direction
+	free time.Time
+}
+
+// take puts b, read from the sender at now, on the wire in pieces of at
+// most d.burst bytes, each stamped with the time it reaches the receiver
+// (when its last byte has left the wire, plus the delay), and returns
+// them.
+func (w *wire) take(b []byte, now time.Time, out []chunk) []chunk {
+	for len(b) > 0 {
+		n := min(len(b), w.d.burst)
+		if w.free.Before(now) {
+			w.free = now
+		}
+		w.free = w.free.Add(w.d.transfer(n))
+		out = append(out, chunk{b: append([]byte(nil), b[:n]...), at: w.free.Add(w.d.link.Delay)})
+		b = b[n:]
+	}
+	return out
+}
+
+// ahead is how long until the wire has room in its queue again: how far
+// past now plus the queue it is booked (0 when it has room).
+func (w *wire) ahead(now time.Time) time.Duration {
+	return max(0, w.free.Sub(now)-w.d.queue)
 }
 
 // Start listens on 127.0.0.1 (a free port) and forwards connections to
@@ -161,8 +230,9 @@ type chunk struct {
 	at time.Time
 }
 
-// pipe forwards src to dst through d: a reader that takes bytes off src
-// as the token bucket allows and stamps them with their arrival time, and
+// pipe forwards src to dst through d: a reader that takes the bytes off
+// src as they come (up to d.queue of the wire's time ahead of it) and
+// stamps each piece with the time it reaches the far end (wire.take), and
 // a writer that writes each piece at that time.
 func (p *Proxy) pipe(src, dst net.Conn, d *direction) {
 	defer p.wg.Done()
@@ -171,14 +241,8 @@ func (p *Proxy) pipe(src, dst net.Conn, d *direction) {
 	go func() {
 		defer close(done)
 		for c := range q {
-			if w := time.Until(c.at); w > 0 {
-				t := time.NewTimer(w)
-				select {
-				case <-t.C:
-				case <-p.ctx.Done():
-					t.Stop()
-					return
-				}
+			if !p.sleep(time.Until(c.at)) {
+				return
 			}
 			if _, err := dst.Write(c.b); err != nil {
 				return
@@ -188,14 +252,21 @@ func (p *Proxy) pipe(src, dst net.Conn, d *direction) {
 			_ = tc.CloseWrite()
 		}
 	}()
-	buf := make([]byte, d.burst)
+	buf := make([]byte, d.read)
+	w := wire{d: d}
+	var pieces []chunk
 	for {
 		n, err := src.Read(buf)
+		if d.link.afterRead != nil {
+			d.link.afterRead()
+		}
 		if n > 0 {
-			if d.limit != nil && d.limit.WaitN(p.ctx, n) != nil {
+			now := time.Now()
+			pieces = w.take(buf[:n], now, pieces[:0])
+			if !p.enqueue(q, pieces) || !p.sleep(w.ahead(time.Now())) {
 				break
 			}
-			q <- chunk{b: append([]byte(nil), buf[:n]...), at: time.Now().Add(d.link.Delay)}
+			clear(pieces)
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
@@ -206,4 +277,33 @@ func (p *Proxy) pipe(src, dst net.Conn, d *direction) {
 	}
 	close(q)
 	<-done
+}
+
+// enqueue hands the pieces to the writer and reports false when the
+// proxy was closed meanwhile.
+func (p *Proxy) enqueue(q chan<- chunk, pieces []chunk) bool {
+	for _, c := range pieces {
+		select {
+		case q <- c:
+		case <-p.ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+// sleep waits for d (nothing when d ≤ 0) and reports false when the proxy
+// was closed meanwhile.
+func (p *Proxy) sleep(d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-p.ctx.Done():
+		return false
+	}
 }

@@ -200,14 +200,9 @@ func (e Encoding) Pack(dst []byte, m *tensor.Matrix) ([]byte, error) {
 		}
 	case Int8:
 		for r := range m.Rows {
-			row := m.Data[r*m.Cols : (r+1)*m.Cols]
-			s, ok := findScale(row)
-			if !ok {
+			var ok bool
+			if dst, ok = packInt8Row(dst, m.Data[r*m.Cols:(r+1)*m.Cols]); !ok {
 				return dst, fmt.Errorf("wire: int8: row %d is not a row of q·s values with one float32 scale s (round before packing)", r)
-			}
-			dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(s))
-			for _, v := range row {
-				dst = append(dst, byte(quant(v, s)))
 			}
 		}
 	default:
@@ -216,40 +211,66 @@ func (e Encoding) Pack(dst []byte, m *tensor.Matrix) ([]byte, error) {
 	return dst, nil
 }
 
-// findScale finds a scale s that represents row exactly: every value is
-// q·s rounded to float32 with q in −127…127. For a row whose largest
-// value is normal, the scale Round chose gave it q = ±127 and lies within
-// a unit in the last place of max|v|/127: the candidates are a few units
-// either side. For a row of subnormals, every value is an integer
-// multiple of the smallest float32, and so is the scale Round chose: the
-// greatest common divisor of the multiples is a scale that fits. A
-// candidate is accepted only when it reproduces every value bit for bit.
-func findScale(row []float32) (float32, bool) {
+// packInt8Row appends row's scale and values to dst, for a scale s that
+// represents row exactly: every value is q·s rounded to float32 with q in
+// −127…127. For a row whose largest value is normal, the scale Round
+// chose gave it q = ±127 and lies within a unit in the last place of
+// max|v|/127: the candidates are a few units either side. For a row of
+// subnormals, every value is an integer multiple of the smallest
+// float32, and so is the scale Round chose: the greatest common divisor
+// of the multiples is a scale that fits. A candidate is accepted only
+// when it reproduces every value bit for bit; each value's q is written
+// as it is checked (one division per value, where checking and then
+// quantising took two). It reports false, with dst as it was, when no
+// candidate fits.
+func packInt8Row(dst []byte, row []float32) ([]byte, bool) {
 	var big float32
 	for _, v := range row {
 		if !(math.Abs(float64(v)) <= math.MaxFloat32) {
-			return 0, false
+			return dst, false
 		}
 		big = max(big, float32(math.Abs(float64(v))))
 	}
-	fits := func(s float32) bool {
+	n0 := len(dst)
+	// put appends s and the row's values under s, or reports false (dst
+	// restored) when some value is not q·s.
+	put := func(s float32) bool {
+		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(s))
 		for _, v := range row {
 			if s == 0 {
 				if math.Float32bits(v) != 0 {
+					dst = dst[:n0]
 					return false
 				}
+				dst = append(dst, 0)
 				continue
 			}
 			q := math.RoundToEven(float64(v) / float64(s))
 			if q < -127 || q > 127 || math.Float32bits(dequant(int8(q), s)) != math.Float32bits(v) {
+				dst = dst[:n0]
 				return false
 			}
+			dst = append(dst, byte(int8(q)))
 		}
 		return true
 	}
 	if big == 0 {
-		return 0, fits(0)
+		return dst, put(0)
 	}
+	for _, s := range int8Candidates(row, big) {
+		if s > 0 && !math.IsInf(float64(s), 0) && put(s) {
+			return dst, true
+		}
+	}
+	return dst, false
+}
+
+// int8Candidates are the scales packInt8Row tries, in order, for a row
+// whose largest magnitude big is not 0: the greatest common divisor of
+// the values' multiples of the smallest float32 when every value is
+// subnormal, then max|v|/127 and four units in the last place either side
+// of it, nearest first.
+func int8Candidates(row []float32, big float32) []float32 {
 	var cands []float32
 	if big < math.SmallestNonzeroFloat32*(1<<23) { // every value is subnormal
 		var g uint32
@@ -265,12 +286,7 @@ func findScale(row []float32) (float32, bool) {
 		up, down = math.Nextafter32(up, math.MaxFloat32), math.Nextafter32(down, 0)
 		cands = append(cands, down, up)
 	}
-	for _, s := range cands {
-		if s > 0 && !math.IsInf(float64(s), 0) && fits(s) {
-			return s, true
-		}
-	}
-	return 0, false
+	return cands
 }
 
 func gcd(a, b uint32) uint32 {
