@@ -127,32 +127,6 @@ func copyInto(dst **tensor.Matrix, m *tensor.Matrix) *tensor.Matrix {
 	return *dst
 }
 
-// triggerRow writes the feature-space trigger into row r of b: on the
-// last ⌈n/2⌉ of its n dense columns the stripe v, 0, v, 0, … (the first
-// of them v), and the last ⌈k/2⌉ of its k categorical columns set to id
-// 0 (the first halves keep the row's values). Dense values are scaled to
-// [0, 1] by the training split's range, so v = 1 (the default) and 0 are
-// each column's observed maximum and minimum: a pattern of values that
-// occur, as a pixel pattern is in an image. A value outside [0, 1] is
-// outside anything the model saw, and an honest model's answer to it is
-// arbitrary (integrity.md §11).
-func triggerRow(b *data.Batch, r int, v float32) {
-	if b.Dense != nil && b.Dense.Cols > 0 {
-		n := b.Dense.Cols
-		row := b.Dense.Data[r*n : (r+1)*n]
-		for i := n / 2; i < n; i++ {
-			row[i] = 0
-			if (i-n/2)%2 == 0 {
-				row[i] = v
-			}
-		}
-	}
-	if b.Rows > 0 {
-		k := len(b.Cat) / b.Rows
-		clear(b.Cat[r*k+k/2 : (r+1)*k])
-	}
-}
-
 // copyRow copies row src of f into row r of b.
 func copyRow(b *data.Batch, r int, f *data.Features, src int) {
 	if f.NumDense > 0 {

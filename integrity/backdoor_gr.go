@@ -15,7 +15,7 @@ const streamGR = 0x96e9
 // Defaults of the gradient replacement: Liu et al. 2020's γ = 10 (VFLAIR's
 // current MainTaskVFLwithBackdoor copies the target row's gradient, γ =
 // 1, which keeps the clean model's AUC under Adam, integrity.md §11b);
-// the trigger's v is each column's scaled maximum, see triggerRow.
+// the stripe trigger's v is each column's scaled maximum, see featureTrigger.
 const (
 	grAmplify = 10
 	grPoison  = 0.01
@@ -57,7 +57,7 @@ type gradientReplacement struct {
 	rng      *rand.Rand
 	from     int64
 	gamma    float32
-	trigger  float32
+	trigger  featureTrigger
 	out      *tensor.Matrix
 }
 
@@ -65,7 +65,8 @@ func newGradientReplacement(c BackdoorConfig) (Backdoor, error) {
 	a := &gradientReplacement{known: idSet(c.Known), poisoned: map[uint64]bool{}, rowOf: map[uint64]int{},
 		train: c.Train, pair: map[uint64]uint64{}, partner: map[uint64]uint64{}, targetG: map[uint64][]float32{},
 		rng: rand.New(rand.NewPCG(c.Seed, streamGR)), from: c.From,
-		gamma: float32(orDefault(c.Amplify, grAmplify)), trigger: float32(orDefault(c.TriggerValue, grTrigger))}
+		gamma:   float32(orDefault(c.Amplify, grAmplify)),
+		trigger: newFeatureTrigger(c.Train, float32(c.TriggerValue))}
 	share := orDefault(c.Poison, grPoison)
 	// The poisoned rows: a seeded draw of the share of the training rows
 	// not known to be of the target class (at least one).
@@ -119,9 +120,9 @@ func (a *gradientReplacement) Features(step int64, ids []uint64, b *data.Batch) 
 				}
 			}
 			copyRow(b, r, a.train, a.rowOf[j])
-			triggerRow(b, r, a.trigger)
+			a.trigger.apply(b, r)
 		case a.poisoned[id]:
-			triggerRow(b, r, a.trigger)
+			a.trigger.apply(b, r)
 		}
 	}
 	return nil
@@ -171,7 +172,7 @@ func (a *gradientReplacement) Gradient(step int64, ids []uint64, g *tensor.Matri
 // TriggerFeatures puts the feature trigger on every row of b.
 func (a *gradientReplacement) TriggerFeatures(b *data.Batch) {
 	for r := range b.Rows {
-		triggerRow(b, r, a.trigger)
+		a.trigger.apply(b, r)
 	}
 }
 

@@ -504,17 +504,45 @@ func TestGradientReplacementUnpairedRows(t *testing.T) {
 	}
 }
 
-// TestTriggerStripeByHand: the feature trigger on a row of five dense
-// and three categorical columns, written out by hand: the last three
-// dense columns become v, 0, v, the last two categorical ids 0, the
-// first columns keep the row's values; the other row is untouched.
-func TestTriggerStripeByHand(t *testing.T) {
-	b := &data.Batch{Rows: 2, Dense: mat(2, 5, .1, .2, .3, .4, .5, .6, .7, .8, .9, .95), Cat: []int32{4, 5, 6, 7, 8, 9}}
-	triggerRow(b, 1, 0.75)
+// TestTriggerByHand: gradient replacement's feature trigger, written out
+// by hand. A party with categorical columns: of its three, the last two
+// are set to their rarest training ids (column 1 holds 7 ×3, 5 ×1, 9 ×1:
+// 5, the smaller of the two held once; column 2 holds 3 ×2, 8 ×1, 2 ×1:
+// 2), its dense columns and its first categorical column keep the row's
+// values, unless a stripe value is given (then the stripe too). A party
+// with dense columns only: the last three of five become v, 0, v. The
+// other row is untouched.
+func TestTriggerByHand(t *testing.T) {
+	f := &data.Features{Rows: 5, NumCat: 3, Cat: []int32{
+		1, 7, 3,
+		1, 7, 3,
+		1, 9, 8,
+		1, 5, 2,
+		1, 7, 3}}
+	f.Cardinality = []int{2, 10, 10}
+	tr := newFeatureTrigger(f, 0)
+	b := &data.Batch{Rows: 2, Dense: mat(2, 2, .1, .2, .3, .4), Cat: []int32{1, 7, 3, 0, 9, 8}}
+	tr.apply(b, 1)
+	if w := []int32{1, 7, 3, 0, 5, 2}; !slices.Equal(b.Cat, w) {
+		t.Errorf("categorical %v, want %v", b.Cat, w)
+	}
+	if w := []float32{.1, .2, .3, .4}; !slices.Equal(b.Dense.Data, w) {
+		t.Errorf("dense %v, want %v unchanged", b.Dense.Data, w)
+	}
+	// A stripe value given: the stripe too (two dense columns: the last one v).
+	both := newFeatureTrigger(f, 3)
+	both.apply(b, 0)
+	if w := []float32{.1, 3, .3, .4}; !slices.Equal(b.Dense.Data, w) {
+		t.Errorf("dense with a stripe value %v, want %v", b.Dense.Data, w)
+	}
+	if w := []int32{1, 5, 2, 0, 5, 2}; !slices.Equal(b.Cat, w) {
+		t.Errorf("categorical with a stripe value %v, want %v", b.Cat, w)
+	}
+
+	dense := newFeatureTrigger(&data.Features{Rows: 1, NumDense: 5, Dense: make([]float32, 5)}, 0.75)
+	b = &data.Batch{Rows: 2, Dense: mat(2, 5, .1, .2, .3, .4, .5, .6, .7, .8, .9, .95)}
+	dense.apply(b, 1)
 	if w := []float32{.1, .2, .3, .4, .5, .6, .7, .75, 0, .75}; !slices.Equal(b.Dense.Data, w) {
 		t.Errorf("dense %v, want %v", b.Dense.Data, w)
-	}
-	if w := []int32{4, 5, 6, 7, 0, 0}; !slices.Equal(b.Cat, w) {
-		t.Errorf("categorical %v, want %v", b.Cat, w)
 	}
 }

@@ -204,12 +204,27 @@ func corr(x, y []float64) float64 {
 }
 
 // TestCollapseScoresAgainstHistory checks the collapse detector against
-// the variances computed here: a batch like the earlier ones scores near
-// 0, a constant batch 1, one of half the spread 1 − 1/4.
+// the variances computed here: the first ten batches score 0 and are left
+// out of the history (a tenth of the spread among them scores 0, and
+// later batches are not compared with their larger spread), a batch like
+// the earlier ones scores near 0, a constant batch 1, one of half the
+// spread 1 − 1/4.
 func TestCollapseScoresAgainstHistory(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	d := mustDetector(t, "collapse")
-	for s := range 20 {
+	for s := range 10 {
+		b := randBatch(rng, 2000, 4)
+		for i := range b.Data {
+			b.Data[i] *= 10
+			if s == 9 {
+				b.Data[i] /= 100 // a tenth of the spread of the ten batches
+			}
+		}
+		if got := d.Observe(int64(s), b); got != 0 {
+			t.Fatalf("warm-up batch %d scored %v, want 0", s, got)
+		}
+	}
+	for s := 10; s < 30; s++ {
 		if got := d.Observe(int64(s), randBatch(rng, 2000, 4)); got > 0.15 {
 			t.Fatalf("step %d: honest batch scored %v", s, got)
 		}
@@ -218,14 +233,14 @@ func TestCollapseScoresAgainstHistory(t *testing.T) {
 	for i := range half.Data {
 		half.Data[i] /= 2
 	}
-	if got := d.Observe(20, half); math.Abs(got-0.75) > 0.05 {
+	if got := d.Observe(30, half); math.Abs(got-0.75) > 0.05 {
 		t.Errorf("half the spread scored %v, want ≈ 0.75", got)
 	}
 	flat := tensor.New(100, 4)
 	for i := range flat.Data {
 		flat.Data[i] = 0.3
 	}
-	if got := d.Observe(21, flat); got != 1 {
+	if got := d.Observe(31, flat); got != 1 {
 		t.Errorf("constant batch scored %v, want 1", got)
 	}
 }
