@@ -76,6 +76,15 @@ func backdoorOutcome(cfg *config.Config, bd integrity.Backdoor, known []uint64, 
 			copy(dst[s:], logits)
 		}
 	}
+	return backdoorSummary(cfg, bd, known, clean, trig, av)
+}
+
+// backdoorSummary is the backdoor's outcome from the test rows' logits
+// without (clean) and with the trigger (trig): the attack success rate,
+// the clean test AUC and, for an attack that infers the target class, the
+// precision of its inference.
+func backdoorSummary(cfg *config.Config, bd integrity.Backdoor, known []uint64, clean, trig []float32, av *view) (*rundir.BackdoorSummary, error) {
+	n := len(av.test.IDs)
 	asr, asrRows, err := metrics.AttackSuccessRate(trig, av.test.Labels, uint8(cfg.BackdoorTarget))
 	if err != nil {
 		return nil, err
@@ -122,6 +131,12 @@ func recordBackdoor(cfg *config.Config, rec *rundir.Recorder, bd integrity.Backd
 	if err != nil {
 		return err
 	}
+	logBackdoor(rec, out, opt)
+	return nil
+}
+
+// logBackdoor logs the backdoor's outcome and puts it in the summary.
+func logBackdoor(rec *rundir.Recorder, out *rundir.BackdoorSummary, opt Options) {
 	logf(opt.logger(), "backdoor %s: attack success rate %.4f on %d test rows not of class %d (%.4f of them without the trigger); clean test AUC %.4f",
 		out.Attack, out.ASR, out.ASRRows, out.Target, out.CleanRate, out.CleanTestAUC)
 	if out.InferredPrecision != nil {
@@ -129,5 +144,4 @@ func recordBackdoor(cfg *config.Config, rec *rundir.Recorder, bd integrity.Backd
 			out.Attack, out.Inferred, *out.InferredPrecision)
 	}
 	rec.SetBackdoor(out)
-	return nil
 }
