@@ -43,15 +43,8 @@ func backdoorOutcome(cfg *config.Config, bd integrity.Backdoor, known []uint64, 
 	var pb, ab data.Batch
 	rows := make([]int, 0, backdoorRows)
 	for s := 0; s < n; s += backdoorRows {
-		rows = rows[:0]
-		for r := s; r < min(s+backdoorRows, n); r++ {
-			rows = append(rows, r)
-		}
-		var w *data.Batch
-		if wide {
-			av.test.X.Gather(rows, &ab)
-			w = &ab
-		}
+		rows = testChunk(rows, s, n)
+		w := wideBatch(wide, av.test.X, rows, &ab)
 		for _, triggered := range []bool{false, true} {
 			pv.test.X.Gather(rows, &pb)
 			if triggered {
@@ -77,6 +70,26 @@ func backdoorOutcome(cfg *config.Config, bd integrity.Backdoor, known []uint64, 
 		}
 	}
 	return backdoorSummary(cfg, bd, known, clean, trig, av)
+}
+
+// testChunk fills rows with the test rows s, s+1, … up to backdoorRows
+// of them, below n.
+func testChunk(rows []int, s, n int) []int {
+	rows = rows[:0]
+	for r := s; r < min(s+backdoorRows, n); r++ {
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// wideBatch gathers the active party's rows of x into ab for a top with
+// a wide part (nil without one).
+func wideBatch(wide bool, x *data.Features, rows []int, ab *data.Batch) *data.Batch {
+	if !wide {
+		return nil
+	}
+	x.Gather(rows, ab)
+	return ab
 }
 
 // backdoorSummary is the backdoor's outcome from the test rows' logits

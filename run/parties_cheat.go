@@ -84,15 +84,8 @@ func (m *multiRun) backdoorLogits() (clean, trig []float32, err error) {
 	joined := &tensor.Matrix{}
 	rows := make([]int, 0, backdoorRows)
 	for s := 0; s < n; s += backdoorRows {
-		rows = rows[:0]
-		for r := s; r < min(s+backdoorRows, n); r++ {
-			rows = append(rows, r)
-		}
-		var w *data.Batch
-		if m.wide {
-			m.av.test.X.Gather(rows, &ab)
-			w = &ab
-		}
+		rows = testChunk(rows, s, n)
+		w := wideBatch(m.wide, m.av.test.X, rows, &ab)
 		for _, triggered := range []bool{false, true} {
 			for k, b := range m.bottoms {
 				m.pvs[k].test.X.Gather(rows, &pb[k])
