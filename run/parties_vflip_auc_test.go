@@ -9,7 +9,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/metrics"
 	"github.com/splitguard/splitguard/rundir"
 )
@@ -158,5 +157,3 @@ func cmpF(a, b float64) int {
 	}
 	return 0
 }
-
-var _ = config.Default
