@@ -80,3 +80,14 @@ func TestPartyConfig(t *testing.T) {
 		t.Errorf("default names %v", names)
 	}
 }
+
+// TestCheaterNeedsSeveralParties: key cheater in a run of one passive
+// party is refused, naming the key.
+func TestCheaterNeedsSeveralParties(t *testing.T) {
+	c := Default()
+	c.SynthRows, c.Out = 1000, t.TempDir()
+	c.FreeRide, c.Cheater = "noise", "p1"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "key cheater names one of several passive parties") {
+		t.Errorf("cheater with one passive party: %v", err)
+	}
+}
