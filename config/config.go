@@ -104,6 +104,15 @@ type Config struct {
 	// columns are (data.SynthPartyColumns: party 1 the label-bearing
 	// columns, the others noise); Resolve writes the parties.
 	SynthParties int `yaml:"synth_parties,omitempty"`
+	// SynthShared ρ in [0, 1] draws the synthetic table's columns
+	// correlated through a latent factor common to all of them, ρ the
+	// share of each column's latent variance (data.WriteSynthShared); 0,
+	// the default, draws them independently.
+	SynthShared float64 `yaml:"synth_shared,omitempty"`
+	// Cheater names the passive party that cheats (keys free_ride,
+	// backdoor) in a run of several passive parties; the others are
+	// honest.
+	Cheater string `yaml:"cheater,omitempty"`
 
 	// Model and training. Model is wdl (Wide&Deep) or mlp for tables and
 	// cnn for images. Layers, EmbedDim and L2 are Wide&Deep/MLP settings

@@ -74,7 +74,11 @@ func (c *Config) validateParties(bad func(string, ...any)) {
 	if c.SynthParties > 0 && (c.SynthRows <= 0 || c.Data != "") {
 		bad("synth_parties splits synthetic data: it needs key synth_rows and no key data", keyArg("synth_rows"), keyArg("data"))
 	}
+	c.validateSynthShared(bad)
 	if !c.MultiParty() {
+		if c.Cheater != "" {
+			bad("key cheater names one of several passive parties (key parties); this run has one passive party", keyArg("cheater"), keyArg("parties"))
+		}
 		if c.Aggregation != "" && c.Aggregation != AggregationConcat {
 			bad("aggregation %s combines several passive parties; the configuration has one (key parties)", c.Aggregation, keyArg("parties"))
 		}
@@ -129,9 +133,7 @@ func (c *Config) validateParties(bad func(string, ...any)) {
 	if len(c.FeatureAttacks) > 0 {
 		bad("feature attacks (key feature_attacks) with several passive parties are not built", keyArg("feature_attacks"))
 	}
-	if c.FreeRide != "" {
-		bad("the integrity modes (key free_ride) with several passive parties are not built", keyArg("free_ride"))
-	}
+	c.validateCheater(bad)
 	c.validatePartyDetectors(bad)
 	if c.Contribution && c.AggregationOr() == AggregationSum {
 		bad("the leave-one-party-out contribution (key contribution) is built for aggregation concat: under sum the active party sees only the sum", keyArg("contribution"))
@@ -139,8 +141,8 @@ func (c *Config) validateParties(bad func(string, ...any)) {
 	if c.Dump != "" {
 		bad("dumps (key dump) with several passive parties are not built", keyArg("dump"))
 	}
-	if c.Hijack != "" || c.HijackStop != 0 || c.Backdoor != "" {
-		bad("a hijacking active party, the passive's watch for it and backdoors (keys hijack, hijack_stop, backdoor) with several passive parties are not built", keyArg("hijack"), keyArg("hijack_stop"), keyArg("backdoor"))
+	if c.Hijack != "" || c.HijackStop != 0 {
+		bad("a hijacking active party and the passive's watch for it (keys hijack, hijack_stop) with several passive parties are not built", keyArg("hijack"), keyArg("hijack_stop"))
 	}
 	if c.Staleness != 0 || c.LocalSteps > 1 || c.WireFeedback {
 		bad("staleness, local steps and error feedback (keys staleness, local_steps, wire_feedback) with several passive parties are not built", keyArg("staleness"), keyArg("local_steps"), keyArg("wire_feedback"))

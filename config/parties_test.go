@@ -34,7 +34,14 @@ func TestPartiesValidate(t *testing.T) {
 		{"vflip", func(c *Config) { c.Detectors = []string{"vflip"} }, ""},
 		{"one-party detector", func(c *Config) { c.Detectors = []string{"vflip", "autoencoder"} }, "detector autoencoder scores one passive party's embedding"},
 		{"vflip sum", func(c *Config) { c.Detectors, c.Aggregation = []string{"vflip"}, "sum" }, "only aggregation concat keeps apart"},
-		{"free ride", func(c *Config) { c.FreeRide = "noise" }, "integrity modes (key free_ride)"},
+		{"free ride unnamed", func(c *Config) { c.FreeRide = "noise" }, "needs the cheating party's name (key cheater): one of [a b]"},
+		{"free ride", func(c *Config) { c.FreeRide, c.Cheater = "noise", "b" }, ""},
+		{"backdoor", func(c *Config) { c.Backdoor, c.Cheater = "gradient_replacement", "a" }, ""},
+		{"backdoor sum", func(c *Config) { c.Backdoor, c.Cheater, c.Aggregation = "gradient_replacement", "a", "sum" }, "built for aggregation concat"},
+		{"unknown cheater", func(c *Config) { c.FreeRide, c.Cheater = "noise", "p2" }, `cheater "p2" is not a passive party: want one of [a b]`},
+		{"cheater without mode", func(c *Config) { c.Cheater = "a" }, "no cheating mode is set"},
+		{"synth_shared", func(c *Config) { c.SynthShared = 1.5 }, "synth_shared 1.5: want a share in [0, 1]"},
+		{"synth_shared ok", func(c *Config) { c.SynthShared = 0.5 }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Default()
@@ -71,5 +78,16 @@ func TestPartyConfig(t *testing.T) {
 	}
 	if names := c.PartyNames(); names[0] != "p1" || names[1] != "p2" {
 		t.Errorf("default names %v", names)
+	}
+}
+
+// TestCheaterNeedsSeveralParties: key cheater in a run of one passive
+// party is refused, naming the key.
+func TestCheaterNeedsSeveralParties(t *testing.T) {
+	c := Default()
+	c.SynthRows, c.Out = 1000, t.TempDir()
+	c.FreeRide, c.Cheater = "noise", "p1"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "key cheater names one of several passive parties") {
+		t.Errorf("cheater with one passive party: %v", err)
 	}
 }

@@ -119,6 +119,9 @@ type synth struct {
 	posRate float64
 	zipf    [criteoCat]*rand.Zipf
 	keys    [criteoCat]uint32
+	// common is the shared-factor draw of key synth_shared (nil: every
+	// column drawn independently, as by default).
+	common *synthCommon
 }
 
 func newSynth(posRate float64, seed uint64) (*synth, error) {
@@ -153,11 +156,12 @@ func (g *synth) next(r *synthRow) {
 		r.label = 1
 		informative = rng.Float64() >= synthAmbiguous
 	}
+	g.common.drawFactor(rng)
 	for j := range synthCats {
 		if rng.Float64() < synthCats[j].na {
 			r.cats[j] = -1
 		} else {
-			r.cats[j] = int64(g.zipf[j].Uint64())
+			r.cats[j] = g.cat(j)
 		}
 	}
 	r.score = 0
@@ -166,7 +170,7 @@ func (g *synth) next(r *synthRow) {
 			// Rejection sampling from the base distribution tilted by w_g.
 			for rng.Float64() >= groupWeight(gi, r) {
 				for _, c := range synthGroups[gi].cols {
-					r.cats[c] = int64(g.zipf[c].Uint64())
+					r.cats[c] = g.cat(c)
 				}
 			}
 		}
@@ -182,7 +186,7 @@ func (g *synth) next(r *synthRow) {
 			r.ints[j] = -1
 			continue
 		}
-		r.ints[j] = int64(math.Min(math.Floor(math.Exp(mu+s.sigma*rng.NormFloat64())), synthMaxInt))
+		r.ints[j] = int64(math.Min(math.Floor(math.Exp(mu+s.sigma*g.normal())), synthMaxInt))
 	}
 }
 
@@ -227,11 +231,21 @@ func (g *synth) appendRow(dst []byte, r *synthRow) []byte {
 // positives, in (0, 1); the same (rows, posRate, seed) always writes the
 // same bytes, and the first n rows do not depend on rows.
 func WriteSynth(w io.Writer, rows int64, posRate float64, seed uint64) error {
+	return WriteSynthShared(w, rows, posRate, 0, seed)
+}
+
+// WriteSynthShared is [WriteSynth] with a share shared in [0, 1] of every
+// column's latent variance drawn from one factor common to all columns
+// (see [SynthShared]); shared 0 writes WriteSynth's bytes.
+func WriteSynthShared(w io.Writer, rows int64, posRate, shared float64, seed uint64) error {
 	if rows < 0 {
 		return fmt.Errorf("synth: negative row count %d", rows)
 	}
 	g, err := newSynth(posRate, seed)
 	if err != nil {
+		return err
+	}
+	if g.common, err = newSynthCommon(shared); err != nil {
 		return err
 	}
 	bw := bufio.NewWriterSize(w, 1<<20)
@@ -260,6 +274,11 @@ const synthPipeDepth = 4
 // row numbers), encoding and split. o.Format must be empty or "criteo";
 // o.Seed keys the sampling and split, as in Load.
 func Generate(rows int, posRate float64, seed uint64, o Options) (*Split, error) {
+	return GenerateShared(rows, posRate, 0, seed, o)
+}
+
+// GenerateShared is [Generate] of the rows [WriteSynthShared] writes.
+func GenerateShared(rows int, posRate, shared float64, seed uint64, o Options) (*Split, error) {
 	if o.Format != "" && o.Format != FormatCriteo {
 		return nil, fmt.Errorf("synth: generated data is in Criteo format, not %q", o.Format)
 	}
@@ -269,16 +288,23 @@ func Generate(rows int, posRate float64, seed uint64, o Options) (*Split, error)
 	if _, err := newSynth(posRate, seed); err != nil {
 		return nil, err
 	}
+	if _, err := newSynthCommon(shared); err != nil {
+		return nil, err
+	}
 	// The generator writes the text on its own goroutine, up to
 	// synthPipeDepth chunks of 1 MiB ahead of the loader reading it.
 	pipe := newChunkPipe(synthPipeDepth)
 	done := make(chan error, 1)
 	go func() {
-		err := WriteSynth(pipe, int64(rows), posRate, seed)
+		err := WriteSynthShared(pipe, int64(rows), posRate, shared, seed)
 		pipe.closeWrite(err)
 		done <- err
 	}()
-	s, err := loadReaderRows(pipe, fmt.Sprintf("synth(rows=%d, pos=%g, seed=%d)", rows, posRate, seed), o, int64(rows))
+	name := fmt.Sprintf("synth(rows=%d, pos=%g, seed=%d)", rows, posRate, seed)
+	if shared > 0 {
+		name = fmt.Sprintf("synth(rows=%d, pos=%g, shared=%g, seed=%d)", rows, posRate, shared, seed)
+	}
+	s, err := loadReaderRows(pipe, name, o, int64(rows))
 	pipe.closeRead()
 	werr := <-done
 	if err != nil {

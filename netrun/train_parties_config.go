@@ -28,6 +28,10 @@ func (c *Config) validateMultiParty(role string, bad func(string, ...any)) {
 	if len(c.Columns) > 0 {
 		bad("both this party's columns (key columns) and several passive parties (key parties): each passive party's columns are its entry's", config.Key("columns"))
 	}
+	if c.Cheater != "" && (role != "passive" || c.Cheater != c.Name) {
+		bad("over the network only the cheating passive party itself cheats: key cheater %q must be this passive party's own name (key name %q), and only its process sets keys cheater, free_ride and backdoor",
+			c.Cheater, c.Name, config.Key("cheater"), config.Key("name"))
+	}
 }
 
 // partyIndex is the index of this party's entry in key parties (by key

@@ -43,15 +43,8 @@ func backdoorOutcome(cfg *config.Config, bd integrity.Backdoor, known []uint64, 
 	var pb, ab data.Batch
 	rows := make([]int, 0, backdoorRows)
 	for s := 0; s < n; s += backdoorRows {
-		rows = rows[:0]
-		for r := s; r < min(s+backdoorRows, n); r++ {
-			rows = append(rows, r)
-		}
-		var w *data.Batch
-		if wide {
-			av.test.X.Gather(rows, &ab)
-			w = &ab
-		}
+		rows = testChunk(rows, s, n)
+		w := wideBatch(wide, av.test.X, rows, &ab)
 		for _, triggered := range []bool{false, true} {
 			pv.test.X.Gather(rows, &pb)
 			if triggered {
@@ -76,6 +69,35 @@ func backdoorOutcome(cfg *config.Config, bd integrity.Backdoor, known []uint64, 
 			copy(dst[s:], logits)
 		}
 	}
+	return backdoorSummary(cfg, bd, known, clean, trig, av)
+}
+
+// testChunk fills rows with the test rows s, s+1, … up to backdoorRows
+// of them, below n.
+func testChunk(rows []int, s, n int) []int {
+	rows = rows[:0]
+	for r := s; r < min(s+backdoorRows, n); r++ {
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// wideBatch gathers the active party's rows of x into ab for a top with
+// a wide part (nil without one).
+func wideBatch(wide bool, x *data.Features, rows []int, ab *data.Batch) *data.Batch {
+	if !wide {
+		return nil
+	}
+	x.Gather(rows, ab)
+	return ab
+}
+
+// backdoorSummary is the backdoor's outcome from the test rows' logits
+// without (clean) and with the trigger (trig): the attack success rate,
+// the clean test AUC and, for an attack that infers the target class, the
+// precision of its inference.
+func backdoorSummary(cfg *config.Config, bd integrity.Backdoor, known []uint64, clean, trig []float32, av *view) (*rundir.BackdoorSummary, error) {
+	n := len(av.test.IDs)
 	asr, asrRows, err := metrics.AttackSuccessRate(trig, av.test.Labels, uint8(cfg.BackdoorTarget))
 	if err != nil {
 		return nil, err
@@ -122,6 +144,12 @@ func recordBackdoor(cfg *config.Config, rec *rundir.Recorder, bd integrity.Backd
 	if err != nil {
 		return err
 	}
+	logBackdoor(rec, out, opt)
+	return nil
+}
+
+// logBackdoor logs the backdoor's outcome and puts it in the summary.
+func logBackdoor(rec *rundir.Recorder, out *rundir.BackdoorSummary, opt Options) {
 	logf(opt.logger(), "backdoor %s: attack success rate %.4f on %d test rows not of class %d (%.4f of them without the trigger); clean test AUC %.4f",
 		out.Attack, out.ASR, out.ASRRows, out.Target, out.CleanRate, out.CleanTestAUC)
 	if out.InferredPrecision != nil {
@@ -129,5 +157,4 @@ func recordBackdoor(cfg *config.Config, rec *rundir.Recorder, bd integrity.Backd
 			out.Attack, out.Inferred, *out.InferredPrecision)
 	}
 	rec.SetBackdoor(out)
-	return nil
 }

@@ -203,7 +203,11 @@ func trainParties(ctx context.Context, cfg config.Config, split *data.Split, tra
 		return nil, err
 	}
 	elapsed, runErr := m.train(ctx, cancel)
-	return m.finish(ctx, m.pas[0].Step(), m.pas[0].Stopped(), elapsed, runErr, gateWeightsLog(opt, m.top, m.names))
+	beforeSave := gateWeightsLog(opt, m.top, m.names)
+	if m.cheat != nil && m.cheat.bd != nil {
+		beforeSave = m.recordBackdoor // a backdoor needs aggregation concat: no gate
+	}
+	return m.finish(ctx, m.pas[0].Step(), m.pas[0].Stopped(), elapsed, runErr, beforeSave)
 }
 
 // gateWeightsLog returns what logs the learned weights of the parties

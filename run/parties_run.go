@@ -41,6 +41,8 @@ type multiRun struct {
 
 	partyAttacks func() (map[string]map[string]float64, error)
 
+	cheat *partyCheat // the cheating passive party (key cheater), nil if none
+
 	pr     *partyRun
 	act    *active.Active
 	pas    []*passive.Passive
@@ -77,7 +79,10 @@ func (m *multiRun) setUp() error {
 	}
 	m.sel = &selection{keep: cfg.Select == config.SelectBest, bottom: m.bottoms[0], top: m.top,
 		others: &partySelection{names: m.names[1:], bottoms: m.bottoms[1:]}}
-	m.partyAttacks, err = partyModelAttacks(cfg, m.views, m.names, m.bottoms, m.pvs)
+	if m.partyAttacks, err = partyModelAttacks(cfg, m.views, m.names, m.bottoms, m.pvs); err != nil {
+		return err
+	}
+	m.cheat, err = newPartyCheat(cfg, m.pvs, m.av)
 	return err
 }
 
@@ -143,6 +148,10 @@ func (m *multiRun) buildParties(ctx context.Context) error {
 		}
 		pk := pcfg
 		pk.Observer = m.pr.passive(k)
+		m.cheat.configure(k, &pk)
+		if m.opt.sent != nil {
+			pk.Send = &shownSender{inner: pk.Send, party: k, show: m.opt.sent}
+		}
 		if m.pas[k], err = passive.New(b,
 			passive.Split{IDs: m.pvs[k].train.IDs, X: m.pvs[k].train.X},
 			passive.Split{IDs: pEval.IDs, X: pEval.X}, m.sched, pk); err != nil {

@@ -52,6 +52,10 @@ type Options struct {
 	// recordInline makes trainSplit record each step on the passive's
 	// goroutine, as before the queue (a test compares the two).
 	recordInline bool
+	// sent, when set, is shown every message each passive party of a run
+	// of several sends, after its free-riding mode (tests; called on the
+	// party's goroutine, e valid during the call only).
+	sent func(party int, step int64, e *tensor.Matrix, train bool)
 }
 
 // Train runs one in-process split-training run as cfg describes, writing

@@ -18,6 +18,7 @@ import (
 func integrityFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.StringVar(&c.FreeRide, "free-ride", c.FreeRide, "make the passive party a free-rider sending embeddings without information: "+
 		strings.Join(integrity.TamperNames(), ", ")+" (default: honest)")
+	fs.StringVar(&c.Cheater, "cheater", c.Cheater, "with several passive parties: the name of the one that cheats (--free-ride, --backdoor), e.g. p2")
 	fs.Int64Var(&c.FreeRideFrom, "free-ride-from", c.FreeRideFrom, "the training step from which --free-ride applies (honest before)")
 	fs.StringVar(&c.Backdoor, "backdoor", c.Backdoor, "make the passive party plant a backdoor: "+
 		strings.Join(integrity.BackdoorNames(), ", ")+" (default: honest; in process only)")
