@@ -24,15 +24,7 @@ func TestPartiesVflipOverNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	act, pas := threePartyConfigs(base, root, "")
-	got, perrs, err := runThree(t, act, pas)
-	for k, e := range perrs {
-		if e != nil {
-			t.Errorf("passive %s: %v", pas[k].Name, e)
-		}
-	}
-	if err != nil {
-		t.Fatalf("active: %v", err)
-	}
+	got := runThreeClean(t, act, pas)
 	if len(want.Integrity) != 3 || !reflect.DeepEqual(got.Integrity, want.Integrity) {
 		t.Fatalf("integrity scores over the network %v, in process %v (want vflip, vflip/inf, vflip/noise)", got.Integrity, want.Integrity)
 	}

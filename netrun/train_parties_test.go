@@ -58,6 +58,22 @@ func runThree(t *testing.T, act Config, pas []Config) (*rundir.Summary, []error,
 	return runThreeHooked(t, act, pas, nil)
 }
 
+// runThreeClean is runThree for a run that must succeed: it fails t on
+// any party's error and returns the active party's summary.
+func runThreeClean(t *testing.T, act Config, pas []Config) *rundir.Summary {
+	t.Helper()
+	got, perrs, err := runThree(t, act, pas)
+	for k, e := range perrs {
+		if e != nil {
+			t.Errorf("passive %s: %v", pas[k].Name, e)
+		}
+	}
+	if err != nil {
+		t.Fatalf("active: %v", err)
+	}
+	return got
+}
+
 // runThreeHooked is runThree with step, when not nil, called after every
 // passive party's training step (Options.afterPassiveStep).
 func runThreeHooked(t *testing.T, act Config, pas []Config, step func(int64) error) (*rundir.Summary, []error, error) {
@@ -116,15 +132,7 @@ func threePartiesMatchInProcess(t *testing.T, path, agg string) {
 		}
 	}
 	act, pas := threePartyConfigs(base, root, certs)
-	got, perrs, err := runThree(t, act, pas)
-	for k, e := range perrs {
-		if e != nil {
-			t.Errorf("passive %s: %v", pas[k].Name, e)
-		}
-	}
-	if err != nil {
-		t.Fatalf("active: %v", err)
-	}
+	got := runThreeClean(t, act, pas)
 	sameAsThreeInProcess(t, act.Out, base.Out, got, want)
 }
 
