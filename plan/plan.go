@@ -223,11 +223,14 @@ func (o *Options) check() error {
 }
 
 // runConfig is the configuration of a setting's run (out empty): Base
-// with the setting's defences, the threat's attacks and tuned_known, no
-// baseline (it would read the test split) and the step cap.
+// with the setting's defences, the threat's attacks and tuned_known, and
+// the step cap — the run recommended.yaml describes. The baseline stays as
+// Base has it: the data-driven defaults start the wide part from it
+// (key wide_start), so a run without it would train another model than
+// the one recommended; it is fitted on the training rows with its penalty
+// chosen on the validation rows, and its test figure is not read.
 func (o *Options) runConfig(s Setting, attacks []string) config.Config {
 	c := o.recommendedConfig(s, attacks)
-	c.Baseline = false
 	c.Out, c.Dump, c.DumpBatches = "", "", 0
 	return c
 }

@@ -274,8 +274,10 @@ func recommend(rows []Row, th Threat) (int, []Row) {
 }
 
 // candidates returns the indexes of the rows that meet the limit,
-// cheapest first (smallest cost; tie: least step time, then search
-// order).
+// cheapest first (smallest cost; tie: the smaller strongest leak — the
+// wider margin below the limit for the same price — then search order).
+// Measured step times are not compared: they move with the machine's
+// load, and a plan's choice must not.
 func candidates(rows []Row) []int {
 	var out []int
 	for i, r := range rows {
@@ -287,7 +289,7 @@ func candidates(rows []Row) []int {
 		if c := cmp.Compare(rows[a].Cost, rows[b].Cost); c != 0 {
 			return c
 		}
-		return cmp.Compare(rows[a].StepMS, rows[b].StepMS)
+		return cmp.Compare(rows[a].StrongestLeak, rows[b].StrongestLeak)
 	})
 	return out
 }
