@@ -97,6 +97,9 @@ type Auditor struct {
 	model []string // model attacks: run at evaluations by package completion
 
 	tuned []*attack.Tuned // the tuned attackers (Tune), also in grad and embed
+	// expensiveEvery: the expensive attacks score steps 0, N, 2N, … only
+	// (SampleExpensive; 0 or 1: every batch).
+	expensiveEvery int
 	// onScores, when set (by tests), sees every attack's scores of a batch.
 	onScores func(key string, scores []float64, scored []bool)
 
@@ -206,6 +209,9 @@ func (a *Auditor) Observe(b *Batch) (map[string]*float64, error) {
 				}
 			}
 			for _, at := range a.grad {
+				if a.skips(at.Needs().Expensive, b.Step) {
+					continue
+				}
 				if at.Needs().Oracle && ob.Oracle == nil {
 					// No positive in the batch: no oracle, and no AUC either.
 					a.leak.Add(at.Name(), layer, 0, 0, 0, false)
@@ -231,6 +237,9 @@ func (a *Auditor) Observe(b *Batch) (map[string]*float64, error) {
 }
 
 func (a *Auditor) run(at attack.Attack, ob *attack.Observation, b *Batch, layer string) error {
+	if a.skips(at.Needs().Expensive, b.Step) {
+		return nil
+	}
 	for i := range a.scored {
 		a.scored[i] = true
 	}

@@ -208,9 +208,13 @@ func (c *Config) AttackNames() []string { return ExpandAttacks(c.Attacks) }
 func ExpandAttacks(names []string) []string { return attack.Expand(names) }
 
 // NewAuditor returns the auditor of the configuration's attacks, with
-// their tuned attackers when key tuned_known is set.
+// their tuned attackers when key tuned_known is set, the expensive ones
+// sampled every expensive_every batches.
 func (c *Config) NewAuditor() (*audit.Auditor, error) {
 	a, err := audit.New(c.AttackNames(), c.PositivesMinority, c.Seed)
+	if err == nil {
+		err = a.SampleExpensive(c.ExpensiveEvery)
+	}
 	if err != nil || c.TunedKnown == 0 {
 		return a, err
 	}

@@ -254,6 +254,10 @@ type Config struct {
 	// DefaultTunedBudget).
 	TunedKnown  int `yaml:"tuned_known,omitempty"`
 	TunedBudget int `yaml:"tuned_budget,omitempty"`
+	// ExpensiveEvery makes the attacks whose attack.Needs.Expensive is set
+	// (and their tuned attackers) score only the training batches of steps
+	// 0, N, 2N, … (audit.Auditor.SampleExpensive); 0 or 1: every batch.
+	ExpensiveEvery int `yaml:"expensive_every,omitempty"`
 	// FeatureAttacks names the attacks of the active party on the
 	// passive party's features (package attack/feature), run at every
 	// evaluation of the in-process run; none by default. FeatureAux is
@@ -627,6 +631,9 @@ func (c *Config) validate() error {
 	}
 	if c.TunedKnown < 0 || c.TunedKnown == 1 || c.TunedKnown > 64 {
 		bad("tuned attacker's known rows %d, want 2 to 64 (or 0: off) (key tuned_known)", c.TunedKnown, keyArg("tuned_known"))
+	}
+	if c.ExpensiveEvery < 0 {
+		bad("expensive attacks every %d batches, want ≥ 1 (or 0: every batch) (key expensive_every)", c.ExpensiveEvery, keyArg("expensive_every"))
 	}
 	if c.TunedBudget < 0 {
 		bad("tuned attacker's budget %d, want ≥ 1 (or 0: %d) (key tuned_budget)", c.TunedBudget, DefaultTunedBudget, keyArg("tuned_budget"))

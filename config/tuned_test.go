@@ -47,3 +47,28 @@ func TestTunedKeys(t *testing.T) {
 		t.Errorf("config.yaml %s (%v): want tuned_known and no tuned_budget", y, err)
 	}
 }
+
+// TestExpensiveEveryKey: a negative expensive_every is refused by name; a
+// positive one reaches the auditor and config.yaml.
+func TestExpensiveEveryKey(t *testing.T) {
+	c := Default()
+	c.SynthRows, c.Out = 100, "x"
+	c.ExpensiveEvery = -2
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "key expensive_every") {
+		t.Fatalf("error %v, want one naming key expensive_every", err)
+	}
+	c.ExpensiveEvery = 20
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	a, err := c.NewAuditor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ExpensiveEvery() != 20 {
+		t.Errorf("auditor samples every %d batches, want 20", a.ExpensiveEvery())
+	}
+	if y, err := Marshal(&c); err != nil || !strings.Contains(string(y), "expensive_every: 20") {
+		t.Errorf("config.yaml %s (%v): want expensive_every: 20", y, err)
+	}
+}

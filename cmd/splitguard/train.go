@@ -88,6 +88,7 @@ func trainFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.IntVar(&c.KnownLabels, "known-labels", c.KnownLabels, "model-completion attacks: training labels the attacker knows, half of each class (0: 40)")
 	fs.IntVar(&c.TunedKnown, "tuned-known", c.TunedKnown, "tuned attackers: beside every per-batch attack, one that knows the labels of N rows of each batch (2-64) and tunes its parameters on them (0: off)")
 	fs.IntVar(&c.TunedBudget, "tuned-budget", c.TunedBudget, "tuned attackers: candidate settings each tries (0: 8)")
+	fs.IntVar(&c.ExpensiveEvery, "expensive-every", c.ExpensiveEvery, "expensive attacks (exploit, gradmatch and their tuned twins) score only steps 0, N, 2N, … (0 or 1: every batch)")
 	fs.StringSliceVar(&c.PassiveColumns, "passive-columns", c.PassiveColumns, "vertical split: the passive party's feature columns (default: those --active-columns leaves; neither: both parties read every column)")
 	fs.StringSliceVar(&c.ActiveColumns, "active-columns", c.ActiveColumns, "vertical split: the active party's own feature columns, all its wide part reads (default: those --passive-columns leaves)")
 	fs.StringSliceVar(&c.FeatureAttacks, "feature-attacks", c.FeatureAttacks, "attacks of the active party on the passive party's features at every evaluation: "+strings.Join(feature.Names(), ", ")+" (default: none)")
