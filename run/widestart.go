@@ -20,7 +20,7 @@ func startWide(cfg *config.Config, top model.Top, base func() *rundir.BaselineSu
 	if cfg.WideStart != config.WideStartBaseline {
 		return nil
 	}
-	dt, ok := top.(*model.DeepTop)
+	dt, ok := innerDeepTop(top)
 	if !ok || !dt.HasWide() || base == nil {
 		return fmt.Errorf("the wide part starts from the baseline (key wide_start), but the run has no wide part or no baseline")
 	}
@@ -35,4 +35,24 @@ func startWide(cfg *config.Config, top model.Top, base func() *rundir.BaselineSu
 		return nil
 	}
 	return dt.StartWide(model.WideStart{W: fit.W, B: fit.B, Mean: fit.Mean, Scale: fit.Scale, Lambda: fit.Lambda, Penalise: true})
+}
+
+// innerDeepTop returns the Wide&Deep top inside top: top itself, or the
+// top that a defence's wrapper (an input layer such as MID's, a label
+// codec such as CAE's or KDk's: config.InputTop, config.CodecTop) trains
+// behind it. The wide part reads the active party's own columns beside
+// the wrapper, so it starts from the baseline the same way.
+func innerDeepTop(top model.Top) (*model.DeepTop, bool) {
+	for {
+		switch t := top.(type) {
+		case *model.DeepTop:
+			return t, true
+		case *config.InputTop:
+			top = t.Top
+		case *config.CodecTop:
+			top = t.Top
+		default:
+			return nil, false
+		}
+	}
 }
