@@ -207,7 +207,10 @@ func TestPartiesBackdoorRun(t *testing.T) {
 			t.Fatalf("%s: no backdoor outcome in the summary", attack)
 		}
 		t.Logf("%s: ASR %.3f over %d rows (clean rate %.3f), clean test AUC %.4f, the run's test AUC %.4f", attack, b.ASR, b.ASRRows, b.CleanRate, b.CleanTestAUC, s.TestAUCFinal)
-		if math.Abs(b.CleanTestAUC-s.TestAUCFinal) > 1e-6 {
+		// The same model scored twice, in chunks of different sizes
+		// (float32 sums in another order): near-tied scores can move the
+		// AUC in the sixth digit, a different model moves it far more.
+		if math.Abs(b.CleanTestAUC-s.TestAUCFinal) > 1e-4 {
 			t.Errorf("%s: clean test AUC %.6f, the run's final test AUC %.6f", attack, b.CleanTestAUC, s.TestAUCFinal)
 		}
 	}
