@@ -56,6 +56,9 @@ func (t *CodecTop) SetTraining(on bool) {
 	setTraining(t.Top, on)
 }
 
+// Unwrap returns the top the codec trains behind it.
+func (t *CodecTop) Unwrap() model.Top { return t.Top }
+
 // MixTargets passes the targets to the top it wraps (see InputTop).
 func (t *CodecTop) MixTargets(y []float32) []float32 { return mixTargets(t.Top, y) }
 
@@ -101,6 +104,9 @@ type InputTop struct {
 	In       protect.InputLayer
 	training bool
 }
+
+// Unwrap returns the top the input layer feeds.
+func (t *InputTop) Unwrap() model.Top { return t.Top }
 
 // SetTraining selects the training behaviour of the input layer.
 func (t *InputTop) SetTraining(on bool) { t.training = on }

@@ -39,18 +39,16 @@ func startWide(cfg *config.Config, top model.Top, base func() *rundir.BaselineSu
 
 // innerDeepTop returns the Wide&Deep top inside top: top itself, or the
 // top that a defence's wrapper (an input layer such as MID's, a label
-// codec such as CAE's or KDk's: config.InputTop, config.CodecTop) trains
-// behind it. The wide part reads the active party's own columns beside
-// the wrapper, so it starts from the baseline the same way.
+// codec such as CAE's or KDk's) trains behind it, found through the
+// wrappers' Unwrap. The wide part reads the active party's own columns
+// beside the wrapper, so it starts from the baseline the same way.
 func innerDeepTop(top model.Top) (*model.DeepTop, bool) {
 	for {
 		switch t := top.(type) {
 		case *model.DeepTop:
 			return t, true
-		case *config.InputTop:
-			top = t.Top
-		case *config.CodecTop:
-			top = t.Top
+		case interface{ Unwrap() model.Top }:
+			top = t.Unwrap()
 		default:
 			return nil, false
 		}
