@@ -138,8 +138,11 @@ func printPlan(w io.Writer, o plan.Options, res *plan.Result) {
 	}
 	if res.Recommended >= 0 {
 		r := res.Rows[res.Recommended]
-		fmt.Fprintf(w, "recommended: %s — validation AUC %.4f (cost %.4f against no defence), strongest attack %s at %.4f, T-DCS %.4f, %.1f ms per step\n",
-			r.Legend, r.ValAUC, r.Cost, r.Strongest, r.StrongestLeak, r.TDCS, r.StepMS)
+		fmt.Fprintf(w, "recommended: %s — validation AUC %.4f (cost %.4f against no defence), strongest attack %s at %.4f (95%% upper bound %.4f over %d batches), T-DCS %.4f, %.1f ms per step\n",
+			r.Legend, r.ValAUC, r.Cost, r.Strongest, r.StrongestLeak, r.Bound, r.Batches, r.TDCS, r.StepMS)
+		if res.TieSE > 0 {
+			fmt.Fprintf(w, "costs within %.4f of the cheapest (the validation AUC's standard error) count as equal: among them the widest margin under the limit is chosen\n", res.TieSE)
+		}
 		if f := r.Seeds; f.N > 1 {
 			fmt.Fprintf(w, "confirmed on %d seeds: strongest leak %.4f to %.4f, cost %.4f on average (%.4f to %.4f), T-DCS at least %.4f\n",
 				f.N, f.LeakLo, f.Leak, f.Cost, f.CostLo, f.CostHi, f.TDCS)
@@ -165,6 +168,9 @@ func printPlan(w io.Writer, o plan.Options, res *plan.Result) {
 		}
 		fmt.Fprintf(w, "  %-34s strongest %s at %.4f%s (chance floor %.4f), T-DCS %.4f, validation AUC %.4f (cost %.4f)\n", r.Legend, r.Strongest, r.StrongestLeak, seeds, r.Chance, r.TDCS, r.ValAUC, r.Cost)
 		floor = math.Min(floor, r.Chance)
+		if r.Batches > 0 && r.Batches < plan.MinLeakBatches {
+			fmt.Fprintf(w, "    its attacks scored %d batches, fewer than the %d a bound on their q95 needs: train longer (--steps, --early-stop)\n", r.Batches, plan.MinLeakBatches)
+		}
 	}
 	if o.Threat.MaxLeak > 0 && floor > o.Threat.MaxLeak {
 		fmt.Fprintf(w, "the limit %g is below the chance floor %.4f: a score blind to the labels gives more at this batch size and positive rate; a larger --batch lowers the floor\n", o.Threat.MaxLeak, floor)
