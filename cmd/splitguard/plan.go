@@ -30,12 +30,13 @@ func newPlanCmd() *cobra.Command {
 	o := plan.Options{Threat: plan.Threat{MaxLeak: 0.1}, Budget: 10 * time.Minute}
 	cmd := &cobra.Command{
 		Use:   "plan --data PATH --out DIR [--max-leak X] [--budget D] [flags]",
-		Short: "Search the registered defences for the cheapest one that keeps every attack's leak within a limit",
+		Short: "Search the registered defences for one that keeps every attack's leak within a limit at no measurable cost",
 		Long: "plan trains every registered defence at a few strengths (no defence first), each on the training split,\n" +
 			"scores it on the validation split only (validation AUC of the selected model; every attack's q95 |leak AUC − ½|\n" +
-			"over the training batches, summary.json leak q95_abs, at every layer), and recommends the setting with the\n" +
-			"smallest validation-AUC cost against no defence whose strongest attack stays within --max-leak on the plan's seed\n" +
-			"and on --confirm-seeds further seeds (the next cheapest when a seed exceeds it). It writes\n" +
+			"over the training batches at every layer, judged by its upper 95% bound, summary.json leak q95_abs_upper, from\n" +
+			"at least 59 batches), and recommends, among the settings whose every attack stays within --max-leak on the\n" +
+			"plan's seed and on --confirm-seeds further seeds, the one with the widest margin under the limit among those\n" +
+			"whose validation-AUC cost is within the validation AUC's standard error of the cheapest. It writes\n" +
 			"plan.csv, frontier.svg and recommended.yaml (for train/active/passive/sweep --config) into --out; rerun the\n" +
 			"same command to continue an interrupted or budget-limited plan. Table, model and schedule flags are train's;\n" +
 			"--attacks (default: the cheap label-free attacks) and --tuned-known are the threat. See docs/methods/plan.md.\n\n" + exitStatusHelp,
@@ -84,7 +85,7 @@ func newPlanCmd() *cobra.Command {
 	fs.Float64Var(&o.Threat.MinTDCS, "min-tdcs", 0, "T-DCS floor: the setting's T-DCS (VFLAIR's defence capability score over the attacks, validation AUC against no defence's; docs/methods/plan.md) at least this; alone, or with --max-leak both must hold")
 	fs.DurationVar(&o.Budget, "budget", o.Budget, "time of this invocation: no setting starts after it (nor when less is left than the longest setting took)")
 	fs.Int64Var(&o.MaxSteps, "steps", o.MaxSteps, fmt.Sprintf("training steps per setting at most: the data-driven schedule capped (0: %d)", plan.DefaultMaxSteps))
-	fs.IntVar(&confirmSeeds, "confirm-seeds", confirmSeeds, "further seeds (on the same test split) the cheapest setting within the limit is trained with; it is recommended only within the limit on every seed, else the next cheapest is tried (0: none, the choice on one seed)")
+	fs.IntVar(&confirmSeeds, "confirm-seeds", confirmSeeds, "further seeds (on the same test split) the chosen setting within the limit is trained with; it is recommended only within the limit on every seed, else the next in the choice's order is tried (0: none, the choice on one seed)")
 	fs.IntVar(&o.Grid, "grid", o.Grid, fmt.Sprintf("strengths per defence, log-spaced (0: %d)", plan.DefaultGrid))
 	fs.StringSliceVar(&o.Defences, "defences", o.Defences, "search only these defences: "+strings.Join(append(protect.Names(), protect.AddOnNames()...), ", ")+" (default: every one)")
 	return cmd
