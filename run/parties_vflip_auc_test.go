@@ -16,6 +16,7 @@ import (
 var (
 	vflipAUCSeeds  = flag.Int("vflip-auc-seeds", 0, "honest and cheating seeds per mode of TestVflipDetectionAUC (0: skipped; the table of docs/methods/integrity.md §9b: 20)")
 	vflipAUCShared = flag.Float64("vflip-auc-shared", 0.5, "synth_shared of TestVflipDetectionAUC's table")
+	vflipAUCLabel  = flag.Float64("vflip-auc-label", 0, "synth_shared_label of TestVflipDetectionAUC's table (the label's correlation with the shared factor; 0: not tied)")
 	vflipAUCModes  = flag.String("vflip-auc-modes", "noise,constant,replay,gradient_replacement,villain", "cheating modes of TestVflipDetectionAUC")
 )
 
@@ -42,6 +43,7 @@ func vflipDetectionRun(t *testing.T, seed int, mode string) vflipRun {
 	cfg := partiesConfig(t)
 	cfg.SynthRows, cfg.Epochs, cfg.EvalEvery, cfg.Attacks = 20000, 3, 20, []string{"norm"}
 	cfg.Parties, cfg.SynthParties, cfg.SynthShared = nil, 3, *vflipAUCShared
+	cfg.SynthSharedLabel = *vflipAUCLabel
 	cfg.Seed, cfg.Detectors, cfg.Contribution = uint64(seed+1), []string{"vflip"}, true
 	switch mode {
 	case "":
