@@ -71,8 +71,10 @@ type CrossPartyDetector interface {
 //	z_ij = (x_ij − μ_ij) / max(σ_ij, 0.02),
 //
 // ε = 0.01 · mean_k b_k, μ_ij and σ²_ij the running mean and variance of
-// earlier batches' x_ij over their inlier rows (an average over the
-// warm-up, then exponential forgetting with weight 0.1). Both directions
+// earlier batches' x_ij (an average over the warm-up, then exponential
+// forgetting with weight 0.1), taken over all rows, as the batch's own:
+// over the inlier rows only, the history sat below every batch with
+// outlier rows, and an honest run's score climbed with their share. Both directions
 // count because a cheater can break a pair either way: a noise block is
 // predicted no better than knowing nothing (m_ij → b_i), and a constant
 // block, itself trivially "predicted" (m_ij = b_i = 0, ratio 1 by ε),
@@ -86,8 +88,8 @@ type CrossPartyDetector interface {
 // each other party's. With K = 2 both parties share their only pair: the
 // detector sees a disagreement and cannot say whose. The detector's score
 // is the largest party score (0 during the ten-batch warm-up). The network
-// and the histories learn from the batch's inlier rows only, those whose
-// every error is at most 10 times its pair direction's running mean error.
+// learns from the batch's inlier rows only, those whose every error is at
+// most 10 times its pair direction's running mean error over inliers.
 type crossParty struct {
 	names    []string
 	cols     [][2]int
@@ -207,11 +209,11 @@ func (c *crossParty) Observe(_ int64, e *tensor.Matrix) float64 {
 		for m := range c.masks {
 			c.reconstruct(m)
 		}
+		c.pairStats()
 	}
 	c.markInliers(e.Rows, warm)
 	score := 0.0
 	if warm {
-		c.pairStats(allRows)
 		score = math.Inf(-1)
 		for i := range c.cols {
 			c.scores[i] = c.partyScore(i, e.Rows)
@@ -265,15 +267,9 @@ func (c *crossParty) partyScore(i, _ int) float64 {
 	return c.z1[len(c.z1)-(len(c.z1)/2+1)]
 }
 
-// allRows and inlierRows choose the rows pairStats averages.
-const (
-	allRows    = false
-	inlierRows = true
-)
-
 // pairStats sets c.pairStat[i][j] (i < j) to the pair statistic x_ij of
-// the batch's rows, or of its inlier rows only.
-func (c *crossParty) pairStats(inliers bool) {
+// the batch's rows.
+func (c *crossParty) pairStats() {
 	eps := 0.0
 	for _, b := range c.noInfo {
 		eps += b
@@ -281,9 +277,6 @@ func (c *crossParty) pairStats(inliers bool) {
 	eps = cpNoInfoEps*eps/float64(len(c.noInfo)) + 1e-12
 	mean := func(i, j int) float64 {
 		errs := c.pairErrors(i, j)[:c.z.Rows]
-		if inliers {
-			return c.inlierMean(errs)
-		}
 		s := 0.0
 		for _, v := range errs {
 			s += v
@@ -372,7 +365,8 @@ func (c *crossParty) reconstruct(m int) {
 	}
 }
 
-// learn updates the error histories and the network from e's inlier
+// learn updates the histories (the pair statistics of every row, the
+// pair errors' means of the inlier rows) and the network from e's inlier
 // rows (every row during the warm-up).
 func (c *crossParty) learn(e *tensor.Matrix, warm bool) {
 	if c.batches > 0 && c.inlierCnt > 0 {
@@ -382,7 +376,6 @@ func (c *crossParty) learn(e *tensor.Matrix, warm bool) {
 		if !warm {
 			ew = 1 / float64(c.batches)
 		}
-		c.pairStats(inlierRows)
 		for i := range c.cols {
 			for j := range c.cols {
 				if i == j {
