@@ -93,7 +93,9 @@ func firstAbove(windows [][2]float64, threshold float64) int {
 
 // TestVflipDetectionAUC measures the cross-party detector's detection
 // AUC over honest and cheating three-passive runs on the synthetic table
-// correlated by synth_shared (-vflip-auc-shared, 0.5), party p2 cheating
+// correlated by synth_shared (-vflip-auc-shared, 0.5), its label tied to
+// the shared factor by synth_shared_label (-vflip-auc-label, 0: not
+// tied; the tied table of §9b: 0.8), party p2 cheating
 // from step 60 of about 190 by each mode (-vflip-auc-modes), with
 // -vflip-auc-seeds N seeds each (20 for the table of
 // docs/methods/integrity.md §9b). It logs each mode's AUC, how often the
