@@ -7,10 +7,10 @@ import "slices"
 func (c *Config) validateSynthShared(bad func(string, ...any)) {
 	if c.SynthSharedLabel != 0 {
 		if !(c.SynthSharedLabel >= 0 && c.SynthSharedLabel < 1) {
-			bad("synth_shared_label %g: want a correlation in [0, 1)", c.SynthSharedLabel, keyArg("synth_shared_label"))
+			bad("the label's correlation %g with the shared factor (key synth_shared_label): want a correlation in [0, 1)", c.SynthSharedLabel, keyArg("synth_shared_label"))
 		}
 		if !(c.SynthShared > 0) {
-			bad("synth_shared_label ties the label to the common factor of synth_shared: it needs synth_shared > 0", keyArg("synth_shared_label"), keyArg("synth_shared"))
+			bad("a label tied to the shared factor (key synth_shared_label) needs that factor: key synth_shared > 0", keyArg("synth_shared_label"), keyArg("synth_shared"))
 		}
 	}
 	if c.SynthShared == 0 {
