@@ -74,11 +74,11 @@ type CrossPartyDetector interface {
 // earlier batches' x_ij (an average over the warm-up, then exponential
 // forgetting with weight 0.1), taken over all rows, as the batch's own:
 // over the inlier rows only, the history sat below every batch with
-// outlier rows, and an honest run's score climbed with their share. Both directions
-// count because a cheater can break a pair either way: a noise block is
-// predicted no better than knowing nothing (m_ij → b_i), and a constant
-// block, itself trivially "predicted" (m_ij = b_i = 0, ratio 1 by ε),
-// predicts nothing of the others (m_ji → b_j). Dividing by b_i makes a
+// outlier rows, and an honest run's score climbed with their share.
+// Both directions count because a cheater can break a pair either way: a
+// noise block is predicted no better than knowing nothing (m_ij → b_i),
+// and a constant block, itself trivially "predicted" (m_ij = b_i = 0,
+// ratio 1 by ε), predicts nothing of the others (m_ji → b_j). Dividing by b_i makes a
 // pair's level the share of what is left to predict, so that columns
 // floored by the standardisation do not dilute it. Party i's score is
 // the (⌊(K−1)/2⌋+1)-th largest of its K−1 pairs' z-scores: it reaches a
@@ -216,7 +216,7 @@ func (c *crossParty) Observe(_ int64, e *tensor.Matrix) float64 {
 	if warm {
 		score = math.Inf(-1)
 		for i := range c.cols {
-			c.scores[i] = c.partyScore(i, e.Rows)
+			c.scores[i] = c.partyScore(i)
 			score = max(score, c.scores[i])
 		}
 	}
@@ -254,7 +254,7 @@ func (c *crossParty) markInliers(rows int, warm bool) {
 
 // partyScore is party i's majority vote: the (⌊(K−1)/2⌋+1)-th largest
 // of the z-scores z_ij of its pairs {i, j} (pairStats has set x_ij).
-func (c *crossParty) partyScore(i, _ int) float64 {
+func (c *crossParty) partyScore(i int) float64 {
 	c.z1 = c.z1[:0]
 	for j := range c.cols {
 		if j == i {
