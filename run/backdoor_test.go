@@ -118,7 +118,7 @@ func TestVillainSucceedsAboveHonest(t *testing.T) {
 			t.Fatalf("attacked=%t: backdoor outcome %+v", attacked, b)
 		}
 		asr[attacked], auc[attacked] = b.ASR, b.CleanTestAUC
-		t.Logf("attacked=%t: ASR %.3f over %d rows, clean test AUC %.4f", attacked, b.ASR, b.ASRRows, b.CleanTestAUC)
+		t.Logf("attacked=%t: ASR %.3f over %d rows (by quarter of the clean model's confidence, surest first: %v), clean test AUC %.4f", attacked, b.ASR, b.ASRRows, b.ASRByConfidence, b.CleanTestAUC)
 		if !attacked {
 			continue
 		}
