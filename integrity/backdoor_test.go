@@ -29,15 +29,16 @@ func mat(rows, cols int, v ...float32) *tensor.Matrix {
 	return m
 }
 
-// TestGradientReplacementArithmetic follows the attack on hand-built
-// batches: the target row carries its paired poisoned row's features with
-// the trigger in the last column, the poisoned row the trigger, and the
-// poisoned row's gradient becomes γ times the target row's, in the same
-// batch and in a later one; before From nothing changes.
+// TestGradientReplacementArithmetic follows, under the fixed pairing, the
+// attack on hand-built batches: the target row carries its paired
+// poisoned row's features with the trigger in the last column, the
+// poisoned row the trigger, and the poisoned row's gradient becomes γ
+// times the target row's, in the same batch and in a later one; before
+// From nothing changes.
 func TestGradientReplacementArithmetic(t *testing.T) {
 	ids, f := grFeatures()
 	bd, err := NewBackdoor("gradient_replacement", BackdoorConfig{Known: []uint64{10}, TrainIDs: ids, Train: f,
-		From: 2, Poison: 0.1, Amplify: 4, TriggerValue: -7, Seed: 3})
+		From: 2, Poison: 0.1, Amplify: 4, TriggerValue: -7, Pairing: PairingFixed, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,6 +132,7 @@ func TestBackdoorConfigErrors(t *testing.T) {
 		{"poison share 1", "gradient_replacement", func(c *BackdoorConfig) { c.Poison = 1 }},
 		{"NaN amplification", "villain", func(c *BackdoorConfig) { c.Amplify = math.NaN() }},
 		{"no training rows", "gradient_replacement", func(c *BackdoorConfig) { c.Train = nil }},
+		{"unknown pairing", "gradient_replacement", func(c *BackdoorConfig) { c.Pairing = "nope" }},
 	} {
 		c := ok
 		tc.change(&c)
@@ -460,14 +462,14 @@ func TestVillainTriggerOfRecentBatches(t *testing.T) {
 	}
 }
 
-// TestGradientReplacementUnpairedRows: with one known target row and two
+// TestGradientReplacementUnpairedRows: under the fixed pairing, with one known target row and two
 // poisoned rows, the poisoned row the target was not paired with gets γ
 // times the target's gradient too (before any target gradient is kept it
 // keeps its own).
 func TestGradientReplacementUnpairedRows(t *testing.T) {
 	ids, f := grFeatures()
 	bd, err := NewBackdoor("gradient_replacement", BackdoorConfig{Known: []uint64{10}, TrainIDs: ids, Train: f,
-		Poison: 0.34, Amplify: 2, Seed: 3})
+		Poison: 0.34, Amplify: 2, Pairing: PairingFixed, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
