@@ -41,15 +41,7 @@ func TestGradientReplacementInBatch(t *testing.T) {
 	if len(poisoned) != 3 || clean == 0 {
 		t.Fatalf("poisoned rows %v, want three of 12…15 (0.5 of 6, none known)", poisoned)
 	}
-	batchOf := func(rowIDs []uint64) *data.Batch {
-		b := &data.Batch{}
-		rows := make([]int, len(rowIDs))
-		for i, id := range rowIDs {
-			rows[i] = int(id - 10)
-		}
-		f.Gather(rows, b)
-		return b
-	}
+	batchOf := func(rowIDs []uint64) *data.Batch { return grBatch(f, rowIDs) }
 	row := func(id uint64) []float32 { v := float32(id - 9); return []float32{v, 10 * v} }
 	triggered := func(id uint64) []float32 { return []float32{float32(id - 9), -7} }
 

@@ -22,6 +22,18 @@ func grFeatures() ([]uint64, *data.Features) {
 	return ids, f
 }
 
+// grBatch gathers the rows of grFeatures' table f with the given IDs
+// into a batch.
+func grBatch(f *data.Features, ids []uint64) *data.Batch {
+	b := &data.Batch{}
+	rows := make([]int, len(ids))
+	for i, id := range ids {
+		rows[i] = int(id - 10)
+	}
+	f.Gather(rows, b)
+	return b
+}
+
 // mat is a rows×cols matrix of the given values.
 func mat(rows, cols int, v ...float32) *tensor.Matrix {
 	m := tensor.New(rows, cols)
@@ -59,15 +71,7 @@ func TestGradientReplacementArithmetic(t *testing.T) {
 	if other == j {
 		other = 12
 	}
-	batchOf := func(rowIDs ...uint64) *data.Batch {
-		b := &data.Batch{}
-		rows := make([]int, len(rowIDs))
-		for i, id := range rowIDs {
-			rows[i] = int(id - 10)
-		}
-		f.Gather(rows, b)
-		return b
-	}
+	batchOf := func(rowIDs ...uint64) *data.Batch { return grBatch(f, rowIDs) }
 	jv := float32(j - 9) // row j's first column
 
 	// Before From: features, embedding and gradient are left alone.
