@@ -310,6 +310,10 @@ type Config struct {
 	BackdoorAmplify  float64  `yaml:"backdoor_amplify,omitempty"`
 	BackdoorTrigger  float64  `yaml:"backdoor_trigger,omitempty"`
 	BackdoorDryRun   bool     `yaml:"backdoor_dry_run,omitempty"`
+	// BackdoorPairing is gradient replacement's pairing of poisoned and
+	// known target rows (integrity.PairingInBatch, the default, or
+	// integrity.PairingFixed).
+	BackdoorPairing string `yaml:"backdoor_pairing,omitempty"`
 	// PassiveOptimizer makes the passive party train its bottom's dense
 	// layers with another optimiser (integrity.OptimizerNames, e.g.
 	// Fu et al.'s malicious_sgd; empty: Adam, honest), at learning rate
