@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"runtime/trace"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,7 +66,12 @@ func MeasureOverLink(ctx context.Context, spec LinkSpec, up, down linktest.Link)
 	for _, enc := range spec.Encodings {
 		for _, sc := range scheds {
 			free := FreeCores(200 * time.Millisecond)
-			r, err := timedRun(ctx, spec, enc, sc, train, linkPair(dir, up, down))
+			var r *runTimes
+			// The run's span in an execution trace (go test -trace):
+			// scripts/trace-sched.py keeps to it.
+			trace.WithRegion(ctx, "link run", func() {
+				r, err = timedRun(ctx, spec, enc, sc, train, linkPair(dir, up, down))
+			})
 			if err != nil {
 				return nil, fmt.Errorf("step: link run, %v/%v, staleness %d, %d local steps: %w", enc.Embedding, enc.Gradient, sc.Staleness, sc.LocalSteps, err)
 			}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/splitguard/splitguard/config"
+	"github.com/splitguard/splitguard/internal/par"
 	"github.com/splitguard/splitguard/transport/linkplan"
 	"github.com/splitguard/splitguard/transport/linktest"
 	"github.com/splitguard/splitguard/transport/wire"
@@ -50,6 +51,15 @@ var plannerCheck = flag.Bool("planner-check", false, "run TestPlannerPredictsLin
 // idle workers spin and their spinning counts).
 var plannerCPUProcs = flag.Int("planner-cpu-procs", 1, "GOMAXPROCS under which TestPlannerPredictsLink measures processor times")
 
+// plannerSteps is the number of timed steps of each row of
+// TestPlannerPredictsLink (more steps: a steadier median, and a trace
+// with more of the run in it).
+var plannerSteps = flag.Int("planner-steps", 10, "timed steps of each row of TestPlannerPredictsLink")
+
+// plannerParSpin is internal/par's spin during TestPlannerPredictsLink
+// (par.SetSpin), for comparisons.
+var plannerParSpin = flag.Duration("planner-par-spin", par.Spin, "internal/par's spin during TestPlannerPredictsLink")
+
 // TestPlannerPredictsLink checks the link planner against a measurement:
 // the costs of the step measured as `plan-link` measures them just
 // before each row (both parties in process; the transport's overhead
@@ -76,13 +86,20 @@ func TestPlannerPredictsLink(t *testing.T) {
 	if *plannerCPUProcs < 1 {
 		t.Fatalf("-planner-cpu-procs %d, want 1 or more", *plannerCPUProcs)
 	}
+	if *plannerSteps < 1 {
+		t.Fatalf("-planner-steps %d, want 1 or more", *plannerSteps)
+	}
 	defer func(n int) { cpuProcs = n }(cpuProcs)
 	cpuProcs = *plannerCPUProcs
+	defer par.SetSpin(par.SpinTime())
+	if err := par.SetSpin(*plannerParSpin); err != nil {
+		t.Fatal(err)
+	}
 	cfg := config.Default()
 	cfg.Model, cfg.Layers, cfg.Cut, cfg.Batch, cfg.Out = "mlp", []int{128, 128, 128}, 2, 1024, "unused"
 	cfg.Protect, cfg.Params = "none", nil
 	cfg.Baseline, cfg.EvalEvery, cfg.EarlyStop, cfg.ValFrac = false, 0, 0, 0
-	const steps, warmup = 10, 2
+	steps, warmup := *plannerSteps, 2
 	cfg.SynthRows = (steps+warmup+2)*cfg.Batch*10/9 + cfg.Batch
 	cfg.Resolve()
 	if err := cfg.Validate(); err != nil {
