@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"runtime/trace"
 	"sync"
 	"sync/atomic"
@@ -68,9 +69,12 @@ func MeasureOverLink(ctx context.Context, spec LinkSpec, up, down linktest.Link)
 			free := FreeCores(200 * time.Millisecond)
 			var r *runTimes
 			// The run's span in an execution trace (go test -trace):
-			// scripts/trace-sched.py keeps to it.
-			trace.WithRegion(ctx, "link run", func() {
-				r, err = timedRun(ctx, spec, enc, sc, train, linkPair(dir, up, down))
+			// scripts/trace-sched.py keeps to it; and its goroutines'
+			// label in a CPU profile (-tagfocus run=link).
+			pprof.Do(ctx, pprof.Labels("run", "link"), func(ctx context.Context) {
+				trace.WithRegion(ctx, "link run", func() {
+					r, err = timedRun(ctx, spec, enc, sc, train, linkPair(dir, up, down))
+				})
 			})
 			if err != nil {
 				return nil, fmt.Errorf("step: link run, %v/%v, staleness %d, %d local steps: %w", enc.Embedding, enc.Gradient, sc.Staleness, sc.LocalSteps, err)
