@@ -130,3 +130,20 @@ func BenchmarkPackInt8(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRoundInt8 rounds a 1024 × 128 message of normal values to
+// int8 (the WAN row's embedding shape).
+func BenchmarkRoundInt8(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	src := make([]float32, 1024*128)
+	for i := range src {
+		src[i] = float32(rng.NormFloat64())
+	}
+	m := tensor.New(1024, 128)
+	for b.Loop() {
+		copy(m.Data, src)
+		if err := Int8.Round(m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
