@@ -20,7 +20,7 @@ import (
 // after the next step's compute (docs/methods/wan.md, "The serial chain of
 // the WAN k = 4 row"). Yielding once after the Send runs the writer
 // first: it encrypts and writes the message, and the sender continues
-// when it blocks. In the synchronous protocol the sender waits for the
+// when the writer blocks. In the synchronous protocol the sender waits for the
 // answer at once, which runs the writer anyway, so only pipelined sends
 // (the client's Send, the server's answers on a pipelined stream) yield.
 func handOff() {
