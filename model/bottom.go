@@ -113,7 +113,7 @@ func (b *DeepBottom) Forward(in *data.Batch) (*tensor.Matrix, error) {
 // forwardFrom runs layers from..Cut−1 on h, the input of layer from.
 func (b *DeepBottom) forwardFrom(from int, h *tensor.Matrix) {
 	for i := from; i < len(b.dense); i++ {
-		h = b.relu[i].Forward(b.dense[i].Forward(h))
+		h = nn.DenseReLU(b.dense[i], b.relu[i], h)
 		b.outs[i] = h
 	}
 }

@@ -120,7 +120,7 @@ func (t *DeepTop) Forward(e *tensor.Matrix, wide *data.Batch) ([]float32, error)
 	}
 	h := e
 	for i := range t.dense {
-		h = t.relu[i].Forward(t.dense[i].Forward(h))
+		h = nn.DenseReLU(t.dense[i], t.relu[i], h)
 	}
 	out := t.logit.Forward(h)
 	if cap(t.logits) < B {

@@ -62,6 +62,21 @@ func (e *Kernel) Name() string { return e.name }
 // the row strides. With beta == 0, C is not read. It panics when a slice
 // is too short for its shape and stride.
 func (e *Kernel) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	e.SgemmBlocks(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nil, nil)
+}
+
+// SgemmBlocks is Sgemm with an element-wise pass before and after each
+// block of C that one part computes: before(i0, i1, j0, j1) runs on rows
+// [i0, i1) and columns [j0, j1) of C just before the part's product reads
+// them, after(…) on the same block just after it has written them, both
+// on the part's goroutine (either may be nil). Every entry of C is in
+// exactly one block, so a pass that sets C's starting values (a bias
+// broadcast, with beta 1) or reads its final ones (a ReLU) gives the same
+// result as a pass over all of C before or after Sgemm, without a
+// parallel region of its own and on the core whose cache holds the
+// block. A product that is not split runs before and after once, on all
+// of C.
+func (e *Kernel) SgemmBlocks(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, before, after func(i0, i1, j0, j1 int)) {
 	ar, ac := m, k
 	if transA {
 		ar, ac = k, m
@@ -76,28 +91,35 @@ func (e *Kernel) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []floa
 	if m == 0 || n == 0 {
 		return
 	}
-	if k == 0 || alpha == 0 {
-		scaleC(m, n, beta, c, ldc)
-		return
-	}
-	if n <= 2 {
-		thin(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-		return
-	}
-	if m*n*k < 2048 {
-		small(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-		return
-	}
-	parts := min(runtime.GOMAXPROCS(0), m*n*k/parFlops)
-	mt, nt := (m+e.mr-1)/e.mr, (n+e.nr-1)/e.nr // tiles along each side
-	pr, pc := grid(parts, mt, nt, m, n)
-	if pc == 1 && pr > 1 {
-		pr = max(pr, fineRowParts(parts, m, mt, m*n*k))
+	pr, pc := 1, 1
+	if k != 0 && alpha != 0 && n > 2 && m*n*k >= 2048 {
+		parts := min(runtime.GOMAXPROCS(0), m*n*k/parFlops)
+		mt, nt := (m+e.mr-1)/e.mr, (n+e.nr-1)/e.nr // tiles along each side
+		pr, pc = grid(parts, mt, nt, m, n)
+		if pc == 1 && pr > 1 {
+			pr = max(pr, fineRowParts(parts, m, mt, m*n*k))
+		}
 	}
 	if pr*pc < 2 {
-		e.serial(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		if before != nil {
+			before(0, m, 0, n)
+		}
+		switch {
+		case k == 0 || alpha == 0:
+			scaleC(m, n, beta, c, ldc)
+		case n <= 2:
+			thin(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		case m*n*k < 2048:
+			small(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		default:
+			e.serial(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		}
+		if after != nil {
+			after(0, m, 0, n)
+		}
 		return
 	}
+	mt, nt := (m+e.mr-1)/e.mr, (n+e.nr-1)/e.nr
 	par.Do(pr*pc, func(p int) {
 		r, q := p/pc, p%pc
 		i0, i1 := mt*r/pr*e.mr, min(mt*(r+1)/pr*e.mr, m)
@@ -109,7 +131,13 @@ func (e *Kernel) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []floa
 		if transB {
 			bo = j0 * ldb
 		}
+		if before != nil {
+			before(i0, i1, j0, j1)
+		}
 		e.serial(transA, transB, i1-i0, j1-j0, k, alpha, a[ao:], lda, b[bo:], ldb, beta, c[i0*ldc+j0:], ldc)
+		if after != nil {
+			after(i0, i1, j0, j1)
+		}
 	})
 }
 
