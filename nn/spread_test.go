@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/splitguard/splitguard/tensor"
@@ -54,7 +55,8 @@ func TestSpreadParts(t *testing.T) {
 
 // TestDenseReLUAtAnyCoreCount runs a Dense layer and a ReLU forward and
 // backward on shapes whose parallel cuts fall inside rows, at several
-// core counts, as two layers and fused (DenseReLU): every output must be
+// core counts, as two layers and fused (DenseReLU, DenseReLUBackward):
+// every output must be
 // the same bit for bit, and the forward must match the definition
 // b + x·W summed in float64.
 func TestDenseReLUAtAnyCoreCount(t *testing.T) {
@@ -84,7 +86,22 @@ func TestDenseReLUAtAnyCoreCount(t *testing.T) {
 				y = relu.Forward(d.Forward(x))
 			}
 			pre := append([]float32(nil), d.y.Data...)
-			dx := d.Backward(relu.Backward(dy))
+			var dx *tensor.Matrix
+			if fused {
+				dx = DenseReLUBackward(d, &relu, dy)
+				// Without the input gradient, the same weight gradients.
+				dW, dB := append([]float32(nil), d.dW.Data...), append([]float32(nil), d.dB.Data...)
+				d.SkipInputGrad = true
+				if DenseReLUBackward(d, &relu, dy) != nil {
+					t.Fatalf("%v: DenseReLUBackward with SkipInputGrad returned an input gradient", sh)
+				}
+				d.SkipInputGrad = false
+				if !slices.Equal(dW, d.dW.Data) || !slices.Equal(dB, d.dB.Data) {
+					t.Fatalf("%v, GOMAXPROCS %d: weight gradients differ with SkipInputGrad", sh, procs)
+				}
+			} else {
+				dx = d.Backward(relu.Backward(dy))
+			}
 			got := [][]float32{append([]float32(nil), y.Data...), pre, append([]float32(nil), dx.Data...),
 				append([]float32(nil), d.dW.Data...), append([]float32(nil), d.dB.Data...)}
 			runtime.GOMAXPROCS(old)

@@ -84,3 +84,50 @@ func TestMatMulBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestMatMulMany checks that the products of one MatMulMany are bit for
+// bit those of MatMul called on each (whose results TestMatMulAgainst
+// Definition checks), for every engine at 1, 2 and 8 cores, with a
+// product cut into a grid, one into row ranges and one too small to cut,
+// and that each extra part runs exactly once.
+func TestMatMulMany(t *testing.T) {
+	defer func(e Engine) { Default = e }(Default)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	rng := rand.New(rand.NewPCG(3, 5))
+	x, g, w := randMatrix(rng, 2048, 117), randMatrix(rng, 2048, 128), randMatrix(rng, 117, 128)
+	s1, s2 := randMatrix(rng, 5, 7), randMatrix(rng, 7, 3)
+	for _, e := range Engines() {
+		Default = e
+		for _, procs := range []int{1, 2, 8} {
+			runtime.GOMAXPROCS(procs)
+			var dW, dx, small, wdW, wdx, wsmall Matrix
+			MatMul(&wdW, x, true, g, false, 1, 0)
+			MatMul(&wdx, g, false, w, true, 1, 0)
+			MatMul(&wsmall, s1, false, s2, false, 0.5, 0)
+			for _, extra := range []int{0, 1, 5} {
+				ran := make([]atomic.Int32, extra)
+				MatMulMany([]Product{
+					{C: &dW, A: x, TransA: true, B: g, Alpha: 1},
+					{C: &dx, A: g, B: w, TransB: true, Alpha: 1},
+					{C: &small, A: s1, B: s2, Alpha: 0.5},
+				}, extra, func(p int) { ran[p].Add(1) })
+				for name, pair := range map[string][2]*Matrix{"xᵀ·g": {&dW, &wdW}, "g·wᵀ": {&dx, &wdx}, "small": {&small, &wsmall}} {
+					got, want := pair[0], pair[1]
+					if !SameShape(got, want) {
+						t.Fatalf("%s, %d cores: %s is %d×%d, want %d×%d", e.Name(), procs, name, got.Rows, got.Cols, want.Rows, want.Cols)
+					}
+					for i := range want.Data {
+						if math.Float32bits(got.Data[i]) != math.Float32bits(want.Data[i]) {
+							t.Fatalf("%s, %d cores: %s differs from MatMul's at %d: %v vs %v", e.Name(), procs, name, i, got.Data[i], want.Data[i])
+						}
+					}
+				}
+				for p := range ran {
+					if n := ran[p].Load(); n != 1 {
+						t.Fatalf("%s, %d cores: extra part %d of %d ran %d times", e.Name(), procs, p, extra, n)
+					}
+				}
+			}
+		}
+	}
+}

@@ -91,15 +91,35 @@ func (e *Kernel) SgemmBlocks(transA, transB bool, m, n, k int, alpha float32, a 
 	if m == 0 || n == 0 {
 		return
 	}
-	pr, pc := 1, 1
-	if k != 0 && alpha != 0 && n > 2 && m*n*k >= 2048 {
-		parts := min(runtime.GOMAXPROCS(0), m*n*k/parFlops)
-		mt, nt := (m+e.mr-1)/e.mr, (n+e.nr-1)/e.nr // tiles along each side
-		pr, pc = grid(parts, mt, nt, m, n)
-		if pc == 1 && pr > 1 {
-			pr = max(pr, fineRowParts(parts, m, mt, m*n*k))
-		}
+	pr, pc := e.cut(m, n, k, alpha)
+	if pr*pc < 2 {
+		e.block(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, 1, 1, 0, before, after)
+		return
 	}
+	par.Do(pr*pc, func(q int) {
+		e.block(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, pr, pc, q, before, after)
+	})
+}
+
+// cut returns how a product is cut into parts: pr row ranges by pc column
+// ranges of whole tiles (1 by 1: computed whole on one goroutine).
+func (e *Kernel) cut(m, n, k int, alpha float32) (pr, pc int) {
+	if k == 0 || alpha == 0 || n <= 2 || m*n*k < 2048 {
+		return 1, 1
+	}
+	parts := min(runtime.GOMAXPROCS(0), m*n*k/parFlops)
+	mt, nt := (m+e.mr-1)/e.mr, (n+e.nr-1)/e.nr // tiles along each side
+	pr, pc = grid(parts, mt, nt, m, n)
+	if pc == 1 && pr > 1 {
+		pr = max(pr, fineRowParts(parts, m, mt, m*n*k))
+	}
+	return pr, pc
+}
+
+// block computes block q (row range q/pc, column range q%pc) of the
+// product cut into pr×pc blocks, with before and after on it; 1×1 is
+// the whole product, through whichever path suits its shape.
+func (e *Kernel) block(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, pr, pc, q int, before, after func(i0, i1, j0, j1 int)) {
 	if pr*pc < 2 {
 		if before != nil {
 			before(0, m, 0, n)
@@ -120,25 +140,23 @@ func (e *Kernel) SgemmBlocks(transA, transB bool, m, n, k int, alpha float32, a 
 		return
 	}
 	mt, nt := (m+e.mr-1)/e.mr, (n+e.nr-1)/e.nr
-	par.Do(pr*pc, func(p int) {
-		r, q := p/pc, p%pc
-		i0, i1 := mt*r/pr*e.mr, min(mt*(r+1)/pr*e.mr, m)
-		j0, j1 := nt*q/pc*e.nr, min(nt*(q+1)/pc*e.nr, n)
-		ao, bo := i0*lda, j0
-		if transA {
-			ao = i0
-		}
-		if transB {
-			bo = j0 * ldb
-		}
-		if before != nil {
-			before(i0, i1, j0, j1)
-		}
-		e.serial(transA, transB, i1-i0, j1-j0, k, alpha, a[ao:], lda, b[bo:], ldb, beta, c[i0*ldc+j0:], ldc)
-		if after != nil {
-			after(i0, i1, j0, j1)
-		}
-	})
+	r, col := q/pc, q%pc
+	i0, i1 := mt*r/pr*e.mr, min(mt*(r+1)/pr*e.mr, m)
+	j0, j1 := nt*col/pc*e.nr, min(nt*(col+1)/pc*e.nr, n)
+	ao, bo := i0*lda, j0
+	if transA {
+		ao = i0
+	}
+	if transB {
+		bo = j0 * ldb
+	}
+	if before != nil {
+		before(i0, i1, j0, j1)
+	}
+	e.serial(transA, transB, i1-i0, j1-j0, k, alpha, a[ao:], lda, b[bo:], ldb, beta, c[i0*ldc+j0:], ldc)
+	if after != nil {
+		after(i0, i1, j0, j1)
+	}
 }
 
 // fineRows is the fewest rows of C a part of a product cut into row
