@@ -34,7 +34,7 @@ func TestParseCores(t *testing.T) {
 // per step and its ratio to the same round's one-core process's, by hand.
 func TestScalingRows(t *testing.T) {
 	alone := map[int][]coreResult{
-		1: {{100, 10, 10}, {80, 12.5, 12}, {120, 8, 9}},  // median 100/s, 10 ms; CPU 10 ms
+		1: {{100, 10, 10}, {80, 12.5, 12}, {120, 8, 9}},   // median 100/s, 10 ms; CPU 10 ms
 		2: {{150, 6.7, 12}, {170, 6, 15}, {160, 6.2, 11}}, // median 160/s, 6.2 ms; CPU 12 ms
 		4: {{300, 3.4, 16}, {280, 3.6, 20}, {320, 3.1, 18}},
 	}
