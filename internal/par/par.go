@@ -100,21 +100,22 @@ const (
 // once, so that the caller, readied on the worker's processor, runs there
 // straight away.
 func (j *job) claimAndRun(byWorker bool) (wokeCaller bool) {
-	ran := int64(0)
+	count := byWorker && measuring.Load()
 	for {
 		i := j.next.Add(1) - 1
 		if i >= j.n {
 			break
 		}
 		j.fn(int(i))
-		ran++
+		if count {
+			// Before the part counts as done, so that the caller reads
+			// it once Do returns.
+			counters.workerParts.Add(1)
+		}
 		if j.done.Add(1) == j.n && byWorker && j.waiting.Swap(callerWoken) == callerParking {
 			finished <- struct{}{}
 			wokeCaller = true
 		}
-	}
-	if byWorker && ran > 0 && measuring.Load() {
-		counters.workerParts.Add(ran)
 	}
 	return wokeCaller
 }
@@ -152,7 +153,8 @@ var (
 
 // Do calls fn(0), …, fn(n−1), each exactly once and possibly at the same
 // time on different goroutines, and returns when all have returned.
-// fn(0) runs on the calling goroutine. A Do called while another is in
+// fn(0) runs on the calling goroutine; with GOMAXPROCS 1, all of them
+// run there, in turn. A Do called while another is in
 // progress (from fn, or from another goroutine) starts a goroutine for
 // each of its other parts instead of using the pool when GOMAXPROCS is at
 // least twice the parts of the Do in progress, and otherwise runs them in
@@ -161,8 +163,11 @@ func Do(n int, fn func(i int)) {
 	if n <= 0 {
 		return
 	}
-	if n == 1 {
-		fn(0)
+	procs := runtime.GOMAXPROCS(0)
+	if n == 1 || procs == 1 {
+		for i := range n {
+			fn(i)
+		}
 		return
 	}
 	if !busy.CompareAndSwap(false, true) {
@@ -172,7 +177,7 @@ func Do(n int, fn func(i int)) {
 		// still spreads on a machine with many cores; otherwise they
 		// run in turn here (more goroutines than cores only
 		// interleave).
-		if runtime.GOMAXPROCS(0) < 2*int(busyParts.Load()) {
+		if procs < 2*int(busyParts.Load()) {
 			for i := range n {
 				fn(i)
 			}
@@ -189,7 +194,7 @@ func Do(n int, fn func(i int)) {
 	busyParts.Store(int32(n))
 	defer busy.Store(false)
 	measured := !countStart(n).IsZero()
-	ensureWorkers(min(n-1, runtime.GOMAXPROCS(0)-1, maxWorkers))
+	ensureWorkers(min(n-1, procs-1, maxWorkers))
 	jobs++
 	j := &job{fn: fn, n: int32(n), seq: jobs}
 	j.next.Store(1)

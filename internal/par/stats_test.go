@@ -132,9 +132,18 @@ func TestSetSpin(t *testing.T) {
 	if err := SetSpin(MaxSpin); err != nil {
 		t.Fatal(err)
 	}
-	workerPart()
-	if allParked(2 * time.Millisecond) {
-		t.Errorf("with a spin of %v every worker parked within 2 ms of its part", MaxSpin)
+	// A worker whose thread the OS holds up for longer than the spin ends
+	// its part after the caller has parked, and then hands the caller its
+	// processor and parks at once: on a loaded machine that can happen,
+	// so the check needs one of three tries.
+	spun := false
+	for try := 0; try < 3 && !spun; try++ {
+		workerPart()
+		spun = !allParked(2 * time.Millisecond)
+		allParked(2 * time.Second)
+	}
+	if !spun {
+		t.Errorf("with a spin of %v every worker parked within 2 ms of its part, three times", MaxSpin)
 	}
 	if err := SetSpin(0); err != nil {
 		t.Fatal(err)
