@@ -113,7 +113,7 @@ func (b *DeepBottom) Forward(in *data.Batch) (*tensor.Matrix, error) {
 // forwardFrom runs layers from..Cut−1 on h, the input of layer from.
 func (b *DeepBottom) forwardFrom(from int, h *tensor.Matrix) {
 	for i := from; i < len(b.dense); i++ {
-		h = b.relu[i].Forward(b.dense[i].Forward(h))
+		h = nn.DenseReLU(b.dense[i], b.relu[i], h)
 		b.outs[i] = h
 	}
 }
@@ -160,7 +160,7 @@ func (b *DeepBottom) Backward(gCut *tensor.Matrix) ([]*tensor.Matrix, error) {
 	if err := b.checkGrad("backward", gCut); err != nil {
 		return nil, err
 	}
-	back := func(i int, g *tensor.Matrix) *tensor.Matrix { return b.dense[i].Backward(b.relu[i].Backward(g)) }
+	back := func(i int, g *tensor.Matrix) *tensor.Matrix { return nn.DenseReLUBackward(b.dense[i], b.relu[i], g) }
 	layerGrads(b.grads, gCut, back)
 	g := back(0, b.grads[0])
 	if b.emb != nil {

@@ -120,7 +120,7 @@ func (t *DeepTop) Forward(e *tensor.Matrix, wide *data.Batch) ([]float32, error)
 	}
 	h := e
 	for i := range t.dense {
-		h = t.relu[i].Forward(t.dense[i].Forward(h))
+		h = nn.DenseReLU(t.dense[i], t.relu[i], h)
 	}
 	out := t.logit.Forward(h)
 	if cap(t.logits) < B {
@@ -172,7 +172,7 @@ func (t *DeepTop) Backward(dLogits []float32) (*tensor.Matrix, error) {
 	copy(t.dOut.Data, dLogits)
 	g := t.logit.Backward(&t.dOut)
 	for i := len(t.dense) - 1; i >= 0; i-- {
-		g = t.dense[i].Backward(t.relu[i].Backward(g))
+		g = nn.DenseReLUBackward(t.dense[i], t.relu[i], g)
 	}
 	if t.wideEmb != nil {
 		F := t.wideEmb.Fields()

@@ -35,6 +35,8 @@ type Dense struct {
 	y      tensor.Matrix
 	dx     tensor.Matrix
 	dxAud  tensor.Matrix
+	// back holds DenseReLUBackward's products (no slice built per call).
+	back [2]tensor.Product
 }
 
 // NewDense returns an in×out layer with weights drawn from rng by init and
@@ -127,8 +129,7 @@ func ColSums(dst []float32, m *tensor.Matrix) {
 	// Each column is summed over the rows in order whichever part has it,
 	// so the columns can be cut into blocks of 64 (four cache lines)
 	// on several cores without changing a bit.
-	blocks := (m.Cols + 63) / 64
-	parts := min(blocks, m.Rows*m.Cols/spreadGrain, runtime.GOMAXPROCS(0))
+	blocks, parts := colSumParts(m)
 	if parts < 2 {
 		vec.ColSums(dst, m.Data, m.Rows, m.Cols)
 		return
@@ -137,4 +138,12 @@ func ColSums(dst []float32, m *tensor.Matrix) {
 		j0, j1 := blocks*p/parts*64, min(blocks*(p+1)/parts*64, m.Cols)
 		vec.ColSums(dst[j0:j1], m.Data[j0:], m.Rows, m.Cols)
 	})
+}
+
+// colSumParts returns how ColSums cuts m's columns: into parts ranges of
+// whole blocks of 64 columns (blocks of them in all), one per core at
+// most and each of at least spreadGrain values (below 2: not cut).
+func colSumParts(m *tensor.Matrix) (blocks, parts int) {
+	blocks = (m.Cols + 63) / 64
+	return blocks, min(blocks, m.Rows*m.Cols/spreadGrain, runtime.GOMAXPROCS(0))
 }

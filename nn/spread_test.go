@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/splitguard/splitguard/tensor"
@@ -54,8 +55,10 @@ func TestSpreadParts(t *testing.T) {
 
 // TestDenseReLUAtAnyCoreCount runs a Dense layer and a ReLU forward and
 // backward on shapes whose parallel cuts fall inside rows, at several
-// core counts: every output must be the same bit for bit, and the forward
-// must match the definition b + x·W summed in float64.
+// core counts, as two layers and fused (DenseReLU, DenseReLUBackward):
+// every output must be
+// the same bit for bit, and the forward must match the definition
+// b + x·W summed in float64.
 func TestDenseReLUAtAnyCoreCount(t *testing.T) {
 	for _, sh := range [][3]int{{1000, 37, 100}, {777, 128, 129}, {8192, 13, 128}} {
 		rows, in, out := sh[0], sh[1], sh[2]
@@ -68,16 +71,38 @@ func TestDenseReLUAtAnyCoreCount(t *testing.T) {
 			dy.Data[i] = float32(r.NormFloat64())
 		}
 		var ref [][]float32
-		for _, procs := range []int{1, 2, 3, 16} {
+		for run := range 8 {
+			procs, fused := []int{1, 2, 3, 16}[run/2], run%2 == 1
 			old := runtime.GOMAXPROCS(procs)
 			d := NewDense(in, out, HeNormal, rand.New(rand.NewPCG(3, 4)))
 			for j := range d.B.Data {
 				d.B.Data[j] = float32(j%7) - 3
 			}
 			var relu ReLU
-			y := relu.Forward(d.Forward(x))
-			dx := d.Backward(relu.Backward(dy))
-			got := [][]float32{append([]float32(nil), y.Data...), append([]float32(nil), dx.Data...),
+			var y *tensor.Matrix
+			if fused {
+				y = DenseReLU(d, &relu, x)
+			} else {
+				y = relu.Forward(d.Forward(x))
+			}
+			pre := append([]float32(nil), d.y.Data...)
+			var dx *tensor.Matrix
+			if fused {
+				dx = DenseReLUBackward(d, &relu, dy)
+				// Without the input gradient, the same weight gradients.
+				dW, dB := append([]float32(nil), d.dW.Data...), append([]float32(nil), d.dB.Data...)
+				d.SkipInputGrad = true
+				if DenseReLUBackward(d, &relu, dy) != nil {
+					t.Fatalf("%v: DenseReLUBackward with SkipInputGrad returned an input gradient", sh)
+				}
+				d.SkipInputGrad = false
+				if !slices.Equal(dW, d.dW.Data) || !slices.Equal(dB, d.dB.Data) {
+					t.Fatalf("%v, GOMAXPROCS %d: weight gradients differ with SkipInputGrad", sh, procs)
+				}
+			} else {
+				dx = d.Backward(relu.Backward(dy))
+			}
+			got := [][]float32{append([]float32(nil), y.Data...), pre, append([]float32(nil), dx.Data...),
 				append([]float32(nil), d.dW.Data...), append([]float32(nil), d.dB.Data...)}
 			runtime.GOMAXPROCS(old)
 			if ref == nil {
@@ -99,7 +124,7 @@ func TestDenseReLUAtAnyCoreCount(t *testing.T) {
 			for k := range got {
 				for i := range got[k] {
 					if math.Float32bits(got[k][i]) != math.Float32bits(ref[k][i]) {
-						t.Fatalf("%v: output %d differs at %d with GOMAXPROCS %d: %v vs %v", sh, k, i, procs, got[k][i], ref[k][i])
+						t.Fatalf("%v: output %d differs at %d with GOMAXPROCS %d (fused: %v): %v vs %v", sh, k, i, procs, fused, got[k][i], ref[k][i])
 					}
 				}
 			}

@@ -26,7 +26,28 @@ var Default Engine = defaultEngine()
 // c is resized to the product's shape first (its old contents are
 // ignored); with beta != 0, c must already have that shape.
 func MatMul(c *Matrix, a *Matrix, transA bool, b *Matrix, transB bool, alpha, beta float32) {
-	m, k := a.Rows, a.Cols
+	m, n, k := productShape(c, a, transA, b, transB, beta)
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		if beta == 0 {
+			c.Zero()
+		} else {
+			for i := range c.Data {
+				c.Data[i] *= beta
+			}
+		}
+		return
+	}
+	Default.Sgemm(transA, transB, m, n, k, alpha, a.Data, max(a.Cols, 1), b.Data, max(b.Cols, 1), beta, c.Data, max(n, 1))
+}
+
+// productShape returns op(a)·op(b)'s m, n and k, after checking that
+// the inner dimensions agree and that c has the product's shape (resizing
+// it when beta is 0).
+func productShape(c *Matrix, a *Matrix, transA bool, b *Matrix, transB bool, beta float32) (m, n, k int) {
+	m, k = a.Rows, a.Cols
 	if transA {
 		m, k = k, m
 	}
@@ -42,20 +63,7 @@ func MatMul(c *Matrix, a *Matrix, transA bool, b *Matrix, transB bool, alpha, be
 	} else if c.Rows != m || c.Cols != n {
 		panic(fmt.Sprintf("tensor: MatMul accumulates into %d×%d, product is %d×%d", c.Rows, c.Cols, m, n))
 	}
-	if m == 0 || n == 0 {
-		return
-	}
-	if k == 0 {
-		if beta == 0 {
-			c.Zero()
-		} else {
-			for i := range c.Data {
-				c.Data[i] *= beta
-			}
-		}
-		return
-	}
-	Default.Sgemm(transA, transB, m, n, k, alpha, a.Data, max(a.Cols, 1), b.Data, max(b.Cols, 1), beta, c.Data, max(n, 1))
+	return m, n, k
 }
 
 // Engines lists the engines this binary can run on this CPU, Default

@@ -31,3 +31,8 @@ func simdEngines() []SIMDEngine {
 	}
 	return es
 }
+
+// SgemmBlocks implements BlockEngine.
+func (e SIMDEngine) SgemmBlocks(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, before, after func(i0, i1, j0, j1 int)) {
+	e.k.SgemmBlocks(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, before, after)
+}

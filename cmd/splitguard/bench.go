@@ -111,7 +111,9 @@ run's examples per second over bench's (the median of the rounds' own ratios); w
 each count c, a child process with GOMAXPROCS=c, and c one-core children running at
 the same time; the efficiency is the first's rate over the c children's summed rate
 in the same round (1.0: c cores do as much for one run as for c separate runs), the
-median over the rounds. --rounds R repeats the
+median over the rounds. For the step it also prints the c-core child's processor time
+per step and the one-core child's over it (the CPU ratio, paired per round), which
+other processes on the machine move far less than wall times. --rounds R repeats the
 whole sweep R times, interleaved, and reports medians (machines drift by ±20%
 between minutes: use R ≥ 3 for figures you report). Children are this program.`,
 		Args: cobra.NoArgs,

@@ -42,6 +42,13 @@ type coreRow struct {
 	SpeedUp    float64 `json:"speed_up"`
 	Together   float64 `json:"independent_per_second,omitempty"`
 	Efficiency float64 `json:"efficiency,omitempty"`
+	// CPUPerStep is the median processor time per step (ms, all threads)
+	// of the c-core process; CPURatio the median over the rounds of the
+	// one-core process's over it: the share of the c cores' processor
+	// time that does the one-core step's work (the rest goes to waiting
+	// and to slower work). Step benches only.
+	CPUPerStep float64 `json:"cpu_ms_per_step,omitempty"`
+	CPURatio   float64 `json:"cpu_ratio,omitempty"`
 }
 
 // parseCores reads --cores: a comma-separated list of positive counts.
@@ -180,6 +187,7 @@ func scalingRows(cores []int, alone map[int][]coreResult, together map[int][]flo
 			per, unit = append(per, r.PerSecond), append(unit, r.PerUnit)
 		}
 		row := coreRow{Cores: c, PerSecond: median(per), PerUnit: median(unit)}
+		row.CPUPerStep, row.CPURatio = cpuColumns(alone[cores[0]], alone[c], cores[0] == 1)
 		if t := together[c]; len(t) > 0 {
 			// The efficiency pairs each round's c-core process with the
 			// one-core processes of the same round, minutes apart from the
@@ -210,6 +218,27 @@ func scalingRows(cores []int, alone map[int][]coreResult, together map[int][]flo
 	return rows
 }
 
+// cpuColumns returns the median processor time per step of the rounds
+// in these and, when one holds the one-core process's rounds, the median
+// of the rounds' ratios of its time to these' (0 where a child gave no
+// processor time).
+func cpuColumns(one, these []coreResult, oneCore bool) (perStep, ratio float64) {
+	var cpu, ratios []float64
+	for i, r := range these {
+		if r.CPUPerStep <= 0 {
+			return 0, 0
+		}
+		cpu = append(cpu, r.CPUPerStep)
+		if oneCore && i < len(one) && one[i].CPUPerStep > 0 {
+			ratios = append(ratios, one[i].CPUPerStep/r.CPUPerStep)
+		}
+	}
+	if len(ratios) > 0 {
+		ratio = median(ratios)
+	}
+	return median(cpu), ratio
+}
+
 // printScaling prints the table (or JSON).
 func printScaling(w io.Writer, o benchOptions, rows []coreRow) error {
 	if o.JSON {
@@ -220,15 +249,22 @@ func printScaling(w io.Writer, o benchOptions, rows []coreRow) error {
 		what, unit, rate = fmt.Sprintf("streamed PSI of %d IDs a side, half shared, both parties in one process", o.PSI), "µs/ID", "IDs/s"
 	}
 	fmt.Fprintf(w, "%s; medians of %d interleaved rounds\n", what, o.Rounds)
-	fmt.Fprintf(w, "%6s %12s %14s %9s %22s %11s\n", "cores", unit, rate, "speed-up", "independent 1-core ×c", "efficiency")
+	fmt.Fprintf(w, "%6s %12s %14s %9s %22s %11s %12s %10s\n", "cores", unit, rate, "speed-up", "independent 1-core ×c", "efficiency", "CPU ms/step", "CPU ratio")
 	for _, r := range rows {
-		ind, eff := "—", "—"
+		ind, eff, cpu, cr := "—", "—", "—", "—"
 		if r.Together > 0 {
 			ind, eff = fmt.Sprintf("%.0f", r.Together), fmt.Sprintf("%.2f", r.Efficiency)
 		}
-		fmt.Fprintf(w, "%6d %12.3f %14.0f %9.2f %22s %11s\n", r.Cores, r.PerUnit, r.PerSecond, r.SpeedUp, ind, eff)
+		if r.CPUPerStep > 0 {
+			cpu = fmt.Sprintf("%.3f", r.CPUPerStep)
+		}
+		if r.CPURatio > 0 {
+			cr = fmt.Sprintf("%.2f", r.CPURatio)
+		}
+		fmt.Fprintf(w, "%6d %12.3f %14.0f %9.2f %22s %11s %12s %10s\n", r.Cores, r.PerUnit, r.PerSecond, r.SpeedUp, ind, eff, cpu, cr)
 	}
-	_, err := fmt.Fprintln(w, "speed-up: against the first row's rate per core; efficiency: median over the rounds of one c-core process's rate over c one-core processes' in the same round")
+	_, err := fmt.Fprintln(w, "speed-up: against the first row's rate per core; efficiency: median over the rounds of one c-core process's rate over c one-core processes' in the same round;\n"+
+		"CPU ms/step: the c-core process's processor time per step (all threads); CPU ratio: median over the rounds of the one-core process's over it (1: the c cores spend no processor time beyond the one-core step's work; an upper bound on the efficiency, which also counts idle cores)")
 	return err
 }
 

@@ -3,17 +3,24 @@
 // halves — and the passes of the table reader over a chunk of lines on a
 // few long-lived worker goroutines.
 //
-// A part of the step lasts 50–500 µs. Handing it to a new goroutine (or
-// to a parked one) costs a wake-up of an idle OS thread, which on a
-// virtual machine can take as long as the part itself, so splitting the
-// step over two cores bought nothing. The workers here spin for a short
-// while after each part, yielding to other goroutines as they do, before
-// they park; a part offered while a worker spins starts within
-// microseconds. The caller runs part 0 itself and then takes back every
-// part no worker has claimed yet, so a busy or slow pool costs no more
-// than running the parts in turn. One Do at a time uses the pool; a
-// nested or concurrent one starts goroutines where there are cores to
-// spare, and runs its parts in turn where there are not.
+// A part of the step lasts 50–500 µs. Handing it to a parked goroutine
+// costs a wake-up of an idle OS thread, which on a virtual machine can
+// take as long as the part itself. So a worker first spins for a short
+// while after each part (SpinTime), polling with the PAUSE hint and never
+// yielding: a part offered while it spins starts within microseconds.
+// Then it parks, which frees its processor for the process's other
+// goroutines (the audit queue, the network, a baseline fit), and the next
+// Do wakes it. A spinning goroutine that yielded instead (runtime.Gosched)
+// would go to the global run queue, which its processor reads before it
+// looks at other processors' queues, so it would come straight back and a
+// goroutine readied meanwhile would wait for the next preemption. The
+// caller runs part 0 itself and then takes back every part no worker has
+// claimed yet, so a busy or slow pool costs no more than running the parts
+// in turn; it waits for the workers' last parts in the same way, spinning
+// for SpinTime and then parking until the worker that ends the last part
+// hands it the processor. One Do at a time uses the pool; a nested or
+// concurrent one starts goroutines where there are cores to spare, and
+// runs its parts in turn where there are not.
 //
 // Which goroutine runs a part never changes a result: callers give each
 // part its own fixed share of the work and output.
@@ -29,7 +36,7 @@ import (
 
 // Spin is how long an idle worker keeps looking for a new part before it
 // parks, unless SetSpin says otherwise.
-const Spin = 300 * time.Microsecond
+const Spin = 50 * time.Microsecond
 
 // MaxSpin is the longest spin SetSpin takes.
 const MaxSpin = 10 * time.Millisecond
@@ -57,12 +64,11 @@ func SetSpin(d time.Duration) error {
 // SpinTime returns the spin in force (SetSpin).
 func SpinTime() time.Duration { return time.Duration(spinNs.Load()) }
 
-// yieldEvery is how many times a spinning goroutine polls between
-// yields to the scheduler: each poll waits a PAUSE instruction (pause,
-// 10–50 ns), so a goroutine waiting for the processor waits a few
-// microseconds, and the yields (which take the scheduler's lock) are
-// rare enough to cost little.
-const yieldEvery = 64
+// clockEvery is how many times a spinning goroutine polls between
+// readings of the clock: each poll waits a PAUSE instruction (pause,
+// 10–50 ns), so the spin overshoots its deadline by a few microseconds at
+// most.
+const clockEvery = 64
 
 // maxWorkers bounds the pool.
 const maxWorkers = 64
@@ -74,23 +80,60 @@ type job struct {
 	seq  uint64       // which Do of the pool it is, from 1
 	next atomic.Int32 // the next part to claim
 	done atomic.Int32 // parts finished
+	// waiting is the caller's state while the workers end their parts:
+	// callerRunning, callerParking (it parks on finished unless every
+	// part is done) or callerWoken (the worker that ended the last part
+	// sends, or has sent, on finished).
+	waiting atomic.Int32
 }
 
+// The states of job.waiting.
+const (
+	callerRunning int32 = iota
+	callerParking
+	callerWoken
+)
+
 // claimAndRun runs parts of j until none is left unclaimed; byWorker
-// says a worker runs them (for Stats).
-func (j *job) claimAndRun(byWorker bool) {
-	ran := int64(0)
+// says a worker runs them. It reports whether it woke the caller, parked
+// waiting for the last part, which it ended: the worker then parks at
+// once, so that the caller, readied on the worker's processor, runs there
+// straight away.
+func (j *job) claimAndRun(byWorker bool) (wokeCaller bool) {
+	count := byWorker && measuring.Load()
 	for {
 		i := j.next.Add(1) - 1
 		if i >= j.n {
 			break
 		}
 		j.fn(int(i))
-		j.done.Add(1)
-		ran++
+		if count {
+			// Before the part counts as done, so that the caller reads
+			// it once Do returns.
+			counters.workerParts.Add(1)
+		}
+		if j.done.Add(1) == j.n && byWorker && j.waiting.Swap(callerWoken) == callerParking {
+			finished <- struct{}{}
+			wokeCaller = true
+		}
 	}
-	if byWorker && ran > 0 && measuring.Load() {
-		counters.workerParts.Add(ran)
+	return wokeCaller
+}
+
+// waitParts returns once every part of j has ended: it spins for
+// SpinTime, then parks until the worker that ends the last part wakes it.
+func (j *job) waitParts() {
+	deadline := time.Now().Add(SpinTime())
+	for spins := 1; j.done.Load() < j.n; spins++ {
+		pause()
+		if spins%clockEvery == 0 && time.Now().After(deadline) {
+			j.waiting.Store(callerParking)
+			if j.done.Load() < j.n || j.waiting.Swap(callerRunning) == callerWoken {
+				// The last part's worker sees callerParking and sends.
+				<-finished
+			}
+			return
+		}
 	}
 }
 
@@ -100,6 +143,7 @@ var (
 	current   atomic.Pointer[job] // the job on offer
 	parked    atomic.Int32        // workers parked on wake
 	wake      = make(chan struct{}, maxWorkers)
+	finished  = make(chan struct{}, 1) // wakes the caller parked in waitParts
 
 	startMu sync.Mutex   // held while starting workers
 	started atomic.Int32 // workers started
@@ -109,7 +153,8 @@ var (
 
 // Do calls fn(0), …, fn(n−1), each exactly once and possibly at the same
 // time on different goroutines, and returns when all have returned.
-// fn(0) runs on the calling goroutine. A Do called while another is in
+// fn(0) runs on the calling goroutine; with GOMAXPROCS 1, all of them
+// run there, in turn. A Do called while another is in
 // progress (from fn, or from another goroutine) starts a goroutine for
 // each of its other parts instead of using the pool when GOMAXPROCS is at
 // least twice the parts of the Do in progress, and otherwise runs them in
@@ -118,8 +163,11 @@ func Do(n int, fn func(i int)) {
 	if n <= 0 {
 		return
 	}
-	if n == 1 {
-		fn(0)
+	procs := runtime.GOMAXPROCS(0)
+	if n == 1 || procs == 1 {
+		for i := range n {
+			fn(i)
+		}
 		return
 	}
 	if !busy.CompareAndSwap(false, true) {
@@ -129,7 +177,7 @@ func Do(n int, fn func(i int)) {
 		// still spreads on a machine with many cores; otherwise they
 		// run in turn here (more goroutines than cores only
 		// interleave).
-		if runtime.GOMAXPROCS(0) < 2*int(busyParts.Load()) {
+		if procs < 2*int(busyParts.Load()) {
 			for i := range n {
 				fn(i)
 			}
@@ -146,7 +194,7 @@ func Do(n int, fn func(i int)) {
 	busyParts.Store(int32(n))
 	defer busy.Store(false)
 	measured := !countStart(n).IsZero()
-	ensureWorkers(min(n-1, runtime.GOMAXPROCS(0)-1, maxWorkers))
+	ensureWorkers(min(n-1, procs-1, maxWorkers))
 	jobs++
 	j := &job{fn: fn, n: int32(n), seq: jobs}
 	j.next.Store(1)
@@ -164,11 +212,8 @@ func Do(n int, fn func(i int)) {
 	if measured {
 		waitFrom = time.Now()
 	}
-	for spins := 0; j.done.Load() < j.n; spins++ {
-		pause()
-		if spins%yieldEvery == yieldEvery-1 {
-			runtime.Gosched()
-		}
+	if j.done.Load() < j.n {
+		j.waitParts()
 	}
 	current.CompareAndSwap(j, nil)
 	countEnd(waitFrom)
@@ -188,29 +233,30 @@ func ensureWorkers(n int) {
 }
 
 // worker runs offered parts, spinning for SpinTime after each before it
-// parks. It remembers the last job it saw by its number, not by pointer:
-// a job's function may reach a lot of memory (a loaded table), which a
-// pointer kept here would keep from the collector until the next Do.
+// parks (at once after a part whose end woke the caller). It remembers
+// the last job it saw by its number, not by pointer: a job's function may
+// reach a lot of memory (a loaded table), which a pointer kept here would
+// keep from the collector until the next Do.
 func worker() {
 	var seen uint64
 	for {
 		deadline := time.Now().Add(SpinTime())
 		spinFrom := countSpin(time.Time{}, false)
-		for spins := 0; ; spins++ {
+		for spins := 1; ; spins++ {
 			if j := current.Load(); j != nil && j.seq != seen {
 				seen = j.seq
 				countSpin(spinFrom, false)
-				j.claimAndRun(true)
+				if j.claimAndRun(true) {
+					spinFrom = countSpin(time.Time{}, false)
+					break
+				}
 				deadline = time.Now().Add(SpinTime())
 				spinFrom = countSpin(time.Time{}, false)
 				continue
 			}
 			pause()
-			if spins%yieldEvery == yieldEvery-1 {
-				if time.Now().After(deadline) {
-					break
-				}
-				runtime.Gosched()
+			if spins%clockEvery == 0 && time.Now().After(deadline) {
+				break
 			}
 		}
 		countSpin(spinFrom, true)

@@ -62,6 +62,21 @@ func (e *Kernel) Name() string { return e.name }
 // the row strides. With beta == 0, C is not read. It panics when a slice
 // is too short for its shape and stride.
 func (e *Kernel) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	e.SgemmBlocks(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nil, nil)
+}
+
+// SgemmBlocks is Sgemm with an element-wise pass before and after each
+// block of C that one part computes: before(i0, i1, j0, j1) runs on rows
+// [i0, i1) and columns [j0, j1) of C just before the part's product reads
+// them, after(…) on the same block just after it has written them, both
+// on the part's goroutine (either may be nil). Every entry of C is in
+// exactly one block, so a pass that sets C's starting values (a bias
+// broadcast, with beta 1) or reads its final ones (a ReLU) gives the same
+// result as a pass over all of C before or after Sgemm, without a
+// parallel region of its own and on the core whose cache holds the
+// block. A product that is not split runs before and after once, on all
+// of C.
+func (e *Kernel) SgemmBlocks(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, before, after func(i0, i1, j0, j1 int)) {
 	ar, ac := m, k
 	if transA {
 		ar, ac = k, m
@@ -76,41 +91,72 @@ func (e *Kernel) Sgemm(transA, transB bool, m, n, k int, alpha float32, a []floa
 	if m == 0 || n == 0 {
 		return
 	}
-	if k == 0 || alpha == 0 {
-		scaleC(m, n, beta, c, ldc)
+	pr, pc := e.cut(m, n, k, alpha)
+	if pr*pc < 2 {
+		e.block(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, 1, 1, 0, before, after)
 		return
 	}
-	if n <= 2 {
-		thin(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-		return
-	}
-	if m*n*k < 2048 {
-		small(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-		return
+	par.Do(pr*pc, func(q int) {
+		e.block(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, pr, pc, q, before, after)
+	})
+}
+
+// cut returns how a product is cut into parts: pr row ranges by pc column
+// ranges of whole tiles (1 by 1: computed whole on one goroutine).
+func (e *Kernel) cut(m, n, k int, alpha float32) (pr, pc int) {
+	if k == 0 || alpha == 0 || n <= 2 || m*n*k < 2048 {
+		return 1, 1
 	}
 	parts := min(runtime.GOMAXPROCS(0), m*n*k/parFlops)
 	mt, nt := (m+e.mr-1)/e.mr, (n+e.nr-1)/e.nr // tiles along each side
-	pr, pc := grid(parts, mt, nt, m, n)
+	pr, pc = grid(parts, mt, nt, m, n)
 	if pc == 1 && pr > 1 {
 		pr = max(pr, fineRowParts(parts, m, mt, m*n*k))
 	}
+	return pr, pc
+}
+
+// block computes block q (row range q/pc, column range q%pc) of the
+// product cut into pr×pc blocks, with before and after on it; 1×1 is
+// the whole product, through whichever path suits its shape.
+func (e *Kernel) block(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, pr, pc, q int, before, after func(i0, i1, j0, j1 int)) {
 	if pr*pc < 2 {
-		e.serial(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		if before != nil {
+			before(0, m, 0, n)
+		}
+		switch {
+		case k == 0 || alpha == 0:
+			scaleC(m, n, beta, c, ldc)
+		case n <= 2:
+			thin(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		case m*n*k < 2048:
+			small(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		default:
+			e.serial(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		}
+		if after != nil {
+			after(0, m, 0, n)
+		}
 		return
 	}
-	par.Do(pr*pc, func(p int) {
-		r, q := p/pc, p%pc
-		i0, i1 := mt*r/pr*e.mr, min(mt*(r+1)/pr*e.mr, m)
-		j0, j1 := nt*q/pc*e.nr, min(nt*(q+1)/pc*e.nr, n)
-		ao, bo := i0*lda, j0
-		if transA {
-			ao = i0
-		}
-		if transB {
-			bo = j0 * ldb
-		}
-		e.serial(transA, transB, i1-i0, j1-j0, k, alpha, a[ao:], lda, b[bo:], ldb, beta, c[i0*ldc+j0:], ldc)
-	})
+	mt, nt := (m+e.mr-1)/e.mr, (n+e.nr-1)/e.nr
+	r, col := q/pc, q%pc
+	i0, i1 := mt*r/pr*e.mr, min(mt*(r+1)/pr*e.mr, m)
+	j0, j1 := nt*col/pc*e.nr, min(nt*(col+1)/pc*e.nr, n)
+	ao, bo := i0*lda, j0
+	if transA {
+		ao = i0
+	}
+	if transB {
+		bo = j0 * ldb
+	}
+	if before != nil {
+		before(i0, i1, j0, j1)
+	}
+	e.serial(transA, transB, i1-i0, j1-j0, k, alpha, a[ao:], lda, b[bo:], ldb, beta, c[i0*ldc+j0:], ldc)
+	if after != nil {
+		after(i0, i1, j0, j1)
+	}
 }
 
 // fineRows is the fewest rows of C a part of a product cut into row

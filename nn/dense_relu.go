@@ -1,0 +1,73 @@
+package nn
+
+import (
+	"fmt"
+
+	"github.com/splitguard/splitguard/internal/vec"
+	"github.com/splitguard/splitguard/tensor"
+)
+
+// DenseReLU runs d.Forward(x) and then r.Forward on its output as one
+// parallel region: each part of the product sets its block of d's output
+// to the bias, computes the product into it and rectifies it into r's
+// output, on the core that computed the block (tensor.MatMulBlocks). The
+// outputs and what the layers keep for Backward are the same as from the
+// two Forward calls, bit for bit; it returns r's output.
+func DenseReLU(d *Dense, r *ReLU, x *tensor.Matrix) *tensor.Matrix {
+	if x.Cols != d.W.Rows {
+		panic(fmt.Sprintf("nn: Dense %d×%d given input with %d columns", d.W.Rows, d.W.Cols, x.Cols))
+	}
+	d.x = x
+	out := d.W.Cols
+	d.y.Resize(x.Rows, out)
+	r.y.Resize(x.Rows, out)
+	y, ry, bias := d.y.Data, r.y.Data, d.B.Data
+	tensor.MatMulBlocks(&d.y, x, false, d.W, false, 1, 1,
+		func(i0, i1, j0, j1 int) {
+			for i := i0; i < i1; i++ {
+				copy(y[i*out+j0:i*out+j1], bias[j0:j1])
+			}
+		},
+		func(i0, i1, j0, j1 int) {
+			if j0 == 0 && j1 == out {
+				vec.Relu(ry[i0*out:i1*out], y[i0*out:i1*out])
+				return
+			}
+			for i := i0; i < i1; i++ {
+				vec.Relu(ry[i*out+j0:i*out+j1], y[i*out+j0:i*out+j1])
+			}
+		})
+	return &r.y
+}
+
+// DenseReLUBackward runs d.Backward(r.Backward(dy)) in two parallel
+// regions instead of four: the ReLU's pass, then the weight gradient
+// xᵀ·g, the bias gradient's column sums and the input gradient g·Wᵀ
+// together (tensor.MatMulMany), where g is the ReLU's output gradient.
+// Every gradient is the same bit for bit; it returns d's input gradient
+// (nil with SkipInputGrad).
+func DenseReLUBackward(d *Dense, r *ReLU, dy *tensor.Matrix) *tensor.Matrix {
+	g := r.Backward(dy)
+	d.checkDy(g)
+	n := 1
+	d.back[0] = tensor.Product{C: d.dW, A: d.x, TransA: true, B: g, Alpha: 1}
+	if !d.SkipInputGrad {
+		d.back[1] = tensor.Product{C: &d.dx, A: g, B: d.W, TransB: true, Alpha: 1}
+		n = 2
+	}
+	blocks, parts := colSumParts(g)
+	db := d.dB.Data
+	tensor.MatMulMany(d.back[:n], max(parts, 1), func(p int) {
+		if parts < 2 {
+			vec.ColSums(db, g.Data, g.Rows, g.Cols)
+			return
+		}
+		j0, j1 := blocks*p/parts*64, min(blocks*(p+1)/parts*64, g.Cols)
+		vec.ColSums(db[j0:j1], g.Data[j0:], g.Rows, g.Cols)
+	})
+	d.back = [2]tensor.Product{} // keep no reference to g or x
+	if d.SkipInputGrad {
+		return nil
+	}
+	return &d.dx
+}

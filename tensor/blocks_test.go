@@ -1,0 +1,133 @@
+package tensor
+
+import (
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync/atomic"
+	"testing"
+)
+
+// TestMatMulBlocks checks, for every engine this CPU runs and at 1, 2 and
+// 8 cores, on products cut into row ranges, into a grid of row and column
+// ranges, and not cut at all: that before and after each visit every
+// entry of C exactly once, that after sees the product's final value of
+// every entry of its block, and that with before setting C's starting
+// values (beta 1) the result is the float64 product by the definition
+// plus those values.
+func TestMatMulBlocks(t *testing.T) {
+	defer func(e Engine) { Default = e }(Default)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	shapes := []struct {
+		name    string
+		m, n, k int
+		transA  bool
+	}{
+		{"tall, row ranges", 2048, 128, 117, false},
+		{"small C, long k: a grid", 128, 128, 2048, true},
+		{"too small to cut", 16, 24, 8, false},
+		{"thin", 300, 2, 64, false},
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	as, bs, wants := make([]*Matrix, len(shapes)), make([]*Matrix, len(shapes)), make([][][]float64, len(shapes))
+	for s, sh := range shapes {
+		ar, ac := sh.m, sh.k
+		if sh.transA {
+			ar, ac = sh.k, sh.m
+		}
+		as[s], bs[s] = randMatrix(rng, ar, ac), randMatrix(rng, sh.k, sh.n)
+		wants[s] = naive(as[s], sh.transA, bs[s], false)
+	}
+	for _, e := range Engines() {
+		Default = e
+		for _, procs := range []int{1, 2, 8} {
+			runtime.GOMAXPROCS(procs)
+			for s, sh := range shapes {
+				a, b, want := as[s], bs[s], wants[s]
+				c := New(sh.m, sh.n)
+				start := func(i, j int) float32 { return float32(i%7) - float32(j%5)/4 }
+				var beforeVisits, afterVisits = make([]atomic.Int32, sh.m*sh.n), make([]atomic.Int32, sh.m*sh.n)
+				final := make([]float32, sh.m*sh.n)
+				MatMulBlocks(c, a, sh.transA, b, false, 1, 1,
+					func(i0, i1, j0, j1 int) {
+						for i := i0; i < i1; i++ {
+							for j := j0; j < j1; j++ {
+								beforeVisits[i*sh.n+j].Add(1)
+								c.Data[i*sh.n+j] = start(i, j)
+							}
+						}
+					},
+					func(i0, i1, j0, j1 int) {
+						for i := i0; i < i1; i++ {
+							for j := j0; j < j1; j++ {
+								afterVisits[i*sh.n+j].Add(1)
+								final[i*sh.n+j] = c.Data[i*sh.n+j]
+							}
+						}
+					})
+				for i := range sh.m {
+					for j := range sh.n {
+						at := i*sh.n + j
+						if nb, na := beforeVisits[at].Load(), afterVisits[at].Load(); nb != 1 || na != 1 {
+							t.Fatalf("%s, %d cores, %s: entry (%d,%d) visited %d times before, %d after; want once each", e.Name(), procs, sh.name, i, j, nb, na)
+						}
+						if final[at] != c.Data[at] {
+							t.Fatalf("%s, %d cores, %s: after saw %v at (%d,%d), the product ended with %v", e.Name(), procs, sh.name, final[at], i, j, c.Data[at])
+						}
+						w := want[i][j] + float64(start(i, j))
+						if d := math.Abs(float64(c.Data[at]) - w); d > 1e-4*(1+math.Abs(w))*math.Sqrt(float64(sh.k)) {
+							t.Fatalf("%s, %d cores, %s: (%d,%d) = %v, want %v", e.Name(), procs, sh.name, i, j, c.Data[at], w)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestMatMulMany checks that the products of one MatMulMany are bit for
+// bit those of MatMul called on each (whose results TestMatMulAgainst
+// Definition checks), for every engine at 1, 2 and 8 cores, with a
+// product cut into a grid, one into row ranges and one too small to cut,
+// and that each extra part runs exactly once.
+func TestMatMulMany(t *testing.T) {
+	defer func(e Engine) { Default = e }(Default)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	rng := rand.New(rand.NewPCG(3, 5))
+	x, g, w := randMatrix(rng, 2048, 117), randMatrix(rng, 2048, 128), randMatrix(rng, 117, 128)
+	s1, s2 := randMatrix(rng, 5, 7), randMatrix(rng, 7, 3)
+	for _, e := range Engines() {
+		Default = e
+		for _, procs := range []int{1, 2, 8} {
+			runtime.GOMAXPROCS(procs)
+			var dW, dx, small, wdW, wdx, wsmall Matrix
+			MatMul(&wdW, x, true, g, false, 1, 0)
+			MatMul(&wdx, g, false, w, true, 1, 0)
+			MatMul(&wsmall, s1, false, s2, false, 0.5, 0)
+			for _, extra := range []int{0, 1, 5} {
+				ran := make([]atomic.Int32, extra)
+				MatMulMany([]Product{
+					{C: &dW, A: x, TransA: true, B: g, Alpha: 1},
+					{C: &dx, A: g, B: w, TransB: true, Alpha: 1},
+					{C: &small, A: s1, B: s2, Alpha: 0.5},
+				}, extra, func(p int) { ran[p].Add(1) })
+				for name, pair := range map[string][2]*Matrix{"xᵀ·g": {&dW, &wdW}, "g·wᵀ": {&dx, &wdx}, "small": {&small, &wsmall}} {
+					got, want := pair[0], pair[1]
+					if !SameShape(got, want) {
+						t.Fatalf("%s, %d cores: %s is %d×%d, want %d×%d", e.Name(), procs, name, got.Rows, got.Cols, want.Rows, want.Cols)
+					}
+					for i := range want.Data {
+						if math.Float32bits(got.Data[i]) != math.Float32bits(want.Data[i]) {
+							t.Fatalf("%s, %d cores: %s differs from MatMul's at %d: %v vs %v", e.Name(), procs, name, i, got.Data[i], want.Data[i])
+						}
+					}
+				}
+				for p := range ran {
+					if n := ran[p].Load(); n != 1 {
+						t.Fatalf("%s, %d cores: extra part %d of %d ran %d times", e.Name(), procs, p, extra, n)
+					}
+				}
+			}
+		}
+	}
+}
