@@ -1,6 +1,7 @@
 package integrity
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -116,7 +117,7 @@ func TestReplayDetectorAgainstBruteForce(t *testing.T) {
 		var e *tensor.Matrix
 		switch k := rng.IntN(4); {
 		case i < 5 || k == 0:
-			e = randBatch(rng, 6, 3)
+			e = randBatch(rng, 6, 19) // 19: two rounds of four lanes, a pair and an odd value
 		case k == 1: // an earlier batch's embedding, for fresh rows
 			e = clone(nil, stream[rng.IntN(i)].e)
 		case k == 2: // an earlier batch again, its own rows
@@ -171,5 +172,29 @@ func TestRowsHashIsOrderInvariant(t *testing.T) {
 	}
 	if RowsHash([]int{5, 9, 1, 301, 42}) == h || RowsHash(rows[:4]) == h {
 		t.Error("another set hashes alike")
+	}
+}
+
+// TestCollapseIgnoresOneRowBatches: a batch of one row (a schedule's
+// short last batch) has no within-batch variance; the collapse detector
+// scores it 0 and leaves it out of its history, where it used to score 1.
+func TestCollapseIgnoresOneRowBatches(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	d := mustDetector(t, "collapse")
+	for step := range collapseWarmup + 5 {
+		d.Observe(int64(step), randBatch(rng, 32, 4))
+	}
+	if got := d.Observe(99, randBatch(rng, 1, 4)); got != 0 {
+		t.Errorf("a one-row batch scored %g, want 0", got)
+	}
+	// the history is the five batches after the warm-up;
+	// a batch of half their mean variance scores ½ (±sampling)
+	hist := d.(*collapse).sum / d.(*collapse).n
+	half := randBatch(rng, 4096, 4)
+	for i := range half.Data {
+		half.Data[i] *= float32(math.Sqrt(hist / 2))
+	}
+	if got := d.Observe(100, half); math.Abs(got-0.5) > 0.05 {
+		t.Errorf("a batch of half the history's variance scored %g, want ≈ 0.5", got)
 	}
 }
