@@ -697,6 +697,7 @@ func (r *activeRun) observe(ob *active.Observation) error {
 	r.rec.ObserveIntegrity(scores)
 	for _, a := range r.guard.Raised() {
 		r.rec.IntegrityAlarm(a.Detector, a.Step, a.Score, a.Threshold, a.Error())
+		r.met.alarm(a.Detector)
 	}
 	if err != nil {
 		return err

@@ -480,3 +480,15 @@ func gatherSeries(t *testing.T, m *activeMetrics) series {
 	}
 	return flatten(byName)
 }
+
+// TestMetricsIntegrityAlarms: each alarmed batch adds one to
+// splitguard_integrity_alarms_total{detector}.
+func TestMetricsIntegrityAlarms(t *testing.T) {
+	m := newActiveMetrics(Config{}, func() grpcnet.Stats { return grpcnet.Stats{} })
+	for range 3 {
+		m.alarm("replay")
+	}
+	if v := gatherSeries(t, m)["splitguard_integrity_alarms_total{detector=replay}"]; v != 3 {
+		t.Errorf("alarms counted %v, want 3", v)
+	}
+}
