@@ -67,3 +67,13 @@ func (c *Config) validateAlarms(bad func(string, ...any)) {
 		}
 	}
 }
+
+// ResolvedAlarms returns the alarm thresholds the run will have
+// (IntegrityAlarm once resolved: the default detectors' own included)
+// without changing c.
+func (c *Config) ResolvedAlarms() map[string]float64 {
+	r := *c
+	r.Layers = slices.Clone(c.Layers) // Resolve may write them
+	r.Resolve()
+	return r.IntegrityAlarm
+}

@@ -36,6 +36,9 @@ func TestDefaultDetectorsResolved(t *testing.T) {
 			t.Errorf("%s: %v", tc.name, err)
 			continue
 		}
+		if got := c.ResolvedAlarms(); !maps.Equal(got, tc.alarm) {
+			t.Errorf("%s: resolved alarms %v, want %v", tc.name, got, tc.alarm)
+		}
 		c.Resolve()
 		if !slices.Equal(c.Detectors, tc.detectors) || !maps.Equal(c.IntegrityAlarm, tc.alarm) {
 			t.Errorf("%s: detectors %v alarm %v, want %v %v", tc.name, c.Detectors, c.IntegrityAlarm, tc.detectors, tc.alarm)
