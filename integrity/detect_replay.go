@@ -43,8 +43,9 @@ func (d *replayDetector) Observe(_ int64, e *tensor.Matrix) float64 {
 // ObserveRows scores a batch of the training split's rows: 1 when its
 // embedding equals that of an earlier batch of another set of rows. The
 // same rows sent alike again are not a replay: a bottom that did not
-// change between the two steps (its first step under a top whose
-// embedding weights start at zero, a full-batch schedule) sends them so.
+// change between the two steps sends them so (a full-batch schedule
+// after a step with a zero gradient to the embedding, as the first under
+// a top whose deep logit weights start at zero).
 func (d *replayDetector) ObserveRows(_ int64, rows []int, e *tensor.Matrix) float64 {
 	h, ids := BatchHash(e, nil), RowsHash(rows)
 	if first, ok := d.seen[h]; ok {
@@ -57,28 +58,26 @@ func (d *replayDetector) ObserveRows(_ int64, rows []int, e *tensor.Matrix) floa
 	return 0
 }
 
-// Hash constants: the multipliers of xxHash64 and the finaliser of
-// SplitMix64.
+// xxHash64's multipliers.
 const (
 	prime1 = 0x9E3779B185EBCA87
 	prime2 = 0xC2B2AE3D27D4EB4F
 	prime3 = 0x165667B19E3779F9
 )
 
-// fmix is SplitMix64's finaliser: every input bit flips each output bit
+// fmix is xxHash64's avalanche: every input bit flips each output bit
 // with probability about ½.
 func fmix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xBF58476D1CE4E5B9
-	x ^= x >> 27
-	x *= 0x94D049BB133111EB
-	x ^= x >> 31
-	return x
+	x ^= x >> 33
+	x *= prime2
+	x ^= x >> 29
+	x *= prime3
+	return x ^ x>>32
 }
 
 // BatchHash is the replay detector's hash of e: each row's float32 bits
-// folded two values at a time by xxHash64's round (four lanes, merged as
-// xxHash64 merges them) and finalised, the
+// folded two values at a time by xxHash64's round (four lanes) and
+// finalised by its avalanche, the
 // row hashes added (so that any permutation of the rows hashes alike)
 // and mixed with the shape. Two different batches hash alike with
 // probability about 2⁻⁶⁴. One multiply-rotate round per two values keeps

@@ -78,6 +78,7 @@ func newActiveMetrics(cfg Config, stats func() grpcnet.Stats) *activeMetrics {
 	m.alarms = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "splitguard_integrity_alarms_total",
 		Help: "Training batches whose integrity detector score reached its alarm threshold (key integrity_alarm; the run goes on)."}, []string{"detector"})
 	m.reg.MustRegister(m.alarms)
+	m.armAlarms(cfg.ResolvedAlarms())
 	m.leakSeries = map[leakLabels][]float64{}
 	q95 := &leakQ95Collector{m: m, desc: prometheus.NewDesc("splitguard_leak_auc_q95",
 		"Running 95% quantile (nearest rank) of the per-batch leak AUC.", []string{"attack", "layer"}, nil)}

@@ -7,3 +7,13 @@ func (m *activeMetrics) alarm(detector string) {
 	defer m.mu.Unlock()
 	m.alarms.WithLabelValues(detector).Inc()
 }
+
+// armAlarms serves splitguard_integrity_alarms_total at 0 for every
+// detector with an alarm threshold, before its first alarm.
+func (m *activeMetrics) armAlarms(thresholds map[string]float64) {
+	for d, t := range thresholds {
+		if t > 0 {
+			m.alarms.WithLabelValues(d)
+		}
+	}
+}
