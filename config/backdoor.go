@@ -43,6 +43,12 @@ func (c *Config) validateBackdoor(bad func(string, ...any)) {
 	if c.BackdoorDryRun && c.Backdoor == "" {
 		bad("a dry run (key backdoor_dry_run) of no backdoor (key backdoor)", keyArg("backdoor_dry_run"), keyArg("backdoor"))
 	}
+	switch {
+	case c.BackdoorPairing != "" && c.BackdoorPairing != integrity.PairingInBatch && c.BackdoorPairing != integrity.PairingFixed:
+		bad("backdoor pairing %q, want %q or %q (key backdoor_pairing)", c.BackdoorPairing, integrity.PairingInBatch, integrity.PairingFixed, keyArg("backdoor_pairing"))
+	case c.BackdoorPairing != "" && c.Backdoor != "gradient_replacement":
+		bad("a backdoor pairing (key backdoor_pairing) is gradient_replacement's, not of backdoor %q (key backdoor)", c.Backdoor, keyArg("backdoor_pairing"), keyArg("backdoor"))
+	}
 	if c.BackdoorTrigger != c.BackdoorTrigger {
 		bad("backdoor trigger value NaN (key backdoor_trigger)", keyArg("backdoor_trigger"))
 	}
@@ -80,5 +86,5 @@ func (c *Config) NewBackdoor(known, trainIDs []uint64, train *data.Features) (in
 		return nil, nil
 	}
 	return integrity.NewBackdoor(c.Backdoor, integrity.BackdoorConfig{Known: known, TrainIDs: trainIDs, Train: train,
-		From: c.BackdoorFrom, Poison: c.BackdoorPoison, Amplify: c.BackdoorAmplify, TriggerValue: c.BackdoorTrigger, Seed: c.Seed, DryRun: c.BackdoorDryRun})
+		From: c.BackdoorFrom, Poison: c.BackdoorPoison, Amplify: c.BackdoorAmplify, TriggerValue: c.BackdoorTrigger, Pairing: c.BackdoorPairing, Seed: c.Seed, DryRun: c.BackdoorDryRun})
 }

@@ -23,6 +23,9 @@ func TestBackdoorKeysValidated(t *testing.T) {
 		{"poison 1", func(c *Config) { c.BackdoorPoison = 1 }, "key backdoor_poison"},
 		{"dry run of nothing", func(c *Config) { c.BackdoorDryRun = true }, "key backdoor_dry_run"},
 		{"negative amplify", func(c *Config) { c.BackdoorAmplify = -1 }, "key backdoor_amplify"},
+		{"fixed pairing", func(c *Config) { c.Backdoor, c.BackdoorPairing = "gradient_replacement", "fixed" }, ""},
+		{"unknown pairing", func(c *Config) { c.Backdoor, c.BackdoorPairing = "gradient_replacement", "epoch" }, "key backdoor_pairing"},
+		{"pairing of villain", func(c *Config) { c.Backdoor, c.BackdoorPairing = "villain", "batch" }, "key backdoor_pairing"},
 	} {
 		c := Default()
 		c.SynthRows, c.Out = 100, t.TempDir()

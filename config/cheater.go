@@ -5,6 +5,14 @@ import "slices"
 // validateSynthShared checks key synth_shared: a share in [0, 1] of
 // synthetic data.
 func (c *Config) validateSynthShared(bad func(string, ...any)) {
+	if c.SynthSharedLabel != 0 {
+		if !(c.SynthSharedLabel >= 0 && c.SynthSharedLabel < 1) {
+			bad("the label's correlation %g with the shared factor (key synth_shared_label): want a correlation in [0, 1)", c.SynthSharedLabel, keyArg("synth_shared_label"))
+		}
+		if !(c.SynthShared > 0) {
+			bad("a label tied to the shared factor (key synth_shared_label) needs that factor: key synth_shared > 0", keyArg("synth_shared_label"), keyArg("synth_shared"))
+		}
+	}
 	if c.SynthShared == 0 {
 		return
 	}

@@ -109,6 +109,12 @@ type Config struct {
 	// share of each column's latent variance (data.WriteSynthShared); 0,
 	// the default, draws them independently.
 	SynthShared float64 `yaml:"synth_shared,omitempty"`
+	// SynthSharedLabel r in [0, 1), with SynthShared > 0, draws the
+	// synthetic label from the common factor by a probit model whose
+	// latent has correlation r with it (data.WriteSynthTied), so every
+	// column carries the label through the factor; 0, the default, leaves
+	// the label apart from it.
+	SynthSharedLabel float64 `yaml:"synth_shared_label,omitempty"`
 	// Cheater names the passive party that cheats (keys free_ride,
 	// backdoor) in a run of several passive parties; the others are
 	// honest.
@@ -310,6 +316,10 @@ type Config struct {
 	BackdoorAmplify  float64  `yaml:"backdoor_amplify,omitempty"`
 	BackdoorTrigger  float64  `yaml:"backdoor_trigger,omitempty"`
 	BackdoorDryRun   bool     `yaml:"backdoor_dry_run,omitempty"`
+	// BackdoorPairing is gradient replacement's pairing of poisoned and
+	// known target rows (integrity.PairingInBatch, the default, or
+	// integrity.PairingFixed).
+	BackdoorPairing string `yaml:"backdoor_pairing,omitempty"`
 	// PassiveOptimizer makes the passive party train its bottom's dense
 	// layers with another optimiser (integrity.OptimizerNames, e.g.
 	// Fu et al.'s malicious_sgd; empty: Adam, honest), at learning rate

@@ -37,7 +37,7 @@ func (c *Config) LoadData() (*data.Split, error) {
 	case data.IsImageFormat(c.Format):
 		return data.LoadImages(c.Format, c.Data, c.ImageOptions())
 	case c.Data == "":
-		return data.GenerateShared(c.SynthRows, c.SynthPosRate, c.SynthShared, c.DataSeed(), c.DataOptions())
+		return data.GenerateTied(c.SynthRows, c.SynthPosRate, c.SynthShared, c.SynthSharedLabel, c.DataSeed(), c.DataOptions())
 	}
 	if tf, ok := data.LookupTableFormat(c.Format); ok && tf.LabelCol == "" && c.Label == "" {
 		return nil, Keyed(fmt.Errorf("format %s: no label column named (key label); the passive party of a two-party run loads its table without labels", c.Format), "label")

@@ -42,6 +42,9 @@ func TestPartiesValidate(t *testing.T) {
 		{"cheater without mode", func(c *Config) { c.Cheater = "a" }, "no cheating mode is set"},
 		{"synth_shared", func(c *Config) { c.SynthShared = 1.5 }, "synth_shared 1.5: want a share in [0, 1]"},
 		{"synth_shared ok", func(c *Config) { c.SynthShared = 0.5 }, ""},
+		{"synth_shared_label range", func(c *Config) { c.SynthShared, c.SynthSharedLabel = 0.5, 1 }, "the label's correlation 1 with the shared factor (key synth_shared_label): want a correlation in [0, 1)"},
+		{"synth_shared_label alone", func(c *Config) { c.SynthSharedLabel = 0.5 }, "a label tied to the shared factor (key synth_shared_label) needs that factor: key synth_shared > 0"},
+		{"synth_shared_label ok", func(c *Config) { c.SynthShared, c.SynthSharedLabel = 0.5, 0.6 }, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Default()

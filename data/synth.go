@@ -122,6 +122,9 @@ type synth struct {
 	// common is the shared-factor draw of key synth_shared (nil: every
 	// column drawn independently, as by default).
 	common *synthCommon
+	// tie draws the label from the common factor (key
+	// synth_shared_label; nil: the label first, by posRate).
+	tie *labelTie
 }
 
 func newSynth(posRate float64, seed uint64) (*synth, error) {
@@ -152,11 +155,16 @@ func (g *synth) next(r *synthRow) {
 	rng := g.rng
 	r.label = 0
 	informative := false
-	if rng.Float64() < g.posRate {
+	if g.tie != nil {
+		g.common.drawFactor(rng)
+	}
+	if rng.Float64() < g.positive() {
 		r.label = 1
 		informative = rng.Float64() >= synthAmbiguous
 	}
-	g.common.drawFactor(rng)
+	if g.tie == nil {
+		g.common.drawFactor(rng)
+	}
 	for j := range synthCats {
 		if rng.Float64() < synthCats[j].na {
 			r.cats[j] = -1
@@ -188,6 +196,15 @@ func (g *synth) next(r *synthRow) {
 		}
 		r.ints[j] = int64(math.Min(math.Floor(math.Exp(mu+s.sigma*g.normal())), synthMaxInt))
 	}
+}
+
+// positive is the row's probability of the positive class: posRate, or
+// given the common factor when the label is tied to it.
+func (g *synth) positive() float64 {
+	if g.tie == nil {
+		return g.posRate
+	}
+	return g.tie.positive(g.common.f)
 }
 
 // catCode is the 32-bit code written for value k of column j: a bijection
@@ -238,6 +255,15 @@ func WriteSynth(w io.Writer, rows int64, posRate float64, seed uint64) error {
 // column's latent variance drawn from one factor common to all columns
 // (see [SynthShared]); shared 0 writes WriteSynth's bytes.
 func WriteSynthShared(w io.Writer, rows int64, posRate, shared float64, seed uint64) error {
+	return WriteSynthTied(w, rows, posRate, shared, 0, seed)
+}
+
+// WriteSynthTied is [WriteSynthShared] with the label tied to the common
+// factor with correlation label in [0, 1) (key synth_shared_label; see
+// labelTie): every column then carries the label through the factor.
+// label 0 writes WriteSynthShared's bytes; a positive label needs a
+// positive shared.
+func WriteSynthTied(w io.Writer, rows int64, posRate, shared, label float64, seed uint64) error {
 	if rows < 0 {
 		return fmt.Errorf("synth: negative row count %d", rows)
 	}
@@ -246,6 +272,9 @@ func WriteSynthShared(w io.Writer, rows int64, posRate, shared float64, seed uin
 		return err
 	}
 	if g.common, err = newSynthCommon(shared); err != nil {
+		return err
+	}
+	if g.tie, err = newLabelTie(label, shared, posRate); err != nil {
 		return err
 	}
 	bw := bufio.NewWriterSize(w, 1<<20)
@@ -279,6 +308,11 @@ func Generate(rows int, posRate float64, seed uint64, o Options) (*Split, error)
 
 // GenerateShared is [Generate] of the rows [WriteSynthShared] writes.
 func GenerateShared(rows int, posRate, shared float64, seed uint64, o Options) (*Split, error) {
+	return GenerateTied(rows, posRate, shared, 0, seed, o)
+}
+
+// GenerateTied is [Generate] of the rows [WriteSynthTied] writes.
+func GenerateTied(rows int, posRate, shared, label float64, seed uint64, o Options) (*Split, error) {
 	if o.Format != "" && o.Format != FormatCriteo {
 		return nil, fmt.Errorf("synth: generated data is in Criteo format, not %q", o.Format)
 	}
@@ -291,17 +325,23 @@ func GenerateShared(rows int, posRate, shared float64, seed uint64, o Options) (
 	if _, err := newSynthCommon(shared); err != nil {
 		return nil, err
 	}
+	if _, err := newLabelTie(label, shared, posRate); err != nil {
+		return nil, err
+	}
 	// The generator writes the text on its own goroutine, up to
 	// synthPipeDepth chunks of 1 MiB ahead of the loader reading it.
 	pipe := newChunkPipe(synthPipeDepth)
 	done := make(chan error, 1)
 	go func() {
-		err := WriteSynthShared(pipe, int64(rows), posRate, shared, seed)
+		err := WriteSynthTied(pipe, int64(rows), posRate, shared, label, seed)
 		pipe.closeWrite(err)
 		done <- err
 	}()
 	name := fmt.Sprintf("synth(rows=%d, pos=%g, seed=%d)", rows, posRate, seed)
-	if shared > 0 {
+	switch {
+	case label > 0:
+		name = fmt.Sprintf("synth(rows=%d, pos=%g, shared=%g, label=%g, seed=%d)", rows, posRate, shared, label, seed)
+	case shared > 0:
 		name = fmt.Sprintf("synth(rows=%d, pos=%g, shared=%g, seed=%d)", rows, posRate, shared, seed)
 	}
 	s, err := loadReaderRows(pipe, name, o, int64(rows))

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The default detector set's alarms over a sweep or a folder of runs (docs/methods/integrity.md §11e;
+"""The default detector set's alarms over a sweep or a folder of runs (docs/methods/integrity.md §11f;
 experiments/integrity-defaults.yaml, scripts/integrity-defaults-tables.sh). Standard library only.
 
     python3 experiments/defaults_table.py DIR [DIR ...]

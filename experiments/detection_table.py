@@ -51,7 +51,7 @@ def load(root):
 
 def group(cfg):
     if cfg.get("backdoor"):
-        name = cfg["backdoor"] + "".join(f" {k[9:]} {cfg[k]}" for k in ("backdoor_amplify", "backdoor_known", "backdoor_poison") if k in cfg)
+        name = cfg["backdoor"] + "".join(f" {k[9:]} {cfg[k]}" for k in ("backdoor_amplify", "backdoor_known", "backdoor_poison", "backdoor_pairing") if k in cfg)
         if cfg.get("backdoor_dry_run") == "true":
             name += " (dry run)"
         return name, int(cfg.get("backdoor_from", 0))

@@ -55,7 +55,10 @@ type BackdoorConfig struct {
 	// TriggerValue is the value a feature-space trigger writes into the
 	// passive party's dense columns (0: the attack's default).
 	TriggerValue float64
-	Seed         uint64
+	// Pairing is how gradient replacement pairs poisoned rows with known
+	// target rows: PairingInBatch (""), PairingFixed.
+	Pairing string
+	Seed    uint64
 	// DryRun leaves the party honest: the attack only watches the
 	// embeddings it would send and keeps its trigger, to measure that
 	// trigger on an honestly trained model.

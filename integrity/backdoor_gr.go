@@ -24,7 +24,7 @@ const (
 
 func init() {
 	RegisterBackdoor(BackdoorSpec{Name: "gradient_replacement",
-		Help: "Liu et al. 2020: poisoned rows carry a feature trigger; a known target row sends a paired poisoned row's triggered embedding, and the poisoned row learns from that target row's gradient × γ",
+		Help: "Liu et al. 2020, paired as VFLAIR does: poisoned rows carry a feature trigger; a known target row sends the triggered embedding of a poisoned row of its own batch, which learns from that target row's gradient × γ of the same step",
 		New:  newGradientReplacement})
 }
 
@@ -32,18 +32,24 @@ func init() {
 // Chen ("Backdoor attacks and defenses in feature-partitioned
 // collaborative learning", 2020). The attacker picks a share of its
 // training rows to poison (D_poison) and knows a few rows of the target
-// class (D_target). From step From: a poisoned row's features carry the
-// trigger; a known target row t is paired, when first seen, with a
-// poisoned row j drawn at random, and sends at its own place the
-// embedding of j's triggered features; the gradient the active party
-// returns for t (the gradient of "triggered j labelled as the target") is
-// kept, and whenever j is in a batch, its gradient is replaced by γ times
-// the last one kept for the target row first paired with it. A poisoned
-// row with no target paired to it yet (with a few known rows, most of
-// them) gets γ times the target gradient kept last, as in the paper
-// every poisoned row learns from the target's gradient: left with its
-// own gradient, it would teach the top that the trigger means its own
-// label, mostly not the target.
+// class (D_target). From step From, under the default in-batch pairing
+// (VFLAIR's MainTaskVFLwithBackdoor; backdoor_gr_batch.go): in each
+// batch, each known target row t is paired with a different poisoned row
+// j of the same batch, j carries the trigger, t sends at its own place
+// the embedding of j's triggered features, and j's gradient is replaced
+// by γ times the gradient the active party returns for t in that batch
+// (the gradient of "triggered j labelled as the target", at this step's
+// model). A poisoned row with no known row to pair with in its batch
+// stays honest there; a known row with no poisoned row in its batch
+// still sends a poisoned row's triggered features.
+//
+// Under the fixed pairing (PairingFixed, the behaviour until 2026-11-27):
+// t is paired, when first seen, with a poisoned row j drawn at random for
+// the whole run; every poisoned row carries the trigger in every batch;
+// the gradient returned for t is kept, and whenever j is in a batch its
+// gradient is replaced by γ times the last one kept for the target row
+// first paired with it (often of an earlier step); a poisoned row with
+// no target paired to it yet gets γ times the target gradient kept last.
 type gradientReplacement struct {
 	known    map[uint64]bool
 	poisoned map[uint64]bool
@@ -59,6 +65,12 @@ type gradientReplacement struct {
 	gamma    float32
 	trigger  featureTrigger
 	out      *tensor.Matrix
+	// inBatch pairs within each batch (VFLAIR's pairing,
+	// backdoor_gr_batch.go); pairs, targets and candidates are the
+	// current batch's.
+	inBatch             bool
+	pairs               []rowPair
+	targets, candidates []int
 }
 
 func newGradientReplacement(c BackdoorConfig) (Backdoor, error) {
@@ -67,6 +79,13 @@ func newGradientReplacement(c BackdoorConfig) (Backdoor, error) {
 		rng: rand.New(rand.NewPCG(c.Seed, streamGR)), from: c.From,
 		gamma:   float32(orDefault(c.Amplify, grAmplify)),
 		trigger: newFeatureTrigger(c.Train, float32(c.TriggerValue))}
+	switch c.Pairing {
+	case "", PairingInBatch:
+		a.inBatch = true
+	case PairingFixed:
+	default:
+		return nil, fmt.Errorf("integrity: gradient replacement: pairing %q, want %q or %q", c.Pairing, PairingInBatch, PairingFixed)
+	}
 	share := orDefault(c.Poison, grPoison)
 	// The poisoned rows: a seeded draw of the share of the training rows
 	// not known to be of the target class (at least one).
@@ -102,10 +121,15 @@ func (a *gradientReplacement) Name() string { return "gradient_replacement" }
 // Poisoned reports whether the training row id is poisoned.
 func (a *gradientReplacement) Poisoned(id uint64) bool { return a.poisoned[id] }
 
-// Features puts the trigger on the batch's poisoned rows and, at each
-// known target row, the triggered features of its paired poisoned row.
+// Features puts the trigger on the batch's poisoned rows (under the
+// in-batch pairing, the paired ones) and, at each known target row, the
+// triggered features of its paired poisoned row.
 func (a *gradientReplacement) Features(step int64, ids []uint64, b *data.Batch) error {
 	if step < a.from {
+		return nil
+	}
+	if a.inBatch {
+		a.featuresInBatch(ids, b)
 		return nil
 	}
 	for r, id := range ids {
@@ -134,13 +158,18 @@ func (a *gradientReplacement) Send(_ int64, _ []uint64, e *tensor.Matrix) (*tens
 	return e, nil
 }
 
-// Gradient keeps the known target rows' gradients and replaces each
-// poisoned row's by γ times its partner's last kept one (the target
-// gradient kept last for a row without a partner; nothing before any
-// target gradient is kept).
+// Gradient replaces each paired poisoned row's gradient by γ times its
+// target row's of this batch (in-batch pairing); under the fixed pairing
+// it keeps the known target rows' gradients and replaces each poisoned
+// row's by γ times its partner's last kept one (the target gradient kept
+// last for a row without a partner; nothing before any target gradient
+// is kept).
 func (a *gradientReplacement) Gradient(step int64, ids []uint64, g *tensor.Matrix) (*tensor.Matrix, error) {
 	if step < a.from {
 		return g, nil
+	}
+	if a.inBatch {
+		return a.gradientInBatch(g), nil
 	}
 	out := copyInto(&a.out, g)
 	d := g.Cols

@@ -22,6 +22,18 @@ func grFeatures() ([]uint64, *data.Features) {
 	return ids, f
 }
 
+// grBatch gathers the rows of grFeatures' table f with the given IDs
+// into a batch.
+func grBatch(f *data.Features, ids []uint64) *data.Batch {
+	b := &data.Batch{}
+	rows := make([]int, len(ids))
+	for i, id := range ids {
+		rows[i] = int(id - 10)
+	}
+	f.Gather(rows, b)
+	return b
+}
+
 // mat is a rows×cols matrix of the given values.
 func mat(rows, cols int, v ...float32) *tensor.Matrix {
 	m := tensor.New(rows, cols)
@@ -29,15 +41,16 @@ func mat(rows, cols int, v ...float32) *tensor.Matrix {
 	return m
 }
 
-// TestGradientReplacementArithmetic follows the attack on hand-built
-// batches: the target row carries its paired poisoned row's features with
-// the trigger in the last column, the poisoned row the trigger, and the
-// poisoned row's gradient becomes γ times the target row's, in the same
-// batch and in a later one; before From nothing changes.
+// TestGradientReplacementArithmetic follows, under the fixed pairing, the
+// attack on hand-built batches: the target row carries its paired
+// poisoned row's features with the trigger in the last column, the
+// poisoned row the trigger, and the poisoned row's gradient becomes γ
+// times the target row's, in the same batch and in a later one; before
+// From nothing changes.
 func TestGradientReplacementArithmetic(t *testing.T) {
 	ids, f := grFeatures()
 	bd, err := NewBackdoor("gradient_replacement", BackdoorConfig{Known: []uint64{10}, TrainIDs: ids, Train: f,
-		From: 2, Poison: 0.1, Amplify: 4, TriggerValue: -7, Seed: 3})
+		From: 2, Poison: 0.1, Amplify: 4, TriggerValue: -7, Pairing: PairingFixed, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,15 +71,7 @@ func TestGradientReplacementArithmetic(t *testing.T) {
 	if other == j {
 		other = 12
 	}
-	batchOf := func(rowIDs ...uint64) *data.Batch {
-		b := &data.Batch{}
-		rows := make([]int, len(rowIDs))
-		for i, id := range rowIDs {
-			rows[i] = int(id - 10)
-		}
-		f.Gather(rows, b)
-		return b
-	}
+	batchOf := func(rowIDs ...uint64) *data.Batch { return grBatch(f, rowIDs) }
 	jv := float32(j - 9) // row j's first column
 
 	// Before From: features, embedding and gradient are left alone.
@@ -131,6 +136,7 @@ func TestBackdoorConfigErrors(t *testing.T) {
 		{"poison share 1", "gradient_replacement", func(c *BackdoorConfig) { c.Poison = 1 }},
 		{"NaN amplification", "villain", func(c *BackdoorConfig) { c.Amplify = math.NaN() }},
 		{"no training rows", "gradient_replacement", func(c *BackdoorConfig) { c.Train = nil }},
+		{"unknown pairing", "gradient_replacement", func(c *BackdoorConfig) { c.Pairing = "nope" }},
 	} {
 		c := ok
 		tc.change(&c)
@@ -460,14 +466,14 @@ func TestVillainTriggerOfRecentBatches(t *testing.T) {
 	}
 }
 
-// TestGradientReplacementUnpairedRows: with one known target row and two
+// TestGradientReplacementUnpairedRows: under the fixed pairing, with one known target row and two
 // poisoned rows, the poisoned row the target was not paired with gets γ
 // times the target's gradient too (before any target gradient is kept it
 // keeps its own).
 func TestGradientReplacementUnpairedRows(t *testing.T) {
 	ids, f := grFeatures()
 	bd, err := NewBackdoor("gradient_replacement", BackdoorConfig{Known: []uint64{10}, TrainIDs: ids, Train: f,
-		Poison: 0.34, Amplify: 2, Seed: 3})
+		Poison: 0.34, Amplify: 2, Pairing: PairingFixed, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,18 +11,18 @@ import (
 	"github.com/splitguard/splitguard/tensor"
 )
 
-// cpSDFloor: the standard deviation a batch error is z-scored by is at
-// least cpSDFloor times its running mean (a history of equal batches
-// would otherwise divide by zero). The cross-party detector's other
-// settings are the autoencoder detector's: aeWarmup, aeDecay, aeTau,
-// aeLR, aeSeed.
+// The cross-party detector's settings besides these are the autoencoder
+// detector's: aeWarmup, aeDecay, aeTau, aeLR, aeSeed.
 const (
-	cpSDFloor = 0.05
-	// cpSDAbs: that standard deviation is also at least cpSDAbs in
-	// standardised units (1 is the error of predicting a column's mean),
-	// so that a block reconstructed almost exactly does not turn the
-	// optimiser's jitter into large z-scores.
-	cpSDAbs = 0.01
+	// cpSDAbs: the standard deviation a pair's statistic (a sum of two
+	// logarithms of error ratios) is z-scored by is at least cpSDAbs, so
+	// that a history of equal batches does not divide by zero.
+	cpSDAbs = 0.02
+	// cpNoInfoEps: an error ratio's numerator and denominator both get
+	// cpNoInfoEps times the mean no-information error of the blocks, so
+	// that a block without variation (a constant) has ratio 1, as a
+	// block that shares nothing.
+	cpNoInfoEps = 0.01
 	// cpAllVarFloor: a column's variance is also floored at this share of
 	// the mean variance of every column, so that a block whose bottom is
 	// dead (variance 0) does not blow up when it wakes.
@@ -31,7 +31,7 @@ const (
 
 func init() {
 	RegisterDetector(DetectorSpec{Name: "vflip",
-		Help: "VFLIP's cross-party reconstruction (several passive parties, aggregation concat): a masked autoencoder trained online on the concatenated embeddings reconstructs each party's block from each other party's; a party scores the majority vote of the z-scores of those errors against their history, the detector the largest",
+		Help: "VFLIP's cross-party reconstruction (several passive parties, aggregation concat): a masked autoencoder trained online on the concatenated embeddings reconstructs each party's block from each other party's; a pair of parties scores how much less each predicts the other than in its history (both directions, each error relative to knowing nothing), a party the majority vote over its pairs, the detector the largest",
 		New:  func() Detector { return &crossParty{} }})
 }
 
@@ -60,27 +60,43 @@ type CrossPartyDetector interface {
 // K = 2), one Adam step per mask and batch on the sum over the masked
 // blocks of the rows' mean squared error over the block's columns.
 //
-// Scoring uses the "1 to 1" masks: m_ij, the batch's mean error of block
-// i reconstructed from block j alone, is z-scored against its history,
-// z_ij = (m_ij − μ_ij) / max(σ_ij, 0.05 μ_ij) (μ_ij and σ²_ij the
-// running mean and variance of earlier batches' errors over their inlier
-// rows: an average over the warm-up, then exponential forgetting with
-// weight 0.1). Party i's score is the (⌊(K−1)/2⌋+1)-th largest of its
-// K−1 z-scores: it reaches a threshold exactly when a majority of the
-// other parties vote that i's block disagrees with theirs (VFLIP's vote,
-// taken per batch, not per row). A party whose block is out of line
-// raises every z_ij of its own but only one of each other party's. With
-// K = 2 the two parties' scores are the same evidence: the detector sees
-// a disagreement and cannot say whose. The detector's score is the
-// largest party score (0 during the ten-batch warm-up). The network and
-// the histories learn from the batch's inlier rows only,
-// those whose every error is at most 10 μ_ij.
+// Scoring uses the "1 to 1" masks. m_ij is the batch's mean error of
+// block i reconstructed from block j alone and b_i the error of knowing
+// nothing (predicting every column's mean: the mean over the block's
+// columns of their standardised variance, 1 for a column not floored, 0
+// for a constant one). The pair {i, j} is scored by how much worse than
+// in its history the two blocks predict each other,
+//
+//	x_ij = log((m_ij + ε)/(b_i + ε)) + log((m_ji + ε)/(b_j + ε)),
+//	z_ij = (x_ij − μ_ij) / max(σ_ij, 0.02),
+//
+// ε = 0.01 · mean_k b_k, μ_ij and σ²_ij the running mean and variance of
+// earlier batches' x_ij (an average over the warm-up, then exponential
+// forgetting with weight 0.1), taken over all rows, as the batch's own:
+// over the inlier rows only, the history sat below every batch with
+// outlier rows, and an honest run's score climbed with their share.
+// Both directions count because a cheater can break a pair either way: a
+// noise block is predicted no better than knowing nothing (m_ij → b_i),
+// and a constant block, itself trivially "predicted" (m_ij = b_i = 0,
+// ratio 1 by ε), predicts nothing of the others (m_ji → b_j). Dividing by b_i makes a
+// pair's level the share of what is left to predict, so that columns
+// floored by the standardisation do not dilute it. Party i's score is
+// the (⌊(K−1)/2⌋+1)-th largest of its K−1 pairs' z-scores: it reaches a
+// threshold exactly when a majority of the other parties vote that i's
+// block disagrees with theirs (VFLIP's vote, taken per batch, not per
+// row). A cheating party breaks every pair of its own but only one of
+// each other party's. With K = 2 both parties share their only pair: the
+// detector sees a disagreement and cannot say whose. The detector's score
+// is the largest party score (0 during the ten-batch warm-up). The network
+// learns from the batch's inlier rows only, those whose every error is at
+// most 10 times its pair direction's running mean error over inliers.
 type crossParty struct {
 	names    []string
 	cols     [][2]int
 	width    int
 	batches  int
 	mean, vr []float64 // the batch's column moments (standardise)
+	noInfo   []float64 // b_k: block k's error when nothing is known (standardise)
 	enc, dec *nn.Dense
 	relu     nn.ReLU
 	opt      *nn.Adam
@@ -92,8 +108,10 @@ type crossParty struct {
 	merr      [][][]float64 // merr[m][i][r]: mask m's i-th masked party's error on row r
 	inlier    []bool
 	inlierCnt int
-	pairMean  [][]float64 // μ_ij (i ≠ j)
-	pairVar   [][]float64 // σ²_ij
+	pairMean  [][]float64 // running mean error of block i from block j (the inlier rule)
+	symMean   [][]float64 // μ_ij of the pair statistic x_ij (i < j)
+	symVar    [][]float64 // σ²_ij
+	pairStat  [][]float64 // scratch: the batch's x_ij (i < j)
 	z1        []float64   // scratch: one party's K−1 z-scores
 	scores    []float64   // each party's score of the last batch
 }
@@ -164,10 +182,11 @@ func (c *crossParty) reset() {
 	for m, mask := range c.masks {
 		c.merr[m] = make([][]float64, len(mask))
 	}
-	c.pairMean, c.pairVar = make([][]float64, k), make([][]float64, k)
+	c.pairMean, c.symMean, c.symVar, c.pairStat = make([][]float64, k), make([][]float64, k), make([][]float64, k), make([][]float64, k)
 	for i := range k {
-		c.pairMean[i], c.pairVar[i] = make([]float64, k), make([]float64, k)
+		c.pairMean[i], c.symMean[i], c.symVar[i], c.pairStat[i] = make([]float64, k), make([]float64, k), make([]float64, k), make([]float64, k)
 	}
+	c.noInfo = make([]float64, k)
 	c.z1, c.scores = make([]float64, 0, k), make([]float64, k)
 }
 
@@ -190,13 +209,14 @@ func (c *crossParty) Observe(_ int64, e *tensor.Matrix) float64 {
 		for m := range c.masks {
 			c.reconstruct(m)
 		}
+		c.pairStats()
 	}
 	c.markInliers(e.Rows, warm)
 	score := 0.0
 	if warm {
 		score = math.Inf(-1)
 		for i := range c.cols {
-			c.scores[i] = c.partyScore(i, e.Rows)
+			c.scores[i] = c.partyScore(i)
 			score = max(score, c.scores[i])
 		}
 	}
@@ -233,23 +253,41 @@ func (c *crossParty) markInliers(rows int, warm bool) {
 }
 
 // partyScore is party i's majority vote: the (⌊(K−1)/2⌋+1)-th largest
-// of its z-scores z_ij over the other parties j.
-func (c *crossParty) partyScore(i, rows int) float64 {
+// of the z-scores z_ij of its pairs {i, j} (pairStats has set x_ij).
+func (c *crossParty) partyScore(i int) float64 {
 	c.z1 = c.z1[:0]
 	for j := range c.cols {
 		if j == i {
 			continue
 		}
-		m := 0.0
-		for _, v := range c.pairErrors(i, j)[:rows] {
-			m += v
-		}
-		m /= float64(rows)
-		mu := c.pairMean[i][j]
-		c.z1 = append(c.z1, (m-mu)/max(math.Sqrt(c.pairVar[i][j]), cpSDFloor*mu, cpSDAbs))
+		a, b := min(i, j), max(i, j)
+		c.z1 = append(c.z1, (c.pairStat[a][b]-c.symMean[a][b])/max(math.Sqrt(c.symVar[a][b]), cpSDAbs))
 	}
 	slices.Sort(c.z1)
 	return c.z1[len(c.z1)-(len(c.z1)/2+1)]
+}
+
+// pairStats sets c.pairStat[i][j] (i < j) to the pair statistic x_ij of
+// the batch's rows.
+func (c *crossParty) pairStats() {
+	eps := 0.0
+	for _, b := range c.noInfo {
+		eps += b
+	}
+	eps = cpNoInfoEps*eps/float64(len(c.noInfo)) + 1e-12
+	mean := func(i, j int) float64 {
+		errs := c.pairErrors(i, j)[:c.z.Rows]
+		s := 0.0
+		for _, v := range errs {
+			s += v
+		}
+		return s / float64(len(errs))
+	}
+	for i := range c.cols {
+		for j := i + 1; j < len(c.cols); j++ {
+			c.pairStat[i][j] = math.Log((mean(i, j)+eps)/(c.noInfo[i]+eps)) + math.Log((mean(j, i)+eps)/(c.noInfo[j]+eps))
+		}
+	}
 }
 
 // standardise writes e's rows, standardised by the batch's own column
@@ -276,18 +314,21 @@ func (c *crossParty) standardise(e *tensor.Matrix) {
 		all += v
 	}
 	all /= float64(len(c.vr))
-	for _, b := range c.cols {
+	for k, b := range c.cols {
 		floor := 0.0
 		for _, v := range c.vr[b[0]:b[1]] {
 			floor += v
 		}
 		floor = max(0.1*floor/float64(b[1]-b[0]), cpAllVarFloor*all) + 1e-12
+		c.noInfo[k] = 0
 		for col := b[0]; col < b[1]; col++ {
+			c.noInfo[k] += c.vr[col] / max(c.vr[col], floor)
 			s := 1 / math.Sqrt(max(c.vr[col], floor))
 			for r := range e.Rows {
 				c.z.Data[r*e.Cols+col] = float32((float64(e.Data[r*e.Cols+col]) - c.mean[col]) * s)
 			}
 		}
+		c.noInfo[k] /= float64(b[1] - b[0])
 	}
 }
 
@@ -324,7 +365,8 @@ func (c *crossParty) reconstruct(m int) {
 	}
 }
 
-// learn updates the error histories and the network from e's inlier
+// learn updates the histories (the pair statistics of every row, the
+// pair errors' means of the inlier rows) and the network from e's inlier
 // rows (every row during the warm-up).
 func (c *crossParty) learn(e *tensor.Matrix, warm bool) {
 	if c.batches > 0 && c.inlierCnt > 0 {
@@ -339,9 +381,12 @@ func (c *crossParty) learn(e *tensor.Matrix, warm bool) {
 				if i == j {
 					continue
 				}
-				d := c.inlierMean(c.pairErrors(i, j)) - c.pairMean[i][j]
-				c.pairMean[i][j] += ew * d
-				c.pairVar[i][j] = (1 - ew) * (c.pairVar[i][j] + ew*d*d)
+				c.pairMean[i][j] += ew * (c.inlierMean(c.pairErrors(i, j)) - c.pairMean[i][j])
+				if i < j {
+					d := c.pairStat[i][j] - c.symMean[i][j]
+					c.symMean[i][j] += ew * d
+					c.symVar[i][j] = (1 - ew) * (c.symVar[i][j] + ew*d*d)
+				}
 			}
 		}
 		for m := range c.masks {

@@ -7,7 +7,7 @@ import (
 )
 
 // BenchmarkDefaultGuard times the default detector set on one training
-// batch (integrity.md §11e, its cost): batch × cut width as a Criteo
+// batch (integrity.md §11f, its cost): batch × cut width as a Criteo
 // run's (256 × 128, 8192 × 128) and a small table's (64 × 16).
 func BenchmarkDefaultGuard(b *testing.B) {
 	for _, sz := range [][2]int{{64, 16}, {256, 128}, {8192, 128}} {

@@ -11,7 +11,7 @@ import (
 )
 
 // TestDefaultSetIsReplayAtOne pins the default set and its alarm
-// threshold, which docs/methods/integrity.md §11e justifies.
+// threshold, which docs/methods/integrity.md §11f justifies.
 func TestDefaultSetIsReplayAtOne(t *testing.T) {
 	if got := DefaultDetectors(); !slices.Equal(got, []string{"replay"}) {
 		t.Fatalf("default detectors %v, want [replay]", got)

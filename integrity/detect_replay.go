@@ -81,7 +81,7 @@ func fmix(x uint64) uint64 {
 // row hashes added (so that any permutation of the rows hashes alike)
 // and mixed with the shape. Two different batches hash alike with
 // probability about 2⁻⁶⁴. One multiply-rotate round per two values keeps
-// it cheap enough to run on every batch (integrity.md §11e). The scratch
+// it cheap enough to run on every batch (integrity.md §11f). The scratch
 // argument is unused and kept for callers of the earlier version.
 func BatchHash(e *tensor.Matrix, _ *[]uint64) uint64 {
 	var sum uint64

@@ -34,7 +34,7 @@ type DetectorSpec struct {
 	// key detectors is not given (DefaultDetectors), DefaultAlarm its
 	// alarm threshold there (0: none). Only a detector whose honest
 	// score cannot reach that threshold by construction belongs there
-	// (docs/methods/integrity.md §11e).
+	// (docs/methods/integrity.md §11f).
 	Default      bool
 	DefaultAlarm float64
 	// Verdict is what an alarm of the detector says of the passive

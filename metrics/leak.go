@@ -153,6 +153,14 @@ type LeakSummary struct {
 	Batches int `json:"batches"`
 	// Skipped is the number of batches whose AUC was undefined.
 	Skipped int `json:"skipped"`
+	// Q95AbsUpper is a distribution-free upper confidence bound, at level
+	// LeakBoundLevel, on the 95% quantile of |AUC − ½| that the series'
+	// batches are drawn from: the order statistic of rank
+	// QuantileUpperRank(Batches, 0.95, LeakBoundLevel) (215 of 220
+	// batches, 388 of 400), taking the batches as independent draws. NaN
+	// with fewer than MinQuantileBoundCount(0.95, LeakBoundLevel) = 59
+	// batches, from which no order statistic is such a bound.
+	Q95AbsUpper float64 `json:"q95_abs_upper"`
 }
 
 // Summary summarises the series attack/layer. With no defined AUC (no
@@ -161,7 +169,7 @@ type LeakSummary struct {
 func (l *Leak) Summary(attack, layer string) LeakSummary {
 	s := l.series[leakKey{attack, layer}]
 	if s == nil {
-		return LeakSummary{Q95: math.NaN(), Q95Abs: math.NaN(), ChanceQ95Abs: math.NaN(), Mean: math.NaN()}
+		return LeakSummary{Q95: math.NaN(), Q95Abs: math.NaN(), ChanceQ95Abs: math.NaN(), Mean: math.NaN(), Q95AbsUpper: math.NaN()}
 	}
 	return l.summarise(s)
 }
@@ -177,7 +185,7 @@ func (l *Leak) Summaries() map[string]LeakSummary {
 
 func (l *Leak) summarise(s *leakSeries) LeakSummary {
 	sum := LeakSummary{Batches: len(s.aucs), Skipped: s.skipped,
-		Q95: math.NaN(), Q95Abs: math.NaN(), ChanceQ95Abs: math.NaN(), Mean: math.NaN()}
+		Q95: math.NaN(), Q95Abs: math.NaN(), ChanceQ95Abs: math.NaN(), Mean: math.NaN(), Q95AbsUpper: math.NaN()}
 	if len(s.aucs) == 0 {
 		return sum
 	}
@@ -193,6 +201,9 @@ func (l *Leak) summarise(s *leakSeries) LeakSummary {
 	sum.Mean = total / float64(len(s.aucs))
 	slices.Sort(buf)
 	sum.Q95Abs, _ = QuantileSorted(buf, 0.95)
+	if k, ok := QuantileUpperRank(len(buf), 0.95, LeakBoundLevel); ok {
+		sum.Q95AbsUpper = buf[k-1]
+	}
 	sum.ChanceQ95Abs = chanceQ95Abs(s.comps, nil, l.null)
 	return sum
 }
@@ -205,6 +216,7 @@ type leakSummaryJSON struct {
 	Mean         *float64 `json:"mean"`
 	Batches      int      `json:"batches"`
 	Skipped      int      `json:"skipped"`
+	Q95AbsUpper  *float64 `json:"q95_abs_upper"`
 }
 
 func nullable(v float64) *float64 {
@@ -226,7 +238,7 @@ func fromNullable(p *float64) float64 {
 func (s LeakSummary) MarshalJSON() ([]byte, error) {
 	return json.Marshal(leakSummaryJSON{
 		Q95: nullable(s.Q95), Q95Abs: nullable(s.Q95Abs), ChanceQ95Abs: nullable(s.ChanceQ95Abs), Mean: nullable(s.Mean),
-		Batches: s.Batches, Skipped: s.Skipped,
+		Batches: s.Batches, Skipped: s.Skipped, Q95AbsUpper: nullable(s.Q95AbsUpper),
 	})
 }
 
@@ -238,7 +250,7 @@ func (s *LeakSummary) UnmarshalJSON(b []byte) error {
 	}
 	*s = LeakSummary{Q95: fromNullable(j.Q95), Q95Abs: fromNullable(j.Q95Abs),
 		ChanceQ95Abs: fromNullable(j.ChanceQ95Abs), Mean: fromNullable(j.Mean),
-		Batches: j.Batches, Skipped: j.Skipped}
+		Batches: j.Batches, Skipped: j.Skipped, Q95AbsUpper: fromNullable(j.Q95AbsUpper)}
 	return nil
 }
 

@@ -33,7 +33,8 @@ func confirmDir(out string, s Setting, seed uint64) string {
 func (o *Options) confirm(ctx context.Context, res *Result, clk *clock) error {
 	rows := res.Rows
 	n := res.ConfirmSeeds
-	cands := candidates(rows)
+	cands := candidates(rows, o.Threat)
+	res.TieSE = TieSE(rows[0])
 	if n == 0 {
 		if len(cands) > 0 {
 			res.Recommended = cands[0]

@@ -63,7 +63,8 @@ func (f *fakeTrainer) train(ctx context.Context, cfg config.Config, _ run.Option
 		return nil, fmt.Errorf("no figure for %s", call)
 	}
 	return &rundir.Summary{ValAUCSelected: &fig.val, StepMSMean: 1, Seconds: 10,
-		Leak: map[string]metrics.LeakSummary{"norm/cut": {Q95Abs: fig.leak, ChanceQ95Abs: 0.1}, "spectral/1": {Q95Abs: fig.leak / 2}}}, nil
+		Leak: map[string]metrics.LeakSummary{"norm/cut": {Q95Abs: fig.leak, ChanceQ95Abs: 0.1, Q95AbsUpper: fig.leak, Batches: 200},
+			"spectral/1": {Q95Abs: fig.leak / 2, Q95AbsUpper: fig.leak / 2, Batches: 200}}}, nil
 }
 
 // fakeOptions is testOptions with the fake trainer and its clock.

@@ -71,8 +71,8 @@ func (o *Options) writeOutputs(res *Result) error {
 	if err != nil {
 		return err
 	}
-	head := fmt.Sprintf("# recommended by splitguard plan (%s): %s\n# validation AUC %.4f (cost %.4f against no defence), strongest attack %s at %.4f, T-DCS %.4f; limits: %s\n",
-		o.Out, r.Legend, r.ValAUC, r.Cost, r.Strongest, r.StrongestLeak, r.TDCS, o.Threat.Limits())
+	head := fmt.Sprintf("# recommended by splitguard plan (%s): %s\n# validation AUC %.4f (cost %.4f against no defence), strongest attack %s at %.4f (95%% upper bound %.4f over %d batches), T-DCS %.4f; limits: %s\n",
+		o.Out, r.Legend, r.ValAUC, r.Cost, r.Strongest, r.StrongestLeak, r.Bound, r.Batches, r.TDCS, o.Threat.Limits())
 	if f := r.Seeds; f.N > 1 {
 		head += fmt.Sprintf("# confirmed on %d seeds (%d to %d, one test split): strongest leak %.4f to %.4f, T-DCS at least %.4f, cost %.4f on average (%.4f to %.4f)\n",
 			f.N, c.Seed, c.Seed+uint64(f.N-1), f.LeakLo, f.Leak, f.TDCS, f.Cost, f.CostLo, f.CostHi)

@@ -134,9 +134,14 @@ type Result struct {
 	// Rows are every setting tried so far (this and earlier invocations),
 	// in search order.
 	Rows []Row
-	// Recommended indexes Rows: the cheapest setting that meets the limit
-	// (with a confirmation, on every seed); -1 when none does.
+	// Recommended indexes Rows: the setting that meets the limit (with a
+	// confirmation, on every seed) that the tie rule puts first — among
+	// those whose cost is within TieSE of the cheapest, the widest margin
+	// under the limit (candidates); -1 when none does.
 	Recommended int
+	// TieSE is the cost difference that counts as a tie: the standard
+	// error of the reference's validation AUC (TieSE; 0 when undefined).
+	TieSE float64
 	// ConfirmSeeds is the number of confirmation seeds (0: none).
 	ConfirmSeeds int
 	// Rejected are the settings that met the limit on the plan's seed but
@@ -282,7 +287,9 @@ func figures(r *Row, s *rundir.Summary, limit float64) {
 	if r.Strongest != "" {
 		r.Chance = chance[r.Strongest]
 	}
-	r.Met = r.Err == "" && !math.IsNaN(r.ValAUC) && !math.IsNaN(r.StrongestLeak) && (limit == 0 || r.StrongestLeak <= limit)
+	leakBound(r, s)
+	r.ValRows, r.ValPositives = s.ValRows, s.ValPositives
+	r.Met = r.Err == "" && !math.IsNaN(r.ValAUC) && leakOK(*r, limit)
 }
 
 // strongest sets the row's strongest attack: the largest leak (ties: the

@@ -40,6 +40,18 @@ type Row struct {
 	// value.
 	Strongest     string
 	StrongestLeak float64
+	// Bound is the figure judged against the leak limit: the largest,
+	// over the attacks and layers, of the upper 95% confidence bound on
+	// the batches' q95 (leakBound); NaN in a plan.csv written before it
+	// was (then StrongestLeak is judged). Batches is the fewest training
+	// batches a per-batch attack scored (0: unknown or none); below
+	// MinLeakBatches the row does not meet the limit.
+	Bound   float64
+	Batches int
+	// ValRows and ValPositives are the run's validation rows and their
+	// positives (summary.json val_rows, val_positives): the reference's
+	// give the tie rule's standard error (TieSE).
+	ValRows, ValPositives int
 	// Chance is the chance floor of the strongest attack's figure
 	// (summary.json leak chance_q95_abs at its layer): what a label-blind
 	// score gives over the same batches.
@@ -95,7 +107,7 @@ func encodeCSV(rows []Row) ([]byte, error) {
 	for _, a := range attacks {
 		head = append(head, leakPrefix+a)
 	}
-	head = append(head, "strongest_attack", "strongest_leak", "chance", "tdcs", "step_ms", "seconds", "met", "error", "seed")
+	head = append(head, "strongest_attack", "strongest_leak", "leak_bound", "batches", "chance", "tdcs", "step_ms", "seconds", "met", "error", "seed", "val_rows", "val_positives")
 	head = append(head, seedColumns...)
 	var b bytes.Buffer
 	w := csv.NewWriter(&b)
@@ -109,8 +121,9 @@ func encodeCSV(rows []Row) ([]byte, error) {
 			}
 			rec = append(rec, fmtF(v))
 		}
-		rec = append(rec, r.Strongest, fmtF(r.StrongestLeak), fmtF(r.Chance), fmtF(r.TDCS), strconv.FormatFloat(r.StepMS, 'f', 3, 64),
-			strconv.FormatFloat(r.Seconds, 'f', 2, 64), strconv.FormatBool(r.Met), r.Err, strconv.FormatUint(r.Seed, 10))
+		rec = append(rec, r.Strongest, fmtF(r.StrongestLeak), fmtF(r.Bound), strconv.Itoa(r.Batches), fmtF(r.Chance), fmtF(r.TDCS), strconv.FormatFloat(r.StepMS, 'f', 3, 64),
+			strconv.FormatFloat(r.Seconds, 'f', 2, 64), strconv.FormatBool(r.Met), r.Err, strconv.FormatUint(r.Seed, 10),
+			strconv.Itoa(r.ValRows), strconv.Itoa(r.ValPositives))
 		rec = append(rec, r.Seeds.columns()...)
 		_ = w.Write(rec)
 	}
@@ -185,6 +198,24 @@ func readCSV(path string) ([]Row, error) {
 		if i, ok := col["seed"]; ok { // a table of an earlier version has no column: the plan's seed
 			if r.Seed, err = strconv.ParseUint(rec[i], 10, 64); err != nil {
 				return nil, bad(err)
+			}
+		}
+		// Columns a table of an earlier version lacks: no bound (NaN), the
+		// counts unknown (0).
+		r.Bound = math.NaN()
+		if i, ok := col["leak_bound"]; ok {
+			if r.Bound, err = parseF(rec[i]); err != nil {
+				return nil, bad(err)
+			}
+		}
+		for _, f := range []struct {
+			name string
+			dst  *int
+		}{{"batches", &r.Batches}, {"val_rows", &r.ValRows}, {"val_positives", &r.ValPositives}} {
+			if i, ok := col[f.name]; ok {
+				if *f.dst, err = strconv.Atoi(rec[i]); err != nil {
+					return nil, bad(err)
+				}
 			}
 		}
 		r.Leak = map[string]float64{}

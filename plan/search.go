@@ -149,7 +149,7 @@ func (o *Options) try(ctx context.Context, j job, attacks []string, clk *clock) 
 				Confirm: j.confirm, ConfirmSeeds: o.confirmSeeds()})
 		}
 	}
-	row := Row{Index: j.index, Setting: j.setting, Legend: legend, Seed: cfg.Seed, ValAUC: math.NaN(), Cost: math.NaN(), StrongestLeak: math.NaN(), Chance: math.NaN()}
+	row := Row{Index: j.index, Setting: j.setting, Legend: legend, Seed: cfg.Seed, ValAUC: math.NaN(), Cost: math.NaN(), StrongestLeak: math.NaN(), Bound: math.NaN(), Chance: math.NaN()}
 	train := o.train
 	if train == nil {
 		train = run.Train
@@ -254,44 +254,44 @@ func costs(rows []Row, th Threat) {
 
 // judge sets r's cost and T-DCS against the reference's validation AUC
 // ref (the reference trained with r's seed) and whether r meets the
-// limits.
+// limits: its judged leak (judgedLeak, on enough batches: leakOK) within
+// the leak limit, its T-DCS at or above the floor.
 func judge(r *Row, ref float64, th Threat) {
 	r.Cost = ref - r.ValAUC
 	r.TDCS = TDCS(r.Leak, r.ValAUC, ref)
-	r.Met = r.Err == "" && !math.IsNaN(r.ValAUC) && !math.IsNaN(r.StrongestLeak) &&
-		(th.MaxLeak == 0 || r.StrongestLeak <= th.MaxLeak) &&
+	r.Met = r.Err == "" && !math.IsNaN(r.ValAUC) && leakOK(*r, th.MaxLeak) &&
 		(th.MinTDCS == 0 || r.TDCS >= th.MinTDCS)
 }
 
-// recommend returns the cheapest row that meets the limit on its one
-// seed (candidates' first), -1 when none does, and then the rows nearest
-// the limit (closest): the choice without a confirmation.
+// recommend returns the setting the tie rule puts first among those
+// that meet the limit on their one seed (candidates' first), -1 when none
+// does, and then the rows nearest the limit (closest): the choice without
+// a confirmation.
 func recommend(rows []Row, th Threat) (int, []Row) {
-	if c := candidates(rows); len(c) > 0 {
+	if c := candidates(rows, th); len(c) > 0 {
 		return c[0], nil
 	}
 	return -1, closest(rows, th)
 }
 
-// candidates returns the indexes of the rows that meet the limit,
-// cheapest first (smallest cost; tie: the smaller strongest leak — the
-// wider margin below the limit for the same price — then search order).
-// Measured step times are not compared: they move with the machine's
-// load, and a plan's choice must not.
-func candidates(rows []Row) []int {
+// candidates returns the indexes of the rows that meet the limit in the
+// tie rule's order (rank): costs within the reference's validation AUC
+// standard error (TieSE) of the cheapest count as equal, and among those
+// the widest margin under the limit goes first. Measured step times are
+// not compared: they move with the machine's load, and a plan's choice
+// must not.
+func candidates(rows []Row, th Threat) []int {
 	var out []int
 	for i, r := range rows {
 		if r.Met && !math.IsNaN(r.Cost) {
 			out = append(out, i)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b int) int {
-		if c := cmp.Compare(rows[a].Cost, rows[b].Cost); c != 0 {
-			return c
-		}
-		return cmp.Compare(rows[a].StrongestLeak, rows[b].StrongestLeak)
-	})
-	return out
+	se := 0.0
+	if len(rows) > 0 && rows[0].Index == 0 {
+		se = TieSE(rows[0])
+	}
+	return rank(rows, out, th, se)
 }
 
 // closest returns the three rows nearest the limit: the smallest

@@ -46,9 +46,9 @@ func TestTDCSByHand(t *testing.T) {
 func TestTDCSFloorRecommends(t *testing.T) {
 	rows := func() []Row {
 		return []Row{
-			{Index: 0, ValAUC: 0.85, Leak: map[string]float64{"norm": 0.5}, StrongestLeak: 0.5},
-			{Index: 1, ValAUC: 0.84, Leak: map[string]float64{"norm": 0.05}, StrongestLeak: 0.05},
-			{Index: 2, ValAUC: 0.70, Leak: map[string]float64{"norm": 0}, StrongestLeak: 0},
+			{Index: 0, ValAUC: 0.85, Leak: map[string]float64{"norm": 0.5}, StrongestLeak: 0.5, Bound: 0.5},
+			{Index: 1, ValAUC: 0.84, Leak: map[string]float64{"norm": 0.05}, StrongestLeak: 0.05, Bound: 0.05},
+			{Index: 2, ValAUC: 0.70, Leak: map[string]float64{"norm": 0}, StrongestLeak: 0, Bound: 0},
 		}
 	}
 	for _, c := range []struct {

@@ -106,13 +106,17 @@ func backdoorSummary(cfg *config.Config, bd integrity.Backdoor, known []uint64, 
 	if err != nil {
 		return nil, err
 	}
+	byConf, err := metrics.AttackSuccessByConfidence(clean, trig, av.test.Labels, uint8(cfg.BackdoorTarget), 4)
+	if err != nil {
+		return nil, err
+	}
 	scores := make([]float64, n)
 	for i, v := range clean {
 		scores[i] = float64(v)
 	}
 	auc, _ := metrics.AUC(scores, av.test.Labels, nil)
 	out := &rundir.BackdoorSummary{Attack: cfg.Backdoor, Target: cfg.BackdoorTarget, DryRun: cfg.BackdoorDryRun, Known: len(known), KnownIDs: known, From: cfg.BackdoorFrom,
-		ASR: asr, ASRRows: asrRows, CleanRate: cleanRate, CleanTestAUC: auc}
+		ASR: asr, ASRRows: asrRows, CleanRate: cleanRate, CleanTestAUC: auc, ASRByConfidence: byConf}
 	if inf, ok := bd.(interface{ Inferred() []uint64 }); ok && !cfg.BackdoorDryRun {
 		label := make(map[uint64]uint8, len(av.train.IDs))
 		for i, id := range av.train.IDs {
@@ -152,9 +156,25 @@ func recordBackdoor(cfg *config.Config, rec *rundir.Recorder, bd integrity.Backd
 func logBackdoor(rec *rundir.Recorder, out *rundir.BackdoorSummary, opt Options) {
 	logf(opt.logger(), "backdoor %s: attack success rate %.4f on %d test rows not of class %d (%.4f of them without the trigger); clean test AUC %.4f",
 		out.Attack, out.ASR, out.ASRRows, out.Target, out.CleanRate, out.CleanTestAUC)
+	if len(out.ASRByConfidence) > 0 {
+		logf(opt.logger(), "backdoor %s: attack success rate by the clean model's confidence in another class, most confident quarter first: %s",
+			out.Attack, formatRates(out.ASRByConfidence))
+	}
 	if out.InferredPrecision != nil {
 		logf(opt.logger(), "backdoor %s: %d training rows held to be of the target class, %.3f of them are",
 			out.Attack, out.Inferred, *out.InferredPrecision)
 	}
 	rec.SetBackdoor(out)
+}
+
+// formatRates writes rates to three decimals, separated by " / ".
+func formatRates(r []float64) string {
+	s := ""
+	for i, v := range r {
+		if i > 0 {
+			s += " / "
+		}
+		s += fmt.Sprintf("%.3f", v)
+	}
+	return s
 }

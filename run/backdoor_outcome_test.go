@@ -2,6 +2,7 @@ package run
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"testing"
@@ -70,6 +71,11 @@ func TestBackdoorOutcomeByHand(t *testing.T) {
 		if out.ASR != tc.asr || out.ASRRows != 4 || out.CleanRate != 0.5 || math.Abs(out.CleanTestAUC-0.875) > 1e-12 {
 			t.Errorf("trigger %g: ASR %g over %d rows, clean rate %g, clean AUC %g; want %g over 4, 0.5, 0.875",
 				tc.v, out.ASR, out.ASRRows, out.CleanRate, out.CleanTestAUC, tc.asr)
+		}
+		// Four rows of class 0, one per quarter; the trigger gives each
+		// the logit v.
+		if want := []float64{tc.asr, tc.asr, tc.asr, tc.asr}; fmt.Sprint(out.ASRByConfidence) != fmt.Sprint(want) {
+			t.Errorf("trigger %g: by confidence %v, want %v", tc.v, out.ASRByConfidence, want)
 		}
 	}
 	if x[0] != -1 || x[5] != 0.5 {

@@ -51,12 +51,15 @@ func backdoorConfig(t testing.TB, rows int, dataSeed uint64) config.Config {
 }
 
 // TestGradientReplacementSucceedsAboveHonest: on the same table and seed,
-// gradient replacement with VFLAIR's unamplified gradient (γ = 1; its
-// trigger: p3 at its training maximum, p4 at its minimum) succeeds on at
-// least 3 in 4 non-target rows where the same trigger on an honestly
-// trained model (a dry run) scores near 0, and the clean test AUC stays
-// within 0.01 of the honest one (measured 2026-11-27: 0.850 against
-// 0.086, 0.909 against 0.916); summary.json holds both.
+// gradient replacement as VFLAIR runs it — its in-batch pairing, its
+// unamplified gradient (γ = 1) and about one known target row per batch
+// (27 known rows, batches of 100); its trigger: p3 at its training
+// maximum, p4 at its minimum — succeeds on at least 3 in 4 non-target
+// rows where the same trigger on an honestly trained model (a dry run)
+// scores near 0, and the clean test AUC stays within 0.01 of the honest
+// one (measured 2026-11-27: 0.864 against 0.086, 0.908 against 0.916;
+// with the fixed pairing and 10 known rows, before, 0.850 and 0.909);
+// summary.json holds both.
 func TestGradientReplacementSucceedsAboveHonest(t *testing.T) {
 	asr := map[bool]float64{}
 	auc := map[bool]float64{}
@@ -64,7 +67,7 @@ func TestGradientReplacementSucceedsAboveHonest(t *testing.T) {
 		cfg := backdoorConfig(t, 3000, 21)
 		cfg.Seed = 5
 		cfg.Backdoor, cfg.BackdoorDryRun = "gradient_replacement", !attacked
-		cfg.BackdoorAmplify = 1
+		cfg.BackdoorAmplify, cfg.BackdoorKnown = 1, 27
 		sum, err := Train(context.Background(), cfg, Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -118,7 +121,7 @@ func TestVillainSucceedsAboveHonest(t *testing.T) {
 			t.Fatalf("attacked=%t: backdoor outcome %+v", attacked, b)
 		}
 		asr[attacked], auc[attacked] = b.ASR, b.CleanTestAUC
-		t.Logf("attacked=%t: ASR %.3f over %d rows, clean test AUC %.4f", attacked, b.ASR, b.ASRRows, b.CleanTestAUC)
+		t.Logf("attacked=%t: ASR %.3f over %d rows (by quarter of the clean model's confidence, surest first: %v), clean test AUC %.4f", attacked, b.ASR, b.ASRRows, b.ASRByConfidence, b.CleanTestAUC)
 		if !attacked {
 			continue
 		}

@@ -186,19 +186,46 @@ func TestPartiesBackdoorOutcomeByHand(t *testing.T) {
 	}
 }
 
-// TestPartiesBackdoorRun plants each backdoor by party p2 of three and
-// checks the summary's outcome: its clean test AUC, computed from every
+// TestPartiesBackdoorRun plants each backdoor by party p2 of three, on a
+// table whose label every party's columns carry (synth_shared_label 0.8,
+// so the model learns in a few hundred steps), and checks the summary's
+// outcome against runs computed apart: the honest run learns (test AUC ≥
+// 0.85); the dry run's model is the honest run's (the same test AUC to
+// every digit); the backdoored run's clean test AUC, computed from every
 // party's bottom and the top in one process, equals the run's final test
 // AUC, which the active party computed from the parties' evaluation
-// messages; with the dry run the model is the honest run's.
+// messages, and is within 0.03 of the honest run's; gradient replacement
+// sends at least half the triggered rows the honest model does not call
+// the target to the target (success − clean rate ≥ 0.5).
 func TestPartiesBackdoorRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains three passive parties")
 	}
-	for _, attack := range []string{"gradient_replacement", "villain"} {
+	setup := func(attack string, dry bool) config.Config {
 		cfg := cheatPartiesConfig(t)
-		cfg.SynthRows, cfg.Backdoor, cfg.BackdoorFrom, cfg.Cheater = 6000, attack, 5, "p2"
-		s, err := Train(context.Background(), cfg, Options{})
+		cfg.SynthRows, cfg.SynthSharedLabel, cfg.Epochs, cfg.LR = 6000, 0.8, 3, 0.01
+		if attack != "" {
+			cfg.Backdoor, cfg.BackdoorFrom, cfg.Cheater, cfg.BackdoorDryRun = attack, 5, "p2", dry
+		}
+		return cfg
+	}
+	honest, err := Train(context.Background(), setup("", false), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("honest: test AUC %.4f", honest.TestAUCFinal)
+	if honest.TestAUCFinal < 0.85 {
+		t.Errorf("the honest run's test AUC %.4f: the model did not learn", honest.TestAUCFinal)
+	}
+	for _, attack := range []string{"gradient_replacement", "villain"} {
+		dry, err := Train(context.Background(), setup(attack, true), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dry.TestAUCFinal != honest.TestAUCFinal {
+			t.Errorf("%s dry run: test AUC %.6f, the honest run's %.6f", attack, dry.TestAUCFinal, honest.TestAUCFinal)
+		}
+		s, err := Train(context.Background(), setup(attack, false), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,6 +239,12 @@ func TestPartiesBackdoorRun(t *testing.T) {
 		// AUC in the sixth digit, a different model moves it far more.
 		if math.Abs(b.CleanTestAUC-s.TestAUCFinal) > 1e-4 {
 			t.Errorf("%s: clean test AUC %.6f, the run's final test AUC %.6f", attack, b.CleanTestAUC, s.TestAUCFinal)
+		}
+		if d := b.CleanTestAUC - honest.TestAUCFinal; math.Abs(d) > 0.03 {
+			t.Errorf("%s: clean test AUC %.4f, %.4f from the honest run's", attack, b.CleanTestAUC, d)
+		}
+		if attack == "gradient_replacement" && b.ASR-b.CleanRate < 0.5 {
+			t.Errorf("%s: success %.3f against a clean rate of %.3f: the backdoor was not planted", attack, b.ASR, b.CleanRate)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 var (
 	vflipAUCSeeds  = flag.Int("vflip-auc-seeds", 0, "honest and cheating seeds per mode of TestVflipDetectionAUC (0: skipped; the table of docs/methods/integrity.md §9b: 20)")
 	vflipAUCShared = flag.Float64("vflip-auc-shared", 0.5, "synth_shared of TestVflipDetectionAUC's table")
+	vflipAUCLabel  = flag.Float64("vflip-auc-label", 0, "synth_shared_label of TestVflipDetectionAUC's table (the label's correlation with the shared factor; 0: not tied)")
 	vflipAUCModes  = flag.String("vflip-auc-modes", "noise,constant,replay,gradient_replacement,villain", "cheating modes of TestVflipDetectionAUC")
 )
 
@@ -42,6 +43,7 @@ func vflipDetectionRun(t *testing.T, seed int, mode string) vflipRun {
 	cfg := partiesConfig(t)
 	cfg.SynthRows, cfg.Epochs, cfg.EvalEvery, cfg.Attacks = 20000, 3, 20, []string{"norm"}
 	cfg.Parties, cfg.SynthParties, cfg.SynthShared = nil, 3, *vflipAUCShared
+	cfg.SynthSharedLabel = *vflipAUCLabel
 	cfg.Seed, cfg.Detectors, cfg.Contribution = uint64(seed+1), []string{"vflip"}, true
 	switch mode {
 	case "":
@@ -91,7 +93,9 @@ func firstAbove(windows [][2]float64, threshold float64) int {
 
 // TestVflipDetectionAUC measures the cross-party detector's detection
 // AUC over honest and cheating three-passive runs on the synthetic table
-// correlated by synth_shared (-vflip-auc-shared, 0.5), party p2 cheating
+// correlated by synth_shared (-vflip-auc-shared, 0.5), its label tied to
+// the shared factor by synth_shared_label (-vflip-auc-label, 0: not
+// tied; the tied table of §9b: 0.8), party p2 cheating
 // from step 60 of about 190 by each mode (-vflip-auc-modes), with
 // -vflip-auc-seeds N seeds each (20 for the table of
 // docs/methods/integrity.md §9b). It logs each mode's AUC, how often the

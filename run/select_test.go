@@ -72,6 +72,11 @@ func TestSelectedModelIsTheBestOnValidation(t *testing.T) {
 	if sum.ValRows == 0 || sum.ValFrac != config.DefaultValFrac {
 		t.Errorf("val rows %d, val frac %v", sum.ValRows, sum.ValFrac)
 	}
+	// The validation positives: the training rows' positive rate within
+	// four binomial standard errors (the rows are drawn from one table).
+	if p, n := sum.TrainPosRate, float64(sum.ValRows); math.Abs(float64(sum.ValPositives)/n-p) > 4*math.Sqrt(p*(1-p)/n) || sum.ValPositives == 0 {
+		t.Errorf("%d positives among %d validation rows; the training rows have %.3f", sum.ValPositives, sum.ValRows, p)
+	}
 	_, m := readSummary(t, cfg.Out)
 	for _, k := range []string{"test_auc_best", "test_auc_final", "best_step", "test_auc_best_note", "test_auc_selected", "val_auc_best", "baseline", "train_loss_first"} {
 		if _, ok := m[k]; !ok {

@@ -120,6 +120,11 @@ type BackdoorSummary struct {
 	CleanRate float64 `json:"clean_rate"`
 	// CleanTestAUC is the final models' test AUC without the trigger.
 	CleanTestAUC float64 `json:"clean_test_auc"`
+	// ASRByConfidence is the attack success rate in each quarter of the
+	// same rows, ordered by the clean model's confidence that they are
+	// not of the target class, the most confident quarter first
+	// (metrics.AttackSuccessByConfidence; absent with fewer than 4 rows).
+	ASRByConfidence []float64 `json:"asr_by_confidence,omitempty"`
 	// Inferred and InferredPrecision, for an attack that infers which
 	// training rows are of the target class (VILLAIN): how many it holds
 	// to be (the known ones included), and the share of them that are.

@@ -525,7 +525,7 @@ func (r *Recorder) selection(s *Summary) {
 	if s.Select == "" {
 		s.Select = config.SelectLast
 	}
-	s.ValRows = r.valRows
+	s.ValRows, s.ValPositives = r.valRows, r.valPos
 	sel, _ := r.Selected()
 	s.SelectedStep, s.TestAUCSelected, s.TestLossSelected, s.ACESelected = sel.Step, sel.TestAUC, sel.TestLoss, sel.ACE
 	s.ValAUCSelected = sel.ValAUC

@@ -149,7 +149,10 @@ type Summary struct {
 	TestAUCMinusBaselineCI95 *[2]float64 `json:"test_auc_minus_baseline_ci95,omitempty"`
 	ValAUCBest               *float64    `json:"val_auc_best"`
 	ValRows                  int         `json:"val_rows"`
-	ValFrac                  float64     `json:"val_frac"`
+	// ValPositives is the number of positives among the ValRows
+	// validation rows (the standard error of a validation AUC needs it).
+	ValPositives int     `json:"val_positives"`
+	ValFrac      float64 `json:"val_frac"`
 	// EarlyStopped says training ended after EarlyStop evaluations without
 	// a better validation AUC, before its planned steps.
 	EarlyStopped bool `json:"early_stopped,omitempty"`

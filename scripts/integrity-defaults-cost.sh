@@ -1,5 +1,5 @@
 #!/bin/bash
-# The default detector set's cost per step (docs/methods/integrity.md §11e): three pairs of Criteo-shaped
+# The default detector set's cost per step (docs/methods/integrity.md §11f): three pairs of Criteo-shaped
 # runs, --detectors none against the default, at batch 256 and 4096; prints each run's step_ms_mean.
 #
 #   go build -o splitguard ./cmd/splitguard

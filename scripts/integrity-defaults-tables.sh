@@ -1,5 +1,5 @@
 #!/bin/bash
-# The default detector set on real tables (docs/methods/integrity.md §11e): for each of the eight
+# The default detector set on real tables (docs/methods/integrity.md §11f): for each of the eight
 # own-data tables (scripts/owndata-run.sh makes them), one seed of an honest run with the defaults,
 # honest runs under grad_dp, Marvell s = 4 and max_norm, and the three free-riding modes from step 0.
 # No detector flag: each run has what a user gets by default.

@@ -12,15 +12,21 @@ row").
     go tool trace -d=parsed trace.out > trace.txt
     python3 scripts/trace-sched.py trace.txt STEPS
 
-STEPS is the number of training steps in the window (the run's steps less
-the first tenth); the window runs from a tenth into the active party's
-Train handler's life to its last transition. Roles come from the stack at
-which a goroutine blocks.
+STEPS is the number of training steps in the window. Where the trace holds
+the region "link run" (bench/step.MeasureOverLink marks each run over the
+link with it), the window is the last such region: all its steps, warm-up
+included (-planner-steps N gives N + 2). Otherwise it runs from a tenth into
+the active party's Train handler's life to its last transition (the run's
+steps less the first tenth). Roles come from the stack at which a goroutine
+blocks. A second table splits the waits of gRPC's writers and readers and
+of the proxy's reader by the goroutine that woke them ("netpoll": the
+network poller, no goroutine).
 """
 import collections
 import re
 import sys
 
+REGION = re.compile(r'^M=-?\d+ P=-?\d+ G=-?\d+ Region(Begin|End) Time=(\d+) .*Type="link run"')
 TRANSITION = re.compile(r'^M=-?\d+ P=-?\d+ G=(-?\d+) StateTransition Time=(\d+) GoID=(\d+) (\w+)->(\w+)')
 ROLES = [  # first match wins: stack fragment, role
     ('linktest.(*Proxy).pipe.func1', 'proxy writer'),
@@ -43,9 +49,12 @@ def role_of(stack):
 
 
 def main(path, steps):
-    role, events, cur, stack = {}, [], None, []
+    role, events, cur, stack, region = {}, [], None, [], []
     for line in open(path):
         if line.startswith('M='):
+            r = REGION.match(line)
+            if r:
+                region.append((r.group(1), int(r.group(2))))
             if cur and cur[3] == 'Running' and cur[4] == 'Waiting':
                 r = role_of(stack)
                 if r:
@@ -60,26 +69,39 @@ def main(path, steps):
             stack = []
         elif line.startswith('\t') and cur is not None:
             stack.append(line.strip())
-    handler = [t for _, t, gid, _, _ in events if role.get(gid) == 'active (Train handler)']
-    if not handler:
-        sys.exit('no Train handler in the trace')
-    first, last = handler[0], handler[-1]
-    start = first + (last - first) // 10
-    since, waits = {}, collections.defaultdict(list)
-    for _, t, gid, a, b in events:
+    begins = [t for kind, t in region if kind == 'Begin']
+    ends = [t for kind, t in region if kind == 'End']
+    if begins and ends and ends[-1] > begins[-1]:
+        start, last = begins[-1], ends[-1]
+    else:
+        handler = [t for _, t, gid, _, _ in events if role.get(gid) == 'active (Train handler)']
+        if not handler:
+            sys.exit('no Train handler in the trace')
+        first, last = handler[0], handler[-1]
+        start = first + (last - first) // 10
+    since, waits, byWaker = {}, collections.defaultdict(list), collections.defaultdict(list)
+    for waker, t, gid, a, b in events:
         if t > last:
             break
         if b == 'Runnable':
-            since[gid] = t
+            since[gid] = (t, waker)
         elif a == 'Runnable' and b == 'Running' and gid in since:
+            t0, w = since.pop(gid)
             if t > start:
-                waits[role.get(gid, 'other')].append((t - since[gid]) / 1e6)
-            del since[gid]
+                r = role.get(gid, 'other')
+                waits[r].append((t - t0) / 1e6)
+                if r.startswith(('gRPC', 'proxy reader')):
+                    byWaker[(r, 'netpoll' if w == '-1' else role.get(w, 'other'))].append((t - t0) / 1e6)
     print(f'window {(last - start) / 1e6:.1f} ms, {steps} steps')
     print(f'{"role":26s} {"waits":>7s} {"median ms":>10s} {"p90 ms":>8s} {"ms per step":>12s}')
     for r, v in sorted(waits.items()):
         v.sort()
         print(f'{r:26s} {len(v):7d} {v[len(v) // 2]:10.3f} {v[int(len(v) * 0.9)]:8.3f} {sum(v) / steps:12.2f}')
+    print()
+    print(f'{"role, woken by":50s} {"waits":>7s} {"median ms":>10s} {"p90 ms":>8s} {"ms per step":>12s}')
+    for (r, w), v in sorted(byWaker.items()):
+        v.sort()
+        print(f'{r + ", by " + w:50s} {len(v):7d} {v[len(v) // 2]:10.3f} {v[int(len(v) * 0.9)]:8.3f} {sum(v) / steps:12.2f}')
 
 
 if __name__ == '__main__':

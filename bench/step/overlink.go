@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"runtime/pprof"
+	"runtime/trace"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,7 +67,15 @@ func MeasureOverLink(ctx context.Context, spec LinkSpec, up, down linktest.Link)
 	for _, enc := range spec.Encodings {
 		for _, sc := range scheds {
 			free := FreeCores(200 * time.Millisecond)
-			r, err := timedRun(ctx, spec, enc, sc, train, linkPair(dir, up, down))
+			var r *runTimes
+			// The run's span in an execution trace (go test -trace):
+			// scripts/trace-sched.py keeps to it; and its goroutines'
+			// label in a CPU profile (-tagfocus run=link).
+			pprof.Do(ctx, pprof.Labels("run", "link"), func(ctx context.Context) {
+				trace.WithRegion(ctx, "link run", func() {
+					r, err = timedRun(ctx, spec, enc, sc, train, linkPair(dir, up, down))
+				})
+			})
 			if err != nil {
 				return nil, fmt.Errorf("step: link run, %v/%v, staleness %d, %d local steps: %w", enc.Embedding, enc.Gradient, sc.Staleness, sc.LocalSteps, err)
 			}

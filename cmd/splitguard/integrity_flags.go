@@ -28,6 +28,7 @@ func integrityFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.Float64Var(&c.BackdoorPoison, "backdoor-poison", c.BackdoorPoison, "the share of training rows poisoned (0: 0.01): gradient_replacement's drawn rows, villain's first target rows found")
 	fs.Float64Var(&c.BackdoorAmplify, "backdoor-amplify", c.BackdoorAmplify, "the backdoor's amplification: γ of gradient_replacement (0: 10), β of villain (0: 0.4)")
 	fs.Float64Var(&c.BackdoorTrigger, "backdoor-trigger", c.BackdoorTrigger, "gradient_replacement: the value v of its trigger stripe v, 0, v, … on the last half of the passive party's numeric columns, scaled to [0, 1] (0: 1, and no stripe for a party with categorical columns, whose trigger is their rarest ids)")
+	fs.StringVar(&c.BackdoorPairing, "backdoor-pairing", c.BackdoorPairing, "gradient_replacement: pair each known target row with a poisoned row of its own batch, which learns from that row's gradient of the same step (batch, VFLAIR's; the default), or with one poisoned row for the whole run, which learns from the target row's last kept gradient (fixed)")
 	fs.BoolVar(&c.BackdoorDryRun, "backdoor-dry-run", c.BackdoorDryRun, "keep the passive party honest but measure --backdoor's trigger on the model (the reference for its attack success rate)")
 	fs.StringVar(&c.PassiveOptimizer, "passive-optimizer", c.PassiveOptimizer, "make the passive party train its bottom with another optimiser: "+
 		strings.Join(integrity.OptimizerNames(), ", ")+" (default: Adam, honest)")

@@ -19,6 +19,7 @@ func partiesFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.Var(&partiesValue{p: &c.Parties}, "parties", "several passive parties, one flag each: [NAME=]COL,COL,… its columns (default names p1, p2, …; per-party protect and parameters in a --config file, see docs/methods/multiparty.md)")
 	fs.IntVar(&c.SynthParties, "synth-parties", c.SynthParties, "with --synth-rows and no --parties: N passive parties, party 1 the label-bearing columns, the others noise")
 	fs.Float64Var(&c.SynthShared, "synth-shared", c.SynthShared, "with --synth-rows: ρ in [0, 1], the share of every synthetic column's latent variance drawn from one factor common to all columns, so that the parties' columns are correlated (0: independent)")
+	fs.Float64Var(&c.SynthSharedLabel, "synth-shared-label", c.SynthSharedLabel, "with --synth-shared: r in [0, 1), the label drawn from the common factor (a probit model whose latent has correlation r with it), so that every party's columns carry the label (0: the label apart from the factor)")
 	fs.StringVar(&c.Aggregation, "aggregation", c.Aggregation, "several passive parties: how the active combines their embeddings: concat (default), sum, or gated (a weighted sum of embeddings of one width, the weights learned by the active)")
 }
 

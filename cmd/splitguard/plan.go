@@ -30,12 +30,13 @@ func newPlanCmd() *cobra.Command {
 	o := plan.Options{Threat: plan.Threat{MaxLeak: 0.1}, Budget: 10 * time.Minute}
 	cmd := &cobra.Command{
 		Use:   "plan --data PATH --out DIR [--max-leak X] [--budget D] [flags]",
-		Short: "Search the registered defences for the cheapest one that keeps every attack's leak within a limit",
+		Short: "Search the registered defences for one that keeps every attack's leak within a limit at no measurable cost",
 		Long: "plan trains every registered defence at a few strengths (no defence first), each on the training split,\n" +
 			"scores it on the validation split only (validation AUC of the selected model; every attack's q95 |leak AUC − ½|\n" +
-			"over the training batches, summary.json leak q95_abs, at every layer), and recommends the setting with the\n" +
-			"smallest validation-AUC cost against no defence whose strongest attack stays within --max-leak on the plan's seed\n" +
-			"and on --confirm-seeds further seeds (the next cheapest when a seed exceeds it). It writes\n" +
+			"over the training batches at every layer, judged by its upper 95% bound, summary.json leak q95_abs_upper, from\n" +
+			"at least 59 batches), and recommends, among the settings whose every attack stays within --max-leak on the\n" +
+			"plan's seed and on --confirm-seeds further seeds, the one with the widest margin under the limit among those\n" +
+			"whose validation-AUC cost is within the validation AUC's standard error of the cheapest. It writes\n" +
 			"plan.csv, frontier.svg and recommended.yaml (for train/active/passive/sweep --config) into --out; rerun the\n" +
 			"same command to continue an interrupted or budget-limited plan. Table, model and schedule flags are train's;\n" +
 			"--attacks (default: the cheap label-free attacks) and --tuned-known are the threat. See docs/methods/plan.md.\n\n" + exitStatusHelp,
@@ -84,7 +85,7 @@ func newPlanCmd() *cobra.Command {
 	fs.Float64Var(&o.Threat.MinTDCS, "min-tdcs", 0, "T-DCS floor: the setting's T-DCS (VFLAIR's defence capability score over the attacks, validation AUC against no defence's; docs/methods/plan.md) at least this; alone, or with --max-leak both must hold")
 	fs.DurationVar(&o.Budget, "budget", o.Budget, "time of this invocation: no setting starts after it (nor when less is left than the longest setting took)")
 	fs.Int64Var(&o.MaxSteps, "steps", o.MaxSteps, fmt.Sprintf("training steps per setting at most: the data-driven schedule capped (0: %d)", plan.DefaultMaxSteps))
-	fs.IntVar(&confirmSeeds, "confirm-seeds", confirmSeeds, "further seeds (on the same test split) the cheapest setting within the limit is trained with; it is recommended only within the limit on every seed, else the next cheapest is tried (0: none, the choice on one seed)")
+	fs.IntVar(&confirmSeeds, "confirm-seeds", confirmSeeds, "further seeds (on the same test split) the chosen setting within the limit is trained with; it is recommended only within the limit on every seed, else the next in the choice's order is tried (0: none, the choice on one seed)")
 	fs.IntVar(&o.Grid, "grid", o.Grid, fmt.Sprintf("strengths per defence, log-spaced (0: %d)", plan.DefaultGrid))
 	fs.StringSliceVar(&o.Defences, "defences", o.Defences, "search only these defences: "+strings.Join(append(protect.Names(), protect.AddOnNames()...), ", ")+" (default: every one)")
 	return cmd
@@ -138,8 +139,11 @@ func printPlan(w io.Writer, o plan.Options, res *plan.Result) {
 	}
 	if res.Recommended >= 0 {
 		r := res.Rows[res.Recommended]
-		fmt.Fprintf(w, "recommended: %s — validation AUC %.4f (cost %.4f against no defence), strongest attack %s at %.4f, T-DCS %.4f, %.1f ms per step\n",
-			r.Legend, r.ValAUC, r.Cost, r.Strongest, r.StrongestLeak, r.TDCS, r.StepMS)
+		fmt.Fprintf(w, "recommended: %s — validation AUC %.4f (cost %.4f against no defence), strongest attack %s at %.4f (95%% upper bound %.4f over %d batches), T-DCS %.4f, %.1f ms per step\n",
+			r.Legend, r.ValAUC, r.Cost, r.Strongest, r.StrongestLeak, r.Bound, r.Batches, r.TDCS, r.StepMS)
+		if res.TieSE > 0 {
+			fmt.Fprintf(w, "costs within %.4f of the cheapest (the validation AUC's standard error) count as equal: among them the widest margin under the limit is chosen\n", res.TieSE)
+		}
 		if f := r.Seeds; f.N > 1 {
 			fmt.Fprintf(w, "confirmed on %d seeds: strongest leak %.4f to %.4f, cost %.4f on average (%.4f to %.4f), T-DCS at least %.4f\n",
 				f.N, f.LeakLo, f.Leak, f.Cost, f.CostLo, f.CostHi, f.TDCS)
@@ -165,6 +169,9 @@ func printPlan(w io.Writer, o plan.Options, res *plan.Result) {
 		}
 		fmt.Fprintf(w, "  %-34s strongest %s at %.4f%s (chance floor %.4f), T-DCS %.4f, validation AUC %.4f (cost %.4f)\n", r.Legend, r.Strongest, r.StrongestLeak, seeds, r.Chance, r.TDCS, r.ValAUC, r.Cost)
 		floor = math.Min(floor, r.Chance)
+		if r.Batches > 0 && r.Batches < plan.MinLeakBatches {
+			fmt.Fprintf(w, "    its attacks scored %d batches, fewer than the %d a bound on their q95 needs: train longer (--steps, --early-stop)\n", r.Batches, plan.MinLeakBatches)
+		}
 	}
 	if o.Threat.MaxLeak > 0 && floor > o.Threat.MaxLeak {
 		fmt.Fprintf(w, "the limit %g is below the chance floor %.4f: a score blind to the labels gives more at this batch size and positive rate; a larger --batch lowers the floor\n", o.Threat.MaxLeak, floor)

@@ -18,7 +18,7 @@ import (
 func TestPlanCLI(t *testing.T) {
 	out := t.TempDir()
 	args := []string{"plan", "--synth-rows", "600", "--layers", "16,16,16", "--batch", "64", "--attacks", "norm",
-		"--defences", "toy_scale", "--grid", "2", "--steps", "20", "--max-leak", "0.5", "--budget", "1h", "--out", out}
+		"--defences", "toy_scale", "--grid", "2", "--steps", "64", "--max-leak", "0.5", "--budget", "1h", "--out", out}
 	stdout, err := runCLI(t, args...)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stdout)
@@ -69,6 +69,11 @@ func TestPlanCLI(t *testing.T) {
 	stdout, err = runCLI(t, "plan", "--config", cfgFile, "--budget", "1ns", "--steps", "20", "--defences", "toy_scale", "--out", t.TempDir())
 	if err != nil || !strings.Contains(stdout, "attacks "+strings.Join(plan.DefaultAttacks(), ", ")) {
 		t.Errorf("config without attacks: %v\n%s", err, stdout)
+	}
+	// 20 steps score 20 batches, too few for the leak's bound: nothing
+	// meets the limit, and the output says why.
+	if !strings.Contains(stdout, "scored 20 batches, fewer than the 59") {
+		t.Errorf("20 batches: the output does not say they are too few:\n%s", stdout)
 	}
 	// A T-DCS floor alone: no leak limit, the floor named, plan.csv's
 	// T-DCS column filled.

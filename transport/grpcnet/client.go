@@ -148,7 +148,7 @@ func Dial(addr string, o ClientOptions) (*Client, error) {
 	if o.PipelineDepth < 0 || o.PipelineDepth > transport.MaxInFlight {
 		return nil, fmt.Errorf("grpcnet: client: pipeline depth %d, want 0 to %d", o.PipelineDepth, transport.MaxInFlight)
 	}
-	conn, err := grpc.NewClient(addr, append(windowOptions(o.PipelineDepth, o.MaxMessageBytes),
+	conn, err := grpc.NewClient(addr, append(append(windowOptions(o.PipelineDepth, o.MaxMessageBytes), dialHookOptions()...),
 		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(o.MaxMessageBytes), grpc.MaxCallSendMsgSize(o.MaxMessageBytes)),
 		grpc.WithStatsHandler(&statsHandler{c: &c.cnt}),

@@ -244,5 +244,8 @@ func (v *service) Train(stream pb.SplitLearning_TrainServer) error {
 			return err
 		}
 		s.cnt.exchanges.Add(1)
+		if s.o.PipelineDepth > 0 {
+			handOff()
+		}
 	}
 }

@@ -110,3 +110,40 @@ func packTwoPasses(row []float32) ([]byte, bool) {
 	}
 	return nil, false
 }
+
+// BenchmarkPackInt8 packs a rounded 1024 × 128 message of normal values
+// (the WAN row's embedding shape).
+func BenchmarkPackInt8(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	m := tensor.New(1024, 128)
+	for i := range m.Data {
+		m.Data[i] = float32(rng.NormFloat64())
+	}
+	if err := Int8.Round(m); err != nil {
+		b.Fatal(err)
+	}
+	dst := make([]byte, 0, 1024*(128+4))
+	for b.Loop() {
+		var err error
+		if dst, err = Int8.Pack(dst[:0], m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRoundInt8 rounds a 1024 × 128 message of normal values to
+// int8 (the WAN row's embedding shape).
+func BenchmarkRoundInt8(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	src := make([]float32, 1024*128)
+	for i := range src {
+		src[i] = float32(rng.NormFloat64())
+	}
+	m := tensor.New(1024, 128)
+	for b.Loop() {
+		copy(m.Data, src)
+		if err := Int8.Round(m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

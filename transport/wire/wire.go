@@ -220,49 +220,87 @@ func (e Encoding) Pack(dst []byte, m *tensor.Matrix) ([]byte, error) {
 // float32, and so is the scale Round chose: the greatest common divisor
 // of the multiples is a scale that fits. A candidate is accepted only
 // when it reproduces every value bit for bit; each value's q is written
-// as it is checked (one division per value, where checking and then
-// quantising took two). It reports false, with dst as it was, when no
-// candidate fits.
+// as it is checked (quantExactQ: a multiplication by 1/s per value, a
+// division only where that misses), and a candidate is first tried on
+// the row's largest value alone, where a scale that does not fit
+// usually shows. It reports false, with dst as it was, when no candidate
+// fits.
 func packInt8Row(dst []byte, row []float32) ([]byte, bool) {
 	var big float32
-	for _, v := range row {
-		if !(math.Abs(float64(v)) <= math.MaxFloat32) {
+	at := 0 // where big is
+	for i, v := range row {
+		a := float32(math.Abs(float64(v)))
+		if !(a <= math.MaxFloat32) {
 			return dst, false
 		}
-		big = max(big, float32(math.Abs(float64(v))))
-	}
-	n0 := len(dst)
-	// put appends s and the row's values under s, or reports false (dst
-	// restored) when some value is not q·s.
-	put := func(s float32) bool {
-		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(s))
-		for _, v := range row {
-			if s == 0 {
-				if math.Float32bits(v) != 0 {
-					dst = dst[:n0]
-					return false
-				}
-				dst = append(dst, 0)
-				continue
-			}
-			q := math.RoundToEven(float64(v) / float64(s))
-			if q < -127 || q > 127 || math.Float32bits(dequant(int8(q), s)) != math.Float32bits(v) {
-				dst = dst[:n0]
-				return false
-			}
-			dst = append(dst, byte(int8(q)))
+		if a > big {
+			big, at = a, i
 		}
-		return true
 	}
 	if big == 0 {
-		return dst, put(0)
+		return putInt8Row(dst, row, 0)
 	}
-	for _, s := range int8Candidates(row, big) {
-		if s > 0 && !math.IsInf(float64(s), 0) && put(s) {
-			return dst, true
+	var cands [9]float32
+	for _, s := range appendInt8Candidates(cands[:0], row, big) {
+		// A scale that misses the largest value misses the row: most
+		// candidates fail there, before a pass over the row.
+		if s > 0 && !math.IsInf(float64(s), 0) && quantExact(row[at], s, 1/float64(s)) {
+			if out, ok := putInt8Row(dst, row, s); ok {
+				return out, true
+			}
 		}
 	}
 	return dst, false
+}
+
+// putInt8Row appends s and row's values under s to dst, or reports false
+// (dst as it was) when some value is not q·s.
+func putInt8Row(dst []byte, row []float32, s float32) ([]byte, bool) {
+	n0 := len(dst)
+	dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(s))
+	if s == 0 {
+		for _, v := range row {
+			if math.Float32bits(v) != 0 {
+				return dst[:n0], false
+			}
+			dst = append(dst, 0)
+		}
+		return dst, true
+	}
+	inv := 1 / float64(s)
+	for _, v := range row {
+		q, ok := quantExactQ(v, s, inv)
+		if !ok {
+			return dst[:n0], false
+		}
+		dst = append(dst, byte(q))
+	}
+	return dst, true
+}
+
+// quantExact reports whether v is q·s rounded to float32 for some q in
+// −127…127 (s > 0, finite; inv = 1/s).
+func quantExact(v, s float32, inv float64) bool {
+	_, ok := quantExactQ(v, s, inv)
+	return ok
+}
+
+// quantExactQ returns the q in −127…127 with q·s rounded to float32
+// equal to v, bit for bit, if there is one (s > 0, finite; inv = 1/s).
+// There is at most one: neighbouring multiples of s differ by s, more
+// than a unit in the last place of any |v| ≤ 127·s. It tries v·inv
+// rounded (a multiplication) first and v/s rounded, the quantisation's
+// own rule, only where that misses, so its answer is v/s's.
+func quantExactQ(v, s float32, inv float64) (int8, bool) {
+	q := math.RoundToEven(float64(v) * inv)
+	if q >= -127 && q <= 127 && math.Float32bits(dequant(int8(q), s)) == math.Float32bits(v) {
+		return int8(q), true
+	}
+	q = math.RoundToEven(float64(v) / float64(s))
+	if q >= -127 && q <= 127 && math.Float32bits(dequant(int8(q), s)) == math.Float32bits(v) {
+		return int8(q), true
+	}
+	return 0, false
 }
 
 // int8Candidates are the scales packInt8Row tries, in order, for a row
@@ -271,7 +309,11 @@ func packInt8Row(dst []byte, row []float32) ([]byte, bool) {
 // subnormal, then max|v|/127 and four units in the last place either side
 // of it, nearest first.
 func int8Candidates(row []float32, big float32) []float32 {
-	var cands []float32
+	return appendInt8Candidates(nil, row, big)
+}
+
+// appendInt8Candidates appends int8Candidates(row, big) to cands.
+func appendInt8Candidates(cands []float32, row []float32, big float32) []float32 {
 	if big < math.SmallestNonzeroFloat32*(1<<23) { // every value is subnormal
 		var g uint32
 		for _, v := range row {
