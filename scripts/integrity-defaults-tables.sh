@@ -11,6 +11,7 @@ set -euo pipefail
 sg=${1:?usage: integrity-defaults-tables.sh SPLITGUARD_BINARY OWNDATA_DIR OUTDIR}
 tables=${2:?usage: integrity-defaults-tables.sh SPLITGUARD_BINARY OWNDATA_DIR OUTDIR}/tables
 out=${3:?usage: integrity-defaults-tables.sh SPLITGUARD_BINARY OWNDATA_DIR OUTDIR}
+here=$(cd "$(dirname "$0")" && pwd)
 while read -r name label pos; do
   while read -r tag flags; do
     d="$out/$name/$tag"
@@ -28,13 +29,4 @@ noise --free-ride noise
 constant --free-ride constant
 replay --free-ride replay
 R
-done <<'T'
-pima diabetes pos
-breastcancer Class malignant
-hmda deny yes
-spam type spam
-resumenames call yes
-ticdata CARAVAN insurance
-smokeban smoker yes
-letter_a letter_A yes
-T
+done < <(sed -n '/^pima diabetes pos$/,/^letter_a letter_A yes$/p' "$here/owndata-run.sh") # its first eight tables
