@@ -292,11 +292,17 @@ type Config struct {
 	FreeRide     string `yaml:"free_ride,omitempty"`
 	FreeRideFrom int64  `yaml:"free_ride_from,omitempty"`
 	// Detectors names the active party's detectors scoring every
-	// training batch's embedding (integrity.DetectorNames; none by
-	// default); IntegrityStop ends the run cleanly when a detector's
-	// score reaches its threshold there (keyed by detector name).
-	Detectors     []string           `yaml:"detectors,flow,omitempty"`
-	IntegrityStop map[string]float64 `yaml:"integrity_stop,flow,omitempty"`
+	// training batch's embedding (integrity.DetectorNames; unset: the
+	// default set, integrity.DefaultDetectors, in a run of one passive
+	// party; [none]: no detector); IntegrityStop ends the run cleanly
+	// when a detector's score reaches its threshold there (keyed by
+	// detector name); IntegrityAlarm only warns (the log, summary.json's
+	// integrity_alarms and warnings), each default detector at its
+	// default threshold unless given (0: no alarm); see
+	// integrity_defaults.go.
+	Detectors      []string           `yaml:"detectors,flow,omitempty"`
+	IntegrityStop  map[string]float64 `yaml:"integrity_stop,flow,omitempty"`
+	IntegrityAlarm map[string]float64 `yaml:"integrity_alarm,flow,omitempty"`
 	// Backdoor makes the passive party plant a backdoor
 	// (integrity.BackdoorNames; empty: honest); see backdoor.go.
 	Backdoor       string `yaml:"backdoor,omitempty"`
@@ -424,6 +430,7 @@ func (c *Config) isCNN() bool {
 // is idempotent; Train calls it before writing config.yaml.
 func (c *Config) Resolve() {
 	c.resolveSynthParties()
+	c.resolveDetectors()
 	imf, image := data.LookupImageFormat(c.Format)
 	if image && c.Data == "" {
 		c.Data = imf.Dir

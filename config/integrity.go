@@ -17,7 +17,8 @@ func (c *Config) validateIntegrity(bad func(string, ...any)) {
 	if c.FreeRideFrom < 0 {
 		bad("free-riding from step %d, want at least 0 (key free_ride_from)", c.FreeRideFrom, keyArg("free_ride_from"))
 	}
-	for _, d := range c.Detectors {
+	c.validateAlarms(bad)
+	for _, d := range c.DetectorsOn() {
 		if !slices.Contains(integrity.DetectorNames(), d) {
 			bad("unknown detector %q, want one of %v (key detectors)", d, integrity.DetectorNames(), keyArg("detectors"))
 		} else if integrity.IsCrossParty(d) && len(c.Parties) < 2 {
@@ -55,5 +56,7 @@ func (c *Config) NewTamper() (integrity.Tamper, error) {
 // NewGuard returns the active party's integrity guard of the configured
 // detectors, thresholds and minimum passive gain.
 func (c *Config) NewGuard() (*integrity.Guard, error) {
-	return integrity.NewGuard(c.Detectors, c.IntegrityStop, c.MinPassiveGain)
+	g, err := integrity.NewGuard(c.DetectorsOn(), c.IntegrityStop, c.MinPassiveGain)
+	g.SetAlarms(c.IntegrityAlarm)
+	return g, err
 }

@@ -7,7 +7,7 @@ import "github.com/splitguard/splitguard/integrity"
 // read each party's block of the combined embedding and so need
 // aggregation concat.
 func (c *Config) validatePartyDetectors(bad func(string, ...any)) {
-	for _, d := range c.Detectors {
+	for _, d := range c.DetectorsOn() {
 		if !integrity.IsCrossParty(d) {
 			bad("detector %s scores one passive party's embedding; with several passive parties only the cross-party detectors run (key detectors)", d, keyArg("detectors"))
 			continue

@@ -29,6 +29,9 @@ type collapse struct {
 func (d *collapse) Name() string { return "collapse" }
 
 func (d *collapse) Observe(_ int64, e *tensor.Matrix) float64 {
+	if e.Rows < 2 { // one row has no variance to compare: a schedule's short last batch can be one row
+		return 0
+	}
 	if d.seen < collapseWarmup {
 		d.seen++
 		return 0

@@ -16,11 +16,30 @@ type Detector interface {
 	Observe(step int64, e *tensor.Matrix) float64
 }
 
+// RowsDetector is a detector that also reads which rows of the
+// training split the batch holds (the active party knows them: it
+// draws the schedule). The guard calls ObserveRows instead of Observe
+// when the caller gives the rows.
+type RowsDetector interface {
+	Detector
+	ObserveRows(step int64, rows []int, e *tensor.Matrix) float64
+}
+
 // DetectorSpec declares a detector.
 type DetectorSpec struct {
 	Name string
 	Help string
 	New  func() Detector
+	// Default puts the detector in the set a two-party run has on when
+	// key detectors is not given (DefaultDetectors), DefaultAlarm its
+	// alarm threshold there (0: none). Only a detector whose honest
+	// score cannot reach that threshold by construction belongs there
+	// (docs/methods/integrity.md §11f).
+	Default      bool
+	DefaultAlarm float64
+	// Verdict is what an alarm of the detector says of the passive
+	// party (empty: a generic suspicion of cheating).
+	Verdict string
 }
 
 var detectors = map[string]DetectorSpec{}
@@ -45,6 +64,24 @@ func DetectorNames() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// DefaultDetectors lists the detectors on by default, sorted.
+func DefaultDetectors() []string {
+	var out []string
+	for _, n := range DetectorNames() {
+		if detectors[n].Default {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// DefaultAlarm returns the named detector's default alarm threshold
+// and whether it has one.
+func DefaultAlarm(name string) (float64, bool) {
+	s, ok := detectors[name]
+	return s.DefaultAlarm, ok && s.DefaultAlarm > 0
 }
 
 // NewDetector returns a fresh detector by name.

@@ -693,8 +693,12 @@ func (r *activeRun) saveFinal() error {
 // observe audits and records one training batch: the cut layer, which is
 // what the active party sent.
 func (r *activeRun) observe(ob *active.Observation) error {
-	scores, err := r.guard.Batch(ob.Step, r.embedding)
+	scores, err := r.guard.BatchRows(ob.Step, ob.Rows, r.embedding)
 	r.rec.ObserveIntegrity(scores)
+	for _, a := range r.guard.Raised() {
+		r.rec.IntegrityAlarm(a.Detector, a.Step, a.Score, a.Threshold, a.Error())
+		r.met.alarm(a.Detector)
+	}
 	if err != nil {
 		return err
 	}

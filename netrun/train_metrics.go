@@ -39,7 +39,10 @@ type activeMetrics struct {
 	// integrity is each integrity detector's score at the last
 	// evaluation (its largest since the evaluation before, the figure
 	// key integrity_stop compares with).
-	integrity         *prometheus.GaugeVec
+	integrity *prometheus.GaugeVec
+	// alarms counts each detector's batches at or above its alarm
+	// threshold (key integrity_alarm; train_metrics_alarm.go).
+	alarms            *prometheus.CounterVec
 	testAUC, testLoss prometheus.Gauge
 	stepSeconds       prometheus.Histogram
 	lastStepSeconds   prometheus.Gauge
@@ -72,6 +75,10 @@ func newActiveMetrics(cfg Config, stats func() grpcnet.Stats) *activeMetrics {
 		Help: "Leak AUC of the last training batch per passive party (or colluding subset A+B), attack and layer: what that party received, with several passive parties."}, []string{"party", "attack", "layer"})
 	m.integrity = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "splitguard_integrity_score",
 		Help: "Each integrity detector's score at the last evaluation: its largest since the evaluation before (eval.jsonl integrity; what integrity_stop compares with)."}, []string{"detector"})
+	m.alarms = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "splitguard_integrity_alarms_total",
+		Help: "Training batches whose integrity detector score reached its alarm threshold (key integrity_alarm; the run goes on)."}, []string{"detector"})
+	m.reg.MustRegister(m.alarms)
+	m.armAlarms(cfg.ResolvedAlarms())
 	m.leakSeries = map[leakLabels][]float64{}
 	q95 := &leakQ95Collector{m: m, desc: prometheus.NewDesc("splitguard_leak_auc_q95",
 		"Running 95% quantile (nearest rank) of the per-batch leak AUC.", []string{"attack", "layer"}, nil)}

@@ -480,3 +480,20 @@ func gatherSeries(t *testing.T, m *activeMetrics) series {
 	}
 	return flatten(byName)
 }
+
+// TestMetricsIntegrityAlarms: the default detector's alarm counter is
+// served at 0 before any alarm, and each alarmed batch adds one to
+// splitguard_integrity_alarms_total{detector}.
+func TestMetricsIntegrityAlarms(t *testing.T) {
+	m := newActiveMetrics(Config{}, func() grpcnet.Stats { return grpcnet.Stats{} })
+	const key = "splitguard_integrity_alarms_total{detector=replay}"
+	if v, ok := gatherSeries(t, m)[key]; !ok || v != 0 {
+		t.Errorf("before any alarm: %v (served %t), want 0", v, ok)
+	}
+	for range 3 {
+		m.alarm("replay")
+	}
+	if v := gatherSeries(t, m)[key]; v != 3 {
+		t.Errorf("alarms counted %v, want 3", v)
+	}
+}

@@ -300,8 +300,9 @@ func (j *joiner) active(ob *active.Observation) error {
 	if j.stale != nil {
 		j.act = j.stale.keep(ob)
 	}
-	scores, err := j.guard.Batch(ob.Step, ob.Embedding)
+	scores, err := j.guard.BatchRows(ob.Step, ob.Rows, ob.Embedding)
 	j.rec.ObserveIntegrity(scores)
+	raiseAlarms(j.rec, j.guard)
 	return err
 }
 

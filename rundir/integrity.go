@@ -76,6 +76,7 @@ func (r *Recorder) summaryIntegrity(s *Summary, last EvalRecord) {
 		s.Integrity = maps.Clone(r.integMax)
 	}
 	s.IntegrityAlarm = r.alarm
+	r.summaryAlarms(s)
 	s.Backdoor = r.backdoor
 }
 

@@ -100,6 +100,7 @@ type Recorder struct {
 	// and over the run, and the alarm that ended the run (integrity.go).
 	integSince, integMax map[string]float64
 	alarm                string
+	integAlarms          []IntegrityAlarmRecord // integrity_alarm.go
 	backdoor             *BackdoorSummary
 	// parties are the per-party audits of a run with several passive
 	// parties (parties.go).

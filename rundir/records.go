@@ -244,6 +244,10 @@ type Summary struct {
 	// TruncatedReason says so too).
 	Integrity      map[string]float64 `json:"integrity,omitempty"`
 	IntegrityAlarm string             `json:"integrity_alarm,omitempty"`
+	// IntegrityAlarms are the detectors that reached their alarm
+	// thresholds (key integrity_alarm) without ending the run, one
+	// record each (integrity_alarm.go).
+	IntegrityAlarms []IntegrityAlarmRecord `json:"integrity_alarms,omitempty"`
 	// Backdoor is the outcome of the passive party's backdoor attack,
 	// when it planted one.
 	Backdoor *BackdoorSummary `json:"backdoor,omitempty"`

@@ -63,6 +63,9 @@ type Info struct {
 	// IntegrityStop is the score at which each integrity detector ends
 	// the run (a detector without one never does); the page draws it.
 	IntegrityStop map[string]float64 `json:"integrity_stop,omitempty"`
+	// IntegrityAlarm is the score at which each integrity detector warns
+	// without ending the run (0 or absent: never); the page draws it too.
+	IntegrityAlarm map[string]float64 `json:"integrity_alarm,omitempty"`
 }
 
 // MaxPoints bounds the points the feed keeps per series: older points are

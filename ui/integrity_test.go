@@ -55,7 +55,7 @@ func TestFeedIntegrity(t *testing.T) {
 	}
 	page, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	for _, w := range []string{`id="s-integrity"`, "c-integrity", "integrity_keys", "integrity_stop"} {
+	for _, w := range []string{`id="s-integrity"`, "c-integrity", "integrity_keys", "integrity_stop", "integrity_alarm", "alarms at"} {
 		if !strings.Contains(string(page), w) {
 			t.Errorf("page lacks %q", w)
 		}

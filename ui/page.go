@@ -104,13 +104,15 @@ const pageHTML = `<!DOCTYPE html>
     var integ = (s.integrity_keys || []).map(function (k, i) { return { name: k, pts: s.integrity[k], color: palette[i % palette.length] }; });
     document.getElementById('s-integrity').hidden = !integ.length;
     if (integ.length) {
-      var stops = s.info.integrity_stop || {};
-      draw('c-integrity', integ, { refs: integ.filter(function (l) { return stops[l.name] !== undefined; }).map(function (l) { return { y: stops[l.name], color: l.color }; }) });
+      var stops = s.info.integrity_stop || {}, alarms = s.info.integrity_alarm || {};
+      var refs = integ.filter(function (l) { return stops[l.name] !== undefined; }).map(function (l) { return { y: stops[l.name], color: l.color }; });
+      integ.forEach(function (l) { if (alarms[l.name] > 0 && alarms[l.name] !== stops[l.name]) refs.push({ y: alarms[l.name], color: l.color }); });
+      draw('c-integrity', integ, { refs: refs });
       var li = document.getElementById('l-integrity'); li.innerHTML = '';
       integ.forEach(function (l) { var p = l.pts.length ? l.pts[l.pts.length - 1][1] : null;
         var span = document.createElement('span');
         span.innerHTML = '<span class="swatch" style="background:' + l.color + '"></span>';
-        span.appendChild(document.createTextNode(l.name + ' (last ' + fmt(p, 3) + (stops[l.name] !== undefined ? ', stops at ' + fmt(stops[l.name], 3) : '') + ')')); li.appendChild(span); });
+        span.appendChild(document.createTextNode(l.name + ' (last ' + fmt(p, 3) + (alarms[l.name] > 0 ? ', alarms at ' + fmt(alarms[l.name], 3) : '') + (stops[l.name] !== undefined ? ', stops at ' + fmt(stops[l.name], 3) : '') + ')')); li.appendChild(span); });
     }
     draw('c-loss', [{ name: 'loss', pts: s.loss, color: mainColor }], {});
     document.body.dataset.updates = ++updates;

@@ -177,7 +177,7 @@ func trainAndReport(ctx context.Context, cfg config.Config, uiAddr string, force
 	opts := run.Options{Logger: newLineLogger(prog.logWriter(), newTrainCmd()), Progress: prog.update, Force: force}
 	var feed *ui.Feed
 	if uiAddr != "" {
-		feed = ui.NewFeed(ui.Info{Title: cfg.Out, Protect: cfg.Legend().Text, Method: cfg.Protect, IntegrityStop: cfg.IntegrityStop})
+		feed = ui.NewFeed(ui.Info{Title: cfg.Out, Protect: cfg.Legend().Text, Method: cfg.Protect, IntegrityStop: cfg.IntegrityStop, IntegrityAlarm: cfg.ResolvedAlarms()})
 		srv, err := ui.Start(ctx, uiAddr, feed)
 		if err != nil {
 			return nil, err

@@ -68,6 +68,7 @@ var nameAllowed = map[string]string{
 	"data/labels.go|none":                    "a missing-value token of a table",
 	"data/imageset.go|none":                  "no image format is linked",
 	"netrun/shared_config.go|none":           "no passive-side defence",
+	"integrity/guard.go|none":                "no detector (key detectors: [none])",
 	"transport/transport.go|none":            "a tensor encoding's absence",
 	"transport/grpcnet/grpcnet.go|none":      "no compression",
 	"cmd/splitguard/attack.go|fashion-mnist": "a flag's name",
