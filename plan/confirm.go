@@ -110,10 +110,11 @@ func (o *Options) confirm(ctx context.Context, res *Result, clk *clock) error {
 				seen = append(seen, r)
 			}
 		}
-		pred := sumSeeds(seen).LeakPred
-		if verdict == Confirmed && o.Threat.MaxLeak > 0 && !(pred <= o.Threat.MaxLeak) {
+		if pred := sumSeeds(seen).LeakPred; verdict == Confirmed && o.Threat.MaxLeak > 0 && !(pred <= o.Threat.MaxLeak) {
 			verdict = Rejected
 			o.logger().Info(fmt.Sprintf("setting %d (%s) met the limit with every seed, but a further seed's leak may not: %.0f%% prediction bound %.4f from %d seeds, above %g: rejected", rows[c].Index+1, rows[c].Legend, 100*PredictionLevel, pred, len(seen), o.Threat.MaxLeak))
+		} else if verdict == Rejected {
+			o.logger().Info(fmt.Sprintf("setting %d (%s) met the limit with seed %d but not with every seed: rejected", rows[c].Index+1, rows[c].Legend, o.Base.Seed))
 		}
 		rows[c].Seeds.Verdict = verdict
 		switch verdict {
@@ -123,7 +124,6 @@ func (o *Options) confirm(ctx context.Context, res *Result, clk *clock) error {
 			res.Pending, res.BudgetSpent = c, true
 		case Rejected:
 			res.Rejected = append(res.Rejected, rows[c])
-			o.logger().Info(fmt.Sprintf("setting %d (%s) met the limit with seed %d but not with every seed: rejected", rows[c].Index+1, rows[c].Legend, o.Base.Seed))
 			continue
 		}
 		break

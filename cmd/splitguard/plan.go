@@ -162,7 +162,7 @@ func printPlan(w io.Writer, o plan.Options, res *plan.Result) {
 	}
 	what := "nothing meets the limit within the budget"
 	if len(res.Rejected) > 0 {
-		what = "nothing meets the limit on every seed within the budget"
+		what = "nothing meets the limit on every seed (and, with a leak limit, on a further seed by its prediction bound) within the budget"
 	}
 	fmt.Fprintf(w, "%s; the closest settings:\n", what)
 	floor := math.Inf(1)
