@@ -111,7 +111,7 @@ func (o *Options) confirm(ctx context.Context, res *Result, clk *clock) error {
 			}
 		}
 		if pred := sumSeeds(seen).LeakPred; verdict == Confirmed && o.Threat.MaxLeak > 0 && !(pred <= o.Threat.MaxLeak) {
-			verdict = Rejected
+			verdict, rows[c].Seeds.ByPrediction = Rejected, true
 			o.logger().Info(fmt.Sprintf("setting %d (%s) met the limit with every seed, but a further seed's leak may not: %.0f%% prediction bound %.4f from %d seeds, above %g: rejected", rows[c].Index+1, rows[c].Legend, 100*PredictionLevel, pred, len(seen), o.Threat.MaxLeak))
 		} else if verdict == Rejected {
 			o.logger().Info(fmt.Sprintf("setting %d (%s) met the limit with seed %d but not with every seed: rejected", rows[c].Index+1, rows[c].Legend, o.Base.Seed))
@@ -166,8 +166,8 @@ func (o *Options) sumSeeds(rows []Row, conf []Row) {
 		}
 	}
 	for i := range rows {
-		verdict := rows[i].Seeds.Verdict
+		verdict, byPred := rows[i].Seeds.Verdict, rows[i].Seeds.ByPrediction
 		rows[i].Seeds = sumSeeds(append([]Row{rows[i]}, bySetting[rows[i].Key()]...))
-		rows[i].Seeds.Verdict = verdict
+		rows[i].Seeds.Verdict, rows[i].Seeds.ByPrediction = verdict, byPred
 	}
 }

@@ -111,8 +111,8 @@ func TestConfirmRejectsTheOneSeedWinner(t *testing.T) {
 	if res.Recommended < 0 || res.Rows[res.Recommended].Key() != "toy_plan toy_plan_mix=0.1" {
 		t.Fatalf("recommended %d, want m=0.1 (rows %v)", res.Recommended, res.Rows)
 	}
-	if len(res.Rejected) != 1 || res.Rejected[0].Key() != "toy_plan toy_plan_mix=0.01" || res.Rejected[0].Seeds.N != 2 || res.Rejected[0].Seeds.Leak != 0.33 {
-		t.Errorf("rejected %+v, want m=0.01 over 2 seeds at 0.33", res.Rejected)
+	if len(res.Rejected) != 1 || res.Rejected[0].Key() != "toy_plan toy_plan_mix=0.01" || res.Rejected[0].Seeds.N != 2 || res.Rejected[0].Seeds.Leak != 0.33 || res.Rejected[0].Seeds.ByPrediction {
+		t.Errorf("rejected %+v, want m=0.01 over 2 seeds at 0.33, at a seed", res.Rejected)
 	}
 	got := res.Rows[res.Recommended].Seeds
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
@@ -315,8 +315,8 @@ func TestConfirmPredictionBoundRejects(t *testing.T) {
 		if c.rec != "" {
 			wantVerdict = Confirmed
 		}
-		if got.Verdict != wantVerdict {
-			t.Errorf("limit %g: m=0.1's verdict %q, want %q", c.limit, got.Verdict, wantVerdict)
+		if got.Verdict != wantVerdict || got.ByPrediction != (c.rec == "") {
+			t.Errorf("limit %g: m=0.1's verdict %q (by the prediction bound: %v), want %q", c.limit, got.Verdict, got.ByPrediction, wantVerdict)
 		}
 		if v := planColumn(t, o.Out, "toy_plan toy_plan_mix=0.1", "confirm_leak_pred95"); v == "" || math.Abs(must(strconv.ParseFloat(v, 64))-want) > 1e-4 {
 			t.Errorf("limit %g: plan.csv confirm_leak_pred95 %q, want %.4f", c.limit, v, want)

@@ -45,6 +45,9 @@ type SeedFigures struct {
 	// Verdict is the confirmation's (Confirmed, Rejected, Pending), empty
 	// for a setting not confirmed.
 	Verdict string
+	// ByPrediction says a Rejected setting met the limits on every seed
+	// and was rejected by LeakPred alone.
+	ByPrediction bool
 }
 
 // maxLeak is the largest |AUC − ½|: no leak figure exceeds it.

@@ -135,7 +135,7 @@ func printPlan(w io.Writer, o plan.Options, res *plan.Result) {
 	fmt.Fprintf(w, "limit: %s\n", o.Threat.Limits())
 	for _, r := range res.Rejected {
 		why := "not with every seed"
-		if o.Threat.MaxLeak > 0 && r.Seeds.N > res.ConfirmSeeds && r.Seeds.Leak <= o.Threat.MaxLeak && r.Seeds.TDCS >= o.Threat.MinTDCS {
+		if r.Seeds.ByPrediction {
 			why = fmt.Sprintf("with every seed, but a further seed's leak may not be: %.0f%% prediction bound %.4f", 100*plan.PredictionLevel, r.Seeds.LeakPred)
 		}
 		fmt.Fprintf(w, "rejected: %s — within the limit with the plan's seed, %s: strongest leak %.4f, then up to %.4f over %d seeds; T-DCS %.4f, then down to %.4f\n",
