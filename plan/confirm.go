@@ -22,11 +22,14 @@ func confirmDir(out string, s Setting, seed uint64) string {
 // confirm chooses the recommendation among res.Rows (the search's, with
 // their costs): without a confirmation the cheapest setting that meets
 // the limit on the plan's seed. With one it takes the settings that meet
-// it cheapest first, trains each with the confirmation seeds (the
-// plan's seed + 1, …, + ConfirmSeeds; the reference with the same seeds
-// first, for each seed's cost and T-DCS) and recommends the first that
-// meets the limit on every seed; a setting that misses it at a seed is
-// rejected there, without its later seeds. Each run is appended to
+// it in the tie rule's order, trains each with the confirmation seeds
+// (the plan's seed + 1, …, + ConfirmSeeds; the reference with the same
+// seeds first, for each seed's cost and T-DCS) and recommends the first
+// that meets the limits on every seed and, with a leak limit, whose
+// prediction bound for a further seed's judged leak (SeedFigures.LeakPred,
+// from the plan's seed and the confirmation seeds) is within the limit;
+// a setting that misses the limit at a seed is rejected there, without
+// its later seeds. Each run is appended to
 // confirm.csv, which a rerun reads back instead of training again. When
 // the budget ends before a setting is confirmed or rejected nothing is
 // recommended (res.Pending). It fills every row's Seeds.
@@ -80,6 +83,7 @@ func (o *Options) confirm(ctx context.Context, res *Result, clk *clock) error {
 	}
 	for _, c := range cands {
 		verdict := Confirmed
+		seen := []Row{rows[c]} // its rows at the seeds trained so far
 		for k := 1; k <= n && verdict == Confirmed; k++ {
 			ref, ok, err := seedRow(0, k)
 			if err != nil {
@@ -103,7 +107,14 @@ func (o *Options) confirm(ctx context.Context, res *Result, clk *clock) error {
 				if judge(&r, refAUC, o.Threat); !r.Met {
 					verdict = Rejected
 				}
+				seen = append(seen, r)
 			}
+		}
+		if pred := sumSeeds(seen).LeakPred; verdict == Confirmed && o.Threat.MaxLeak > 0 && !(pred <= o.Threat.MaxLeak) {
+			verdict, rows[c].Seeds.ByPrediction = Rejected, true
+			o.logger().Info(fmt.Sprintf("setting %d (%s) met the limit with every seed, but a further seed's leak may not: %.0f%% prediction bound %.4f from %d seeds, above %g: rejected", rows[c].Index+1, rows[c].Legend, 100*PredictionLevel, pred, len(seen), o.Threat.MaxLeak))
+		} else if verdict == Rejected {
+			o.logger().Info(fmt.Sprintf("setting %d (%s) met the limit with seed %d but not with every seed: rejected", rows[c].Index+1, rows[c].Legend, o.Base.Seed))
 		}
 		rows[c].Seeds.Verdict = verdict
 		switch verdict {
@@ -113,7 +124,6 @@ func (o *Options) confirm(ctx context.Context, res *Result, clk *clock) error {
 			res.Pending, res.BudgetSpent = c, true
 		case Rejected:
 			res.Rejected = append(res.Rejected, rows[c])
-			o.logger().Info(fmt.Sprintf("setting %d (%s) met the limit with seed %d but not with every seed: rejected", rows[c].Index+1, rows[c].Legend, o.Base.Seed))
 			continue
 		}
 		break
@@ -156,8 +166,8 @@ func (o *Options) sumSeeds(rows []Row, conf []Row) {
 		}
 	}
 	for i := range rows {
-		verdict := rows[i].Seeds.Verdict
+		verdict, byPred := rows[i].Seeds.Verdict, rows[i].Seeds.ByPrediction
 		rows[i].Seeds = sumSeeds(append([]Row{rows[i]}, bySetting[rows[i].Key()]...))
-		rows[i].Seeds.Verdict = verdict
+		rows[i].Seeds.Verdict, rows[i].Seeds.ByPrediction = verdict, byPred
 	}
 }

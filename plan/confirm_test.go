@@ -24,12 +24,14 @@ type seedFigure struct{ val, leak float64 }
 
 // fakeFigures are hand-set figures per setting and seed (seed 1 the
 // plan's): toy_plan m=0.01 is the cheapest within 0.3 on seed 1 (0.28) and
-// leaks 0.33 on seed 2; m=0.1 stays within it on every seed (0.25, 0.27,
-// 0.29); m=1 is far within it on seeds 1 and 2 and above it on seed 3.
+// leaks 0.33 on seed 2; m=0.1 stays within it on every seed (0.25, 0.26,
+// 0.27: mean 0.26, s = 0.01, a 95% prediction bound 0.26 + 2.920·0.01·√(4/3)
+// = 0.2937, within 0.3 too); m=1 is far within it on seeds 1 and 2 and
+// above it on seed 3.
 var fakeFigures = map[string]map[uint64]seedFigure{
 	"none":                       {1: {0.90, 0.40}, 2: {0.91, 0.40}, 3: {0.89, 0.40}},
 	"toy_plan toy_plan_mix=0.01": {1: {0.89, 0.28}, 2: {0.89, 0.33}, 3: {0.89, 0.20}},
-	"toy_plan toy_plan_mix=0.1":  {1: {0.87, 0.25}, 2: {0.89, 0.27}, 3: {0.85, 0.29}},
+	"toy_plan toy_plan_mix=0.1":  {1: {0.87, 0.25}, 2: {0.89, 0.26}, 3: {0.85, 0.27}},
 	"toy_plan toy_plan_mix=1":    {1: {0.70, 0.10}, 2: {0.70, 0.10}, 3: {0.70, 0.35}},
 }
 
@@ -109,16 +111,16 @@ func TestConfirmRejectsTheOneSeedWinner(t *testing.T) {
 	if res.Recommended < 0 || res.Rows[res.Recommended].Key() != "toy_plan toy_plan_mix=0.1" {
 		t.Fatalf("recommended %d, want m=0.1 (rows %v)", res.Recommended, res.Rows)
 	}
-	if len(res.Rejected) != 1 || res.Rejected[0].Key() != "toy_plan toy_plan_mix=0.01" || res.Rejected[0].Seeds.N != 2 || res.Rejected[0].Seeds.Leak != 0.33 {
-		t.Errorf("rejected %+v, want m=0.01 over 2 seeds at 0.33", res.Rejected)
+	if len(res.Rejected) != 1 || res.Rejected[0].Key() != "toy_plan toy_plan_mix=0.01" || res.Rejected[0].Seeds.N != 2 || res.Rejected[0].Seeds.Leak != 0.33 || res.Rejected[0].Seeds.ByPrediction {
+		t.Errorf("rejected %+v, want m=0.01 over 2 seeds at 0.33, at a seed", res.Rejected)
 	}
 	got := res.Rows[res.Recommended].Seeds
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
-	if got.N != 3 || got.Leak != 0.29 || got.LeakLo != 0.25 || !near(got.Cost, 0.03) || !near(got.CostLo, 0.02) || !near(got.CostHi, 0.04) || got.Verdict != Confirmed {
-		t.Errorf("confirmed figures %+v, want 3 seeds, leak 0.25 to 0.29, cost 0.03 (0.02 to 0.04)", got)
+	if got.N != 3 || got.Leak != 0.27 || math.Abs(got.LeakPred-0.2937) > 1e-4 || got.LeakLo != 0.25 || !near(got.Cost, 0.03) || !near(got.CostLo, 0.02) || !near(got.CostHi, 0.04) || got.Verdict != Confirmed {
+		t.Errorf("confirmed figures %+v, want 3 seeds, leak 0.25 to 0.27 (prediction bound 0.2937), cost 0.03 (0.02 to 0.04)", got)
 	}
 	for key, want := range map[string][]string{
-		"toy_plan toy_plan_mix=0.1":  {"3", "0.29", Confirmed},
+		"toy_plan toy_plan_mix=0.1":  {"3", "0.27", Confirmed},
 		"toy_plan toy_plan_mix=0.01": {"2", "0.33", Rejected},
 		"toy_plan toy_plan_mix=1":    {"", "", ""},
 		"none":                       {"3", "0.4", ""},
@@ -164,7 +166,7 @@ func TestConfirmOffTakesTheOneSeedWinner(t *testing.T) {
 	}
 }
 
-// TestConfirmNothingHolds: at a limit of 0.26, m=0.1 (0.27 on seed 2) and
+// TestConfirmNothingHolds: at a limit of 0.26, m=0.1 (0.27 on seed 3) and
 // m=1 (0.35 on seed 3) are rejected and nothing is recommended; the
 // closest settings are ranked by their largest leak over the seeds:
 // m=0.1 (0.27), m=0.01 (one seed, 0.28), m=1 (0.35).
@@ -238,8 +240,8 @@ func TestConfirmBudgetAndResume(t *testing.T) {
 // T-DCS (norm at the leak, spectral at half of it; the cost against the
 // reference of the same seed) computed independently by hand (Python):
 // m=0.01 0.7755 on seed 1 and 0.7461 on seed 2 (rejected); m=0.1 0.7937,
-// 0.7814 and 0.76858 (confirmed; against seed 1's reference, seed 3
-// would give 0.76807).
+// 0.78766 and 0.78067 (confirmed; no leak limit, so no prediction bound
+// is judged).
 func TestConfirmTDCSFloor(t *testing.T) {
 	o, _ := fakeOptions(t, 0)
 	o.Threat.MinTDCS = 0.765
@@ -250,8 +252,8 @@ func TestConfirmTDCSFloor(t *testing.T) {
 	if res.Recommended < 0 || res.Rows[res.Recommended].Key() != "toy_plan toy_plan_mix=0.1" || len(res.Rejected) != 1 || res.Rejected[0].Key() != "toy_plan toy_plan_mix=0.01" {
 		t.Fatalf("recommended %d, rejected %v; want m=0.1 after m=0.01", res.Recommended, res.Rejected)
 	}
-	if got := res.Rows[res.Recommended].Seeds.TDCS; math.Abs(got-0.7685838571786698) > 1e-9 {
-		t.Errorf("smallest T-DCS over the seeds %v, want 0.7685838571786698", got)
+	if got := res.Rows[res.Recommended].Seeds.TDCS; math.Abs(got-0.7806738531344787) > 1e-9 {
+		t.Errorf("smallest T-DCS over the seeds %v, want 0.7806738531344787", got)
 	}
 	if got := res.Rejected[0].Seeds.TDCS; math.Abs(got-0.746114577372202) > 1e-9 {
 		t.Errorf("rejected m=0.01's smallest T-DCS %v, want 0.746114577372202", got)
@@ -274,4 +276,58 @@ func TestConfirmReservesTime(t *testing.T) {
 	if !slices.Equal(f.calls, want) || !res.BudgetSpent || res.Recommended < 0 || res.Rows[res.Recommended].Key() != "toy_plan toy_plan_mix=0.1" {
 		t.Errorf("runs %q (want %q), budget spent %v, recommended %d", f.calls, want, res.BudgetSpent, res.Recommended)
 	}
+}
+
+// TestConfirmPredictionBoundRejects: at a limit of 0.29 the largest leak
+// over the seeds would accept m=0.1 (0.25, 0.26, 0.27, all within it),
+// but its 95% prediction bound for a further seed, by hand 0.26 +
+// t(2, 0.95)·0.01·√(1 + ⅓) with t(2, 0.95) = 0.9/√(2·0.95·0.05) =
+// 2.9200, is 0.2937 > 0.29: it is rejected after its three seeds, m=0.01
+// (0.33 on seed 2) and m=1 (0.35 on seed 3) as before, and nothing is
+// recommended. At 0.295 the same figures confirm it.
+func TestConfirmPredictionBoundRejects(t *testing.T) {
+	want := 0.26 + 0.9/math.Sqrt(2*0.95*0.05)*0.01*math.Sqrt(4.0/3)
+	for _, c := range []struct {
+		limit float64
+		rec   string
+	}{{0.29, ""}, {0.295, "toy_plan toy_plan_mix=0.1"}} {
+		o, f := fakeOptions(t, c.limit)
+		res, err := Run(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := ""
+		if res.Recommended >= 0 {
+			rec = res.Rows[res.Recommended].Key()
+		}
+		if rec != c.rec {
+			t.Errorf("limit %g: recommended %q, want %q", c.limit, rec, c.rec)
+		}
+		if !slices.Contains(f.calls, "toy_plan toy_plan_mix=0.1@3") {
+			t.Errorf("limit %g: m=0.1 not trained with seed 3: %q", c.limit, f.calls)
+		}
+		i := slices.IndexFunc(res.Rows, func(r Row) bool { return r.Key() == "toy_plan toy_plan_mix=0.1" })
+		got := res.Rows[i].Seeds
+		if got.N != 3 || got.Leak != 0.27 || math.Abs(got.LeakPred-want) > 1e-9 {
+			t.Errorf("limit %g: m=0.1's figures %+v, want 3 seeds, largest 0.27, prediction bound %.6f", c.limit, got, want)
+		}
+		wantVerdict := Rejected
+		if c.rec != "" {
+			wantVerdict = Confirmed
+		}
+		if got.Verdict != wantVerdict || got.ByPrediction != (c.rec == "") {
+			t.Errorf("limit %g: m=0.1's verdict %q (by the prediction bound: %v), want %q", c.limit, got.Verdict, got.ByPrediction, wantVerdict)
+		}
+		if v := planColumn(t, o.Out, "toy_plan toy_plan_mix=0.1", "confirm_leak_pred95"); v == "" || math.Abs(must(strconv.ParseFloat(v, 64))-want) > 1e-4 {
+			t.Errorf("limit %g: plan.csv confirm_leak_pred95 %q, want %.4f", c.limit, v, want)
+		}
+	}
+}
+
+// must returns v, or NaN on err (a test's one-line parse).
+func must(v float64, err error) float64 {
+	if err != nil {
+		return math.NaN()
+	}
+	return v
 }

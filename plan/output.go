@@ -74,8 +74,8 @@ func (o *Options) writeOutputs(res *Result) error {
 	head := fmt.Sprintf("# recommended by splitguard plan (%s): %s\n# validation AUC %.4f (cost %.4f against no defence), strongest attack %s at %.4f (95%% upper bound %.4f over %d batches), T-DCS %.4f; limits: %s\n",
 		o.Out, r.Legend, r.ValAUC, r.Cost, r.Strongest, r.StrongestLeak, r.Bound, r.Batches, r.TDCS, o.Threat.Limits())
 	if f := r.Seeds; f.N > 1 {
-		head += fmt.Sprintf("# confirmed on %d seeds (%d to %d, one test split): strongest leak %.4f to %.4f, T-DCS at least %.4f, cost %.4f on average (%.4f to %.4f)\n",
-			f.N, c.Seed, c.Seed+uint64(f.N-1), f.LeakLo, f.Leak, f.TDCS, f.Cost, f.CostLo, f.CostHi)
+		head += fmt.Sprintf("# confirmed on %d seeds (%d to %d, one test split): strongest leak %.4f to %.4f (a further seed's judged leak at most %.4f, %.0f%% prediction bound), T-DCS at least %.4f, cost %.4f on average (%.4f to %.4f)\n",
+			f.N, c.Seed, c.Seed+uint64(f.N-1), f.LeakLo, f.Leak, f.LeakPred, 100*PredictionLevel, f.TDCS, f.Cost, f.CostLo, f.CostHi)
 	}
 	head += fmt.Sprintf("# measured over at most %d training steps (max_steps): trained longer, the attacks can read more\n", c.MaxSteps)
 	if err := atomicfile.WriteFile(path, append([]byte(head), y...), 0o644); err != nil {

@@ -12,7 +12,9 @@ const (
 	// every confirmation seed.
 	Confirmed = "confirmed"
 	// Rejected: it meets them on the plan's seed but not on a
-	// confirmation seed (or that seed's run failed).
+	// confirmation seed (or that seed's run failed), or, with a leak
+	// limit, its prediction bound for a further seed's leak
+	// (SeedFigures.LeakPred) is above the limit.
 	Rejected = "rejected"
 	// Pending: the budget ended before every confirmation seed was
 	// trained; a rerun continues.
@@ -29,6 +31,12 @@ type SeedFigures struct {
 	// Leak is the largest strongest leak over the seeds, the statistic
 	// the confirmation judges; LeakLo the smallest.
 	Leak, LeakLo float64
+	// LeakPred is the one-sided PredictionLevel prediction bound
+	// (predictionUpper) for the judged leak (judgedLeak) of a further
+	// seed, from the seeds' judged leaks: what the confirmation judges
+	// against the leak limit besides every seed's own figure. At most ½,
+	// the largest |AUC − ½| there is.
+	LeakPred float64
 	// TDCS is the smallest T-DCS over the seeds.
 	TDCS float64
 	// Cost is the mean cost over the seeds, CostLo and CostHi the
@@ -37,10 +45,16 @@ type SeedFigures struct {
 	// Verdict is the confirmation's (Confirmed, Rejected, Pending), empty
 	// for a setting not confirmed.
 	Verdict string
+	// ByPrediction says a Rejected setting met the limits on every seed
+	// and was rejected by LeakPred alone.
+	ByPrediction bool
 }
 
+// maxLeak is the largest |AUC − ½|: no leak figure exceeds it.
+const maxLeak = 0.5
+
 // seedColumns are plan.csv's columns of SeedFigures.
-var seedColumns = []string{"confirm_seeds", "confirm_leak_max", "confirm_leak_min", "confirm_tdcs_min", "confirm_cost_mean", "confirm_cost_min", "confirm_cost_max", "confirmation"}
+var seedColumns = []string{"confirm_seeds", "confirm_leak_max", "confirm_leak_min", "confirm_leak_pred95", "confirm_tdcs_min", "confirm_cost_mean", "confirm_cost_min", "confirm_cost_max", "confirmation"}
 
 // columns renders the figures in seedColumns' order: empty for a row
 // trained with one seed only (and for confirm.csv's rows).
@@ -50,7 +64,7 @@ func (f SeedFigures) columns() []string {
 		out[len(out)-1] = f.Verdict
 		return out
 	}
-	return []string{strconv.Itoa(f.N), fmtF(f.Leak), fmtF(f.LeakLo), fmtF(f.TDCS), fmtF(f.Cost), fmtF(f.CostLo), fmtF(f.CostHi), f.Verdict}
+	return []string{strconv.Itoa(f.N), fmtF(f.Leak), fmtF(f.LeakLo), fmtF(f.LeakPred), fmtF(f.TDCS), fmtF(f.Cost), fmtF(f.CostLo), fmtF(f.CostHi), f.Verdict}
 }
 
 // sumSeeds returns the figures of rows, one setting's rows at different
@@ -58,15 +72,18 @@ func (f SeedFigures) columns() []string {
 // failed at a seed has no figure that holds).
 func sumSeeds(rows []Row) SeedFigures {
 	f := SeedFigures{N: len(rows), Leak: math.Inf(-1), LeakLo: math.Inf(1), TDCS: math.Inf(1), CostLo: math.Inf(1), CostHi: math.Inf(-1)}
-	for _, r := range rows {
+	judged := make([]float64, len(rows))
+	for i, r := range rows {
 		if r.Err != "" {
-			r.StrongestLeak, r.TDCS, r.Cost = math.NaN(), math.NaN(), math.NaN()
+			r.StrongestLeak, r.Bound, r.TDCS, r.Cost = math.NaN(), math.NaN(), math.NaN(), math.NaN()
 		}
+		judged[i] = judgedLeak(r)
 		f.Leak, f.LeakLo = math.Max(f.Leak, r.StrongestLeak), math.Min(f.LeakLo, r.StrongestLeak)
 		f.TDCS = math.Min(f.TDCS, r.TDCS)
 		f.Cost += r.Cost
 		f.CostLo, f.CostHi = math.Min(f.CostLo, r.Cost), math.Max(f.CostHi, r.Cost)
 	}
 	f.Cost /= float64(len(rows))
+	f.LeakPred = math.Min(predictionUpper(judged, PredictionLevel), maxLeak)
 	return f
 }

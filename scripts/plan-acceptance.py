@@ -79,7 +79,8 @@ def main():
         shown = " and ".join(([f"leak ≤ {limit}"] if limit else []) + ([f"T-DCS ≥ {floor}"] if floor else []))
         rows = list(csv.DictReader(open(os.path.join(d, "plan.csv"))))
         table = os.path.basename(os.path.normpath(d)).split("-")[0]
-        rejected = [r["legend"] for r in rows if r.get("confirmation") == "rejected"]
+        rejected = [r["legend"] + (f' (prediction bound {float(r["confirm_leak_pred95"]):.3f})' if r.get("confirm_leak_pred95") else "")
+                    for r in rows if r.get("confirmation") == "rejected"]
         rec = recommended(rows)
         if rec is None:
             print(f"| {table} | {shown} | nothing met (rejected: {', '.join(rejected) or 'none'}) | | | | | | | |")
@@ -91,6 +92,8 @@ def main():
             plan_cost += (f'; {float(rec["confirm_cost_mean"]):+.4f} [{float(rec["confirm_cost_min"]):+.4f}, '
                           f'{float(rec["confirm_cost_max"]):+.4f}] over {rec["confirm_seeds"]}')
             plan_leak += f'; {float(rec["confirm_leak_min"]):.3f}–{float(rec["confirm_leak_max"]):.3f}'
+            if rec.get("confirm_leak_pred95"):
+                plan_leak += f', a further seed at most {float(rec["confirm_leak_pred95"]):.3f} (95% prediction bound)'
         if floor:
             plan_leak += f'; T-DCS {float(rec["tdcs"]):.3f}'
             if rec.get("confirm_tdcs_min"):

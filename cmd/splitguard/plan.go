@@ -134,8 +134,12 @@ func printPlan(w io.Writer, o plan.Options, res *plan.Result) {
 	}
 	fmt.Fprintf(w, "limit: %s\n", o.Threat.Limits())
 	for _, r := range res.Rejected {
-		fmt.Fprintf(w, "rejected: %s — within the limit with the plan's seed, not with every seed: strongest leak %.4f, then up to %.4f over %d seeds; T-DCS %.4f, then down to %.4f\n",
-			r.Legend, r.StrongestLeak, r.Seeds.Leak, r.Seeds.N, r.TDCS, r.Seeds.TDCS)
+		why := "not with every seed"
+		if r.Seeds.ByPrediction {
+			why = fmt.Sprintf("with every seed, but a further seed's leak may not be: %.0f%% prediction bound %.4f", 100*plan.PredictionLevel, r.Seeds.LeakPred)
+		}
+		fmt.Fprintf(w, "rejected: %s — within the limit with the plan's seed, %s: strongest leak %.4f, then up to %.4f over %d seeds; T-DCS %.4f, then down to %.4f\n",
+			r.Legend, why, r.StrongestLeak, r.Seeds.Leak, r.Seeds.N, r.TDCS, r.Seeds.TDCS)
 	}
 	if res.Recommended >= 0 {
 		r := res.Rows[res.Recommended]
@@ -145,8 +149,8 @@ func printPlan(w io.Writer, o plan.Options, res *plan.Result) {
 			fmt.Fprintf(w, "costs within %.4f of the cheapest (the validation AUC's standard error) count as equal: among them the widest margin under the limit is chosen\n", res.TieSE)
 		}
 		if f := r.Seeds; f.N > 1 {
-			fmt.Fprintf(w, "confirmed on %d seeds: strongest leak %.4f to %.4f, cost %.4f on average (%.4f to %.4f), T-DCS at least %.4f\n",
-				f.N, f.LeakLo, f.Leak, f.Cost, f.CostLo, f.CostHi, f.TDCS)
+			fmt.Fprintf(w, "confirmed on %d seeds: strongest leak %.4f to %.4f (a further seed's: at most %.4f, %.0f%% prediction bound), cost %.4f on average (%.4f to %.4f), T-DCS at least %.4f\n",
+				f.N, f.LeakLo, f.Leak, f.LeakPred, 100*plan.PredictionLevel, f.Cost, f.CostLo, f.CostHi, f.TDCS)
 		}
 		fmt.Fprintf(w, "configuration: %s (splitguard train --config %s --out DIR)\n", res.Recommendation, res.Recommendation)
 		return
@@ -158,14 +162,14 @@ func printPlan(w io.Writer, o plan.Options, res *plan.Result) {
 	}
 	what := "nothing meets the limit within the budget"
 	if len(res.Rejected) > 0 {
-		what = "nothing meets the limit on every seed within the budget"
+		what = "nothing meets the limit on every seed (and, with a leak limit, on a further seed by its prediction bound) within the budget"
 	}
 	fmt.Fprintf(w, "%s; the closest settings:\n", what)
 	floor := math.Inf(1)
 	for _, r := range res.Closest {
 		seeds := ""
 		if r.Seeds.N > 1 {
-			seeds = fmt.Sprintf(", largest over %d seeds %.4f", r.Seeds.N, r.Seeds.Leak)
+			seeds = fmt.Sprintf(", largest over %d seeds %.4f (a further seed's: at most %.4f, %.0f%% prediction bound)", r.Seeds.N, r.Seeds.Leak, r.Seeds.LeakPred, 100*plan.PredictionLevel)
 		}
 		fmt.Fprintf(w, "  %-34s strongest %s at %.4f%s (chance floor %.4f), T-DCS %.4f, validation AUC %.4f (cost %.4f)\n", r.Legend, r.Strongest, r.StrongestLeak, seeds, r.Chance, r.TDCS, r.ValAUC, r.Cost)
 		floor = math.Min(floor, r.Chance)
