@@ -157,9 +157,11 @@ type LeakSummary struct {
 	// LeakBoundLevel, on the 95% quantile of |AUC − ½| that the series'
 	// batches are drawn from: the order statistic of rank
 	// QuantileUpperRank(Batches, 0.95, LeakBoundLevel) (215 of 220
-	// batches, 388 of 400), taking the batches as independent draws. NaN
-	// with fewer than MinQuantileBoundCount(0.95, LeakBoundLevel) = 59
-	// batches, from which no order statistic is such a bound.
+	// batches, 388 of 400), taking the batches as independent draws. With
+	// fewer than MinQuantileBoundCount(0.95, LeakBoundLevel) = 59 batches,
+	// from which no order statistic is such a bound, it is ½, the bound
+	// that always holds (|AUC − ½| never exceeds ½); NaN only with no
+	// defined AUC at all.
 	Q95AbsUpper float64 `json:"q95_abs_upper"`
 }
 
@@ -201,6 +203,7 @@ func (l *Leak) summarise(s *leakSeries) LeakSummary {
 	sum.Mean = total / float64(len(s.aucs))
 	slices.Sort(buf)
 	sum.Q95Abs, _ = QuantileSorted(buf, 0.95)
+	sum.Q95AbsUpper = 0.5
 	if k, ok := QuantileUpperRank(len(buf), 0.95, LeakBoundLevel); ok {
 		sum.Q95AbsUpper = buf[k-1]
 	}
