@@ -36,7 +36,7 @@ import (
 
 // Spin is how long an idle worker keeps looking for a new part before it
 // parks, unless SetSpin says otherwise.
-const Spin = 50 * time.Microsecond
+const Spin = 300 * time.Microsecond
 
 // MaxSpin is the longest spin SetSpin takes.
 const MaxSpin = 10 * time.Millisecond
