@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,6 +64,21 @@ type ClientOptions struct {
 	// and opens the flow-control windows wide enough for them; 0 refuses
 	// Send.
 	PipelineDepth int
+
+	// dialer, where set (tests), opens the client's connections in place
+	// of gRPC's own dialer.
+	dialer func(ctx context.Context, addr string) (net.Conn, error)
+	// noHandOff switches the pipelined Send's hand-off off (handOff).
+	noHandOff bool
+}
+
+// dialerOptions are the dial options that make gRPC open connections
+// with d (none where d is nil).
+func dialerOptions(d func(ctx context.Context, addr string) (net.Conn, error)) []grpc.DialOption {
+	if d == nil {
+		return nil
+	}
+	return []grpc.DialOption{grpc.WithContextDialer(d)}
 }
 
 // ErrClientClosed is returned by calls after Close.
@@ -148,7 +164,7 @@ func Dial(addr string, o ClientOptions) (*Client, error) {
 	if o.PipelineDepth < 0 || o.PipelineDepth > transport.MaxInFlight {
 		return nil, fmt.Errorf("grpcnet: client: pipeline depth %d, want 0 to %d", o.PipelineDepth, transport.MaxInFlight)
 	}
-	conn, err := grpc.NewClient(addr, append(append(windowOptions(o.PipelineDepth, o.MaxMessageBytes), dialHookOptions()...),
+	conn, err := grpc.NewClient(addr, append(append(windowOptions(o.PipelineDepth, o.MaxMessageBytes), dialerOptions(o.dialer)...),
 		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(o.MaxMessageBytes), grpc.MaxCallSendMsgSize(o.MaxMessageBytes)),
 		grpc.WithStatsHandler(&statsHandler{c: &c.cnt}),

@@ -245,7 +245,7 @@ func (v *service) Train(stream pb.SplitLearning_TrainServer) error {
 		}
 		s.cnt.exchanges.Add(1)
 		if s.o.PipelineDepth > 0 {
-			handOff()
+			handOff(s.o.noHandOff)
 		}
 	}
 }

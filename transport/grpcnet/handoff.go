@@ -1,13 +1,6 @@
 package grpcnet
 
-import (
-	"context"
-	"net"
-	"runtime"
-	"sync/atomic"
-
-	"google.golang.org/grpc"
-)
+import "runtime"
 
 // handOff lets gRPC's writer put a pipelined message on the wire before
 // the sender's next compute. A stream's Send only queues the message:
@@ -22,24 +15,10 @@ import (
 // first: it encrypts and writes the message, and the sender continues
 // when the writer blocks. In the synchronous protocol the sender waits for the
 // answer at once, which runs the writer anyway, so only pipelined sends
-// (the client's Send, the server's answers on a pipelined stream) yield.
-func handOff() {
-	if !noHandOff.Load() {
+// (the client's Send, the server's answers on a pipelined stream) yield,
+// unless off (the options' noHandOff, set by tests to see what it changes).
+func handOff(off bool) {
+	if !off {
 		runtime.Gosched()
 	}
-}
-
-// noHandOff switches handOff off (tests: what the hand-off changes).
-var noHandOff atomic.Bool
-
-// dialHook, where set (by tests), opens the client's connections in
-// place of gRPC's own dialer.
-var dialHook func(ctx context.Context, addr string) (net.Conn, error)
-
-// dialHookOptions are the dial options dialHook asks for.
-func dialHookOptions() []grpc.DialOption {
-	if dialHook == nil {
-		return nil
-	}
-	return []grpc.DialOption{grpc.WithContextDialer(dialHook)}
 }

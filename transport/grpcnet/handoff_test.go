@@ -28,13 +28,12 @@ func (c countingConn) Write(p []byte) (int, error) {
 // nothing else can run gRPC's writer while the sender computes), a
 // pipelined Send returns only after the message's bytes were written to
 // the connection, so that a party computing its next step at once does
-// not hold them back. Without the hand-off (noHandOff) no message
+// not hold them back. Without the hand-off (the options' noHandOff) no message
 // has left when Send returns: the writer waits for the sender to block.
 func TestPipelinedSendHandsOff(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	var written atomic.Int64
-	defer func(h func(context.Context, string) (net.Conn, error)) { dialHook = h }(dialHook)
-	dialHook = func(ctx context.Context, addr string) (net.Conn, error) {
+	dialer := func(ctx context.Context, addr string) (net.Conn, error) {
 		c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 		if err != nil {
 			return nil, err
@@ -54,12 +53,11 @@ func TestPipelinedSendHandsOff(t *testing.T) {
 		{"none", true, 0, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			noHandOff.Store(tc.off)
-			defer noHandOff.Store(false)
 			p := newPKI(t)
-			s := startServer(t, ServerOptions{TLS: p.server(t), PipelineDepth: 1})
+			s := startServer(t, ServerOptions{TLS: p.server(t), PipelineDepth: 1, noHandOff: tc.off})
 			runEcho(s, nil)
-			c := dial(t, s.Addr(), ClientOptions{TLS: p.client(t, pki.FilesIn(p.dir, "passive")), PipelineDepth: 1})
+			c := dial(t, s.Addr(), ClientOptions{TLS: p.client(t, pki.FilesIn(p.dir, "passive")), PipelineDepth: 1,
+				dialer: dialer, noHandOff: tc.off})
 			ctx := context.Background()
 			if _, err := c.Hello(ctx, Hello{Party: "passive", Config: fp}); err != nil {
 				t.Fatal(err)

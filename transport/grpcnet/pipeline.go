@@ -78,7 +78,7 @@ func serverWindowOptions(depth, maxBytes int) []grpc.ServerOption {
 // its answer (transport.Pipeline). A failure to write is not returned:
 // the message stays in flight and Receive re-sends it on a new stream.
 func (c *Client) Send(ctx context.Context, f *transport.Forward) error {
-	defer handOff()
+	defer handOff(c.o.noHandOff)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {

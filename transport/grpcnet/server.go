@@ -47,6 +47,10 @@ type ServerOptions struct {
 	// PipelineDepth messages are kept, so that a re-sent message already
 	// answered gets its answer again (never applied twice).
 	PipelineDepth int
+
+	// noHandOff switches the hand-off after each pipelined answer off
+	// (handOff; tests).
+	noHandOff bool
 }
 
 // ErrServerClosed is returned by Recv after Close.
