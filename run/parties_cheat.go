@@ -60,7 +60,8 @@ func (m *multiRun) recordBackdoor() error {
 	if m.av.test == nil || len(m.av.test.IDs) == 0 {
 		return nil
 	}
-	clean, trig, err := m.backdoorLogits()
+	pur := newRowPurifying(m.grd.RowPurifier(), len(m.av.test.IDs), c.k)
+	clean, trig, err := m.backdoorLogits(pur)
 	if err != nil {
 		return fmt.Errorf("backdoor outcome: %w", err)
 	}
@@ -68,13 +69,16 @@ func (m *multiRun) recordBackdoor() error {
 	if err != nil {
 		return err
 	}
+	if out.VflipRows, err = pur.summary(m.cfg, c.bd, c.known, m.av); err != nil {
+		return err
+	}
 	logBackdoor(m.rec, out, m.opt)
 	return nil
 }
 
 // backdoorLogits scores the test rows with the models as they are,
-// without and with the cheater's trigger.
-func (m *multiRun) backdoorLogits() (clean, trig []float32, err error) {
+// without and with the cheater's trigger, and, with pur not nil, purified.
+func (m *multiRun) backdoorLogits(pur *rowPurifying) (clean, trig []float32, err error) {
 	c := m.cheat
 	n := len(m.av.test.IDs)
 	clean, trig = make([]float32, n), make([]float32, n)
@@ -110,6 +114,9 @@ func (m *multiRun) backdoorLogits() (clean, trig []float32, err error) {
 				dst = trig
 			}
 			copy(dst[s:], logits)
+			if err := pur.chunk(joined, w, m.top, s, triggered); err != nil {
+				return nil, nil, err
+			}
 		}
 	}
 	return clean, trig, nil

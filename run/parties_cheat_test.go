@@ -168,7 +168,7 @@ func TestPartiesBackdoorOutcomeByHand(t *testing.T) {
 		cfg := &config.Config{Backdoor: "gradient_replacement", BackdoorTarget: 1}
 		m := &multiRun{runBase: runBase{cfg: cfg}, pvs: pvs, av: av, bottoms: []model.Bottom{firstColumn{}, firstColumn{}}, top: sumTop{},
 			cheat: &partyCheat{k: 1, bd: bd, known: []uint64{4}}}
-		clean, trig, err := m.backdoorLogits()
+		clean, trig, err := m.backdoorLogits(nil)
 		if err != nil {
 			t.Fatal(err)
 		}

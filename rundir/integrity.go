@@ -130,6 +130,33 @@ type BackdoorSummary struct {
 	// to be (the known ones included), and the share of them that are.
 	Inferred          int      `json:"inferred,omitempty"`
 	InferredPrecision *float64 `json:"inferred_precision,omitempty"`
+	// VflipRows is VFLIP's identification and purification of the test
+	// rows at inference (detector vflip_rows), absent without it.
+	VflipRows *VflipRowsSummary `json:"vflip_rows,omitempty"`
+}
+
+// VflipRowsSummary is VFLIP at inference on the test split
+// (integrity.VflipRows): each row scored clean and with the trigger,
+// flagged blocks replaced by their reconstruction before the top runs.
+type VflipRowsSummary struct {
+	// Threshold is the z-score past which a pair votes.
+	Threshold float64 `json:"threshold"`
+	// DetectionAUC is the AUC of the row score, the test rows with the
+	// trigger against the same rows without it.
+	DetectionAUC float64 `json:"detection_auc"`
+	// FlaggedClean and FlaggedTriggered are the shares of test rows
+	// with any block flagged, without and with the trigger;
+	// CheaterFlagged the share of triggered rows whose cheater's block
+	// is flagged.
+	FlaggedClean     float64 `json:"flagged_clean"`
+	FlaggedTriggered float64 `json:"flagged_triggered"`
+	CheaterFlagged   float64 `json:"cheater_flagged"`
+	// ASR, CleanRate and CleanTestAUC are BackdoorSummary's after
+	// purification (the attack success rate, the clean rate, the clean
+	// test AUC, the last against the unpurified one its cost).
+	ASR          float64 `json:"asr_purified"`
+	CleanRate    float64 `json:"clean_rate_purified"`
+	CleanTestAUC float64 `json:"clean_test_auc_purified"`
 }
 
 // SetBackdoor records a backdoor attack's outcome in the summary.

@@ -1,0 +1,77 @@
+package run
+
+import (
+	"math"
+	"testing"
+
+	"github.com/splitguard/splitguard/config"
+	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/integrity"
+	"github.com/splitguard/splitguard/model"
+	"github.com/splitguard/splitguard/tensor"
+)
+
+// cheaterValuePurifier is a RowPurifier over two one-column blocks that
+// scores a row by its second block's value, flags that block past 1 and
+// purifies it to 0.
+type cheaterValuePurifier struct{}
+
+func (cheaterValuePurifier) Parties() int          { return 2 }
+func (cheaterValuePurifier) RowThreshold() float64 { return 1 }
+func (cheaterValuePurifier) ScoreRows(e *tensor.Matrix, scores []float64, flagged []bool) {
+	for r := range e.Rows {
+		scores[r] = float64(e.Data[r*2+1])
+		flagged[r*2], flagged[r*2+1] = false, scores[r] > 1
+	}
+}
+func (cheaterValuePurifier) Purify(e *tensor.Matrix, flagged []bool) {
+	for r := range e.Rows {
+		if flagged[r*2+1] {
+			e.Data[r*2+1] = 0
+		}
+	}
+}
+
+// TestPartiesVflipRowsOutcomeByHand: TestPartiesBackdoorOutcomeByHand's
+// parties and top, trigger 2.5 on the cheater's column, with a purifier
+// that flags the cheater's block past 1 and sets it to 0. Clean rows
+// (cheater 0.5, −4, −3, 0) are not flagged: purified logits are the
+// clean ones (clean rate 0, AUC 1). Every triggered row (2.5) is flagged
+// and purified to the honest party's −1, 2, −3 on the rows of class 0:
+// one of three called the target (1/3, against 2/3 unpurified). Row
+// scores 2.5 against 0.5, −4, −3, 0: detection AUC 1.
+func TestPartiesVflipRowsOutcomeByHand(t *testing.T) {
+	ids := []uint64{1, 2, 3, 4}
+	fa := &data.Features{Rows: 4, NumDense: 1, Dense: []float32{-1, 2, -3, 4}}
+	fb := &data.Features{Rows: 4, NumDense: 1, Dense: []float32{0.5, -4, -3, 0}}
+	pvs := []*view{{test: &data.Dataset{IDs: ids, X: fa}}, {test: &data.Dataset{IDs: ids, X: fb}}}
+	av := &view{test: &data.Dataset{IDs: ids, Labels: []uint8{0, 0, 0, 1}}}
+	bd, err := integrity.NewBackdoor("gradient_replacement", integrity.BackdoorConfig{Known: []uint64{4}, TrainIDs: ids, Train: fb, TriggerValue: 2.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &config.Config{Backdoor: "gradient_replacement", BackdoorTarget: 1}
+	m := &multiRun{runBase: runBase{cfg: cfg}, pvs: pvs, av: av, bottoms: []model.Bottom{firstColumn{}, firstColumn{}}, top: sumTop{},
+		cheat: &partyCheat{k: 1, bd: bd, known: []uint64{4}}}
+	pur := newRowPurifying(cheaterValuePurifier{}, 4, 1)
+	clean, trig, err := m.backdoorLogits(pur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := backdoorSummary(cfg, bd, []uint64{4}, clean, trig, av)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := pur.summary(cfg, bd, []uint64{4}, av)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
+	if !near(out.ASR, 2.0/3) || !near(v.ASR, 1.0/3) || v.CleanRate != 0 || v.CleanTestAUC != 1 || v.DetectionAUC != 1 ||
+		v.FlaggedClean != 0 || v.FlaggedTriggered != 1 || v.CheaterFlagged != 1 || v.Threshold != 1 {
+		t.Errorf("unpurified ASR %v (want 2/3); purified %+v, want ASR 1/3, clean rate 0, clean AUC 1, detection AUC 1, flagged 0 / 1, cheater 1, threshold 1", out.ASR, *v)
+	}
+	if newRowPurifying(nil, 4, 1) != nil {
+		t.Error("a run without vflip_rows purifies")
+	}
+}
