@@ -1,7 +1,12 @@
 package run
 
 import (
+	"context"
+	"flag"
+	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/splitguard/splitguard/config"
@@ -73,5 +78,55 @@ func TestPartiesVflipRowsOutcomeByHand(t *testing.T) {
 	}
 	if newRowPurifying(nil, 4, 1) != nil {
 		t.Error("a run without vflip_rows purifies")
+	}
+}
+
+var (
+	vflipRowsSeeds = flag.Int("vflip-rows-seeds", 0, "seeds per backdoor of TestVflipRowsBackdoor (0: skipped; docs/methods/integrity.md §9c)")
+	vflipRowsModes = flag.String("vflip-rows-modes", "gradient_replacement,villain", "backdoors of TestVflipRowsBackdoor")
+	vflipRowsFrom  = flag.Int64("vflip-rows-from", vflipCheatFrom, "the step from which TestVflipRowsBackdoor's cheater plants its backdoor")
+)
+
+// TestVflipRowsBackdoor measures VFLIP at inference (vflip_rows) on
+// TestVflipDetectionAUC's table and schedule (three passive parties,
+// -vflip-auc-shared, -vflip-auc-label; p2 plants the backdoor from step
+// 60): per run the row detection AUC, the shares flagged, and success,
+// clean rate and clean test AUC without and with purification; then each
+// backdoor's medians.
+func TestVflipRowsBackdoor(t *testing.T) {
+	if *vflipRowsSeeds == 0 {
+		t.Skip("measurement: -vflip-rows-seeds N")
+	}
+	for _, mode := range strings.Split(*vflipRowsModes, ",") {
+		var auc, asr, asrP, rate, rateP, cost, fc, ft []float64
+		for seed := range *vflipRowsSeeds {
+			cfg := partiesConfig(t)
+			cfg.SynthRows, cfg.Epochs, cfg.EvalEvery, cfg.Attacks = 20000, 3, 20, []string{"norm"}
+			cfg.Parties, cfg.SynthParties, cfg.SynthShared = nil, 3, *vflipAUCShared
+			cfg.SynthSharedLabel, cfg.Contribution = *vflipAUCLabel, false
+			cfg.Seed, cfg.Detectors = uint64(seed+1), []string{"vflip_rows"}
+			cfg.Backdoor, cfg.BackdoorFrom, cfg.Cheater = mode, *vflipRowsFrom, "p2"
+			s, err := Train(context.Background(), cfg, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := s.Backdoor
+			if b == nil || b.VflipRows == nil {
+				t.Fatalf("%s seed %d: no vflip_rows outcome in the summary", mode, seed+1)
+			}
+			v := b.VflipRows
+			t.Logf("%-20s seed %2d: detection AUC %.3f, flagged clean %.3f triggered %.3f (p2 %.3f); ASR %.3f → %.3f, clean rate %.3f → %.3f, clean AUC %.4f → %.4f",
+				mode, seed+1, v.DetectionAUC, v.FlaggedClean, v.FlaggedTriggered, v.CheaterFlagged, b.ASR, v.ASR, b.CleanRate, v.CleanRate, b.CleanTestAUC, v.CleanTestAUC)
+			auc, asr, asrP = append(auc, v.DetectionAUC), append(asr, b.ASR), append(asrP, v.ASR)
+			rate, rateP = append(rate, b.CleanRate), append(rateP, v.CleanRate)
+			cost, fc, ft = append(cost, b.CleanTestAUC-v.CleanTestAUC), append(fc, v.FlaggedClean), append(ft, v.FlaggedTriggered)
+		}
+		med := func(x []float64) string {
+			y := slices.Clone(x)
+			slices.Sort(y)
+			return fmt.Sprintf("%.3f (%.3f–%.3f)", y[len(y)/2], y[0], y[len(y)-1])
+		}
+		t.Logf("%s, %d seeds, median (range): detection AUC %s; flagged clean %s, triggered %s; ASR %s → %s; clean rate %s → %s; clean AUC cost %s",
+			mode, len(auc), med(auc), med(fc), med(ft), med(asr), med(asrP), med(rate), med(rateP), med(cost))
 	}
 }
