@@ -120,18 +120,9 @@ func (c *crossParty) Name() string { return "vflip" }
 
 // SetBlocks implements CrossPartyDetector.
 func (c *crossParty) SetBlocks(names []string, cols [][2]int) error {
-	if len(cols) < 2 {
-		return fmt.Errorf("integrity: detector vflip reconstructs a party's embedding from the other parties' and needs at least two passive parties' blocks, got %d", len(cols))
-	}
-	if len(names) != len(cols) {
-		return fmt.Errorf("integrity: detector vflip given %d party names for %d blocks", len(names), len(cols))
-	}
-	at := 0
-	for k, b := range cols {
-		if b[0] != at || b[1] <= b[0] {
-			return fmt.Errorf("integrity: detector vflip: party %s's block [%d, %d) does not follow the previous block ending at column %d", names[k], b[0], b[1], at)
-		}
-		at = b[1]
+	at, err := checkBlocks("vflip", names, cols)
+	if err != nil {
+		return err
 	}
 	c.names, c.cols, c.width = slices.Clone(names), slices.Clone(cols), at
 	c.reset()
@@ -140,6 +131,26 @@ func (c *crossParty) SetBlocks(names []string, cols [][2]int) error {
 
 // PartyScores implements CrossPartyDetector.
 func (c *crossParty) PartyScores() []float64 { return c.scores }
+
+// checkBlocks checks detector det's party blocks (SetBlocks): at least
+// two, one name each, each following the one before from column 0. It
+// returns the width they span.
+func checkBlocks(det string, names []string, cols [][2]int) (int, error) {
+	if len(cols) < 2 {
+		return 0, fmt.Errorf("integrity: detector %s reconstructs a party's embedding from the other parties' and needs at least two passive parties' blocks, got %d", det, len(cols))
+	}
+	if len(names) != len(cols) {
+		return 0, fmt.Errorf("integrity: detector %s given %d party names for %d blocks", det, len(names), len(cols))
+	}
+	at := 0
+	for k, b := range cols {
+		if b[0] != at || b[1] <= b[0] {
+			return 0, fmt.Errorf("integrity: detector %s: party %s's block [%d, %d) does not follow the previous block ending at column %d", det, names[k], b[0], b[1], at)
+		}
+		at = b[1]
+	}
+	return at, nil
+}
 
 // masksOf lists the sets of k parties masked together: each party alone,
 // then (k ≥ 3) every party but one; keep[j] is the mask hiding every
@@ -166,17 +177,23 @@ func masksOf(k int) (masks [][]int, keep []int) {
 	return masks, keep
 }
 
+// newMaskNet is the masked autoencoder D → max(8, 2D) (ReLU) → D of the
+// cross-party detectors, its parameters and its Adam optimiser.
+func newMaskNet(d int) (enc, dec *nn.Dense, params []*nn.Param, opt *nn.Adam) {
+	rng := rand.New(rand.NewPCG(aeSeed, uint64(d)))
+	h := max(8, 2*d)
+	enc = nn.NewDense(d, h, nn.HeNormal, rng)
+	enc.SkipInputGrad = true
+	dec = nn.NewDense(h, d, nn.GlorotUniform, rng)
+	params = append(append([]*nn.Param(nil), enc.Params()...), dec.Params()...)
+	return enc, dec, params, nn.NewAdam(aeLR)
+}
+
 // reset starts afresh.
 func (c *crossParty) reset() {
 	d, k := c.width, len(c.cols)
-	rng := rand.New(rand.NewPCG(aeSeed, uint64(d)))
-	h := max(8, 2*d)
 	c.mean, c.vr, c.batches = make([]float64, d), make([]float64, d), 0
-	c.enc = nn.NewDense(d, h, nn.HeNormal, rng)
-	c.enc.SkipInputGrad = true
-	c.dec = nn.NewDense(h, d, nn.GlorotUniform, rng)
-	c.params = append(append([]*nn.Param(nil), c.enc.Params()...), c.dec.Params()...)
-	c.opt = nn.NewAdam(aeLR)
+	c.enc, c.dec, c.params, c.opt = newMaskNet(d)
 	c.masks, c.keep = masksOf(k)
 	c.merr = make([][][]float64, len(c.masks))
 	for m, mask := range c.masks {
@@ -315,11 +332,7 @@ func (c *crossParty) standardise(e *tensor.Matrix) {
 	}
 	all /= float64(len(c.vr))
 	for k, b := range c.cols {
-		floor := 0.0
-		for _, v := range c.vr[b[0]:b[1]] {
-			floor += v
-		}
-		floor = max(0.1*floor/float64(b[1]-b[0]), cpAllVarFloor*all) + 1e-12
+		floor := varFloor(c.vr, b, all)
 		c.noInfo[k] = 0
 		for col := b[0]; col < b[1]; col++ {
 			c.noInfo[k] += c.vr[col] / max(c.vr[col], floor)
@@ -329,6 +342,33 @@ func (c *crossParty) standardise(e *tensor.Matrix) {
 			}
 		}
 		c.noInfo[k] /= float64(b[1] - b[0])
+	}
+}
+
+// varFloor is the floor of a variance in block b of the column
+// variances vr: a tenth of the block's mean variance, at least
+// cpAllVarFloor times all, the mean variance of every column.
+func varFloor(vr []float64, b [2]int, all float64) float64 {
+	floor := 0.0
+	for _, v := range vr[b[0]:b[1]] {
+		floor += v
+	}
+	return max(0.1*floor/float64(b[1]-b[0]), cpAllVarFloor*all) + 1e-12
+}
+
+// blockErrors sets errs[r] to row r's mean squared error of y against z
+// over the columns [from, to) (rows of width d) and dy's entries there to
+// that error's gradient in y, over rows rows (the mean over the rows).
+func blockErrors(errs []float64, y, z, dy *tensor.Matrix, from, to, rows int) {
+	d, w := z.Cols, float64(to-from)
+	for r := range rows {
+		s := 0.0
+		for col := from; col < to; col++ {
+			diff := float64(y.Data[r*d+col]) - float64(z.Data[r*d+col])
+			s += diff * diff
+			dy.Data[r*d+col] = float32(2 * diff / (w * float64(rows)))
+		}
+		errs[r] = s / w
 	}
 }
 
@@ -350,18 +390,8 @@ func (c *crossParty) reconstruct(m int) {
 	c.dy.Resize(rows, d)
 	clear(c.dy.Data)
 	for i, k := range c.masks[m] {
-		from, to := c.cols[k][0], c.cols[k][1]
 		c.merr[m][i] = buf.Grow(c.merr[m][i], rows)
-		w := float64(to - from)
-		for r := range rows {
-			s := 0.0
-			for col := from; col < to; col++ {
-				diff := float64(y.Data[r*d+col]) - float64(c.z.Data[r*d+col])
-				s += diff * diff
-				c.dy.Data[r*d+col] = float32(2 * diff / (w * float64(rows)))
-			}
-			c.merr[m][i][r] = s / w
-		}
+		blockErrors(c.merr[m][i], y, &c.z, &c.dy, c.cols[k][0], c.cols[k][1], rows)
 	}
 }
 

@@ -3,7 +3,6 @@ package integrity
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 
 	"github.com/splitguard/splitguard/internal/buf"
@@ -82,7 +81,7 @@ type VflipRows struct {
 	masks          [][]int
 	keep           []int
 	z, x, dy       tensor.Matrix
-	rowErr         []float64 // scratch: one mask's errors, rows × masked blocks
+	rowErr         []float64 // scratch: one mask's errors, masked blocks × rows
 	zs             []float64 // scratch: one party's K−1 z-scores
 	zAll           []float64 // scratch: rows × K × K z-scores
 	partyMax       []float64 // each party's largest row score of the last rows scored
@@ -105,28 +104,13 @@ func (v *VflipRows) PartyScores() []float64 { return v.partyMax }
 
 // SetBlocks implements CrossPartyDetector.
 func (v *VflipRows) SetBlocks(names []string, cols [][2]int) error {
-	if len(cols) < 2 {
-		return fmt.Errorf("integrity: detector vflip_rows reconstructs a party's embedding from the other parties' and needs at least two passive parties' blocks, got %d", len(cols))
-	}
-	if len(names) != len(cols) {
-		return fmt.Errorf("integrity: detector vflip_rows given %d party names for %d blocks", len(names), len(cols))
-	}
-	at := 0
-	for k, b := range cols {
-		if b[0] != at || b[1] <= b[0] {
-			return fmt.Errorf("integrity: detector vflip_rows: party %s's block [%d, %d) does not follow the previous block ending at column %d", names[k], b[0], b[1], at)
-		}
-		at = b[1]
+	at, err := checkBlocks("vflip_rows", names, cols)
+	if err != nil {
+		return err
 	}
 	v.names, v.cols, v.width = slices.Clone(names), slices.Clone(cols), at
 	d, k := v.width, len(cols)
-	rng := rand.New(rand.NewPCG(aeSeed, uint64(d)))
-	h := max(8, 2*d)
-	v.enc = nn.NewDense(d, h, nn.HeNormal, rng)
-	v.enc.SkipInputGrad = true
-	v.dec = nn.NewDense(h, d, nn.GlorotUniform, rng)
-	v.params = append(append([]*nn.Param(nil), v.enc.Params()...), v.dec.Params()...)
-	v.opt = nn.NewAdam(aeLR)
+	v.enc, v.dec, v.params, v.opt = newMaskNet(d)
 	v.masks, v.keep = masksOf(k)
 	v.mean, v.vr, v.sd, v.batches = make([]float64, d), make([]float64, d), make([]float64, d), 0
 	v.errMean, v.errSq, v.partyMax = make([][]float64, k), make([][]float64, k), make([]float64, k)
@@ -202,11 +186,7 @@ func (v *VflipRows) setScale() {
 	}
 	all /= float64(len(v.vr))
 	for _, b := range v.cols {
-		floor := 0.0
-		for _, x := range v.vr[b[0]:b[1]] {
-			floor += x
-		}
-		floor = max(0.1*floor/float64(b[1]-b[0]), cpAllVarFloor*all) + 1e-12
+		floor := varFloor(v.vr, b, all)
 		for col := b[0]; col < b[1]; col++ {
 			v.sd[col] = math.Sqrt(max(v.vr[col], floor))
 		}
@@ -239,7 +219,7 @@ func (v *VflipRows) addErrors() {
 		for a, i := range v.masks[m] {
 			var s, s2 float64
 			for r := range rows {
-				x := v.rowErr[r*len(v.masks[m])+a]
+				x := v.rowErr[a*rows+r]
 				s += x
 				s2 += x * x
 			}
@@ -252,7 +232,7 @@ func (v *VflipRows) addErrors() {
 // reconstruct runs v.z with mask m's blocks set to zero (or, with rowMask
 // given, each row's flagged blocks) through the network. With a mask
 // index, v.rowErr holds each row's mean squared error on each of the
-// mask's blocks (rows × len(masks[m])) and v.dy the gradient, with
+// mask's blocks (len(masks[m]) × rows) and v.dy the gradient, with
 // respect to the output, of the sum over the masked blocks of the mean
 // over the rows of that error. It returns the network's output.
 func (v *VflipRows) reconstruct(m int, rowMask []bool) *tensor.Matrix {
@@ -275,17 +255,7 @@ func (v *VflipRows) reconstruct(m int, rowMask []bool) *tensor.Matrix {
 	clear(v.dy.Data)
 	v.rowErr = buf.Grow(v.rowErr, rows*len(mask))
 	for a, p := range mask {
-		from, to := v.cols[p][0], v.cols[p][1]
-		w := float64(to - from)
-		for r := range rows {
-			s := 0.0
-			for col := from; col < to; col++ {
-				diff := float64(y.Data[r*d+col]) - float64(v.z.Data[r*d+col])
-				s += diff * diff
-				v.dy.Data[r*d+col] = float32(2 * diff / (w * float64(rows)))
-			}
-			v.rowErr[r*len(mask)+a] = s / w
-		}
+		blockErrors(v.rowErr[a*rows:(a+1)*rows], y, &v.z, &v.dy, v.cols[p][0], v.cols[p][1], rows)
 	}
 	return y
 }
@@ -314,7 +284,7 @@ func (v *VflipRows) ScoreRows(e *tensor.Matrix, scores []float64, flagged []bool
 			mu := v.errMean[i][j]
 			sd := math.Sqrt(max(v.errSq[i][j]-mu*mu, 0)) + 1e-12
 			for r := range e.Rows {
-				zAll[(r*k+i)*k+j] = (v.rowErr[r*len(v.masks[m])+a] - mu) / sd
+				zAll[(r*k+i)*k+j] = (v.rowErr[a*e.Rows+r] - mu) / sd
 			}
 		}
 	}

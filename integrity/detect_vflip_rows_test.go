@@ -3,6 +3,7 @@ package integrity
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/splitguard/splitguard/metrics"
@@ -185,5 +186,27 @@ func TestVflipRowsLearnt(t *testing.T) {
 	t.Logf("flagged blocks' squared distance to the row's own: swapped %.1f, purified %.1f", before, after)
 	if after > before/4 {
 		t.Errorf("purification left squared distance %.1f of the swapped block's %.1f", after, before)
+	}
+}
+
+// TestVflipRowsRefusals: one block, a gap between blocks, names not one
+// per block; and vflip_rows is a cross-party detector.
+func TestVflipRowsRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		names []string
+		cols  [][2]int
+		want  string
+	}{
+		{[]string{"a"}, [][2]int{{0, 2}}, "at least two passive parties"},
+		{[]string{"a", "b"}, [][2]int{{0, 2}, {3, 4}}, "party b's block [3, 4) does not follow"},
+		{[]string{"a"}, [][2]int{{0, 2}, {2, 4}}, "1 party names for 2 blocks"},
+	} {
+		err := (&VflipRows{}).SetBlocks(tc.names, tc.cols)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "vflip_rows") {
+			t.Errorf("%v %v: %v, want an error naming vflip_rows and %q", tc.names, tc.cols, err, tc.want)
+		}
+	}
+	if !IsCrossParty("vflip_rows") {
+		t.Error("vflip_rows is not a cross-party detector")
 	}
 }

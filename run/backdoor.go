@@ -164,6 +164,10 @@ func logBackdoor(rec *rundir.Recorder, out *rundir.BackdoorSummary, opt Options)
 		logf(opt.logger(), "backdoor %s: %d training rows held to be of the target class, %.3f of them are",
 			out.Attack, out.Inferred, *out.InferredPrecision)
 	}
+	if v := out.VflipRows; v != nil {
+		logf(opt.logger(), "backdoor %s: VFLIP at inference (vflip_rows, threshold %g): row detection AUC %.4f; rows flagged %.3f clean, %.3f triggered (the cheater's block %.3f); purified: attack success rate %.4f, clean rate %.4f, clean test AUC %.4f",
+			out.Attack, v.Threshold, v.DetectionAUC, v.FlaggedClean, v.FlaggedTriggered, v.CheaterFlagged, v.ASR, v.CleanRate, v.CleanTestAUC)
+	}
 	rec.SetBackdoor(out)
 }
 

@@ -143,6 +143,27 @@ func (sumTop) Forward(e *tensor.Matrix, _ *data.Batch) ([]float32, error) {
 	return out, nil
 }
 
+// handBackdoorRun is a run of two passive parties each sending its one
+// numeric column (xa, xb over test rows 1–4, labels 0, 0, 0, 1) and a
+// summing top, party b planting gradient replacement with trigger value
+// v on its column, target 1, row 4 known.
+func handBackdoorRun(t *testing.T, xa, xb []float32, v float64) (*multiRun, integrity.Backdoor, *config.Config, *view) {
+	t.Helper()
+	ids := []uint64{1, 2, 3, 4}
+	fa := &data.Features{Rows: 4, NumDense: 1, Dense: xa}
+	fb := &data.Features{Rows: 4, NumDense: 1, Dense: xb}
+	pvs := []*view{{test: &data.Dataset{IDs: ids, X: fa}}, {test: &data.Dataset{IDs: ids, X: fb}}}
+	av := &view{test: &data.Dataset{IDs: ids, Labels: []uint8{0, 0, 0, 1}}}
+	bd, err := integrity.NewBackdoor("gradient_replacement", integrity.BackdoorConfig{Known: []uint64{4}, TrainIDs: ids, Train: fb, TriggerValue: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &config.Config{Backdoor: "gradient_replacement", BackdoorTarget: 1}
+	m := &multiRun{runBase: runBase{cfg: cfg}, pvs: pvs, av: av, bottoms: []model.Bottom{firstColumn{}, firstColumn{}}, top: sumTop{},
+		cheat: &partyCheat{k: 1, bd: bd, known: []uint64{4}}}
+	return m, bd, cfg, av
+}
+
 // TestPartiesBackdoorOutcomeByHand: two passive parties, each sending its
 // one numeric column, a top summing them. Honest party a has x_a = −1, 2,
 // −3, 4, the cheater b x_b = 0.5, −4, −3, 0, labels 0, 0, 0, 1, target 1.
@@ -151,23 +172,12 @@ func (sumTop) Forward(e *tensor.Matrix, _ *data.Batch) ([]float32, error) {
 // v = 2.5 → 1.5, 4.5, −0.5, two of three (on a's column instead it would
 // be v + x_b = 3, −1.5, −0.5, one of three); v = −2 → none.
 func TestPartiesBackdoorOutcomeByHand(t *testing.T) {
-	ids := []uint64{1, 2, 3, 4}
 	xa := []float32{-1, 2, -3, 4}
 	xb := []float32{0.5, -4, -3, 0}
-	fa := &data.Features{Rows: 4, NumDense: 1, Dense: xa}
-	fb := &data.Features{Rows: 4, NumDense: 1, Dense: xb}
-	pvs := []*view{{test: &data.Dataset{IDs: ids, X: fa}}, {test: &data.Dataset{IDs: ids, X: fb}}}
-	av := &view{test: &data.Dataset{IDs: ids, Labels: []uint8{0, 0, 0, 1}}}
 	for _, tc := range []struct {
 		v, asr float64
 	}{{2.5, 2.0 / 3}, {-2, 0}} {
-		bd, err := integrity.NewBackdoor("gradient_replacement", integrity.BackdoorConfig{Known: []uint64{4}, TrainIDs: ids, Train: fb, TriggerValue: tc.v})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := &config.Config{Backdoor: "gradient_replacement", BackdoorTarget: 1}
-		m := &multiRun{runBase: runBase{cfg: cfg}, pvs: pvs, av: av, bottoms: []model.Bottom{firstColumn{}, firstColumn{}}, top: sumTop{},
-			cheat: &partyCheat{k: 1, bd: bd, known: []uint64{4}}}
+		m, bd, cfg, av := handBackdoorRun(t, xa, xb, tc.v)
 		clean, trig, err := m.backdoorLogits(nil)
 		if err != nil {
 			t.Fatal(err)

@@ -9,10 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/splitguard/splitguard/config"
-	"github.com/splitguard/splitguard/data"
-	"github.com/splitguard/splitguard/integrity"
-	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/tensor"
 )
 
@@ -46,18 +42,8 @@ func (cheaterValuePurifier) Purify(e *tensor.Matrix, flagged []bool) {
 // one of three called the target (1/3, against 2/3 unpurified). Row
 // scores 2.5 against 0.5, −4, −3, 0: detection AUC 1.
 func TestPartiesVflipRowsOutcomeByHand(t *testing.T) {
-	ids := []uint64{1, 2, 3, 4}
-	fa := &data.Features{Rows: 4, NumDense: 1, Dense: []float32{-1, 2, -3, 4}}
-	fb := &data.Features{Rows: 4, NumDense: 1, Dense: []float32{0.5, -4, -3, 0}}
-	pvs := []*view{{test: &data.Dataset{IDs: ids, X: fa}}, {test: &data.Dataset{IDs: ids, X: fb}}}
-	av := &view{test: &data.Dataset{IDs: ids, Labels: []uint8{0, 0, 0, 1}}}
-	bd, err := integrity.NewBackdoor("gradient_replacement", integrity.BackdoorConfig{Known: []uint64{4}, TrainIDs: ids, Train: fb, TriggerValue: 2.5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := &config.Config{Backdoor: "gradient_replacement", BackdoorTarget: 1}
-	m := &multiRun{runBase: runBase{cfg: cfg}, pvs: pvs, av: av, bottoms: []model.Bottom{firstColumn{}, firstColumn{}}, top: sumTop{},
-		cheat: &partyCheat{k: 1, bd: bd, known: []uint64{4}}}
+	xa, xb := []float32{-1, 2, -3, 4}, []float32{0.5, -4, -3, 0}
+	m, bd, cfg, av := handBackdoorRun(t, xa, xb, 2.5)
 	pur := newRowPurifying(cheaterValuePurifier{}, 4, 1)
 	clean, trig, err := m.backdoorLogits(pur)
 	if err != nil {
