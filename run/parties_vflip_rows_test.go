@@ -70,6 +70,7 @@ func TestPartiesVflipRowsOutcomeByHand(t *testing.T) {
 var (
 	vflipRowsSeeds = flag.Int("vflip-rows-seeds", 0, "seeds per backdoor of TestVflipRowsBackdoor (0: skipped; docs/methods/integrity.md §9c)")
 	vflipRowsModes = flag.String("vflip-rows-modes", "gradient_replacement,villain", "backdoors of TestVflipRowsBackdoor")
+	vflipRowsDry   = flag.Bool("vflip-rows-dry", false, "TestVflipRowsBackdoor's cheater stays honest (backdoor_dry_run): the trigger and the purification on an honestly trained model")
 	vflipRowsFrom  = flag.Int64("vflip-rows-from", vflipCheatFrom, "the step from which TestVflipRowsBackdoor's cheater plants its backdoor")
 )
 
@@ -91,7 +92,7 @@ func TestVflipRowsBackdoor(t *testing.T) {
 			cfg.Parties, cfg.SynthParties, cfg.SynthShared = nil, 3, *vflipAUCShared
 			cfg.SynthSharedLabel, cfg.Contribution = *vflipAUCLabel, false
 			cfg.Seed, cfg.Detectors = uint64(seed+1), []string{"vflip_rows"}
-			cfg.Backdoor, cfg.BackdoorFrom, cfg.Cheater = mode, *vflipRowsFrom, "p2"
+			cfg.Backdoor, cfg.BackdoorFrom, cfg.Cheater, cfg.BackdoorDryRun = mode, *vflipRowsFrom, "p2", *vflipRowsDry
 			s, err := Train(context.Background(), cfg, Options{})
 			if err != nil {
 				t.Fatal(err)
