@@ -303,6 +303,10 @@ type Config struct {
 	Detectors      []string           `yaml:"detectors,flow,omitempty"`
 	IntegrityStop  map[string]float64 `yaml:"integrity_stop,flow,omitempty"`
 	IntegrityAlarm map[string]float64 `yaml:"integrity_alarm,flow,omitempty"`
+	// VflipRowsThreshold is the z-score past which a pair of parties
+	// votes against a block in detector vflip_rows (0:
+	// integrity.VflipRowsThreshold).
+	VflipRowsThreshold float64 `yaml:"vflip_rows_threshold,omitempty"`
 	// Backdoor makes the passive party plant a backdoor
 	// (integrity.BackdoorNames; empty: honest); see backdoor.go.
 	Backdoor       string `yaml:"backdoor,omitempty"`

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"math"
 	"slices"
 
 	"github.com/splitguard/splitguard/integrity"
@@ -33,6 +34,12 @@ func (c *Config) validateIntegrity(bad func(string, ...any)) {
 			bad("threshold %g for detector %q, want > 0 (key integrity_stop)", v, d, keyArg("integrity_stop"))
 		}
 	}
+	if c.VflipRowsThreshold != 0 && !(c.VflipRowsThreshold > 0 && !math.IsInf(c.VflipRowsThreshold, 1)) {
+		bad("vflip_rows threshold %g, want a z-score > 0 (key vflip_rows_threshold)", c.VflipRowsThreshold, keyArg("vflip_rows_threshold"))
+	}
+	if c.VflipRowsThreshold != 0 && !slices.Contains(c.DetectorsOn(), "vflip_rows") {
+		bad("a vflip_rows threshold (key vflip_rows_threshold) with detector vflip_rows not on (key detectors)", keyArg("vflip_rows_threshold"), keyArg("detectors"))
+	}
 	if c.MinPassiveGain < 0 || c.MinPassiveGain >= 1 || c.MinPassiveGain != c.MinPassiveGain {
 		bad("minimum passive gain %g, want in [0, 1) (key min_passive_gain)", c.MinPassiveGain, keyArg("min_passive_gain"))
 	}
@@ -58,5 +65,8 @@ func (c *Config) NewTamper() (integrity.Tamper, error) {
 func (c *Config) NewGuard() (*integrity.Guard, error) {
 	g, err := integrity.NewGuard(c.DetectorsOn(), c.IntegrityStop, c.MinPassiveGain)
 	g.SetAlarms(c.IntegrityAlarm)
+	if t, ok := g.RowPurifier().(interface{ SetRowThreshold(float64) }); ok && c.VflipRowsThreshold > 0 {
+		t.SetRowThreshold(c.VflipRowsThreshold)
+	}
 	return g, err
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/splitguard/splitguard/integrity"
 	"github.com/splitguard/splitguard/protect"
 )
 
@@ -34,6 +35,9 @@ func TestPartiesValidate(t *testing.T) {
 		{"vflip", func(c *Config) { c.Detectors = []string{"vflip"} }, ""},
 		{"one-party detector", func(c *Config) { c.Detectors = []string{"vflip", "autoencoder"} }, "detector autoencoder scores one passive party's embedding"},
 		{"vflip sum", func(c *Config) { c.Detectors, c.Aggregation = []string{"vflip"}, "sum" }, "only aggregation concat keeps apart"},
+		{"vflip_rows threshold", func(c *Config) { c.Detectors, c.VflipRowsThreshold = []string{"vflip_rows"}, 3 }, ""},
+		{"vflip_rows threshold negative", func(c *Config) { c.Detectors, c.VflipRowsThreshold = []string{"vflip_rows"}, -1 }, "vflip_rows threshold -1, want a z-score > 0 (key vflip_rows_threshold)"},
+		{"vflip_rows threshold alone", func(c *Config) { c.Detectors, c.VflipRowsThreshold = []string{"vflip"}, 3 }, "with detector vflip_rows not on"},
 		{"free ride unnamed", func(c *Config) { c.FreeRide = "noise" }, "needs the cheating party's name (key cheater): one of [a b]"},
 		{"free ride", func(c *Config) { c.FreeRide, c.Cheater = "noise", "b" }, ""},
 		{"backdoor", func(c *Config) { c.Backdoor, c.Cheater = "gradient_replacement", "a" }, ""},
@@ -92,5 +96,21 @@ func TestCheaterNeedsSeveralParties(t *testing.T) {
 	c.FreeRide, c.Cheater = "noise", "p1"
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "key cheater names one of several passive parties") {
 		t.Errorf("cheater with one passive party: %v", err)
+	}
+}
+
+// TestVflipRowsThresholdReachesGuard: key vflip_rows_threshold sets the
+// purifier's threshold; unset, it is integrity.VflipRowsThreshold.
+func TestVflipRowsThresholdReachesGuard(t *testing.T) {
+	for _, tc := range []struct{ key, want float64 }{{0, integrity.VflipRowsThreshold}, {3.5, 3.5}} {
+		c := Default()
+		c.Detectors, c.VflipRowsThreshold = []string{"vflip_rows"}, tc.key
+		g, err := c.NewGuard()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := g.RowPurifier().RowThreshold(); got != tc.want {
+			t.Errorf("key %g: threshold %g, want %g", tc.key, got, tc.want)
+		}
 	}
 }

@@ -95,6 +95,9 @@ func (v *VflipRows) Name() string { return "vflip_rows" }
 // Parties implements RowPurifier.
 func (v *VflipRows) Parties() int { return len(v.cols) }
 
+// SetRowThreshold sets Threshold (key vflip_rows_threshold).
+func (v *VflipRows) SetRowThreshold(t float64) { v.Threshold = t }
+
 // RowThreshold implements RowPurifier.
 func (v *VflipRows) RowThreshold() float64 { return v.Threshold }
 

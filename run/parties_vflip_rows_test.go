@@ -71,6 +71,7 @@ var (
 	vflipRowsSeeds = flag.Int("vflip-rows-seeds", 0, "seeds per backdoor of TestVflipRowsBackdoor (0: skipped; docs/methods/integrity.md §9c)")
 	vflipRowsModes = flag.String("vflip-rows-modes", "gradient_replacement,villain", "backdoors of TestVflipRowsBackdoor")
 	vflipRowsDry   = flag.Bool("vflip-rows-dry", false, "TestVflipRowsBackdoor's cheater stays honest (backdoor_dry_run): the trigger and the purification on an honestly trained model")
+	vflipRowsT     = flag.Float64("vflip-rows-threshold", 0, "TestVflipRowsBackdoor's key vflip_rows_threshold (0: the default)")
 	vflipRowsFrom  = flag.Int64("vflip-rows-from", vflipCheatFrom, "the step from which TestVflipRowsBackdoor's cheater plants its backdoor")
 )
 
@@ -91,7 +92,7 @@ func TestVflipRowsBackdoor(t *testing.T) {
 			cfg.SynthRows, cfg.Epochs, cfg.EvalEvery, cfg.Attacks = 20000, 3, 20, []string{"norm"}
 			cfg.Parties, cfg.SynthParties, cfg.SynthShared = nil, 3, *vflipAUCShared
 			cfg.SynthSharedLabel, cfg.Contribution = *vflipAUCLabel, false
-			cfg.Seed, cfg.Detectors = uint64(seed+1), []string{"vflip_rows"}
+			cfg.Seed, cfg.Detectors, cfg.VflipRowsThreshold = uint64(seed+1), []string{"vflip_rows"}, *vflipRowsT
 			cfg.Backdoor, cfg.BackdoorFrom, cfg.Cheater, cfg.BackdoorDryRun = mode, *vflipRowsFrom, "p2", *vflipRowsDry
 			s, err := Train(context.Background(), cfg, Options{})
 			if err != nil {

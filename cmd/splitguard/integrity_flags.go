@@ -37,6 +37,7 @@ func integrityFlags(fs *pflag.FlagSet, c *config.Config) {
 		strings.Join(integrity.DetectorNames(), ", ")+" (default with one passive party: "+strings.Join(integrity.DefaultDetectors(), ", ")+"; none: no detector)")
 	fs.Var(&floatMap{m: &c.IntegrityStop}, "integrity-stop", "end the run cleanly when a detector's score reaches a threshold, DETECTOR=THRESHOLD,… (e.g. replay=1)")
 	fs.Var(&floatMap{m: &c.IntegrityAlarm}, "integrity-alarm", "warn (log, summary.json integrity_alarms) when a detector's score reaches a threshold, the run going on, DETECTOR=THRESHOLD,… (default: each default detector's own, replay=1; 0: no alarm)")
+	fs.Float64Var(&c.VflipRowsThreshold, "vflip-rows-threshold", c.VflipRowsThreshold, fmt.Sprintf("detector vflip_rows: the z-score of a row's reconstruction error past which a party votes against another's block (0: %g)", integrity.VflipRowsThreshold))
 	fs.BoolVar(&c.Contribution, "contribution", c.Contribution, "score the validation split also without the passive party's embedding: its gain in eval.jsonl and summary.json")
 	fs.Float64Var(&c.HijackStop, "hijack-stop", c.HijackStop, "the passive party refuses the active party's gradients, ending the run cleanly, when the share of their rows on the minority side of their principal direction, averaged over 20 batches, falls below this (a label-free sign of training hijacking, e.g. 0.01; 0: off)")
 	fs.Float64Var(&c.MinPassiveGain, "min-passive-gain", c.MinPassiveGain, "end the run cleanly at an evaluation where the passive party's gain is below this (needs --contribution; 0: never)")
