@@ -37,8 +37,8 @@ func (c *Config) validateIntegrity(bad func(string, ...any)) {
 	if c.VflipRowsThreshold != 0 && !(c.VflipRowsThreshold > 0 && !math.IsInf(c.VflipRowsThreshold, 1)) {
 		bad("vflip_rows threshold %g, want a z-score > 0 (key vflip_rows_threshold)", c.VflipRowsThreshold, keyArg("vflip_rows_threshold"))
 	}
-	if c.VflipRowsThreshold != 0 && !slices.Contains(c.DetectorsOn(), "vflip_rows") {
-		bad("a vflip_rows threshold (key vflip_rows_threshold) with detector vflip_rows not on (key detectors)", keyArg("vflip_rows_threshold"), keyArg("detectors"))
+	if c.VflipRowsThreshold != 0 && !slices.ContainsFunc(c.DetectorsOn(), integrity.IsRowPurifier) {
+		bad("a row purifier's vote threshold (key vflip_rows_threshold) with no row-purifying detector on (key detectors; row purifiers: %v)", integrity.RowPurifierNames(), keyArg("vflip_rows_threshold"), keyArg("detectors"))
 	}
 	if c.MinPassiveGain < 0 || c.MinPassiveGain >= 1 || c.MinPassiveGain != c.MinPassiveGain {
 		bad("minimum passive gain %g, want in [0, 1) (key min_passive_gain)", c.MinPassiveGain, keyArg("min_passive_gain"))

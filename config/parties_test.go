@@ -37,7 +37,7 @@ func TestPartiesValidate(t *testing.T) {
 		{"vflip sum", func(c *Config) { c.Detectors, c.Aggregation = []string{"vflip"}, "sum" }, "only aggregation concat keeps apart"},
 		{"vflip_rows threshold", func(c *Config) { c.Detectors, c.VflipRowsThreshold = []string{"vflip_rows"}, 3 }, ""},
 		{"vflip_rows threshold negative", func(c *Config) { c.Detectors, c.VflipRowsThreshold = []string{"vflip_rows"}, -1 }, "vflip_rows threshold -1, want a z-score > 0 (key vflip_rows_threshold)"},
-		{"vflip_rows threshold alone", func(c *Config) { c.Detectors, c.VflipRowsThreshold = []string{"vflip"}, 3 }, "with detector vflip_rows not on"},
+		{"vflip_rows threshold alone", func(c *Config) { c.Detectors, c.VflipRowsThreshold = []string{"vflip"}, 3 }, "no row-purifying detector on (key detectors; row purifiers: [vflip_rows])"},
 		{"free ride unnamed", func(c *Config) { c.FreeRide = "noise" }, "needs the cheating party's name (key cheater): one of [a b]"},
 		{"free ride", func(c *Config) { c.FreeRide, c.Cheater = "noise", "b" }, ""},
 		{"backdoor", func(c *Config) { c.Backdoor, c.Cheater = "gradient_replacement", "a" }, ""},

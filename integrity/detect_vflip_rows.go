@@ -337,6 +337,28 @@ func (v *VflipRows) Purify(e *tensor.Matrix, flagged []bool) {
 	}
 }
 
+// IsRowPurifier reports whether the named detector purifies rows at
+// inference (a RowPurifier, such as vflip_rows).
+func IsRowPurifier(name string) bool {
+	s, ok := detectors[name]
+	if !ok {
+		return false
+	}
+	_, p := s.New().(RowPurifier)
+	return p
+}
+
+// RowPurifierNames lists the registered row-purifying detectors, sorted.
+func RowPurifierNames() []string {
+	var out []string
+	for _, n := range DetectorNames() {
+		if IsRowPurifier(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // RowPurifier is the guard's first detector that purifies rows at
 // inference (vflip_rows), nil if none.
 func (g *Guard) RowPurifier() RowPurifier {
