@@ -17,6 +17,7 @@ var (
 	vflipAUCSeeds  = flag.Int("vflip-auc-seeds", 0, "honest and cheating seeds per mode of TestVflipDetectionAUC (0: skipped; the table of docs/methods/integrity.md §9b: 20)")
 	vflipAUCShared = flag.Float64("vflip-auc-shared", 0.5, "synth_shared of TestVflipDetectionAUC's table")
 	vflipAUCLabel  = flag.Float64("vflip-auc-label", 0, "synth_shared_label of TestVflipDetectionAUC's table (the label's correlation with the shared factor; 0: not tied)")
+	vflipAUCDet    = flag.String("vflip-auc-detector", "vflip", "the cross-party detector TestVflipDetectionAUC scores (vflip or vflip_rows)")
 	vflipAUCModes  = flag.String("vflip-auc-modes", "noise,constant,replay,gradient_replacement,villain", "cheating modes of TestVflipDetectionAUC")
 )
 
@@ -44,7 +45,7 @@ func vflipDetectionRun(t *testing.T, seed int, mode string) vflipRun {
 	cfg.SynthRows, cfg.Epochs, cfg.EvalEvery, cfg.Attacks = 20000, 3, 20, []string{"norm"}
 	cfg.Parties, cfg.SynthParties, cfg.SynthShared = nil, 3, *vflipAUCShared
 	cfg.SynthSharedLabel = *vflipAUCLabel
-	cfg.Seed, cfg.Detectors, cfg.Contribution = uint64(seed+1), []string{"vflip"}, true
+	cfg.Seed, cfg.Detectors, cfg.Contribution = uint64(seed+1), []string{*vflipAUCDet}, true
 	switch mode {
 	case "":
 	case "noise", "constant", "replay":
@@ -57,7 +58,7 @@ func vflipDetectionRun(t *testing.T, seed int, mode string) vflipRun {
 	s, err := Train(context.Background(), cfg, Options{OnEval: func(e rundir.EvalRecord) {
 		mu.Lock()
 		defer mu.Unlock()
-		if v, ok := e.Integrity["vflip"]; ok {
+		if v, ok := e.Integrity[*vflipAUCDet]; ok {
 			out.windows = append(out.windows, [2]float64{float64(e.Step), v})
 		}
 		if g := e.PartyGain["p2"]; g != nil {
@@ -67,10 +68,10 @@ func vflipDetectionRun(t *testing.T, seed int, mode string) vflipRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out.max, out.testAUC = s.Integrity["vflip"], s.TestAUCFinal
+	out.max, out.testAUC = s.Integrity[*vflipAUCDet], s.TestAUCFinal
 	best := -1.0
 	for _, p := range []string{"p1", "p2", "p3"} {
-		if v := s.Integrity["vflip/"+p]; v > best {
+		if v := s.Integrity[*vflipAUCDet+"/"+p]; v > best {
 			best, out.suspect = v, p
 		}
 	}
