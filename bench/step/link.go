@@ -31,6 +31,11 @@ type LinkSpec struct {
 	Encodings     []wire.Encodings
 	Schedules     []linkplan.Schedule
 	Steps, Warmup int
+
+	// timed, when set (by a test), is called with true when the timed
+	// steps begin (the answer that ends the warm-up) and with false when
+	// they end (their last answer): the span Split.CPU covers.
+	timed func(begin bool)
 }
 
 // synchronous is the exact protocol's schedule: k = 0, Q = 1.

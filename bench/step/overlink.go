@@ -71,7 +71,7 @@ func MeasureOverLink(ctx context.Context, spec LinkSpec, up, down linktest.Link)
 			// The run's span in an execution trace (go test -trace):
 			// scripts/trace-sched.py keeps to it; and its goroutines'
 			// label in a CPU profile (-tagfocus run=link).
-			pprof.Do(ctx, pprof.Labels("run", "link"), func(ctx context.Context) {
+			pprof.Do(ctx, pprof.Labels("run", "link", "over", linkName(up, down)), func(ctx context.Context) {
 				trace.WithRegion(ctx, "link run", func() {
 					r, err = timedRun(ctx, spec, enc, sc, train, linkPair(dir, up, down))
 				})
@@ -92,6 +92,15 @@ func MeasureOverLink(ctx context.Context, spec LinkSpec, up, down linktest.Link)
 		}
 	}
 	return out, nil
+}
+
+// linkName names an emulated link in a CPU profile's labels (-tagfocus
+// over=loopback): "loopback" where neither direction delays or limits.
+func linkName(up, down linktest.Link) string {
+	if up.Delay == 0 && up.BytesPerSecond == 0 && down.Delay == 0 && down.BytesPerSecond == 0 {
+		return "loopback"
+	}
+	return fmt.Sprintf("%v/%gMbit", up.Delay+down.Delay, up.BytesPerSecond*8/1e6)
 }
 
 // proxiedTransportCPU is the mean processor time of an exchange of t's

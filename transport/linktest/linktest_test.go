@@ -2,6 +2,7 @@ package linktest
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"math"
 	"net"
@@ -211,5 +212,57 @@ func TestStartRefuses(t *testing.T) {
 	}
 	if Mbit(100) != 12.5e6 {
 		t.Errorf("Mbit(100) = %g bytes/s, want 12.5e6", Mbit(100))
+	}
+}
+
+// TestDeliverGroupsDuePieces checks the writer's batching by its counts:
+// three pieces already due when the writer wakes go out in one write, two
+// pieces due 200 ms later wait for their time and go out together (one
+// write per piece, the writer's old way, would be five), the bytes arrive
+// whole and in order, and every piece's buffer goes back to the pool.
+func TestDeliverGroupsDuePieces(t *testing.T) {
+	p := &Proxy{ctx: context.Background()}
+	q := make(chan chunk, 8)
+	pool := make(chan []byte, 8)
+	start := time.Now()
+	later := start.Add(200 * time.Millisecond)
+	var want []byte
+	for i, at := range []time.Time{start.Add(-time.Second), start.Add(-time.Second), start, later, later} {
+		b := bytes.Repeat([]byte{byte('a' + i)}, i+1)
+		want = append(want, b...)
+		q <- chunk{b: b, at: at}
+	}
+	close(q)
+	type write struct {
+		pieces []int
+		at     time.Time
+	}
+	var writes []write
+	var got []byte
+	ok := p.deliver(q, pool, func(b net.Buffers) error {
+		w := write{at: time.Now()}
+		for _, piece := range b {
+			w.pieces = append(w.pieces, len(piece))
+			got = append(got, piece...)
+		}
+		writes = append(writes, w)
+		return nil
+	})
+	if !ok {
+		t.Fatal("deliver reported a failure")
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("delivered %q, want %q", got, want)
+	}
+	if len(writes) == 0 || len(writes) > 2 || len(writes[0].pieces) < 3 {
+		t.Fatalf("writes of pieces %v, want the three due pieces in the first write and at most two writes", writes)
+	}
+	for _, w := range writes {
+		if len(w.pieces) > 3 && w.at.Before(later) {
+			t.Errorf("a piece due at +200ms written at %v", w.at.Sub(start))
+		}
+	}
+	if len(pool) != 5 {
+		t.Errorf("%d buffers back in the pool, want 5", len(pool))
 	}
 }
