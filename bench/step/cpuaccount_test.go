@@ -94,6 +94,7 @@ func TestLinkCPUAccount(t *testing.T) {
 		}
 		s, n := runs[0].Split, time.Duration(steps)
 		d := r1.minus(r0)
+		t.Logf("%s: the link idle %.1f ms per step up, %.1f down", run.name, ms(runs[0].UpIdle), ms(runs[0].DownIdle))
 		t.Logf("%s: step %.1f ms, processor time %.1f ms per timed step (user %.1f, system %.1f; %.2f cores); per step %.0f page faults, %.2f collections, %.0f KiB allocated in %.0f objects, %.0f voluntary and %.0f forced context switches; load %s",
 			run.name, ms(s.Step), ms(s.CPU), ms(d.user/n), ms(d.sys/n), float64(s.CPU)/float64(s.Step),
 			float64(d.faults)/float64(n), float64(d.gcs)/float64(n), float64(d.alloc)/1024/float64(n), float64(d.objects)/float64(n),

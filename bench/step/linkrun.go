@@ -207,7 +207,7 @@ func timedRun(ctx context.Context, spec LinkSpec, enc wire.Encodings, sc linkpla
 		return nil, err
 	}
 	defer release()
-	t := &timedConn{conn: pConn, enc: enc, timed: spec.timed, warmup: spec.Warmup, steps: spec.Steps}
+	t := &timedConn{conn: pConn, enc: enc, timed: spec.timed, idle: spec.idle, warmup: spec.Warmup, steps: spec.Steps}
 	defer t.endTimed()
 	defer t.release()
 	t.reserve(total, min(cfg.Batch, len(train.IDs)), bottom.CutDim())
@@ -267,6 +267,10 @@ type timedConn struct {
 	timed         func(begin bool)
 	warmup, steps int
 	inTimed       bool
+	// idle is LinkSpec.idle; idleAt its values at the answers that begin
+	// and end the timed steps.
+	idle   func() (up, down time.Duration)
+	idleAt [2][2]time.Duration
 }
 
 // endTimed tells timed that the timed steps ended, if it was told they
@@ -299,14 +303,20 @@ func (t *timedConn) answered(start time.Time, f *transport.Forward, b *transport
 	t.answerCPU = append(t.answerCPU, cpuNow())
 	t.wait = append(t.wait, float64(now.Sub(start).Nanoseconds()))
 	t.answers = append(t.answers, now)
-	if t.timed != nil {
-		switch len(t.answers) {
-		case t.warmup + 1:
+	switch len(t.answers) {
+	case t.warmup + 1:
+		if t.idle != nil {
+			t.idleAt[0][0], t.idleAt[0][1] = t.idle()
+		}
+		if t.timed != nil {
 			t.inTimed = true
 			t.timed(true)
-		case t.warmup + t.steps + 1:
-			t.endTimed()
 		}
+	case t.warmup + t.steps + 1:
+		if t.idle != nil {
+			t.idleAt[1][0], t.idleAt[1][1] = t.idle()
+		}
+		t.endTimed()
 	}
 	if len(t.kept) == cap(t.kept) {
 		t.kept = append(t.kept, keptExchange{})

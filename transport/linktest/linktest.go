@@ -29,6 +29,7 @@ import (
 	"math"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -81,6 +82,20 @@ type Proxy struct {
 	wg       sync.WaitGroup
 	mu       sync.Mutex
 	conns    map[net.Conn]struct{}
+	// idle is each direction's wire time left unused (up, down), in
+	// nanoseconds: Idle.
+	idle [2]atomic.Int64
+}
+
+// Idle returns how long each direction's wire (up, down) has been idle
+// between bytes, summed over its connections: from when a connection's
+// wire had sent everything it was given to when the proxy next read
+// bytes for it (the time before a connection's first byte is not
+// counted). Over a run limited by a link's bandwidth the wire is never
+// idle; idle time there means the sender had nothing written for the
+// link to carry.
+func (p *Proxy) Idle() (up, down time.Duration) {
+	return time.Duration(p.idle[0].Load()), time.Duration(p.idle[1].Load())
 }
 
 type direction struct {
@@ -124,6 +139,9 @@ type wire struct {
 	// pool holds the buffers of pieces already written, for reuse (nil:
 	// every piece gets a new one).
 	pool chan []byte
+	// idle sums the time the wire had nothing to send (nil: not
+	// counted).
+	idle *atomic.Int64
 }
 
 // buffer returns a buffer of n bytes (at most d.burst) for a piece: one
@@ -145,6 +163,9 @@ func (w *wire) take(b []byte, now time.Time, out []chunk) []chunk {
 	for len(b) > 0 {
 		n := min(len(b), w.d.burst)
 		if w.free.Before(now) {
+			if !w.free.IsZero() && w.idle != nil {
+				w.idle.Add(int64(now.Sub(w.free)))
+			}
 			w.free = now
 		}
 		w.free = w.free.Add(w.d.transfer(n))
@@ -235,8 +256,8 @@ func (p *Proxy) accept() {
 			return
 		}
 		p.wg.Add(2)
-		go p.pipe(c, t, &p.up)
-		go p.pipe(t, c, &p.down)
+		go p.pipe(c, t, &p.up, &p.idle[0])
+		go p.pipe(t, c, &p.down, &p.idle[1])
 	}
 }
 
@@ -251,7 +272,7 @@ type chunk struct {
 // stamps each piece with the time it reaches the far end (wire.take), and
 // a writer that writes the pieces at those times (deliver). The pieces'
 // buffers go back to the reader for reuse.
-func (p *Proxy) pipe(src, dst net.Conn, d *direction) {
+func (p *Proxy) pipe(src, dst net.Conn, d *direction, idle *atomic.Int64) {
 	defer p.wg.Done()
 	q := make(chan chunk, queuedPieces)
 	pool := make(chan []byte, queuedPieces)
@@ -266,7 +287,7 @@ func (p *Proxy) pipe(src, dst net.Conn, d *direction) {
 		}
 	}()
 	buf := make([]byte, d.read)
-	w := wire{d: d, pool: pool}
+	w := wire{d: d, pool: pool, idle: idle}
 	var pieces []chunk
 	for {
 		n, err := src.Read(buf)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -130,6 +131,7 @@ func transferOnce(t *testing.T, up Link, n int) time.Duration {
 // as pieces of 4, 4 and 2 bytes leaving at 0.4, 0.8 and 1.0 s (arriving
 // at 1.4, 1.8, 2.0 s); 3 bytes read at 0.5 s queue behind them and leave
 // at 1.3 s; 1 byte read at 5 s finds the wire idle and leaves at 5.1 s.
+// The wire is idle from 1.3 s to 5 s: 3.7 s.
 // The queue of 0.5 s is full while the wire is booked beyond 0.5 s
 // ahead: at 0.5 s, booked to 1.3 s, the reader waits 0.3 s.
 func TestWireSchedule(t *testing.T) {
@@ -138,7 +140,8 @@ func TestWireSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := func(s float64) time.Time { return time.Unix(0, 0).Add(time.Duration(s * float64(time.Second))) }
-	w := wire{d: &d}
+	var idle atomic.Int64
+	w := wire{d: &d, idle: &idle}
 	var got []chunk
 	got = w.take(make([]byte, 10), at(0), got)
 	got = w.take(make([]byte, 3), at(0.5), got)
@@ -160,6 +163,11 @@ func TestWireSchedule(t *testing.T) {
 	}
 	if d.read != 5 {
 		t.Errorf("reads of %d bytes, want 5 (the queue's 0.5 s at 10 bytes/s)", d.read)
+	}
+	// Idle from 1.3 s, when the 13 bytes had left, to the read at 5 s;
+	// never before the first byte.
+	if got := time.Duration(idle.Load()); got != 3700*time.Millisecond {
+		t.Errorf("the wire idle %v, want 3.7s", got)
 	}
 }
 
