@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/transport/linkplan"
 	"github.com/splitguard/splitguard/transport/linktest"
 	"github.com/splitguard/splitguard/transport/wire"
@@ -45,16 +44,8 @@ func TestLinkCPUAccount(t *testing.T) {
 	if err := os.MkdirAll(*linkCPUAccount, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.Default()
-	cfg.Model, cfg.Layers, cfg.Cut, cfg.Batch, cfg.Out = "mlp", []int{128, 128, 128}, 2, 1024, "unused"
-	cfg.Protect, cfg.Params = "none", nil
-	cfg.Baseline, cfg.EvalEvery, cfg.EarlyStop, cfg.ValFrac = false, 0, 0, 0
 	steps, warmup := *plannerSteps, 2
-	cfg.SynthRows = (steps+warmup+2)*cfg.Batch*10/9 + cfg.Batch
-	cfg.Resolve()
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	cfg := plannerConfig(t, steps, warmup)
 	links := map[string]linktest.Link{"loopback": {}, "link": plannerLinks[wanLink]}
 	for _, name := range strings.Split(*linkCPUAccountRuns, ",") {
 		link, ok := links[name]

@@ -97,16 +97,8 @@ func TestPlannerPredictsLink(t *testing.T) {
 	if err := par.SetSpin(*plannerParSpin); err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.Default()
-	cfg.Model, cfg.Layers, cfg.Cut, cfg.Batch, cfg.Out = "mlp", []int{128, 128, 128}, 2, 1024, "unused"
-	cfg.Protect, cfg.Params = "none", nil
-	cfg.Baseline, cfg.EvalEvery, cfg.EarlyStop, cfg.ValFrac = false, 0, 0, 0
 	steps, warmup := *plannerSteps, 2
-	cfg.SynthRows = (steps+warmup+2)*cfg.Batch*10/9 + cfg.Batch
-	cfg.Resolve()
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	cfg := plannerConfig(t, steps, warmup)
 	var table []plannerRow
 	for _, o := range plannerOptions {
 		name := fmt.Sprintf("%s %s k=%d Q=%d", o.link, o.enc, o.staleness, o.localSteps)
@@ -120,6 +112,23 @@ func TestPlannerPredictsLink(t *testing.T) {
 		})
 	}
 	t.Log(plannerTable(table))
+}
+
+// plannerConfig is the run of the planner's check: an MLP 128-128-128
+// cut after the second layer, batch 1024, no protection, on synthetic
+// rows enough for steps timed steps after warmup.
+func plannerConfig(t *testing.T, steps, warmup int) config.Config {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Model, cfg.Layers, cfg.Cut, cfg.Batch, cfg.Out = "mlp", []int{128, 128, 128}, 2, 1024, "unused"
+	cfg.Protect, cfg.Params = "none", nil
+	cfg.Baseline, cfg.EvalEvery, cfg.EarlyStop, cfg.ValFrac = false, 0, 0, 0
+	cfg.SynthRows = (steps+warmup+2)*cfg.Batch*10/9 + cfg.Batch
+	cfg.Resolve()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
 
 // wanLink is issue 30's link, whose rows the check also runs over plain
