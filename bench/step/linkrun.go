@@ -340,8 +340,8 @@ func (t *timedConn) answered(start time.Time, f *transport.Forward, b *transport
 // during the timed steps, so everything the run allocated came from
 // memory never touched before, 290–390 page faults (5–7 ms of system
 // time) per step on the same machine, where a long run reuses the memory
-// each collection frees. Neither is a cost any party has. Nothing is
-// kept where the mapping fails.
+// each collection frees. Neither is a cost any party has. Where the
+// mapping fails, answered copies onto the heap as the exchanges come.
 func (t *timedConn) reserve(n, rows, cols int) {
 	ids, vals := n*rows, 2*n*rows*cols
 	mem, unmap, err := mapMemory(8*ids + 4*vals)
