@@ -250,16 +250,16 @@ func TestPartiesBackdoorRun(t *testing.T) {
 		}
 		// VILLAIN's label inference reads p2's gradient beside two other
 		// parties' embeddings, where the swapped rows' ∂z/∂e is no longer
-		// exactly the source row's: it must still fill the 1% budget (54
-		// of the 5,400 training rows) with rows of the target class.
+		// exactly the source row's: it must still fill the 1% budget (49
+		// of the 4,860 training rows) with rows of the target class.
 		// (It plants no trigger on this table: integrity.md §10d.)
 		if attack == "villain" {
-			if b.Inferred < 54 || b.InferredPrecision == nil || *b.InferredPrecision < 0.95 {
+			if b.Inferred < 49 || b.InferredPrecision == nil || *b.InferredPrecision < 0.95 {
 				p := math.NaN()
 				if b.InferredPrecision != nil {
 					p = *b.InferredPrecision
 				}
-				t.Errorf("%s: %d rows inferred at precision %.3f, want at least 54 at 0.95", attack, b.Inferred, p)
+				t.Errorf("%s: %d rows inferred at precision %.3f, want at least 49 at 0.95", attack, b.Inferred, p)
 			}
 		}
 	}
