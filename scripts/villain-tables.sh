@@ -17,6 +17,7 @@ set -euo pipefail
 sg=${1:?usage: villain-tables.sh SPLITGUARD_BINARY OWNDATA_DIR OUTDIR}
 tables=${2:?usage: villain-tables.sh SPLITGUARD_BINARY OWNDATA_DIR OUTDIR}/tables
 out=${3:?usage: villain-tables.sh SPLITGUARD_BINARY OWNDATA_DIR OUTDIR}
+here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 runs="$out/runs.jsonl"
 : > "$runs"
@@ -52,15 +53,6 @@ for seed in ${SEEDS:-1 2 3}; do
       from=$(((train + 63) / 64))             # one epoch of batches of 64
       one "$name" "$seed" "$dry" --format csv --data "$f" --label "$label" --positive "$pos" \
         --passive-columns "$passive" --batch 64 --epochs 5 --backdoor-from "$from"
-    done <<'T'
-pima diabetes pos
-breastcancer Class malignant
-hmda deny yes
-spam type spam
-resumenames call yes
-ticdata CARAVAN insurance
-smokeban smoker yes
-letter_a letter_A yes
-T
+    done < <(sed -n '/^pima diabetes pos$/,/^letter_a letter_A yes$/p' "$here/owndata-run.sh") # its first eight tables
   done
 done
