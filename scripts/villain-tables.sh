@@ -5,7 +5,7 @@
 # trained model, whose clean test AUC is the honest run's). One run at a time.
 #
 #   go build -o splitguard ./cmd/splitguard
-#   scripts/villain-tables.sh ./splitguard /tmp/owndata OUTDIR     # about 10 minutes on 2 cores
+#   scripts/villain-tables.sh ./splitguard /tmp/owndata OUTDIR     # about 6 minutes on a shared 2-core machine
 #   python3 experiments/villain_tables.py OUTDIR/runs.jsonl
 #
 # Each table: target 1 (its positive class), the passive party holds the first ⌊n/2⌋ of its n
