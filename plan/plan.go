@@ -28,6 +28,7 @@ import (
 
 	"github.com/splitguard/splitguard/attack"
 	"github.com/splitguard/splitguard/config"
+	"github.com/splitguard/splitguard/metrics"
 	"github.com/splitguard/splitguard/run"
 	"github.com/splitguard/splitguard/rundir"
 )
@@ -94,6 +95,9 @@ type Options struct {
 	ConfirmSeeds int
 	// train trains one setting's run (nil: run.Train); a test replaces it.
 	train func(context.Context, config.Config, run.Options) (*rundir.Summary, error)
+	// priors are the feature priors measured in this invocation, by seed
+	// (prior.go).
+	priors map[uint64]map[string]metrics.LeakSummary
 }
 
 // DefaultConfirmSeeds is the number of confirmation seeds when
