@@ -138,6 +138,12 @@ type Result struct {
 	// Rows are every setting tried so far (this and earlier invocations),
 	// in search order.
 	Rows []Row
+	// NetOfPrior are the threat's embedding attacks, whose figures in Rows
+	// are net of the feature prior (prior.go); FeaturePrior is that prior
+	// with the plan's seed, q95 |AUC − ½| by "ATTACK/LAYER" (nil when no
+	// setting was trained in this invocation).
+	NetOfPrior   []string
+	FeaturePrior map[string]float64
 	// Recommended indexes Rows: the setting that meets the limit (with a
 	// confirmation, on every seed) that the tie rule puts first — among
 	// those whose cost is within TieSE of the cheapest, the widest margin

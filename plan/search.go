@@ -99,6 +99,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	costs(rows, o.Threat) // rows read from plan.csv too
 	res.Rows = rows
+	res.NetOfPrior = embeddingAttacks(attacks)
+	if p, ok := o.priors[o.Base.Seed]; ok {
+		res.FeaturePrior = map[string]float64{}
+		for k, l := range p {
+			res.FeaturePrior[k] = l.Q95Abs
+		}
+	}
 	if len(rows) == 0 || rows[0].Index != 0 || rows[0].Err != "" {
 		return res, fmt.Errorf("the reference run (no defence) failed or is missing: %s", errText(rows))
 	}
