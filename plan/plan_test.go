@@ -408,9 +408,10 @@ func TestPlanRecommends(t *testing.T) {
 		for i := range sums {
 			for k, l := range sums[i].Leak {
 				if p, ok := prior.Leak[k]; ok {
-					l.Q95Abs = math.Max(0, l.Chance+l.Q95Abs-p.Q95Abs)
+					pq := math.Max(p.Q95Abs, p.Chance)
+					l.Q95Abs = math.Max(0, l.Chance+l.Q95Abs-pq)
 					if l.Upper != nil {
-						u := math.Max(0, l.Chance+*l.Upper-p.Q95Abs)
+						u := math.Max(0, l.Chance+*l.Upper-pq)
 						l.Upper = &u
 					}
 					sums[i].Leak[k] = l

@@ -126,14 +126,19 @@ func (o *Options) writePriorConfig(attacks []string) error {
 
 // netOfPrior rewrites, in s, the figures of every series that prior has
 // (the embedding attacks, keyed "ATTACK/LAYER") as the leak beyond the
-// feature prior on the chance scale:
+// feature prior on the chance scale, with P = max(prior q95_abs, prior
+// chance_q95_abs):
 //
-//	q95_abs       ← max(0, chance_q95_abs + q95_abs − prior q95_abs),
-//	q95_abs_upper ← max(0, chance_q95_abs + q95_abs_upper − prior q95_abs),
+//	q95_abs       ← max(0, chance_q95_abs + q95_abs − P),
+//	q95_abs_upper ← max(0, chance_q95_abs + q95_abs_upper − P),
 //
 // so that a setting whose embedding attack reads no more than it reads
 // from the bottom as initialised is judged as a label-blind score (at its
-// chance floor), and every figure beyond is what the protocol added. The
+// chance floor), and every figure beyond is what the protocol added. A
+// prior below its own chance floor is sampling noise of columns that carry
+// nothing (no score gives less than a coin in expectation), so it counts
+// as the floor: the net figure is then the raw one (up to the two series'
+// floors' difference), never more. The
 // other series (the gradient attacks, which have no prior: the passive
 // has no gradient without the protocol) are left as they are. s is the
 // caller's copy; the run directory keeps the raw figures.
@@ -143,9 +148,13 @@ func netOfPrior(s *rundir.Summary, prior map[string]metrics.LeakSummary) {
 		if !ok || math.IsNaN(p.Q95Abs) || math.IsNaN(l.ChanceQ95Abs) {
 			continue
 		}
-		l.Q95Abs = max(0, l.ChanceQ95Abs+l.Q95Abs-p.Q95Abs)
+		pq := p.Q95Abs
+		if p.ChanceQ95Abs > pq {
+			pq = p.ChanceQ95Abs
+		}
+		l.Q95Abs = max(0, l.ChanceQ95Abs+l.Q95Abs-pq)
 		if !math.IsNaN(l.Q95AbsUpper) {
-			l.Q95AbsUpper = max(0, l.ChanceQ95Abs+l.Q95AbsUpper-p.Q95Abs)
+			l.Q95AbsUpper = max(0, l.ChanceQ95Abs+l.Q95AbsUpper-pq)
 		}
 		s.Leak[k] = l
 	}

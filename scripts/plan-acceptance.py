@@ -43,13 +43,14 @@ def net_of_prior(summary, prior):
     for every series the feature prior of the same seed has (the same attack
     on the bottom as initialised: PLANDIR/prior-sS, trained from the plan's
     feature-prior.yaml), q95 |AUC - 1/2| becomes max(0, chance floor + q95 -
-    the prior's q95). Returns a copy; without a prior, the raw figures."""
+    max(the prior's q95, the prior's chance floor)). Returns a copy; without a prior, the raw figures."""
     leak = {k: dict(v) for k, v in summary.get("leak", {}).items()}
     for k, p in (prior or {}).get("leak", {}).items():
         if k in leak and p.get("q95_abs") is not None:
             v = leak[k]
             v["raw_q95_abs"] = v["q95_abs"]
-            v["q95_abs"] = max(0.0, v["chance_q95_abs"] + v["q95_abs"] - p["q95_abs"])
+            pq = max(p["q95_abs"], p.get("chance_q95_abs") or 0.0)  # a prior below chance counts as chance
+            v["q95_abs"] = max(0.0, v["chance_q95_abs"] + v["q95_abs"] - pq)
     return dict(summary, leak=leak)
 
 
