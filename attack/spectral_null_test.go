@@ -10,32 +10,6 @@ import (
 	"github.com/splitguard/splitguard/tensor"
 )
 
-// nullPairAUC is the Mann–Whitney AUC of scores against labels by counting
-// every (positive, negative) pair, a tie counting ½ (independent of
-// package metrics).
-func nullPairAUC(scores []float64, labels []uint8) float64 {
-	var wins float64
-	var pairs int
-	for i, yi := range labels {
-		if yi != 1 {
-			continue
-		}
-		for j, yj := range labels {
-			if yj != 0 {
-				continue
-			}
-			pairs++
-			switch {
-			case scores[i] > scores[j]:
-				wins++
-			case scores[i] == scores[j]:
-				wins += 0.5
-			}
-		}
-	}
-	return wins / float64(pairs)
-}
-
 // spectralNullQ95 runs the spectral attack (the minority prior orienting
 // its sign per batch) on batches of pure Gaussian noise, n rows by d
 // columns, whose positives per batch are drawn by pos, and returns the
@@ -47,6 +21,10 @@ func spectralNullQ95(t *testing.T, batches, n, d int, pos func(*rand.Rand) int) 
 	x := tensor.New(n, d)
 	labels := make([]uint8, n)
 	scores, scored := make([]float64, n), make([]bool, n)
+	rows := make([]int, n)
+	for i := range rows {
+		rows[i] = i
+	}
 	a := &Spectral{}
 	dev := make([]float64, batches)
 	comps := make([]metrics.Composition, batches)
@@ -65,7 +43,12 @@ func spectralNullQ95(t *testing.T, batches, n, d int, pos func(*rand.Rand) int) 
 		if err := a.Score(&Observation{Layer: "first", X: x, PositivesMinority: true}, scores, scored); err != nil {
 			t.Fatal(err)
 		}
-		auc := nullPairAUC(scores, labels)
+		// pairAUC (tune.go) counts every pair: independent of package
+		// metrics.
+		auc, ok := pairAUC(scores, scored, rows, labels)
+		if !ok {
+			t.Fatalf("batch %d: no AUC", b)
+		}
 		dev[b], comps[b] = math.Abs(auc-0.5), metrics.Composition{Pos: p, Neg: n - p}
 		mean += auc / float64(batches)
 	}
