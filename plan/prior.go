@@ -33,8 +33,10 @@ import (
 // parameter by at most a few times the learning rate per step, so 400
 // steps at 1e-12 change no weight by more than about 1e-9, below the
 // rounding of a float32 weight of the bottoms' scale (1e-2 to 1): the
-// bottom is its initialisation at every batch. (A learning rate of 0
-// means "chosen from the data" to the configuration.)
+// bottom is its initialisation at every batch (on spam after 59 steps:
+// every weight bit-identical, the biases, which start at 0, within
+// 1.3e-15). (A learning rate of 0 means "chosen from the data" to the
+// configuration.)
 const PriorLR = 1e-12
 
 // PriorFile is the configuration of the plan's feature-prior run (out
