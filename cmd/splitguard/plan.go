@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -133,6 +136,10 @@ func printPlan(w io.Writer, o plan.Options, res *plan.Result) {
 		fmt.Fprintf(w, "the budget (%v) ended the search: rerun the same command to try the other %d settings\n", o.Budget, left)
 	}
 	fmt.Fprintf(w, "limit: %s\n", o.Threat.Limits())
+	if len(res.NetOfPrior) > 0 {
+		fmt.Fprintf(w, "%s judged beyond the passive's own columns: chance floor + figure − the same attack on the bottom as initialised (%s)%s\n",
+			strings.Join(res.NetOfPrior, ", "), filepath.Join(o.Out, "runs", "feature_prior_seed=*"), priorText(res.FeaturePrior))
+	}
 	for _, r := range res.Rejected {
 		why := "not with every seed"
 		if r.Seeds.ByPrediction {
@@ -257,4 +264,17 @@ func fileHasKey(path, key string) (bool, error) {
 	}
 	_, ok := m[key]
 	return ok, nil
+}
+
+// priorText lists the feature prior's figures (": spectral/first 0.300, …"),
+// or nothing.
+func priorText(p map[string]float64) string {
+	if len(p) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(p)) {
+		parts = append(parts, fmt.Sprintf("%s %.4f", k, p[k]))
+	}
+	return ": " + strings.Join(parts, ", ")
 }
