@@ -1,7 +1,6 @@
 package active_test
 
 import (
-	"context"
 	"errors"
 	"io"
 	"math"
@@ -15,7 +14,6 @@ import (
 	"github.com/splitguard/splitguard/protect"
 	"github.com/splitguard/splitguard/schedule"
 	"github.com/splitguard/splitguard/tensor"
-	"github.com/splitguard/splitguard/transport/inproc"
 )
 
 // tanhBottom is e = tanh(x·w) for one dense column and a 1-wide cut,
@@ -141,23 +139,11 @@ func tanhSchedule(x, y []float64, steps [][]int, w, v, lr float64, c tanhCase) (
 		}
 		wf := sentW[s]
 		rows := steps[s]
-		n := float64(len(rows))
 		e := make([]float64, len(rows))
 		for i, r := range rows {
 			e[i] = float64(float32(math.Tanh(x[r] * wf)))
 		}
-		grads[s] = make([]float64, len(rows))
-		for u := range q {
-			var gv float64
-			for i, r := range rows {
-				d := (1/(1+math.Exp(-e[i]*v)) - y[r]) / n
-				gv += d * e[i]
-				if u == 0 {
-					grads[s][i] = d * v
-				}
-			}
-			v -= lr * gv
-		}
+		grads[s], v = topSteps(rows, e, y, v, lr, q)
 	}
 	for applied < T {
 		apply(applied)
@@ -227,28 +213,19 @@ func TestOverlapNonlinearBottom(t *testing.T) {
 // w and v.
 func runTanh(t *testing.T, x, y []float64, sched *schedule.Schedule, w0, v0, lr float64, c tanhCase) ([][]float64, float64, float64) {
 	t.Helper()
-	n := len(x)
-	feats := &data.Features{Rows: n, NumDense: 1}
-	ids := make([]uint64, n)
-	labels := make([]uint8, n)
-	for i := range n {
-		feats.Dense = append(feats.Dense, float32(x[i]))
-		ids[i] = uint64(100 + i)
-		labels[i] = uint8(y[i])
-	}
+	ds := oneColumn(x, y)
 	bottom := &tanhBottom{w: w0, lr: lr}
 	top := &linearTop{v: v0, lr: lr}
 	none, err := protect.New("none", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds := &data.Dataset{IDs: ids, X: feats, Labels: labels}
 	act, err := active.New(top, ds, ds, sched, 1, active.Config{Protector: none, LocalSteps: c.q})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got [][]float64
-	pas, err := passive.New(bottom, passive.Split{IDs: ids, X: feats}, passive.Split{}, sched, passive.Config{
+	pas, err := passive.New(bottom, passive.Split{IDs: ds.IDs, X: ds.X}, passive.Split{}, sched, passive.Config{
 		Epochs: 2, Staleness: c.k, LocalSteps: c.q, StalenessPrediction: c.predict, DrainEvery: c.drain,
 		Observer: func(ob *passive.Observation) error {
 			g := ob.Grads[len(ob.Grads)-1]
@@ -262,15 +239,7 @@ func runTanh(t *testing.T, x, y []float64, sched *schedule.Schedule, w0, v0, lr 
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc, ac := inproc.Pipe()
-	done := make(chan error, 1)
-	go func() { done <- act.Serve(context.Background(), ac) }()
-	if err := pas.Run(context.Background(), pc); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	runPair(t, act, pas)
 	return got, bottom.w, top.v
 }
 
