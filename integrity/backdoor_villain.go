@@ -14,16 +14,17 @@ const streamVillain = 0x7111a1
 
 // VILLAIN's settings. β and the shifting range are the defaults of the
 // authors' group's implementation (SecretFlow's VillainAttack: β 0.4,
-// the trigger scaled by a factor drawn in [0.6, 1.2]); the dropout
-// ratio, the trigger size and the poison budget are ours (see
-// docs/methods/integrity.md §8).
+// the trigger scaled by a factor drawn in [0.6, 1.2]), the 1% poison
+// budget the paper's as a replication citing it gives it; the dropout
+// ratio, the trigger size and the candidates per batch are ours (see
+// docs/methods/integrity.md §8 and §10d).
 const (
 	villainBeta       = 0.4  // the trigger's magnitude β (× δ)
 	villainDropout    = 0.25 // the share of trigger elements dropped per poisoned row
 	villainShiftLow   = 0.6  // a poisoned row's trigger is scaled by a factor in [low, high]
 	villainShiftHigh  = 1.2  //
 	villainPoison     = 0.01 // the share of training rows poisoned (the first target rows found)
-	villainCandidates = 100  // the most rows per batch whose label is inferred
+	villainCandidates = 100  // the most rows per batch whose label is inferred (the paper's 14 fills the budget too late in a 3–5 epoch run: integrity.md §10d)
 	villainWindow     = 20   // the trigger's columns and δ are of the honest embeddings of this many last batches
 )
 

@@ -42,6 +42,7 @@ var fakeFigures = map[string]map[uint64]seedFigure{
 type fakeTrainer struct {
 	t      *testing.T
 	calls  []string
+	priors []string // the feature-prior runs, "KEY@SEED"
 	clock  time.Time
 	cancel func(call string) bool
 }
@@ -51,6 +52,19 @@ func (f *fakeTrainer) now() time.Time { return f.clock }
 func (f *fakeTrainer) train(ctx context.Context, cfg config.Config, _ run.Options) (*rundir.Summary, error) {
 	s := Setting{Protect: cfg.Protect, Params: cfg.Params}
 	call := fmt.Sprintf("%s@%d", s.Key(), cfg.Seed)
+	if cfg.LR == PriorLR {
+		// The feature prior: none here (its netting is tested by
+		// TestNetOfPriorByHand and TestFeaturePriorRuns).
+		f.priors = append(f.priors, call)
+		if s.Key() != Reference.Key() || !slices.Equal(cfg.Attacks, []string{"spectral"}) || cfg.EarlyStop != 0 {
+			f.t.Errorf("feature prior %s: attacks %v, early stop %d; want no defence, [spectral] (the threat's embedding attack), 0",
+				call, cfg.Attacks, cfg.EarlyStop)
+		}
+		if cfg.DataSeed() != 1 {
+			f.t.Errorf("feature prior %s: data seed %d, want the plan's 1", call, cfg.DataSeed())
+		}
+		return &rundir.Summary{Leak: map[string]metrics.LeakSummary{}}, nil
+	}
 	f.clock = f.clock.Add(10 * time.Second)
 	if f.cancel != nil && f.cancel(call) {
 		return nil, ctx.Err()
@@ -330,4 +344,26 @@ func must(v float64, err error) float64 {
 		return math.NaN()
 	}
 	return v
+}
+
+// TestFeaturePriorRuns: a plan trains the feature prior once per seed it
+// trains a setting with (the plan's seed 1 and the confirmation seeds 2
+// and 3), each with no defence, the threat's embedding attack only and no
+// early stopping (the fake trainer checks the configuration), and writes
+// its configuration for a fresh seed's check.
+func TestFeaturePriorRuns(t *testing.T) {
+	o, f := fakeOptions(t, 0.3)
+	if _, err := Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"none@1", "none@2", "none@3"}; !slices.Equal(f.priors, want) {
+		t.Errorf("feature priors %v, want %v", f.priors, want)
+	}
+	c, err := config.LoadFile(filepath.Join(o.Out, PriorFile), config.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LR != PriorLR || c.EarlyStop != 0 || !slices.Equal(c.Attacks, []string{"spectral"}) || c.Protect != Reference.Protect {
+		t.Errorf("%s: lr %g, early stop %d, attacks %v, protect %s; want %g, 0, [spectral], none", PriorFile, c.LR, c.EarlyStop, c.Attacks, c.Protect, PriorLR)
+	}
 }

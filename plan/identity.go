@@ -30,10 +30,14 @@ type search struct {
 	Grid     int      `json:"grid"`
 	MaxSteps int64    `json:"max_steps"`
 	Defences []string `json:"defences"`
+	// NetOfPrior says that the embedding attacks' figures in plan.csv
+	// are net of the feature prior (prior.go); a plan.csv of an earlier
+	// version holds raw figures, which cannot be mixed with net ones.
+	NetOfPrior bool `json:"embedding_net_of_prior"`
 }
 
 func (o *Options) search() search {
-	s := search{MaxLeak: o.Threat.MaxLeak, MinTDCS: o.Threat.MinTDCS, Grid: o.Grid, MaxSteps: o.MaxSteps, Defences: slices.Clone(o.Defences)}
+	s := search{MaxLeak: o.Threat.MaxLeak, MinTDCS: o.Threat.MinTDCS, Grid: o.Grid, MaxSteps: o.MaxSteps, Defences: slices.Clone(o.Defences), NetOfPrior: true}
 	if s.Grid == 0 {
 		s.Grid = DefaultGrid
 	}
@@ -84,6 +88,9 @@ func (o *Options) checkIdentity(ref config.Config) error {
 		}
 		if old.MaxSteps != cur.MaxSteps {
 			keys = append(keys, "max_steps")
+		}
+		if old.NetOfPrior != cur.NetOfPrior {
+			keys = append(keys, "embedding_net_of_prior")
 		}
 		if !slices.Equal(old.Defences, cur.Defences) {
 			keys = append(keys, "defences")

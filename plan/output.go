@@ -29,7 +29,7 @@ const (
 )
 
 // LeakLabel names the leak statistic in the figure and the messages.
-const LeakLabel = "strongest attack's q95 |leak AUC − ½| (training batches, every layer)"
+const LeakLabel = "strongest attack's q95 |leak AUC − ½| (training batches, every layer; embedding attacks beyond the feature prior)"
 
 // writeOutputs writes the figure and, with a recommendation,
 // recommended.yaml; without one it removes a recommended.yaml an earlier

@@ -28,6 +28,7 @@ import (
 
 	"github.com/splitguard/splitguard/attack"
 	"github.com/splitguard/splitguard/config"
+	"github.com/splitguard/splitguard/metrics"
 	"github.com/splitguard/splitguard/run"
 	"github.com/splitguard/splitguard/rundir"
 )
@@ -94,6 +95,9 @@ type Options struct {
 	ConfirmSeeds int
 	// train trains one setting's run (nil: run.Train); a test replaces it.
 	train func(context.Context, config.Config, run.Options) (*rundir.Summary, error)
+	// priors are the feature priors measured in this invocation, by seed
+	// (prior.go).
+	priors map[uint64]map[string]metrics.LeakSummary
 }
 
 // DefaultConfirmSeeds is the number of confirmation seeds when
@@ -134,6 +138,12 @@ type Result struct {
 	// Rows are every setting tried so far (this and earlier invocations),
 	// in search order.
 	Rows []Row
+	// NetOfPrior are the threat's embedding attacks, whose figures in Rows
+	// are net of the feature prior (prior.go); FeaturePrior is that prior
+	// with the plan's seed, q95 |AUC − ½| by "ATTACK/LAYER" (nil when no
+	// setting was trained in this invocation).
+	NetOfPrior   []string
+	FeaturePrior map[string]float64
 	// Recommended indexes Rows: the setting that meets the limit (with a
 	// confirmation, on every seed) that the tie rule puts first — among
 	// those whose cost is within TieSE of the cheapest, the widest margin

@@ -369,6 +369,7 @@ func TestPlanRecommends(t *testing.T) {
 			Q95Abs float64  `json:"q95_abs"`
 			Upper  *float64 `json:"q95_abs_upper"`
 			N      int      `json:"batches"`
+			Chance float64  `json:"chance_q95_abs"`
 		}
 		type summary struct {
 			Val  float64         `json:"val_auc_selected"`
@@ -384,6 +385,37 @@ func TestPlanRecommends(t *testing.T) {
 			}
 			if err := json.Unmarshal(b, &sums[i]); err != nil {
 				t.Fatal(err)
+			}
+		}
+		// The embedding attacks are judged net of the feature prior: the
+		// same attack on the bottom as initialised (prior.go).
+		var prior summary
+		b, err := os.ReadFile(filepath.Join(priorDir(o.Out, o.Base.Seed), "summary.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &prior); err != nil {
+			t.Fatal(err)
+		}
+		if len(prior.Leak) == 0 {
+			t.Fatal("the feature prior has no leak series")
+		}
+		for k := range prior.Leak {
+			if !strings.HasPrefix(k, "spectral/") {
+				t.Errorf("the feature prior scored %s, want the embedding attack spectral only", k)
+			}
+		}
+		for i := range sums {
+			for k, l := range sums[i].Leak {
+				if p, ok := prior.Leak[k]; ok {
+					pq := math.Max(p.Q95Abs, p.Chance)
+					l.Q95Abs = math.Max(0, l.Chance+l.Q95Abs-pq)
+					if l.Upper != nil {
+						u := math.Max(0, l.Chance+*l.Upper-pq)
+						l.Upper = &u
+					}
+					sums[i].Leak[k] = l
+				}
 			}
 		}
 		ref := sums[0]

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -58,6 +59,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := o.checkIdentity(o.runConfig(Reference, attacks)); err != nil {
 		return nil, err
 	}
+	if err := o.writePriorConfig(attacks); err != nil {
+		return nil, err
+	}
 	csvPath := filepath.Join(o.Out, CSVFile)
 	rows, err := readCSV(csvPath)
 	if err != nil {
@@ -95,6 +99,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	costs(rows, o.Threat) // rows read from plan.csv too
 	res.Rows = rows
+	res.NetOfPrior = embeddingAttacks(attacks)
+	if p, ok := o.priors[o.Base.Seed]; ok {
+		res.FeaturePrior = map[string]float64{}
+		for k, l := range p {
+			res.FeaturePrior[k] = l.Q95Abs
+		}
+	}
 	if len(rows) == 0 || rows[0].Index != 0 || rows[0].Err != "" {
 		return res, fmt.Errorf("the reference run (no defence) failed or is missing: %s", errText(rows))
 	}
@@ -169,7 +180,19 @@ func (o *Options) try(ctx context.Context, j job, attacks []string, clk *clock) 
 		o.logger().Warn(fmt.Sprintf("setting %d (%s), seed %d, failed: %v", j.index+1, legend, cfg.Seed, err))
 		return row, nil
 	}
-	figures(&row, sum, o.Threat.MaxLeak)
+	prior, err := o.featurePrior(ctx, cfg.Seed, attacks)
+	if ctx.Err() != nil {
+		return row, fmt.Errorf("plan stopped during the feature prior of seed %d: %w", cfg.Seed, errors.Join(context.Cause(ctx), err))
+	}
+	if err != nil {
+		row.Err = err.Error()
+		o.logger().Warn(fmt.Sprintf("setting %d (%s), seed %d: %v", j.index+1, legend, cfg.Seed, err))
+		return row, nil
+	}
+	net := *sum
+	net.Leak = maps.Clone(sum.Leak)
+	netOfPrior(&net, prior)
+	figures(&row, &net, o.Threat.MaxLeak)
 	return row, nil
 }
 

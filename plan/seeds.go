@@ -31,6 +31,11 @@ type SeedFigures struct {
 	// Leak is the largest strongest leak over the seeds, the statistic
 	// the confirmation judges; LeakLo the smallest.
 	Leak, LeakLo float64
+	// LeakBound is the largest judged leak over the seeds (each seed's
+	// 95% upper bound on its strongest q95 where it has one, judgedLeak):
+	// the figure a seed is held to against the leak limit. Not a plan.csv
+	// column: it is recomputed from the rows.
+	LeakBound float64
 	// LeakPred is the one-sided PredictionLevel prediction bound
 	// (predictionUpper) for the judged leak (judgedLeak) of a further
 	// seed, from the seeds' judged leaks: what the confirmation judges
@@ -71,13 +76,14 @@ func (f SeedFigures) columns() []string {
 // seeds (a failed run's NaNs make the statistics NaN: a setting whose run
 // failed at a seed has no figure that holds).
 func sumSeeds(rows []Row) SeedFigures {
-	f := SeedFigures{N: len(rows), Leak: math.Inf(-1), LeakLo: math.Inf(1), TDCS: math.Inf(1), CostLo: math.Inf(1), CostHi: math.Inf(-1)}
+	f := SeedFigures{N: len(rows), Leak: math.Inf(-1), LeakBound: math.Inf(-1), LeakLo: math.Inf(1), TDCS: math.Inf(1), CostLo: math.Inf(1), CostHi: math.Inf(-1)}
 	judged := make([]float64, len(rows))
 	for i, r := range rows {
 		if r.Err != "" {
 			r.StrongestLeak, r.Bound, r.TDCS, r.Cost = math.NaN(), math.NaN(), math.NaN(), math.NaN()
 		}
 		judged[i] = judgedLeak(r)
+		f.LeakBound = math.Max(f.LeakBound, judged[i])
 		f.Leak, f.LeakLo = math.Max(f.Leak, r.StrongestLeak), math.Min(f.LeakLo, r.StrongestLeak)
 		f.TDCS = math.Min(f.TDCS, r.TDCS)
 		f.Cost += r.Cost

@@ -180,26 +180,31 @@ func (b *builder) integritySection() (*Section, error) {
 				}
 			}
 		}
-		stopped := 0
+		stopped, warned := 0, 0
 		for _, r := range c.runs {
 			if r.Summary.Raw["integrity_alarm"] != nil {
 				stopped++
 			}
+			if len(alarmedDetectors(r.Summary)) > 0 {
+				warned++
+			}
 		}
 		rows = append(rows, []Cell{{Text: c.dataset, Sort: c.dataset, Class: "txt"}, {Text: c.setting, Sort: c.setting, Class: "txt"},
 			{Text: c.label, Sort: c.label, Class: "txt"}, {Text: strconv.Itoa(len(c.runs)), Sort: strconv.Itoa(len(c.runs))},
-			fmtMean(a, na, 3), dry, fmtMean(cl, ncl, 4), {Text: strconv.Itoa(stopped), Sort: strconv.Itoa(stopped)}})
+			fmtMean(a, na, 3), dry, fmtMean(cl, ncl, 4), {Text: strconv.Itoa(stopped), Sort: strconv.Itoa(stopped)},
+			{Text: strconv.Itoa(warned), Sort: strconv.Itoa(warned)}})
 	}
 	rows = append(rows, detectionRows(cells)...)
 	return &Section{ID: "integrity", Title: "Cheating parties",
 		Lead: "Runs whose passive party cheats (a backdoor, free-riding, a malicious optimiser) beside the honest runs of the same data and protection " +
 			"(docs/methods/integrity.md). Outcome rows: the mean attack success rate (test rows not of the target class predicted as the target once " +
-			"triggered), the same trigger on the honestly trained model (the backdoor's dry run), the clean test AUC and how many runs a detector stopped. " +
+			"triggered), the same trigger on the honestly trained model (the backdoor's dry run), the clean test AUC, how many runs a detector stopped and how many raised an alarm (summary.json integrity_alarms: " +
+			"a detector's score reached its alarm threshold, which warns without stopping). " +
 			"Detector rows: the detection AUC of the cheating runs against the honest and dry runs by each run's largest score, the runs whose score " +
-			"exceeds every honest run's, and the median step at which the detector stopped a run.",
+			"exceeds every honest run's, the median step at which the detector stopped a run, and the runs it stopped and alarmed in.",
 		Table: &Table{Head: []Cell{{Text: "dataset", Class: "txt"}, {Text: "protection", Class: "txt"}, {Text: "passive party / detector", Class: "txt"},
 			{Text: "runs"}, {Text: "attack success rate / detection AUC"}, {Text: "dry-run rate / runs above every honest"},
-			{Text: "clean test AUC / median stop step"}, {Text: "stopped"}}, Rows: rows}}, nil
+			{Text: "clean test AUC / median stop step"}, {Text: "stopped"}, {Text: "alarmed"}}, Rows: rows}}, nil
 }
 
 // detectionRows are the detector rows of [integritySection]: per cheating
@@ -247,9 +252,12 @@ func detectionRow(c *cheatCell, d string, honest []*Run) []Cell {
 			}
 		}
 	}
-	above, cheating := 0, 0
+	above, cheating, warned := 0, 0, 0
 	var steps []int
 	for _, r := range c.runs {
+		if alarmedDetectors(r.Summary)[d] {
+			warned++
+		}
 		if v, ok := score(r); ok {
 			scores, labels = append(scores, v), append(labels, 1)
 			cheating++
@@ -279,5 +287,21 @@ func detectionRow(c *cheatCell, d string, honest []*Run) []Cell {
 	label := "  " + c.label + " ← " + d
 	return []Cell{{Text: c.dataset, Sort: c.dataset, Class: "txt"}, {Text: c.setting, Sort: c.setting, Class: "txt"},
 		{Text: label, Sort: label, Class: "txt"}, {Text: strconv.Itoa(len(c.runs)), Sort: strconv.Itoa(len(c.runs))},
-		aucCell, aboveCell, stepCell, {Text: strconv.Itoa(len(steps)), Sort: strconv.Itoa(len(steps))}}
+		aucCell, aboveCell, stepCell, {Text: strconv.Itoa(len(steps)), Sort: strconv.Itoa(len(steps))},
+		{Text: strconv.Itoa(warned), Sort: strconv.Itoa(warned)}}
+}
+
+// alarmedDetectors are the detectors named in a summary's integrity_alarms
+// (the alarms that warned; empty when none did).
+func alarmedDetectors(s *Summary) map[string]bool {
+	out := map[string]bool{}
+	list, _ := s.Raw["integrity_alarms"].([]any)
+	for _, a := range list {
+		if m, ok := a.(map[string]any); ok {
+			if d, ok := m["detector"].(string); ok {
+				out[d] = true
+			}
+		}
+	}
+	return out
 }

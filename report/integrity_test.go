@@ -37,6 +37,11 @@ func TestIntegritySection(t *testing.T) {
 		cheatRun(map[string]any{"backdoor": "villain"}, map[string]any{"outlier_peak": 4.0}, map[string]any{"asr": 0.8, "clean_test_auc": 0.9},
 			"integrity: outlier_peak scored 4 at step 26, reaching the threshold 3.2: the passive party is suspected"),
 		cheatRun(map[string]any{"backdoor": "villain", "backdoor_dry_run": true}, map[string]any{"outlier_peak": 0.5}, map[string]any{"asr": 0.1, "clean_test_auc": 0.91}, ""))
+	// The first villain run warned twice (outlier_peak and replay), the
+	// stopped one by outlier_peak; an honest run warned by replay.
+	runs[3].Summary.Raw["integrity_alarms"] = []any{map[string]any{"detector": "outlier_peak"}, map[string]any{"detector": "replay"}}
+	runs[4].Summary.Raw["integrity_alarms"] = []any{map[string]any{"detector": "outlier_peak"}}
+	runs[0].Summary.Raw["integrity_alarms"] = []any{map[string]any{"detector": "replay"}}
 	b := &builder{set: &Set{Runs: runs}}
 	sec, err := b.integritySection()
 	if err != nil || sec == nil {
@@ -52,7 +57,7 @@ func TestIntegritySection(t *testing.T) {
 		return nil
 	}
 	v := find("villain")
-	if v[3].Text != "2" || v[4].Text != "0.700" || v[5].Text != "0.100" || v[6].Text != "0.9000" || v[7].Text != "1" {
+	if v[3].Text != "2" || v[4].Text != "0.700" || v[5].Text != "0.100" || v[6].Text != "0.9000" || v[7].Text != "1" || v[8].Text != "2" {
 		t.Errorf("villain row %v", v)
 	}
 	d := find("  villain ← outlier_peak")
@@ -60,8 +65,11 @@ func TestIntegritySection(t *testing.T) {
 	if err != nil || math.Abs(auc-7.0/8) > 0.001 {
 		t.Errorf("detection AUC %q, want %.3f", d[4].Text, 7.0/8)
 	}
-	if d[5].Text != "1 of 2" || d[6].Text != "26" || d[7].Text != "1" {
+	if d[5].Text != "1 of 2" || d[6].Text != "26" || d[7].Text != "1" || d[8].Text != "2" {
 		t.Errorf("detector row %v", d)
+	}
+	if h := find("honest"); h[8].Text != "1" {
+		t.Errorf("honest row %v: want 1 alarmed", h)
 	}
 	// Only honest runs: no section.
 	b = &builder{set: &Set{Runs: runs[:3]}}

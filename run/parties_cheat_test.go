@@ -196,7 +196,9 @@ func TestPartiesBackdoorOutcomeByHand(t *testing.T) {
 // AUC, which the active party computed from the parties' evaluation
 // messages, and is within 0.03 of the honest run's; gradient replacement
 // sends at least half the triggered rows the honest model does not call
-// the target to the target (success − clean rate ≥ 0.5).
+// the target to the target (success − clean rate ≥ 0.5); VILLAIN infers at
+// least its budget of target rows at precision ≥ 0.95 (its trigger is not
+// learnt on this table, integrity.md §10d).
 func TestPartiesBackdoorRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains three passive parties")
@@ -233,7 +235,7 @@ func TestPartiesBackdoorRun(t *testing.T) {
 		if b == nil {
 			t.Fatalf("%s: no backdoor outcome in the summary", attack)
 		}
-		t.Logf("%s: ASR %.3f over %d rows (clean rate %.3f), clean test AUC %.4f, the run's test AUC %.4f", attack, b.ASR, b.ASRRows, b.CleanRate, b.CleanTestAUC, s.TestAUCFinal)
+		t.Logf("%s: ASR %.3f over %d rows (clean rate %.3f), clean test AUC %.4f, the run's test AUC %.4f, inferred %d, by confidence %.2f", attack, b.ASR, b.ASRRows, b.CleanRate, b.CleanTestAUC, s.TestAUCFinal, b.Inferred, b.ASRByConfidence)
 		// The same model scored twice, in chunks of different sizes
 		// (float32 sums in another order): near-tied scores can move the
 		// AUC in the sixth digit, a different model moves it far more.
@@ -245,6 +247,20 @@ func TestPartiesBackdoorRun(t *testing.T) {
 		}
 		if attack == "gradient_replacement" && b.ASR-b.CleanRate < 0.5 {
 			t.Errorf("%s: success %.3f against a clean rate of %.3f: the backdoor was not planted", attack, b.ASR, b.CleanRate)
+		}
+		// VILLAIN's label inference reads p2's gradient beside two other
+		// parties' embeddings, where the swapped rows' ∂z/∂e is no longer
+		// exactly the source row's: it must still fill the 1% budget (49
+		// of the 4,860 training rows) with rows of the target class.
+		// (It plants no trigger on this table: integrity.md §10d.)
+		if attack == "villain" {
+			if b.Inferred < 49 || b.InferredPrecision == nil || *b.InferredPrecision < 0.95 {
+				p := math.NaN()
+				if b.InferredPrecision != nil {
+					p = *b.InferredPrecision
+				}
+				t.Errorf("%s: %d rows inferred at precision %.3f, want at least 49 at 0.95", attack, b.Inferred, p)
+			}
 		}
 	}
 }

@@ -8,7 +8,9 @@ fresh seeds of recheck-sweep.yaml the recommended setting's test AUC (its 95%
 bootstrap interval), the test cost against no defence at the same seed (the
 same test split; in brackets against no defence capped at the plan's
 max_steps, when scripts/plan-acceptance.sh trained it), the strongest leak
-against its chance floor and whether it meets the limit. With a T-DCS floor (plan --min-tdcs) it also prints each
+against its chance floor (an embedding attack's net of the feature prior of the
+same seed, PLANDIR/prior-sS, as the plan judges it; its raw figure in brackets)
+and whether it meets the limit. With a T-DCS floor (plan --min-tdcs) it also prints each
 fresh seed's T-DCS on the test split, recomputed here from the runs' figures
 (see tdcs below), and a seed meets the plan's limits only when it meets both.
 
@@ -35,11 +37,28 @@ def recommended(rows):
     return min(met, key=lambda r: (float(r["cost"]), float(r["step_ms"] or 0), int(r["index"])))
 
 
+def net_of_prior(summary, prior):
+    """The run's leak figures with its embedding attacks judged beyond the
+    passive's own columns, as the plan judges them (docs/methods/plan.md):
+    for every series the feature prior of the same seed has (the same attack
+    on the bottom as initialised: PLANDIR/prior-sS, trained from the plan's
+    feature-prior.yaml), q95 |AUC - 1/2| becomes max(0, chance floor + q95 -
+    max(the prior's q95, the prior's chance floor)). Returns a copy; without a prior, the raw figures."""
+    leak = {k: dict(v) for k, v in summary.get("leak", {}).items()}
+    for k, p in (prior or {}).get("leak", {}).items():
+        if k in leak and p.get("q95_abs") is not None:
+            v = leak[k]
+            v["raw_q95_abs"] = v["q95_abs"]
+            pq = max(p["q95_abs"], p.get("chance_q95_abs") or 0.0)  # a prior below chance counts as chance
+            v["q95_abs"] = max(0.0, v["chance_q95_abs"] + v["q95_abs"] - pq)
+    return dict(summary, leak=leak)
+
+
 def strongest(summary):
     best = None
     for key, v in summary.get("leak", {}).items():
         if best is None or v["q95_abs"] > best[1]:
-            best = (key, v["q95_abs"], v["chance_q95_abs"])
+            best = (key, v["q95_abs"], v["chance_q95_abs"], v.get("raw_q95_abs"))
     return best
 
 
@@ -106,6 +125,9 @@ def main():
             if not got or not os.path.exists(none):
                 continue
             p, n = json.load(open(got[0])), json.load(open(none))
+            prior = os.path.join(d, f"prior-s{s}", "summary.json")
+            if os.path.exists(prior):
+                p = net_of_prior(p, json.load(open(prior)))
             ci = p.get("test_auc_selected_ci95") or [float("nan")] * 2
             aucs.append(f'{p["test_auc_selected"]:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]')
             costs.append(f'{n["test_auc_selected"] - p["test_auc_selected"]:+.3f}')
@@ -113,8 +135,8 @@ def main():
             if os.path.exists(capped):
                 c = json.load(open(capped))
                 costs[-1] += f' ({c["test_auc_selected"] - p["test_auc_selected"]:+.3f})'
-            k, q, c = strongest(p)
-            leaks.append(f"{q:.4f} ({c:.3f}) {k}")
+            k, q, c, raw = strongest(p)
+            leaks.append(f"{q:.4f} ({c:.3f}) {k}" + (f" [raw {raw:.4f}]" if raw is not None else ""))
             ok = not limit or q <= limit
             if floor:
                 t = tdcs(p, n["test_auc_selected"])

@@ -3,7 +3,8 @@
 # recheck sweep (the recommended setting with three seeds the plan never trained, on the plan's test
 # split: PLANDIR/recheck) and no defence with the same seeds, split and attacks, once with its full
 # schedule (PLANDIR/none-sS) and once capped at the plan's max_steps as the plan measured it
-# (PLANDIR/nonecap-sS), then scripts/plan-acceptance.py prints the table.
+# (PLANDIR/nonecap-sS), and the plan's feature prior with the same seeds (PLANDIR/prior-sS), then
+# scripts/plan-acceptance.py prints the table.
 #
 #   splitguard plan --format csv --data DIR/tables/pima.csv --label diabetes --positive pos \
 #       --max-leak 0.4 --budget 10m --out PLANDIR
@@ -26,6 +27,12 @@ cap=$(awk '/^    max_steps:/{print $2}' "$p/recheck-sweep.yaml")
 rm -rf "$p/recheck"
 "$sg" sweep "$p/recheck-sweep.yaml" --out "$p/recheck" > "$p/recheck.log" 2>&1
 for s in $seeds; do
+  # The feature prior of the seed (the plan's feature-prior.yaml: no defence, the bottom kept as
+  # initialised, the embedding attacks), against which the plan judges an embedding attack.
+  if [ -f "$p/feature-prior.yaml" ]; then
+    rm -rf "$p/prior-s$s"
+    "$sg" train --config "$p/feature-prior.yaml" --seed "$s" --split-seed "$split" --out "$p/prior-s$s" > "$p/prior-s$s.log" 2>&1
+  fi
   rm -rf "$p/none-s$s"
   "$sg" train --format csv --data "$data" --label "$label" --positive "$pos" --attacks "$attacks" \
     --seed "$s" --split-seed "$split" --out "$p/none-s$s" > "$p/none-s$s.log" 2>&1

@@ -31,6 +31,14 @@ type LinkSpec struct {
 	Encodings     []wire.Encodings
 	Schedules     []linkplan.Schedule
 	Steps, Warmup int
+
+	// timed, when set (by a test), is called with true when the timed
+	// steps begin (the answer that ends the warm-up) and with false when
+	// they end (their last answer): the span Split.CPU covers.
+	timed func(begin bool)
+	// idle, when set (MeasureOverLink), returns the emulated link's idle
+	// time so far, each way (linktest.Proxy.Idle).
+	idle func() (up, down time.Duration)
 }
 
 // synchronous is the exact protocol's schedule: k = 0, Q = 1.
@@ -81,18 +89,21 @@ func MeasureLink(ctx context.Context, spec LinkSpec) ([]LinkCosts, error) {
 
 // processorTimes measures the processor time of each part of a step
 // (linkplan.CPUTimes): the same synchronous steps in process and the same
-// exchanges over grpcnet on loopback as MeasureLink times, run again with
-// GOMAXPROCS 1 for the duration (the process's setting is restored
-// after; nothing else should run in the process meanwhile). Each part's
-// processor time is the mean over the timed steps of this process's
-// processor time (getrusage(2)) while it runs: the passive's compute, the
-// active's, a forward of the bottom, an exchange (both ends). Means, not
-// medians: the garbage collector's work lands in a few steps and is work
-// all the same. On one core the parallel parts of a step run in turn, so
-// the figure is the work itself: with more, idle workers of internal/par
-// spin for a while after each part, which would count as processor time
-// although it yields to any other goroutine of the process. Zero times
-// where the system does not give processor time.
+// exchanges over grpcnet on loopback as MeasureLink times, run again
+// (under GOMAXPROCS cpuProcs where that is set, restored after; nothing
+// else should run in the process meanwhile). Each part's processor time
+// is the mean over the timed steps of this process's processor time
+// (getrusage(2)) while it runs: the passive's compute, the active's, a
+// forward of the bottom, an exchange (both ends). Means, not medians:
+// the garbage collector's work lands in a few steps and is work all the
+// same. Under the process's own GOMAXPROCS (the default), the idle
+// workers of internal/par spin for up to 300 µs after each part of a
+// product, as they do in a run, and that spinning counts: it takes
+// processor time from whatever else shares the machine (on the shared
+// 2-core machine, 3.7 ms of the WAN row's 18.5 ms per step in a profile,
+// docs/methods/wan.md "Where the link run's processor time went"). With
+// cpuProcs 1 the parts run in turn and the figure is the work alone.
+// Zero times where the system does not give processor time.
 func processorTimes(ctx context.Context, spec LinkSpec, enc wire.Encodings, train *data.Dataset, dir string) (linkplan.CPUTimes, error) {
 	if _, ok := processCPU(); !ok {
 		return linkplan.CPUTimes{}, nil

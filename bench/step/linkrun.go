@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/splitguard/splitguard/data"
 	"github.com/splitguard/splitguard/model"
@@ -206,7 +207,9 @@ func timedRun(ctx context.Context, spec LinkSpec, enc wire.Encodings, sc linkpla
 		return nil, err
 	}
 	defer release()
-	t := &timedConn{conn: pConn, enc: enc}
+	t := &timedConn{conn: pConn, enc: enc, timed: spec.timed, idle: spec.idle, warmup: spec.Warmup, steps: spec.Steps}
+	defer t.endTimed()
+	defer t.release()
 	t.reserve(total, min(cfg.Batch, len(train.IDs)), bottom.CutDim())
 	h := &timedHandler{a: act}
 	served := make(chan error, 1)
@@ -255,8 +258,28 @@ type timedConn struct {
 	fwd, bwd   int64                // bytes, set by countBytes
 	sent       []*transport.Forward // pipelined messages not yet answered, oldest first
 	kept       []keptExchange
+	unmap      func()            // unmaps the memory of kept's copies (reserve)
 	lastF      transport.Forward // the last exchange's messages (set by countBytes)
 	lastB      transport.Backward
+	// timed is LinkSpec.timed, called at the answers that begin and end
+	// the timed steps (after warmup answers, steps of them); inTimed
+	// says it was called with true and not yet with false.
+	timed         func(begin bool)
+	warmup, steps int
+	inTimed       bool
+	// idle is LinkSpec.idle; idleAt its values at the answers that begin
+	// and end the timed steps.
+	idle   func() (up, down time.Duration)
+	idleAt [2][2]time.Duration
+}
+
+// endTimed tells timed that the timed steps ended, if it was told they
+// began and not yet that they ended.
+func (t *timedConn) endTimed() {
+	if t.inTimed {
+		t.inTimed = false
+		t.timed(false)
+	}
 }
 
 // keptExchange is a copy of one training exchange's messages.
@@ -280,6 +303,21 @@ func (t *timedConn) answered(start time.Time, f *transport.Forward, b *transport
 	t.answerCPU = append(t.answerCPU, cpuNow())
 	t.wait = append(t.wait, float64(now.Sub(start).Nanoseconds()))
 	t.answers = append(t.answers, now)
+	switch len(t.answers) {
+	case t.warmup + 1:
+		if t.idle != nil {
+			t.idleAt[0][0], t.idleAt[0][1] = t.idle()
+		}
+		if t.timed != nil {
+			t.inTimed = true
+			t.timed(true)
+		}
+	case t.warmup + t.steps + 1:
+		if t.idle != nil {
+			t.idleAt[1][0], t.idleAt[1][1] = t.idle()
+		}
+		t.endTimed()
+	}
 	if len(t.kept) == cap(t.kept) {
 		t.kept = append(t.kept, keptExchange{})
 	}
@@ -293,26 +331,53 @@ func (t *timedConn) answered(start time.Time, f *transport.Forward, b *transport
 }
 
 // reserve makes room for the copies of n exchanges of rows × cols
-// messages before the timed steps, its memory written once: copies into
-// new memory inside the steps put a page fault per 4 KiB on the
-// passive's cycle (about 3 ms a step for the 1 MiB of a 1024 × 128
-// exchange on the shared 2-core machine, 11% of the run's processor
-// time), a cost of the measurement that no party has.
+// messages before the timed steps, its memory written once and outside
+// the Go heap (mapMemory). Copies into new memory inside the steps put a
+// page fault per 4 KiB on the passive's cycle (about 3 ms a step for the
+// 1 MiB of a 1024 × 128 exchange on the shared 2-core machine, 11% of the
+// run's processor time), and the same copies on the heap (100 MiB for
+// 100 steps) doubled the heap's goal: the collector then did not run
+// during the timed steps, so everything the run allocated came from
+// memory never touched before, 290–390 page faults (5–7 ms of system
+// time) per step on the same machine, where a long run reuses the memory
+// each collection frees. Neither is a cost any party has. Where the
+// mapping fails, answered copies onto the heap as the exchanges come.
 func (t *timedConn) reserve(n, rows, cols int) {
+	ids, vals := n*rows, 2*n*rows*cols
+	mem, unmap, err := mapMemory(8*ids + 4*vals)
+	if err != nil {
+		return
+	}
+	t.unmap = unmap
+	idMem := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(mem))), ids)
+	valMem := unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(mem[8*ids:]))), vals)
+	clear(idMem)
+	clear(valMem)
 	t.kept = make([]keptExchange, n)
 	for i := range t.kept {
 		k := &t.kept[i]
-		k.f.IDs = make([]uint64, 0, rows)
-		k.f.Embedding, k.b.Grad = tensor.New(rows, cols), tensor.New(rows, cols)
-		clear(k.f.Embedding.Data)
-		clear(k.b.Grad.Data)
+		k.f.IDs = idMem[i*rows : i*rows : (i+1)*rows]
+		e, g := valMem[2*i*rows*cols:], valMem[(2*i+1)*rows*cols:]
+		k.f.Embedding = &tensor.Matrix{Rows: rows, Cols: cols, Data: e[: rows*cols : rows*cols]}
+		k.b.Grad = &tensor.Matrix{Rows: rows, Cols: cols, Data: g[: rows*cols : rows*cols]}
 	}
 	t.kept = t.kept[:0]
 }
 
+// release drops the copies reserve made (unmapping their memory).
+func (t *timedConn) release() {
+	t.kept = nil
+	if t.unmap != nil {
+		t.unmap()
+		t.unmap = nil
+	}
+}
+
 // countBytes sums the bytes grpcnet carries for the kept exchanges
-// (grpcnet.WireBytes) and keeps the last exchange's messages.
+// (grpcnet.WireBytes), keeps a copy of the last exchange's messages on
+// the heap and releases the rest.
 func (t *timedConn) countBytes() error {
+	defer t.release()
 	for i := range t.kept {
 		k := &t.kept[i]
 		nf, nb, err := grpcnet.WireBytes(&k.f, &k.b, t.enc)
@@ -320,9 +385,14 @@ func (t *timedConn) countBytes() error {
 			return err
 		}
 		t.fwd, t.bwd = t.fwd+nf, t.bwd+nb
-		t.lastF, t.lastB = k.f, k.b
 	}
-	t.kept = nil
+	if n := len(t.kept); n > 0 {
+		k := &t.kept[n-1]
+		t.lastF, t.lastB = k.f, k.b
+		t.lastF.IDs = append([]uint64(nil), k.f.IDs...)
+		t.lastF.Embedding = copyMatrix(nil, k.f.Embedding)
+		t.lastB.Grad = copyMatrix(nil, k.b.Grad)
+	}
 	return nil
 }
 

@@ -45,6 +45,12 @@ type LinkRun struct {
 	// share (linkplan.Costs.SharedCores); 0 where the system does not
 	// give processor time.
 	FreeCores float64
+	// UpIdle and DownIdle are the time per timed step each direction of
+	// the emulated link had nothing to carry (linktest.Proxy.Idle): where
+	// a run is bound by a link's bandwidth, idle time is what the parties
+	// failed to hand it. Without a bandwidth limit they count every gap
+	// between reads.
+	UpIdle, DownIdle time.Duration
 }
 
 // MeasureOverLink trains the steps of spec, for each pair of encodings
@@ -68,12 +74,14 @@ func MeasureOverLink(ctx context.Context, spec LinkSpec, up, down linktest.Link)
 		for _, sc := range scheds {
 			free := FreeCores(200 * time.Millisecond)
 			var r *runTimes
+			var px *linktest.Proxy
+			spec.idle = func() (time.Duration, time.Duration) { return px.Idle() }
 			// The run's span in an execution trace (go test -trace):
 			// scripts/trace-sched.py keeps to it; and its goroutines'
 			// label in a CPU profile (-tagfocus run=link).
-			pprof.Do(ctx, pprof.Labels("run", "link"), func(ctx context.Context) {
+			pprof.Do(ctx, pprof.Labels("run", "link", "over", linkName(up, down)), func(ctx context.Context) {
 				trace.WithRegion(ctx, "link run", func() {
-					r, err = timedRun(ctx, spec, enc, sc, train, linkPair(dir, up, down))
+					r, err = timedRun(ctx, spec, enc, sc, train, linkPair(dir, up, down, &px))
 				})
 			})
 			if err != nil {
@@ -88,16 +96,27 @@ func MeasureOverLink(ctx context.Context, spec LinkSpec, up, down linktest.Link)
 			if err != nil {
 				return nil, fmt.Errorf("step: transport processor time through the proxy, %v/%v: %w", enc.Embedding, enc.Gradient, err)
 			}
-			out = append(out, LinkRun{Wire: enc, Schedule: sc, Split: r.split(spec), Forward: c.Forward, Backward: c.Backward, Overhead: o, OverheadCPU: oCPU, FreeCores: free})
+			at, n := r.conn.idleAt, time.Duration(spec.Steps)
+			out = append(out, LinkRun{Wire: enc, Schedule: sc, Split: r.split(spec), Forward: c.Forward, Backward: c.Backward, Overhead: o, OverheadCPU: oCPU, FreeCores: free,
+				UpIdle: (at[1][0] - at[0][0]) / n, DownIdle: (at[1][1] - at[0][1]) / n})
 		}
 	}
 	return out, nil
 }
 
+// linkName names an emulated link in a CPU profile's labels (-tagfocus
+// over=loopback): "loopback" where neither direction delays or limits.
+func linkName(up, down linktest.Link) string {
+	if up.Delay == 0 && up.BytesPerSecond == 0 && down.Delay == 0 && down.BytesPerSecond == 0 {
+		return "loopback"
+	}
+	return fmt.Sprintf("%v/%gMbit", up.Delay+down.Delay, up.BytesPerSecond*8/1e6)
+}
+
 // proxiedTransportCPU is the mean processor time of an exchange of t's
 // last messages through a linktest proxy without delay or bandwidth
-// limit, with GOMAXPROCS 1 for the duration (as processorTimes); 0 where
-// the system does not give processor time.
+// limit, under GOMAXPROCS cpuProcs where that is set (as
+// processorTimes); 0 where the system does not give processor time.
 func proxiedTransportCPU(ctx context.Context, dir string, enc wire.Encodings, t *timedConn, spec LinkSpec) (time.Duration, error) {
 	if _, ok := processCPU(); !ok {
 		return 0, nil
@@ -151,8 +170,9 @@ func SharedCores() int {
 
 // linkPair connects the parties by grpcnet with mutual TLS (certificates
 // in dir) through a linktest proxy emulating up and down, both ends
-// opened for a pipeline of the given depth.
-func linkPair(dir string, up, down linktest.Link) pairFunc {
+// opened for a pipeline of the given depth, and sets *proxy to the
+// proxy.
+func linkPair(dir string, up, down linktest.Link, proxy **linktest.Proxy) pairFunc {
 	return func(ctx context.Context, enc wire.Encodings, depth int) (transport.PassiveConn, transport.ActiveConn, func(), error) {
 		st, err := pki.ServerTLSConfig(pki.FilesIn(dir, "active"), "passive")
 		if err != nil {
@@ -173,6 +193,7 @@ func linkPair(dir string, up, down linktest.Link) pairFunc {
 			s.Close()
 			return nil, nil, nil, err
 		}
+		*proxy = px
 		c, err := grpcnet.Dial(px.Addr(), grpcnet.ClientOptions{TLS: ct, Logger: quiet, PipelineDepth: depth})
 		if err != nil {
 			px.Close()

@@ -47,9 +47,10 @@ var plannerOptions = []struct {
 var plannerCheck = flag.Bool("planner-check", false, "run TestPlannerPredictsLink, the planner's timing check against emulated links")
 
 // plannerCPUProcs measures the processor times of TestPlannerPredictsLink
-// under another GOMAXPROCS than 1 (a comparison: with more, internal/par's
-// idle workers spin and their spinning counts).
-var plannerCPUProcs = flag.Int("planner-cpu-procs", 1, "GOMAXPROCS under which TestPlannerPredictsLink measures processor times")
+// under another GOMAXPROCS than the process's own (a comparison: with 1,
+// internal/par's idle workers do not spin and the spinning is not
+// counted).
+var plannerCPUProcs = flag.Int("planner-cpu-procs", 0, "GOMAXPROCS under which TestPlannerPredictsLink measures processor times (0: the process's own, as the run)")
 
 // plannerSteps is the number of timed steps of each row of
 // TestPlannerPredictsLink (more steps: a steadier median, and a trace
@@ -74,8 +75,9 @@ var plannerParSpin = flag.Duration("planner-par-spin", par.Spin, "internal/par's
 // the transport and the proxy all run in this process, so the prediction
 // takes them as sharing the cores free for it (linkplan.Costs.SharedCores:
 // measured just before the run, LinkRun.FreeCores, since on a shared
-// machine other processes take part of them; processor times measured on
-// one core, the transport's through the proxy): every row is asserted.
+// machine other processes take part of them; processor times measured
+// under the process's GOMAXPROCS, as the run, the transport's through the
+// proxy): every row is asserted.
 // The measured split of each run, the load average and the prediction
 // with all GOMAXPROCS cores free are logged. About a
 // minute on two cores. Run one row with -run 'TestPlannerPredictsLink/20ms/.*k=4'.
@@ -83,8 +85,8 @@ func TestPlannerPredictsLink(t *testing.T) {
 	if !*plannerCheck {
 		t.Skip("a timing check (about a minute): run with -planner-check")
 	}
-	if *plannerCPUProcs < 1 {
-		t.Fatalf("-planner-cpu-procs %d, want 1 or more", *plannerCPUProcs)
+	if *plannerCPUProcs < 0 {
+		t.Fatalf("-planner-cpu-procs %d, want 0 (the process's own) or more", *plannerCPUProcs)
 	}
 	if *plannerSteps < 1 {
 		t.Fatalf("-planner-steps %d, want 1 or more", *plannerSteps)
@@ -95,16 +97,8 @@ func TestPlannerPredictsLink(t *testing.T) {
 	if err := par.SetSpin(*plannerParSpin); err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.Default()
-	cfg.Model, cfg.Layers, cfg.Cut, cfg.Batch, cfg.Out = "mlp", []int{128, 128, 128}, 2, 1024, "unused"
-	cfg.Protect, cfg.Params = "none", nil
-	cfg.Baseline, cfg.EvalEvery, cfg.EarlyStop, cfg.ValFrac = false, 0, 0, 0
 	steps, warmup := *plannerSteps, 2
-	cfg.SynthRows = (steps+warmup+2)*cfg.Batch*10/9 + cfg.Batch
-	cfg.Resolve()
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	cfg := plannerConfig(t, steps, warmup)
 	var table []plannerRow
 	for _, o := range plannerOptions {
 		name := fmt.Sprintf("%s %s k=%d Q=%d", o.link, o.enc, o.staleness, o.localSteps)
@@ -118,6 +112,23 @@ func TestPlannerPredictsLink(t *testing.T) {
 		})
 	}
 	t.Log(plannerTable(table))
+}
+
+// plannerConfig is the run of the planner's check: an MLP 128-128-128
+// cut after the second layer, batch 1024, no protection, on synthetic
+// rows enough for steps timed steps after warmup.
+func plannerConfig(t *testing.T, steps, warmup int) config.Config {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Model, cfg.Layers, cfg.Cut, cfg.Batch, cfg.Out = "mlp", []int{128, 128, 128}, 2, 1024, "unused"
+	cfg.Protect, cfg.Params = "none", nil
+	cfg.Baseline, cfg.EvalEvery, cfg.EarlyStop, cfg.ValFrac = false, 0, 0, 0
+	cfg.SynthRows = (steps+warmup+2)*cfg.Batch*10/9 + cfg.Batch
+	cfg.Resolve()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
 
 // wanLink is issue 30's link, whose rows the check also runs over plain
@@ -186,10 +197,10 @@ func checkPlannerRow(t *testing.T, cfg *config.Config, link linkplan.Link, dir l
 	s := r.Split
 	t.Logf("load average %s before the run; %.2f of %d cores free (obtained by as many computing goroutines for 200 ms); with all %d free the prediction would be %.1f ms/step (%s)",
 		load, r.FreeCores, SharedCores(), SharedCores(), ms(pw.PerExchange), pw.Bound)
-	t.Logf("predicted %.1f ms/step, bound %s (passive %.1f, recompute %.1f, active %.1f, overhead through the proxy %.1f; processor time passive %.1f, recompute %.1f, active %.1f, transport and proxy %.1f, on %.2f cores; %d+%d bytes); measured %.1f ms/step (passive compute %.1f, active compute %.1f, link %.1f; processor time %.1f per step)",
+	t.Logf("predicted %.1f ms/step, bound %s (passive %.1f, recompute %.1f, active %.1f, overhead through the proxy %.1f; processor time passive %.1f, recompute %.1f, active %.1f, transport and proxy %.1f, on %.2f cores; %d+%d bytes); measured %.1f ms/step (passive compute %.1f, active compute %.1f, link %.1f; processor time %.1f per step; the link idle %.1f ms per step up, %.1f down)",
 		ms(p.PerExchange), p.Bound, ms(c.Passive), ms(c.Recompute), ms(c.Active), ms(c.Overhead),
 		ms(c.CPU.Passive), ms(c.CPU.Recompute), ms(c.CPU.Active), ms(c.CPU.Transport), c.SharedCores, c.Forward, c.Backward,
-		ms(s.Step), ms(s.Passive), ms(s.Active), ms(s.Link), ms(s.CPU))
+		ms(s.Step), ms(s.Passive), ms(s.Active), ms(s.Link), ms(s.CPU), ms(r.UpIdle), ms(r.DownIdle))
 	if r.Forward != c.Forward || r.Backward != c.Backward {
 		t.Errorf("%d+%d bytes per step over the link, %d+%d in process", r.Forward, r.Backward, c.Forward, c.Backward)
 	}

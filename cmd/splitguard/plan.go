@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -133,13 +136,17 @@ func printPlan(w io.Writer, o plan.Options, res *plan.Result) {
 		fmt.Fprintf(w, "the budget (%v) ended the search: rerun the same command to try the other %d settings\n", o.Budget, left)
 	}
 	fmt.Fprintf(w, "limit: %s\n", o.Threat.Limits())
+	if len(res.NetOfPrior) > 0 {
+		fmt.Fprintf(w, "%s judged beyond the passive's own columns: chance floor + figure − the same attack on the bottom as initialised (%s)%s\n",
+			strings.Join(res.NetOfPrior, ", "), filepath.Join(o.Out, "runs", "feature_prior_seed=*"), priorText(res.FeaturePrior))
+	}
 	for _, r := range res.Rejected {
 		why := "not with every seed"
 		if r.Seeds.ByPrediction {
 			why = fmt.Sprintf("with every seed, but a further seed's leak may not be: %.0f%% prediction bound %.4f", 100*plan.PredictionLevel, r.Seeds.LeakPred)
 		}
-		fmt.Fprintf(w, "rejected: %s — within the limit with the plan's seed, %s: strongest leak %.4f, then up to %.4f over %d seeds; T-DCS %.4f, then down to %.4f\n",
-			r.Legend, why, r.StrongestLeak, r.Seeds.Leak, r.Seeds.N, r.TDCS, r.Seeds.TDCS)
+		fmt.Fprintf(w, "rejected: %s — within the limit with the plan's seed, %s: strongest leak %.4f (95%% upper bound %.4f), then up to %.4f (bound up to %.4f) over %d seeds; T-DCS %.4f, then down to %.4f\n",
+			r.Legend, why, r.StrongestLeak, r.Bound, r.Seeds.Leak, r.Seeds.LeakBound, r.Seeds.N, r.TDCS, r.Seeds.TDCS)
 	}
 	if res.Recommended >= 0 {
 		r := res.Rows[res.Recommended]
@@ -169,9 +176,9 @@ func printPlan(w io.Writer, o plan.Options, res *plan.Result) {
 	for _, r := range res.Closest {
 		seeds := ""
 		if r.Seeds.N > 1 {
-			seeds = fmt.Sprintf(", largest over %d seeds %.4f (a further seed's: at most %.4f, %.0f%% prediction bound)", r.Seeds.N, r.Seeds.Leak, r.Seeds.LeakPred, 100*plan.PredictionLevel)
+			seeds = fmt.Sprintf(", largest over %d seeds %.4f (bound %.4f; a further seed's: at most %.4f, %.0f%% prediction bound)", r.Seeds.N, r.Seeds.Leak, r.Seeds.LeakBound, r.Seeds.LeakPred, 100*plan.PredictionLevel)
 		}
-		fmt.Fprintf(w, "  %-34s strongest %s at %.4f%s (chance floor %.4f), T-DCS %.4f, validation AUC %.4f (cost %.4f)\n", r.Legend, r.Strongest, r.StrongestLeak, seeds, r.Chance, r.TDCS, r.ValAUC, r.Cost)
+		fmt.Fprintf(w, "  %-34s strongest %s at %.4f (95%% upper bound %.4f)%s (chance floor %.4f), T-DCS %.4f, validation AUC %.4f (cost %.4f)\n", r.Legend, r.Strongest, r.StrongestLeak, r.Bound, seeds, r.Chance, r.TDCS, r.ValAUC, r.Cost)
 		floor = math.Min(floor, r.Chance)
 		if r.Batches > 0 && r.Batches < plan.MinLeakBatches {
 			fmt.Fprintf(w, "    its attacks scored %d batches, fewer than the %d a bound on their q95 needs: train longer (--steps, --early-stop)\n", r.Batches, plan.MinLeakBatches)
@@ -257,4 +264,17 @@ func fileHasKey(path, key string) (bool, error) {
 	}
 	_, ok := m[key]
 	return ok, nil
+}
+
+// priorText lists the feature prior's figures (": spectral/first 0.300, …"),
+// or nothing.
+func priorText(p map[string]float64) string {
+	if len(p) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(p)) {
+		parts = append(parts, fmt.Sprintf("%s %.4f", k, p[k]))
+	}
+	return ": " + strings.Join(parts, ", ")
 }

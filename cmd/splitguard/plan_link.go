@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"runtime"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -71,7 +72,8 @@ show what two hosts overlap.
 (without it: each party on a host of its own). Every part's processor time then comes
 out of the same N cores, and T is also at least
   W/N,  W = Q·(W_p + W_a) + W_r (k > 0 only) + W_o,
-the processor times (not wall times; measured on one core) of each party's step, the
+the processor times (not wall times; measured under this process's GOMAXPROCS, internal/par's
+spinning workers included, as in a run) of each party's step, the
 recompute and the transport (both ends) per exchange.
 
 --passive-ms and --active-ms replace a party's measured compute per step, for parties on other
@@ -257,7 +259,7 @@ func runPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions) error
 	}
 	fmt.Fprintf(out, "link: round trip %v, up %s, down %s; model %s, batch %d, cut width %d\n",
 		o.RTT, mbit(o.UpMbit), mbit(o.DownMbit), cfg.Model, cfg.Batch, cfg.CutDim())
-	fmt.Fprintf(out, "measured on this machine (medians of %d steps; overhead: the same messages over mutual TLS on loopback; processor times: means on one core)%s:\n", o.Steps, given(o))
+	fmt.Fprintf(out, "measured on this machine (medians of %d steps; overhead: the same messages over mutual TLS on loopback; processor times: means under GOMAXPROCS %d)%s:\n", o.Steps, runtime.GOMAXPROCS(0), given(o))
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "encoding\tpassive ms\tactive ms\trecompute ms\toverhead ms\tbytes →\tbytes ←\tprocessor ms: passive\tactive\trecompute\ttransport\t")
 	for _, c := range costs {

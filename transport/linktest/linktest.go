@@ -29,6 +29,7 @@ import (
 	"math"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -81,6 +82,20 @@ type Proxy struct {
 	wg       sync.WaitGroup
 	mu       sync.Mutex
 	conns    map[net.Conn]struct{}
+	// idle is each direction's wire time left unused (up, down), in
+	// nanoseconds: Idle.
+	idle [2]atomic.Int64
+}
+
+// Idle returns how long each direction's wire (up, down) has been idle
+// between bytes, summed over its connections: from when a connection's
+// wire had sent everything it was given to when the proxy next read
+// bytes for it (the time before a connection's first byte is not
+// counted). Over a run limited by a link's bandwidth the wire is never
+// idle; idle time there means the sender had nothing written for the
+// link to carry.
+func (p *Proxy) Idle() (up, down time.Duration) {
+	return time.Duration(p.idle[0].Load()), time.Duration(p.idle[1].Load())
 }
 
 type direction struct {
@@ -121,6 +136,23 @@ func (d *direction) transfer(n int) time.Duration {
 type wire struct {
 	d    *direction
 	free time.Time
+	// pool holds the buffers of pieces already written, for reuse (nil:
+	// every piece gets a new one).
+	pool chan []byte
+	// idle sums the time the wire had nothing to send (nil: not
+	// counted).
+	idle *atomic.Int64
+}
+
+// buffer returns a buffer of n bytes (at most d.burst) for a piece: one
+// the writer gave back, or a new one of d.burst's capacity.
+func (w *wire) buffer(n int) []byte {
+	select {
+	case b := <-w.pool:
+		return b[:n]
+	default:
+		return make([]byte, n, w.d.burst)
+	}
 }
 
 // take puts b, read from the sender at now, on the wire in pieces of at
@@ -131,10 +163,15 @@ func (w *wire) take(b []byte, now time.Time, out []chunk) []chunk {
 	for len(b) > 0 {
 		n := min(len(b), w.d.burst)
 		if w.free.Before(now) {
+			if !w.free.IsZero() && w.idle != nil {
+				w.idle.Add(int64(now.Sub(w.free)))
+			}
 			w.free = now
 		}
 		w.free = w.free.Add(w.d.transfer(n))
-		out = append(out, chunk{b: append([]byte(nil), b[:n]...), at: w.free.Add(w.d.link.Delay)})
+		piece := w.buffer(n)
+		copy(piece, b[:n])
+		out = append(out, chunk{b: piece, at: w.free.Add(w.d.link.Delay)})
 		b = b[n:]
 	}
 	return out
@@ -219,8 +256,8 @@ func (p *Proxy) accept() {
 			return
 		}
 		p.wg.Add(2)
-		go p.pipe(c, t, &p.up)
-		go p.pipe(t, c, &p.down)
+		go p.pipe(c, t, &p.up, &p.idle[0])
+		go p.pipe(t, c, &p.down, &p.idle[1])
 	}
 }
 
@@ -233,27 +270,24 @@ type chunk struct {
 // pipe forwards src to dst through d: a reader that takes the bytes off
 // src as they come (up to d.queue of the wire's time ahead of it) and
 // stamps each piece with the time it reaches the far end (wire.take), and
-// a writer that writes each piece at that time.
-func (p *Proxy) pipe(src, dst net.Conn, d *direction) {
+// a writer that writes the pieces at those times (deliver). The pieces'
+// buffers go back to the reader for reuse.
+func (p *Proxy) pipe(src, dst net.Conn, d *direction, idle *atomic.Int64) {
 	defer p.wg.Done()
-	q := make(chan chunk, 1024)
+	q := make(chan chunk, queuedPieces)
+	pool := make(chan []byte, queuedPieces)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for c := range q {
-			if !p.sleep(time.Until(c.at)) {
-				return
-			}
-			if _, err := dst.Write(c.b); err != nil {
-				return
-			}
+		if !p.deliver(q, pool, func(b net.Buffers) error { _, err := b.WriteTo(dst); return err }) {
+			return
 		}
 		if tc, ok := dst.(*net.TCPConn); ok {
 			_ = tc.CloseWrite()
 		}
 	}()
 	buf := make([]byte, d.read)
-	w := wire{d: d}
+	w := wire{d: d, pool: pool, idle: idle}
 	var pieces []chunk
 	for {
 		n, err := src.Read(buf)
@@ -277,6 +311,74 @@ func (p *Proxy) pipe(src, dst net.Conn, d *direction) {
 	}
 	close(q)
 	<-done
+}
+
+// queuedPieces bounds the pieces between a pipe's reader and its writer.
+const queuedPieces = 1024
+
+// deliver writes the pieces of q at their times, until q is closed
+// (true) or a write fails or the proxy is closed (false). Every piece due
+// when the writer wakes goes out in one write (a writev of their
+// buffers), so a writer that ran late, or pieces due together, cost one
+// system call and one wake-up, not one each; one timer serves every wait.
+// Each piece's buffer is given back to pool after its write.
+func (p *Proxy) deliver(q <-chan chunk, pool chan<- []byte, write func(net.Buffers) error) bool {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	var (
+		batch, out net.Buffers
+		next       chunk
+		have, open = false, true
+	)
+	for {
+		if !have {
+			if next, open = <-q; !open {
+				return true
+			}
+		}
+		if wait := time.Until(next.at); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-timer.C:
+			case <-p.ctx.Done():
+				return false
+			}
+		}
+		batch, have = append(batch[:0], next.b), false
+		now := time.Now()
+	gather:
+		for {
+			select {
+			case c, ok := <-q:
+				if !ok {
+					open = false
+					break gather
+				}
+				if c.at.After(now) {
+					next, have = c, true
+					break gather
+				}
+				batch = append(batch, c.b)
+			default:
+				break gather
+			}
+		}
+		out = append(out[:0], batch...) // WriteTo consumes its argument
+		if err := write(out); err != nil {
+			return false
+		}
+		for i, b := range batch {
+			select {
+			case pool <- b:
+			default:
+			}
+			batch[i] = nil
+		}
+		if !open {
+			return true
+		}
+	}
 }
 
 // enqueue hands the pieces to the writer and reports false when the

@@ -2,9 +2,11 @@ package linktest
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"math"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -129,6 +131,7 @@ func transferOnce(t *testing.T, up Link, n int) time.Duration {
 // as pieces of 4, 4 and 2 bytes leaving at 0.4, 0.8 and 1.0 s (arriving
 // at 1.4, 1.8, 2.0 s); 3 bytes read at 0.5 s queue behind them and leave
 // at 1.3 s; 1 byte read at 5 s finds the wire idle and leaves at 5.1 s.
+// The wire is idle from 1.3 s to 5 s: 3.7 s.
 // The queue of 0.5 s is full while the wire is booked beyond 0.5 s
 // ahead: at 0.5 s, booked to 1.3 s, the reader waits 0.3 s.
 func TestWireSchedule(t *testing.T) {
@@ -137,7 +140,8 @@ func TestWireSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := func(s float64) time.Time { return time.Unix(0, 0).Add(time.Duration(s * float64(time.Second))) }
-	w := wire{d: &d}
+	var idle atomic.Int64
+	w := wire{d: &d, idle: &idle}
 	var got []chunk
 	got = w.take(make([]byte, 10), at(0), got)
 	got = w.take(make([]byte, 3), at(0.5), got)
@@ -159,6 +163,11 @@ func TestWireSchedule(t *testing.T) {
 	}
 	if d.read != 5 {
 		t.Errorf("reads of %d bytes, want 5 (the queue's 0.5 s at 10 bytes/s)", d.read)
+	}
+	// Idle from 1.3 s, when the 13 bytes had left, to the read at 5 s;
+	// never before the first byte.
+	if got := time.Duration(idle.Load()); got != 3700*time.Millisecond {
+		t.Errorf("the wire idle %v, want 3.7s", got)
 	}
 }
 
@@ -211,5 +220,57 @@ func TestStartRefuses(t *testing.T) {
 	}
 	if Mbit(100) != 12.5e6 {
 		t.Errorf("Mbit(100) = %g bytes/s, want 12.5e6", Mbit(100))
+	}
+}
+
+// TestDeliverGroupsDuePieces checks the writer's batching by its counts:
+// three pieces already due when the writer wakes go out in one write, two
+// pieces due 200 ms later wait for their time and go out together (one
+// write per piece, the writer's old way, would be five), the bytes arrive
+// whole and in order, and every piece's buffer goes back to the pool.
+func TestDeliverGroupsDuePieces(t *testing.T) {
+	p := &Proxy{ctx: context.Background()}
+	q := make(chan chunk, 8)
+	pool := make(chan []byte, 8)
+	start := time.Now()
+	later := start.Add(200 * time.Millisecond)
+	var want []byte
+	for i, at := range []time.Time{start.Add(-time.Second), start.Add(-time.Second), start, later, later} {
+		b := bytes.Repeat([]byte{byte('a' + i)}, i+1)
+		want = append(want, b...)
+		q <- chunk{b: b, at: at}
+	}
+	close(q)
+	type write struct {
+		pieces []int
+		at     time.Time
+	}
+	var writes []write
+	var got []byte
+	ok := p.deliver(q, pool, func(b net.Buffers) error {
+		w := write{at: time.Now()}
+		for _, piece := range b {
+			w.pieces = append(w.pieces, len(piece))
+			got = append(got, piece...)
+		}
+		writes = append(writes, w)
+		return nil
+	})
+	if !ok {
+		t.Fatal("deliver reported a failure")
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("delivered %q, want %q", got, want)
+	}
+	if len(writes) == 0 || len(writes) > 2 || len(writes[0].pieces) < 3 {
+		t.Fatalf("writes of pieces %v, want the three due pieces in the first write and at most two writes", writes)
+	}
+	for _, w := range writes {
+		if len(w.pieces) > 3 && w.at.Before(later) {
+			t.Errorf("a piece due at +200ms written at %v", w.at.Sub(start))
+		}
+	}
+	if len(pool) != 5 {
+		t.Errorf("%d buffers back in the pool, want 5", len(pool))
 	}
 }

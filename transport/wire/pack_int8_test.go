@@ -147,3 +147,49 @@ func BenchmarkRoundInt8(b *testing.B) {
 		}
 	}
 }
+
+// TestDequantInFloat32 checks dequant's float32 product against the
+// product in float64 rounded once to float32 (its former definition,
+// exact before the rounding), bit for bit, for every q in −127…127 and
+// scales from every binade, subnormal and near overflow included.
+func TestDequantInFloat32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	scales := []float32{0, math.SmallestNonzeroFloat32, 3 * math.SmallestNonzeroFloat32, math.MaxFloat32 / 127, math.MaxFloat32 / 126, math.MaxFloat32}
+	for range 20000 {
+		scales = append(scales, math.Float32frombits(rng.Uint32()&0x7f7fffff))
+	}
+	for _, s := range scales {
+		for q := -127; q <= 127; q++ {
+			want := float32(float64(q) * float64(s))
+			if got := dequant(int8(q), s); math.Float32bits(got) != math.Float32bits(want) {
+				t.Fatalf("dequant(%d, %g) = %g, want %g", q, s, got, want)
+			}
+		}
+	}
+}
+
+// TestMaxAbs checks the largest magnitude by bits against math.Abs and
+// max, and that a NaN or an infinity anywhere is refused.
+func TestMaxAbs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	row := make([]float32, 128)
+	for range 1000 {
+		var want float32
+		for i := range row {
+			row[i] = math.Float32frombits(rng.Uint32() & 0xff7fffff) // finite, either sign
+			want = max(want, float32(math.Abs(float64(row[i]))))
+		}
+		if got, ok := maxAbs(row); !ok || got != want {
+			t.Fatalf("maxAbs = %g, %v, want %g, true", got, ok, want)
+		}
+	}
+	for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
+		row[7] = bad
+		if _, ok := maxAbs(row); ok {
+			t.Errorf("maxAbs accepted a row holding %g", bad)
+		}
+	}
+	if got, ok := maxAbs([]float32{float32(math.Copysign(0, -1)), 0}); !ok || math.Float32bits(got) != 0 {
+		t.Errorf("maxAbs(−0, 0) = %g, %v, want +0, true", got, ok)
+	}
+}

@@ -116,12 +116,9 @@ func (e Encoding) Round(m *tensor.Matrix) error {
 	case Int8:
 		for r := range m.Rows {
 			row := m.Data[r*m.Cols : (r+1)*m.Cols]
-			var big float32
-			for _, v := range row {
-				if !(math.Abs(float64(v)) <= math.MaxFloat32) {
-					return fmt.Errorf("wire: int8: non-finite value %g in row %d", v, r)
-				}
-				big = max(big, float32(math.Abs(float64(v))))
+			big, ok := maxAbs(row)
+			if !ok {
+				return fmt.Errorf("wire: int8: non-finite value %g in row %d", firstNonFinite(row), r)
 			}
 			s := int8Scale(big)
 			for i, v := range row {
@@ -132,6 +129,28 @@ func (e Encoding) Round(m *tensor.Matrix) error {
 		return fmt.Errorf("wire: unknown encoding %d", uint8(e))
 	}
 	return nil
+}
+
+// maxAbs returns the largest magnitude in row, and false when some value
+// is not finite. It compares the magnitudes' bits as integers (for
+// non-negative floats the order is the same), keeping the loop free of
+// floating-point max, which must order NaN and ±0.
+func maxAbs(row []float32) (float32, bool) {
+	var big uint32
+	for _, v := range row {
+		big = max(big, math.Float32bits(v)&0x7fffffff)
+	}
+	return math.Float32frombits(big), big < 0x7f800000
+}
+
+// firstNonFinite is row's first value that is not finite (0 if none).
+func firstNonFinite(row []float32) float32 {
+	for _, v := range row {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return v
+		}
+	}
+	return 0
 }
 
 // roundBF16 rounds float32 bits to the nearest bfloat16 (ties to even).
@@ -166,9 +185,11 @@ func quant(v, s float32) int8 {
 	return int8(max(-127, min(127, q)))
 }
 
-// dequant returns q·s rounded once to float32 (the product is exact in
-// float64).
-func dequant(q int8, s float32) float32 { return float32(float64(q) * float64(s)) }
+// dequant returns q·s rounded once to float32. A float32 product is the
+// exact product rounded once, and q·s (at most 7 + 24 significant bits)
+// is exact in float64, so this is float32(float64(q)·float64(s)) bit for
+// bit (TestDequantInFloat32), without the two conversions.
+func dequant(q int8, s float32) float32 { return float32(q) * s }
 
 // Pack appends the packed values of m to dst and returns it. m must hold
 // values e represents (m rounded by [Encoding.Round]); any other value is
@@ -226,15 +247,15 @@ func (e Encoding) Pack(dst []byte, m *tensor.Matrix) ([]byte, error) {
 // usually shows. It reports false, with dst as it was, when no candidate
 // fits.
 func packInt8Row(dst []byte, row []float32) ([]byte, bool) {
-	var big float32
+	big, ok := maxAbs(row)
+	if !ok {
+		return dst, false
+	}
 	at := 0 // where big is
 	for i, v := range row {
-		a := float32(math.Abs(float64(v)))
-		if !(a <= math.MaxFloat32) {
-			return dst, false
-		}
-		if a > big {
-			big, at = a, i
+		if math.Float32bits(v)&0x7fffffff == math.Float32bits(big) {
+			at = i
+			break
 		}
 	}
 	if big == 0 {
@@ -376,12 +397,13 @@ func (e Encoding) Unpack(m *tensor.Matrix, rows, cols int, b []byte) (*tensor.Ma
 			if !(s >= 0 && s <= math.MaxFloat32) {
 				return m, fmt.Errorf("wire: int8: row %d: scale %g is not a finite non-negative number", r, s)
 			}
-			for c := range cols {
-				q := int8(p[4+c])
+			out := m.Data[r*cols : (r+1)*cols]
+			for c, x := range p[4 : 4+cols] {
+				q := int8(x)
 				if q == -128 {
 					return m, fmt.Errorf("wire: int8: row %d column %d: value −128 is outside −127…127", r, c)
 				}
-				m.Data[r*cols+c] = dequant(q, s)
+				out[c] = dequant(q, s)
 			}
 		}
 	}
