@@ -195,6 +195,12 @@ type Config struct {
 	// config.yaml at their defaults.
 	Staleness  int `yaml:"staleness,omitempty"`
 	LocalSteps int `yaml:"local_steps,omitempty"`
+	// StalenessPrediction F > 0 has the passive forward each batch it
+	// sends ahead with its bottom's weights extrapolated along the last
+	// update, F times the updates it has not applied yet (linear weight
+	// prediction, docs/methods/wan.md); 0, the default, does not. It
+	// needs staleness > 0.
+	StalenessPrediction float64 `yaml:"staleness_prediction,omitempty"`
 	// LocalCache W > 1 (CELU-VFL, docs/methods/wan.md) has each party
 	// keep the partner messages of the last W exchanged batches and draw
 	// every local update's batch from them, least used first; 0 and 1
@@ -639,6 +645,12 @@ func (c *Config) validate() error {
 	}
 	if c.Staleness < 0 || c.Staleness >= transport.MaxInFlight {
 		bad("key staleness: %d, want 0 to %d (the batches in flight beyond the one answered)", c.Staleness, transport.MaxInFlight-1, keyArg("staleness"))
+	}
+	switch p := c.StalenessPrediction; {
+	case !(p >= 0 && p <= 16):
+		bad("key staleness_prediction: %v, want 0 to 16", p, keyArg("staleness_prediction"))
+	case p > 0 && c.Staleness == 0:
+		bad("key staleness_prediction needs key staleness > 0: the exact protocol sends no batch ahead of its updates", keyArg("staleness_prediction"), keyArg("staleness"))
 	}
 	if c.LocalSteps < 0 {
 		bad("key local_steps: %d, want ≥ 1 (0 means 1)", c.LocalSteps, keyArg("local_steps"))

@@ -45,3 +45,37 @@ func TestOverlapKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestStalenessPredictionKey checks the key staleness_prediction: left out
+// of config.yaml at 0, read and written back, and refused out of range or
+// without staleness, naming the keys.
+func TestStalenessPredictionKey(t *testing.T) {
+	c := Default()
+	c.SynthRows, c.Out = 100, t.TempDir()
+	if b, err := Marshal(&c); err != nil || strings.Contains(string(b), "staleness_prediction") {
+		t.Errorf("the default is written to config.yaml (%v):\n%s", err, b)
+	}
+	if err := DecodeYAML([]byte("staleness: 4\nstaleness_prediction: 2\n"), &c); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := Marshal(&c); err != nil || !strings.Contains(string(b), "\nstaleness_prediction: 2\n") {
+		t.Errorf("config.yaml does not record it (%v):\n%s", err, b)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("a valid configuration refused: %v", err)
+	}
+	for _, tc := range []struct {
+		staleness  int
+		prediction float64
+		want       string
+	}{
+		{4, -1, "key staleness_prediction: -1, want 0 to 16"},
+		{4, 17, "key staleness_prediction: 17, want 0 to 16"},
+		{0, 1, "key staleness_prediction needs key staleness > 0"},
+	} {
+		c.Staleness, c.StalenessPrediction = tc.staleness, tc.prediction
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("staleness %d, staleness_prediction %v: %v, want %q", tc.staleness, tc.prediction, err, tc.want)
+		}
+	}
+}

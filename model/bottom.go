@@ -33,6 +33,9 @@ type DeepBottom struct {
 	audGrads []*tensor.Matrix
 	rows     int  // B of the last Forward; 0 before any
 	pending  bool // a Backward not yet consumed by Step
+	// track, when set (TrackUpdates), records each Step's change of the
+	// dense weights for Extrapolate.
+	track *weightTrack
 }
 
 // NewBottom builds the passive model for inputs of schema in.
@@ -186,11 +189,15 @@ func (b *DeepBottom) Step() error {
 	if !b.pending {
 		return fmt.Errorf("model: passive Step without a Backward since the last Step")
 	}
+	if err := b.beforeStep(); err != nil {
+		return err
+	}
 	if b.stepper != nil {
 		b.stepper.Step(b.params)
 	} else {
 		b.opt.Step(b.params)
 	}
+	b.afterStep()
 	if b.emb != nil {
 		b.embOpt.Step(b.emb)
 	}

@@ -339,6 +339,11 @@ func (c *Config) SharedDigest() []byte {
 		// then unchanged).
 		s += fmt.Sprintf(" staleness=%d local_steps=%d", c.Staleness, max(c.LocalSteps, 1))
 	}
+	if c.StalenessPrediction > 0 {
+		// Linear weight prediction (absent when off: the digest is then
+		// unchanged).
+		s += fmt.Sprintf(" staleness_prediction=%x", c.StalenessPrediction)
+	}
 	if c.LocalCache > 1 || c.LocalWeightThreshold != nil {
 		// CELU-VFL's workset and weighting (absent when off).
 		s += fmt.Sprintf(" local_cache=%d", max(c.LocalCache, 1))

@@ -39,3 +39,24 @@ func TestCELUDigest(t *testing.T) {
 		seen = append(seen, d)
 	}
 }
+
+// TestStalenessPredictionDigest checks that linear weight prediction is a
+// setting the parties must share: each factor has its own digest.
+func TestStalenessPredictionDigest(t *testing.T) {
+	c := Default()
+	c.Data, c.Out, c.Addr, c.InsecureLoopback = "d", "o", "127.0.0.1:0", true
+	c.Staleness = 4
+	plain := c.SharedDigest()
+	seen := [][]byte{plain}
+	for _, f := range []float64{1, 2, 2.5} {
+		v := c
+		v.StalenessPrediction = f
+		d := v.SharedDigest()
+		for _, s := range seen {
+			if bytes.Equal(d, s) {
+				t.Errorf("factor %g: the digest of another setting", f)
+			}
+		}
+		seen = append(seen, d)
+	}
+}

@@ -390,7 +390,7 @@ func (p *passiveRun) build(step int64) (*passive.Passive, keptModel, error) {
 	}
 	pc := passive.Config{Epochs: cfg.Epochs, MaxSteps: cfg.MaxSteps, EvalEvery: cfg.EvalEvery, EvalBatch: cfg.EvalBatch,
 		WireEmbedding: enc.Embedding, AfterStep: p.afterStep,
-		Staleness: cfg.Staleness, DrainEvery: cfg.CheckpointEvery, LocalSteps: cfg.LocalSteps, LocalCache: cfg.LocalCache, LocalWeightThreshold: cfg.LocalWeightThreshold, Kept: func(step int64) error { return p.kept.keep(step, p.party.SaveModel) }}
+		Staleness: cfg.Staleness, StalenessPrediction: cfg.StalenessPrediction, DrainEvery: cfg.CheckpointEvery, LocalSteps: cfg.LocalSteps, LocalCache: cfg.LocalCache, LocalWeightThreshold: cfg.LocalWeightThreshold, Kept: func(step int64) error { return p.kept.keep(step, p.party.SaveModel) }}
 	tamper, err := cfg.NewTamper()
 	if err != nil {
 		return nil, kept, err

@@ -111,8 +111,8 @@ func TestOverlapOverLink(t *testing.T) {
 }
 
 // BenchmarkOverlapOverLink measures the WAN shape on a 20,000-row table,
-// on loopback and over the emulated link, for staleness 0, 1, 2, 4 and
-// local steps 1, 2: the passive party's milliseconds per training step
+// on loopback and over the emulated link, for staleness 0, 1, 2, 4 (and 4
+// with linear weight prediction of factor 2, "k4F2") and local steps 1, 2: the passive party's milliseconds per training step
 // (stepTime), bytes per step (PSI and evaluations included) and the test
 // AUC. Run briefly:
 //
@@ -124,11 +124,15 @@ func BenchmarkOverlapOverLink(b *testing.B) {
 		l    *linktest.Link
 	}{{"loopback", nil}, {"link-20ms-100Mbit", &wan20}} {
 		for _, q := range []int{1, 2} {
-			for _, k := range []int{0, 1, 2, 4} {
-				b.Run(fmt.Sprintf("%s/k%d/Q%d", link.name, k, q), func(b *testing.B) {
+			for _, sc := range []struct {
+				name string
+				k    int
+				f    float64 // linear weight prediction's factor
+			}{{"k0", 0, 0}, {"k1", 1, 0}, {"k2", 2, 0}, {"k4", 4, 0}, {"k4F2", 4, 2}} {
+				b.Run(fmt.Sprintf("%s/%s/Q%d", link.name, sc.name, q), func(b *testing.B) {
 					for range b.N {
 						base := wanShape(path, filepath.Join(b.TempDir(), "unused"))
-						base.Staleness, base.LocalSteps = k, q
+						base.Staleness, base.LocalSteps, base.StalenessPrediction = sc.k, q, sc.f
 						s, res := linkRun(b, base, certs, link.l)
 						b.ReportMetric(float64(stepTime(res).Microseconds())/1000, "ms/step")
 						b.ReportMetric(float64(res.Stats.BytesSent+res.Stats.BytesReceived)/float64(s.Steps), "B/step")

@@ -64,3 +64,23 @@ func TestOverlapLinkCutAndResume(t *testing.T) {
 		killAndResume(t, startFault(t, base, filepath.Join(root, "killed")), base.Out)
 	})
 }
+
+// TestPredictionKilledPassiveResumes kills the passive party after a
+// checkpoint of a run with linear weight prediction (staleness 2, factor
+// 2) and resumes it: the last update the prediction extrapolates is not
+// in the checkpoint, and none is needed, because the checkpoint lies at a
+// drain point, after which the prediction waits for a new update. The
+// resumed run ends identical to the uninterrupted in-process run.
+func TestPredictionKilledPassiveResumes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a two-party run killed and resumed")
+	}
+	root := t.TempDir()
+	base := smallConfig(synthFile(t, faultRows), filepath.Join(root, "inproc"))
+	// Checkpoints every 5 steps (partyConfigs) fall on evaluations.
+	base.Staleness, base.StalenessPrediction, base.EvalEvery = 2, 2, 5
+	if _, err := run.Train(context.Background(), base, run.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	killAndResume(t, startFault(t, base, filepath.Join(root, "killed")), base.Out)
+}

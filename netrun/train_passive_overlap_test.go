@@ -30,14 +30,16 @@ func TestOverlapNetworkedMatchesInProcess(t *testing.T) {
 	}
 	exactEval := readLines[rundir.EvalRecord](t, filepath.Join(exact.Out, "eval.jsonl"))
 	xi := 0.2
+	unpredicted := map[[2]int][]rundir.EvalRecord{} // evaluations by k, Q without prediction
 	for _, c := range []struct {
 		k, q, w int
 		xi      *float64 // CELU-VFL's weighting threshold, with w its cache
-	}{{1, 1, 0, nil}, {2, 1, 0, nil}, {0, 2, 0, nil}, {2, 2, 0, nil}, {0, 3, 3, &xi}} {
-		t.Run(fmt.Sprintf("k%d_Q%d_W%d", c.k, c.q, c.w), func(t *testing.T) {
-			dir := filepath.Join(root, fmt.Sprintf("k%d_q%d_w%d", c.k, c.q, c.w))
+		f       float64  // linear weight prediction's factor
+	}{{1, 1, 0, nil, 0}, {2, 1, 0, nil, 0}, {0, 2, 0, nil, 0}, {2, 2, 0, nil, 0}, {0, 3, 3, &xi, 0}, {2, 2, 0, nil, 2}} {
+		t.Run(fmt.Sprintf("k%d_Q%d_W%d_F%g", c.k, c.q, c.w, c.f), func(t *testing.T) {
+			dir := filepath.Join(root, fmt.Sprintf("k%d_q%d_w%d_f%g", c.k, c.q, c.w, c.f))
 			base := smallConfig(path, filepath.Join(dir, "inproc"))
-			base.Staleness, base.LocalSteps = c.k, c.q
+			base.Staleness, base.LocalSteps, base.StalenessPrediction = c.k, c.q, c.f
 			base.LocalCache, base.LocalWeightThreshold = c.w, c.xi
 			want, err := run.Train(context.Background(), base, run.Options{})
 			if err != nil {
@@ -53,6 +55,12 @@ func TestOverlapNetworkedMatchesInProcess(t *testing.T) {
 			}
 			if reflect.DeepEqual(we, exactEval) {
 				t.Errorf("the evaluations equal the exact protocol's: staleness %d and %d local steps changed nothing", c.k, c.q)
+			}
+			key := [2]int{c.k, c.q}
+			if c.f == 0 {
+				unpredicted[key] = we
+			} else if reflect.DeepEqual(we, unpredicted[key]) {
+				t.Errorf("the evaluations equal those without prediction: factor %g changed nothing", c.f)
 			}
 			sameBatches(t, act.Out, base.Out, 1)
 			if got.TestAUCFinal != want.TestAUCFinal || got.TrainLossFinal != want.TrainLossFinal || got.Steps != want.Steps {

@@ -39,6 +39,7 @@ func TestSettingOf(t *testing.T) {
 		// Schedules that overlap the parties' steps, likewise.
 		{"staleness", map[string]any{"protect": "none", "staleness": 2, "local_steps": 1}, "none", "k=2", nan, "?"},
 		{"int8, k and Q", map[string]any{"protect": "iso", "iso_t": 9, "wire_embedding": "int8", "wire_gradient": "int8", "staleness": 1, "local_steps": 4}, "iso", "t=9, wire int8, k=1, Q=4", 9, "?"},
+		{"staleness with prediction", map[string]any{"protect": "none", "staleness": 4, "staleness_prediction": 2, "wire_embedding": "int8", "wire_gradient": "int8"}, "none", "wire int8, k=4 F=2", nan, "?"},
 		{"synchronous", map[string]any{"protect": "none", "staleness": 0, "local_steps": 1}, "none", "", nan, "?"},
 	}
 	for _, tc := range tests {

@@ -9,7 +9,8 @@ import "strconv"
 // "wire bf16/int8" (embeddings/gradients) when not, "+EF" with error
 // feedback of the gradients; "" for f32 both ways. A schedule other than
 // the synchronous one (keys staleness and local_steps, when a
-// configuration has them) adds "k=N" and "Q=N".
+// configuration has them) adds "k=N" and "Q=N", linear weight prediction
+// (key staleness_prediction) "k=N F=X".
 func wireLabel(cfg map[string]any) string {
 	emb, grad := str(cfg, "wire_embedding"), str(cfg, "wire_gradient")
 	if emb == "" {
@@ -31,6 +32,9 @@ func wireLabel(cfg map[string]any) string {
 	}
 	if k := num(cfg, "staleness"); k > 0 {
 		l = joinLabel(l, "k="+strconv.FormatFloat(k, 'f', -1, 64))
+		if f := num(cfg, "staleness_prediction"); f > 0 {
+			l += " F=" + strconv.FormatFloat(f, 'f', -1, 64)
+		}
 	}
 	if q := num(cfg, "local_steps"); q > 1 {
 		l = joinLabel(l, "Q="+strconv.FormatFloat(q, 'f', -1, 64))

@@ -307,9 +307,13 @@ func (j *joiner) active(ob *active.Observation) error {
 }
 
 func (j *joiner) passive(ob *passive.Observation) error {
-	a := j.act
+	// Under a pipelined schedule the active is already training on later
+	// batches: j.act is its goroutine's, read only in the exact protocol.
+	var a *active.Observation
 	if j.stale != nil {
 		a = j.stale.get(ob.Step)
+	} else {
+		a = j.act
 	}
 	if a == nil || a.Step != ob.Step {
 		return j.fail(fmt.Errorf("step %d: no active-party record", ob.Step))

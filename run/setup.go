@@ -48,7 +48,7 @@ func partyConfigs(cfg *config.Config, def *config.Defences, wide bool, val *data
 		LocalSteps: cfg.LocalSteps, LocalCache: cfg.LocalCache, LocalWeightThreshold: cfg.LocalWeightThreshold,
 	}
 	pc := passive.Config{Epochs: cfg.Epochs, MaxSteps: cfg.MaxSteps, EvalEvery: cfg.EvalEvery, EvalBatch: cfg.EvalBatch,
-		WireEmbedding: enc.Embedding, Staleness: cfg.Staleness, LocalSteps: cfg.LocalSteps,
+		WireEmbedding: enc.Embedding, Staleness: cfg.Staleness, StalenessPrediction: cfg.StalenessPrediction, LocalSteps: cfg.LocalSteps,
 		LocalCache: cfg.LocalCache, LocalWeightThreshold: cfg.LocalWeightThreshold,
 		// Both parties run in this process: the passive learns when to
 		// stop from the recorder (a networked passive cannot; see netrun).

@@ -122,22 +122,14 @@ type linearRun struct {
 // runLinear trains the linear bottom and top in one process.
 func runLinear(t *testing.T, x, y []float64, sched *schedule.Schedule, w0, v0, lr float64, c celuCase) linearRun {
 	t.Helper()
-	n := len(x)
-	feats := &data.Features{Rows: n, NumDense: 1}
-	ids := make([]uint64, n)
-	labels := make([]uint8, n)
-	for i := range n {
-		feats.Dense = append(feats.Dense, float32(x[i]))
-		ids[i] = uint64(100 + i)
-		labels[i] = uint8(y[i])
-	}
+	ds := oneColumn(x, y)
+	feats, ids := ds.X, ds.IDs
 	bottom := &linearBottom{w: w0, lr: lr}
 	top := &linearTop{v: v0, lr: lr}
 	none, err := protect.New("none", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds := &data.Dataset{IDs: ids, X: feats, Labels: labels}
 	var r linearRun
 	act, err := active.New(top, ds, ds, sched, 1, active.Config{Protector: none, LocalSteps: c.q, LocalCache: c.w, LocalWeightThreshold: c.xi,
 		Observer: func(ob *active.Observation) error {
@@ -169,6 +161,27 @@ func runLinear(t *testing.T, x, y []float64, sched *schedule.Schedule, w0, v0, l
 	if err != nil {
 		t.Fatal(err)
 	}
+	runPair(t, act, pas)
+	r.w, r.v = bottom.w, top.v
+	return r
+}
+
+// oneColumn is the table of x (one dense column) and labels y, IDs from
+// 100.
+func oneColumn(x, y []float64) *data.Dataset {
+	n := len(x)
+	ds := &data.Dataset{X: &data.Features{Rows: n, NumDense: 1}, IDs: make([]uint64, n), Labels: make([]uint8, n)}
+	for i := range n {
+		ds.X.Dense = append(ds.X.Dense, float32(x[i]))
+		ds.IDs[i] = uint64(100 + i)
+		ds.Labels[i] = uint8(y[i])
+	}
+	return ds
+}
+
+// runPair runs the two parties over an in-process pipe until both end.
+func runPair(t *testing.T, act *active.Active, pas *passive.Passive) {
+	t.Helper()
 	pc, ac := inproc.Pipe()
 	done := make(chan error, 1)
 	go func() { done <- act.Serve(context.Background(), ac) }()
@@ -178,8 +191,6 @@ func runLinear(t *testing.T, x, y []float64, sched *schedule.Schedule, w0, v0, l
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	r.w, r.v = bottom.w, top.v
-	return r
 }
 
 // TestCELUClosedForm runs CELU-VFL's local updates (W = 2, Q = 3, with

@@ -99,29 +99,38 @@ func expectedOverlap(x []float64, y []float64, batches [][]int, w, v, lr float64
 			applied++
 		}
 		rows := batches[s]
-		n := float64(len(rows))
 		e := make([]float64, len(rows))
 		for i, r := range rows {
 			e[i] = float64(float32(x[r] * w))
 		}
-		grads[s] = make([]float64, len(rows))
-		for u := range q {
-			var gv float64
-			for i, r := range rows {
-				d := (1/(1+math.Exp(-e[i]*v)) - y[r]) / n
-				gv += d * e[i]
-				if u == 0 {
-					grads[s][i] = d * v
-				}
-			}
-			v -= lr * gv
-		}
+		grads[s], v = topSteps(rows, e, y, v, lr, q)
 	}
 	for applied < T {
 		apply(applied)
 		applied++
 	}
 	return grads, w, v
+}
+
+// topSteps takes the linear top's Q gradient steps on one batch's
+// embedding e (mean logistic loss over the rows, labels y) in float64 and
+// returns the gradient of the embedding of the first, the one sent, and
+// the new v.
+func topSteps(rows []int, e, y []float64, v, lr float64, q int) ([]float64, float64) {
+	n := float64(len(rows))
+	g := make([]float64, len(rows))
+	for u := range q {
+		var gv float64
+		for i, r := range rows {
+			d := (1/(1+math.Exp(-e[i]*v)) - y[r]) / n
+			gv += d * e[i]
+			if u == 0 {
+				g[i] = d * v
+			}
+		}
+		v -= lr * gv
+	}
+	return g, v
 }
 
 // TestOverlapClosedForm runs a linear bottom and top through the

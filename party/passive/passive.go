@@ -73,6 +73,13 @@ type Config struct {
 	// drained before every evaluation and every DrainEvery steps. 0 is
 	// the exact protocol. The connection must be a transport.Pipeline.
 	Staleness int
+	// StalenessPrediction F > 0 forwards each batch sent ahead with the
+	// bottom's weights extrapolated along its last update (linear weight
+	// prediction; see pipeline.go): F·L·Q times the last Step's change,
+	// L being the gradients not yet applied. The bottom must be a
+	// model.Extrapolator. 0, the default, forwards with the current
+	// weights. Staleness > 0 only.
+	StalenessPrediction float64
 	// DrainEvery > 0 drains the pipeline every DrainEvery steps as well
 	// (a networked run's checkpoint period), so that a checkpoint holds
 	// no batch in flight.
@@ -161,6 +168,9 @@ type Passive struct {
 	slots       []slot
 	next        int64
 	lastCompute time.Duration
+	// stepped: the bottom has stepped since the pipeline was last empty
+	// (linear weight prediction extrapolates only then).
+	stepped bool
 }
 
 // Timing splits the training steps a party ran (since it was made or
@@ -197,6 +207,13 @@ func New(bottom model.Bottom, train, test Split, sched *schedule.Schedule, cfg C
 	cl, err := newCELU(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.StalenessPrediction > 0 {
+		ex, ok := bottom.(model.Extrapolator)
+		if !ok {
+			return nil, fmt.Errorf("passive: staleness prediction needs a bottom that can extrapolate its weights (the tabular MLP); %T cannot", bottom)
+		}
+		ex.TrackUpdates()
 	}
 	return &Passive{bottom: bottom, train: train, test: test, sched: sched, cfg: cfg, lastEval: -1, celu: cl}, nil
 }

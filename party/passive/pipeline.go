@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/splitguard/splitguard/model"
 	"github.com/splitguard/splitguard/tensor"
 	"github.com/splitguard/splitguard/transport"
 	"github.com/splitguard/splitguard/transport/wire"
@@ -32,6 +33,22 @@ import (
 // Nothing depends on timing, so a given k gives the same records in one
 // process and in two.
 
+// Linear weight prediction (Config.StalenessPrediction F > 0): batch s
+// is forwarded, for sending only, with the bottom's weights moved by
+// F·L·Q·Δ, where L = s − (gradients applied) is how many updates the
+// exact protocol would have applied before this forward and the passive
+// has not, Q the updates per gradient and Δ the change of the bottom's
+// last Step (SpecTrain [Chen18], Kosson et al.'s LWP [Kosson21] and
+// XPipe's Adam-based prediction [Guan19] extrapolate the same way). The
+// weights are restored at once; the gradient, when it arrives, is still
+// applied through a forward at the current weights. Δ counts only once a
+// Step has followed the last point where nothing was in flight (the
+// start, every drain point): a run resumed from a checkpoint, which lies
+// at a drain point, then predicts exactly as an uninterrupted one.
+
+// maxPrediction bounds Config.StalenessPrediction.
+const maxPrediction = 16
+
 // slot is one batch in flight.
 type slot struct {
 	epoch, batch int
@@ -49,6 +66,10 @@ func checkOverlap(cfg Config) error {
 		return fmt.Errorf("passive: drain every %d steps, want ≥ 0", cfg.DrainEvery)
 	case cfg.LocalSteps < 0:
 		return fmt.Errorf("passive: %d local steps, want ≥ 1 (0: 1)", cfg.LocalSteps)
+	case !(cfg.StalenessPrediction >= 0 && cfg.StalenessPrediction <= maxPrediction):
+		return fmt.Errorf("passive: staleness prediction %v, want 0 to %v", cfg.StalenessPrediction, maxPrediction)
+	case cfg.StalenessPrediction > 0 && cfg.Staleness == 0:
+		return fmt.Errorf("passive: staleness prediction %v with staleness 0: the exact protocol sends no batch ahead of its updates", cfg.StalenessPrediction)
 	}
 	return nil
 }
@@ -110,7 +131,10 @@ func (p *Passive) sendAhead(ctx context.Context, pl transport.Pipeline) error {
 	sl.epoch, sl.batch = epoch, b
 	sl.rows = append(sl.rows[:0], rows...)
 	sl.ids = gatherIDs(sl.ids, p.train.IDs, rows)
-	e, err := p.trainForward(sl.rows)
+	if s == p.step {
+		p.stepped = false // nothing in flight: the last Step is not this stretch's
+	}
+	e, err := p.predictedForward(s, sl.rows)
 	if err != nil {
 		return fmt.Errorf("passive: step %d: %w", s, err)
 	}
@@ -142,6 +166,23 @@ func (p *Passive) sendAhead(ctx context.Context, pl transport.Pipeline) error {
 	}
 	p.next++
 	return nil
+}
+
+// predictedForward forwards the rows of batch s for sending: under
+// linear weight prediction with weights extrapolated over the gradients
+// not yet applied, otherwise as trainForward.
+func (p *Passive) predictedForward(s int64, rows []int) (*tensor.Matrix, error) {
+	lag := s - p.step
+	if p.cfg.StalenessPrediction == 0 || lag == 0 || !p.stepped {
+		return p.trainForward(rows)
+	}
+	ex := p.bottom.(model.Extrapolator) // checked by New
+	q := max(p.cfg.LocalSteps, 1)
+	if err := ex.Extrapolate(float32(p.cfg.StalenessPrediction * float64(lag) * float64(q))); err != nil {
+		return nil, err
+	}
+	defer ex.Restore()
+	return p.trainForward(rows)
 }
 
 // trainForward forwards the training rows in training mode.
@@ -198,6 +239,7 @@ func (p *Passive) finish(ob *Observation, sent, g *tensor.Matrix) error {
 	if err := p.bottom.Step(); err != nil {
 		return fmt.Errorf("passive: step %d: %w", p.step, err)
 	}
+	p.stepped = true
 	if p.celu != nil && p.cfg.LocalSteps > 1 {
 		if err := p.celuSteps(ob.Rows, sent, g); err != nil {
 			return err
