@@ -24,21 +24,24 @@ type Product struct {
 // maxMany is the most products one SgemmMany takes.
 const maxMany = 4
 
-// manyRun is one SgemmMany's region: its own copy of the products and
-// their cuts, and part, the function par.Do runs, made once per manyRun
-// (a method value made per call would be a fresh allocation, and so
-// would the caller's products if the region kept the caller's slice).
+// manyRun is one parallel region of SgemmMany or a split SgemmBlocks:
+// its own copy of the products and their cuts, the passes before and
+// after each block (SgemmBlocks) or the extra parts (SgemmMany), and
+// part, the function par.Do runs, made once per manyRun (a closure or
+// method value made per call would be a fresh allocation, and so would
+// the caller's products if the region kept the caller's slice).
 type manyRun struct {
-	e      *Kernel
-	ps     [maxMany]Product
-	pr, pc [maxMany]int
-	n      int
-	extra  func(int)
-	part   func(q int)
+	e             *Kernel
+	ps            [maxMany]Product
+	pr, pc        [maxMany]int
+	n             int
+	extra         func(int)
+	before, after func(i0, i1, j0, j1 int)
+	part          func(q int)
 }
 
-// manyRuns keeps manyRuns between calls: SgemmMany runs several times a
-// training step, possibly from two parties' goroutines at once.
+// manyRuns keeps manyRuns between calls: a training step has a few dozen
+// regions, possibly from two parties' goroutines at once.
 var manyRuns = sync.Pool{New: func() any {
 	r := new(manyRun)
 	r.part = r.run
@@ -54,10 +57,17 @@ func (r *manyRun) run(q int) {
 			continue
 		}
 		p := &r.ps[i]
-		r.e.block(p.TransA, p.TransB, p.M, p.N, p.K, p.Alpha, p.A, p.Lda, p.B, p.Ldb, p.Beta, p.C, p.Ldc, r.pr[i], r.pc[i], q, nil, nil)
+		r.e.block(p.TransA, p.TransB, p.M, p.N, p.K, p.Alpha, p.A, p.Lda, p.B, p.Ldb, p.Beta, p.C, p.Ldc, r.pr[i], r.pc[i], q, r.before, r.after)
 		return
 	}
 	r.extra(q)
+}
+
+// release returns r to the pool, keeping no operand or callback alive
+// there.
+func (r *manyRun) release() {
+	*r = manyRun{part: r.part}
+	manyRuns.Put(r)
 }
 
 // SgemmMany computes up to four independent products and runs
@@ -89,7 +99,6 @@ func (e *Kernel) SgemmMany(ps []Product, extraParts int, extra func(int)) {
 		checkOperand("B", br, bc, p.B, p.Ldb)
 		checkOperand("C", p.M, p.N, p.C, p.Ldc)
 		r.ps[i] = *p
-		r.pr[i], r.pc[i] = 0, 0
 		if p.M == 0 || p.N == 0 {
 			continue
 		}
@@ -97,7 +106,5 @@ func (e *Kernel) SgemmMany(ps []Product, extraParts int, extra func(int)) {
 		total += r.pr[i] * r.pc[i]
 	}
 	par.Do(total+extraParts, r.part)
-	// Keep no operand or callback alive in the pool.
-	r.ps, r.e, r.extra = [maxMany]Product{}, nil, nil
-	manyRuns.Put(r)
+	r.release()
 }

@@ -96,38 +96,12 @@ func (e *Kernel) SgemmBlocks(transA, transB bool, m, n, k int, alpha float32, a 
 		e.block(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, 1, 1, 0, before, after)
 		return
 	}
-	r := blocksRuns.Get().(*blocksRun)
-	r.e, r.pr, r.pc, r.before, r.after = e, pr, pc, before, after
-	r.p = Product{TransA: transA, TransB: transB, M: m, N: n, K: k, Alpha: alpha, A: a, Lda: lda, B: b, Ldb: ldb, Beta: beta, C: c, Ldc: ldc}
+	r := manyRuns.Get().(*manyRun)
+	r.e, r.n, r.before, r.after = e, 1, before, after
+	r.ps[0] = Product{TransA: transA, TransB: transB, M: m, N: n, K: k, Alpha: alpha, A: a, Lda: lda, B: b, Ldb: ldb, Beta: beta, C: c, Ldc: ldc}
+	r.pr[0], r.pc[0] = pr, pc
 	par.Do(pr*pc, r.part)
-	*r = blocksRun{part: r.part} // keep no operand or pass alive in the pool
-	blocksRuns.Put(r)
-}
-
-// blocksRun is one split SgemmBlocks's region: the product, its cut, the
-// passes, and part, the function par.Do runs, made once per blocksRun so
-// that a call allocates nothing (a closure over the arguments would be a
-// fresh allocation per call).
-type blocksRun struct {
-	e             *Kernel
-	p             Product
-	pr, pc        int
-	before, after func(i0, i1, j0, j1 int)
-	part          func(q int)
-}
-
-// blocksRuns keeps blocksRuns between calls (several per training step,
-// possibly from two parties' goroutines at once).
-var blocksRuns = sync.Pool{New: func() any {
-	r := new(blocksRun)
-	r.part = r.run
-	return r
-}}
-
-// run computes block q of the product with its passes.
-func (r *blocksRun) run(q int) {
-	p := &r.p
-	r.e.block(p.TransA, p.TransB, p.M, p.N, p.K, p.Alpha, p.A, p.Lda, p.B, p.Ldb, p.Beta, p.C, p.Ldc, r.pr, r.pc, q, r.before, r.after)
+	r.release()
 }
 
 // cut returns how a product is cut into parts: pr row ranges by pc column
