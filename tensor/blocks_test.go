@@ -131,3 +131,50 @@ func TestMatMulMany(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitProductsAllocateOnlyTheRegion checks that a product split over
+// two cores, alone (MatMulBlocks, MatMul) or several in one region
+// (MatMulMany, its products in an array on the caller's stack), allocates
+// no more than the parallel region's own record in internal/par: the
+// products, their cuts and the function the cores run come from a pool.
+// Before, MatMulMany moved its array of products to the heap and built a
+// closure on every call (three allocations), MatMulBlocks a closure (two).
+func TestSplitProductsAllocateOnlyTheRegion(t *testing.T) {
+	defer func(e Engine) { Default = e }(Default)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	rng := rand.New(rand.NewPCG(7, 11))
+	x, g, w := randMatrix(rng, 1024, 96), randMatrix(rng, 1024, 128), randMatrix(rng, 96, 128)
+	var dW, dx, y Matrix
+	var sums [128]float32
+	for _, e := range Engines() {
+		if _, ok := e.(SIMDEngine); !ok {
+			continue
+		}
+		Default = e
+		extra := func(int) { sums[0]++ } // made once: a closure made per call would be the test's allocation
+		many := func() {
+			ps := [2]Product{{C: &dW, A: x, TransA: true, B: g, Alpha: 1}, {C: &dx, A: g, B: w, TransB: true, Alpha: 1}}
+			MatMulMany(ps[:], 1, extra)
+		}
+		blocks := func() { MatMulBlocks(&y, x, false, w, false, 1, 0, nil, nil) }
+		for name, f := range map[string]func(){"MatMulMany": many, "MatMulBlocks": blocks} {
+			f() // size the outputs, fill the pools
+			if n := allocsAtCores(200, f); n >= 1.5 {
+				t.Errorf("%s: %s allocates %v times a call, want 1 (internal/par's region; a pool emptied by a collection adds a few)", e.Name(), name, n)
+			}
+		}
+	}
+}
+
+// allocsAtCores is testing.AllocsPerRun without its switch to one core
+// (on one core nothing is split): the heap allocations per call of f,
+// averaged over runs calls, at the GOMAXPROCS in force.
+func allocsAtCores(runs int, f func()) float64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	return float64(after.Mallocs-before.Mallocs) / float64(runs)
+}

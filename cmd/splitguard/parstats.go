@@ -13,7 +13,8 @@ import (
 // parallel calls the command made and how their parts were shared, how
 // long the callers waited for the workers' last parts, how long the
 // workers spun looking for parts (wall time, including what they yielded
-// to other goroutines) and how often they parked, and the stretches
+// to other goroutines) and how often they parked (early, to make way for
+// a goroutine waiting for a processor, or at the spin's end), and the stretches
 // between calls (the callers' serial code, or idle time).
 func parStatsLine(s par.Stats) string {
 	each, onWorkers := 0.0, 0.0
@@ -24,9 +25,9 @@ func parStatsLine(s par.Stats) string {
 		onWorkers = 100 * float64(s.WorkerParts) / float64(s.Parts)
 	}
 	return fmt.Sprintf("par-stats: %d parallel calls, %.1f parts each, %.0f%% of the parts on workers; "+
-		"callers waited %v for the workers' last parts; workers spun %v and parked %d times; "+
+		"callers waited %v for the workers' last parts; workers spun %v and parked %d times (%d early, for a waiting goroutine); "+
 		"%d stretches between calls, %v in all, %d of them under %v (%v)",
-		s.Calls, each, onWorkers, s.Wait.Round(time.Microsecond), s.Spin.Round(time.Microsecond), s.Parks,
+		s.Calls, each, onWorkers, s.Wait.Round(time.Microsecond), s.Spin.Round(time.Microsecond), s.Parks, s.Yields,
 		s.Gaps, s.Between.Round(time.Microsecond), s.ShortGaps, par.SpinTime(), s.Short.Round(time.Microsecond))
 }
 

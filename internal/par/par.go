@@ -10,7 +10,10 @@
 // yielding: a part offered while it spins starts within microseconds.
 // Then it parks, which frees its processor for the process's other
 // goroutines (the audit queue, the network, a baseline fit), and the next
-// Do wakes it. A spinning goroutine that yielded instead (runtime.Gosched)
+// Do wakes it. It parks before the spin ends when it sees one of those
+// goroutines ready to run with no processor to run on (a look at the
+// scheduler's run queues every few microseconds): the spin would only
+// keep it waiting, and in a whole run its work is real. A spinning goroutine that yielded instead (runtime.Gosched)
 // would go to the global run queue, which its processor reads before it
 // looks at other processors' queues, so it would come straight back and a
 // goroutine readied meanwhile would wait for the next preemption. The
@@ -29,6 +32,7 @@ package par
 import (
 	"fmt"
 	"runtime"
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,6 +73,66 @@ func SpinTime() time.Duration { return time.Duration(spinNs.Load()) }
 // 10–50 ns), so the spin overshoots its deadline by a few microseconds at
 // most.
 const clockEvery = 64
+
+// lookEvery is how many clock readings a spinning goroutine makes
+// between looks at the scheduler (a look): a look costs about 250 ns and
+// takes the scheduler's lock briefly, so it comes every 256 polls (5–15
+// µs), well inside a part's 50–500 µs.
+const lookEvery = 4
+
+// waitingFor is how long a goroutine must be seen waiting for a
+// processor, in every look, before a spinning goroutine makes way for it:
+// a goroutine just readied for an idle processor (a sleeper's timer, a
+// worker woken for a part) shows as waiting for the few microseconds
+// until that processor takes it. A goroutine that really waits would
+// otherwise wait out the spin (300 µs).
+const waitingFor = 50 * time.Microsecond
+
+// A look reads how many goroutines are ready to run without a processor,
+// how many run, and how many processors there are.
+var lookMetrics = [3]string{"/sched/goroutines/runnable:goroutines", "/sched/goroutines/running:goroutines", "/sched/gomaxprocs:threads"}
+
+// look is one goroutine's view of the scheduler: its samples (which
+// metrics.Read writes) and since when every look has found a goroutine
+// waiting (zero: the last look found none).
+type look struct {
+	s     [len(lookMetrics)]metrics.Sample
+	since time.Time
+}
+
+// newLook returns a look with its samples named.
+func newLook() look {
+	var l look
+	for i, name := range lookMetrics {
+		l.s[i].Name = name
+	}
+	return l
+}
+
+// othersWaiting reports whether, in every look for waitingFor up to now,
+// some goroutine of the process was ready to run while every processor
+// ran one: a spinning worker (or a caller spinning for the workers' last
+// parts) then holds the processor it needs, for up to the spin, or until
+// the runtime preempts the spinner 10 ms on. In a whole run that is the
+// other party's half of the step, the baseline's fit, the audit queue or
+// the loader, whose work is real where the spin is not.
+func (l *look) othersWaiting(now time.Time) bool {
+	metrics.Read(l.s[:])
+	u := func(i int) uint64 {
+		if l.s[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return l.s[i].Value.Uint64()
+	}
+	if u(0) == 0 || u(1) < u(2) {
+		l.since = time.Time{}
+		return false
+	}
+	if l.since.IsZero() {
+		l.since = now
+	}
+	return now.Sub(l.since) >= waitingFor
+}
 
 // maxWorkers bounds the pool.
 const maxWorkers = 64
@@ -121,12 +185,18 @@ func (j *job) claimAndRun(byWorker bool) (wokeCaller bool) {
 }
 
 // waitParts returns once every part of j has ended: it spins for
-// SpinTime, then parks until the worker that ends the last part wakes it.
+// SpinTime (less when another goroutine waits for a processor:
+// othersWaiting), then parks until the worker that ends the last part
+// wakes it.
 func (j *job) waitParts() {
 	deadline := time.Now().Add(SpinTime())
+	callerLook.since = time.Time{}
 	for spins := 1; j.done.Load() < j.n; spins++ {
 		pause()
-		if spins%clockEvery == 0 && time.Now().After(deadline) {
+		if spins%clockEvery != 0 {
+			continue
+		}
+		if now := time.Now(); now.After(deadline) || spins%(clockEvery*lookEvery) == 0 && callerLook.othersWaiting(now) {
 			j.waiting.Store(callerParking)
 			if j.done.Load() < j.n || j.waiting.Swap(callerRunning) == callerWoken {
 				// The last part's worker sees callerParking and sends.
@@ -149,6 +219,8 @@ var (
 	started atomic.Int32 // workers started
 
 	jobs uint64 // Do calls that used the pool (written only by the Do holding it)
+
+	callerLook = newLook() // the look of the Do holding the pool (only it waits in waitParts)
 )
 
 // Do calls fn(0), …, fn(n−1), each exactly once and possibly at the same
@@ -239,9 +311,12 @@ func ensureWorkers(n int) {
 // keep from the collector until the next Do.
 func worker() {
 	var seen uint64
+	look := newLook()
 	for {
 		deadline := time.Now().Add(SpinTime())
 		spinFrom := countSpin(time.Time{}, false)
+		yielded := false
+		look.since = time.Time{}
 		for spins := 1; ; spins++ {
 			if j := current.Load(); j != nil && j.seq != seen {
 				seen = j.seq
@@ -255,11 +330,21 @@ func worker() {
 				continue
 			}
 			pause()
-			if spins%clockEvery == 0 && time.Now().After(deadline) {
-				break
+			if spins%clockEvery == 0 {
+				now := time.Now()
+				if now.After(deadline) {
+					break
+				}
+				if spins%(clockEvery*lookEvery) == 0 && look.othersWaiting(now) {
+					yielded = true
+					break
+				}
 			}
 		}
 		countSpin(spinFrom, true)
+		if yielded {
+			countYield()
+		}
 		parked.Add(1)
 		if j := current.Load(); j != nil && j.seq != seen {
 			parked.Add(-1)

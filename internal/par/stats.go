@@ -14,7 +14,8 @@ type Stats struct {
 	WorkerParts int64         // of those, the parts a worker ran (the caller ran the rest)
 	Wait        time.Duration // the callers' time waiting, after their own parts, for the workers' last parts
 	Spin        time.Duration // the workers' time looking for a part (spinning) between parts and before parking
-	Parks       int64         // times a worker parked after spinning SpinTime without a part
+	Parks       int64         // times a worker parked after spinning without a part (SpinTime, or less when another goroutine waited)
+	Yields      int64         // of those, the parks before SpinTime because another goroutine waited for a processor
 	Gaps        int64         // stretches between the end of one pool Do and the start of the next
 	Between     time.Duration // their summed length (the callers' serial code, or idle time)
 	ShortGaps   int64         // of the stretches, those shorter than the spin (SpinTime: what a spinning worker bridges)
@@ -24,8 +25,8 @@ type Stats struct {
 var (
 	measuring atomic.Bool
 	counters  struct {
-		calls, parts, workerParts, wait, spin, parks, gaps, between, shortGaps, short atomic.Int64
-		lastEnd                                                                       atomic.Int64 // UnixNano of the last pool Do's end, 0 none yet
+		calls, parts, workerParts, wait, spin, parks, yields, gaps, between, shortGaps, short atomic.Int64
+		lastEnd                                                                               atomic.Int64 // UnixNano of the last pool Do's end, 0 none yet
 	}
 )
 
@@ -35,7 +36,7 @@ var (
 func Measure(on bool) {
 	measuring.Store(false)
 	c := &counters
-	for _, v := range []*atomic.Int64{&c.calls, &c.parts, &c.workerParts, &c.wait, &c.spin, &c.parks,
+	for _, v := range []*atomic.Int64{&c.calls, &c.parts, &c.workerParts, &c.wait, &c.spin, &c.parks, &c.yields,
 		&c.gaps, &c.between, &c.shortGaps, &c.short, &c.lastEnd} {
 		v.Store(0)
 	}
@@ -47,7 +48,7 @@ func Read() Stats {
 	c := &counters
 	return Stats{
 		Calls: c.calls.Load(), Parts: c.parts.Load(), WorkerParts: c.workerParts.Load(),
-		Wait: time.Duration(c.wait.Load()), Spin: time.Duration(c.spin.Load()), Parks: c.parks.Load(),
+		Wait: time.Duration(c.wait.Load()), Spin: time.Duration(c.spin.Load()), Parks: c.parks.Load(), Yields: c.yields.Load(),
 		Gaps: c.gaps.Load(), Between: time.Duration(c.between.Load()),
 		ShortGaps: c.shortGaps.Load(), Short: time.Duration(c.short.Load()),
 	}
@@ -105,3 +106,11 @@ func countSpin(from time.Time, parked bool) time.Time {
 
 // Measuring reports whether the pool is counting (Measure(true)).
 func Measuring() bool { return measuring.Load() }
+
+// countYield counts a worker's park before its spin ended because another
+// goroutine waited for a processor.
+func countYield() {
+	if measuring.Load() {
+		counters.yields.Add(1)
+	}
+}

@@ -96,9 +96,12 @@ func (e *Kernel) SgemmBlocks(transA, transB bool, m, n, k int, alpha float32, a 
 		e.block(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, 1, 1, 0, before, after)
 		return
 	}
-	par.Do(pr*pc, func(q int) {
-		e.block(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, pr, pc, q, before, after)
-	})
+	r := manyRuns.Get().(*manyRun)
+	r.e, r.n, r.before, r.after = e, 1, before, after
+	r.ps[0] = Product{TransA: transA, TransB: transB, M: m, N: n, K: k, Alpha: alpha, A: a, Lda: lda, B: b, Ldb: ldb, Beta: beta, C: c, Ldc: ldc}
+	r.pr[0], r.pc[0] = pr, pc
+	par.Do(pr*pc, r.part)
+	r.release()
 }
 
 // cut returns how a product is cut into parts: pr row ranges by pc column
