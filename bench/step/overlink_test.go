@@ -52,10 +52,26 @@ var plannerCheck = flag.Bool("planner-check", false, "run TestPlannerPredictsLin
 // counted).
 var plannerCPUProcs = flag.Int("planner-cpu-procs", 0, "GOMAXPROCS under which TestPlannerPredictsLink measures processor times (0: the process's own, as the run)")
 
-// plannerSteps is the number of timed steps of each row of
+// plannerSteps is the least number of timed steps of each row of
 // TestPlannerPredictsLink (more steps: a steadier median, and a trace
-// with more of the run in it).
-var plannerSteps = flag.Int("planner-steps", 10, "timed steps of each row of TestPlannerPredictsLink")
+// with more of the run in it); a row times at least plannerSeconds of
+// round trips too (rowSteps).
+var plannerSteps = flag.Int("planner-steps", 10, "least timed steps of each row of TestPlannerPredictsLink (a row times at least 2 s of its link's round trips)")
+
+// plannerSeconds is the least time of round trips each row times: ten
+// steps of a 20 ms link are 110 ms of wire, in which the pipeline's
+// start and the wire's pacing granularity weigh a third of the step
+// (measured 15.5–15.7 ms against 11.6–12.2 over 200 steps, the
+// prediction 11.1).
+const plannerSeconds = 2.0
+
+// rowSteps are the timed and the warm-up steps of a row over a link of
+// round trip rtt with staleness k: at least plannerSteps and
+// plannerSeconds of round trips, after 2 + k steps that fill the
+// pipeline.
+func rowSteps(rtt time.Duration, k int) (steps, warmup int) {
+	return max(*plannerSteps, int(math.Ceil(plannerSeconds/rtt.Seconds()))), 2 + k
+}
 
 // plannerParSpin is internal/par's spin during TestPlannerPredictsLink
 // (par.SetSpin), for comparisons.
@@ -97,14 +113,19 @@ func TestPlannerPredictsLink(t *testing.T) {
 	if err := par.SetSpin(*plannerParSpin); err != nil {
 		t.Fatal(err)
 	}
-	steps, warmup := *plannerSteps, 2
-	cfg := plannerConfig(t, steps, warmup)
+	most := 0
+	for _, o := range plannerOptions {
+		steps, warmup := rowSteps(2*plannerLinks[o.link].Delay, o.staleness)
+		most = max(most, steps+warmup)
+	}
+	cfg := plannerConfig(t, most, 0)
 	var table []plannerRow
 	for _, o := range plannerOptions {
 		name := fmt.Sprintf("%s %s k=%d Q=%d", o.link, o.enc, o.staleness, o.localSteps)
 		t.Run(name, func(t *testing.T) {
 			dir := plannerLinks[o.link]
 			link := linkplan.Link{RTT: 2 * dir.Delay, Up: dir.BytesPerSecond, Down: dir.BytesPerSecond}
+			steps, warmup := rowSteps(link.RTT, o.staleness)
 			row := checkPlannerRow(t, &cfg, link, dir, wire.Encodings{Embedding: o.enc, Gradient: o.enc},
 				linkplan.Schedule{Staleness: o.staleness, LocalSteps: o.localSteps}, steps, warmup, o.link == wanLink)
 			row.name = name
