@@ -27,18 +27,9 @@ func costInterval(costs []float64, se, level float64) (lo, hi float64) {
 	if n < 2 || math.IsNaN(se) {
 		return math.NaN(), math.NaN()
 	}
-	mean := 0.0
-	for _, c := range costs {
-		mean += c
-	}
-	mean /= float64(n)
-	ss := 0.0
-	for _, c := range costs {
-		ss += (c - mean) * (c - mean)
-	}
-	s2 := ss / float64(n-1)
+	mean, s := meanSD(costs)
 	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 1)}.Quantile((1 + level) / 2)
-	half := t * math.Sqrt(s2*(1+1/float64(n))+se*se)
+	half := t * math.Sqrt(s*s*(1+1/float64(n))+se*se)
 	return mean - half, mean + half
 }
 
