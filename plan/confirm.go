@@ -129,6 +129,9 @@ func (o *Options) confirm(ctx context.Context, res *Result, clk *clock) error {
 		break
 	}
 	o.sumSeeds(rows, conf)
+	if res.Recommended >= 0 {
+		o.setCostInterval(&rows[res.Recommended], rows[0], conf)
+	}
 	if len(conf) > 0 { // with each seed's cost and T-DCS
 		if err := writeCSV(path, conf); err != nil {
 			return err

@@ -34,6 +34,47 @@ type search struct {
 	// are net of the feature prior (prior.go); a plan.csv of an earlier
 	// version holds raw figures, which cannot be mixed with net ones.
 	NetOfPrior bool `json:"embedding_net_of_prior"`
+	// CostInterval is the recommendation's prediction interval for a
+	// further seed's test cost, written after every invocation that
+	// recommends (absent otherwise); not part of the plan's identity.
+	CostInterval *costIntervalJSON `json:"cost_interval,omitempty"`
+}
+
+// costIntervalJSON is plan.json's cost_interval.
+type costIntervalJSON struct {
+	Setting  string  `json:"setting"`
+	Level    float64 `json:"level"`
+	Seeds    int     `json:"seeds"`
+	Lo       float64 `json:"lo"`
+	Hi       float64 `json:"hi"`
+	SEPaired float64 `json:"se_paired"`
+}
+
+// writeCostInterval rewrites plan.json with the recommendation's cost
+// interval, or without one when there is none (no recommendation, or its
+// interval could not be computed).
+func (o *Options) writeCostInterval(res *Result) error {
+	path := filepath.Join(o.Out, SearchFile)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var s search
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	s.CostInterval = nil
+	if res.Recommended >= 0 {
+		r := res.Rows[res.Recommended]
+		if f := r.Seeds; CostIntervalText(f) != "" {
+			s.CostInterval = &costIntervalJSON{Setting: r.Legend, Level: CostLevel, Seeds: f.N, Lo: f.CostPILo, Hi: f.CostPIHi, SEPaired: f.CostSE}
+		}
+	}
+	j, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(path, append(j, '\n'), 0o644)
 }
 
 func (o *Options) search() search {

@@ -74,8 +74,8 @@ func (o *Options) writeOutputs(res *Result) error {
 	head := fmt.Sprintf("# recommended by splitguard plan (%s): %s\n# validation AUC %.4f (cost %.4f against no defence), strongest attack %s at %.4f (95%% upper bound %.4f over %d batches), T-DCS %.4f; limits: %s\n",
 		o.Out, r.Legend, r.ValAUC, r.Cost, r.Strongest, r.StrongestLeak, r.Bound, r.Batches, r.TDCS, o.Threat.Limits())
 	if f := r.Seeds; f.N > 1 {
-		head += fmt.Sprintf("# confirmed on %d seeds (%d to %d, one test split): strongest leak %.4f to %.4f (a further seed's judged leak at most %.4f, %.0f%% prediction bound), T-DCS at least %.4f, cost %.4f on average (%.4f to %.4f)\n",
-			f.N, c.Seed, c.Seed+uint64(f.N-1), f.LeakLo, f.Leak, f.LeakPred, 100*PredictionLevel, f.TDCS, f.Cost, f.CostLo, f.CostHi)
+		head += fmt.Sprintf("# confirmed on %d seeds (%d to %d, one test split): strongest leak %.4f to %.4f (a further seed's judged leak at most %.4f, %.0f%% prediction bound), T-DCS at least %.4f, cost %.4f on average (%.4f to %.4f)%s\n",
+			f.N, c.Seed, c.Seed+uint64(f.N-1), f.LeakLo, f.Leak, f.LeakPred, 100*PredictionLevel, f.TDCS, f.Cost, f.CostLo, f.CostHi, CostIntervalText(f))
 	}
 	head += fmt.Sprintf("# measured over at most %d training steps (max_steps): trained longer, the attacks can read more\n", c.MaxSteps)
 	if err := atomicfile.WriteFile(path, append([]byte(head), y...), 0o644); err != nil {
@@ -88,6 +88,17 @@ func (o *Options) writeOutputs(res *Result) error {
 		return err
 	}
 	return atomicfile.WriteFile(filepath.Join(o.Out, RecheckFile), append([]byte("# the recommended setting with three fresh seeds (seeds the plan never trained; the plan's test split), judged on the test split: splitguard sweep "+RecheckFile+" --out DIR\n"), sw...), 0o644)
+}
+
+// CostIntervalText is the sentence on a further seed's test cost that
+// follows the cost's range over the seeds ("; a further seed's test cost:
+// within [lo, hi], 95% prediction interval"), empty without an interval.
+func CostIntervalText(f SeedFigures) string {
+	if f.N < 2 || math.IsNaN(f.CostPILo) || math.IsNaN(f.CostPIHi) {
+		return ""
+	}
+	return fmt.Sprintf("; a further seed's test cost: within [%.4f, %.4f], %.0f%% prediction interval (the seeds' spread and the paired AUC difference's standard error %.4f, DeLong)",
+		f.CostPILo, f.CostPIHi, 100*CostLevel, f.CostSE)
 }
 
 // recheckSweep returns the sweep file (package sweep) that trains the

@@ -95,6 +95,9 @@ type Options struct {
 	ConfirmSeeds int
 	// train trains one setting's run (nil: run.Train); a test replaces it.
 	train func(context.Context, config.Config, run.Options) (*rundir.Summary, error)
+	// scores reloads a run's validation scores (nil:
+	// run.ValidationScores); a test replaces it.
+	scores func(dir string) (*run.ValScores, error)
 	// priors are the feature priors measured in this invocation, by seed
 	// (prior.go).
 	priors map[uint64]map[string]metrics.LeakSummary

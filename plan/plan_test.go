@@ -257,6 +257,14 @@ func TestPlanNeverReadsTest(t *testing.T) {
 	if a.Recommended != b.Recommended || len(a.Rows) != 4 || a.Rows[a.Recommended].Seeds.Verdict != Confirmed {
 		t.Errorf("recommended %d then %d (of %d rows)", a.Recommended, b.Recommended, len(a.Rows))
 	}
+	// The cost interval comes from the saved models' validation scores
+	// (which must give the runs' recorded AUCs, else it is NaN), and the
+	// test labels do not move it.
+	if fa, fb := a.Rows[a.Recommended].Seeds, b.Rows[b.Recommended].Seeds; !(fa.CostPILo <= fa.Cost && fa.Cost <= fa.CostPIHi) || !(fa.CostSE >= 0) || fa.CostPILo != fb.CostPILo || fa.CostPIHi != fb.CostPIHi {
+		t.Errorf("cost interval [%g, %g] (SE %g) around the mean cost %g, with the test labels flipped [%g, %g]", fa.CostPILo, fa.CostPIHi, fa.CostSE, fa.Cost, fb.CostPILo, fb.CostPIHi)
+	} else {
+		t.Logf("%s: cost interval [%g, %g], SE %g, mean cost %g", a.Rows[a.Recommended].Legend, fa.CostPILo, fa.CostPIHi, fa.CostSE, fa.Cost)
+	}
 	// The poison reached the runs: their test AUCs (which the plan ignores) differ.
 	testAUC := func(run string) float64 {
 		raw, err := os.ReadFile(filepath.Join(run, "summary.json"))

@@ -23,16 +23,21 @@ func predictionUpper(x []float64, level float64) float64 {
 	if n < 2 {
 		return math.NaN()
 	}
-	mean := 0.0
+	mean, s := meanSD(x)
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 1)}.Quantile(level)
+	return mean + t*s*math.Sqrt(1+1/float64(n))
+}
+
+// meanSD returns the mean of x and its sample standard deviation
+// (divisor len(x) − 1; NaN for one value).
+func meanSD(x []float64) (mean, sd float64) {
 	for _, v := range x {
 		mean += v
 	}
-	mean /= float64(n)
+	mean /= float64(len(x))
 	ss := 0.0
 	for _, v := range x {
 		ss += (v - mean) * (v - mean)
 	}
-	s := math.Sqrt(ss / float64(n-1))
-	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 1)}.Quantile(level)
-	return mean + t*s*math.Sqrt(1+1/float64(n))
+	return mean, math.Sqrt(ss / float64(len(x)-1))
 }

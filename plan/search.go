@@ -118,6 +118,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := o.writeOutputs(res); err != nil {
 		return nil, err
 	}
+	if err := o.writeCostInterval(res); err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 

@@ -47,6 +47,13 @@ type SeedFigures struct {
 	// Cost is the mean cost over the seeds, CostLo and CostHi the
 	// smallest and the largest.
 	Cost, CostLo, CostHi float64
+	// CostPILo and CostPIHi bound the CostLevel prediction interval for
+	// a further seed's test cost (costInterval), CostSE is the paired
+	// AUC difference's standard error on the test split's size in it
+	// (DeLong, from the validation scores): the recommended setting's
+	// only, NaN for the others and where the scores could not be
+	// reloaded.
+	CostPILo, CostPIHi, CostSE float64
 	// Verdict is the confirmation's (Confirmed, Rejected, Pending), empty
 	// for a setting not confirmed.
 	Verdict string
@@ -59,7 +66,7 @@ type SeedFigures struct {
 const maxLeak = 0.5
 
 // seedColumns are plan.csv's columns of SeedFigures.
-var seedColumns = []string{"confirm_seeds", "confirm_leak_max", "confirm_leak_min", "confirm_leak_pred95", "confirm_tdcs_min", "confirm_cost_mean", "confirm_cost_min", "confirm_cost_max", "confirmation"}
+var seedColumns = []string{"confirm_seeds", "confirm_leak_max", "confirm_leak_min", "confirm_leak_pred95", "confirm_tdcs_min", "confirm_cost_mean", "confirm_cost_min", "confirm_cost_max", "confirm_cost_pi95_lo", "confirm_cost_pi95_hi", "confirm_cost_se_paired", "confirmation"}
 
 // columns renders the figures in seedColumns' order: empty for a row
 // trained with one seed only (and for confirm.csv's rows).
@@ -69,14 +76,15 @@ func (f SeedFigures) columns() []string {
 		out[len(out)-1] = f.Verdict
 		return out
 	}
-	return []string{strconv.Itoa(f.N), fmtF(f.Leak), fmtF(f.LeakLo), fmtF(f.LeakPred), fmtF(f.TDCS), fmtF(f.Cost), fmtF(f.CostLo), fmtF(f.CostHi), f.Verdict}
+	return []string{strconv.Itoa(f.N), fmtF(f.Leak), fmtF(f.LeakLo), fmtF(f.LeakPred), fmtF(f.TDCS), fmtF(f.Cost), fmtF(f.CostLo), fmtF(f.CostHi), fmtF(f.CostPILo), fmtF(f.CostPIHi), fmtF(f.CostSE), f.Verdict}
 }
 
 // sumSeeds returns the figures of rows, one setting's rows at different
 // seeds (a failed run's NaNs make the statistics NaN: a setting whose run
 // failed at a seed has no figure that holds).
 func sumSeeds(rows []Row) SeedFigures {
-	f := SeedFigures{N: len(rows), Leak: math.Inf(-1), LeakBound: math.Inf(-1), LeakLo: math.Inf(1), TDCS: math.Inf(1), CostLo: math.Inf(1), CostHi: math.Inf(-1)}
+	f := SeedFigures{N: len(rows), Leak: math.Inf(-1), LeakBound: math.Inf(-1), LeakLo: math.Inf(1), TDCS: math.Inf(1), CostLo: math.Inf(1), CostHi: math.Inf(-1),
+		CostPILo: math.NaN(), CostPIHi: math.NaN(), CostSE: math.NaN()}
 	judged := make([]float64, len(rows))
 	for i, r := range rows {
 		if r.Err != "" {

@@ -128,6 +128,23 @@ func TestSelectedModelIsTheBestOnValidation(t *testing.T) {
 	if math.Abs(auc-best) > 1e-9 {
 		t.Fatalf("the saved models give validation AUC %v, the selected evaluation %v", auc, best)
 	}
+	// ValidationScores (the plan's reload) gives the same rows, scores in
+	// the logits' order, and the selected evaluation's AUC.
+	vs, err := ValidationScores(cfg.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(vs.IDs, val.IDs) || !slices.Equal(vs.Labels, val.Labels) || vs.TestRows != len(split.Test.IDs) {
+		t.Fatalf("ValidationScores: %d rows, %d test rows; want the %d validation rows, %d test rows", len(vs.IDs), vs.TestRows, len(val.IDs), len(split.Test.IDs))
+	}
+	if a, _ := metrics.AUC(vs.Scores, vs.Labels, nil); math.Abs(a-best) > 1e-9 {
+		t.Errorf("ValidationScores' AUC %v, the selected evaluation %v", a, best)
+	}
+	for i := range logits {
+		if p := 1 / (1 + math.Exp(-float64(logits[i]))); math.Abs(p-vs.Scores[i]) > 1e-6 {
+			t.Fatalf("row %d: score %v, sigmoid of the logit %v", i, vs.Scores[i], p)
+		}
+	}
 }
 
 // TestEarlyStopping: with a large learning rate the validation AUC stops

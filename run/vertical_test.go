@@ -14,6 +14,7 @@ import (
 	"github.com/splitguard/splitguard/completion"
 	"github.com/splitguard/splitguard/config"
 	"github.com/splitguard/splitguard/data"
+	"github.com/splitguard/splitguard/metrics"
 	"github.com/splitguard/splitguard/tensor"
 )
 
@@ -163,6 +164,14 @@ func TestVerticalSplitRun(t *testing.T) {
 	}
 	if _, _, b, err := completion.LoadRun(cfg.Out); err != nil || b.CutDim() != cfg.Layers[cfg.Cut-1] {
 		t.Errorf("the split run's bottom does not load for an offline attack: %v", err)
+	}
+	// The plan's reload scores the validation rows under the split (the
+	// bottom on the passive's columns, the wide part on the active's) as
+	// the run's evaluation did.
+	if vs, err := ValidationScores(cfg.Out); err != nil || sum.ValAUCSelected == nil {
+		t.Errorf("validation scores of the split run: %v (val AUC %v)", err, sum.ValAUCSelected)
+	} else if a, _ := metrics.AUC(vs.Scores, vs.Labels, nil); math.Abs(a-*sum.ValAUCSelected) > 1e-9 {
+		t.Errorf("the split run's reloaded validation AUC %v, recorded %v", a, *sum.ValAUCSelected)
 	}
 	yml, err := os.ReadFile(filepath.Join(cfg.Out, "config.yaml"))
 	if err != nil {

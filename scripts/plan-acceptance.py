@@ -10,7 +10,10 @@ same test split; in brackets against no defence capped at the plan's
 max_steps, when scripts/plan-acceptance.sh trained it), the strongest leak
 against its chance floor (an embedding attack's net of the feature prior of the
 same seed, PLANDIR/prior-sS, as the plan judges it; its raw figure in brackets)
-and whether it meets the limit. With a T-DCS floor (plan --min-tdcs) it also prints each
+and whether it meets the limit, and whether each fresh seed's test cost lies within the plan's 95% prediction
+interval for a further seed's test cost (plan.csv confirm_cost_pi95_lo/hi; judged against no defence capped at
+the plan's max_steps, the reference the plan's costs are measured against, when it was trained, else against
+no defence; in brackets against the other). With a T-DCS floor (plan --min-tdcs) it also prints each
 fresh seed's T-DCS on the test split, recomputed here from the runs' figures
 (see tdcs below), and a seed meets the plan's limits only when it meets both.
 
@@ -90,8 +93,9 @@ def fresh_seeds(d):
 def main():
     print("| table | limit | recommended (rejected first) | plan: val AUC, cost on its seed; cost over the seeds, mean [range] | "
           "plan: strongest leak, its seed (chance); range over the seeds | fresh seeds | test AUC [95% bootstrap] | "
-          "test cost vs no defence (capped as the plan) | strongest leak (chance)[, T-DCS] | met |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "test cost vs no defence (capped as the plan) | strongest leak (chance)[, T-DCS] | met | "
+          "within the cost interval |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for d in sys.argv[1:]:
         pj = json.load(open(os.path.join(d, "plan.json")))
         limit, floor = pj.get("max_leak", 0) or 0, pj.get("min_tdcs", 0) or 0
@@ -102,7 +106,7 @@ def main():
                     for r in rows if r.get("confirmation") == "rejected"]
         rec = recommended(rows)
         if rec is None:
-            print(f"| {table} | {shown} | nothing met (rejected: {', '.join(rejected) or 'none'}) | | | | | | | |")
+            print(f"| {table} | {shown} | nothing met (rejected: {', '.join(rejected) or 'none'}) | | | | | | | | |")
             continue
         name = rec["legend"] + (f" ({', '.join(rejected)} rejected)" if rejected else "")
         plan_cost = f'{float(rec["val_auc"]):.4f}, {float(rec["cost"]):+.4f}'
@@ -113,12 +117,16 @@ def main():
             plan_leak += f'; {float(rec["confirm_leak_min"]):.3f}–{float(rec["confirm_leak_max"]):.3f}'
             if rec.get("confirm_leak_pred95"):
                 plan_leak += f', a further seed at most {float(rec["confirm_leak_pred95"]):.3f} (95% prediction bound)'
+        interval = None
+        if rec.get("confirm_cost_pi95_lo") and rec.get("confirm_cost_pi95_hi"):
+            interval = (float(rec["confirm_cost_pi95_lo"]), float(rec["confirm_cost_pi95_hi"]))
+            plan_cost += f'; a further seed\'s test cost in [{interval[0]:+.4f}, {interval[1]:+.4f}] (95% prediction interval)'
         if floor:
             plan_leak += f'; T-DCS {float(rec["tdcs"]):.3f}'
             if rec.get("confirm_tdcs_min"):
                 plan_leak += f', at least {float(rec["confirm_tdcs_min"]):.3f} over the seeds'
         seeds = fresh_seeds(d)
-        aucs, costs, leaks, met = [], [], [], []
+        aucs, costs, leaks, met, within = [], [], [], [], []
         for s in seeds:
             got = glob.glob(os.path.join(d, "recheck", f"*seed={s}", "summary.json"))
             none = os.path.join(d, f"none-s{s}", "summary.json")
@@ -132,9 +140,16 @@ def main():
             aucs.append(f'{p["test_auc_selected"]:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]')
             costs.append(f'{n["test_auc_selected"] - p["test_auc_selected"]:+.3f}')
             capped = os.path.join(d, f"nonecap-s{s}", "summary.json")
+            full = n["test_auc_selected"] - p["test_auc_selected"]
+            judged, other = full, None
             if os.path.exists(capped):
                 c = json.load(open(capped))
                 costs[-1] += f' ({c["test_auc_selected"] - p["test_auc_selected"]:+.3f})'
+                judged, other = c["test_auc_selected"] - p["test_auc_selected"], full
+            if interval:
+                inside = lambda x: interval[0] <= x <= interval[1]
+                within.append(("yes" if inside(judged) else "no") + f" ({judged:+.4f})"
+                              + ("" if other is None else f" [{'yes' if inside(other) else 'no'} {other:+.4f}]"))
             k, q, c, raw = strongest(p)
             leaks.append(f"{q:.4f} ({c:.3f}) {k}" + (f" [raw {raw:.4f}]" if raw is not None else ""))
             ok = not limit or q <= limit
@@ -144,7 +159,8 @@ def main():
                 ok = ok and t >= floor
             met.append(ok)
         print(f'| {table} | {shown} | {name} | {plan_cost} | {plan_leak} | {", ".join(map(str, seeds))} | '
-              f'{"; ".join(aucs)} | {" ".join(costs)} | {"; ".join(leaks)} | {sum(met)} of {len(met)} |')
+              f'{"; ".join(aucs)} | {" ".join(costs)} | {"; ".join(leaks)} | {sum(met)} of {len(met)} | '
+              + (f'{sum(w.startswith("yes") for w in within)} of {len(within)}: {"; ".join(within)}' if interval else "no interval") + ' |')
 
 
 if __name__ == "__main__":

@@ -156,8 +156,8 @@ func printPlan(w io.Writer, o plan.Options, res *plan.Result) {
 			fmt.Fprintf(w, "costs within %.4f of the cheapest (the validation AUC's standard error) count as equal: among them the widest margin under the limit is chosen\n", res.TieSE)
 		}
 		if f := r.Seeds; f.N > 1 {
-			fmt.Fprintf(w, "confirmed on %d seeds: strongest leak %.4f to %.4f (a further seed's: at most %.4f, %.0f%% prediction bound), cost %.4f on average (%.4f to %.4f), T-DCS at least %.4f\n",
-				f.N, f.LeakLo, f.Leak, f.LeakPred, 100*plan.PredictionLevel, f.Cost, f.CostLo, f.CostHi, f.TDCS)
+			fmt.Fprintf(w, "confirmed on %d seeds: strongest leak %.4f to %.4f (a further seed's: at most %.4f, %.0f%% prediction bound), cost %.4f on average (%.4f to %.4f%s), T-DCS at least %.4f\n",
+				f.N, f.LeakLo, f.Leak, f.LeakPred, 100*plan.PredictionLevel, f.Cost, f.CostLo, f.CostHi, plan.CostIntervalText(f), f.TDCS)
 		}
 		fmt.Fprintf(w, "configuration: %s (splitguard train --config %s --out DIR)\n", res.Recommendation, res.Recommendation)
 		return
