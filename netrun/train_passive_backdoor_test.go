@@ -88,6 +88,8 @@ func TestBackdoorStoppedAsInProcess(t *testing.T) {
 		t.Fatalf("in process: %d steps of %d, alarm %q, reason %q, backdoor %+v", want.Steps, h.Steps, want.IntegrityAlarm, want.TruncatedReason, want.Backdoor)
 	}
 
+	t.Logf("stopped at step %d of %d: %s", want.Steps, h.Steps, want.TruncatedReason)
+
 	act, pas := partyConfigs(base, root, certs)
 	act.Backdoor = "" // each party holds its own side
 	pas.Detectors, pas.IntegrityStop = nil, nil
