@@ -51,10 +51,10 @@ const backdoorStop = 3.2
 // takes: its observed maximum and minimum). That is the smallest change
 // an attacker makes here: at the defaults its backdoor does not take on
 // this small table (success 0.040 on seed 3, the test's; median 0.41 over
-// seeds 1–8),
-// and with the stripe it does (1.000 on 13 of 16), while the values stay
-// in the range an auditor of single columns would accept. At the defaults
-// no detector separates it from honest runs (see backdoorStop).
+// seeds 1–8), and with the stripe it does (1.000 on 13 of 16), while the
+// values stay in the range an auditor of single columns would accept. At
+// the defaults no detector separates it from honest runs (see
+// backdoorStop).
 func TestBackdoorStoppedAsInProcess(t *testing.T) {
 	root, certs := t.TempDir(), newTestPKI(t)
 	stop := map[string]float64{"outlier_peak": backdoorStop}
