@@ -17,19 +17,11 @@ import (
 // packing, or reports false (dst as it was) when some value is not q·s
 // with q in −7…7.
 func putInt4Row(dst []byte, row []float32, s float32) ([]byte, bool) {
+	if s == 0 {
+		return putZeroRow(dst, row, (len(row)+1)/2)
+	}
 	n0 := len(dst)
 	dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(s))
-	if s == 0 {
-		for _, v := range row {
-			if math.Float32bits(v) != 0 {
-				return dst[:n0], false
-			}
-		}
-		for range (len(row) + 1) / 2 {
-			dst = append(dst, 0)
-		}
-		return dst, true
-	}
 	inv := 1 / float64(s)
 	var lo byte
 	for c, v := range row {

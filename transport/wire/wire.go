@@ -315,17 +315,11 @@ func packScaledRow(dst []byte, row []float32, lim int8, put rowPutter) ([]byte, 
 // putInt8Row appends s and row's values under s to dst, or reports false
 // (dst as it was) when some value is not q·s.
 func putInt8Row(dst []byte, row []float32, s float32) ([]byte, bool) {
+	if s == 0 {
+		return putZeroRow(dst, row, len(row))
+	}
 	n0 := len(dst)
 	dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(s))
-	if s == 0 {
-		for _, v := range row {
-			if math.Float32bits(v) != 0 {
-				return dst[:n0], false
-			}
-			dst = append(dst, 0)
-		}
-		return dst, true
-	}
 	inv := 1 / float64(s)
 	for _, v := range row {
 		q, ok := quantExactQ(v, s, inv, int8Max)
@@ -333,6 +327,22 @@ func putInt8Row(dst []byte, row []float32, s float32) ([]byte, bool) {
 			return dst[:n0], false
 		}
 		dst = append(dst, byte(q))
+	}
+	return dst, true
+}
+
+// putZeroRow appends the scale 0 and n zero bytes to dst, the packing of
+// a row of +0 in int8 (n = len(row)) or int4 (n = (len(row)+1)/2), or
+// reports false (dst as it was) when some value of row is not +0.
+func putZeroRow(dst []byte, row []float32, n int) ([]byte, bool) {
+	for _, v := range row {
+		if math.Float32bits(v) != 0 {
+			return dst, false
+		}
+	}
+	dst = binary.LittleEndian.AppendUint32(dst, 0)
+	for range n {
+		dst = append(dst, 0)
 	}
 	return dst, true
 }
