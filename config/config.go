@@ -178,7 +178,7 @@ type Config struct {
 	ACEBins   int `yaml:"ace_bins"`
 
 	// WireEmbedding and WireGradient are the encodings of the messages
-	// between the parties (package transport/wire: f32, f16, bf16, int8;
+	// between the parties (package transport/wire: f32, f16, bf16, int8, int4;
 	// empty means f32): the passive rounds its embeddings to
 	// WireEmbedding before sending them, the active its protected
 	// gradients to WireGradient, in every mode, so that the in-process
@@ -641,7 +641,7 @@ func (c *Config) validate() error {
 	if w, err := c.Wire(); err != nil {
 		bad("%v", err)
 	} else if c.WireFeedback && w.Gradient == wire.F32 {
-		bad("key wire_feedback: error feedback needs a lossy wire_gradient (f16, bf16 or int8); f32 sends the gradient exactly", keyArg("wire_feedback"))
+		bad("key wire_feedback: error feedback needs a lossy wire_gradient (f16, bf16, int8 or int4); f32 sends the gradient exactly", keyArg("wire_feedback"))
 	}
 	if c.Staleness < 0 || c.Staleness >= transport.MaxInFlight {
 		bad("key staleness: %d, want 0 to %d (the batches in flight beyond the one answered)", c.Staleness, transport.MaxInFlight-1, keyArg("staleness"))

@@ -39,7 +39,7 @@ func TestWireKeys(t *testing.T) {
 	}
 	c.WireGradient = "fp8"
 	err = c.Validate()
-	if err == nil || !strings.Contains(err.Error(), `key wire_gradient: unknown wire encoding "fp8" (want one of f32, f16, bf16, int8)`) {
+	if err == nil || !strings.Contains(err.Error(), `key wire_gradient: unknown wire encoding "fp8" (want one of f32, f16, bf16, int8, int4)`) {
 		t.Errorf("an unknown encoding: %v", err)
 	}
 }

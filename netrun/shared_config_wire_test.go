@@ -16,13 +16,13 @@ import (
 )
 
 // TestEncodedNetworkedMatchesInProcess trains with compact wire encodings
-// on both directions (f16, bf16, int8) in process and as two parties over
+// on both directions (f16, bf16, int8, int4) in process and as two parties over
 // mutual TLS, and checks that the records agree bit for bit (the parties
 // round, the transport packs losslessly), that they differ from the f32
 // run's (the rounding is applied), and that config.yaml records the
-// encodings. int8 with error feedback (wire_feedback) is one more row:
-// the residuals the active keeps must give the same records in both
-// modes and differ from plain int8's. The test AUCs are logged, not
+// encodings. int8 and int4 with error feedback (wire_feedback) are two
+// more rows: the residuals the active keeps must give the same records in
+// both modes and differ from the plain encoding's. The test AUCs are logged, not
 // asserted: the data is tiny.
 func TestEncodedNetworkedMatchesInProcess(t *testing.T) {
 	path := synthFile(t, 900)
@@ -37,7 +37,8 @@ func TestEncodedNetworkedMatchesInProcess(t *testing.T) {
 	for _, tc := range []struct {
 		name, enc string
 		feedback  bool
-	}{{"f16", "f16", false}, {"bf16", "bf16", false}, {"int8", "int8", false}, {"int8+ef", "int8", true}} {
+	}{{"f16", "f16", false}, {"bf16", "bf16", false}, {"int8", "int8", false}, {"int8+ef", "int8", true},
+		{"int4", "int4", false}, {"int4+ef", "int4", true}} {
 		enc := tc.enc
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(root, tc.name)
@@ -82,24 +83,36 @@ func TestEncodedNetworkedMatchesInProcess(t *testing.T) {
 }
 
 // TestWireMismatchNamed: parties configured with different encodings are
-// refused at Hello, both naming the key that differs.
+// refused at Hello, both naming the key that differs: int8 gradients
+// against f32, and int4 embeddings against int8.
 func TestWireMismatchNamed(t *testing.T) {
-	root := t.TempDir()
-	base := smallConfig(synthFile(t, 200), filepath.Join(root, "unused"))
-	act, pas := partyConfigs(base, root, newTestPKI(t))
-	act.WireGradient = "int8"
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var done <-chan error
-	pas.Addr, done = goActive(t, ctx, act)
-	want := "key wire_gradient"
-	_, err := RunPassive(ctx, pas, Options{Logger: testLogger(t)})
-	if err == nil || !strings.Contains(err.Error(), want) {
-		t.Fatalf("passive: %v, want an error containing %q", err, want)
+	path, certs := synthFile(t, 200), newTestPKI(t)
+	for _, tc := range []struct {
+		name, key string
+		edit      func(act, pas *Config)
+	}{
+		{"int8/f32", "wire_gradient", func(act, _ *Config) { act.WireGradient = "int8" }},
+		{"int4/int8", "wire_embedding", func(act, pas *Config) { act.WireEmbedding, pas.WireEmbedding = "int4", "int8" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			base := smallConfig(path, filepath.Join(root, "unused"))
+			act, pas := partyConfigs(base, root, certs)
+			tc.edit(&act, &pas)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			var done <-chan error
+			pas.Addr, done = goActive(t, ctx, act)
+			want := "key " + tc.key
+			_, err := RunPassive(ctx, pas, Options{Logger: testLogger(t)})
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("passive: %v, want an error containing %q", err, want)
+			}
+			if keys := config.KeysOf(err); !slices.Equal(keys, []string{tc.key}) {
+				t.Errorf("passive: keys %v, want [%s]", keys, tc.key)
+			}
+			cancel()
+			<-done
+		})
 	}
-	if keys := config.KeysOf(err); !slices.Equal(keys, []string{"wire_gradient"}) {
-		t.Errorf("passive: keys %v, want [wire_gradient]", keys)
-	}
-	cancel()
-	<-done
 }

@@ -114,7 +114,8 @@ func TestOverlapOverLink(t *testing.T) {
 // on loopback and over the emulated link, for staleness 0, 1, 2, 4 (and 4
 // with linear weight prediction of factor 2, "k4F2") and local steps 1, 2: the passive party's milliseconds per training step
 // (stepTime), bytes per step (PSI and evaluations included) and the test
-// AUC. Run briefly:
+// AUC; int8 both ways, and int4 both ways for k0 and k4F2 ("k0-int4",
+// "k4F2-int4"). Run briefly:
 //
 //	go test -run XXX -bench OverlapOverLink -benchtime 1x ./netrun
 func BenchmarkOverlapOverLink(b *testing.B) {
@@ -128,11 +129,16 @@ func BenchmarkOverlapOverLink(b *testing.B) {
 				name string
 				k    int
 				f    float64 // linear weight prediction's factor
-			}{{"k0", 0, 0}, {"k1", 1, 0}, {"k2", 2, 0}, {"k4", 4, 0}, {"k4F2", 4, 2}} {
+				enc  string  // both directions; "" is wanShape's int8
+			}{{"k0", 0, 0, ""}, {"k1", 1, 0, ""}, {"k2", 2, 0, ""}, {"k4", 4, 0, ""}, {"k4F2", 4, 2, ""},
+				{"k0-int4", 0, 0, "int4"}, {"k4F2-int4", 4, 2, "int4"}} {
 				b.Run(fmt.Sprintf("%s/%s/Q%d", link.name, sc.name, q), func(b *testing.B) {
 					for range b.N {
 						base := wanShape(path, filepath.Join(b.TempDir(), "unused"))
 						base.Staleness, base.LocalSteps, base.StalenessPrediction = sc.k, q, sc.f
+						if sc.enc != "" {
+							base.WireEmbedding, base.WireGradient = sc.enc, sc.enc
+						}
 						s, res := linkRun(b, base, certs, link.l)
 						b.ReportMetric(float64(stepTime(res).Microseconds())/1000, "ms/step")
 						b.ReportMetric(float64(res.Stats.BytesSent+res.Stats.BytesReceived)/float64(s.Steps), "B/step")

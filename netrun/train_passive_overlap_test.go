@@ -17,7 +17,8 @@ import (
 // the summary agree bit for bit (CELU-VFL's cache and weighting too);
 // and that each differs from the exact
 // protocol's run (the option took effect). The checkpoints fall on
-// evaluation steps, where both modes drain the pipeline.
+// evaluation steps, where both modes drain the pipeline. The last case is
+// the WAN setting with int4 messages both ways (k = 4, F = 2).
 func TestOverlapNetworkedMatchesInProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains ten runs")
@@ -35,11 +36,14 @@ func TestOverlapNetworkedMatchesInProcess(t *testing.T) {
 		k, q, w int
 		xi      *float64 // CELU-VFL's weighting threshold, with w its cache
 		f       float64  // linear weight prediction's factor
-	}{{1, 1, 0, nil, 0}, {2, 1, 0, nil, 0}, {0, 2, 0, nil, 0}, {2, 2, 0, nil, 0}, {0, 3, 3, &xi, 0}, {2, 2, 0, nil, 2}} {
-		t.Run(fmt.Sprintf("k%d_Q%d_W%d_F%g", c.k, c.q, c.w, c.f), func(t *testing.T) {
-			dir := filepath.Join(root, fmt.Sprintf("k%d_q%d_w%d_f%g", c.k, c.q, c.w, c.f))
+		enc     string   // wire encoding both ways; "" is f32
+	}{{1, 1, 0, nil, 0, ""}, {2, 1, 0, nil, 0, ""}, {0, 2, 0, nil, 0, ""}, {2, 2, 0, nil, 0, ""}, {0, 3, 3, &xi, 0, ""}, {2, 2, 0, nil, 2, ""},
+		{4, 1, 0, nil, 2, "int4"}} {
+		t.Run(fmt.Sprintf("k%d_Q%d_W%d_F%g%s", c.k, c.q, c.w, c.f, c.enc), func(t *testing.T) {
+			dir := filepath.Join(root, fmt.Sprintf("k%d_q%d_w%d_f%g%s", c.k, c.q, c.w, c.f, c.enc))
 			base := smallConfig(path, filepath.Join(dir, "inproc"))
 			base.Staleness, base.LocalSteps, base.StalenessPrediction = c.k, c.q, c.f
+			base.WireEmbedding, base.WireGradient = c.enc, c.enc
 			base.LocalCache, base.LocalWeightThreshold = c.w, c.xi
 			want, err := run.Train(context.Background(), base, run.Options{})
 			if err != nil {

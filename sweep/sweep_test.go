@@ -349,7 +349,7 @@ func TestValidateStopsEarly(t *testing.T) {
 func TestExperimentFiles(t *testing.T) {
 	want := map[string]int{"quick.yaml": 9, "criteo.yaml": 8, "avazu.yaml": 8,
 		"attacks-vs-defences.yaml": 10, "completion-known-labels.yaml": 8, "grad-match.yaml": 5, "integrity.yaml": 50,
-		"defences-1m-tuned-exploit.yaml": 22, "vflip-parties-tied.yaml": 120}
+		"defences-1m-tuned-exploit.yaml": 22, "vflip-parties-tied.yaml": 120, "wire.yaml": 21}
 	for file, n := range want {
 		spec, err := LoadSpec(filepath.Join("..", "experiments", file))
 		if err != nil {

@@ -117,6 +117,12 @@ const (
 	// Per row: a little-endian float32 scale s ≥ 0, then cols signed bytes
 	// q in −127…127; the value is q·s rounded to float32. In packed.
 	Encoding_ENCODING_INT8 Encoding = 3
+	// Per row: a little-endian float32 scale s ≥ 0, then (cols+1)/2 bytes,
+	// each holding two values q in −7…7 as 4-bit two's complement (the
+	// code 8, −8, is not used): column 2j in the low half of byte j, 2j+1 in
+	// the high half; an odd-width row leaves the last high half 0. The value
+	// is q·s rounded to float32. In packed.
+	Encoding_ENCODING_INT4 Encoding = 4
 )
 
 // Enum value maps for Encoding.
@@ -126,12 +132,14 @@ var (
 		1: "ENCODING_F16",
 		2: "ENCODING_BF16",
 		3: "ENCODING_INT8",
+		4: "ENCODING_INT4",
 	}
 	Encoding_value = map[string]int32{
 		"ENCODING_F32":  0,
 		"ENCODING_F16":  1,
 		"ENCODING_BF16": 2,
 		"ENCODING_INT8": 3,
+		"ENCODING_INT4": 4,
 	}
 )
 
@@ -1258,12 +1266,13 @@ const file_splitguard_proto_rawDesc = "" +
 	"\x11PHASE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vPHASE_TRAIN\x10\x01\x12\x0e\n" +
 	"\n" +
-	"PHASE_EVAL\x10\x02*T\n" +
+	"PHASE_EVAL\x10\x02*g\n" +
 	"\bEncoding\x12\x10\n" +
 	"\fENCODING_F32\x10\x00\x12\x10\n" +
 	"\fENCODING_F16\x10\x01\x12\x11\n" +
 	"\rENCODING_BF16\x10\x02\x12\x11\n" +
-	"\rENCODING_INT8\x10\x032\xb3\x03\n" +
+	"\rENCODING_INT8\x10\x03\x12\x11\n" +
+	"\rENCODING_INT4\x10\x042\xb3\x03\n" +
 	"\rSplitLearning\x12B\n" +
 	"\x05Hello\x12\x1b.splitguard.v1.HelloRequest\x1a\x1c.splitguard.v1.HelloResponse\x12<\n" +
 	"\x03PSI\x12\x19.splitguard.v1.PSIRequest\x1a\x1a.splitguard.v1.PSIResponse\x12<\n" +

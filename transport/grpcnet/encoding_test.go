@@ -22,7 +22,7 @@ import (
 // bytes the client counts equal WireBytes with the session's encodings.
 func TestEncodedExchange(t *testing.T) {
 	p := newPKI(t)
-	for _, enc := range []wire.Encodings{{Embedding: wire.F16, Gradient: wire.BF16}, {Embedding: wire.Int8, Gradient: wire.Int8}, {Embedding: wire.BF16, Gradient: wire.F32}} {
+	for _, enc := range []wire.Encodings{{Embedding: wire.F16, Gradient: wire.BF16}, {Embedding: wire.Int8, Gradient: wire.Int8}, {Embedding: wire.BF16, Gradient: wire.F32}, {Embedding: wire.Int4, Gradient: wire.Int4}} {
 		t.Run(enc.Embedding.String()+"-"+enc.Gradient.String(), func(t *testing.T) {
 			local := fp
 			local.Wire = enc
@@ -109,7 +109,8 @@ func sameBits(a, b *tensor.Matrix) bool {
 // hand: rows 1024 (tag 1 + varint 2), cols 128 (1 + 2), the payload's tag,
 // length varint (3 bytes for 2^14 ≤ n < 2^21) and bytes, and for a packed
 // encoding its enum field (1 + 1). The payloads are 524,288 bytes (f32),
-// 262,144 (f16, bf16) and 131,072 + 4,096 scale bytes (int8).
+// 262,144 (f16, bf16), 131,072 + 4,096 scale bytes (int8) and 65,536 +
+// 4,096 (int4).
 func TestEncodedSizeByHand(t *testing.T) {
 	m := tensor.New(1024, 128)
 	for i := range m.Data {
@@ -123,6 +124,7 @@ func TestEncodedSizeByHand(t *testing.T) {
 		{wire.F16, 3 + 3 + 1 + 3 + 262144 + 2},
 		{wire.BF16, 3 + 3 + 1 + 3 + 262144 + 2},
 		{wire.Int8, 3 + 3 + 1 + 3 + 131072 + 4096 + 2},
+		{wire.Int4, 3 + 3 + 1 + 3 + 65536 + 4096 + 2},
 	} {
 		r := m.Clone()
 		if err := tc.enc.Round(r); err != nil {
@@ -142,7 +144,7 @@ func TestEncodedSizeByHand(t *testing.T) {
 	for i := range ids {
 		ids[i] = uint64(1e9) + uint64(i)
 	}
-	for _, enc := range []wire.Encoding{wire.F32, wire.F16, wire.BF16, wire.Int8} {
+	for _, enc := range []wire.Encoding{wire.F32, wire.F16, wire.BF16, wire.Int8, wire.Int4} {
 		e := m.Clone()
 		if err := enc.Round(e); err != nil {
 			t.Fatal(err)
@@ -154,9 +156,9 @@ func TestEncodedSizeByHand(t *testing.T) {
 		}
 		t.Logf("batch 1024, cut 128, %v both ways: forward %d bytes, backward %d bytes, %d per step", enc, nf, nb, nf+nb)
 	}
-	// The small messages of TestWireBytesByHand in f16 and int8: a 2×3
-	// tensor is rows 2 + cols 2 + encoding 2 + packed (1+1+12 for f16,
-	// 1+1+2·(4+3) for int8), as a field 2 bytes more; the Forward adds
+	// The small messages of TestWireBytesByHand in f16, int8 and int4: a
+	// 2×3 tensor is rows 2 + cols 2 + encoding 2 + packed (1+1+12 for f16,
+	// 1+1+2·(4+3) for int8, 1+1+2·(4+2) for int4), as a field 2 bytes more; the Forward adds
 	// phase, step, batch (2 each) and ids (5), the Backward step and
 	// batch (2 each); gRPC 5 bytes each.
 	ones := tensor.New(2, 3) // no zero: packed dense
@@ -171,6 +173,7 @@ func TestEncodedSizeByHand(t *testing.T) {
 	}{
 		{wire.Encodings{Embedding: wire.F16, Gradient: wire.Int8}, 11 + 2 + 20 + 5, 4 + 2 + 22 + 5},
 		{wire.Encodings{Embedding: wire.Int8, Gradient: wire.BF16}, 11 + 2 + 22 + 5, 4 + 2 + 20 + 5},
+		{wire.Encodings{Embedding: wire.Int4, Gradient: wire.Int4}, 11 + 2 + 20 + 5, 4 + 2 + 20 + 5},
 	} {
 		nf, nb, err := WireBytes(f, b, tc.enc)
 		if err != nil {
@@ -225,6 +228,28 @@ func TestHelloNamesWireKey(t *testing.T) {
 		t.Fatal("Hello accepted differing encodings")
 	}
 	for _, want := range []string{"key wire_embedding) f16 ≠ f32", "key wire_gradient) f32 ≠ int8"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Hello refusal %q does not say %q", err, want)
+		}
+	}
+}
+
+// TestHelloRefusesInt4AgainstInt8: a peer sending int4 embeddings to one
+// that agreed on int8 (and the reverse for gradients) is refused at
+// Hello, both keys named with the two encodings.
+func TestHelloRefusesInt4AgainstInt8(t *testing.T) {
+	p := newPKI(t)
+	local := fp
+	local.Wire = wire.Encodings{Embedding: wire.Int8, Gradient: wire.Int4}
+	s := startServer(t, ServerOptions{TLS: p.server(t), Local: Hello{Party: "active", Config: local}})
+	c := dial(t, s.Addr(), ClientOptions{TLS: p.client(t, pki.FilesIn(p.dir, "passive"))})
+	other := fp
+	other.Wire = wire.Encodings{Embedding: wire.Int4, Gradient: wire.Int8}
+	_, err := c.Hello(context.Background(), Hello{Party: "passive", Config: other})
+	if err == nil {
+		t.Fatal("Hello accepted int4 against int8")
+	}
+	for _, want := range []string{"key wire_embedding) int8 ≠ int4", "key wire_gradient) int4 ≠ int8"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Hello refusal %q does not say %q", err, want)
 		}

@@ -12,7 +12,7 @@ import (
 )
 
 // encodings lists every wire encoding, for the fuzz targets.
-var encodings = []wire.Encoding{wire.F32, wire.F16, wire.BF16, wire.Int8}
+var encodings = []wire.Encoding{wire.F32, wire.F16, wire.BF16, wire.Int8, wire.Int4}
 
 // rounded returns f with its embedding rounded to enc, as a passive
 // party sends it.

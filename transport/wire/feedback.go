@@ -46,7 +46,7 @@ func NewFeedback(enc Encoding, examples, cols int) (*Feedback, error) {
 		return nil, fmt.Errorf("wire: error feedback: unknown encoding %d", uint8(enc))
 	}
 	if enc == F32 {
-		return nil, errors.New("wire: error feedback needs a lossy encoding (f16, bf16 or int8); f32 sends every value exactly")
+		return nil, errors.New("wire: error feedback needs a lossy encoding (f16, bf16, int8 or int4); f32 sends every value exactly")
 	}
 	if examples < 0 || cols <= 0 {
 		return nil, fmt.Errorf("wire: error feedback for %d examples of width %d", examples, cols)

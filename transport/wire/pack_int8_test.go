@@ -66,7 +66,7 @@ func TestPackInt8AsTwoPasses(t *testing.T) {
 }
 
 // packTwoPasses is the int8 packing of one row as two passes: the first
-// candidate scale (int8Candidates) under which every value is q·s
+// candidate scale (scaleCandidates) under which every value is q·s
 // exactly, then every value quantised under it.
 func packTwoPasses(row []float32) ([]byte, bool) {
 	var big float32
@@ -93,7 +93,7 @@ func packTwoPasses(row []float32) ([]byte, bool) {
 	}
 	cands := []float32{0}
 	if big != 0 {
-		cands = int8Candidates(row, big)
+		cands = scaleCandidates(row, big, int8Max)
 	}
 	for _, s := range cands {
 		if (s > 0 || big == 0) && !math.IsInf(float64(s), 0) && fits(s) {

@@ -21,6 +21,10 @@
 //   - int8: per row, a float32 scale s (the smallest float32 with 127·s ≥
 //     max|v|) and q = round(v/s) in −127…127 (nearest, ties to even); the
 //     value is q·s rounded to float32; 1 byte per value and 4 per row.
+//   - int4: as int8 with 7 for 127: per row, the smallest float32 scale s
+//     with 7·s ≥ max|v| and q = round(v/s) in −7…7 (nearest, ties to
+//     even), packed two values per byte (int4.go); half a byte per value
+//     and 4 per row.
 package wire
 
 import (
@@ -45,14 +49,15 @@ const (
 	F16  Encoding = 1 // IEEE float16, 2 bytes per value
 	BF16 Encoding = 2 // bfloat16, 2 bytes per value
 	Int8 Encoding = 3 // int8 with a float32 scale per row
+	Int4 Encoding = 4 // int4 with a float32 scale per row, two values per byte
 )
 
-var names = [...]string{F32: "f32", F16: "f16", BF16: "bf16", Int8: "int8"}
+var names = [...]string{F32: "f32", F16: "f16", BF16: "bf16", Int8: "int8", Int4: "int4"}
 
 // Names lists the encodings' names in order.
 func Names() []string { return append([]string(nil), names[:]...) }
 
-// String returns the encoding's name (f32, f16, bf16, int8).
+// String returns the encoding's name (f32, f16, bf16, int8, int4).
 func (e Encoding) String() string {
 	if e.Valid() {
 		return names[e]
@@ -86,8 +91,28 @@ func (e Encoding) Size(rows, cols int) int {
 		return 2 * rows * cols
 	case Int8:
 		return rows * (4 + cols)
+	case Int4:
+		return rows * (4 + (cols+1)/2)
 	}
 	return 4 * rows * cols
+}
+
+// The largest |q| of the encodings with a scale per row.
+const (
+	int8Max = 127
+	int4Max = 7
+)
+
+// qmax is the largest |q| of e's values when e has a scale per row (Int8,
+// Int4), else 0.
+func (e Encoding) qmax() int8 {
+	switch e {
+	case Int8:
+		return int8Max
+	case Int4:
+		return int4Max
+	}
+	return 0
 }
 
 // Round rounds m in place to the values e represents (the identity for
@@ -113,16 +138,17 @@ func (e Encoding) Round(m *tensor.Matrix) error {
 			}
 			m.Data[i] = math.Float32frombits(uint32(r) << 16)
 		}
-	case Int8:
+	case Int8, Int4:
+		lim := e.qmax()
 		for r := range m.Rows {
 			row := m.Data[r*m.Cols : (r+1)*m.Cols]
 			big, ok := maxAbs(row)
 			if !ok {
-				return fmt.Errorf("wire: int8: non-finite value %g in row %d", firstNonFinite(row), r)
+				return fmt.Errorf("wire: %v: non-finite value %g in row %d", e, firstNonFinite(row), r)
 			}
-			s := int8Scale(big)
+			s := rowScale(big, lim)
 			for i, v := range row {
-				row[i] = dequant(quant(v, s), s)
+				row[i] = dequant(quant(v, s, lim), s)
 			}
 		}
 	default:
@@ -158,31 +184,34 @@ func roundBF16(b uint32) uint16 {
 	return uint16((b + 0x7fff + (b>>16)&1) >> 16)
 }
 
-// int8Scale returns the scale of a row whose largest magnitude is big: 0
-// for a row of zeros, else the smallest float32 s with 127·s ≥ big (so
-// that no value needs clamping), one step smaller where 127·s would
-// overflow float32.
-func int8Scale(big float32) float32 {
+// rowScale returns the scale of a row whose largest magnitude is big, for
+// values q in −lim…lim: 0 for a row of zeros, else the smallest float32
+// s with lim·s ≥ big (so that no value needs clamping), one step smaller
+// where lim·s would overflow float32.
+func rowScale(big float32, lim int8) float32 {
 	if big == 0 {
 		return 0
 	}
-	s := float32(float64(big) / 127)
-	if float64(s)*127 < float64(big) {
+	l := float64(lim)
+	s := float32(float64(big) / l)
+	if float64(s)*l < float64(big) {
 		s = math.Nextafter32(s, math.MaxFloat32)
 	}
-	if math.IsInf(float64(dequant(127, s)), 0) {
+	if math.IsInf(float64(dequant(lim, s)), 0) {
 		s = math.Nextafter32(s, 0)
 	}
 	return s
 }
 
-// quant returns round(v/s) (ties to even) clamped to −127…127; 0 for s = 0.
-func quant(v, s float32) int8 {
+// quant returns round(v/s) (ties to even) clamped to −lim…lim; 0 for
+// s = 0.
+func quant(v, s float32, lim int8) int8 {
 	if s == 0 {
 		return 0
 	}
 	q := math.RoundToEven(float64(v) / float64(s))
-	return int8(max(-127, min(127, q)))
+	l := float64(lim)
+	return int8(max(-l, min(l, q)))
 }
 
 // dequant returns q·s rounded once to float32. A float32 product is the
@@ -219,11 +248,15 @@ func (e Encoding) Pack(dst []byte, m *tensor.Matrix) ([]byte, error) {
 			}
 			dst = binary.LittleEndian.AppendUint16(dst, uint16(b>>16))
 		}
-	case Int8:
+	case Int8, Int4:
+		put, lim := putInt8Row, e.qmax()
+		if e == Int4 {
+			put = putInt4Row
+		}
 		for r := range m.Rows {
 			var ok bool
-			if dst, ok = packInt8Row(dst, m.Data[r*m.Cols:(r+1)*m.Cols]); !ok {
-				return dst, fmt.Errorf("wire: int8: row %d is not a row of q·s values with one float32 scale s (round before packing)", r)
+			if dst, ok = packScaledRow(dst, m.Data[r*m.Cols:(r+1)*m.Cols], lim, put); !ok {
+				return dst, fmt.Errorf("wire: %v: row %d is not a row of q·s values, |q| ≤ %d, with one float32 scale s (round before packing)", e, r, lim)
 			}
 		}
 	default:
@@ -232,13 +265,18 @@ func (e Encoding) Pack(dst []byte, m *tensor.Matrix) ([]byte, error) {
 	return dst, nil
 }
 
-// packInt8Row appends row's scale and values to dst, for a scale s that
-// represents row exactly: every value is q·s rounded to float32 with q in
-// −127…127. For a row whose largest value is normal, the scale Round
-// chose gave it q = ±127 and lies within a unit in the last place of
-// max|v|/127: the candidates are a few units either side. For a row of
-// subnormals, every value is an integer multiple of the smallest
-// float32, and so is the scale Round chose: the greatest common divisor
+// rowPutter appends a row's scale s and its values under s to dst, or
+// reports false (dst as it was) when some value is not q·s: putInt8Row,
+// putInt4Row.
+type rowPutter func(dst []byte, row []float32, s float32) ([]byte, bool)
+
+// packScaledRow appends row's scale and values to dst (written by put),
+// for a scale s that represents row exactly: every value is q·s rounded
+// to float32 with q in −lim…lim. For a row whose largest value is normal,
+// the scale Round chose gave it q = ±lim and lies within a unit in the
+// last place of max|v|/lim: the candidates are a few units either side.
+// For a row of subnormals, every value is an integer multiple of the
+// smallest float32, and so is the scale Round chose: the greatest common divisor
 // of the multiples is a scale that fits. A candidate is accepted only
 // when it reproduces every value bit for bit; each value's q is written
 // as it is checked (quantExactQ: a multiplication by 1/s per value, a
@@ -246,7 +284,7 @@ func (e Encoding) Pack(dst []byte, m *tensor.Matrix) ([]byte, error) {
 // the row's largest value alone, where a scale that does not fit
 // usually shows. It reports false, with dst as it was, when no candidate
 // fits.
-func packInt8Row(dst []byte, row []float32) ([]byte, bool) {
+func packScaledRow(dst []byte, row []float32, lim int8, put rowPutter) ([]byte, bool) {
 	big, ok := maxAbs(row)
 	if !ok {
 		return dst, false
@@ -259,14 +297,14 @@ func packInt8Row(dst []byte, row []float32) ([]byte, bool) {
 		}
 	}
 	if big == 0 {
-		return putInt8Row(dst, row, 0)
+		return put(dst, row, 0)
 	}
 	var cands [9]float32
-	for _, s := range appendInt8Candidates(cands[:0], row, big) {
+	for _, s := range appendScaleCandidates(cands[:0], row, big, lim) {
 		// A scale that misses the largest value misses the row: most
 		// candidates fail there, before a pass over the row.
-		if s > 0 && !math.IsInf(float64(s), 0) && quantExact(row[at], s, 1/float64(s)) {
-			if out, ok := putInt8Row(dst, row, s); ok {
+		if s > 0 && !math.IsInf(float64(s), 0) && quantExact(row[at], s, 1/float64(s), lim) {
+			if out, ok := put(dst, row, s); ok {
 				return out, true
 			}
 		}
@@ -277,20 +315,14 @@ func packInt8Row(dst []byte, row []float32) ([]byte, bool) {
 // putInt8Row appends s and row's values under s to dst, or reports false
 // (dst as it was) when some value is not q·s.
 func putInt8Row(dst []byte, row []float32, s float32) ([]byte, bool) {
+	if s == 0 {
+		return putZeroRow(dst, row, len(row))
+	}
 	n0 := len(dst)
 	dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(s))
-	if s == 0 {
-		for _, v := range row {
-			if math.Float32bits(v) != 0 {
-				return dst[:n0], false
-			}
-			dst = append(dst, 0)
-		}
-		return dst, true
-	}
 	inv := 1 / float64(s)
 	for _, v := range row {
-		q, ok := quantExactQ(v, s, inv)
+		q, ok := quantExactQ(v, s, inv, int8Max)
 		if !ok {
 			return dst[:n0], false
 		}
@@ -299,42 +331,59 @@ func putInt8Row(dst []byte, row []float32, s float32) ([]byte, bool) {
 	return dst, true
 }
 
+// putZeroRow appends the scale 0 and n zero bytes to dst, the packing of
+// a row of +0 in int8 (n = len(row)) or int4 (n = (len(row)+1)/2), or
+// reports false (dst as it was) when some value of row is not +0.
+func putZeroRow(dst []byte, row []float32, n int) ([]byte, bool) {
+	for _, v := range row {
+		if math.Float32bits(v) != 0 {
+			return dst, false
+		}
+	}
+	dst = binary.LittleEndian.AppendUint32(dst, 0)
+	for range n {
+		dst = append(dst, 0)
+	}
+	return dst, true
+}
+
 // quantExact reports whether v is q·s rounded to float32 for some q in
-// −127…127 (s > 0, finite; inv = 1/s).
-func quantExact(v, s float32, inv float64) bool {
-	_, ok := quantExactQ(v, s, inv)
+// −lim…lim (s > 0, finite; inv = 1/s).
+func quantExact(v, s float32, inv float64, lim int8) bool {
+	_, ok := quantExactQ(v, s, inv, lim)
 	return ok
 }
 
-// quantExactQ returns the q in −127…127 with q·s rounded to float32
+// quantExactQ returns the q in −lim…lim with q·s rounded to float32
 // equal to v, bit for bit, if there is one (s > 0, finite; inv = 1/s).
 // There is at most one: neighbouring multiples of s differ by s, more
-// than a unit in the last place of any |v| ≤ 127·s. It tries v·inv
+// than a unit in the last place of any |v| ≤ lim·s. It tries v·inv
 // rounded (a multiplication) first and v/s rounded, the quantisation's
 // own rule, only where that misses, so its answer is v/s's.
-func quantExactQ(v, s float32, inv float64) (int8, bool) {
+func quantExactQ(v, s float32, inv float64, lim int8) (int8, bool) {
+	l := float64(lim)
 	q := math.RoundToEven(float64(v) * inv)
-	if q >= -127 && q <= 127 && math.Float32bits(dequant(int8(q), s)) == math.Float32bits(v) {
+	if q >= -l && q <= l && math.Float32bits(dequant(int8(q), s)) == math.Float32bits(v) {
 		return int8(q), true
 	}
 	q = math.RoundToEven(float64(v) / float64(s))
-	if q >= -127 && q <= 127 && math.Float32bits(dequant(int8(q), s)) == math.Float32bits(v) {
+	if q >= -l && q <= l && math.Float32bits(dequant(int8(q), s)) == math.Float32bits(v) {
 		return int8(q), true
 	}
 	return 0, false
 }
 
-// int8Candidates are the scales packInt8Row tries, in order, for a row
-// whose largest magnitude big is not 0: the greatest common divisor of
-// the values' multiples of the smallest float32 when every value is
-// subnormal, then max|v|/127 and four units in the last place either side
-// of it, nearest first.
-func int8Candidates(row []float32, big float32) []float32 {
-	return appendInt8Candidates(nil, row, big)
+// scaleCandidates are the scales packScaledRow tries, in order, for a
+// row whose largest magnitude big is not 0, for values q in −lim…lim: the
+// greatest common divisor of the values' multiples of the smallest
+// float32 when every value is subnormal, then max|v|/lim and four units
+// in the last place either side of it, nearest first.
+func scaleCandidates(row []float32, big float32, lim int8) []float32 {
+	return appendScaleCandidates(nil, row, big, lim)
 }
 
-// appendInt8Candidates appends int8Candidates(row, big) to cands.
-func appendInt8Candidates(cands []float32, row []float32, big float32) []float32 {
+// appendScaleCandidates appends scaleCandidates(row, big, lim) to cands.
+func appendScaleCandidates(cands []float32, row []float32, big float32, lim int8) []float32 {
 	if big < math.SmallestNonzeroFloat32*(1<<23) { // every value is subnormal
 		var g uint32
 		for _, v := range row {
@@ -342,7 +391,7 @@ func appendInt8Candidates(cands []float32, row []float32, big float32) []float32
 		}
 		cands = append(cands, math.Float32frombits(g))
 	}
-	s0 := float32(float64(big) / 127)
+	s0 := float32(float64(big) / float64(lim))
 	cands = append(cands, s0)
 	up, down := s0, s0
 	for range 4 {
@@ -360,9 +409,11 @@ func gcd(a, b uint32) uint32 {
 }
 
 // Unpack decodes b, the packed values of a rows×cols tensor, into m
-// (resized). A length that does not match the shape, or an int8 scale
-// that is negative or not finite, or an int8 value of −128, is an error;
-// the values may be non-finite (the caller checks them).
+// (resized). A length that does not match the shape, or an int8 or int4
+// scale that is negative or not finite, an int8 value of −128, an int4
+// value of −8 or an odd-width int4 row whose last byte's upper half is
+// not 0, is an error; the values may be non-finite (the caller checks
+// them).
 func (e Encoding) Unpack(m *tensor.Matrix, rows, cols int, b []byte) (*tensor.Matrix, error) {
 	if !e.Valid() {
 		return m, fmt.Errorf("wire: unknown encoding %d", uint8(e))
@@ -393,9 +444,9 @@ func (e Encoding) Unpack(m *tensor.Matrix, rows, cols int, b []byte) (*tensor.Ma
 	case Int8:
 		for r := range rows {
 			p := b[r*(4+cols):]
-			s := math.Float32frombits(binary.LittleEndian.Uint32(p))
-			if !(s >= 0 && s <= math.MaxFloat32) {
-				return m, fmt.Errorf("wire: int8: row %d: scale %g is not a finite non-negative number", r, s)
+			s, err := packedScale(p, e, r)
+			if err != nil {
+				return m, err
 			}
 			out := m.Data[r*cols : (r+1)*cols]
 			for c, x := range p[4 : 4+cols] {
@@ -406,12 +457,27 @@ func (e Encoding) Unpack(m *tensor.Matrix, rows, cols int, b []byte) (*tensor.Ma
 				out[c] = dequant(q, s)
 			}
 		}
+	case Int4:
+		if err := unpackInt4(m.Data, rows, cols, b); err != nil {
+			return m, err
+		}
 	}
 	return m, nil
 }
 
+// packedScale returns the scale at the start of p, row r of a packing in
+// e (Int8, Int4), or an error when it is negative or not finite.
+func packedScale(p []byte, e Encoding, r int) (float32, error) {
+	s := math.Float32frombits(binary.LittleEndian.Uint32(p))
+	if !(s >= 0 && s <= math.MaxFloat32) {
+		return 0, fmt.Errorf("wire: %v: row %d: scale %g is not a finite non-negative number", e, r, s)
+	}
+	return s, nil
+}
+
 // Sparse reports whether e has a sparse packing: F32, F16 and BF16 do;
-// Int8 does not (its values cost one byte already, and each row a scale).
+// Int8 and Int4 do not (their values cost a byte or half of one already,
+// and each row a scale).
 func (e Encoding) Sparse() bool { return e == F32 || e == F16 || e == BF16 }
 
 // width is the bytes of one value in e's dense packing (F32, F16, BF16).

@@ -74,22 +74,25 @@ func TestRoundRefusesOutOfRange(t *testing.T) {
 	for _, tc := range []struct {
 		enc Encoding
 		v   float32
-	}{{F16, 65520}, {F16, -1e5}, {BF16, math.MaxFloat32}, {Int8, float32(math.Inf(1))}} {
+	}{{F16, 65520}, {F16, -1e5}, {BF16, math.MaxFloat32}, {Int8, float32(math.Inf(1))}, {Int4, float32(math.NaN())}} {
 		err := tc.enc.Round(matrix(1, 2, 1, tc.v))
 		if err == nil {
 			t.Errorf("%v: Round(%g) accepted", tc.enc, tc.v)
 		}
 	}
-	if err := Int8.Round(matrix(1, 2, math.MaxFloat32, -math.MaxFloat32)); err != nil {
-		t.Errorf("int8 refused the largest float32: %v", err)
+	for _, enc := range []Encoding{Int8, Int4} {
+		if err := enc.Round(matrix(1, 2, math.MaxFloat32, -math.MaxFloat32)); err != nil {
+			t.Errorf("%v refused the largest float32: %v", enc, err)
+		}
 	}
 }
 
 // TestSize checks the packed sizes against the formats: 4, 2, 2 bytes
-// per value and 1 per value plus a 4-byte scale per row; for a 1024×128
-// tensor, 524,288, 262,144, 262,144 and 131,072 + 4,096 bytes.
+// per value, 1 per value plus a 4-byte scale per row, and half a byte
+// per value plus a 4-byte scale per row; for a 1024×128 tensor, 524,288,
+// 262,144, 262,144, 131,072 + 4,096 and 65,536 + 4,096 bytes.
 func TestSize(t *testing.T) {
-	want := map[Encoding]int{F32: 524288, F16: 262144, BF16: 262144, Int8: 131072 + 4096}
+	want := map[Encoding]int{F32: 524288, F16: 262144, BF16: 262144, Int8: 131072 + 4096, Int4: 65536 + 4096}
 	for enc, n := range want {
 		if got := enc.Size(1024, 128); got != n {
 			t.Errorf("%v: Size(1024, 128) = %d, want %d", enc, got, n)
@@ -135,7 +138,7 @@ func testRows(rng *rand.Rand, rows, cols int) *tensor.Matrix {
 // largest float32 (float16 rows are kept within its range).
 func TestPackLossless(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, enc := range []Encoding{F32, F16, BF16, Int8} {
+	for _, enc := range []Encoding{F32, F16, BF16, Int8, Int4} {
 		for trial := range 200 {
 			m := testRows(rng, 7, 1+trial%13)
 			for i, v := range m.Data {
@@ -169,8 +172,8 @@ func TestPackLossless(t *testing.T) {
 // checkRoundingError checks each rounded value against the encoding's
 // error bound: half an ulp of the format (relative 2^-11 for float16's
 // normal range, 2^-8 for bfloat16, plus half the smallest subnormal), and
-// for int8 half the row's scale, at most max|x|/127 plus one subnormal
-// step (plus a float32 rounding).
+// for int8 and int4 half the row's scale, at most max|x|/127 (/7) plus
+// one subnormal step (plus a float32 rounding).
 func checkRoundingError(t *testing.T, enc Encoding, cols int, x, r []float32) {
 	t.Helper()
 	for i := range x {
@@ -183,13 +186,17 @@ func checkRoundingError(t *testing.T, enc Encoding, cols int, x, r []float32) {
 			bound = math.Abs(float64(x[i]))*math.Ldexp(1, -11) + math.Ldexp(1, -25)
 		case BF16:
 			bound = math.Abs(float64(x[i]))*math.Ldexp(1, -8) + math.Ldexp(1, -134)
-		case Int8:
+		case Int8, Int4:
+			lim := 127.0
+			if enc == Int4 {
+				lim = 7
+			}
 			row := x[i/cols*cols : (i/cols+1)*cols]
 			var big float64
 			for _, v := range row {
 				big = max(big, math.Abs(float64(v)))
 			}
-			bound = 0.5*(big/127*(1+1e-6)+math.Ldexp(1, -149)) + math.Abs(float64(r[i]))*math.Ldexp(1, -24)
+			bound = 0.5*(big/lim*(1+1e-6)+math.Ldexp(1, -149)) + math.Abs(float64(r[i]))*math.Ldexp(1, -24)
 		}
 		if d > bound {
 			t.Fatalf("%v: %g rounded to %g: error %g exceeds %g", enc, x[i], r[i], d, bound)
@@ -212,6 +219,10 @@ func TestPackRefusesUnrounded(t *testing.T) {
 		{Int8, matrix(1, 3, 254, 3, 0)},                           // 3 is not a multiple of 2
 		{F16, matrix(1, 1, float32(math.Ldexp(1, -30)))},          // below float16's subnormals
 		{Int8, matrix(1, 2, float32(math.Ldexp(1, -149)), 3e-45)}, // subnormal, fine...
+		{Int4, matrix(1, 2, 7, 8)},                                // 8 is not q·8/7 for q ≤ 7
+		{Int4, matrix(1, 3, 7, 2.5, 0)},                           // with s = 1, 2.5 is not q·s
+		{Int4, matrix(1, 2, 0, float32(math.Copysign(0, -1)))},    // -0 is not q·s
+		{Int4, matrix(1, 2, 127, 1)},                              // an int8 row: 1 is not q·127/7
 	} {
 		_, err := tc.enc.Pack(nil, tc.m)
 		if tc.enc == Int8 && tc.m.Data[0] == float32(math.Ldexp(1, -149)) {
@@ -247,6 +258,11 @@ func TestUnpackRefuses(t *testing.T) {
 		{"negative scale", Int8, row(-1, 1, 2), "scale -1"},
 		{"NaN scale", Int8, row(float32(math.NaN()), 1, 2), "scale NaN"},
 		{"-128", Int8, row(1, 0x80, 2), "−128"},
+		{"int4 without scales", Int4, make([]byte, 1), "needs 5 bytes, got 1"},
+		{"int4 negative scale", Int4, row(-2, 0x11), "int4: row 0: scale -2"},
+		{"int4 infinite scale", Int4, row(float32(math.Inf(1)), 0x11), "scale +Inf"},
+		{"int4 -8 low", Int4, row(1, 0x18), "column 0: code 0x8 (−8)"},
+		{"int4 -8 high", Int4, row(1, 0x81), "column 1: code 0x8 (−8)"},
 	} {
 		_, err := tc.enc.Unpack(nil, 1, 2, tc.b)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -268,7 +284,7 @@ func TestParse(t *testing.T) {
 			t.Errorf("Parse(%q) = %v, %v", n, e, err)
 		}
 	}
-	if _, err := Parse("fp8"); err == nil || !strings.Contains(err.Error(), "f32, f16, bf16, int8") {
+	if _, err := Parse("fp8"); err == nil || !strings.Contains(err.Error(), "f32, f16, bf16, int8, int4") {
 		t.Errorf("Parse(fp8): %v, want an error listing the encodings", err)
 	}
 }
@@ -278,8 +294,9 @@ func TestParse(t *testing.T) {
 // for bit.
 func FuzzRoundPack(f *testing.F) {
 	f.Add(uint8(3), uint8(2), []byte{0, 0, 0x80, 0x3f, 1, 0, 0, 0, 0, 0, 0, 0x80, 0xff, 0xff, 0x7f, 0x7f})
+	f.Add(uint8(4), uint8(2), []byte{0, 0, 0x80, 0x3f, 1, 0, 0, 0, 0, 0, 0, 0x80, 0xff, 0xff, 0x7f, 0x7f, 0, 0, 0x40, 0xc0, 0, 0, 0xe0, 0x40})
 	f.Fuzz(func(t *testing.T, enc, cols uint8, raw []byte) {
-		e := Encoding(enc % 4)
+		e := Encoding(int(enc) % len(names))
 		c := int(cols%8) + 1
 		n := len(raw) / 4 / c * c
 		if n == 0 {
@@ -332,8 +349,8 @@ func TestSparseByHand(t *testing.T) {
 	if err != nil || string(index) != "\xc8\x01" || string(vals) != "\x00\x40" {
 		t.Errorf("bf16 2 at position 200: index %x, values %x (%v); want c801, 0040", index, vals, err)
 	}
-	if Int8.SparseSize(m) != -1 {
-		t.Error("int8 claims a sparse packing")
+	if Int8.SparseSize(m) != -1 || Int4.SparseSize(m) != -1 {
+		t.Error("int8 or int4 claims a sparse packing")
 	}
 }
 
