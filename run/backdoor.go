@@ -43,7 +43,7 @@ func backdoorOutcome(cfg *config.Config, bd integrity.Backdoor, known []uint64, 
 	var pb, ab data.Batch
 	rows := make([]int, 0, backdoorRows)
 	for s := 0; s < n; s += backdoorRows {
-		rows = testChunk(rows, s, n)
+		rows = rowChunk(rows, s, n, backdoorRows)
 		w := wideBatch(wide, av.test.X, rows, &ab)
 		for _, triggered := range []bool{false, true} {
 			pv.test.X.Gather(rows, &pb)
@@ -72,11 +72,11 @@ func backdoorOutcome(cfg *config.Config, bd integrity.Backdoor, known []uint64, 
 	return backdoorSummary(cfg, bd, known, clean, trig, av)
 }
 
-// testChunk fills rows with the test rows s, s+1, … up to backdoorRows
-// of them, below n.
-func testChunk(rows []int, s, n int) []int {
+// rowChunk fills rows with the rows s, s+1, … up to size of them, below
+// n.
+func rowChunk(rows []int, s, n, size int) []int {
 	rows = rows[:0]
-	for r := s; r < min(s+backdoorRows, n); r++ {
+	for r := s; r < min(s+size, n); r++ {
 		rows = append(rows, r)
 	}
 	return rows

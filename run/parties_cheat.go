@@ -88,7 +88,7 @@ func (m *multiRun) backdoorLogits(pur *rowPurifying) (clean, trig []float32, err
 	joined := &tensor.Matrix{}
 	rows := make([]int, 0, backdoorRows)
 	for s := 0; s < n; s += backdoorRows {
-		rows = testChunk(rows, s, n)
+		rows = rowChunk(rows, s, n, backdoorRows)
 		w := wideBatch(m.wide, m.av.test.X, rows, &ab)
 		for _, triggered := range []bool{false, true} {
 			for k, b := range m.bottoms {

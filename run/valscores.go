@@ -81,10 +81,7 @@ func ValidationScores(dir string) (*ValScores, error) {
 	probs := make([]float32, valSlice)
 	for s := 0; s < n; s += valSlice {
 		t := min(s+valSlice, n)
-		rows = rows[:0]
-		for r := s; r < t; r++ {
-			rows = append(rows, r)
-		}
+		rows = rowChunk(rows, s, n, valSlice)
 		pv.val.X.Gather(rows, &pb)
 		emb, err := bottom.Forward(&pb)
 		if err != nil {
@@ -93,12 +90,7 @@ func ValidationScores(dir string) (*ValScores, error) {
 		if err := enc.Embedding.Round(emb); err != nil {
 			return nil, err
 		}
-		var wb *data.Batch
-		if wide {
-			av.val.X.Gather(rows, &ab)
-			wb = &ab
-		}
-		logits, err := top.Forward(emb, wb)
+		logits, err := top.Forward(emb, wideBatch(wide, av.val.X, rows, &ab))
 		if err != nil {
 			return nil, fmt.Errorf("run %s: validation rows: %w", dir, err)
 		}
