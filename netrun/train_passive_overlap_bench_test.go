@@ -2,6 +2,7 @@ package netrun
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -11,6 +12,16 @@ import (
 	"github.com/splitguard/splitguard/pki"
 	"github.com/splitguard/splitguard/rundir"
 	"github.com/splitguard/splitguard/transport/linktest"
+)
+
+// The WAN benchmark's table and length (BenchmarkOverlapOverLink): the
+// defaults are the 30-step shape of docs/methods/wan.md; a longer run
+// (-overlap-rows 200000: about 310 steps) weighs the pipeline's filling at
+// the start and its drain at each epoch's evaluation as a real run does.
+var (
+	overlapRows   = flag.Int("overlap-rows", 20000, "BenchmarkOverlapOverLink: rows of the synthetic table")
+	overlapEpochs = flag.Int("overlap-epochs", 2, "BenchmarkOverlapOverLink: epochs of each run")
+	overlapSeed   = flag.Uint64("overlap-seed", 0, "BenchmarkOverlapOverLink: the runs' seed (0: wanShape's)")
 )
 
 // wan20 is the emulated link of issue 30: 20 ms round trip, 100 Mbit/s
@@ -114,12 +125,17 @@ func TestOverlapOverLink(t *testing.T) {
 // on loopback and over the emulated link, for staleness 0, 1, 2, 4 (and 4
 // with linear weight prediction of factor 2, "k4F2") and local steps 1, 2: the passive party's milliseconds per training step
 // (stepTime), bytes per step (PSI and evaluations included) and the test
-// AUC; int8 both ways, and int4 both ways for k0 and k4F2 ("k0-int4",
-// "k4F2-int4"). Run briefly:
+// AUC; int8 both ways, and int4 both ways for k0, k4F2, k6F1 and k6F2
+// ("k0-int4", …). Run briefly:
 //
 //	go test -run XXX -bench OverlapOverLink -benchtime 1x ./netrun
+//
+// and a run of realistic length with -overlap-rows 200000 (flags above).
 func BenchmarkOverlapOverLink(b *testing.B) {
-	path, certs := synthFile(b, 20000), testCerts(b)
+	if *overlapRows < 2000 || *overlapEpochs < 1 {
+		b.Fatalf("-overlap-rows %d, -overlap-epochs %d: want at least 2,000 rows and 1 epoch", *overlapRows, *overlapEpochs)
+	}
+	path, certs := synthFile(b, *overlapRows), testCerts(b)
 	for _, link := range []struct {
 		name string
 		l    *linktest.Link
@@ -131,11 +147,15 @@ func BenchmarkOverlapOverLink(b *testing.B) {
 				f    float64 // linear weight prediction's factor
 				enc  string  // both directions; "" is wanShape's int8
 			}{{"k0", 0, 0, ""}, {"k1", 1, 0, ""}, {"k2", 2, 0, ""}, {"k4", 4, 0, ""}, {"k4F2", 4, 2, ""},
-				{"k0-int4", 0, 0, "int4"}, {"k4F2-int4", 4, 2, "int4"}} {
+				{"k0-int4", 0, 0, "int4"}, {"k4F2-int4", 4, 2, "int4"}, {"k6F1-int4", 6, 1, "int4"}, {"k6F2-int4", 6, 2, "int4"}} {
 				b.Run(fmt.Sprintf("%s/%s/Q%d", link.name, sc.name, q), func(b *testing.B) {
 					for range b.N {
 						base := wanShape(path, filepath.Join(b.TempDir(), "unused"))
 						base.Staleness, base.LocalSteps, base.StalenessPrediction = sc.k, q, sc.f
+						base.Epochs = *overlapEpochs
+						if *overlapSeed != 0 {
+							base.Seed = *overlapSeed
+						}
 						if sc.enc != "" {
 							base.WireEmbedding, base.WireGradient = sc.enc, sc.enc
 						}
