@@ -125,7 +125,7 @@ func TestOverlapOverLink(t *testing.T) {
 // on loopback and over the emulated link, for staleness 0, 1, 2, 4 (and 4
 // with linear weight prediction of factor 2, "k4F2") and local steps 1, 2: the passive party's milliseconds per training step
 // (stepTime), bytes per step (PSI and evaluations included) and the test
-// AUC; int8 both ways, and int4 both ways for k0, k4F2, k6F1 and k6F2
+// AUC; int8 both ways, and int4 both ways for k0, k4F2, k5F1, k6F1 and k6F2
 // ("k0-int4", …). Run briefly:
 //
 //	go test -run XXX -bench OverlapOverLink -benchtime 1x ./netrun
@@ -147,7 +147,7 @@ func BenchmarkOverlapOverLink(b *testing.B) {
 				f    float64 // linear weight prediction's factor
 				enc  string  // both directions; "" is wanShape's int8
 			}{{"k0", 0, 0, ""}, {"k1", 1, 0, ""}, {"k2", 2, 0, ""}, {"k4", 4, 0, ""}, {"k4F2", 4, 2, ""},
-				{"k0-int4", 0, 0, "int4"}, {"k4F2-int4", 4, 2, "int4"}, {"k6F1-int4", 6, 1, "int4"}, {"k6F2-int4", 6, 2, "int4"}} {
+				{"k0-int4", 0, 0, "int4"}, {"k4F2-int4", 4, 2, "int4"}, {"k5F1-int4", 5, 1, "int4"}, {"k6F1-int4", 6, 1, "int4"}, {"k6F2-int4", 6, 2, "int4"}} {
 				b.Run(fmt.Sprintf("%s/%s/Q%d", link.name, sc.name, q), func(b *testing.B) {
 					for range b.N {
 						base := wanShape(path, filepath.Join(b.TempDir(), "unused"))
