@@ -34,7 +34,10 @@ type planLinkOptions struct {
 	// SharedCores, when positive, plans both parties and the transport on
 	// one machine of that many cores (linkplan.Costs.SharedCores).
 	SharedCores float64
-	configFile  string
+	// MaxLinkRatio is the largest ratio of an option's time over the link
+	// to its time without it that the recommendation accepts.
+	MaxLinkRatio float64
+	configFile   string
 }
 
 func newPlanLinkCmd() *cobra.Command {
@@ -76,6 +79,14 @@ the processor times (not wall times; measured under this process's GOMAXPROCS, i
 spinning workers included, as in a run) of each party's step, the
 recompute and the transport (both ends) per exchange.
 
+Beside each prediction: the same option's predicted time on plain loopback (no round
+trip, no bandwidth limit, the same compute and overhead) and the ratio of the two. The
+plan ends with a recommendation: the most exact option whose ratio is at most
+--max-link-ratio (1.25): the least staleness, then the fewest local steps, then the
+encoding with the most bytes (the least rounding). Staleness, local steps and rounding
+change what the model learns: check the recommendation's AUC on your data
+(docs/methods/wan.md, "Which options for a WAN").
+
 --passive-ms and --active-ms replace a party's measured compute per step, for parties on other
 hosts than this one: the compute_ms that each party's log of a real run ends with.
 
@@ -105,6 +116,7 @@ figures are its, not those of two dedicated hosts.`,
 	f.Float64Var(&o.PassiveMS, "passive-ms", 0, "the passive party's compute per step in ms, instead of this machine's (e.g. compute_ms of a run's passive log on its own host)")
 	f.Float64Var(&o.ActiveMS, "active-ms", 0, "the active party's compute per step in ms, instead of this machine's (e.g. compute_ms of a run's active log)")
 	f.Float64Var(&o.SharedCores, "shared-cores", 0, "plan both parties and the transport on one machine of this many free cores, fractional where other work takes part of them (0: each party on a host of its own); with --check, the cores the check's predictions take as shared instead of those found free before each run")
+	f.Float64Var(&o.MaxLinkRatio, "max-link-ratio", 1.25, "recommend the most exact option whose predicted time over the link is at most this many times its predicted time on plain loopback (≥ 1)")
 	f.BoolVar(&o.Check, "check", false, "also run every planned option (encodings × --plan-staleness × --plan-local-steps) over an emulated link of these settings (a loopback proxy) and print the measured time beside the prediction")
 	return cmd
 }
@@ -119,6 +131,10 @@ type planRow struct {
 	Bound      string  `json:"bound"`
 	BytesPerEx int64   `json:"bytes_per_exchange"`
 	RoundMS    float64 `json:"round_ms"`
+	// LoopbackMS is the same option's prediction without the link (no
+	// round trip, no bandwidth limit), OverLoopback MSExchange over it.
+	LoopbackMS   float64 `json:"loopback_ms_per_exchange"`
+	OverLoopback float64 `json:"link_over_loopback"`
 }
 
 // checkRow is one option's step over the emulated link.
@@ -167,6 +183,9 @@ func runPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions) error
 	}
 	if o.Check && (o.PassiveMS > 0 || o.ActiveMS > 0) {
 		return fmt.Errorf("plan-link: --check measures this machine's compute; it does not go with --passive-ms or --active-ms")
+	}
+	if !(o.MaxLinkRatio >= 1 && o.MaxLinkRatio <= math.MaxFloat64) {
+		return fmt.Errorf("plan-link: --max-link-ratio %g, want 1 or more", o.MaxLinkRatio)
 	}
 	if o.Steps < 1 || o.Warmup < 0 {
 		return fmt.Errorf("plan-link: --steps %d must be positive and --warmup %d non-negative", o.Steps, o.Warmup)
@@ -239,10 +258,16 @@ func runPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions) error
 				if err != nil {
 					return fmt.Errorf("plan-link: %w", err)
 				}
-				rows = append(rows, planRow{m.Wire.Embedding.String(), k, q, ms(p.PerExchange), ms(p.PerUpdate), string(p.Bound), c.Forward + c.Backward, ms(p.Round)})
+				lb, err := linkplan.Predict(linkplan.Link{}, c, linkplan.Schedule{Staleness: k, LocalSteps: q})
+				if err != nil {
+					return fmt.Errorf("plan-link: %w", err)
+				}
+				rows = append(rows, planRow{m.Wire.Embedding.String(), k, q, ms(p.PerExchange), ms(p.PerUpdate), string(p.Bound), c.Forward + c.Backward, ms(p.Round),
+					ms(lb.PerExchange), float64(p.PerExchange) / float64(lb.PerExchange)})
 			}
 		}
 	}
+	rec := recommend(rows, o.MaxLinkRatio)
 	var checks []checkRow
 	if o.Check {
 		if checks, err = checkPlanLink(cmd, cfg, o, encs, measured, link); err != nil {
@@ -255,6 +280,7 @@ func runPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions) error
 			"rtt_ms": ms(o.RTT), "up_mbit": o.UpMbit, "down_mbit": o.DownMbit,
 			"model": cfg.Model, "batch": cfg.Batch, "cut_width": cfg.CutDim(), "shared_cores": o.SharedCores,
 			"measured": costs, "predicted": rows, "check": checks,
+			"max_link_ratio": o.MaxLinkRatio, "recommended": rec,
 		})
 	}
 	fmt.Fprintf(out, "link: round trip %v, up %s, down %s; model %s, batch %d, cut width %d\n",
@@ -271,12 +297,21 @@ func runPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions) error
 	}
 	fmt.Fprintf(out, "predicted (k: staleness, Q: local steps per exchange; %s):\n", hosts(o))
 	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "encoding\tk\tQ\tms/exchange\tms/update\tbound\t")
+	fmt.Fprintln(tw, "encoding\tk\tQ\tms/exchange\tms/update\tbound\tloopback ms/exchange\tlink ÷ loopback\t")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t%.1f\t%s\t\n", r.Encoding, r.Staleness, r.LocalSteps, r.MSExchange, r.MSUpdate, r.Bound)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t%.1f\t%s\t%.1f\t%.2f\t\n", r.Encoding, r.Staleness, r.LocalSteps, r.MSExchange, r.MSUpdate, r.Bound, r.LoopbackMS, r.OverLoopback)
 	}
-	if err := tw.Flush(); err != nil || len(checks) == 0 {
+	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if rec != nil {
+		fmt.Fprintf(out, "recommended (the most exact option within %g× its loopback time): --wire-embedding %s --wire-gradient %s --staleness %d --local-steps %d (%.1f ms/exchange, %.2f× loopback); check its AUC on your data\n",
+			o.MaxLinkRatio, rec.Encoding, rec.Encoding, rec.Staleness, rec.LocalSteps, rec.MSExchange, rec.OverLoopback)
+	} else {
+		fmt.Fprintf(out, "recommended: none of the planned options is within %g× its loopback time; plan more staleness (--plan-staleness), local steps (--plan-local-steps) or fewer bytes (--encodings)\n", o.MaxLinkRatio)
+	}
+	if len(checks) == 0 {
+		return nil
 	}
 	fmt.Fprintf(out, "check over the emulated link (every option; medians; overhead through the proxy%s):\n", sharedNote(o))
 	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -285,6 +320,26 @@ func runPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions) error
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t%.1f\t%+.0f%%\t%s\t%.1f\t%.1f\t%.1f\t\n", c.Encoding, c.Staleness, c.LocalSteps, c.PredictedMS, c.MeasuredMS, 100*(c.PredictedMS/c.MeasuredMS-1), c.Bound, c.PassiveMS, c.ActiveMS, c.LinkMS)
 	}
 	return tw.Flush()
+}
+
+// recommend returns the most exact of rows whose time over the link is at
+// most maxRatio times its time on loopback — the least staleness, then
+// the fewest local steps, then the most bytes (the least rounding) — or
+// nil when none is.
+func recommend(rows []planRow, maxRatio float64) *planRow {
+	var best *planRow
+	for i := range rows {
+		r := &rows[i]
+		if !(r.OverLoopback <= maxRatio) {
+			continue
+		}
+		if best == nil || r.Staleness < best.Staleness ||
+			r.Staleness == best.Staleness && (r.LocalSteps < best.LocalSteps ||
+				r.LocalSteps == best.LocalSteps && r.BytesPerEx > best.BytesPerEx) {
+			best = r
+		}
+	}
+	return best
 }
 
 // mbit writes a bandwidth flag's value for the header.

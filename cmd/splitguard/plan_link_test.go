@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -58,6 +59,12 @@ func checkPlanLinkJSON(t *testing.T, flags []string, cores float64) {
 			Staleness, LocalSteps int
 			MSExchange, MSUpdate  float64
 			Bound                 string
+			Loopback, Ratio       float64
+		}
+		MaxLinkRatio float64
+		Recommended  *struct {
+			Encoding              string
+			Staleness, LocalSteps int
 		}
 	}
 	// encoding/json matches the fields case-insensitively; the snake-case
@@ -65,6 +72,7 @@ func checkPlanLinkJSON(t *testing.T, flags []string, cores float64) {
 	raw := strings.NewReplacer(`"passive_ms"`, `"PassiveMS"`, `"active_ms"`, `"ActiveMS"`, `"overhead_ms"`, `"OverheadMS"`, `"recompute_ms"`, `"RecomputeMS"`,
 		`"bytes_forward"`, `"Forward"`, `"bytes_backward"`, `"Backward"`, `"local_steps"`, `"LocalSteps"`,
 		`"ms_per_exchange"`, `"MSExchange"`, `"ms_per_update"`, `"MSUpdate"`, `"rtt_ms"`, `"RTTMS"`, `"up_mbit"`, `"UpMbit"`, `"down_mbit"`, `"DownMbit"`,
+		`"loopback_ms_per_exchange"`, `"Loopback"`, `"link_over_loopback"`, `"Ratio"`, `"max_link_ratio"`, `"MaxLinkRatio"`,
 		`"shared_cores"`, `"SharedCores"`, `"cpu_passive_ms"`, `"CPUP"`, `"cpu_active_ms"`, `"CPUA"`, `"cpu_recompute_ms"`, `"CPUR"`, `"cpu_transport_ms"`, `"CPUT"`).Replace(out.String())
 	if err := json.Unmarshal([]byte(raw), &got); err != nil {
 		t.Fatalf("%v in %s", err, out.String())
@@ -115,6 +123,43 @@ func checkPlanLinkJSON(t *testing.T, flags []string, cores float64) {
 		}
 		if p.Bound == "shared processors" {
 			shared++
+		}
+		// Without the link: no round trip, no transfer time.
+		lb := max(pas, act, (pas+act+m.OverheadMS)/(k+1))
+		if cores > 0 {
+			lb = max(lb, w/cores)
+		}
+		if math.Abs(p.Loopback-lb) > 2e-6 || math.Abs(p.Ratio-p.MSExchange/p.Loopback) > 1e-9 {
+			t.Errorf("%s k=%d Q=%d: loopback %.6f ms, ratio %.6f; the formula gives %.6f, %.6f", p.Encoding, p.Staleness, p.LocalSteps, p.Loopback, p.Ratio, lb, p.MSExchange/lb)
+		}
+	}
+	// The recommendation, found by a second route: sort the options
+	// within the ratio by (staleness, local steps, f32 before int8).
+	var within []int
+	for i, p := range got.Predicted {
+		if p.Ratio <= got.MaxLinkRatio {
+			within = append(within, i)
+		}
+	}
+	sort.SliceStable(within, func(a, b int) bool {
+		x, y := got.Predicted[within[a]], got.Predicted[within[b]]
+		if x.Staleness != y.Staleness {
+			return x.Staleness < y.Staleness
+		}
+		if x.LocalSteps != y.LocalSteps {
+			return x.LocalSteps < y.LocalSteps
+		}
+		return x.Encoding == "f32" && y.Encoding != "f32"
+	})
+	switch {
+	case len(within) == 0 && got.Recommended != nil:
+		t.Errorf("recommended %+v, but no option is within %v× loopback", *got.Recommended, got.MaxLinkRatio)
+	case len(within) > 0 && got.Recommended == nil:
+		t.Errorf("no recommendation, but %d options are within %v× loopback", len(within), got.MaxLinkRatio)
+	case len(within) > 0:
+		w := got.Predicted[within[0]]
+		if r := *got.Recommended; r.Encoding != w.Encoding || r.Staleness != w.Staleness || r.LocalSteps != w.LocalSteps {
+			t.Errorf("recommended %+v, want %s k=%d Q=%d", r, w.Encoding, w.Staleness, w.LocalSteps)
 		}
 	}
 	// On one core without a link, a pipelined exchange (k = 1) costs
