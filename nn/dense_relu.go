@@ -49,25 +49,5 @@ func DenseReLU(d *Dense, r *ReLU, x *tensor.Matrix) *tensor.Matrix {
 func DenseReLUBackward(d *Dense, r *ReLU, dy *tensor.Matrix) *tensor.Matrix {
 	g := r.Backward(dy)
 	d.checkDy(g)
-	n := 1
-	d.back[0] = tensor.Product{C: d.dW, A: d.x, TransA: true, B: g, Alpha: 1}
-	if !d.SkipInputGrad {
-		d.back[1] = tensor.Product{C: &d.dx, A: g, B: d.W, TransB: true, Alpha: 1}
-		n = 2
-	}
-	blocks, parts := colSumParts(g)
-	db := d.dB.Data
-	tensor.MatMulMany(d.back[:n], max(parts, 1), func(p int) {
-		if parts < 2 {
-			vec.ColSums(db, g.Data, g.Rows, g.Cols)
-			return
-		}
-		j0, j1 := blocks*p/parts*64, min(blocks*(p+1)/parts*64, g.Cols)
-		vec.ColSums(db[j0:j1], g.Data[j0:], g.Rows, g.Cols)
-	})
-	d.back = [2]tensor.Product{} // keep no reference to g or x
-	if d.SkipInputGrad {
-		return nil
-	}
-	return &d.dx
+	return d.backward(g)
 }
