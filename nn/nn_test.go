@@ -3,6 +3,7 @@ package nn
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -302,5 +303,96 @@ func BenchmarkDenseReLU1024x128(b *testing.B) {
 	for b.Loop() {
 		y := relu.Forward(d.Forward(x))
 		d.Backward(relu.Backward(y))
+	}
+}
+
+// TestBadID checks the lookup's range check against a plain loop over
+// every id with its field's bound: the first bad id, or none, including
+// ids at the bounds, negative ones, more fields than its table of bounds
+// holds, and bounds beyond an int32.
+func TestBadID(t *testing.T) {
+	first := func(ids []int32, cards []int) int {
+		for k, id := range ids {
+			if id < 0 || int(id) >= cards[k%len(cards)] {
+				return k
+			}
+		}
+		return -1
+	}
+	r := rand.New(rand.NewPCG(9, 9))
+	for _, fields := range []int{1, 3, 26, 64, 65, 100} {
+		cards := make([]int, fields)
+		for f := range cards {
+			cards[f] = 1 + r.IntN(1000)
+		}
+		cards[0] = 1 << 40 // every int32 id ≥ 0 is in range
+		ids := make([]int32, 50*fields)
+		for k := range ids {
+			ids[k] = int32(r.IntN(min(cards[k%fields], math.MaxInt32)))
+		}
+		for _, bad := range []struct {
+			k  int
+			id int32
+		}{{-1, 0}, {7, -1}, {len(ids) - 1, -5}, {3 * fields, math.MaxInt32}, {5*fields + fields - 1, int32(cards[fields-1])}, {2, math.MinInt32}} {
+			x := append([]int32(nil), ids...)
+			if bad.k >= 0 {
+				x[bad.k] = bad.id
+			}
+			if got, want := badID(x, cards), first(x, cards); got != want {
+				t.Errorf("%d fields, id %d at %d: badID = %d, want %d", fields, bad.id, bad.k, got, want)
+			}
+		}
+	}
+}
+
+// TestSigmoidBCESameAtAnyCoreCount checks that the loss and its gradient
+// are the same bits at any GOMAXPROCS (the rows are cut among the cores
+// above bceGrain each) and equal to the loop over the rows in order, and
+// that the first bad row is the one an error names.
+func TestSigmoidBCESameAtAnyCoreCount(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	n := 5000
+	logits, labels := make([]float32, n), make([]float32, n)
+	for i := range logits {
+		logits[i] = float32(4 * r.NormFloat64())
+		labels[i] = float32(r.IntN(2))
+	}
+	// The reference: each term in float64, summed in row order.
+	var want float64
+	wantD := make([]float32, n)
+	for i, l32 := range logits {
+		l, y := float64(l32), float64(labels[i])
+		want += math.Max(l, 0) - l*y + math.Log1p(math.Exp(-math.Abs(l)))
+		wantD[i] = float32((1/(1+math.Exp(-l)) - y) / float64(n))
+	}
+	want /= float64(n)
+	for _, procs := range []int{1, 2, 3, 16} {
+		old := runtime.GOMAXPROCS(procs)
+		d := make([]float32, n)
+		got, err := SigmoidBCE(logits, labels, d)
+		bl := append([]float32(nil), labels...)
+		bl[4000], bl[3000] = -1, 2
+		bad := append([]float32(nil), logits...)
+		bad[2500] = float32(math.Inf(1))
+		_, err1 := SigmoidBCE(logits, bl, make([]float32, n))
+		_, err2 := SigmoidBCE(bad, bl, make([]float32, n))
+		runtime.GOMAXPROCS(old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Float64bits(got) != math.Float64bits(want) {
+			t.Errorf("GOMAXPROCS %d: loss %v, want %v (bit for bit)", procs, got, want)
+		}
+		for i := range d {
+			if math.Abs(float64(d[i]-wantD[i])) > 1e-9 {
+				t.Fatalf("GOMAXPROCS %d: gradient %d is %v, want %v", procs, i, d[i], wantD[i])
+			}
+		}
+		if err1 == nil || !strings.Contains(err1.Error(), "label 3000 is 2") {
+			t.Errorf("GOMAXPROCS %d: bad labels at 3000 and 4000: %v", procs, err1)
+		}
+		if err2 == nil || !strings.Contains(err2.Error(), "logit 2500 is +Inf") {
+			t.Errorf("GOMAXPROCS %d: bad logit at 2500: %v", procs, err2)
+		}
 	}
 }
