@@ -163,9 +163,17 @@ func (b *DeepBottom) Backward(gCut *tensor.Matrix) ([]*tensor.Matrix, error) {
 	if err := b.checkGrad("backward", gCut); err != nil {
 		return nil, err
 	}
-	back := func(i int, g *tensor.Matrix) *tensor.Matrix { return nn.DenseReLUBackward(b.dense[i], b.relu[i], g) }
-	layerGrads(b.grads, gCut, back)
-	g := back(0, b.grads[0])
+	// Each layer's input gradient passes through the ReLU below it in
+	// the parallel parts that compute it (nn.DenseBackwardReLU); the
+	// gradients at the layers' outputs (b.grads) are those layerGrads
+	// would give.
+	L := len(b.dense)
+	b.grads[L-1] = gCut
+	g := b.relu[L-1].Backward(gCut) // the gradient before the cut's ReLU
+	for i := L - 1; i > 0; i-- {
+		b.grads[i-1], g = nn.DenseBackwardReLU(b.dense[i], g, b.relu[i-1])
+	}
+	g = b.dense[0].Backward(g)
 	if b.emb != nil {
 		b.emb.Backward(g, 0)
 	}

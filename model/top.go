@@ -170,9 +170,19 @@ func (t *DeepTop) Backward(dLogits []float32) (*tensor.Matrix, error) {
 	B := t.rows
 	t.dOut.Resize(B, 1)
 	copy(t.dOut.Data, dLogits)
-	g := t.logit.Backward(&t.dOut)
-	for i := len(t.dense) - 1; i >= 0; i-- {
-		g = nn.DenseReLUBackward(t.dense[i], t.relu[i], g)
+	// Each layer's input gradient passes through the ReLU below it in
+	// the parallel parts that compute it (nn.DenseBackwardReLU): g is the
+	// gradient at the output of dense layer i, before its ReLU.
+	L := len(t.dense)
+	var g *tensor.Matrix
+	if L == 0 {
+		g = t.logit.Backward(&t.dOut)
+	} else {
+		_, g = nn.DenseBackwardReLU(t.logit, &t.dOut, t.relu[L-1])
+		for i := L - 1; i > 0; i-- {
+			_, g = nn.DenseBackwardReLU(t.dense[i], g, t.relu[i-1])
+		}
+		g = t.dense[0].Backward(g)
 	}
 	if t.wideEmb != nil {
 		F := t.wideEmb.Fields()

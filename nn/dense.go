@@ -98,18 +98,19 @@ func (d *Dense) Forward(x *tensor.Matrix) *tensor.Matrix {
 // tensor.MatMulMany), each as MatMul and ColSums compute it alone.
 func (d *Dense) Backward(dy *tensor.Matrix) *tensor.Matrix {
 	d.checkDy(dy)
-	return d.backward(dy)
+	return d.backward(dy, nil)
 }
 
 // backward computes the gradients of Backward from dy, already checked:
 // the weight gradient xᵀ·dy, the bias gradient's column sums and the
-// input gradient dy·Wᵀ (unless SkipInputGrad) in one parallel region. It
-// returns the input gradient, or nil with SkipInputGrad.
-func (d *Dense) backward(dy *tensor.Matrix) *tensor.Matrix {
+// input gradient dy·Wᵀ (unless SkipInputGrad; after, when set, runs on
+// each of its blocks as tensor.Product's After) in one parallel region.
+// It returns the input gradient, or nil with SkipInputGrad.
+func (d *Dense) backward(dy *tensor.Matrix, after func(i0, i1, j0, j1 int)) *tensor.Matrix {
 	n := 1
 	d.back[0] = tensor.Product{C: d.dW, A: d.x, TransA: true, B: dy, Alpha: 1}
 	if !d.SkipInputGrad {
-		d.back[1] = tensor.Product{C: &d.dx, A: dy, B: d.W, TransB: true, Alpha: 1}
+		d.back[1] = tensor.Product{C: &d.dx, A: dy, B: d.W, TransB: true, Alpha: 1, After: after}
 		n = 2
 	}
 	blocks, parts := colSumParts(dy)

@@ -49,5 +49,36 @@ func DenseReLU(d *Dense, r *ReLU, x *tensor.Matrix) *tensor.Matrix {
 func DenseReLUBackward(d *Dense, r *ReLU, dy *tensor.Matrix) *tensor.Matrix {
 	g := r.Backward(dy)
 	d.checkDy(g)
-	return d.backward(g)
+	return d.backward(g, nil)
+}
+
+// DenseBackwardReLU runs d.Backward(dy) and then prev.Backward on d's
+// input gradient, where prev is the ReLU whose output d read (d's last
+// Forward was given prev's output, as in DenseReLU(·, prev, ·) followed by
+// d): each block of the input gradient dy·Wᵀ passes through prev's
+// backward in the parallel part that computed it, while it is in that
+// core's cache, instead of in a parallel region of its own. It returns d's
+// input gradient dx and prev's input gradient g, the same bit for bit as
+// from the two calls. d must compute its input gradient (no
+// SkipInputGrad).
+func DenseBackwardReLU(d *Dense, dy *tensor.Matrix, prev *ReLU) (dx, g *tensor.Matrix) {
+	d.checkDy(dy)
+	if d.SkipInputGrad || d.x != &prev.y {
+		panic("nn: DenseBackwardReLU needs a Dense that computes its input gradient and whose input is the ReLU's output")
+	}
+	in := d.W.Rows
+	prev.dx.Resize(dy.Rows, in)
+	rdx, ry := prev.dx.Data, prev.y.Data
+	dxs := &d.dx
+	dx = d.backward(dy, func(i0, i1, j0, j1 int) {
+		x := dxs.Data
+		if j0 == 0 && j1 == in {
+			vec.ReluGrad(rdx[i0*in:i1*in], x[i0*in:i1*in], ry[i0*in:i1*in])
+			return
+		}
+		for i := i0; i < i1; i++ {
+			vec.ReluGrad(rdx[i*in+j0:i*in+j1], x[i*in+j0:i*in+j1], ry[i*in+j0:i*in+j1])
+		}
+	})
+	return dx, &prev.dx
 }

@@ -19,6 +19,10 @@ type Product struct {
 	Beta           float32
 	C              []float32
 	Ldc            int
+	// After, when set, runs on each block of C that one part computes
+	// (rows [i0, i1), columns [j0, j1)) just after the part has written
+	// it, on the same goroutine, as SgemmBlocks' after does.
+	After func(i0, i1, j0, j1 int)
 }
 
 // maxMany is the most products one SgemmMany takes.
@@ -57,7 +61,11 @@ func (r *manyRun) run(q int) {
 			continue
 		}
 		p := &r.ps[i]
-		r.e.block(p.TransA, p.TransB, p.M, p.N, p.K, p.Alpha, p.A, p.Lda, p.B, p.Ldb, p.Beta, p.C, p.Ldc, r.pr[i], r.pc[i], q, r.before, r.after)
+		after := r.after
+		if p.After != nil {
+			after = p.After
+		}
+		r.e.block(p.TransA, p.TransB, p.M, p.N, p.K, p.Alpha, p.A, p.Lda, p.B, p.Ldb, p.Beta, p.C, p.Ldc, r.pr[i], r.pc[i], q, r.before, after)
 		return
 	}
 	r.extra(q)
@@ -74,7 +82,8 @@ func (r *manyRun) release() {
 // extra(0), …, extra(extraParts−1) beside them, all in one parallel
 // region: each product is cut into the same blocks as by Sgemm (so its
 // result is the same bit for bit) and the blocks and the extra parts are
-// claimed by the cores in turn. Nothing a product or an extra part writes
+// claimed by the cores in turn. A product's After runs on each of its
+// blocks once the block is written, by the part that wrote it. Nothing a product or an extra part writes
 // may be read or written by another. It panics when a product's slices
 // are too short for its shape. It keeps no reference to ps, so a caller's
 // array of products can stay on its stack.
