@@ -98,15 +98,23 @@ func (b *DeepBottom) Forward(in *data.Batch) (*tensor.Matrix, error) {
 		ew = b.emb.Width()
 	}
 	b.x.Resize(B, ew+b.schema.NumDense)
-	if b.emb != nil {
-		if err := b.emb.Lookup(in.Cat, B, &b.x, 0); err != nil {
-			return nil, fmt.Errorf("model: passive forward: %w", err)
+	var dense func(i0, i1 int) // copies the dense columns of rows [i0, i1) beside the embeddings
+	if nd := b.schema.NumDense; nd > 0 {
+		x, cols, src := b.x.Data, b.x.Cols, in.Dense.Data
+		dense = func(i0, i1 int) {
+			for i := i0; i < i1; i++ {
+				copy(x[i*cols+ew:(i+1)*cols], src[i*nd:(i+1)*nd])
+			}
 		}
 	}
-	if nd := b.schema.NumDense; nd > 0 {
-		for i := range B {
-			copy(b.x.Data[i*b.x.Cols+ew:(i+1)*b.x.Cols], in.Dense.Row(i))
+	if b.emb != nil {
+		// The dense columns are copied in the lookup's parallel parts,
+		// row range by row range, beside the vectors just written.
+		if err := b.emb.LookupThen(in.Cat, B, &b.x, 0, dense); err != nil {
+			return nil, fmt.Errorf("model: passive forward: %w", err)
 		}
+	} else if dense != nil {
+		dense(0, B)
 	}
 	b.forwardFrom(0, &b.x)
 	b.rows = B

@@ -131,15 +131,19 @@ func (t *DeepTop) Forward(e *tensor.Matrix, wide *data.Batch) ([]float32, error)
 	if t.wideEmb != nil {
 		F := t.wideEmb.Fields()
 		t.wideE.Resize(B, F)
-		if err := t.wideEmb.Lookup(wide.Cat, B, &t.wideE, 0); err != nil {
-			return nil, fmt.Errorf("model: active forward (wide features): %w", err)
-		}
-		for i := range B {
-			var s float32
-			for _, v := range t.wideE.Row(i) {
-				s += v
+		// Each row's wide values are summed into its logit in the
+		// lookup's parallel parts, beside the values just written.
+		we, logits := t.wideE.Data, t.logits
+		if err := t.wideEmb.LookupThen(wide.Cat, B, &t.wideE, 0, func(i0, i1 int) {
+			for i := i0; i < i1; i++ {
+				var s float32
+				for _, v := range we[i*F : (i+1)*F] {
+					s += v
+				}
+				logits[i] += s
 			}
-			t.logits[i] += s
+		}); err != nil {
+			return nil, fmt.Errorf("model: active forward (wide features): %w", err)
 		}
 	}
 	if t.wideLin != nil {

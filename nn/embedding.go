@@ -301,6 +301,17 @@ func (e *Embedding) parallel(fn func(sh *embShard)) {
 // out-of-range id is an error naming its batch row and field, and leaves
 // the layer as it was.
 func (e *Embedding) Lookup(ids []int32, rows int, dst *tensor.Matrix, col0 int) error {
+	return e.LookupThen(ids, rows, dst, col0, nil)
+}
+
+// LookupThen is Lookup with then(i0, i1) run on each range of batch rows
+// [i0, i1) once their vectors are written, in the parallel part that wrote
+// them (the ranges cover the batch once): per-row work on the same rows —
+// summing a row's vectors, copying other columns of dst beside them —
+// without a parallel region or a serial pass of its own. then may read
+// and write only rows [i0, i1) of what it touches; nil runs nothing. On an
+// error, then does not run.
+func (e *Embedding) LookupThen(ids []int32, rows int, dst *tensor.Matrix, col0 int, then func(i0, i1 int)) error {
 	F := len(e.cards)
 	if len(ids) != rows*F {
 		return fmt.Errorf("nn: embedding lookup given %d ids for %d rows × %d fields", len(ids), rows, F)
@@ -335,6 +346,9 @@ func (e *Embedding) Lookup(ids []int32, rows int, dst *tensor.Matrix, col0 int) 
 		i0, i1 := rows*p/parts, rows*(p+1)/parts
 		for s := range e.shards {
 			e.lookupRows(&e.shards[s], ids, i0, i1, dst, col0, &e.sinks[p].v)
+		}
+		if then != nil {
+			then(i0, i1)
 		}
 	})
 	return nil

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/splitguard/splitguard/tensor"
@@ -393,6 +394,56 @@ func TestSigmoidBCESameAtAnyCoreCount(t *testing.T) {
 		}
 		if err2 == nil || !strings.Contains(err2.Error(), "logit 2500 is +Inf") {
 			t.Errorf("GOMAXPROCS %d: bad logit at 2500: %v", procs, err2)
+		}
+	}
+}
+
+// TestLookupThenSeesEachRowOnce checks that LookupThen's then covers every
+// batch row once, after the row's vectors are written (it reads them back
+// against the tables' weights), at any GOMAXPROCS, and that it does not
+// run on an error.
+func TestLookupThenSeesEachRowOnce(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 13))
+	cards := []int{50, 7, 300, 1, 90}
+	rows := 2000
+	ids := make([]int32, rows*len(cards))
+	for k := range ids {
+		ids[k] = int32(r.IntN(cards[k%len(cards)]))
+	}
+	for _, procs := range []int{1, 2, 3, 16} {
+		old := runtime.GOMAXPROCS(procs)
+		e, _ := NewEmbedding(cards, 3, 0.1, rand.New(rand.NewPCG(1, 2)))
+		dst := tensor.New(rows, 1+len(cards)*3)
+		seen := make([]int32, rows)
+		var bad atomic.Int32
+		err := e.LookupThen(ids, rows, dst, 1, func(i0, i1 int) {
+			for i := i0; i < i1; i++ {
+				seen[i]++
+				for f := range cards {
+					w := e.Weight(f, int(ids[i*len(cards)+f]))
+					for k, v := range w {
+						if dst.At(i, 1+f*3+k) != v {
+							bad.Add(1)
+						}
+					}
+				}
+			}
+		})
+		ran := false
+		ids[17] = -1
+		err2 := e.LookupThen(ids, rows, dst, 1, func(int, int) { ran = true })
+		ids[17] = 0
+		runtime.GOMAXPROCS(old)
+		if err != nil || err2 == nil || ran {
+			t.Fatalf("GOMAXPROCS %d: errors %v, %v; then ran on the error: %v", procs, err, err2, ran)
+		}
+		for i, n := range seen {
+			if n != 1 {
+				t.Fatalf("GOMAXPROCS %d: row %d seen %d times", procs, i, n)
+			}
+		}
+		if n := bad.Load(); n != 0 {
+			t.Errorf("GOMAXPROCS %d: then read %d values not yet written", procs, n)
 		}
 	}
 }
