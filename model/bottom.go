@@ -208,15 +208,21 @@ func (b *DeepBottom) Step() error {
 	if err := b.beforeStep(); err != nil {
 		return err
 	}
-	if b.stepper != nil {
+	switch {
+	case b.stepper != nil:
 		b.stepper.Step(b.params)
-	} else {
+		if b.emb != nil {
+			b.embOpt.Step(b.emb)
+		}
+	case b.emb != nil:
+		// The dense parameters' Adam runs in the embedding's update
+		// region, beside its shards.
+		parts, part := b.opt.Begin(b.params)
+		b.embOpt.StepWith(b.emb, parts, part)
+	default:
 		b.opt.Step(b.params)
 	}
 	b.afterStep()
-	if b.emb != nil {
-		b.embOpt.Step(b.emb)
-	}
 	b.pending = false
 	return nil
 }

@@ -212,9 +212,13 @@ func (t *DeepTop) Step() error {
 	if !t.pending {
 		return fmt.Errorf("model: active Step without a Backward since the last Step")
 	}
-	t.opt.Step(t.params)
 	if t.wideEmb != nil {
-		t.wideEmbOpt.Step(t.wideEmb)
+		// The dense parameters' Adam runs in the wide embedding's
+		// update region, beside its shards.
+		parts, part := t.opt.Begin(t.params)
+		t.wideEmbOpt.StepWith(t.wideEmb, parts, part)
+	} else {
+		t.opt.Step(t.params)
 	}
 	t.pending = false
 	return nil

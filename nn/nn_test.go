@@ -447,3 +447,72 @@ func TestLookupThenSeesEachRowOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestAdamBesideLazyAdam checks that a dense Adam's update run as extra
+// parts of the embedding's lazy update (Adam.Begin, LazyAdam.StepWith)
+// gives the same bits as Adam.Step and LazyAdam.Step one after the other,
+// at any GOMAXPROCS, and that each part runs once.
+func TestAdamBesideLazyAdam(t *testing.T) {
+	build := func() (*Embedding, []*Param) {
+		r := rand.New(rand.NewPCG(21, 22))
+		e, _ := NewEmbedding([]int{40, 30, 20}, 4, 0.1, r)
+		var ps []*Param
+		for range 2 {
+			d := NewDense(33, 17, HeNormal, r)
+			for _, p := range d.Params() {
+				for i := range p.G.Data {
+					p.G.Data[i] = float32(r.NormFloat64())
+				}
+			}
+			ps = append(ps, d.Params()...)
+		}
+		ids := make([]int32, 50*3)
+		for k := range ids {
+			ids[k] = int32(r.IntN([]int{40, 30, 20}[k%3]))
+		}
+		x := tensor.New(50, 12)
+		if err := e.Lookup(ids, 50, x, 0); err != nil {
+			t.Fatal(err)
+		}
+		for i := range x.Data {
+			x.Data[i] = float32(r.NormFloat64())
+		}
+		e.Backward(x, 0)
+		return e, ps
+	}
+	snapshot := func(e *Embedding, ps []*Param) []float32 {
+		out := append([]float32(nil), e.Store()...)
+		for _, p := range ps {
+			out = append(out, p.W.Data...)
+		}
+		return out
+	}
+	e, ps := build()
+	a, la := NewAdam(0.01), NewLazyAdam(0.01)
+	a.Step(ps)
+	la.Step(e)
+	want := snapshot(e, ps)
+	for _, procs := range []int{1, 2, 3, 16} {
+		old := runtime.GOMAXPROCS(procs)
+		e, ps := build()
+		a, la := NewAdam(0.01), NewLazyAdam(0.01)
+		parts, part := a.Begin(ps)
+		ran := make([]atomic.Int32, parts)
+		la.StepWith(e, parts, func(i int) { ran[i].Add(1); part(i) })
+		runtime.GOMAXPROCS(old)
+		for i := range ran {
+			if n := ran[i].Load(); n != 1 {
+				t.Fatalf("GOMAXPROCS %d: part %d ran %d times", procs, i, n)
+			}
+		}
+		got := snapshot(e, ps)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("GOMAXPROCS %d: value %d is %v, want %v", procs, i, got[i], want[i])
+			}
+		}
+		if a.T != 1 || la.T != 1 {
+			t.Errorf("GOMAXPROCS %d: steps counted %d and %d, want 1", procs, a.T, la.T)
+		}
+	}
+}
