@@ -98,15 +98,23 @@ func (b *DeepBottom) Forward(in *data.Batch) (*tensor.Matrix, error) {
 		ew = b.emb.Width()
 	}
 	b.x.Resize(B, ew+b.schema.NumDense)
-	if b.emb != nil {
-		if err := b.emb.Lookup(in.Cat, B, &b.x, 0); err != nil {
-			return nil, fmt.Errorf("model: passive forward: %w", err)
+	var dense func(i0, i1 int) // copies the dense columns of rows [i0, i1) beside the embeddings
+	if nd := b.schema.NumDense; nd > 0 {
+		x, cols, src := b.x.Data, b.x.Cols, in.Dense.Data
+		dense = func(i0, i1 int) {
+			for i := i0; i < i1; i++ {
+				copy(x[i*cols+ew:(i+1)*cols], src[i*nd:(i+1)*nd])
+			}
 		}
 	}
-	if nd := b.schema.NumDense; nd > 0 {
-		for i := range B {
-			copy(b.x.Data[i*b.x.Cols+ew:(i+1)*b.x.Cols], in.Dense.Row(i))
+	if b.emb != nil {
+		// The dense columns are copied in the lookup's parallel parts,
+		// row range by row range, beside the vectors just written.
+		if err := b.emb.LookupThen(in.Cat, B, &b.x, 0, dense); err != nil {
+			return nil, fmt.Errorf("model: passive forward: %w", err)
 		}
+	} else if dense != nil {
+		dense(0, B)
 	}
 	b.forwardFrom(0, &b.x)
 	b.rows = B
@@ -163,9 +171,17 @@ func (b *DeepBottom) Backward(gCut *tensor.Matrix) ([]*tensor.Matrix, error) {
 	if err := b.checkGrad("backward", gCut); err != nil {
 		return nil, err
 	}
-	back := func(i int, g *tensor.Matrix) *tensor.Matrix { return nn.DenseReLUBackward(b.dense[i], b.relu[i], g) }
-	layerGrads(b.grads, gCut, back)
-	g := back(0, b.grads[0])
+	// Each layer's input gradient passes through the ReLU below it in
+	// the parallel parts that compute it (nn.DenseBackwardReLU); the
+	// gradients at the layers' outputs (b.grads) are those layerGrads
+	// would give.
+	L := len(b.dense)
+	b.grads[L-1] = gCut
+	g := b.relu[L-1].Backward(gCut) // the gradient before the cut's ReLU
+	for i := L - 1; i > 0; i-- {
+		b.grads[i-1], g = nn.DenseBackwardReLU(b.dense[i], g, b.relu[i-1])
+	}
+	g = b.dense[0].Backward(g)
 	if b.emb != nil {
 		b.emb.Backward(g, 0)
 	}
@@ -192,15 +208,21 @@ func (b *DeepBottom) Step() error {
 	if err := b.beforeStep(); err != nil {
 		return err
 	}
-	if b.stepper != nil {
+	switch {
+	case b.stepper != nil:
 		b.stepper.Step(b.params)
-	} else {
+		if b.emb != nil {
+			b.embOpt.Step(b.emb)
+		}
+	case b.emb != nil:
+		// The dense parameters' Adam runs in the embedding's update
+		// region, beside its shards.
+		parts, part := b.opt.Begin(b.params)
+		b.embOpt.StepWith(b.emb, parts, part)
+	default:
 		b.opt.Step(b.params)
 	}
 	b.afterStep()
-	if b.emb != nil {
-		b.embOpt.Step(b.emb)
-	}
 	b.pending = false
 	return nil
 }

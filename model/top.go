@@ -131,15 +131,19 @@ func (t *DeepTop) Forward(e *tensor.Matrix, wide *data.Batch) ([]float32, error)
 	if t.wideEmb != nil {
 		F := t.wideEmb.Fields()
 		t.wideE.Resize(B, F)
-		if err := t.wideEmb.Lookup(wide.Cat, B, &t.wideE, 0); err != nil {
-			return nil, fmt.Errorf("model: active forward (wide features): %w", err)
-		}
-		for i := range B {
-			var s float32
-			for _, v := range t.wideE.Row(i) {
-				s += v
+		// Each row's wide values are summed into its logit in the
+		// lookup's parallel parts, beside the values just written.
+		we, logits := t.wideE.Data, t.logits
+		if err := t.wideEmb.LookupThen(wide.Cat, B, &t.wideE, 0, func(i0, i1 int) {
+			for i := i0; i < i1; i++ {
+				var s float32
+				for _, v := range we[i*F : (i+1)*F] {
+					s += v
+				}
+				logits[i] += s
 			}
-			t.logits[i] += s
+		}); err != nil {
+			return nil, fmt.Errorf("model: active forward (wide features): %w", err)
 		}
 	}
 	if t.wideLin != nil {
@@ -170,9 +174,19 @@ func (t *DeepTop) Backward(dLogits []float32) (*tensor.Matrix, error) {
 	B := t.rows
 	t.dOut.Resize(B, 1)
 	copy(t.dOut.Data, dLogits)
-	g := t.logit.Backward(&t.dOut)
-	for i := len(t.dense) - 1; i >= 0; i-- {
-		g = nn.DenseReLUBackward(t.dense[i], t.relu[i], g)
+	// Each layer's input gradient passes through the ReLU below it in
+	// the parallel parts that compute it (nn.DenseBackwardReLU): g is the
+	// gradient at the output of dense layer i, before its ReLU.
+	L := len(t.dense)
+	var g *tensor.Matrix
+	if L == 0 {
+		g = t.logit.Backward(&t.dOut)
+	} else {
+		_, g = nn.DenseBackwardReLU(t.logit, &t.dOut, t.relu[L-1])
+		for i := L - 1; i > 0; i-- {
+			_, g = nn.DenseBackwardReLU(t.dense[i], g, t.relu[i-1])
+		}
+		g = t.dense[0].Backward(g)
 	}
 	if t.wideEmb != nil {
 		F := t.wideEmb.Fields()
@@ -198,9 +212,13 @@ func (t *DeepTop) Step() error {
 	if !t.pending {
 		return fmt.Errorf("model: active Step without a Backward since the last Step")
 	}
-	t.opt.Step(t.params)
 	if t.wideEmb != nil {
-		t.wideEmbOpt.Step(t.wideEmb)
+		// The dense parameters' Adam runs in the wide embedding's
+		// update region, beside its shards.
+		parts, part := t.opt.Begin(t.params)
+		t.wideEmbOpt.StepWith(t.wideEmb, parts, part)
+	} else {
+		t.opt.Step(t.params)
 	}
 	t.pending = false
 	return nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/splitguard/splitguard/internal/par"
 	"github.com/splitguard/splitguard/internal/vec"
 	"github.com/splitguard/splitguard/tensor"
 )
@@ -47,17 +48,33 @@ func (a *Adam) Init(params []*Param) {
 
 // Step applies one update to every parameter from its gradient G.
 func (a *Adam) Step(params []*Param) {
+	parts, part := a.Begin(params)
+	for i := range parts {
+		part(i)
+	}
+}
+
+// Begin starts one update of every parameter, for a caller that runs it
+// beside other work (LazyAdam.StepWith): it counts the step, checks the
+// shapes and returns the update's parts, one per parameter, and the
+// function that runs part i. Running every part once, in any order or at
+// the same time on several goroutines, is Step.
+func (a *Adam) Begin(params []*Param) (parts int, part func(i int)) {
 	a.Init(params)
 	if len(a.M) != len(params) {
 		panic(fmt.Sprintf("nn: Adam holds moments for %d parameters, given %d", len(a.M), len(params)))
 	}
-	a.T++
-	step, vScale := a.corrections(a.T)
 	for i, p := range params {
 		if !tensor.SameShape(p.W, a.M[i]) || !tensor.SameShape(p.W, p.G) {
 			panic(fmt.Sprintf("nn: Adam parameter %d (%s) is %d×%d with gradient %d×%d, moments %d×%d", i, p.Name, p.W.Rows, p.W.Cols, p.G.Rows, p.G.Cols, a.M[i].Rows, a.M[i].Cols))
 		}
-		adamUpdate(p.W.Data, p.G.Data, a.M[i].Data, a.V[i].Data, a.Beta1, a.Beta2, a.Eps, step, vScale)
+	}
+	a.T++
+	step, vScale := a.corrections(a.T)
+	b1, b2, eps := a.Beta1, a.Beta2, a.Eps
+	return len(params), func(i int) {
+		p := params[i]
+		adamUpdate(p.W.Data, p.G.Data, a.M[i].Data, a.V[i].Data, b1, b2, eps, step, vScale)
 	}
 }
 
@@ -98,13 +115,24 @@ func NewLazyAdam(lr float32) *LazyAdam {
 }
 
 // Step updates the rows of e touched by its last Backward.
-func (a *LazyAdam) Step(e *Embedding) {
+func (a *LazyAdam) Step(e *Embedding) { a.StepWith(e, 0, nil) }
+
+// StepWith is Step with extra(0), …, extra(extraParts−1) run beside the
+// update in the same parallel region (claimed before the embedding's
+// shards): other work of the optimiser step, such as a dense Adam's parts
+// (Adam.Begin), which must not touch e.
+func (a *LazyAdam) StepWith(e *Embedding, extraParts int, extra func(i int)) {
 	a.T++
 	step, vScale := adamCorrections(a.LR, a.Beta1, a.Beta2, a.T)
 	D := e.Dim
 	S := e.stride
 	b1, b2, eps := a.Beta1, a.Beta2, a.Eps
-	e.parallel(func(sh *embShard) {
+	par.Do(extraParts+len(e.shards), func(i int) {
+		if i < extraParts {
+			extra(i)
+			return
+		}
+		sh := &e.shards[i-extraParts]
 		for c := 0; c < len(sh.touched); c += touchChunk {
 			rows := sh.touched[c:min(c+touchChunk, len(sh.touched))]
 			e.touch(sh, rows)

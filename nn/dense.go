@@ -93,15 +93,40 @@ func (d *Dense) Forward(x *tensor.Matrix) *tensor.Matrix {
 	return &d.y
 }
 
-// Backward implements Layer: dW = xᵀ·dy, db = Σ_rows dy, dx = dy·Wᵀ.
+// Backward implements Layer: dW = xᵀ·dy, db = Σ_rows dy, dx = dy·Wᵀ,
+// in one parallel region (the products' parts and the column sums',
+// tensor.MatMulMany), each as MatMul and ColSums compute it alone.
 func (d *Dense) Backward(dy *tensor.Matrix) *tensor.Matrix {
 	d.checkDy(dy)
-	tensor.MatMul(d.dW, d.x, true, dy, false, 1, 0)
-	ColSums(d.dB.Data, dy)
+	return d.backward(dy, nil)
+}
+
+// backward computes the gradients of Backward from dy, already checked:
+// the weight gradient xᵀ·dy, the bias gradient's column sums and the
+// input gradient dy·Wᵀ (unless SkipInputGrad; after, when set, runs on
+// each of its blocks as tensor.Product's After) in one parallel region.
+// It returns the input gradient, or nil with SkipInputGrad.
+func (d *Dense) backward(dy *tensor.Matrix, after func(i0, i1, j0, j1 int)) *tensor.Matrix {
+	n := 1
+	d.back[0] = tensor.Product{C: d.dW, A: d.x, TransA: true, B: dy, Alpha: 1}
+	if !d.SkipInputGrad {
+		d.back[1] = tensor.Product{C: &d.dx, A: dy, B: d.W, TransB: true, Alpha: 1, After: after}
+		n = 2
+	}
+	blocks, parts := colSumParts(dy)
+	db := d.dB.Data
+	tensor.MatMulMany(d.back[:n], max(parts, 1), func(p int) {
+		if parts < 2 {
+			vec.ColSums(db, dy.Data, dy.Rows, dy.Cols)
+			return
+		}
+		j0, j1 := blocks*p/parts*64, min(blocks*(p+1)/parts*64, dy.Cols)
+		vec.ColSums(db[j0:j1], dy.Data[j0:], dy.Rows, dy.Cols)
+	})
+	d.back = [2]tensor.Product{} // keep no reference to dy or x
 	if d.SkipInputGrad {
 		return nil
 	}
-	tensor.MatMul(&d.dx, dy, false, d.W, true, 1, 0)
 	return &d.dx
 }
 

@@ -49,25 +49,36 @@ func DenseReLU(d *Dense, r *ReLU, x *tensor.Matrix) *tensor.Matrix {
 func DenseReLUBackward(d *Dense, r *ReLU, dy *tensor.Matrix) *tensor.Matrix {
 	g := r.Backward(dy)
 	d.checkDy(g)
-	n := 1
-	d.back[0] = tensor.Product{C: d.dW, A: d.x, TransA: true, B: g, Alpha: 1}
-	if !d.SkipInputGrad {
-		d.back[1] = tensor.Product{C: &d.dx, A: g, B: d.W, TransB: true, Alpha: 1}
-		n = 2
+	return d.backward(g, nil)
+}
+
+// DenseBackwardReLU runs d.Backward(dy) and then prev.Backward on d's
+// input gradient, where prev is the ReLU whose output d read (d's last
+// Forward was given prev's output, as in DenseReLU(·, prev, ·) followed by
+// d): each block of the input gradient dy·Wᵀ passes through prev's
+// backward in the parallel part that computed it, while it is in that
+// core's cache, instead of in a parallel region of its own. It returns d's
+// input gradient dx and prev's input gradient g, the same bit for bit as
+// from the two calls. d must compute its input gradient (no
+// SkipInputGrad).
+func DenseBackwardReLU(d *Dense, dy *tensor.Matrix, prev *ReLU) (dx, g *tensor.Matrix) {
+	d.checkDy(dy)
+	if d.SkipInputGrad || d.x != &prev.y {
+		panic("nn: DenseBackwardReLU needs a Dense that computes its input gradient and whose input is the ReLU's output")
 	}
-	blocks, parts := colSumParts(g)
-	db := d.dB.Data
-	tensor.MatMulMany(d.back[:n], max(parts, 1), func(p int) {
-		if parts < 2 {
-			vec.ColSums(db, g.Data, g.Rows, g.Cols)
+	in := d.W.Rows
+	prev.dx.Resize(dy.Rows, in)
+	rdx, ry := prev.dx.Data, prev.y.Data
+	dxs := &d.dx
+	dx = d.backward(dy, func(i0, i1, j0, j1 int) {
+		x := dxs.Data
+		if j0 == 0 && j1 == in {
+			vec.ReluGrad(rdx[i0*in:i1*in], x[i0*in:i1*in], ry[i0*in:i1*in])
 			return
 		}
-		j0, j1 := blocks*p/parts*64, min(blocks*(p+1)/parts*64, g.Cols)
-		vec.ColSums(db[j0:j1], g.Data[j0:], g.Rows, g.Cols)
+		for i := i0; i < i1; i++ {
+			vec.ReluGrad(rdx[i*in+j0:i*in+j1], x[i*in+j0:i*in+j1], ry[i*in+j0:i*in+j1])
+		}
 	})
-	d.back = [2]tensor.Product{} // keep no reference to g or x
-	if d.SkipInputGrad {
-		return nil
-	}
-	return &d.dx
+	return dx, &prev.dx
 }

@@ -3,7 +3,9 @@ package nn
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/splitguard/splitguard/tensor"
@@ -302,5 +304,215 @@ func BenchmarkDenseReLU1024x128(b *testing.B) {
 	for b.Loop() {
 		y := relu.Forward(d.Forward(x))
 		d.Backward(relu.Backward(y))
+	}
+}
+
+// TestBadID checks the lookup's range check against a plain loop over
+// every id with its field's bound: the first bad id, or none, including
+// ids at the bounds, negative ones, more fields than its table of bounds
+// holds, and bounds beyond an int32.
+func TestBadID(t *testing.T) {
+	first := func(ids []int32, cards []int) int {
+		for k, id := range ids {
+			if id < 0 || int(id) >= cards[k%len(cards)] {
+				return k
+			}
+		}
+		return -1
+	}
+	r := rand.New(rand.NewPCG(9, 9))
+	for _, fields := range []int{1, 3, 26, 64, 65, 100} {
+		cards := make([]int, fields)
+		for f := range cards {
+			cards[f] = 1 + r.IntN(1000)
+		}
+		cards[0] = 1 << 40 // every int32 id ≥ 0 is in range
+		ids := make([]int32, 50*fields)
+		for k := range ids {
+			ids[k] = int32(r.IntN(min(cards[k%fields], math.MaxInt32)))
+		}
+		for _, bad := range []struct {
+			k  int
+			id int32
+		}{{-1, 0}, {7, -1}, {len(ids) - 1, -5}, {3 * fields, math.MaxInt32}, {5*fields + fields - 1, int32(cards[fields-1])}, {2, math.MinInt32}} {
+			x := append([]int32(nil), ids...)
+			if bad.k >= 0 {
+				x[bad.k] = bad.id
+			}
+			if got, want := badID(x, cards), first(x, cards); got != want {
+				t.Errorf("%d fields, id %d at %d: badID = %d, want %d", fields, bad.id, bad.k, got, want)
+			}
+		}
+	}
+}
+
+// TestSigmoidBCESameAtAnyCoreCount checks that the loss and its gradient
+// are the same bits at any GOMAXPROCS (the rows are cut among the cores
+// above bceGrain each) and equal to the loop over the rows in order, and
+// that the first bad row is the one an error names.
+func TestSigmoidBCESameAtAnyCoreCount(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	n := 5000
+	logits, labels := make([]float32, n), make([]float32, n)
+	for i := range logits {
+		logits[i] = float32(4 * r.NormFloat64())
+		labels[i] = float32(r.IntN(2))
+	}
+	// The reference: each term in float64, summed in row order.
+	var want float64
+	wantD := make([]float32, n)
+	for i, l32 := range logits {
+		l, y := float64(l32), float64(labels[i])
+		want += math.Max(l, 0) - l*y + math.Log1p(math.Exp(-math.Abs(l)))
+		wantD[i] = float32((1/(1+math.Exp(-l)) - y) / float64(n))
+	}
+	want /= float64(n)
+	for _, procs := range []int{1, 2, 3, 16} {
+		old := runtime.GOMAXPROCS(procs)
+		d := make([]float32, n)
+		got, err := SigmoidBCE(logits, labels, d)
+		bl := append([]float32(nil), labels...)
+		bl[4000], bl[3000] = -1, 2
+		bad := append([]float32(nil), logits...)
+		bad[2500] = float32(math.Inf(1))
+		_, err1 := SigmoidBCE(logits, bl, make([]float32, n))
+		_, err2 := SigmoidBCE(bad, bl, make([]float32, n))
+		runtime.GOMAXPROCS(old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Float64bits(got) != math.Float64bits(want) {
+			t.Errorf("GOMAXPROCS %d: loss %v, want %v (bit for bit)", procs, got, want)
+		}
+		for i := range d {
+			if math.Abs(float64(d[i]-wantD[i])) > 1e-9 {
+				t.Fatalf("GOMAXPROCS %d: gradient %d is %v, want %v", procs, i, d[i], wantD[i])
+			}
+		}
+		if err1 == nil || !strings.Contains(err1.Error(), "label 3000 is 2") {
+			t.Errorf("GOMAXPROCS %d: bad labels at 3000 and 4000: %v", procs, err1)
+		}
+		if err2 == nil || !strings.Contains(err2.Error(), "logit 2500 is +Inf") {
+			t.Errorf("GOMAXPROCS %d: bad logit at 2500: %v", procs, err2)
+		}
+	}
+}
+
+// TestLookupThenSeesEachRowOnce checks that LookupThen's then covers every
+// batch row once, after the row's vectors are written (it reads them back
+// against the tables' weights), at any GOMAXPROCS, and that it does not
+// run on an error.
+func TestLookupThenSeesEachRowOnce(t *testing.T) {
+	r := rand.New(rand.NewPCG(12, 13))
+	cards := []int{50, 7, 300, 1, 90}
+	rows := 2000
+	ids := make([]int32, rows*len(cards))
+	for k := range ids {
+		ids[k] = int32(r.IntN(cards[k%len(cards)]))
+	}
+	for _, procs := range []int{1, 2, 3, 16} {
+		old := runtime.GOMAXPROCS(procs)
+		e, _ := NewEmbedding(cards, 3, 0.1, rand.New(rand.NewPCG(1, 2)))
+		dst := tensor.New(rows, 1+len(cards)*3)
+		seen := make([]int32, rows)
+		var bad atomic.Int32
+		err := e.LookupThen(ids, rows, dst, 1, func(i0, i1 int) {
+			for i := i0; i < i1; i++ {
+				seen[i]++
+				for f := range cards {
+					w := e.Weight(f, int(ids[i*len(cards)+f]))
+					for k, v := range w {
+						if dst.At(i, 1+f*3+k) != v {
+							bad.Add(1)
+						}
+					}
+				}
+			}
+		})
+		ran := false
+		ids[17] = -1
+		err2 := e.LookupThen(ids, rows, dst, 1, func(int, int) { ran = true })
+		ids[17] = 0
+		runtime.GOMAXPROCS(old)
+		if err != nil || err2 == nil || ran {
+			t.Fatalf("GOMAXPROCS %d: errors %v, %v; then ran on the error: %v", procs, err, err2, ran)
+		}
+		for i, n := range seen {
+			if n != 1 {
+				t.Fatalf("GOMAXPROCS %d: row %d seen %d times", procs, i, n)
+			}
+		}
+		if n := bad.Load(); n != 0 {
+			t.Errorf("GOMAXPROCS %d: then read %d values not yet written", procs, n)
+		}
+	}
+}
+
+// TestAdamBesideLazyAdam checks that a dense Adam's update run as extra
+// parts of the embedding's lazy update (Adam.Begin, LazyAdam.StepWith)
+// gives the same bits as Adam.Step and LazyAdam.Step one after the other,
+// at any GOMAXPROCS, and that each part runs once.
+func TestAdamBesideLazyAdam(t *testing.T) {
+	build := func() (*Embedding, []*Param) {
+		r := rand.New(rand.NewPCG(21, 22))
+		e, _ := NewEmbedding([]int{40, 30, 20}, 4, 0.1, r)
+		var ps []*Param
+		for range 2 {
+			d := NewDense(33, 17, HeNormal, r)
+			for _, p := range d.Params() {
+				for i := range p.G.Data {
+					p.G.Data[i] = float32(r.NormFloat64())
+				}
+			}
+			ps = append(ps, d.Params()...)
+		}
+		ids := make([]int32, 50*3)
+		for k := range ids {
+			ids[k] = int32(r.IntN([]int{40, 30, 20}[k%3]))
+		}
+		x := tensor.New(50, 12)
+		if err := e.Lookup(ids, 50, x, 0); err != nil {
+			t.Fatal(err)
+		}
+		for i := range x.Data {
+			x.Data[i] = float32(r.NormFloat64())
+		}
+		e.Backward(x, 0)
+		return e, ps
+	}
+	snapshot := func(e *Embedding, ps []*Param) []float32 {
+		out := append([]float32(nil), e.Store()...)
+		for _, p := range ps {
+			out = append(out, p.W.Data...)
+		}
+		return out
+	}
+	e, ps := build()
+	a, la := NewAdam(0.01), NewLazyAdam(0.01)
+	a.Step(ps)
+	la.Step(e)
+	want := snapshot(e, ps)
+	for _, procs := range []int{1, 2, 3, 16} {
+		old := runtime.GOMAXPROCS(procs)
+		e, ps := build()
+		a, la := NewAdam(0.01), NewLazyAdam(0.01)
+		parts, part := a.Begin(ps)
+		ran := make([]atomic.Int32, parts)
+		la.StepWith(e, parts, func(i int) { ran[i].Add(1); part(i) })
+		runtime.GOMAXPROCS(old)
+		for i := range ran {
+			if n := ran[i].Load(); n != 1 {
+				t.Fatalf("GOMAXPROCS %d: part %d ran %d times", procs, i, n)
+			}
+		}
+		got := snapshot(e, ps)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("GOMAXPROCS %d: value %d is %v, want %v", procs, i, got[i], want[i])
+			}
+		}
+		if a.T != 1 || la.T != 1 {
+			t.Errorf("GOMAXPROCS %d: steps counted %d and %d, want 1", procs, a.T, la.T)
+		}
 	}
 }

@@ -131,3 +131,86 @@ func TestDenseReLUAtAnyCoreCount(t *testing.T) {
 		}
 	}
 }
+
+// TestDenseBackwardReLUAtAnyCoreCount checks the fused backward of a
+// Dense over the ReLU below it against the two Backward calls (bit for
+// bit, at GOMAXPROCS 1, 2, 3 and 16) and the ReLU's input gradient
+// against its definition in float64, for the step's shapes: hidden
+// layers, a logit layer (one output: its input gradient is an outer
+// product, k = 1) and batch 8192 (products cut finer than a part per
+// core).
+func TestDenseBackwardReLUAtAnyCoreCount(t *testing.T) {
+	for _, sh := range [][3]int{{1000, 37, 100}, {777, 128, 129}, {1024, 128, 1}, {8192, 128, 128}, {8192, 128, 1}} {
+		rows, in, out := sh[0], sh[1], sh[2]
+		r := rand.New(rand.NewPCG(uint64(rows+out), 10))
+		x, dy := tensor.New(rows, in), tensor.New(rows, out)
+		for i := range x.Data {
+			x.Data[i] = float32(r.NormFloat64())
+		}
+		for i := range dy.Data {
+			dy.Data[i] = float32(r.NormFloat64())
+		}
+		var ref [][]float32
+		for run := range 5 {
+			procs, fused := []int{1, 1, 2, 3, 16}[run], run > 0
+			old := runtime.GOMAXPROCS(procs)
+			d := NewDense(in, out, HeNormal, rand.New(rand.NewPCG(5, 6)))
+			var prev ReLU
+			h := prev.Forward(x)
+			d.Forward(h)
+			var dx, g *tensor.Matrix
+			if fused {
+				dx, g = DenseBackwardReLU(d, dy, &prev)
+			} else {
+				dx = d.Backward(dy)
+				g = prev.Backward(dx)
+			}
+			got := [][]float32{append([]float32(nil), dx.Data...), append([]float32(nil), g.Data...),
+				append([]float32(nil), d.dW.Data...), append([]float32(nil), d.dB.Data...)}
+			runtime.GOMAXPROCS(old)
+			if ref == nil {
+				ref = got
+				// The definition on every row up to 1,000 rows, on every
+				// 16th beyond (the other runs are checked bit for bit
+				// against this one).
+				step := 1
+				if rows > 1000 {
+					step = 16
+				}
+				for i := 0; i < rows; i += step {
+					for j := range in {
+						s := 0.0
+						for k := range out {
+							s += float64(dy.At(i, k)) * float64(d.W.At(j, k))
+						}
+						if h.At(i, j) <= 0 {
+							s = 0
+						}
+						if v := float64(g.At(i, j)); math.Abs(v-s) > 1e-4*(1+math.Abs(s)) {
+							t.Fatalf("%v: g[%d,%d] = %v, want %v", sh, i, j, v, s)
+						}
+					}
+				}
+				continue
+			}
+			for k := range got {
+				for i := range got[k] {
+					if math.Float32bits(got[k][i]) != math.Float32bits(ref[k][i]) {
+						t.Fatalf("%v: output %d differs at %d with GOMAXPROCS %d: %v vs %v", sh, k, i, procs, got[k][i], ref[k][i])
+					}
+				}
+			}
+		}
+	}
+	// A Dense whose input is not the ReLU's output is refused.
+	d := NewDense(3, 2, HeNormal, rand.New(rand.NewPCG(1, 1)))
+	var prev ReLU
+	prev.Forward(tensor.New(4, 3))
+	d.Forward(tensor.New(4, 3))
+	defer func() {
+		if recover() == nil {
+			t.Error("DenseBackwardReLU on a Dense that did not read the ReLU's output: no panic")
+		}
+	}()
+	DenseBackwardReLU(d, tensor.New(4, 2), &prev)
+}

@@ -106,11 +106,27 @@ func TestMatMulMany(t *testing.T) {
 			MatMul(&wsmall, s1, false, s2, false, 0.5, 0)
 			for _, extra := range []int{0, 1, 5} {
 				ran := make([]atomic.Int32, extra)
+				// dx's After copies each block it is given, once written.
+				cover := make([]atomic.Int32, len(wdx.Data))
+				seen := make([]float32, len(wdx.Data))
+				after := func(i0, i1, j0, j1 int) {
+					for i := i0; i < i1; i++ {
+						for j := j0; j < j1; j++ {
+							cover[i*dx.Cols+j].Add(1)
+							seen[i*dx.Cols+j] = dx.Data[i*dx.Cols+j]
+						}
+					}
+				}
 				MatMulMany([]Product{
 					{C: &dW, A: x, TransA: true, B: g, Alpha: 1},
-					{C: &dx, A: g, B: w, TransB: true, Alpha: 1},
+					{C: &dx, A: g, B: w, TransB: true, Alpha: 1, After: after},
 					{C: &small, A: s1, B: s2, Alpha: 0.5},
 				}, extra, func(p int) { ran[p].Add(1) })
+				for i := range seen {
+					if n := cover[i].Load(); n != 1 || math.Float32bits(seen[i]) != math.Float32bits(wdx.Data[i]) {
+						t.Fatalf("%s, %d cores: After saw entry %d of g·wᵀ %d times, last as %v (want once, as %v)", e.Name(), procs, i, n, seen[i], wdx.Data[i])
+					}
+				}
 				for name, pair := range map[string][2]*Matrix{"xᵀ·g": {&dW, &wdW}, "g·wᵀ": {&dx, &wdx}, "small": {&small, &wsmall}} {
 					got, want := pair[0], pair[1]
 					if !SameShape(got, want) {

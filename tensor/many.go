@@ -12,6 +12,13 @@ type Product struct {
 	C, A, B        *Matrix
 	TransA, TransB bool
 	Alpha, Beta    float32
+	// After, when set, runs on blocks of C once the product has written
+	// them: after(i0, i1, j0, j1) on rows [i0, i1) and columns [j0, j1),
+	// the blocks covering C exactly once, each (with the default SIMD
+	// engines) in the parallel part that computed it, as MatMulBlocks'
+	// after. It may read the block and write what nothing else in the
+	// call reads or writes.
+	After func(i0, i1, j0, j1 int)
 }
 
 // MatMulMany computes up to four independent products (as MatMul does
@@ -32,6 +39,7 @@ func MatMulMany(ps []Product, extraParts int, extra func(p int)) {
 	if !simd {
 		for _, p := range ps {
 			MatMul(p.C, p.A, p.TransA, p.B, p.TransB, p.Alpha, p.Beta)
+			rowPasses(p.C.Rows, p.C.Cols, p.After)
 		}
 		par.Do(extraParts, extra)
 		return
@@ -39,7 +47,7 @@ func MatMulMany(ps []Product, extraParts int, extra func(p int)) {
 	for i, p := range ps {
 		m, n, k := productShape(p.C, p.A, p.TransA, p.B, p.TransB, p.Beta)
 		sp[i] = sgemm.Product{TransA: p.TransA, TransB: p.TransB, M: m, N: n, K: k, Alpha: p.Alpha,
-			A: p.A.Data, Lda: max(p.A.Cols, 1), B: p.B.Data, Ldb: max(p.B.Cols, 1), Beta: p.Beta, C: p.C.Data, Ldc: max(n, 1)}
+			A: p.A.Data, Lda: max(p.A.Cols, 1), B: p.B.Data, Ldb: max(p.B.Cols, 1), Beta: p.Beta, C: p.C.Data, Ldc: max(n, 1), After: p.After}
 	}
 	e.k.SgemmMany(sp[:len(ps)], extraParts, extra)
 }

@@ -19,6 +19,10 @@ type Product struct {
 	Beta           float32
 	C              []float32
 	Ldc            int
+	// After, when set, runs on each block of C that one part computes
+	// (rows [i0, i1), columns [j0, j1)) just after the part has written
+	// it, on the same goroutine, as SgemmBlocks' after does.
+	After func(i0, i1, j0, j1 int)
 }
 
 // maxMany is the most products one SgemmMany takes.
@@ -57,7 +61,11 @@ func (r *manyRun) run(q int) {
 			continue
 		}
 		p := &r.ps[i]
-		r.e.block(p.TransA, p.TransB, p.M, p.N, p.K, p.Alpha, p.A, p.Lda, p.B, p.Ldb, p.Beta, p.C, p.Ldc, r.pr[i], r.pc[i], q, r.before, r.after)
+		after := r.after
+		if p.After != nil {
+			after = p.After
+		}
+		r.e.block(p.TransA, p.TransB, p.M, p.N, p.K, p.Alpha, p.A, p.Lda, p.B, p.Ldb, p.Beta, p.C, p.Ldc, r.pr[i], r.pc[i], q, r.before, after)
 		return
 	}
 	r.extra(q)
@@ -74,7 +82,10 @@ func (r *manyRun) release() {
 // extra(0), …, extra(extraParts−1) beside them, all in one parallel
 // region: each product is cut into the same blocks as by Sgemm (so its
 // result is the same bit for bit) and the blocks and the extra parts are
-// claimed by the cores in turn. Nothing a product or an extra part writes
+// claimed by the cores in turn. A product's After runs on each of its
+// blocks once the block is written, by the part that wrote it. When no
+// product is large enough to be cut and there is at most one extra
+// part, all of it runs on the caller, in turn. Nothing a product or an extra part writes
 // may be read or written by another. It panics when a product's slices
 // are too short for its shape. It keeps no reference to ps, so a caller's
 // array of products can stay on its stack.
@@ -84,7 +95,7 @@ func (e *Kernel) SgemmMany(ps []Product, extraParts int, extra func(int)) {
 	}
 	r := manyRuns.Get().(*manyRun)
 	r.e, r.n, r.extra = e, len(ps), extra
-	total := 0
+	total, split := 0, false
 	for i := range ps {
 		p := &ps[i]
 		ar, ac := p.M, p.K
@@ -104,7 +115,17 @@ func (e *Kernel) SgemmMany(ps []Product, extraParts int, extra func(int)) {
 		}
 		r.pr[i], r.pc[i] = e.cut(p.M, p.N, p.K, p.Alpha)
 		total += r.pr[i] * r.pc[i]
+		split = split || r.pr[i]*r.pc[i] > 1
 	}
-	par.Do(total+extraParts, r.part)
+	if extraParts <= 1 && !split {
+		// No product large enough to cut (a wide linear part's weight
+		// gradient and its bias sum): handing one of them to another
+		// core costs more than computing it here.
+		for q := range total + extraParts {
+			r.run(q)
+		}
+	} else {
+		par.Do(total+extraParts, r.part)
+	}
 	r.release()
 }

@@ -104,14 +104,31 @@ func (e *Kernel) SgemmBlocks(transA, transB bool, m, n, k int, alpha float32, a 
 	r.release()
 }
 
+// thinFlops is the fewest multiply-adds a part of a thin product (one or
+// two columns: a logit layer's forward pass and its weight gradient) gets
+// when the product is cut: its dot products and axpys run at a fraction of
+// the tiled kernels' speed, so a part of this many takes 15–30 µs.
+const thinFlops = 1 << 16
+
+// minCutK is the shortest k that cut counts a product's multiply-adds by:
+// a product with a shorter one (the outer product dy·Wᵀ of a logit layer's
+// input gradient, k = 1) costs about as much per entry of C written as
+// one with k = minCutK.
+const minCutK = 8
+
 // cut returns how a product is cut into parts: pr row ranges by pc column
-// ranges of whole tiles (1 by 1: computed whole on one goroutine).
+// ranges of whole tiles (1 by 1: computed whole on one goroutine). A thin
+// product (n ≤ 2) is cut into row ranges only, each summed by thin in the
+// same order as the whole.
 func (e *Kernel) cut(m, n, k int, alpha float32) (pr, pc int) {
-	if k == 0 || alpha == 0 || n <= 2 || m*n*k < 2048 {
+	if k == 0 || alpha == 0 || m*n*k < 2048 {
 		return 1, 1
 	}
-	parts := min(runtime.GOMAXPROCS(0), m*n*k/parFlops)
 	mt, nt := (m+e.mr-1)/e.mr, (n+e.nr-1)/e.nr // tiles along each side
+	if n <= 2 {
+		return max(1, min(runtime.GOMAXPROCS(0), m*n*k/thinFlops, mt)), 1
+	}
+	parts := min(runtime.GOMAXPROCS(0), m*n*max(k, minCutK)/parFlops)
 	pr, pc = grid(parts, mt, nt, m, n)
 	if pc == 1 && pr > 1 {
 		pr = max(pr, fineRowParts(parts, m, mt, m*n*k))
@@ -156,7 +173,13 @@ func (e *Kernel) block(transA, transB bool, m, n, k int, alpha float32, a []floa
 	if before != nil {
 		before(i0, i1, j0, j1)
 	}
-	e.serial(transA, transB, i1-i0, j1-j0, k, alpha, a[ao:], lda, b[bo:], ldb, beta, c[i0*ldc+j0:], ldc)
+	if n <= 2 {
+		// A thin product's rows (cut only into row ranges): each entry
+		// summed by thin in the order of the whole product.
+		thin(transA, transB, i1-i0, n, k, alpha, a[ao:], lda, b, ldb, beta, c[i0*ldc:], ldc)
+	} else {
+		e.serial(transA, transB, i1-i0, j1-j0, k, alpha, a[ao:], lda, b[bo:], ldb, beta, c[i0*ldc+j0:], ldc)
+	}
 	if after != nil {
 		after(i0, i1, j0, j1)
 	}
@@ -203,7 +226,8 @@ func grid(parts, mt, nt, m, n int) (pr, pc int) {
 // gradients) one column at a time with dot products (A row by row) or
 // axpys (Aᵀ, step by step); as tiles these would waste most of each
 // register. Both sum over k in index order, so the result does not depend
-// on where the operands sit in memory.
+// on where the operands sit in memory, nor on which rows of C one call
+// computes (cut splits a large one into row ranges on several cores).
 func thin(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	var tmp, col []float32
 	sc := gemmBufs.Get().(*gemmBuf)
@@ -221,18 +245,7 @@ func thin(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int,
 			}
 		}
 		if !transA {
-			// Each row's dot product is its own, so rows can go to
-			// several cores (a logit layer's forward pass at batch 8192).
-			parts := min(runtime.GOMAXPROCS(0), m*k/parFlops)
-			if parts < 2 {
-				dots(c[j:], ldc, a, lda, col[:k], 0, m, alpha, beta)
-				continue
-			}
-			// The closure captures fresh copies: col itself is assigned
-			// above, and a captured variable that is assigned moves to
-			// the heap on every call, parallel or not.
-			cj, colk := c[j:], col[:k]
-			par.Do(parts, func(p int) { dots(cj, ldc, a, lda, colk, m*p/parts, m*(p+1)/parts, alpha, beta) })
+			dots(c[j:], ldc, a, lda, col[:k], 0, m, alpha, beta)
 			continue
 		}
 		clear(tmp)
