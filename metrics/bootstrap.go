@@ -147,6 +147,19 @@ func replicateRNG(seed, r uint64) *rand.Rand {
 // class empty.
 func (s *bootSample) replicate(seed, r uint64) float64 {
 	rng := replicateRNG(seed, r)
+	if !exactCounts(len(s.pos)) {
+		var acc floatAUC
+		var u uint64
+		for k := range s.pos {
+			if k%2 == 0 {
+				u = rng.Uint64()
+			} else {
+				u >>= 32
+			}
+			acc.add(uint64(poisson(u&(1<<32-1))), s.pos[k], s.last[k])
+		}
+		return acc.auc()
+	}
 	var acc weightedAUC
 	var u uint64
 	for k := range s.pos {
@@ -160,15 +173,57 @@ func (s *bootSample) replicate(seed, r uint64) float64 {
 	return acc.auc()
 }
 
+// maxExactRows is the most rows whose weighted AUC weightedAUC counts in
+// integers. Its sums are exact in float64 too as long as twice the
+// numerator stays below 2⁵³: a row's weight is at most 20 (the last
+// Poisson threshold), so with n rows the numerator is at most
+// (20n)²/4 = 100n², and 200n² < 2⁵³ for n ≤ 2²² (4,194,304). Up to
+// there the integer sums give the same bits as float64 sums would; above
+// it floatAUC sums in float64, rounding as it always has.
+const maxExactRows = 1 << 22
+
+// exactCounts says whether a sample of n rows is counted in integers.
+func exactCounts(n int) bool { return n <= maxExactRows }
+
 // weightedAUC accumulates the AUC of weighted rows handed over in score
 // order: each row's weight (its copies), whether it is a positive (1) or
-// not (0), and whether it ends its tie group (ties count ½).
+// not (0), and whether it ends its tie group (ties count ½). It counts in
+// integers (twice the numerator, so that a tie's ½ stays whole), whose
+// additions do not wait on each other's rounding as float64 ones do; for
+// samples of at most maxExactRows rows, where every float64 sum of
+// floatAUC is exact, its AUC is floatAUC's to the bit.
 type weightedAUC struct {
+	num2, negBelow, wp uint64
+	pw, nw             uint64 // the open tie group's positive and negative weight
+}
+
+func (a *weightedAUC) add(w, pos uint64, last bool) {
+	a.pw += w * pos
+	a.nw += w * (1 - pos)
+	if last {
+		a.num2 += a.pw * (2*a.negBelow + a.nw)
+		a.negBelow += a.nw
+		a.wp += a.pw
+		a.pw, a.nw = 0, 0
+	}
+}
+
+// auc is the accumulated AUC, NaN when a class has no weight.
+func (a *weightedAUC) auc() float64 {
+	if a.wp == 0 || a.negBelow == 0 {
+		return math.NaN()
+	}
+	return float64(a.num2) / 2 / (float64(a.wp) * float64(a.negBelow))
+}
+
+// floatAUC is weightedAUC summed in float64, for samples above
+// maxExactRows rows.
+type floatAUC struct {
 	num, negBelow, wp float64
 	pw, nw            uint64 // the open tie group's positive and negative weight
 }
 
-func (a *weightedAUC) add(w, pos uint64, last bool) {
+func (a *floatAUC) add(w, pos uint64, last bool) {
 	a.pw += w * pos
 	a.nw += w * (1 - pos)
 	if last {
@@ -180,7 +235,7 @@ func (a *weightedAUC) add(w, pos uint64, last bool) {
 }
 
 // auc is the accumulated AUC, NaN when a class has no weight.
-func (a *weightedAUC) auc() float64 {
+func (a *floatAUC) auc() float64 {
 	if a.wp == 0 || a.negBelow == 0 {
 		return math.NaN()
 	}
@@ -252,6 +307,13 @@ func newPairedSample(scores []float64, labels []uint8) (*pairedSample, error) {
 // weightedAUC is the AUC of the sample in which row i appears w[i] times;
 // NaN when the weights leave a class empty.
 func (s *pairedSample) weightedAUC(w []uint32) float64 {
+	if !exactCounts(len(s.row)) {
+		var acc floatAUC
+		for k, i := range s.row {
+			acc.add(uint64(w[i]), s.pos[k], s.last[k])
+		}
+		return acc.auc()
+	}
 	var acc weightedAUC
 	for k, i := range s.row {
 		acc.add(uint64(w[i]), s.pos[k], s.last[k])
