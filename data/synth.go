@@ -274,14 +274,8 @@ func WriteSynthTied(w io.Writer, rows int64, posRate, shared, label float64, see
 	if rows < 0 {
 		return fmt.Errorf("synth: negative row count %d", rows)
 	}
-	g, err := newSynth(posRate, seed)
+	g, err := newSynthTied(posRate, shared, label, seed)
 	if err != nil {
-		return err
-	}
-	if g.common, err = newSynthCommon(shared); err != nil {
-		return err
-	}
-	if g.tie, err = newLabelTie(label, shared, posRate); err != nil {
 		return err
 	}
 	bw := bufio.NewWriterSize(w, 1<<20)
@@ -298,6 +292,21 @@ func WriteSynthTied(w io.Writer, rows int64, posRate, shared, label float64, see
 		return fmt.Errorf("synth: %w", err)
 	}
 	return nil
+}
+
+// newSynthTied is the generator of [WriteSynthTied]'s rows.
+func newSynthTied(posRate, shared, label float64, seed uint64) (*synth, error) {
+	g, err := newSynth(posRate, seed)
+	if err != nil {
+		return nil, err
+	}
+	if g.common, err = newSynthCommon(shared); err != nil {
+		return nil, err
+	}
+	if g.tie, err = newLabelTie(label, shared, posRate); err != nil {
+		return nil, err
+	}
+	return g, nil
 }
 
 // synthPipeDepth is how many chunks of text the generator of Generate
@@ -326,24 +335,10 @@ func GenerateTied(rows int, posRate, shared, label float64, seed uint64, o Optio
 	if rows <= 0 {
 		return nil, fmt.Errorf("synth: row count %d, want at least 1", rows)
 	}
-	if _, err := newSynth(posRate, seed); err != nil {
+	g, err := newSynthTied(posRate, shared, label, seed)
+	if err != nil {
 		return nil, err
 	}
-	if _, err := newSynthCommon(shared); err != nil {
-		return nil, err
-	}
-	if _, err := newLabelTie(label, shared, posRate); err != nil {
-		return nil, err
-	}
-	// The generator writes the text on its own goroutine, up to
-	// synthPipeDepth chunks of 1 MiB ahead of the loader reading it.
-	pipe := newChunkPipe(synthPipeDepth)
-	done := make(chan error, 1)
-	go func() {
-		err := WriteSynthTied(pipe, int64(rows), posRate, shared, label, seed)
-		pipe.closeWrite(err)
-		done <- err
-	}()
 	name := fmt.Sprintf("synth(rows=%d, pos=%g, seed=%d)", rows, posRate, seed)
 	switch {
 	case label > 0:
@@ -351,6 +346,26 @@ func GenerateTied(rows int, posRate, shared, label float64, seed uint64, o Optio
 	case shared > 0:
 		name = fmt.Sprintf("synth(rows=%d, pos=%g, shared=%g, seed=%d)", rows, posRate, shared, seed)
 	}
+	if !o.synthText {
+		// The first row's text sets the schema; the rest go to the
+		// loader parsed (synthdirect.go).
+		var r synthRow
+		g.next(&r)
+		if s, ok, err := loadDirect(g, g.appendRow(nil, &r), name, o, int64(rows)); ok {
+			return s, err
+		}
+	}
+	// Otherwise (options whose schema the direct source does not
+	// produce, or tests) the generator writes the text on its own
+	// goroutine, up to synthPipeDepth chunks of 1 MiB ahead of the loader
+	// reading it.
+	pipe := newChunkPipe(synthPipeDepth)
+	done := make(chan error, 1)
+	go func() {
+		err := WriteSynthTied(pipe, int64(rows), posRate, shared, label, seed)
+		pipe.closeWrite(err)
+		done <- err
+	}()
 	s, err := loadReaderRows(pipe, name, o, int64(rows))
 	pipe.closeRead()
 	werr := <-done
