@@ -71,6 +71,11 @@ type rowChunk struct {
 	parts []parsePart
 
 	pending []pendingRow // committed rows whose categorical values are not yet encoded
+
+	// raw are the generated rows from row rawFrom on that fill makes the
+	// chunk's rows of (a generated table: synthdirect.go).
+	raw     []synthRow
+	rawFrom int64
 }
 
 // pendingRow is a committed row waiting for the categorical pass.

@@ -73,11 +73,23 @@ func newDirectRows(l *loader, g *synth, rows int64) *directRows {
 	return d
 }
 
-// fill generates rows [from, to) into c, as parseRow would have parsed
-// their lines (the bytes of those lines are counted in c.reads, read
-// being the bytes before row from), and returns the bytes after row to−1.
-func (d *directRows) fill(c *rowChunk, from, to int64, read int64) int64 {
-	n := int(to - from)
+// draw draws rows [from, to) into c.raw: the generator's part, whose
+// random draws go in sequence.
+func (d *directRows) draw(c *rowChunk, from, to int64) {
+	c.raw = growTo(c.raw, int(to-from))
+	c.rawFrom = from
+	for i := range c.raw {
+		d.g.next(&c.raw[i])
+	}
+}
+
+// fill makes c's rows of its drawn rows c.raw as parseRow would have
+// parsed their lines (the bytes of those lines are counted in c.reads,
+// read being the bytes before the first), and returns the bytes after
+// the last. It only reads the generator's fixed keys, so it runs beside
+// the next draw.
+func (d *directRows) fill(c *rowChunk, read int64) int64 {
+	n := len(c.raw)
 	nc, nd := len(d.cats), len(d.dense)
 	c.rows = growTo(c.rows, n)
 	c.dense = growTo(c.dense, n*nd)
@@ -88,11 +100,10 @@ func (d *directRows) fill(c *rowChunk, from, to int64, read int64) int64 {
 	}
 	pp := &c.parts[0]
 	pp.arena = pp.arena[:0]
-	var r synthRow
 	for i := range n {
-		d.g.next(&r)
-		id := uint64(from) + uint64(i)
-		read += d.lineBytes(&r)
+		r := &c.raw[i]
+		id := uint64(c.rawFrom) + uint64(i)
+		read += d.lineBytes(r)
 		c.lines = append(c.lines, int64(id)+1) // no header: row k is line k+1
 		c.reads = append(c.reads, read)
 		c.ends = append(c.ends, 0) // the chunk's row count; no text
@@ -119,7 +130,7 @@ func (d *directRows) fill(c *rowChunk, from, to int64, read int64) int64 {
 		cats := c.cats[2*i*nc : 2*(i+1)*nc]
 		for k, f := range d.cats {
 			start := len(pp.arena)
-			pp.arena = d.appendField(pp.arena, &r, f)
+			pp.arena = d.appendField(pp.arena, r, f)
 			cats[2*k], cats[2*k+1] = int32(start), int32(len(pp.arena))
 		}
 	}
@@ -181,16 +192,13 @@ func growTo[T any](s []T, n int) []T {
 	return make([]T, n)
 }
 
-// run fills chunks of chunk rows from row 1 to the end on its own
-// goroutine, at most directChunks ahead, and hands each to commit in row
-// order; it returns commit's first error (the generator is then stopped),
-// and adds the rows' bytes to *read.
+// run draws chunks of chunk rows from row 1 to the end on its own
+// goroutine, at most directChunks ahead, and fills each (fill) and hands
+// it to commit in row order on the caller's; it returns commit's first
+// error (the generator is then stopped), and adds the rows' bytes to
+// *read.
 func (d *directRows) run(chunk int, read *int64, commit func(c *rowChunk) error) error {
-	type filled struct {
-		c    *rowChunk
-		read int64
-	}
-	full := make(chan filled, directChunks)
+	full := make(chan *rowChunk, directChunks)
 	free := make(chan *rowChunk, directChunks+1)
 	stop := make(chan struct{})
 	for range directChunks + 1 {
@@ -198,7 +206,6 @@ func (d *directRows) run(chunk int, read *int64, commit func(c *rowChunk) error)
 	}
 	go func() {
 		defer close(full)
-		at := *read
 		for from := int64(1); from < d.rows; from += int64(chunk) {
 			var c *rowChunk
 			select {
@@ -211,20 +218,19 @@ func (d *directRows) run(chunk int, read *int64, commit func(c *rowChunk) error)
 				return
 			default:
 			}
-			at = d.fill(c, from, min(from+int64(chunk), d.rows), at)
-			full <- filled{c, at}
+			d.draw(c, from, min(from+int64(chunk), d.rows))
+			full <- c
 		}
 	}()
 	var err error
-	for f := range full {
+	for c := range full {
 		if err == nil {
-			err = commit(f.c)
-			*read = f.read
-			if err != nil {
+			*read = d.fill(c, *read)
+			if err = commit(c); err != nil {
 				close(stop)
 			}
 		}
-		free <- f.c
+		free <- c
 	}
 	return err
 }
