@@ -65,6 +65,12 @@ func bootstrapInterval(reps int, level float64, newWorker func() func(r int) flo
 		})
 	}
 	wg.Wait()
+	return percentileInterval(vals, reps, level)
+}
+
+// percentileInterval is the interval of the replicates' values vals at
+// level, their NaN dropped (it reorders vals).
+func percentileInterval(vals []float64, reps int, level float64) (AUCInterval, error) {
 	vals = slices.DeleteFunc(vals, math.IsNaN)
 	if len(vals) < (reps+1)/2 {
 		return AUCInterval{}, errors.New("metrics: bootstrap: too few rows of a class for the replicates to hold both")
@@ -73,6 +79,66 @@ func bootstrapInterval(reps int, level float64, newWorker func() func(r int) flo
 	lo := vals[NearestRank(len(vals), (1-level)/2)]
 	hi := vals[NearestRank(len(vals), (1+level)/2)]
 	return AUCInterval{Lo: lo, Hi: hi, Level: level, Replicates: len(vals)}, nil
+}
+
+// AUCAndDiffBootstrap returns [AUCBootstrap] of a and [AUCDiffBootstrap]
+// of a and b, the same intervals to the bit, from one set of replicates:
+// replicate r of both draws the same Poisson weights from the same
+// source, AUCBootstrap giving the k-th of them to the k-th smallest
+// score of a and AUCDiffBootstrap to row k, so they are drawn once for
+// the two. It fails when either would.
+func AUCAndDiffBootstrap(a, b []float64, labels []uint8, reps int, level float64, seed uint64) (auc, diff AUCInterval, err error) {
+	if len(a) != len(b) {
+		return AUCInterval{}, AUCInterval{}, errors.New("metrics: bootstrap: the two models scored different numbers of rows")
+	}
+	if !(level > 0 && level < 1) {
+		return AUCInterval{}, AUCInterval{}, errors.New("metrics: bootstrap level outside (0, 1)")
+	}
+	if reps < 1 {
+		return AUCInterval{}, AUCInterval{}, errors.New("metrics: bootstrap: at least one replicate")
+	}
+	sa, err := newPairedSample(a, labels)
+	if err != nil {
+		return AUCInterval{}, AUCInterval{}, err
+	}
+	sb, err := newPairedSample(b, labels)
+	if err != nil {
+		return AUCInterval{}, AUCInterval{}, err
+	}
+	exact := exactCounts(len(a))
+	aucs, diffs := make([]float64, reps), make([]float64, reps)
+	workers := min(runtime.GOMAXPROCS(0), reps)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			weight := make([]uint32, len(a))
+			for r := w; r < reps; r += workers {
+				weights(replicateRNG(seed, uint64(r)), len(weight), func(k int, v uint32) { weight[k] = v })
+				if exact {
+					var acc weightedAUC
+					for k, v := range weight {
+						acc.add(uint64(v), sa.pos[k], sa.last[k])
+					}
+					aucs[r] = acc.auc()
+				} else {
+					var acc floatAUC
+					for k, v := range weight {
+						acc.add(uint64(v), sa.pos[k], sa.last[k])
+					}
+					aucs[r] = acc.auc()
+				}
+				diffs[r] = sa.weightedAUC(weight) - sb.weightedAUC(weight)
+			}
+		})
+	}
+	wg.Wait()
+	if auc, err = percentileInterval(aucs, reps, level); err != nil {
+		return AUCInterval{}, AUCInterval{}, err
+	}
+	if diff, err = percentileInterval(diffs, reps, level); err != nil {
+		return AUCInterval{}, AUCInterval{}, err
+	}
+	return auc, diff, nil
 }
 
 // bootSample is a scored sample sorted by score: pos[k] is 1 when the

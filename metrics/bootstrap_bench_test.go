@@ -42,3 +42,14 @@ func BenchmarkAUCDiffBootstrap(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAUCAndDiffBootstrap is both of a summary's intervals from one
+// set of replicates.
+func BenchmarkAUCAndDiffBootstrap(b *testing.B) {
+	s, t, y := benchScores()
+	for b.Loop() {
+		if _, _, err := AUCAndDiffBootstrap(s, t, y, 1000, 0.95, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -308,3 +308,39 @@ func TestIntegerCountsMatchFloat(t *testing.T) {
 		t.Fatalf("maxExactRows %d is too large for exact float64 sums", maxExactRows)
 	}
 }
+
+// TestAUCAndDiffBootstrapIsBoth: the two intervals from one set of
+// replicates are AUCBootstrap's and AUCDiffBootstrap's to the bit, on
+// scores with ties and on samples small enough that some replicates
+// lose a class; the errors are theirs.
+func TestAUCAndDiffBootstrapIsBoth(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{6, 12, 40, 1001} {
+		a, b, y := make([]float64, n), make([]float64, n), make([]uint8, n)
+		for i := range n {
+			y[i] = uint8(i % 2)
+			a[i] = float64(rng.IntN(8)) + float64(y[i])
+			b[i] = float64(rng.IntN(5))
+		}
+		for _, seed := range []uint64{1, 99} {
+			wantA, errA := AUCBootstrap(a, y, 300, 0.9, seed)
+			wantD, errD := AUCDiffBootstrap(a, b, y, 300, 0.9, seed)
+			gotA, gotD, err := AUCAndDiffBootstrap(a, b, y, 300, 0.9, seed)
+			if errA != nil || errD != nil {
+				if err == nil {
+					t.Fatalf("n %d: no error where the two gave %v, %v", n, errA, errD)
+				}
+				continue
+			}
+			if err != nil || gotA != wantA || gotD != wantD {
+				t.Fatalf("n %d seed %d: %+v, %+v (%v); want %+v, %+v", n, seed, gotA, gotD, err, wantA, wantD)
+			}
+		}
+	}
+	a, y := []float64{1, 2, 3, 4}, []uint8{0, 1, 0, 1}
+	for _, b := range [][]float64{{1, 2, 3}, {1, math.NaN(), 3, 4}} {
+		if _, _, err := AUCAndDiffBootstrap(a, b, y, 10, 0.9, 1); err == nil {
+			t.Errorf("b %v accepted", b)
+		}
+	}
+}
