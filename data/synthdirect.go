@@ -9,9 +9,9 @@ import (
 // Generating rows straight into the loader's chunks.
 //
 // Generate used to write the synthetic rows as Criteo text and load that
-// text, the generator on one goroutine and the loader on another: two
-// thirds of the start of a default run went to formatting the numbers and
-// codes as text and reading them back. A directRows source gives the
+// text, the generator on one goroutine and the loader on another: much of
+// the start of a default run went to formatting the numbers and codes as
+// text and reading them back. A directRows source gives the
 // loader each chunk already parsed — what its parse pass (parseRow) would
 // have read from the row's line: the label and categorical values as their
 // text in the chunk's arena, the numeric values as numbers, the row's ID
@@ -21,7 +21,7 @@ import (
 // with loading WriteSynth's bytes). The first row still goes through the
 // text path: it fixes the schema exactly as for the text.
 
-// directChunks is how many chunks the generator may fill ahead of the
+// directChunks is how many chunks the generator may draw ahead of the
 // loader.
 const directChunks = 3
 
