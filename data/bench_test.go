@@ -78,3 +78,22 @@ type countWriter struct{ n int64 }
 func (w *countWriter) Write(p []byte) (int, error) { w.n += int64(len(p)); return len(p), nil }
 
 var _ io.Writer = (*countWriter)(nil)
+
+// BenchmarkGenerate loads 200,000 synthetic rows (a default
+// `train --synth-rows 200000`'s start) from their text, as before the
+// direct source, and straight into the loader's chunks.
+func BenchmarkGenerate(b *testing.B) {
+	for _, text := range []bool{true, false} {
+		name := "direct"
+		if text {
+			name = "text"
+		}
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := Generate(200000, 0.25, 1, Options{synthText: text}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

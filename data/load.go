@@ -185,7 +185,12 @@ type catCol struct {
 	// order of their values at the end: vocabularies).
 	// With an encoding (LoadWith), vocab maps the encoding's values to
 	// their final ids and oov counts kept rows whose value is not in it.
-	vocab      map[string]int32
+	vocab map[string]int32
+	// short holds, when learning, the provisional ids of the values of at
+	// most 8 bytes instead of vocab: short[n] those of n bytes, keyed by
+	// shortKey (an integer key is found with one memory access, where a
+	// string's bytes are another; Criteo's values are 8 hex digits).
+	short      [9]map[uint64]int32
 	trainCount []uint32
 	trainOrder []int32
 	na, oov    int64
@@ -272,6 +277,9 @@ type loader struct {
 	// rows is the table's row count when known in advance (a generated
 	// table, Generate), else 0: reserve then sizes from it.
 	rows int64
+	// direct, when set, gives the rows after those read ahead already
+	// parsed (a generated table: synthdirect.go).
+	direct *directRows
 }
 
 // reserveAfter is how many kept rows the loader reads before it sizes the
@@ -340,6 +348,19 @@ func (l *loader) run() error {
 	if err != nil {
 		return err
 	}
+	buffered, bufferedLine, err := l.prepare(first)
+	if err != nil {
+		return err
+	}
+	return l.stream(buffered, bufferedLine)
+}
+
+// prepare decides the column kinds and sets up the columns' states after
+// readSchema returned the first line; it returns the lines read ahead
+// (the first when it is data, and those the kinds were detected from)
+// with their line numbers.
+func (l *loader) prepare(first []byte) ([][]byte, []int64, error) {
+	var err error
 	// The lines read ahead: the first when it is data, and the rows a
 	// generic CSV's column kinds are detected from.
 	var buffered [][]byte
@@ -349,17 +370,23 @@ func (l *loader) run() error {
 		buffered, bufferedLine = append(buffered, bytes.Clone(first)), append(bufferedLine, l.lr.line)
 	}
 	if buffered, bufferedLine, err = l.detectKinds(buffered, bufferedLine); err != nil {
-		return err
+		return nil, nil, err
 	}
 	tf, _ := LookupTableFormat(l.o.Format)
 	l.imputeMean = tf.ImputeMean
 	if l.enc != nil {
 		if err := l.setupEncoding(); err != nil {
-			return err
+			return nil, nil, err
 		}
 	} else {
 		l.setup()
 	}
+	return buffered, bufferedLine, nil
+}
+
+// stream encodes the lines read ahead and the rest of the rows, then
+// checks the labels and the IDs.
+func (l *loader) stream(buffered [][]byte, bufferedLine []int64) error {
 	if err := l.encodeRows(buffered, bufferedLine); err != nil {
 		return err
 	}
@@ -455,6 +482,13 @@ func (l *loader) encodeRows(buffered [][]byte, bufferedLine []int64) error {
 				return err
 			}
 		}
+	}
+	if l.direct != nil {
+		// The rows after the first come parsed (synthdirect.go).
+		if err := l.encodeChunk(c); err != nil {
+			return err
+		}
+		return l.direct.run(chunk, &l.lr.read, l.commitChunk)
 	}
 	for {
 		line, err := l.lr.next()
@@ -723,6 +757,11 @@ func (l *loader) vocabularies() []vocabRemap {
 			for v, p := range c.vocab {
 				text[p] = v
 			}
+			for n, m := range c.short {
+				for k, p := range m {
+					text[p] = shortText(k, n)
+				}
+			}
 			kept := make([]int32, 0, len(c.trainOrder))
 			for _, p := range c.trainOrder {
 				if int(c.trainCount[p]) >= l.o.MinCount {
@@ -869,7 +908,7 @@ func (l *loader) finishCategorical(f *finished, info *Info, remaps []vocabRemap)
 			f.learnt[c.field] = ColumnEncoding{Name: c.name, Kind: KindCategorical, Vocab: vocab}
 			f.card[j] = int(next)
 			ci.Seen = len(c.trainOrder)
-			l.cats[j].vocab = nil
+			l.cats[j].vocab, l.cats[j].short = nil, [9]map[uint64]int32{}
 		}
 		ci.Cardinality = f.card[j]
 		f.cols[c.field] = ci

@@ -97,6 +97,9 @@ type Options struct {
 	// chunkRows is how many lines the loader encodes at a time (0:
 	// rowsChunk); tests compare chunk sizes, which change nothing.
 	chunkRows int
+	// synthText makes Generate load its rows from their text, as before
+	// the direct source (tests compare the two).
+	synthText bool
 }
 
 // withDefaults returns o with zero values replaced by defaults, or an

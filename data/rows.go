@@ -2,6 +2,7 @@ package data
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"runtime"
@@ -70,6 +71,11 @@ type rowChunk struct {
 	parts []parsePart
 
 	pending []pendingRow // committed rows whose categorical values are not yet encoded
+
+	// raw are the generated rows from row rawFrom on that fill makes the
+	// chunk's rows of (a generated table: synthdirect.go).
+	raw     []synthRow
+	rawFrom int64
 }
 
 // pendingRow is a committed row waiting for the categorical pass.
@@ -109,7 +115,6 @@ func (l *loader) encodeChunk(c *rowChunk) error {
 	if n == 0 {
 		return nil
 	}
-	defer c.reset()
 	nc, nd := len(l.cats), len(l.dense)
 	c.rows = buf.Grow(c.rows, n)
 	c.dense = buf.Grow(c.dense, n*nd)
@@ -127,7 +132,15 @@ func (l *loader) encodeChunk(c *rowChunk) error {
 			c.rows[i].w = w
 		}
 	})
-	for i := range n {
+	return l.commitChunk(c)
+}
+
+// commitChunk runs the commit and categorical passes over the chunk's
+// parsed rows (one per entry of c.ends) and empties it. It returns the
+// first bad row's error when bad rows are not skipped.
+func (l *loader) commitChunk(c *rowChunk) error {
+	defer c.reset()
+	for i := range len(c.ends) {
 		if err := l.commitRow(c, i); err != nil {
 			return err
 		}
@@ -390,6 +403,20 @@ func (l *loader) encodeColumn(c *rowChunk, j int) {
 			if v, ok = col.vocab[string(b)]; !ok {
 				col.oov++ // v = 0, the out-of-vocabulary id
 			}
+		case len(b) <= 8:
+			m := col.short[len(b)]
+			if m == nil {
+				m = make(map[uint64]int32)
+				col.short[len(b)] = m
+			}
+			k := shortKey(b)
+			var ok bool
+			if v, ok = m[k]; !ok {
+				v = int32(len(col.trainCount))
+				m[k] = v
+				col.trainCount = append(col.trainCount, 0)
+			}
+			col.count(v, pr.test)
 		default:
 			var ok bool
 			v, ok = col.vocab[string(b)]
@@ -398,13 +425,35 @@ func (l *loader) encodeColumn(c *rowChunk, j int) {
 				col.vocab[string(b)] = v
 				col.trainCount = append(col.trainCount, 0)
 			}
-			if !pr.test {
-				if col.trainCount[v] == 0 {
-					col.trainOrder = append(col.trainOrder, v)
-				}
-				col.trainCount[v]++
-			}
+			col.count(v, pr.test)
 		}
 		pr.p.cat[pr.at*nc+j] = v
 	}
+}
+
+// count counts a kept row's value of provisional id v towards the
+// training vocabulary (a test row's does not count).
+func (col *catCol) count(v int32, test bool) {
+	if test {
+		return
+	}
+	if col.trainCount[v] == 0 {
+		col.trainOrder = append(col.trainOrder, v)
+	}
+	col.trainCount[v]++
+}
+
+// shortKey is the key of a value b of at most 8 bytes in its length's
+// map of catCol.short: its bytes, little-endian, zero-padded.
+func shortKey(b []byte) uint64 {
+	var a [8]byte
+	copy(a[:], b)
+	return binary.LittleEndian.Uint64(a[:])
+}
+
+// shortText is the value of n bytes whose shortKey is k.
+func shortText(k uint64, n int) string {
+	var a [8]byte
+	binary.LittleEndian.PutUint64(a[:], k)
+	return string(a[:n])
 }

@@ -109,7 +109,8 @@ type synthRow struct {
 	ints  [criteoDense]int64
 	cats  [criteoCat]int64
 	// score is the oracle log-weight Σ_g log w_g of the row's values
-	// (tests use it to measure how learnable the label is).
+	// (tests use it to measure how learnable the label is), set only by
+	// a generator with scored.
 	score float64
 }
 
@@ -125,6 +126,10 @@ type synth struct {
 	// tie draws the label from the common factor (key
 	// synth_shared_label; nil: the label first, by posRate).
 	tie *labelTie
+	// scored makes next set synthRow.score (tests): two transcendental
+	// functions per group and row that draw nothing, so the rows are the
+	// same without it.
+	scored bool
 }
 
 func newSynth(posRate float64, seed uint64) (*synth, error) {
@@ -182,7 +187,9 @@ func (g *synth) next(r *synthRow) {
 				}
 			}
 		}
-		r.score += math.Log(groupWeight(gi, r))
+		if g.scored {
+			r.score += math.Log(groupWeight(gi, r))
+		}
 	}
 	for j := range synthInts {
 		s := &synthInts[j]
@@ -267,14 +274,8 @@ func WriteSynthTied(w io.Writer, rows int64, posRate, shared, label float64, see
 	if rows < 0 {
 		return fmt.Errorf("synth: negative row count %d", rows)
 	}
-	g, err := newSynth(posRate, seed)
+	g, err := newSynthTied(posRate, shared, label, seed)
 	if err != nil {
-		return err
-	}
-	if g.common, err = newSynthCommon(shared); err != nil {
-		return err
-	}
-	if g.tie, err = newLabelTie(label, shared, posRate); err != nil {
 		return err
 	}
 	bw := bufio.NewWriterSize(w, 1<<20)
@@ -291,6 +292,21 @@ func WriteSynthTied(w io.Writer, rows int64, posRate, shared, label float64, see
 		return fmt.Errorf("synth: %w", err)
 	}
 	return nil
+}
+
+// newSynthTied is the generator of [WriteSynthTied]'s rows.
+func newSynthTied(posRate, shared, label float64, seed uint64) (*synth, error) {
+	g, err := newSynth(posRate, seed)
+	if err != nil {
+		return nil, err
+	}
+	if g.common, err = newSynthCommon(shared); err != nil {
+		return nil, err
+	}
+	if g.tie, err = newLabelTie(label, shared, posRate); err != nil {
+		return nil, err
+	}
+	return g, nil
 }
 
 // synthPipeDepth is how many chunks of text the generator of Generate
@@ -319,24 +335,10 @@ func GenerateTied(rows int, posRate, shared, label float64, seed uint64, o Optio
 	if rows <= 0 {
 		return nil, fmt.Errorf("synth: row count %d, want at least 1", rows)
 	}
-	if _, err := newSynth(posRate, seed); err != nil {
+	g, err := newSynthTied(posRate, shared, label, seed)
+	if err != nil {
 		return nil, err
 	}
-	if _, err := newSynthCommon(shared); err != nil {
-		return nil, err
-	}
-	if _, err := newLabelTie(label, shared, posRate); err != nil {
-		return nil, err
-	}
-	// The generator writes the text on its own goroutine, up to
-	// synthPipeDepth chunks of 1 MiB ahead of the loader reading it.
-	pipe := newChunkPipe(synthPipeDepth)
-	done := make(chan error, 1)
-	go func() {
-		err := WriteSynthTied(pipe, int64(rows), posRate, shared, label, seed)
-		pipe.closeWrite(err)
-		done <- err
-	}()
 	name := fmt.Sprintf("synth(rows=%d, pos=%g, seed=%d)", rows, posRate, seed)
 	switch {
 	case label > 0:
@@ -344,6 +346,26 @@ func GenerateTied(rows int, posRate, shared, label float64, seed uint64, o Optio
 	case shared > 0:
 		name = fmt.Sprintf("synth(rows=%d, pos=%g, shared=%g, seed=%d)", rows, posRate, shared, seed)
 	}
+	if !o.synthText {
+		// The first row's text sets the schema; the rest go to the
+		// loader parsed (synthdirect.go).
+		var r synthRow
+		g.next(&r)
+		if s, ok, err := loadDirect(g, g.appendRow(nil, &r), name, o, int64(rows)); ok {
+			return s, err
+		}
+	}
+	// Otherwise (options whose schema the direct source does not
+	// produce, or tests) the generator writes the text on its own
+	// goroutine, up to synthPipeDepth chunks of 1 MiB ahead of the loader
+	// reading it.
+	pipe := newChunkPipe(synthPipeDepth)
+	done := make(chan error, 1)
+	go func() {
+		err := WriteSynthTied(pipe, int64(rows), posRate, shared, label, seed)
+		pipe.closeWrite(err)
+		done <- err
+	}()
 	s, err := loadReaderRows(pipe, name, o, int64(rows))
 	pipe.closeRead()
 	werr := <-done

@@ -54,6 +54,7 @@ func TestSynthStatistics(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		g.scored = true
 		var r synthRow
 		score := make([]float64, n)
 		y := make([]uint8, n)

@@ -65,6 +65,12 @@ func bootstrapInterval(reps int, level float64, newWorker func() func(r int) flo
 		})
 	}
 	wg.Wait()
+	return percentileInterval(vals, reps, level)
+}
+
+// percentileInterval is the interval of the replicates' values vals at
+// level, their NaN dropped (it reorders vals).
+func percentileInterval(vals []float64, reps int, level float64) (AUCInterval, error) {
 	vals = slices.DeleteFunc(vals, math.IsNaN)
 	if len(vals) < (reps+1)/2 {
 		return AUCInterval{}, errors.New("metrics: bootstrap: too few rows of a class for the replicates to hold both")
@@ -73,6 +79,66 @@ func bootstrapInterval(reps int, level float64, newWorker func() func(r int) flo
 	lo := vals[NearestRank(len(vals), (1-level)/2)]
 	hi := vals[NearestRank(len(vals), (1+level)/2)]
 	return AUCInterval{Lo: lo, Hi: hi, Level: level, Replicates: len(vals)}, nil
+}
+
+// AUCAndDiffBootstrap returns [AUCBootstrap] of a and [AUCDiffBootstrap]
+// of a and b, the same intervals to the bit, from one set of replicates:
+// replicate r of both draws the same Poisson weights from the same
+// source, AUCBootstrap giving the k-th of them to the k-th smallest
+// score of a and AUCDiffBootstrap to row k, so they are drawn once for
+// the two. It fails when either would.
+func AUCAndDiffBootstrap(a, b []float64, labels []uint8, reps int, level float64, seed uint64) (auc, diff AUCInterval, err error) {
+	if len(a) != len(b) {
+		return AUCInterval{}, AUCInterval{}, errors.New("metrics: bootstrap: the two models scored different numbers of rows")
+	}
+	if !(level > 0 && level < 1) {
+		return AUCInterval{}, AUCInterval{}, errors.New("metrics: bootstrap level outside (0, 1)")
+	}
+	if reps < 1 {
+		return AUCInterval{}, AUCInterval{}, errors.New("metrics: bootstrap: at least one replicate")
+	}
+	sa, err := newPairedSample(a, labels)
+	if err != nil {
+		return AUCInterval{}, AUCInterval{}, err
+	}
+	sb, err := newPairedSample(b, labels)
+	if err != nil {
+		return AUCInterval{}, AUCInterval{}, err
+	}
+	exact := exactCounts(len(a))
+	aucs, diffs := make([]float64, reps), make([]float64, reps)
+	workers := min(runtime.GOMAXPROCS(0), reps)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			weight := make([]uint32, len(a))
+			for r := w; r < reps; r += workers {
+				weights(replicateRNG(seed, uint64(r)), len(weight), func(k int, v uint32) { weight[k] = v })
+				if exact {
+					var acc weightedAUC
+					for k, v := range weight {
+						acc.add(uint64(v), sa.pos[k], sa.last[k])
+					}
+					aucs[r] = acc.auc()
+				} else {
+					var acc floatAUC
+					for k, v := range weight {
+						acc.add(uint64(v), sa.pos[k], sa.last[k])
+					}
+					aucs[r] = acc.auc()
+				}
+				diffs[r] = sa.weightedAUC(weight) - sb.weightedAUC(weight)
+			}
+		})
+	}
+	wg.Wait()
+	if auc, err = percentileInterval(aucs, reps, level); err != nil {
+		return AUCInterval{}, AUCInterval{}, err
+	}
+	if diff, err = percentileInterval(diffs, reps, level); err != nil {
+		return AUCInterval{}, AUCInterval{}, err
+	}
+	return auc, diff, nil
 }
 
 // bootSample is a scored sample sorted by score: pos[k] is 1 when the
@@ -147,6 +213,19 @@ func replicateRNG(seed, r uint64) *rand.Rand {
 // class empty.
 func (s *bootSample) replicate(seed, r uint64) float64 {
 	rng := replicateRNG(seed, r)
+	if !exactCounts(len(s.pos)) {
+		var acc floatAUC
+		var u uint64
+		for k := range s.pos {
+			if k%2 == 0 {
+				u = rng.Uint64()
+			} else {
+				u >>= 32
+			}
+			acc.add(uint64(poisson(u&(1<<32-1))), s.pos[k], s.last[k])
+		}
+		return acc.auc()
+	}
 	var acc weightedAUC
 	var u uint64
 	for k := range s.pos {
@@ -160,15 +239,57 @@ func (s *bootSample) replicate(seed, r uint64) float64 {
 	return acc.auc()
 }
 
+// maxExactRows is the most rows whose weighted AUC weightedAUC counts in
+// integers. Its sums are exact in float64 too as long as twice the
+// numerator stays below 2⁵³: a row's weight is at most 20 (the last
+// Poisson threshold), so with n rows the numerator is at most
+// (20n)²/4 = 100n², and 200n² < 2⁵³ for n ≤ 2²² (4,194,304). Up to
+// there the integer sums give the same bits as float64 sums would; above
+// it floatAUC sums in float64, rounding as it always has.
+const maxExactRows = 1 << 22
+
+// exactCounts says whether a sample of n rows is counted in integers.
+func exactCounts(n int) bool { return n <= maxExactRows }
+
 // weightedAUC accumulates the AUC of weighted rows handed over in score
 // order: each row's weight (its copies), whether it is a positive (1) or
-// not (0), and whether it ends its tie group (ties count ½).
+// not (0), and whether it ends its tie group (ties count ½). It counts in
+// integers (twice the numerator, so that a tie's ½ stays whole), whose
+// additions do not wait on each other's rounding as float64 ones do; for
+// samples of at most maxExactRows rows, where every float64 sum of
+// floatAUC is exact, its AUC is floatAUC's to the bit.
 type weightedAUC struct {
+	num2, negBelow, wp uint64
+	pw, nw             uint64 // the open tie group's positive and negative weight
+}
+
+func (a *weightedAUC) add(w, pos uint64, last bool) {
+	a.pw += w * pos
+	a.nw += w * (1 - pos)
+	if last {
+		a.num2 += a.pw * (2*a.negBelow + a.nw)
+		a.negBelow += a.nw
+		a.wp += a.pw
+		a.pw, a.nw = 0, 0
+	}
+}
+
+// auc is the accumulated AUC, NaN when a class has no weight.
+func (a *weightedAUC) auc() float64 {
+	if a.wp == 0 || a.negBelow == 0 {
+		return math.NaN()
+	}
+	return float64(a.num2) / 2 / (float64(a.wp) * float64(a.negBelow))
+}
+
+// floatAUC is weightedAUC summed in float64, for samples above
+// maxExactRows rows.
+type floatAUC struct {
 	num, negBelow, wp float64
 	pw, nw            uint64 // the open tie group's positive and negative weight
 }
 
-func (a *weightedAUC) add(w, pos uint64, last bool) {
+func (a *floatAUC) add(w, pos uint64, last bool) {
 	a.pw += w * pos
 	a.nw += w * (1 - pos)
 	if last {
@@ -180,7 +301,7 @@ func (a *weightedAUC) add(w, pos uint64, last bool) {
 }
 
 // auc is the accumulated AUC, NaN when a class has no weight.
-func (a *weightedAUC) auc() float64 {
+func (a *floatAUC) auc() float64 {
 	if a.wp == 0 || a.negBelow == 0 {
 		return math.NaN()
 	}
@@ -252,6 +373,13 @@ func newPairedSample(scores []float64, labels []uint8) (*pairedSample, error) {
 // weightedAUC is the AUC of the sample in which row i appears w[i] times;
 // NaN when the weights leave a class empty.
 func (s *pairedSample) weightedAUC(w []uint32) float64 {
+	if !exactCounts(len(s.row)) {
+		var acc floatAUC
+		for k, i := range s.row {
+			acc.add(uint64(w[i]), s.pos[k], s.last[k])
+		}
+		return acc.auc()
+	}
 	var acc weightedAUC
 	for k, i := range s.row {
 		acc.add(uint64(w[i]), s.pos[k], s.last[k])

@@ -249,3 +249,98 @@ func TestAUCDiffByHand(t *testing.T) {
 		t.Fatalf("a model against itself: %+v, %v", iv, err)
 	}
 }
+
+// TestIntegerCountsMatchFloat: weightedAUC, counting in integers, gives
+// the bits of floatAUC, the float64 sums it replaces for samples of at
+// most maxExactRows rows, on random samples with many ties and weights up
+// to 20 (the largest a Poisson draw gives), and at the extreme of its
+// range: 2²² rows of weight 20, half of each class, in one tie group and
+// in groups of one (the numerator's largest values).
+func TestIntegerCountsMatchFloat(t *testing.T) {
+	type row struct {
+		w, pos uint64
+		last   bool
+	}
+	same := func(name string, rows func(yield func(row))) {
+		t.Helper()
+		var ia weightedAUC
+		var fa floatAUC
+		rows(func(r row) {
+			ia.add(r.w, r.pos, r.last)
+			fa.add(r.w, r.pos, r.last)
+		})
+		gi, gf := ia.auc(), fa.auc()
+		if math.Float64bits(gi) != math.Float64bits(gf) && !(math.IsNaN(gi) && math.IsNaN(gf)) {
+			t.Fatalf("%s: integer counts give %v (%x), float64 sums %v (%x)", name, gi, math.Float64bits(gi), gf, math.Float64bits(gf))
+		}
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 300 {
+		n := 1 + rng.IntN(3000)
+		tieP := rng.Float64()
+		same("random", func(yield func(row)) {
+			for k := range n {
+				yield(row{w: uint64(rng.IntN(21)), pos: uint64(rng.IntN(2)), last: k == n-1 || rng.Float64() > tieP})
+			}
+		})
+	}
+	n := maxExactRows
+	if testing.Short() {
+		n = 1 << 16
+	}
+	for _, oneGroup := range []bool{false, true} {
+		same("extreme", func(yield func(row)) {
+			for k := range n {
+				yield(row{w: 20, pos: uint64(k & 1), last: !oneGroup || k == n-1})
+			}
+		})
+		same("extreme, negatives first", func(yield func(row)) {
+			for k := range n {
+				yield(row{w: 20, pos: uint64(2 * k / n), last: !oneGroup || k == n-1})
+			}
+		})
+	}
+	if !exactCounts(maxExactRows) || exactCounts(maxExactRows+1) {
+		t.Fatal("exactCounts does not switch at maxExactRows")
+	}
+	// The bound itself: twice the largest numerator stays below 2⁵³.
+	if w := 20.0 * maxExactRows; 2*(w/2)*(w/2) >= 1<<53 {
+		t.Fatalf("maxExactRows %d is too large for exact float64 sums", maxExactRows)
+	}
+}
+
+// TestAUCAndDiffBootstrapIsBoth: the two intervals from one set of
+// replicates are AUCBootstrap's and AUCDiffBootstrap's to the bit, on
+// scores with ties and on samples small enough that some replicates
+// lose a class; the errors are theirs.
+func TestAUCAndDiffBootstrapIsBoth(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{6, 12, 40, 1001} {
+		a, b, y := make([]float64, n), make([]float64, n), make([]uint8, n)
+		for i := range n {
+			y[i] = uint8(i % 2)
+			a[i] = float64(rng.IntN(8)) + float64(y[i])
+			b[i] = float64(rng.IntN(5))
+		}
+		for _, seed := range []uint64{1, 99} {
+			wantA, errA := AUCBootstrap(a, y, 300, 0.9, seed)
+			wantD, errD := AUCDiffBootstrap(a, b, y, 300, 0.9, seed)
+			gotA, gotD, err := AUCAndDiffBootstrap(a, b, y, 300, 0.9, seed)
+			if errA != nil || errD != nil {
+				if err == nil {
+					t.Fatalf("n %d: no error where the two gave %v, %v", n, errA, errD)
+				}
+				continue
+			}
+			if err != nil || gotA != wantA || gotD != wantD {
+				t.Fatalf("n %d seed %d: %+v, %+v (%v); want %+v, %+v", n, seed, gotA, gotD, err, wantA, wantD)
+			}
+		}
+	}
+	a, y := []float64{1, 2, 3, 4}, []uint8{0, 1, 0, 1}
+	for _, b := range [][]float64{{1, 2, 3}, {1, math.NaN(), 3, 4}} {
+		if _, _, err := AUCAndDiffBootstrap(a, b, y, 10, 0.9, 1); err == nil {
+			t.Errorf("b %v accepted", b)
+		}
+	}
+}

@@ -513,6 +513,30 @@ const baselineTolerance = 0.01
 // TestAUCBestNote is summary.json's test_auc_best_note.
 const TestAUCBestNote = "the top of the per-step test curve, chosen by looking at the test split: for comparison with the papers' curves, not a result; the result is test_auc_selected"
 
+// bootstrapIntervals fills the summary's bootstrap intervals of the
+// selected model's test AUC and, with a baseline scored on the same test
+// rows, of its difference from the baseline's; both come from one set of
+// replicates (metrics.AUCAndDiffBootstrap) when both can be had.
+func (r *Recorder) bootstrapIntervals(s *Summary) {
+	seed := uint64(r.cfg.Seed)
+	if b := r.baseline; b != nil && len(b.testScores) == len(r.selScores) && slices.Equal(r.selLabels, r.split.Test.Labels) {
+		if iv, diff, err := metrics.AUCAndDiffBootstrap(r.selScores, b.testScores, r.selLabels, bootstrapReplicates, 0.95, seed); err == nil {
+			s.TestAUCSelectedCI95 = &[2]float64{iv.Lo, iv.Hi}
+			s.TestAUCMinusBaselineCI95 = &[2]float64{diff.Lo, diff.Hi}
+			return
+		}
+	}
+	// No baseline, or one of the two intervals cannot be had: each apart.
+	if iv, err := metrics.AUCBootstrap(r.selScores, r.selLabels, bootstrapReplicates, 0.95, seed); err == nil {
+		s.TestAUCSelectedCI95 = &[2]float64{iv.Lo, iv.Hi}
+	}
+	if b := r.baseline; b != nil && len(b.testScores) == len(r.selScores) && slices.Equal(r.selLabels, r.split.Test.Labels) {
+		if iv, err := metrics.AUCDiffBootstrap(r.selScores, b.testScores, r.selLabels, bootstrapReplicates, 0.95, seed); err == nil {
+			s.TestAUCMinusBaselineCI95 = &[2]float64{iv.Lo, iv.Hi}
+		}
+	}
+}
+
 // selection fills the summary's validation, selection, baseline and
 // warning fields.
 func (r *Recorder) selection(s *Summary) {
@@ -530,14 +554,7 @@ func (r *Recorder) selection(s *Summary) {
 	s.SelectedStep, s.TestAUCSelected, s.TestLossSelected, s.ACESelected = sel.Step, sel.TestAUC, sel.TestLoss, sel.ACE
 	s.ValAUCSelected = sel.ValAUC
 	if len(r.selScores) > 0 && r.selStep == sel.Step {
-		if iv, err := metrics.AUCBootstrap(r.selScores, r.selLabels, bootstrapReplicates, 0.95, uint64(cfg.Seed)); err == nil {
-			s.TestAUCSelectedCI95 = &[2]float64{iv.Lo, iv.Hi}
-		}
-		if b := r.baseline; b != nil && len(b.testScores) == len(r.selScores) && slices.Equal(r.selLabels, r.split.Test.Labels) {
-			if iv, err := metrics.AUCDiffBootstrap(r.selScores, b.testScores, r.selLabels, bootstrapReplicates, 0.95, uint64(cfg.Seed)); err == nil {
-				s.TestAUCMinusBaselineCI95 = &[2]float64{iv.Lo, iv.Hi}
-			}
-		}
+		r.bootstrapIntervals(s)
 	}
 	if r.hasBestVal {
 		v := *r.bestVal.ValAUC
