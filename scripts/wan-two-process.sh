@@ -24,7 +24,8 @@ if [ ! -d pki ]; then
   "$sg" certs issue --dir pki --name passive >/dev/null
 fi
 port=7600
-# one run: MODE (loopback|link) ENC K F Q; prints the passive's ms per step
+# one run: MODE (loopback|link) ENC K F Q; sets ms to the passive's ms per
+# step (not run in a subshell, so that each run gets the next port)
 one() {
   local mode=$1 enc=$2 k=$3 f=$4 q=$5 addr px=
   port=$((port + 1)); addr=127.0.0.1:$port
@@ -47,13 +48,15 @@ one() {
   wait "$act"
   if [ -n "$px" ]; then kill -INT "$px"; wait "$px" || true; fi
   # compute_ms + waiting_ms of the passive's closing line
-  grep -o 'party=passive compute_ms=[0-9.]* waiting_ms=[0-9.]*' "P-$tag.log" | tail -1 |
-    awk -F'[= ]' '{printf "%.3f\n", $3 + $5}'
+  ms=$(grep -o 'party=passive compute_ms=[0-9.]* waiting_ms=[0-9.]*' "P-$tag.log" | tail -1 |
+    awk -F'[= ]' '{printf "%.3f", $4 + $6}')
+  if [ -z "$ms" ]; then echo "no timing line in $out/P-$tag.log" >&2; exit 1; fi
 }
 for r in $(seq "$rounds"); do
   for o in $OPTIONS; do
     IFS=: read -r enc k f q <<<"$o"
-    lb=$(one loopback "$enc" "$k" "$f" "$q"); ln=$(one link "$enc" "$k" "$f" "$q")
+    one loopback "$enc" "$k" "$f" "$q"; lb=$ms
+    one link "$enc" "$k" "$f" "$q"; ln=$ms
     echo "round $r $enc k=$k F=$f Q=$q: loopback $lb ms/step, link $ln ms/step, ratio $(awk -v a="$ln" -v b="$lb" 'BEGIN{printf "%.2f", a/b}') (load $(cut -d' ' -f1 /proc/loadavg))"
   done
 done

@@ -31,7 +31,7 @@ var plannerLinks = map[string]linktest.Link{
 // the setting docs/methods/wan.md recommends for a WAN (int8, k = 4)
 // beside its synchronous step over issue 30's 20 ms / 100 Mbit/s, the
 // same two in int4 (half int8's bytes of values), and int4 with k = 4 and
-// Q = 2 (the WAN options of docs/DEPLOYMENT.md) and with k = 6.
+// Q = 2, and k = 6 with Q = 1 and 2 (the WAN options of docs/DEPLOYMENT.md).
 var plannerOptions = []struct {
 	link                  string
 	enc                   wire.Encoding
@@ -42,7 +42,7 @@ var plannerOptions = []struct {
 	{"100ms/10Mbit", wire.Int8, 0, 2},
 	{"20ms/100Mbit", wire.Int8, 0, 1}, {"20ms/100Mbit", wire.Int8, 4, 1},
 	{"20ms/100Mbit", wire.Int4, 0, 1}, {"20ms/100Mbit", wire.Int4, 4, 1},
-	{"20ms/100Mbit", wire.Int4, 4, 2}, {"20ms/100Mbit", wire.Int4, 6, 1},
+	{"20ms/100Mbit", wire.Int4, 4, 2}, {"20ms/100Mbit", wire.Int4, 6, 1}, {"20ms/100Mbit", wire.Int4, 6, 2},
 }
 
 // plannerCheck turns on TestPlannerPredictsLink: it asserts measured
