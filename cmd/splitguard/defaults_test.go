@@ -57,6 +57,7 @@ func TestEveryCommandWithItsRequiredFlagsOnly(t *testing.T) {
 		"splitguard marvell solve":     {},
 		"splitguard bench":             {"--steps", "2", "--warmup", "1"},
 		"splitguard plan-link":         {"--steps", "2", "--warmup", "1"},
+		"splitguard link-proxy":        {"--target", "127.0.0.1:1"},
 		"splitguard certs init":        {"--dir", out("certs")},
 		"splitguard certs issue":       {"--dir", out("certs"), "--name", "active"},
 		"splitguard report":            {missing},
