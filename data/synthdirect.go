@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"math"
 	"strconv"
+
+	"github.com/splitguard/splitguard/internal/buf"
 )
 
 // Generating rows straight into the loader's chunks.
@@ -76,7 +78,7 @@ func newDirectRows(l *loader, g *synth, rows int64) *directRows {
 // draw draws rows [from, to) into c.raw: the generator's part, whose
 // random draws go in sequence.
 func (d *directRows) draw(c *rowChunk, from, to int64) {
-	c.raw = growTo(c.raw, int(to-from))
+	c.raw = buf.Grow(c.raw, int(to-from))
 	c.rawFrom = from
 	for i := range c.raw {
 		d.g.next(&c.raw[i])
@@ -91,9 +93,9 @@ func (d *directRows) draw(c *rowChunk, from, to int64) {
 func (d *directRows) fill(c *rowChunk, read int64) int64 {
 	n := len(c.raw)
 	nc, nd := len(d.cats), len(d.dense)
-	c.rows = growTo(c.rows, n)
-	c.dense = growTo(c.dense, n*nd)
-	c.cats = growTo(c.cats, 2*n*nc)
+	c.rows = buf.Grow(c.rows, n)
+	c.dense = buf.Grow(c.dense, n*nd)
+	c.cats = buf.Grow(c.cats, 2*n*nc)
 	c.lines, c.reads, c.ends = c.lines[:0], c.reads[:0], c.ends[:0]
 	if len(c.parts) == 0 {
 		c.parts = append(c.parts, parsePart{})
@@ -182,14 +184,6 @@ func decimalDigits(v uint64) int {
 		n++
 	}
 	return n
-}
-
-// growTo returns s with length n, reusing its array when it can.
-func growTo[T any](s []T, n int) []T {
-	if cap(s) >= n {
-		return s[:n]
-	}
-	return make([]T, n)
 }
 
 // run draws chunks of chunk rows from row 1 to the end on its own

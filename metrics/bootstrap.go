@@ -47,25 +47,54 @@ func AUCBootstrap(scores []float64, labels []uint8, b int, level float64, seed u
 // their values at level. A replicate valued NaN (its weights left a class
 // empty: likely only on a handful of rows) is dropped.
 func bootstrapInterval(reps int, level float64, newWorker func() func(r int) float64) (AUCInterval, error) {
+	ivs, err := bootstrapIntervals(reps, level, 1, func() func(r int, out []float64) {
+		f := newWorker()
+		return func(r int, out []float64) { out[0] = f(r) }
+	})
+	if err != nil {
+		return AUCInterval{}, err
+	}
+	return ivs[0], nil
+}
+
+// bootstrapIntervals is bootstrapInterval for replicates of n values
+// each (a worker's function writes replicate r's into out): the n
+// percentile intervals, each of its own values.
+func bootstrapIntervals(reps int, level float64, n int, newWorker func() func(r int, out []float64)) ([]AUCInterval, error) {
 	if !(level > 0 && level < 1) {
-		return AUCInterval{}, errors.New("metrics: bootstrap level outside (0, 1)")
+		return nil, errors.New("metrics: bootstrap level outside (0, 1)")
 	}
 	if reps < 1 {
-		return AUCInterval{}, errors.New("metrics: bootstrap: at least one replicate")
+		return nil, errors.New("metrics: bootstrap: at least one replicate")
 	}
-	vals := make([]float64, reps)
+	vals := make([][]float64, n)
+	for i := range vals {
+		vals[i] = make([]float64, reps)
+	}
 	workers := min(runtime.GOMAXPROCS(0), reps)
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
 			f := newWorker()
+			out := make([]float64, n)
 			for r := w; r < reps; r += workers {
-				vals[r] = f(r)
+				f(r, out)
+				for i, v := range out {
+					vals[i][r] = v
+				}
 			}
 		})
 	}
 	wg.Wait()
-	return percentileInterval(vals, reps, level)
+	ivs := make([]AUCInterval, n)
+	for i := range ivs {
+		iv, err := percentileInterval(vals[i], reps, level)
+		if err != nil {
+			return nil, err
+		}
+		ivs[i] = iv
+	}
+	return ivs, nil
 }
 
 // percentileInterval is the interval of the replicates' values vals at
@@ -91,12 +120,6 @@ func AUCAndDiffBootstrap(a, b []float64, labels []uint8, reps int, level float64
 	if len(a) != len(b) {
 		return AUCInterval{}, AUCInterval{}, errors.New("metrics: bootstrap: the two models scored different numbers of rows")
 	}
-	if !(level > 0 && level < 1) {
-		return AUCInterval{}, AUCInterval{}, errors.New("metrics: bootstrap level outside (0, 1)")
-	}
-	if reps < 1 {
-		return AUCInterval{}, AUCInterval{}, errors.New("metrics: bootstrap: at least one replicate")
-	}
 	sa, err := newPairedSample(a, labels)
 	if err != nil {
 		return AUCInterval{}, AUCInterval{}, err
@@ -105,40 +128,18 @@ func AUCAndDiffBootstrap(a, b []float64, labels []uint8, reps int, level float64
 	if err != nil {
 		return AUCInterval{}, AUCInterval{}, err
 	}
-	exact := exactCounts(len(a))
-	aucs, diffs := make([]float64, reps), make([]float64, reps)
-	workers := min(runtime.GOMAXPROCS(0), reps)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			weight := make([]uint32, len(a))
-			for r := w; r < reps; r += workers {
-				weights(replicateRNG(seed, uint64(r)), len(weight), func(k int, v uint32) { weight[k] = v })
-				if exact {
-					var acc weightedAUC
-					for k, v := range weight {
-						acc.add(uint64(v), sa.pos[k], sa.last[k])
-					}
-					aucs[r] = acc.auc()
-				} else {
-					var acc floatAUC
-					for k, v := range weight {
-						acc.add(uint64(v), sa.pos[k], sa.last[k])
-					}
-					aucs[r] = acc.auc()
-				}
-				diffs[r] = sa.weightedAUC(weight) - sb.weightedAUC(weight)
-			}
-		})
-	}
-	wg.Wait()
-	if auc, err = percentileInterval(aucs, reps, level); err != nil {
+	ivs, err := bootstrapIntervals(reps, level, 2, func() func(r int, out []float64) {
+		weight := make([]uint32, len(a))
+		return func(r int, out []float64) {
+			weights(replicateRNG(seed, uint64(r)), len(weight), func(k int, v uint32) { weight[k] = v })
+			out[0] = sa.sortedAUC(weight)
+			out[1] = sa.weightedAUC(weight) - sb.weightedAUC(weight)
+		}
+	})
+	if err != nil {
 		return AUCInterval{}, AUCInterval{}, err
 	}
-	if diff, err = percentileInterval(diffs, reps, level); err != nil {
-		return AUCInterval{}, AUCInterval{}, err
-	}
-	return auc, diff, nil
+	return ivs[0], ivs[1], nil
 }
 
 // bootSample is a scored sample sorted by score: pos[k] is 1 when the
@@ -368,6 +369,24 @@ func newPairedSample(scores []float64, labels []uint8) (*pairedSample, error) {
 		s.last[k] = k == len(order)-1 || scores[order[k+1]] != scores[i]
 	}
 	return s, nil
+}
+
+// sortedAUC is the AUC of the sample in which the k-th smallest score
+// appears w[k] times (the weights by sorted position, as replicate gives
+// them); NaN when the weights leave a class empty.
+func (s *bootSample) sortedAUC(w []uint32) float64 {
+	if !exactCounts(len(s.pos)) {
+		var acc floatAUC
+		for k, v := range w {
+			acc.add(uint64(v), s.pos[k], s.last[k])
+		}
+		return acc.auc()
+	}
+	var acc weightedAUC
+	for k, v := range w {
+		acc.add(uint64(v), s.pos[k], s.last[k])
+	}
+	return acc.auc()
 }
 
 // weightedAUC is the AUC of the sample in which row i appears w[i] times;

@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -64,12 +65,8 @@ func TestDenseReLUAtAnyCoreCount(t *testing.T) {
 		rows, in, out := sh[0], sh[1], sh[2]
 		r := rand.New(rand.NewPCG(uint64(rows), 9))
 		x, dy := tensor.New(rows, in), tensor.New(rows, out)
-		for i := range x.Data {
-			x.Data[i] = float32(r.NormFloat64())
-		}
-		for i := range dy.Data {
-			dy.Data[i] = float32(r.NormFloat64())
-		}
+		randFill(r, x, 1)
+		randFill(r, dy, 1)
 		var ref [][]float32
 		for run := range 8 {
 			procs, fused := []int{1, 2, 3, 16}[run/2], run%2 == 1
@@ -121,13 +118,7 @@ func TestDenseReLUAtAnyCoreCount(t *testing.T) {
 				}
 				continue
 			}
-			for k := range got {
-				for i := range got[k] {
-					if math.Float32bits(got[k][i]) != math.Float32bits(ref[k][i]) {
-						t.Fatalf("%v: output %d differs at %d with GOMAXPROCS %d (fused: %v): %v vs %v", sh, k, i, procs, fused, got[k][i], ref[k][i])
-					}
-				}
-			}
+			sameBits(t, fmt.Sprintf("%v with GOMAXPROCS %d (fused: %v)", sh, procs, fused), got, ref)
 		}
 	}
 }
@@ -144,12 +135,8 @@ func TestDenseBackwardReLUAtAnyCoreCount(t *testing.T) {
 		rows, in, out := sh[0], sh[1], sh[2]
 		r := rand.New(rand.NewPCG(uint64(rows+out), 10))
 		x, dy := tensor.New(rows, in), tensor.New(rows, out)
-		for i := range x.Data {
-			x.Data[i] = float32(r.NormFloat64())
-		}
-		for i := range dy.Data {
-			dy.Data[i] = float32(r.NormFloat64())
-		}
+		randFill(r, x, 1)
+		randFill(r, dy, 1)
 		var ref [][]float32
 		for run := range 5 {
 			procs, fused := []int{1, 1, 2, 3, 16}[run], run > 0
@@ -193,13 +180,7 @@ func TestDenseBackwardReLUAtAnyCoreCount(t *testing.T) {
 				}
 				continue
 			}
-			for k := range got {
-				for i := range got[k] {
-					if math.Float32bits(got[k][i]) != math.Float32bits(ref[k][i]) {
-						t.Fatalf("%v: output %d differs at %d with GOMAXPROCS %d: %v vs %v", sh, k, i, procs, got[k][i], ref[k][i])
-					}
-				}
-			}
+			sameBits(t, fmt.Sprintf("%v with GOMAXPROCS %d", sh, procs), got, ref)
 		}
 	}
 	// A Dense whose input is not the ReLU's output is refused.
@@ -213,4 +194,16 @@ func TestDenseBackwardReLUAtAnyCoreCount(t *testing.T) {
 		}
 	}()
 	DenseBackwardReLU(d, tensor.New(4, 2), &prev)
+}
+
+// sameBits fails t unless every output of got has ref's bits.
+func sameBits(t *testing.T, what string, got, ref [][]float32) {
+	t.Helper()
+	for k := range got {
+		for i := range got[k] {
+			if math.Float32bits(got[k][i]) != math.Float32bits(ref[k][i]) {
+				t.Fatalf("%s: output %d differs at %d: %v vs %v", what, k, i, got[k][i], ref[k][i])
+			}
+		}
+	}
 }

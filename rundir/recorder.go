@@ -519,7 +519,9 @@ const TestAUCBestNote = "the top of the per-step test curve, chosen by looking a
 // replicates (metrics.AUCAndDiffBootstrap) when both can be had.
 func (r *Recorder) bootstrapIntervals(s *Summary) {
 	seed := uint64(r.cfg.Seed)
-	if b := r.baseline; b != nil && len(b.testScores) == len(r.selScores) && slices.Equal(r.selLabels, r.split.Test.Labels) {
+	b := r.baseline
+	paired := b != nil && len(b.testScores) == len(r.selScores) && slices.Equal(r.selLabels, r.split.Test.Labels)
+	if paired {
 		if iv, diff, err := metrics.AUCAndDiffBootstrap(r.selScores, b.testScores, r.selLabels, bootstrapReplicates, 0.95, seed); err == nil {
 			s.TestAUCSelectedCI95 = &[2]float64{iv.Lo, iv.Hi}
 			s.TestAUCMinusBaselineCI95 = &[2]float64{diff.Lo, diff.Hi}
@@ -530,7 +532,7 @@ func (r *Recorder) bootstrapIntervals(s *Summary) {
 	if iv, err := metrics.AUCBootstrap(r.selScores, r.selLabels, bootstrapReplicates, 0.95, seed); err == nil {
 		s.TestAUCSelectedCI95 = &[2]float64{iv.Lo, iv.Hi}
 	}
-	if b := r.baseline; b != nil && len(b.testScores) == len(r.selScores) && slices.Equal(r.selLabels, r.split.Test.Labels) {
+	if paired {
 		if iv, err := metrics.AUCDiffBootstrap(r.selScores, b.testScores, r.selLabels, bootstrapReplicates, 0.95, seed); err == nil {
 			s.TestAUCMinusBaselineCI95 = &[2]float64{iv.Lo, iv.Hi}
 		}
