@@ -55,8 +55,9 @@
 //
 // Both ends check every message they receive before handing it on: phase,
 // non-negative step and batch, a tensor in the encoding agreed at Hello
-// (Fingerprint.Wire; package transport/wire) whose rows×cols matches its
-// data, dense or sparse, one
+// (Fingerprint.Wire; package transport/wire), compressed only when Hello
+// agreed on zstd and then within the bounds of compress.go, whose
+// rows×cols matches its data, dense or sparse, one
 // ID per embedding row, a gradient answering the step and batch sent with
 // the embedding's shape, only finite numbers, and a bound on the message size
 // (MaxMessageBytes, enforced by gRPC too). The party layer adds the checks
