@@ -212,42 +212,49 @@ func encodeTensor(m *tensor.Matrix, enc wire.Encoding, comp wire.Compression) (*
 	if m.Rows < 0 || m.Cols < 0 || m.Rows > math.MaxUint32 || m.Cols > math.MaxUint32 || len(m.Data) != m.Rows*m.Cols {
 		return nil, fmt.Errorf("grpcnet: matrix %d×%d with %d values", m.Rows, m.Cols, len(m.Data))
 	}
-	var own scratch // the packed bytes are sent: fresh buffers
-	s := &own
-	if comp == wire.Zstd { // they are compressed: reused buffers
-		s = scratchPool.Get().(*scratch)
-		s.a, s.b = s.a[:0], s.b[:0]
-		defer scratchPool.Put(s)
+	if comp != wire.Zstd { // the packed bytes are sent: fresh buffers
+		t, _, _, err := packTensor(m, enc, nil, nil)
+		return t, err
 	}
-	t := &pb.Tensor{Rows: uint32(m.Rows), Cols: uint32(m.Cols)}
-	if n := enc.SparseSize(m); n >= 0 && n < enc.Size(m.Rows, m.Cols) {
-		vals, index, err := enc.PackSparse(s.a, s.b, m)
-		if err != nil {
-			return nil, err
-		}
-		s.a, s.b = vals, index
-		t.Encoding, t.Packed, t.Sparse, t.Index = pb.Encoding(enc), vals, true, index
-	} else {
-		if s.a == nil {
-			s.a = make([]byte, 0, enc.Size(m.Rows, m.Cols))
-		}
-		buf, err := enc.Pack(s.a, m)
-		if err != nil {
-			return nil, err
-		}
-		s.a = buf
-		if enc == wire.F32 {
-			t.LeF32 = buf
-		} else {
-			t.Encoding, t.Packed = pb.Encoding(enc), buf
-		}
+	s := scratchPool.Get().(*scratch) // they are compressed: reused buffers
+	defer scratchPool.Put(s)
+	t, a, b, err := packTensor(m, enc, s.a[:0], s.b[:0])
+	s.a, s.b = a, b
+	if err != nil {
+		return nil, err
 	}
-	if comp == wire.Zstd {
-		if err := compressTensor(t); err != nil {
-			return nil, err
-		}
+	if err := compressTensor(t); err != nil {
+		return nil, err
 	}
 	return t, nil
+}
+
+// packTensor packs m as encodeTensor describes, appending to a (the
+// values; a new buffer of the packed size when nil) and b (a sparse
+// index), and returns the tensor and both buffers.
+func packTensor(m *tensor.Matrix, enc wire.Encoding, a, b []byte) (*pb.Tensor, []byte, []byte, error) {
+	t := &pb.Tensor{Rows: uint32(m.Rows), Cols: uint32(m.Cols)}
+	if n := enc.SparseSize(m); n >= 0 && n < enc.Size(m.Rows, m.Cols) {
+		vals, index, err := enc.PackSparse(a, b, m)
+		if err != nil {
+			return nil, a, b, err
+		}
+		t.Encoding, t.Packed, t.Sparse, t.Index = pb.Encoding(enc), vals, true, index
+		return t, vals, index, nil
+	}
+	if a == nil {
+		a = make([]byte, 0, enc.Size(m.Rows, m.Cols))
+	}
+	buf, err := enc.Pack(a, m)
+	if err != nil {
+		return nil, a, b, err
+	}
+	if enc == wire.F32 {
+		t.LeF32 = buf
+	} else {
+		t.Encoding, t.Packed = pb.Encoding(enc), buf
+	}
+	return t, buf, b, nil
 }
 
 // decodeTensor checks and decodes a wire tensor of at most maxValues
