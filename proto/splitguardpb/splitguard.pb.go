@@ -649,6 +649,10 @@ func (x *PSIResponse) GetDigest() []byte {
 // their row-major positions as unsigned varints, the first position and
 // then each gap to the next less one; every other value is +0. Senders
 // choose it when it is smaller than the dense packing.
+//
+// All of the above describes le_f32, packed and index as they are after
+// decompression: with compression ZSTD each non-empty one of them is a
+// zstd frame of those bytes.
 type Tensor struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Rows     uint32                 `protobuf:"varint,1,opt,name=rows,proto3" json:"rows,omitempty"`
