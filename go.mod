@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/gtank/ristretto255 v0.1.2
+	github.com/klauspost/compress v1.20.4
 	github.com/moby/buildkit v0.26.2
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3

@@ -186,6 +186,13 @@ type Config struct {
 	// bytes.
 	WireEmbedding string `yaml:"wire_embedding"`
 	WireGradient  string `yaml:"wire_gradient"`
+	// WireCompression is the lossless compression of the packed training
+	// messages between two processes (wire.Compression: none, zstd; empty
+	// means none and is left out of config.yaml): grpcnet compresses each
+	// tensor with it when that makes it smaller. The values, and so every
+	// record, are the same with and without it; an in-process run, which
+	// has no wire, records the key and changes nothing else.
+	WireCompression string `yaml:"wire_compression,omitempty"`
 	// Staleness k > 0 pipelines the training messages: the passive sends
 	// the embeddings of batches t+1, …, t+k while the gradient of batch t
 	// is in flight (party/passive, pipeline.go; docs/methods/wan.md). 0,
@@ -397,8 +404,9 @@ func Default() Config {
 }
 
 // Wire returns the encodings of the messages between the parties (keys
-// wire_embedding and wire_gradient; empty is f32), or an error naming the
-// key of an unknown one.
+// wire_embedding and wire_gradient; empty is f32) and their compression
+// (key wire_compression; empty is none), or an error naming the key of an
+// unknown one.
 func (c *Config) Wire() (wire.Encodings, error) {
 	var w wire.Encodings
 	for _, k := range []struct {
@@ -413,6 +421,13 @@ func (c *Config) Wire() (wire.Encodings, error) {
 			return w, Keyed(fmt.Errorf("key %s: %w", k.key, err), k.key)
 		}
 		*k.enc = e
+	}
+	if c.WireCompression != "" {
+		z, err := wire.ParseCompression(c.WireCompression)
+		if err != nil {
+			return w, Keyed(fmt.Errorf("key wire_compression: %w", err), "wire_compression")
+		}
+		w.Compression = z
 	}
 	return w, nil
 }

@@ -71,3 +71,34 @@ func TestWireFeedbackKey(t *testing.T) {
 		t.Errorf("error feedback with f32 gradients: %v", err)
 	}
 }
+
+// TestWireCompressionKey checks the compression key: none by default and
+// then absent from config.yaml, zstd recorded by name, an unknown value
+// refused naming the key and the allowed values.
+func TestWireCompressionKey(t *testing.T) {
+	c := Default()
+	b, err := Marshal(&c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, err := c.Wire(); err != nil || w.Compression != wire.None || strings.Contains(string(b), "wire_compression") {
+		t.Fatalf("default compression %v, %v; config.yaml:\n%s", w.Compression, err, b)
+	}
+	if err := DecodeYAML([]byte("wire_embedding: int4\nwire_compression: zstd\n"), &c); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := c.Wire(); err != nil || w != (wire.Encodings{Embedding: wire.Int4, Gradient: wire.F32, Compression: wire.Zstd}) {
+		t.Fatalf("encodings %+v, %v; want int4, f32, zstd", w, err)
+	}
+	if b, _ = Marshal(&c); !strings.Contains(string(b), "\nwire_compression: zstd\n") {
+		t.Errorf("config.yaml does not record the compression:\n%s", b)
+	}
+	c.SynthRows, c.Out = 100, t.TempDir()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("a valid configuration refused: %v", err)
+	}
+	c.WireCompression = "gzip"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), `key wire_compression: unknown wire compression "gzip" (want one of none, zstd)`) {
+		t.Errorf("an unknown compression: %v", err)
+	}
+}

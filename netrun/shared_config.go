@@ -329,9 +329,11 @@ func (c *Config) SharedDigest() []byte {
 		// The data's own seed (absent when 0: the digest is then unchanged).
 		s += fmt.Sprintf(" split_seed=%d", c.SplitSeed)
 	}
-	if w, _ := c.Wire(); w != (wire.Encodings{}) {
+	if w, _ := c.Wire(); w.Embedding != wire.F32 || w.Gradient != wire.F32 {
 		// The message encodings (absent for f32 both ways: the digest
-		// is then unchanged); Hello also compares them by name.
+		// is then unchanged); Hello also compares them by name. Their
+		// compression is not part of it: it changes no value, and Hello
+		// compares it by name alone.
 		s += fmt.Sprintf(" wire_embedding=%v wire_gradient=%v", w.Embedding, w.Gradient)
 	}
 	if c.Staleness != 0 || c.LocalSteps > 1 {

@@ -126,7 +126,8 @@ func TestOverlapOverLink(t *testing.T) {
 // with linear weight prediction of factor 2, "k4F2") and local steps 1, 2: the passive party's milliseconds per training step
 // (stepTime), bytes per step (PSI and evaluations included) and the test
 // AUC; int8 both ways, and int4 both ways for k0, k4F2, k5F1, k6F1 and k6F2
-// ("k0-int4", …). Run briefly:
+// ("k0-int4", …), and k6F1 in int4 compressed with zstd ("k6F1-int4-zstd";
+// its bytes are the compressed ones). Run briefly:
 //
 //	go test -run XXX -bench OverlapOverLink -benchtime 1x ./netrun
 //
@@ -146,8 +147,10 @@ func BenchmarkOverlapOverLink(b *testing.B) {
 				k    int
 				f    float64 // linear weight prediction's factor
 				enc  string  // both directions; "" is wanShape's int8
-			}{{"k0", 0, 0, ""}, {"k1", 1, 0, ""}, {"k2", 2, 0, ""}, {"k4", 4, 0, ""}, {"k4F2", 4, 2, ""},
-				{"k0-int4", 0, 0, "int4"}, {"k4F2-int4", 4, 2, "int4"}, {"k5F1-int4", 5, 1, "int4"}, {"k6F1-int4", 6, 1, "int4"}, {"k6F2-int4", 6, 2, "int4"}} {
+				comp string  // wire_compression; "" is none
+			}{{"k0", 0, 0, "", ""}, {"k1", 1, 0, "", ""}, {"k2", 2, 0, "", ""}, {"k4", 4, 0, "", ""}, {"k4F2", 4, 2, "", ""},
+				{"k0-int4", 0, 0, "int4", ""}, {"k4F2-int4", 4, 2, "int4", ""}, {"k5F1-int4", 5, 1, "int4", ""}, {"k6F1-int4", 6, 1, "int4", ""}, {"k6F2-int4", 6, 2, "int4", ""},
+				{name: "k6F1-int4-zstd", k: 6, f: 1, enc: "int4", comp: "zstd"}} {
 				b.Run(fmt.Sprintf("%s/%s/Q%d", link.name, sc.name, q), func(b *testing.B) {
 					for range b.N {
 						base := wanShape(path, filepath.Join(b.TempDir(), "unused"))
@@ -159,6 +162,7 @@ func BenchmarkOverlapOverLink(b *testing.B) {
 						if sc.enc != "" {
 							base.WireEmbedding, base.WireGradient = sc.enc, sc.enc
 						}
+						base.WireCompression = sc.comp
 						s, res := linkRun(b, base, certs, link.l)
 						b.ReportMetric(float64(stepTime(res).Microseconds())/1000, "ms/step")
 						b.ReportMetric(float64(res.Stats.BytesSent+res.Stats.BytesReceived)/float64(s.Steps), "B/step")

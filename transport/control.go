@@ -36,7 +36,8 @@ type Fingerprint struct {
 	Digest []byte
 	// Wire are the encodings of the training messages' tensors: the
 	// passive sends embeddings in Wire.Embedding, the active gradients in
-	// Wire.Gradient, and each refuses a tensor in another encoding.
+	// Wire.Gradient, and each refuses a tensor in another encoding or
+	// compressed otherwise than Wire.Compression allows.
 	Wire wire.Encodings
 }
 
@@ -56,13 +57,14 @@ func (f Fingerprint) Diff(o Fingerprint) string {
 	add("digest", fmt.Sprintf("%x", f.Digest), fmt.Sprintf("%x", o.Digest))
 	add("wire encoding of embeddings (key wire_embedding)", f.Wire.Embedding, o.Wire.Embedding)
 	add("wire encoding of gradients (key wire_gradient)", f.Wire.Gradient, o.Wire.Gradient)
+	add("wire compression (key wire_compression)", f.Wire.Compression, o.Wire.Compression)
 	return strings.Join(d, ", ")
 }
 
 // DiffKeys returns the configuration keys that alone set a field in which f
 // and o differ, as Diff names them ("key wire_embedding"): the wire
-// encodings. The other fields follow from several keys (the digest, the
-// schedule), which Diff names in words.
+// encodings and their compression. The other fields follow from several
+// keys (the digest, the schedule), which Diff names in words.
 func (f Fingerprint) DiffKeys(o Fingerprint) []string {
 	var keys []string
 	if f.Wire.Embedding != o.Wire.Embedding {
@@ -70,6 +72,9 @@ func (f Fingerprint) DiffKeys(o Fingerprint) []string {
 	}
 	if f.Wire.Gradient != o.Wire.Gradient {
 		keys = append(keys, "wire_gradient")
+	}
+	if f.Wire.Compression != o.Wire.Compression {
+		keys = append(keys, "wire_compression")
 	}
 	return keys
 }

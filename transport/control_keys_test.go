@@ -9,7 +9,7 @@ import (
 )
 
 // TestMismatchKeys: the keys a Hello mismatch names are the wire
-// encodings' (each once, when it differs), none when only settings
+// encodings' and compression's (each once, when it differs), none when only settings
 // without a key of their own differ or when the protocol versions differ
 // (the mismatch then names the version alone); each key is named in the
 // mismatch's text.
@@ -24,6 +24,10 @@ func TestMismatchKeys(t *testing.T) {
 		{"batch", func(h *Hello) { h.Config.BatchSize = 16 }, nil},
 		{"gradient", func(h *Hello) { h.Config.Wire.Gradient = wire.Int8 }, []string{"wire_gradient"}},
 		{"both", func(h *Hello) { h.Config.Wire = wire.Encodings{Embedding: wire.F16, Gradient: wire.BF16} }, []string{"wire_embedding", "wire_gradient"}},
+		{"compression", func(h *Hello) { h.Config.Wire.Compression = wire.Zstd }, []string{"wire_compression"}},
+		{"all three", func(h *Hello) {
+			h.Config.Wire = wire.Encodings{Embedding: wire.Int4, Gradient: wire.Int4, Compression: wire.Zstd}
+		}, []string{"wire_embedding", "wire_gradient", "wire_compression"}},
 		{"version", func(h *Hello) { h.Version++; h.Config.Wire.Gradient = wire.Int8 }, nil},
 	} {
 		peer := base

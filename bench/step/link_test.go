@@ -82,3 +82,32 @@ func TestProcessCPU(t *testing.T) {
 		t.Errorf("30 ms of processor time in %v of wall time on one goroutine (%g)", w, x)
 	}
 }
+
+// TestMeasureLinkCompressed measures a step in int4 with and without
+// zstd: the same run, so the compressed embeddings' message (ReLU
+// activations, many zero codes) is smaller, and the gradient's no larger
+// (a tensor that does not compress is sent as packed).
+func TestMeasureLinkCompressed(t *testing.T) {
+	cfg := config.Default()
+	cfg.Model, cfg.Layers, cfg.Cut, cfg.Batch, cfg.SynthRows, cfg.Out = "mlp", []int{64, 64}, 1, 128, 1000, "unused"
+	cfg.Baseline, cfg.EvalEvery, cfg.EarlyStop, cfg.ValFrac = false, 0, 0, 0
+	cfg.Resolve()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	plain := wire.Encodings{Embedding: wire.Int4, Gradient: wire.Int4}
+	z := plain
+	z.Compression = wire.Zstd
+	got, err := MeasureLink(context.Background(), LinkSpec{Config: &cfg, Encodings: []wire.Encodings{plain, z}, Steps: 3, Warmup: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Wire != plain || got[1].Wire != z {
+		t.Fatalf("measured %+v, want int4 then int4 with zstd", got)
+	}
+	p, c := got[0].Costs, got[1].Costs
+	if c.Forward >= p.Forward || c.Backward > p.Backward {
+		t.Errorf("bytes with zstd %d → and %d ←, without %d and %d", c.Forward, c.Backward, p.Forward, p.Backward)
+	}
+	t.Logf("int4 %d/%d bytes, with zstd %d/%d", p.Forward, p.Backward, c.Forward, c.Backward)
+}

@@ -73,7 +73,8 @@ func TestLibraryRefusalsAreKeyErrors(t *testing.T) {
 			_, err := data.Load(headerless, data.Options{Format: data.FormatCSV, LabelCol: "a", Negative: []string{"0"}})
 			return err
 		}, "positive"},
-		{"transport wire encodings differ", wireMismatch(t), "wire_gradient"},
+		{"transport wire encodings differ", wireMismatch(t, func(c *netrun.Config) { c.WireGradient = "int8" }), "wire_gradient"},
+		{"transport wire compressions differ", wireMismatch(t, func(c *netrun.Config) { c.WireCompression = "zstd" }), "wire_compression"},
 		{"sweep resources", func() error {
 			_, err := sweep.ParseSpec([]byte("resources: {cpus: -1}\ngrid: [{protect: none}]\n"), "s.yaml")
 			return err
@@ -123,8 +124,9 @@ func writeFile(t *testing.T, text string) string {
 }
 
 // wireMismatch returns a two-party run over loopback whose parties
-// disagree on the gradients' wire encoding: the passive's error.
-func wireMismatch(t *testing.T) func() error {
+// disagree on a wire setting (edit sets it on the active): the passive's
+// error.
+func wireMismatch(t *testing.T, edit func(*netrun.Config)) func() error {
 	return func() error {
 		var b bytes.Buffer
 		if err := data.WriteSynth(&b, 200, 0.3, 1); err != nil {
@@ -139,7 +141,8 @@ func wireMismatch(t *testing.T) func() error {
 			c.Data, c.Out, c.InsecureLoopback, c.Epochs = table, filepath.Join(t.TempDir(), fmt.Sprint(i)), true, 1
 			c.PeerTimeout = 20 * time.Second
 		}
-		act.Addr, act.WireGradient = "127.0.0.1:0", "int8"
+		act.Addr = "127.0.0.1:0"
+		edit(&act)
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		addr, done := make(chan string, 1), make(chan error, 1)

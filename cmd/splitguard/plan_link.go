@@ -200,13 +200,17 @@ func runPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions) error
 			return fmt.Errorf("plan-link: --plan-local-steps %d, want 1 or more", q)
 		}
 	}
+	run, err := cfg.Wire() // --wire-compression applies to every encoding planned
+	if err != nil {
+		return fmt.Errorf("plan-link: %w", err)
+	}
 	var encs []wire.Encodings
 	for _, n := range o.Encodings {
 		e, err := wire.Parse(n)
 		if err != nil {
 			return fmt.Errorf("plan-link: --encodings: %w", err)
 		}
-		encs = append(encs, wire.Encodings{Embedding: e, Gradient: e})
+		encs = append(encs, wire.Encodings{Embedding: e, Gradient: e, Compression: run.Compression})
 	}
 	if len(encs) == 0 {
 		return fmt.Errorf("plan-link: --encodings names none")
@@ -278,14 +282,14 @@ func runPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions) error
 	if o.JSON {
 		return json.NewEncoder(out).Encode(map[string]any{
 			"rtt_ms": ms(o.RTT), "up_mbit": o.UpMbit, "down_mbit": o.DownMbit,
-			"model": cfg.Model, "batch": cfg.Batch, "cut_width": cfg.CutDim(), "shared_cores": o.SharedCores,
+			"model": cfg.Model, "batch": cfg.Batch, "wire_compression": run.Compression.String(), "cut_width": cfg.CutDim(), "shared_cores": o.SharedCores,
 			"measured": costs, "predicted": rows, "check": checks,
 			"max_link_ratio": o.MaxLinkRatio, "recommended": rec,
 		})
 	}
 	fmt.Fprintf(out, "link: round trip %v, up %s, down %s; model %s, batch %d, cut width %d\n",
 		o.RTT, mbit(o.UpMbit), mbit(o.DownMbit), cfg.Model, cfg.Batch, cfg.CutDim())
-	fmt.Fprintf(out, "measured on this machine (medians of %d steps; overhead: the same messages over mutual TLS on loopback; processor times: means under GOMAXPROCS %d)%s:\n", o.Steps, runtime.GOMAXPROCS(0), given(o))
+	fmt.Fprintf(out, "measured on this machine (medians of %d steps; overhead: the same messages over mutual TLS on loopback; processor times: means under GOMAXPROCS %d)%s%s:\n", o.Steps, runtime.GOMAXPROCS(0), given(o), compressed(run.Compression))
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "encoding\tpassive ms\tactive ms\trecompute ms\toverhead ms\tbytes →\tbytes ←\tprocessor ms: passive\tactive\trecompute\ttransport\t")
 	for _, c := range costs {
@@ -305,8 +309,8 @@ func runPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions) error
 		return err
 	}
 	if rec != nil {
-		fmt.Fprintf(out, "recommended (the most exact option within %g× its loopback time): --wire-embedding %s --wire-gradient %s --staleness %d --local-steps %d (%.1f ms/exchange, %.2f× loopback); check its AUC on your data\n",
-			o.MaxLinkRatio, rec.Encoding, rec.Encoding, rec.Staleness, rec.LocalSteps, rec.MSExchange, rec.OverLoopback)
+		fmt.Fprintf(out, "recommended (the most exact option within %g× its loopback time): --wire-embedding %s --wire-gradient %s%s --staleness %d --local-steps %d (%.1f ms/exchange, %.2f× loopback); check its AUC on your data\n",
+			o.MaxLinkRatio, rec.Encoding, rec.Encoding, compressionFlag(run.Compression), rec.Staleness, rec.LocalSteps, rec.MSExchange, rec.OverLoopback)
 	} else {
 		fmt.Fprintf(out, "recommended: none of the planned options is within %g× its loopback time; plan more staleness (--plan-staleness), local steps (--plan-local-steps) or fewer bytes (--encodings)\n", o.MaxLinkRatio)
 	}
@@ -364,6 +368,24 @@ func given(o planLinkOptions) string {
 }
 
 // hosts says where the plan puts the parties.
+// compressed says, in the measured table's heading, that the messages
+// were compressed.
+func compressed(c wire.Compression) string {
+	if c == wire.None {
+		return ""
+	}
+	return fmt.Sprintf(", messages compressed with %v (bytes, overhead and transport time include it)", c)
+}
+
+// compressionFlag is the recommendation's --wire-compression, when not
+// none.
+func compressionFlag(c wire.Compression) string {
+	if c == wire.None {
+		return ""
+	}
+	return " --wire-compression " + c.String()
+}
+
 func hosts(o planLinkOptions) string {
 	if o.SharedCores > 0 {
 		return fmt.Sprintf("both parties and the transport on one machine of %g cores", o.SharedCores)

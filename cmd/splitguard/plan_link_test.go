@@ -239,6 +239,7 @@ func TestPlanLinkRefuses(t *testing.T) {
 		{[]string{"--active-ms", "3", "--check"}, "--check measures this machine's compute"},
 		{[]string{"--shared-cores", "-1"}, "--shared-cores -1"},
 		{[]string{"--shared-cores", "2", "--passive-ms", "3"}, "--shared-cores plans both parties on one machine"},
+		{[]string{"--wire-compression", "gzip"}, `unknown wire compression "gzip"`},
 	} {
 		cmd := newRootCmd()
 		cmd.SetOut(&bytes.Buffer{})
@@ -246,6 +247,30 @@ func TestPlanLinkRefuses(t *testing.T) {
 		cmd.SetArgs(append([]string{"plan-link", "--model", "mlp", "--layers", "16,16", "--cut", "1", "--batch", "8"}, tc.args...))
 		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestPlanLinkCompression: with --wire-compression zstd the measured
+// table says the messages were compressed and the recommendation carries
+// the flag; without it neither does.
+func TestPlanLinkCompression(t *testing.T) {
+	for _, comp := range []string{"none", "zstd"} {
+		cmd := newRootCmd()
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetArgs([]string{"plan-link", "--model", "mlp", "--layers", "16,16", "--cut", "1", "--batch", "8",
+			"--encodings", "int4", "--plan-staleness", "0", "--plan-local-steps", "1", "--steps", "2", "--warmup", "0",
+			"--max-link-ratio", "1e9", "--wire-compression", comp})
+		if err := cmd.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		on := comp == "zstd"
+		if got := strings.Contains(out.String(), "messages compressed with zstd"); got != on {
+			t.Errorf("%s: the heading says compressed: %t\n%s", comp, got, out.String())
+		}
+		if got := strings.Contains(out.String(), "--wire-gradient int4 --wire-compression zstd --staleness 0"); got != on {
+			t.Errorf("%s: the recommendation names --wire-compression: %t\n%s", comp, got, out.String())
 		}
 	}
 }

@@ -71,6 +71,7 @@ var nameAllowed = map[string]string{
 	"integrity/guard.go|none":                "no detector (key detectors: [none])",
 	"transport/transport.go|none":            "a tensor encoding's absence",
 	"transport/grpcnet/grpcnet.go|none":      "no compression",
+	"transport/wire/compression.go|none":     "no wire compression (key wire_compression)",
 	"cmd/splitguard/attack.go|fashion-mnist": "a flag's name",
 	"report/fig_marvell.go|marvell":          "the Marvell figure's section, its own file",
 	"cmd/splitguard/marvell.go|marvell":      "the command that solves Marvell's problem",

@@ -170,6 +170,60 @@ func (Encoding) EnumDescriptor() ([]byte, []int) {
 	return file_splitguard_proto_rawDescGZIP(), []int{1}
 }
 
+// Compression of a tensor's bytes, after packing (a receiver refuses a
+// compressed tensor unless the session agreed on that compression at
+// Hello).
+type Compression int32
+
+const (
+	// The bytes as the encoding packs them.
+	Compression_COMPRESSION_NONE Compression = 0
+	// Each non-empty bytes field of the tensor (le_f32, packed, index) is
+	// one zstd frame (RFC 8878) declaring its content size, which decodes to
+	// the bytes the field would hold uncompressed. Senders compress a tensor
+	// only when that makes it smaller.
+	Compression_COMPRESSION_ZSTD Compression = 1
+)
+
+// Enum value maps for Compression.
+var (
+	Compression_name = map[int32]string{
+		0: "COMPRESSION_NONE",
+		1: "COMPRESSION_ZSTD",
+	}
+	Compression_value = map[string]int32{
+		"COMPRESSION_NONE": 0,
+		"COMPRESSION_ZSTD": 1,
+	}
+)
+
+func (x Compression) Enum() *Compression {
+	p := new(Compression)
+	*p = x
+	return p
+}
+
+func (x Compression) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Compression) Descriptor() protoreflect.EnumDescriptor {
+	return file_splitguard_proto_enumTypes[2].Descriptor()
+}
+
+func (Compression) Type() protoreflect.EnumType {
+	return &file_splitguard_proto_enumTypes[2]
+}
+
+func (x Compression) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Compression.Descriptor instead.
+func (Compression) EnumDescriptor() ([]byte, []int) {
+	return file_splitguard_proto_rawDescGZIP(), []int{2}
+}
+
 // ConfigFingerprint is what both parties must agree on before training.
 type ConfigFingerprint struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -190,8 +244,10 @@ type ConfigFingerprint struct {
 	// (active → passive) on the Train stream; both must agree.
 	WireEmbedding Encoding `protobuf:"varint,7,opt,name=wire_embedding,json=wireEmbedding,proto3,enum=splitguard.v1.Encoding" json:"wire_embedding,omitempty"`
 	WireGradient  Encoding `protobuf:"varint,8,opt,name=wire_gradient,json=wireGradient,proto3,enum=splitguard.v1.Encoding" json:"wire_gradient,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Lossless compression of the Train stream's tensors; both must agree.
+	WireCompression Compression `protobuf:"varint,9,opt,name=wire_compression,json=wireCompression,proto3,enum=splitguard.v1.Compression" json:"wire_compression,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ConfigFingerprint) Reset() {
@@ -278,6 +334,13 @@ func (x *ConfigFingerprint) GetWireGradient() Encoding {
 		return x.WireGradient
 	}
 	return Encoding_ENCODING_F32
+}
+
+func (x *ConfigFingerprint) GetWireCompression() Compression {
+	if x != nil {
+		return x.WireCompression
+	}
+	return Compression_COMPRESSION_NONE
 }
 
 // HelloRequest is the passive party's greeting.
@@ -586,16 +649,22 @@ func (x *PSIResponse) GetDigest() []byte {
 // their row-major positions as unsigned varints, the first position and
 // then each gap to the next less one; every other value is +0. Senders
 // choose it when it is smaller than the dense packing.
+//
+// All of the above describes le_f32, packed and index as they are after
+// decompression: with compression ZSTD each non-empty one of them is a
+// zstd frame of those bytes.
 type Tensor struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Rows          uint32                 `protobuf:"varint,1,opt,name=rows,proto3" json:"rows,omitempty"`
-	Cols          uint32                 `protobuf:"varint,2,opt,name=cols,proto3" json:"cols,omitempty"`
-	Values        []float32              `protobuf:"fixed32,3,rep,packed,name=values,proto3" json:"values,omitempty"`
-	LeF32         []byte                 `protobuf:"bytes,4,opt,name=le_f32,json=leF32,proto3" json:"le_f32,omitempty"`
-	Encoding      Encoding               `protobuf:"varint,5,opt,name=encoding,proto3,enum=splitguard.v1.Encoding" json:"encoding,omitempty"`
-	Packed        []byte                 `protobuf:"bytes,6,opt,name=packed,proto3" json:"packed,omitempty"`
-	Sparse        bool                   `protobuf:"varint,7,opt,name=sparse,proto3" json:"sparse,omitempty"`
-	Index         []byte                 `protobuf:"bytes,8,opt,name=index,proto3" json:"index,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Rows     uint32                 `protobuf:"varint,1,opt,name=rows,proto3" json:"rows,omitempty"`
+	Cols     uint32                 `protobuf:"varint,2,opt,name=cols,proto3" json:"cols,omitempty"`
+	Values   []float32              `protobuf:"fixed32,3,rep,packed,name=values,proto3" json:"values,omitempty"`
+	LeF32    []byte                 `protobuf:"bytes,4,opt,name=le_f32,json=leF32,proto3" json:"le_f32,omitempty"`
+	Encoding Encoding               `protobuf:"varint,5,opt,name=encoding,proto3,enum=splitguard.v1.Encoding" json:"encoding,omitempty"`
+	Packed   []byte                 `protobuf:"bytes,6,opt,name=packed,proto3" json:"packed,omitempty"`
+	Sparse   bool                   `protobuf:"varint,7,opt,name=sparse,proto3" json:"sparse,omitempty"`
+	Index    []byte                 `protobuf:"bytes,8,opt,name=index,proto3" json:"index,omitempty"`
+	// How le_f32, packed and index are compressed (values never is).
+	Compression   Compression `protobuf:"varint,9,opt,name=compression,proto3,enum=splitguard.v1.Compression" json:"compression,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -684,6 +753,13 @@ func (x *Tensor) GetIndex() []byte {
 		return x.Index
 	}
 	return nil
+}
+
+func (x *Tensor) GetCompression() Compression {
+	if x != nil {
+		return x.Compression
+	}
+	return Compression_COMPRESSION_NONE
 }
 
 // Forward carries one batch of cut-layer embeddings (passive → active).
@@ -1189,7 +1265,7 @@ var File_splitguard_proto protoreflect.FileDescriptor
 
 const file_splitguard_proto_rawDesc = "" +
 	"\n" +
-	"\x10splitguard.proto\x12\rsplitguard.v1\"\xb6\x02\n" +
+	"\x10splitguard.proto\x12\rsplitguard.v1\"\xfd\x02\n" +
 	"\x11ConfigFingerprint\x12\x17\n" +
 	"\acut_dim\x18\x01 \x01(\rR\x06cutDim\x12\x1d\n" +
 	"\n" +
@@ -1199,7 +1275,8 @@ const file_splitguard_proto_rawDesc = "" +
 	"\x0fschedule_length\x18\x05 \x01(\x04R\x0escheduleLength\x12\x16\n" +
 	"\x06digest\x18\x06 \x01(\fR\x06digest\x12>\n" +
 	"\x0ewire_embedding\x18\a \x01(\x0e2\x17.splitguard.v1.EncodingR\rwireEmbedding\x12<\n" +
-	"\rwire_gradient\x18\b \x01(\x0e2\x17.splitguard.v1.EncodingR\fwireGradient\"\xa6\x01\n" +
+	"\rwire_gradient\x18\b \x01(\x0e2\x17.splitguard.v1.EncodingR\fwireGradient\x12E\n" +
+	"\x10wire_compression\x18\t \x01(\x0e2\x1a.splitguard.v1.CompressionR\x0fwireCompression\"\xa6\x01\n" +
 	"\fHelloRequest\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x14\n" +
 	"\x05party\x18\x02 \x01(\tR\x05party\x128\n" +
@@ -1221,7 +1298,7 @@ const file_splitguard_proto_rawDesc = "" +
 	"\x05round\x18\x01 \x01(\rR\x05round\x12\x1a\n" +
 	"\belements\x18\x02 \x03(\fR\belements\x12\x10\n" +
 	"\x03own\x18\x03 \x03(\fR\x03own\x12\x16\n" +
-	"\x06digest\x18\x04 \x01(\fR\x06digest\"\xde\x01\n" +
+	"\x06digest\x18\x04 \x01(\fR\x06digest\"\x9c\x02\n" +
 	"\x06Tensor\x12\x12\n" +
 	"\x04rows\x18\x01 \x01(\rR\x04rows\x12\x12\n" +
 	"\x04cols\x18\x02 \x01(\rR\x04cols\x12\x1a\n" +
@@ -1230,7 +1307,8 @@ const file_splitguard_proto_rawDesc = "" +
 	"\bencoding\x18\x05 \x01(\x0e2\x17.splitguard.v1.EncodingR\bencoding\x12\x16\n" +
 	"\x06packed\x18\x06 \x01(\fR\x06packed\x12\x16\n" +
 	"\x06sparse\x18\a \x01(\bR\x06sparse\x12\x14\n" +
-	"\x05index\x18\b \x01(\fR\x05index\"\xd4\x01\n" +
+	"\x05index\x18\b \x01(\fR\x05index\x12<\n" +
+	"\vcompression\x18\t \x01(\x0e2\x1a.splitguard.v1.CompressionR\vcompression\"\xd4\x01\n" +
 	"\aForward\x12*\n" +
 	"\x05phase\x18\x01 \x01(\x0e2\x14.splitguard.v1.PhaseR\x05phase\x12\x12\n" +
 	"\x04step\x18\x02 \x01(\x03R\x04step\x12\x14\n" +
@@ -1272,7 +1350,10 @@ const file_splitguard_proto_rawDesc = "" +
 	"\fENCODING_F16\x10\x01\x12\x11\n" +
 	"\rENCODING_BF16\x10\x02\x12\x11\n" +
 	"\rENCODING_INT8\x10\x03\x12\x11\n" +
-	"\rENCODING_INT4\x10\x042\xb3\x03\n" +
+	"\rENCODING_INT4\x10\x04*9\n" +
+	"\vCompression\x12\x14\n" +
+	"\x10COMPRESSION_NONE\x10\x00\x12\x14\n" +
+	"\x10COMPRESSION_ZSTD\x10\x012\xb3\x03\n" +
 	"\rSplitLearning\x12B\n" +
 	"\x05Hello\x12\x1b.splitguard.v1.HelloRequest\x1a\x1c.splitguard.v1.HelloResponse\x12<\n" +
 	"\x03PSI\x12\x19.splitguard.v1.PSIRequest\x1a\x1a.splitguard.v1.PSIResponse\x12<\n" +
@@ -1294,53 +1375,56 @@ func file_splitguard_proto_rawDescGZIP() []byte {
 	return file_splitguard_proto_rawDescData
 }
 
-var file_splitguard_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_splitguard_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
 var file_splitguard_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_splitguard_proto_goTypes = []any{
 	(Phase)(0),                 // 0: splitguard.v1.Phase
 	(Encoding)(0),              // 1: splitguard.v1.Encoding
-	(*ConfigFingerprint)(nil),  // 2: splitguard.v1.ConfigFingerprint
-	(*HelloRequest)(nil),       // 3: splitguard.v1.HelloRequest
-	(*HelloResponse)(nil),      // 4: splitguard.v1.HelloResponse
-	(*PSIRequest)(nil),         // 5: splitguard.v1.PSIRequest
-	(*PSIResponse)(nil),        // 6: splitguard.v1.PSIResponse
-	(*Tensor)(nil),             // 7: splitguard.v1.Tensor
-	(*Forward)(nil),            // 8: splitguard.v1.Forward
-	(*Backward)(nil),           // 9: splitguard.v1.Backward
-	(*CheckpointRequest)(nil),  // 10: splitguard.v1.CheckpointRequest
-	(*CheckpointResponse)(nil), // 11: splitguard.v1.CheckpointResponse
-	(*ShutdownRequest)(nil),    // 12: splitguard.v1.ShutdownRequest
-	(*ShutdownResponse)(nil),   // 13: splitguard.v1.ShutdownResponse
-	(*ScoreRequest)(nil),       // 14: splitguard.v1.ScoreRequest
-	(*ScoreResponse)(nil),      // 15: splitguard.v1.ScoreResponse
+	(Compression)(0),           // 2: splitguard.v1.Compression
+	(*ConfigFingerprint)(nil),  // 3: splitguard.v1.ConfigFingerprint
+	(*HelloRequest)(nil),       // 4: splitguard.v1.HelloRequest
+	(*HelloResponse)(nil),      // 5: splitguard.v1.HelloResponse
+	(*PSIRequest)(nil),         // 6: splitguard.v1.PSIRequest
+	(*PSIResponse)(nil),        // 7: splitguard.v1.PSIResponse
+	(*Tensor)(nil),             // 8: splitguard.v1.Tensor
+	(*Forward)(nil),            // 9: splitguard.v1.Forward
+	(*Backward)(nil),           // 10: splitguard.v1.Backward
+	(*CheckpointRequest)(nil),  // 11: splitguard.v1.CheckpointRequest
+	(*CheckpointResponse)(nil), // 12: splitguard.v1.CheckpointResponse
+	(*ShutdownRequest)(nil),    // 13: splitguard.v1.ShutdownRequest
+	(*ShutdownResponse)(nil),   // 14: splitguard.v1.ShutdownResponse
+	(*ScoreRequest)(nil),       // 15: splitguard.v1.ScoreRequest
+	(*ScoreResponse)(nil),      // 16: splitguard.v1.ScoreResponse
 }
 var file_splitguard_proto_depIdxs = []int32{
 	1,  // 0: splitguard.v1.ConfigFingerprint.wire_embedding:type_name -> splitguard.v1.Encoding
 	1,  // 1: splitguard.v1.ConfigFingerprint.wire_gradient:type_name -> splitguard.v1.Encoding
-	2,  // 2: splitguard.v1.HelloRequest.config:type_name -> splitguard.v1.ConfigFingerprint
-	2,  // 3: splitguard.v1.HelloResponse.config:type_name -> splitguard.v1.ConfigFingerprint
-	1,  // 4: splitguard.v1.Tensor.encoding:type_name -> splitguard.v1.Encoding
-	0,  // 5: splitguard.v1.Forward.phase:type_name -> splitguard.v1.Phase
-	7,  // 6: splitguard.v1.Forward.embedding:type_name -> splitguard.v1.Tensor
-	7,  // 7: splitguard.v1.Backward.grad:type_name -> splitguard.v1.Tensor
-	7,  // 8: splitguard.v1.ScoreRequest.embedding:type_name -> splitguard.v1.Tensor
-	3,  // 9: splitguard.v1.SplitLearning.Hello:input_type -> splitguard.v1.HelloRequest
-	5,  // 10: splitguard.v1.SplitLearning.PSI:input_type -> splitguard.v1.PSIRequest
-	8,  // 11: splitguard.v1.SplitLearning.Train:input_type -> splitguard.v1.Forward
-	10, // 12: splitguard.v1.SplitLearning.Checkpoint:input_type -> splitguard.v1.CheckpointRequest
-	12, // 13: splitguard.v1.SplitLearning.Shutdown:input_type -> splitguard.v1.ShutdownRequest
-	14, // 14: splitguard.v1.SplitLearning.Score:input_type -> splitguard.v1.ScoreRequest
-	4,  // 15: splitguard.v1.SplitLearning.Hello:output_type -> splitguard.v1.HelloResponse
-	6,  // 16: splitguard.v1.SplitLearning.PSI:output_type -> splitguard.v1.PSIResponse
-	9,  // 17: splitguard.v1.SplitLearning.Train:output_type -> splitguard.v1.Backward
-	11, // 18: splitguard.v1.SplitLearning.Checkpoint:output_type -> splitguard.v1.CheckpointResponse
-	13, // 19: splitguard.v1.SplitLearning.Shutdown:output_type -> splitguard.v1.ShutdownResponse
-	15, // 20: splitguard.v1.SplitLearning.Score:output_type -> splitguard.v1.ScoreResponse
-	15, // [15:21] is the sub-list for method output_type
-	9,  // [9:15] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	2,  // 2: splitguard.v1.ConfigFingerprint.wire_compression:type_name -> splitguard.v1.Compression
+	3,  // 3: splitguard.v1.HelloRequest.config:type_name -> splitguard.v1.ConfigFingerprint
+	3,  // 4: splitguard.v1.HelloResponse.config:type_name -> splitguard.v1.ConfigFingerprint
+	1,  // 5: splitguard.v1.Tensor.encoding:type_name -> splitguard.v1.Encoding
+	2,  // 6: splitguard.v1.Tensor.compression:type_name -> splitguard.v1.Compression
+	0,  // 7: splitguard.v1.Forward.phase:type_name -> splitguard.v1.Phase
+	8,  // 8: splitguard.v1.Forward.embedding:type_name -> splitguard.v1.Tensor
+	8,  // 9: splitguard.v1.Backward.grad:type_name -> splitguard.v1.Tensor
+	8,  // 10: splitguard.v1.ScoreRequest.embedding:type_name -> splitguard.v1.Tensor
+	4,  // 11: splitguard.v1.SplitLearning.Hello:input_type -> splitguard.v1.HelloRequest
+	6,  // 12: splitguard.v1.SplitLearning.PSI:input_type -> splitguard.v1.PSIRequest
+	9,  // 13: splitguard.v1.SplitLearning.Train:input_type -> splitguard.v1.Forward
+	11, // 14: splitguard.v1.SplitLearning.Checkpoint:input_type -> splitguard.v1.CheckpointRequest
+	13, // 15: splitguard.v1.SplitLearning.Shutdown:input_type -> splitguard.v1.ShutdownRequest
+	15, // 16: splitguard.v1.SplitLearning.Score:input_type -> splitguard.v1.ScoreRequest
+	5,  // 17: splitguard.v1.SplitLearning.Hello:output_type -> splitguard.v1.HelloResponse
+	7,  // 18: splitguard.v1.SplitLearning.PSI:output_type -> splitguard.v1.PSIResponse
+	10, // 19: splitguard.v1.SplitLearning.Train:output_type -> splitguard.v1.Backward
+	12, // 20: splitguard.v1.SplitLearning.Checkpoint:output_type -> splitguard.v1.CheckpointResponse
+	14, // 21: splitguard.v1.SplitLearning.Shutdown:output_type -> splitguard.v1.ShutdownResponse
+	16, // 22: splitguard.v1.SplitLearning.Score:output_type -> splitguard.v1.ScoreResponse
+	17, // [17:23] is the sub-list for method output_type
+	11, // [11:17] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_splitguard_proto_init() }
@@ -1353,7 +1437,7 @@ func file_splitguard_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_splitguard_proto_rawDesc), len(file_splitguard_proto_rawDesc)),
-			NumEnums:      2,
+			NumEnums:      3,
 			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,

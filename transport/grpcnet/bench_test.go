@@ -5,10 +5,13 @@ import (
 	"log/slog"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/splitguard/splitguard/pki"
 	"github.com/splitguard/splitguard/tensor"
 	"github.com/splitguard/splitguard/transport"
 	"github.com/splitguard/splitguard/transport/inproc"
+	"github.com/splitguard/splitguard/transport/wire"
 )
 
 // benchExchange runs b.N lock-step exchanges of a 1024×128 float32
@@ -89,4 +92,37 @@ func BenchmarkExchange1024x128MutualTLS(b *testing.B) {
 		st := c.Stats()
 		return st.BytesSent - before.BytesSent + st.BytesReceived - before.BytesReceived
 	})
+}
+
+// BenchmarkTensorCodec1024x128 encodes and decodes a 1024×128 int4
+// tensor of ReLU-like values (reluLike: repeating, compressible) without
+// compression and with zstd, reporting the bytes of the encoded tensor.
+func BenchmarkTensorCodec1024x128(b *testing.B) {
+	m := reluLike(b, 1024, 128, wire.Int4, false)
+	for _, comp := range []wire.Compression{wire.None, wire.Zstd} {
+		b.Run("encode-"+comp.String(), func(b *testing.B) {
+			b.ReportAllocs()
+			var n int
+			for range b.N {
+				t, err := encodeTensor(m, wire.Int4, comp)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n = proto.Size(t)
+			}
+			b.ReportMetric(float64(n), "B/tensor")
+		})
+		t, err := encodeTensor(m, wire.Int4, comp)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("decode-"+comp.String(), func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				if _, err := decodeTensor(t, 1<<20, "t", wire.Int4, comp); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

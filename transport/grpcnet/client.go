@@ -380,7 +380,7 @@ func (c *Client) Exchange(ctx context.Context, f *transport.Forward) (*transport
 		h := c.inflight[0].head
 		return nil, fmt.Errorf("grpcnet: %v step %d batch %d refused: the pipelined %v step %d batch %d is unanswered", f.Phase, f.Step, f.Batch, h.Phase, h.Step, h.Batch)
 	}
-	m, err := encodeForward(f, c.wire.Embedding)
+	m, err := encodeForward(f, c.wire.Embedding, c.wire.Compression)
 	if err != nil {
 		return nil, err
 	}
@@ -397,7 +397,7 @@ func (c *Client) Exchange(ctx context.Context, f *transport.Forward) (*transport
 	if err != nil {
 		return nil, err
 	}
-	b, err := decodeBackward(reply, f, c.max, c.wire.Gradient)
+	b, err := decodeBackward(reply, f, c.max, c.wire.Gradient, c.wire.Compression)
 	if err != nil {
 		c.cnt.rejected.Add(1)
 		c.log.Warn("grpcnet: refused the active party's answer", "msg", where, "err", err)

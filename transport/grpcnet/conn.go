@@ -184,7 +184,7 @@ func (s *Server) Reply(ctx context.Context, b *transport.Backward) error {
 		if err := tensor.CheckFinite(fmt.Sprintf("grpcnet: Reply to %v: gradient", k), b.Grad); err != nil {
 			return err
 		}
-		g, err := encodeTensor(b.Grad, s.o.Local.Config.Wire.Gradient)
+		g, err := encodeTensor(b.Grad, s.o.Local.Config.Wire.Gradient, s.o.Local.Config.Wire.Compression)
 		if err != nil {
 			return fmt.Errorf("grpcnet: Reply to %v: %w", k, err)
 		}

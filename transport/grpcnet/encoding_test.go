@@ -130,7 +130,7 @@ func TestEncodedSizeByHand(t *testing.T) {
 		if err := tc.enc.Round(r); err != nil {
 			t.Fatal(err)
 		}
-		pt, err := encodeTensor(r, tc.enc)
+		pt, err := encodeTensor(r, tc.enc, wire.None)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,23 +192,23 @@ func TestEncodedSizeByHand(t *testing.T) {
 func TestEncodingRefusals(t *testing.T) {
 	f := forward(transport.Train, 0, 0, 2, 3)
 	f.Embedding.Data[1] = 1 + 1.0/(1<<20)
-	if _, err := encodeForward(f, wire.F16); err == nil || !strings.Contains(err.Error(), "not a float16 value") {
+	if _, err := encodeForward(f, wire.F16, wire.None); err == nil || !strings.Contains(err.Error(), "not a float16 value") {
 		t.Errorf("an unrounded embedding packed as f16: %v", err)
 	}
 	g := forward(transport.Train, 0, 0, 2, 3)
-	m, err := encodeForward(g, wire.BF16)
+	m, err := encodeForward(g, wire.BF16, wire.None)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := decodeForward(m, 1<<16, wire.F16); err == nil || !strings.Contains(err.Error(), "encoding bf16, the session agreed on f16") {
+	if _, err := decodeForward(m, 1<<16, wire.F16, wire.None); err == nil || !strings.Contains(err.Error(), "encoding bf16, the session agreed on f16") {
 		t.Errorf("a bf16 embedding in an f16 session: %v", err)
 	}
 	m.Embedding.Packed = m.Embedding.Packed[:10]
-	if _, err := decodeForward(m, 1<<16, wire.BF16); err == nil || !strings.Contains(err.Error(), "needs 12 bytes, got 10") {
+	if _, err := decodeForward(m, 1<<16, wire.BF16, wire.None); err == nil || !strings.Contains(err.Error(), "needs 12 bytes, got 10") {
 		t.Errorf("a short bf16 payload: %v", err)
 	}
 	m.Embedding.Encoding = 7
-	if _, err := decodeForward(m, 1<<16, wire.BF16); err == nil || !strings.Contains(err.Error(), "unknown encoding 7") {
+	if _, err := decodeForward(m, 1<<16, wire.BF16, wire.None); err == nil || !strings.Contains(err.Error(), "unknown encoding 7") {
 		t.Errorf("an unknown encoding: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/klauspost/compress/zstd"
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/splitguard/splitguard/proto/splitguardpb"
@@ -28,7 +29,7 @@ func rounded(tb testing.TB, f *transport.Forward, enc wire.Encoding) *transport.
 // one ID per row of a finite embedding, never a panic, and never a tensor
 // in an encoding other than the one expected.
 func FuzzDecodeForward(f *testing.F) {
-	m, err := encodeForward(forward(transport.Train, 3, 1, 2, 3), wire.F32)
+	m, err := encodeForward(forward(transport.Train, 3, 1, 2, 3), wire.F32, wire.None)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func FuzzDecodeForward(f *testing.F) {
 	b, _ = proto.Marshal(m)
 	f.Add(b)
 	for _, enc := range encodings[1:] {
-		m, err := encodeForward(rounded(f, forward(transport.Train, 3, 1, 2, 3), enc), enc)
+		m, err := encodeForward(rounded(f, forward(transport.Train, 3, 1, 2, 3), enc), enc, wire.None)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -51,7 +52,7 @@ func FuzzDecodeForward(f *testing.F) {
 			return
 		}
 		for _, want := range encodings {
-			fw, err := decodeForward(&m, 1<<16, want)
+			fw, err := decodeForward(&m, 1<<16, want, wire.None)
 			if err != nil {
 				continue
 			}
@@ -79,7 +80,7 @@ func FuzzDecodeForward(f *testing.F) {
 // shape in the expected encoding.
 func FuzzDecodeBackward(f *testing.F) {
 	for _, enc := range encodings {
-		g, err := encodeTensor(rounded(f, forward(transport.Train, 3, 1, 2, 3), enc).Embedding, enc)
+		g, err := encodeTensor(rounded(f, forward(transport.Train, 3, 1, 2, 3), enc).Embedding, enc, wire.None)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -89,7 +90,7 @@ func FuzzDecodeBackward(f *testing.F) {
 			one := forward(transport.Train, 3, 1, 2, 3).Embedding
 			clear(one.Data)
 			one.Data[4] = 0.5
-			g, err := encodeTensor(one, enc)
+			g, err := encodeTensor(one, enc, wire.None)
 			if err != nil || !g.GetSparse() {
 				f.Fatalf("%v: a gradient of one value not packed sparse (%v)", enc, err)
 			}
@@ -103,7 +104,7 @@ func FuzzDecodeBackward(f *testing.F) {
 			for _, ph := range []transport.Phase{transport.Train, transport.Eval} {
 				for _, want := range encodings {
 					fw := forward(ph, 3, 1, 2, 3)
-					bw, err := decodeBackward(&m, fw, 1<<16, want)
+					bw, err := decodeBackward(&m, fw, 1<<16, want, wire.None)
 					if err == nil && ph == transport.Train && (bw.Grad.Rows != 2 || bw.Grad.Cols != 3) {
 						t.Fatalf("gradient %d×%d accepted for a 2×3 embedding", bw.Grad.Rows, bw.Grad.Cols)
 					}
@@ -138,6 +139,56 @@ func FuzzHelloRequest(f *testing.F) {
 		local := Hello{Party: "active", Config: fp}.WithDefaults()
 		if local.Mismatch(remote) == "" && remote.Config.Diff(fp) != "" {
 			t.Fatal("a differing fingerprint was accepted")
+		}
+	})
+}
+
+// FuzzDecodeCompressed feeds arbitrary bytes as the zstd-compressed
+// fields of a tensor of a fuzzed shape, encoding and sparsity to
+// decodeTensor in a session agreed on zstd: an error or a finite tensor of
+// that shape, never a panic; an accepted frame decodes to no more than
+// the dense packing of the shape.
+func FuzzDecodeCompressed(f *testing.F) {
+	for _, enc := range encodings {
+		fw := rounded(f, forward(transport.Train, 3, 1, 2, 3), enc)
+		t, err := encodeTensor(fw.Embedding, enc, wire.None)
+		if err != nil {
+			f.Fatal(err)
+		}
+		e, err := zstd.NewWriter(nil, zstd.WithSingleSegment(true))
+		if err != nil {
+			f.Fatal(err)
+		}
+		payload := t.GetPacked()
+		if enc == wire.F32 {
+			payload = t.GetLeF32()
+		}
+		f.Add(uint8(2), uint8(3), uint8(enc), false, e.EncodeAll(payload, nil), []byte(nil))
+	}
+	f.Add(uint8(2), uint8(3), uint8(wire.F16), true, []byte{0x28, 0xb5, 0x2f, 0xfd, 0x20, 0x02, 0x11, 0, 0, 0, 0x3c}, []byte{0x28, 0xb5, 0x2f, 0xfd, 0x20, 0x01, 0x09, 0, 0, 4})
+	f.Fuzz(func(t *testing.T, rows, cols, encN uint8, sparse bool, a, b []byte) {
+		enc := wire.Encoding(encN % uint8(len(encodings)))
+		p := &pb.Tensor{Rows: uint32(rows % 16), Cols: uint32(cols % 16), Encoding: pb.Encoding(enc), Sparse: sparse,
+			Compression: pb.Compression_COMPRESSION_ZSTD}
+		switch {
+		case sparse:
+			p.Packed, p.Index = a, b
+		case enc == wire.F32:
+			p.LeF32 = a
+		default:
+			p.Packed = a
+		}
+		m, err := decodeTensor(p, 1<<16, "t", enc, wire.Zstd)
+		if err != nil {
+			return
+		}
+		if m.Rows != int(p.Rows) || m.Cols != int(p.Cols) || len(m.Data) != m.Rows*m.Cols {
+			t.Fatalf("%d×%d tensor accepted for %d×%d", m.Rows, m.Cols, p.Rows, p.Cols)
+		}
+		for _, v := range m.Data {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				t.Fatal("a non-finite number passed")
+			}
 		}
 	})
 }

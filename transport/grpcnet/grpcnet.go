@@ -55,8 +55,9 @@
 //
 // Both ends check every message they receive before handing it on: phase,
 // non-negative step and batch, a tensor in the encoding agreed at Hello
-// (Fingerprint.Wire; package transport/wire) whose rows×cols matches its
-// data, dense or sparse, one
+// (Fingerprint.Wire; package transport/wire), compressed only when Hello
+// agreed on zstd and then within the bounds of compress.go, whose
+// rows×cols matches its data, dense or sparse, one
 // ID per embedding row, a gradient answering the step and batch sent with
 // the embedding's shape, only finite numbers, and a bound on the message size
 // (MaxMessageBytes, enforced by gRPC too). The party layer adds the checks
@@ -107,12 +108,13 @@ type Hello = transport.Hello
 func fingerprintToPB(f Fingerprint) (*pb.ConfigFingerprint, error) {
 	if f.CutDim < 0 || f.BatchSize < 0 || f.Epochs < 0 || f.ScheduleLength < 0 ||
 		f.CutDim > math.MaxUint32 || f.BatchSize > math.MaxUint32 || f.Epochs > math.MaxUint32 ||
-		!f.Wire.Embedding.Valid() || !f.Wire.Gradient.Valid() {
+		!f.Wire.Embedding.Valid() || !f.Wire.Gradient.Valid() || !f.Wire.Compression.Valid() {
 		return nil, fmt.Errorf("grpcnet: config fingerprint out of range: %+v", f)
 	}
 	return &pb.ConfigFingerprint{CutDim: uint32(f.CutDim), BatchSize: uint32(f.BatchSize), Seed: f.Seed,
 		Epochs: uint32(f.Epochs), ScheduleLength: uint64(f.ScheduleLength), Digest: f.Digest,
-		WireEmbedding: pb.Encoding(f.Wire.Embedding), WireGradient: pb.Encoding(f.Wire.Gradient)}, nil
+		WireEmbedding: pb.Encoding(f.Wire.Embedding), WireGradient: pb.Encoding(f.Wire.Gradient),
+		WireCompression: pb.Compression(f.Wire.Compression)}, nil
 }
 
 func fingerprintFromPB(p *pb.ConfigFingerprint) Fingerprint {
@@ -121,13 +123,23 @@ func fingerprintFromPB(p *pb.ConfigFingerprint) Fingerprint {
 	}
 	return Fingerprint{CutDim: int(p.GetCutDim()), BatchSize: int(p.GetBatchSize()), Seed: p.GetSeed(),
 		Epochs: int(p.GetEpochs()), ScheduleLength: int64(min(p.GetScheduleLength(), math.MaxInt64)), Digest: p.GetDigest(),
-		Wire: wire.Encodings{Embedding: encodingFromPB(p.GetWireEmbedding()), Gradient: encodingFromPB(p.GetWireGradient())}}
+		Wire: wire.Encodings{Embedding: encodingFromPB(p.GetWireEmbedding()), Gradient: encodingFromPB(p.GetWireGradient()),
+			Compression: compressionFromPB(p.GetWireCompression())}}
 }
 
 // encodingFromPB converts a wire encoding; an unknown number stays
 // unknown (not Valid), so that it differs from every encoding.
 func encodingFromPB(e pb.Encoding) wire.Encoding {
 	return wire.Encoding(min(e, math.MaxUint8))
+}
+
+// compressionFromPB converts a compression; an unknown number, negative
+// ones included, stays unknown (not Valid).
+func compressionFromPB(c pb.Compression) wire.Compression {
+	if c < 0 || c > math.MaxUint8 {
+		return wire.Compression(math.MaxUint8)
+	}
+	return wire.Compression(c)
 }
 
 // Stats are a side's traffic counters since it started.
@@ -193,35 +205,62 @@ func phaseFromPB(p pb.Phase) (transport.Phase, error) {
 // (wire.Encoding.PackSparse: mostly +0, as the sparsify and dsgd
 // protections leave a gradient), else float32 as little-endian bytes in
 // le_f32 and any other encoding packed (wire.Encoding.Pack). Both refuse
-// values enc does not hold (the parties round before sending).
-func encodeTensor(m *tensor.Matrix, enc wire.Encoding) (*pb.Tensor, error) {
+// values enc does not hold (the parties round before sending). With comp
+// wire.Zstd the packed bytes are then compressed when that makes them
+// smaller (compress.go).
+func encodeTensor(m *tensor.Matrix, enc wire.Encoding, comp wire.Compression) (*pb.Tensor, error) {
 	if m.Rows < 0 || m.Cols < 0 || m.Rows > math.MaxUint32 || m.Cols > math.MaxUint32 || len(m.Data) != m.Rows*m.Cols {
 		return nil, fmt.Errorf("grpcnet: matrix %d×%d with %d values", m.Rows, m.Cols, len(m.Data))
 	}
-	if n := enc.SparseSize(m); n >= 0 && n < enc.Size(m.Rows, m.Cols) {
-		vals, index, err := enc.PackSparse(nil, nil, m)
-		if err != nil {
-			return nil, err
-		}
-		return &pb.Tensor{Rows: uint32(m.Rows), Cols: uint32(m.Cols), Encoding: pb.Encoding(enc), Packed: vals, Sparse: true, Index: index}, nil
+	if comp != wire.Zstd { // the packed bytes are sent: fresh buffers
+		t, _, _, err := packTensor(m, enc, nil, nil)
+		return t, err
 	}
-	buf, err := enc.Pack(make([]byte, 0, enc.Size(m.Rows, m.Cols)), m)
+	s := scratchPool.Get().(*scratch) // they are compressed: reused buffers
+	defer scratchPool.Put(s)
+	t, a, b, err := packTensor(m, enc, s.a[:0], s.b[:0])
+	s.a, s.b = a, b
 	if err != nil {
 		return nil, err
 	}
+	if err := compressTensor(t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// packTensor packs m as encodeTensor describes, appending to a (the
+// values; a new buffer of the packed size when nil) and b (a sparse
+// index), and returns the tensor and both buffers.
+func packTensor(m *tensor.Matrix, enc wire.Encoding, a, b []byte) (*pb.Tensor, []byte, []byte, error) {
 	t := &pb.Tensor{Rows: uint32(m.Rows), Cols: uint32(m.Cols)}
+	if n := enc.SparseSize(m); n >= 0 && n < enc.Size(m.Rows, m.Cols) {
+		vals, index, err := enc.PackSparse(a, b, m)
+		if err != nil {
+			return nil, a, b, err
+		}
+		t.Encoding, t.Packed, t.Sparse, t.Index = pb.Encoding(enc), vals, true, index
+		return t, vals, index, nil
+	}
+	if a == nil {
+		a = make([]byte, 0, enc.Size(m.Rows, m.Cols))
+	}
+	buf, err := enc.Pack(a, m)
+	if err != nil {
+		return nil, a, b, err
+	}
 	if enc == wire.F32 {
 		t.LeF32 = buf
 	} else {
 		t.Encoding, t.Packed = pb.Encoding(enc), buf
 	}
-	return t, nil
+	return t, buf, b, nil
 }
 
 // decodeTensor checks and decodes a wire tensor of at most maxValues
-// numbers, in encoding want (the one agreed at Hello); what names it in
-// errors.
-func decodeTensor(t *pb.Tensor, maxValues int, what string, want wire.Encoding) (*tensor.Matrix, error) {
+// numbers, in encoding want and compressed at most as comp allows (both
+// agreed at Hello); what names it in errors.
+func decodeTensor(t *pb.Tensor, maxValues int, what string, want wire.Encoding, comp wire.Compression) (*tensor.Matrix, error) {
 	if t == nil {
 		return nil, fmt.Errorf("%s: missing", what)
 	}
@@ -237,12 +276,16 @@ func decodeTensor(t *pb.Tensor, maxValues int, what string, want wire.Encoding) 
 	if enc != want {
 		return nil, fmt.Errorf("%s: encoding %v, the session agreed on %v", what, enc, want)
 	}
-	vals, raw := t.GetValues(), t.GetLeF32()
+	raw, packed, index, err := decompressTensor(t, enc, comp)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	vals := t.GetValues()
 	if t.GetSparse() {
 		if len(vals) > 0 || len(raw) > 0 {
 			return nil, fmt.Errorf("%s: sparse with values or le_f32 set", what)
 		}
-		m, err := enc.UnpackSparse(nil, int(rows), int(cols), t.GetPacked(), t.GetIndex())
+		m, err := enc.UnpackSparse(nil, int(rows), int(cols), packed, index)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
@@ -251,14 +294,14 @@ func decodeTensor(t *pb.Tensor, maxValues int, what string, want wire.Encoding) 
 		}
 		return m, nil
 	}
-	if len(t.GetIndex()) > 0 {
+	if len(index) > 0 {
 		return nil, fmt.Errorf("%s: an index without sparse set", what)
 	}
 	if enc != wire.F32 {
 		if len(vals) > 0 || len(raw) > 0 {
 			return nil, fmt.Errorf("%s: encoding %v with values or le_f32 set", what, enc)
 		}
-		m, err := enc.Unpack(nil, int(rows), int(cols), t.GetPacked())
+		m, err := enc.Unpack(nil, int(rows), int(cols), packed)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
@@ -267,7 +310,7 @@ func decodeTensor(t *pb.Tensor, maxValues int, what string, want wire.Encoding) 
 		}
 		return m, nil
 	}
-	if len(t.GetPacked()) > 0 {
+	if len(packed) > 0 {
 		return nil, fmt.Errorf("%s: encoding f32 with packed set", what)
 	}
 	if len(vals) > 0 && len(raw) > 0 {
@@ -295,8 +338,8 @@ func decodeTensor(t *pb.Tensor, maxValues int, what string, want wire.Encoding) 
 }
 
 // encodeForward converts and checks an outgoing Forward, its embedding in
-// encoding enc.
-func encodeForward(f *transport.Forward, enc wire.Encoding) (*pb.Forward, error) {
+// encoding enc and compressed with comp.
+func encodeForward(f *transport.Forward, enc wire.Encoding, comp wire.Compression) (*pb.Forward, error) {
 	if f == nil || f.Embedding == nil {
 		return nil, errors.New("grpcnet: forward message without an embedding")
 	}
@@ -307,7 +350,7 @@ func encodeForward(f *transport.Forward, enc wire.Encoding) (*pb.Forward, error)
 	if len(f.IDs) != f.Embedding.Rows {
 		return nil, fmt.Errorf("grpcnet: %v step %d batch %d: %d IDs for %d embedding rows", f.Phase, f.Step, f.Batch, len(f.IDs), f.Embedding.Rows)
 	}
-	emb, err := encodeTensor(f.Embedding, enc)
+	emb, err := encodeTensor(f.Embedding, enc, comp)
 	if err != nil {
 		return nil, fmt.Errorf("grpcnet: %v step %d batch %d: embedding: %w", f.Phase, f.Step, f.Batch, err)
 	}
@@ -315,8 +358,8 @@ func encodeForward(f *transport.Forward, enc wire.Encoding) (*pb.Forward, error)
 }
 
 // decodeForward checks and converts an incoming Forward whose embedding
-// must be in encoding want.
-func decodeForward(m *pb.Forward, maxValues int, want wire.Encoding) (*transport.Forward, error) {
+// must be in encoding want, compressed at most with comp.
+func decodeForward(m *pb.Forward, maxValues int, want wire.Encoding, comp wire.Compression) (*transport.Forward, error) {
 	ph, err := phaseFromPB(m.GetPhase())
 	if err != nil {
 		return nil, fmt.Errorf("forward step %d batch %d: %w", m.GetStep(), m.GetBatch(), err)
@@ -325,7 +368,7 @@ func decodeForward(m *pb.Forward, maxValues int, want wire.Encoding) (*transport
 	if m.GetStep() < 0 || m.GetEpoch() < 0 || m.GetBatch() < 0 || m.GetEpoch() > math.MaxInt32 || m.GetBatch() > math.MaxInt32 {
 		return nil, fmt.Errorf("%s: step, epoch and batch must be non-negative (and epoch, batch < 2^31)", where)
 	}
-	emb, err := decodeTensor(m.GetEmbedding(), maxValues, where+": embedding", want)
+	emb, err := decodeTensor(m.GetEmbedding(), maxValues, where+": embedding", want, comp)
 	if err != nil {
 		return nil, err
 	}
@@ -340,8 +383,8 @@ func decodeForward(m *pb.Forward, maxValues int, want wire.Encoding) (*transport
 }
 
 // decodeBackward checks the answer to f, whose gradient must be in
-// encoding want, and converts it.
-func decodeBackward(m *pb.Backward, f *transport.Forward, maxValues int, want wire.Encoding) (*transport.Backward, error) {
+// encoding want, compressed at most with comp, and converts it.
+func decodeBackward(m *pb.Backward, f *transport.Forward, maxValues int, want wire.Encoding, comp wire.Compression) (*transport.Backward, error) {
 	if m.GetStep() != f.Step || m.GetBatch() != int64(f.Batch) {
 		return nil, fmt.Errorf("answer for step %d batch %d, sent step %d batch %d", m.GetStep(), m.GetBatch(), f.Step, f.Batch)
 	}
@@ -356,7 +399,7 @@ func decodeBackward(m *pb.Backward, f *transport.Forward, maxValues int, want wi
 		}
 		return b, nil
 	}
-	g, err := decodeTensor(m.GetGrad(), maxValues, where, want)
+	g, err := decodeTensor(m.GetGrad(), maxValues, where, want, comp)
 	if err != nil {
 		return nil, err
 	}
@@ -373,7 +416,8 @@ func checksum(seed maphash.Seed, m *pb.Forward) uint64 {
 	h.SetSeed(seed)
 	var buf [8]byte
 	for _, v := range []uint64{uint64(m.GetPhase()), uint64(m.GetStep()), uint64(m.GetEpoch()), uint64(m.GetBatch()),
-		uint64(m.GetEmbedding().GetRows()), uint64(m.GetEmbedding().GetCols()), uint64(m.GetEmbedding().GetEncoding())} {
+		uint64(m.GetEmbedding().GetRows()), uint64(m.GetEmbedding().GetCols()), uint64(m.GetEmbedding().GetEncoding()),
+		uint64(m.GetEmbedding().GetCompression())} {
 		binary.LittleEndian.PutUint64(buf[:], v)
 		h.Write(buf[:])
 	}

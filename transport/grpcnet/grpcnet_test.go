@@ -396,7 +396,7 @@ func TestMalformedForwardRejected(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := func() *pb.Forward {
-		m, err := encodeForward(forward(transport.Train, 0, 0, 2, 3), wire.F32)
+		m, err := encodeForward(forward(transport.Train, 0, 0, 2, 3), wire.F32, wire.None)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -223,7 +223,7 @@ func (v *service) Train(stream pb.SplitLearning_TrainServer) error {
 		if err := s.sess.check(ctx, "Train"); err != nil {
 			return s.refuseCall(ctx, err)
 		}
-		f, err := decodeForward(m, s.maxValues, s.o.Local.Config.Wire.Embedding)
+		f, err := decodeForward(m, s.maxValues, s.o.Local.Config.Wire.Embedding, s.o.Local.Config.Wire.Compression)
 		if err != nil {
 			s.cnt.rejected.Add(1)
 			s.log.Warn("grpcnet: refused a forward message", "peer", who, "err", err)

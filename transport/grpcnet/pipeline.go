@@ -100,7 +100,7 @@ func (c *Client) Send(ctx context.Context, f *transport.Forward) error {
 		h := c.inflight[n-1].head
 		return fmt.Errorf("grpcnet: %s refused: it does not come after %v step %d batch %d, in flight", where, h.Phase, h.Step, h.Batch)
 	}
-	m, err := encodeForward(f, c.wire.Embedding)
+	m, err := encodeForward(f, c.wire.Embedding, c.wire.Compression)
 	if err != nil {
 		return err
 	}
@@ -167,7 +167,7 @@ func (c *Client) Receive(ctx context.Context) (*transport.Backward, error) {
 		}
 		return nil, err
 	}
-	b, err := decodeBackward(reply, &head, c.max, c.wire.Gradient)
+	b, err := decodeBackward(reply, &head, c.max, c.wire.Gradient, c.wire.Compression)
 	if err != nil {
 		c.cnt.rejected.Add(1)
 		c.log.Warn("grpcnet: refused the active party's answer", "msg", where, "err", err)

@@ -62,7 +62,7 @@ func (v *service) Score(ctx context.Context, req *pb.ScoreRequest) (*pb.ScoreRes
 	if req.GetBatch() < 0 || req.GetBatch() > math.MaxInt32 {
 		return nil, refuse(codes.InvalidArgument, "%s: batch number out of range", where)
 	}
-	emb, err := decodeTensor(req.GetEmbedding(), s.maxValues, where+": embedding", wire.F32)
+	emb, err := decodeTensor(req.GetEmbedding(), s.maxValues, where+": embedding", wire.F32, wire.None)
 	if err != nil {
 		return nil, refuse(codes.InvalidArgument, "refused score request: %v", err)
 	}
@@ -121,7 +121,7 @@ func (c *Client) Score(ctx context.Context, b *ScoreBatch) (*ScoreResult, error)
 	if len(b.IDs) != b.Embedding.Rows {
 		return nil, fmt.Errorf("grpcnet: %s: %d IDs for %d embedding rows", where, len(b.IDs), b.Embedding.Rows)
 	}
-	emb, err := encodeTensor(b.Embedding, wire.F32)
+	emb, err := encodeTensor(b.Embedding, wire.F32, wire.None)
 	if err != nil {
 		return nil, fmt.Errorf("grpcnet: %s: %w", where, err)
 	}

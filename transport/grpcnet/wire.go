@@ -22,7 +22,7 @@ const messagePrefix = 5
 // session's encodings; the tensors must hold values they represent
 // (rounded by wire.Encoding.Round), as the parties send them.
 func WireBytes(f *transport.Forward, b *transport.Backward, enc wire.Encodings) (forward, backward int64, err error) {
-	m, err := encodeForward(f, enc.Embedding)
+	m, err := encodeForward(f, enc.Embedding, enc.Compression)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -30,7 +30,7 @@ func WireBytes(f *transport.Forward, b *transport.Backward, enc wire.Encodings) 
 	if b != nil {
 		r.Step, r.Batch = b.Step, int64(b.Batch)
 		if b.Grad != nil {
-			if r.Grad, err = encodeTensor(b.Grad, enc.Gradient); err != nil {
+			if r.Grad, err = encodeTensor(b.Grad, enc.Gradient, enc.Compression); err != nil {
 				return 0, 0, fmt.Errorf("grpcnet: step %d batch %d: gradient: %w", b.Step, b.Batch, err)
 			}
 		}

@@ -78,10 +78,15 @@ func Parse(s string) (Encoding, error) {
 	return 0, fmt.Errorf("unknown wire encoding %q (want one of %s)", s, strings.Join(names[:], ", "))
 }
 
-// Encodings are the encodings of the two directions of a run.
+// Encodings are the encodings of the two directions of a run and the
+// compression of both.
 type Encodings struct {
 	Embedding Encoding // passive → active: cut-layer embeddings
 	Gradient  Encoding // active → passive: protected gradients
+	// Compression is applied by the transport to the packed training
+	// tensors of both directions; it is lossless, so the parties, which
+	// round to Embedding and Gradient, do not see it.
+	Compression Compression
 }
 
 // Size returns the bytes of a packed rows×cols tensor.
