@@ -18,8 +18,9 @@ type scoredLabel struct {
 // goroutines at once.
 type Scratch struct {
 	pairs    []scoredLabel
-	pos, neg []uint64 // AUC's sort keys of the positives and the negatives
-	tmp      []uint64 // the other buffer of a radix sort (sortKeys)
+	pos, neg []uint64      // AUC's sort keys of the positives and the negatives
+	tmp      []uint64      // the other buffer of a radix sort (sortKeys)
+	tmpPairs []scoredLabel // the other buffer of sortPairs' radix sort
 }
 
 // AUC is [Scratch.AUC] with a fresh scratch.

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/splitguard/splitguard/internal/buf"
@@ -65,6 +66,59 @@ func radixSort(a, tmp []uint64) []uint64 {
 		for _, k := range src {
 			d := byte(k >> shift)
 			dst[c[d]] = k
+			c[d]++
+		}
+		src, dst = dst, src
+	}
+	return src
+}
+
+// sortPairs sorts sc.pairs by score, stably (tied scores keep their
+// order), in the order cmp.Compare gives the scores (sortKey). From
+// radixMin pairs on it sorts them by their keys' bytes, least
+// significant first, through sc.tmpPairs, swapping the two buffers
+// when the result lies there; a stable sort has one result, so it is
+// the same as slices.SortStableFunc's.
+func (sc *Scratch) sortPairs() {
+	p := sc.pairs
+	if len(p) < radixMin {
+		slices.SortStableFunc(p, func(a, b scoredLabel) int { return cmp.Compare(a.s, b.s) })
+		return
+	}
+	sc.tmpPairs = buf.Grow(sc.tmpPairs, len(p))
+	if out := radixSortPairs(p, sc.tmpPairs); &out[0] != &p[0] {
+		sc.pairs, sc.tmpPairs = out, p
+	}
+}
+
+// radixSortPairs is radixSort for pairs by sortKey of their scores: a
+// stable sort, which returns the buffer (p or tmp) holding the result.
+func radixSortPairs(p, tmp []scoredLabel) []scoredLabel {
+	n := len(p)
+	if n == 0 {
+		return p
+	}
+	var counts [8][256]uint32
+	for _, e := range p {
+		k := sortKey(e.s)
+		for b := range counts {
+			counts[b][byte(k>>(8*b))]++
+		}
+	}
+	src, dst := p, tmp[:n]
+	for b := range counts {
+		c := &counts[b]
+		shift := uint(8 * b)
+		if c[byte(sortKey(src[0].s)>>shift)] == uint32(n) {
+			continue
+		}
+		var sum uint32
+		for i, v := range c {
+			c[i], sum = sum, sum+v
+		}
+		for _, e := range src {
+			d := byte(sortKey(e.s) >> shift)
+			dst[c[d]] = e
 			c[d]++
 		}
 		src, dst = dst, src

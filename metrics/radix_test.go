@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -98,6 +99,38 @@ func TestAUCLargeMatchesPairs(t *testing.T) {
 			got, ok := sc.AUC(scores, labels, nil)
 			if !ok || math.Abs(got-want) > 1e-12 {
 				t.Fatalf("%d rows, round %d: AUC %v (ok %v), want %v", n, round, got, ok, want)
+			}
+		}
+	}
+}
+
+// TestSortPairsMatchesStableSort checks sortPairs against
+// slices.SortStableFunc by cmp.Compare on pairs whose scores tie often
+// (probabilities rounded from float32, a few values, ±0, NaN, ±Inf), so
+// that stability shows: the labels of tied scores must come out in
+// their input order.
+func TestSortPairsMatchesStableSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 2))
+	gens := map[string]func() float64{
+		"float32":  func() float64 { return float64(float32(rng.Float64())) },
+		"few":      func() float64 { return float64(rng.IntN(4)) / 4 },
+		"specials": func() float64 { return []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1), 0.5}[rng.IntN(6)] },
+		"normal":   rng.NormFloat64,
+	}
+	var sc Scratch
+	for name, gen := range gens {
+		for _, n := range []int{1, 100, radixMin - 1, radixMin, 7000} {
+			sc.pairs = sc.pairs[:0]
+			for range n {
+				sc.pairs = append(sc.pairs, scoredLabel{s: gen(), pos: rng.IntN(2) == 0})
+			}
+			want := slices.Clone(sc.pairs)
+			slices.SortStableFunc(want, func(a, b scoredLabel) int { return cmp.Compare(a.s, b.s) })
+			sc.sortPairs()
+			for i := range want {
+				if g, w := sc.pairs[i], want[i]; math.Float64bits(g.s) != math.Float64bits(w.s) || g.pos != w.pos {
+					t.Fatalf("%s, %d pairs: at %d got %v, want %v", name, n, i, g, w)
+				}
 			}
 		}
 	}
