@@ -112,10 +112,12 @@ func TestAUCLargeMatchesPairs(t *testing.T) {
 func TestSortPairsMatchesStableSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(6, 2))
 	gens := map[string]func() float64{
-		"float32":  func() float64 { return float64(float32(rng.Float64())) },
-		"few":      func() float64 { return float64(rng.IntN(4)) / 4 },
-		"specials": func() float64 { return []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1), 0.5}[rng.IntN(6)] },
-		"normal":   rng.NormFloat64,
+		"float32": func() float64 { return float64(float32(rng.Float64())) },
+		"few":     func() float64 { return float64(rng.IntN(4)) / 4 },
+		"specials": func() float64 {
+			return []float64{math.NaN(), math.Inf(1), math.Inf(-1), 0, math.Copysign(0, -1), 0.5}[rng.IntN(6)]
+		},
+		"normal": rng.NormFloat64,
 	}
 	var sc Scratch
 	for name, gen := range gens {
