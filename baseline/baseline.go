@@ -224,18 +224,67 @@ func (d *design) standardise(x *data.Features, n int, dst []float64) []float64 {
 // four independent chains of additions run in parallel where one chain
 // of 39 waited on each addition in turn.
 func (d *design) logit(w []float64, b float64, cat []int32, dense []float64, i int) float64 {
-	var acc [4]float64
-	for j, s := range cat[i*d.numCat : (i+1)*d.numCat] {
-		if s >= 0 {
-			acc[j&3] += w[s]
+	// The partial sums live in four variables, not an array indexed by
+	// the column: the compiler then keeps them in registers. Sum j takes
+	// the terms at positions ≡ j (mod 4), in column order.
+	var a0, a1, a2, a3 float64
+	cs := cat[i*d.numCat : (i+1)*d.numCat]
+	j := 0
+	for ; j+4 <= len(cs); j += 4 {
+		c := cs[j : j+4 : j+4]
+		if c[0] >= 0 {
+			a0 += w[c[0]]
+		}
+		if c[1] >= 0 {
+			a1 += w[c[1]]
+		}
+		if c[2] >= 0 {
+			a2 += w[c[2]]
+		}
+		if c[3] >= 0 {
+			a3 += w[c[3]]
+		}
+	}
+	for ; j < len(cs); j++ {
+		if s := cs[j]; s >= 0 {
+			a0, a1, a2, a3 = addLane(a0, a1, a2, a3, j&3, w[s])
 		}
 	}
 	base := d.p - d.numDense
 	row := dense[i*d.numDense : (i+1)*d.numDense]
-	for k, v := range row {
-		acc[(d.numCat+k)&3] += w[base+k] * v
+	ws := w[base : base+len(row)]
+	k := 0
+	// Position numCat+k goes to sum (numCat+k) mod 4: the first terms
+	// until that is 0 one at a time, then four at a time.
+	for ; k < len(row) && (d.numCat+k)&3 != 0; k++ {
+		a0, a1, a2, a3 = addLane(a0, a1, a2, a3, (d.numCat+k)&3, ws[k]*row[k])
 	}
-	return b + ((acc[0] + acc[1]) + (acc[2] + acc[3]))
+	for ; k+4 <= len(row); k += 4 {
+		r, v := row[k:k+4:k+4], ws[k:k+4:k+4]
+		a0 += v[0] * r[0]
+		a1 += v[1] * r[1]
+		a2 += v[2] * r[2]
+		a3 += v[3] * r[3]
+	}
+	for ; k < len(row); k++ {
+		a0, a1, a2, a3 = addLane(a0, a1, a2, a3, (d.numCat+k)&3, ws[k]*row[k])
+	}
+	return b + ((a0 + a1) + (a2 + a3))
+}
+
+// addLane returns the four partial sums with t added to sum lane.
+func addLane(a0, a1, a2, a3 float64, lane int, t float64) (float64, float64, float64, float64) {
+	switch lane {
+	case 0:
+		a0 += t
+	case 1:
+		a1 += t
+	case 2:
+		a2 += t
+	default:
+		a3 += t
+	}
+	return a0, a1, a2, a3
 }
 
 // objective returns f(θ) and writes ∇f into grad (when non-nil), θ = (w, b):

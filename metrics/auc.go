@@ -3,7 +3,6 @@ package metrics
 import (
 	"fmt"
 	"math"
-	"slices"
 )
 
 // scoredLabel is one scored row: its score (or predicted probability) and
@@ -19,7 +18,9 @@ type scoredLabel struct {
 // goroutines at once.
 type Scratch struct {
 	pairs    []scoredLabel
-	pos, neg []uint64 // AUC's sort keys of the positives and the negatives
+	pos, neg []uint64      // AUC's sort keys of the positives and the negatives
+	tmp      []uint64      // the other buffer of a radix sort (sortKeys)
+	tmpPairs []scoredLabel // the other buffer of sortPairs' radix sort
 }
 
 // AUC is [Scratch.AUC] with a fresh scratch.
@@ -39,8 +40,9 @@ func AUC(scores []float64, labels []uint8, mask []bool) (auc float64, ok bool) {
 // NaN, when the scored rows hold no positive or no negative: the AUC is
 // undefined there and the caller counts the batch as skipped.
 //
-// It runs in O(n log n) (one sort). A NaN score sorts below every number
-// and ties with other NaN scores. It panics when labels or a non-nil mask
+// It runs in O(n log n) (one sort; in linear time from radixMin scored
+// rows of a class). A NaN score sorts below every number and ties with
+// other NaN scores. It panics when labels or a non-nil mask
 // differ in length from scores, which is a programming error.
 func (sc *Scratch) AUC(scores []float64, labels []uint8, mask []bool) (auc float64, ok bool) {
 	auc, _, _, ok = sc.aucCounts(scores, labels, mask)
@@ -59,7 +61,8 @@ func (sc *Scratch) aucCounts(scores []float64, labels []uint8, mask []bool) (auc
 	// The positives' and the negatives' scores are sorted apart as
 	// integer keys in the scores' order (sortKey), then merged: sorting
 	// plain integers is several times faster than sorting (score, label)
-	// records by a comparison function.
+	// records by a comparison function, and a large split's keys sort
+	// by their bytes (sortKeys).
 	ps, ns := sc.pos[:0], sc.neg[:0]
 	for i, s := range scores {
 		if mask != nil && !mask[i] {
@@ -75,8 +78,9 @@ func (sc *Scratch) aucCounts(scores []float64, labels []uint8, mask []bool) (auc
 	if len(ps) == 0 || len(ns) == 0 {
 		return math.NaN(), len(ps), len(ns), false
 	}
-	slices.Sort(ps)
-	slices.Sort(ns)
+	sc.sortKeys(&sc.pos)
+	sc.sortKeys(&sc.neg)
+	ps, ns = sc.pos, sc.neg
 
 	// twiceU counts 2 per correctly ordered (positive, negative) pair and
 	// 1 per tie, so it stays an exact integer. Each group of positives

@@ -1,10 +1,8 @@
 package metrics
 
 import (
-	"cmp"
 	"fmt"
 	"math"
-	"slices"
 )
 
 // BCEClip is the clipping applied to probabilities by [BCE]: p is taken
@@ -64,7 +62,8 @@ func (sc *Scratch) ACE(probs []float64, labels []uint8, bins int) (float64, erro
 		p = append(p, scoredLabel{s: v, pos: labels[i] != 0})
 	}
 	sc.pairs = p
-	slices.SortStableFunc(p, func(a, b scoredLabel) int { return cmp.Compare(a.s, b.s) })
+	sc.sortPairs()
+	p = sc.pairs
 
 	n := len(p)
 	r := min(bins, n)
