@@ -34,6 +34,10 @@ type planLinkOptions struct {
 	// SharedCores, when positive, plans both parties and the transport on
 	// one machine of that many cores (linkplan.Costs.SharedCores).
 	SharedCores float64
+	// HostCores, when positive, plans each party on a host of its own of
+	// that many cores, shared by its compute and its end of the transport
+	// (linkplan.Costs.HostCores).
+	HostCores float64
 	// MaxLinkRatio is the largest ratio of an option's time over the link
 	// to its time without it that the recommendation accepts.
 	MaxLinkRatio float64
@@ -79,6 +83,17 @@ the processor times (not wall times; measured under this process's GOMAXPROCS, i
 spinning workers included, as in a run) of each party's step, the
 recompute and the transport (both ends) per exchange.
 
+--host-cores N plans each party on a host of its own of N cores: a party's compute and
+its end of the transport share its cores. T is then also at least
+  (Q·W_p + W_r (k > 0 only) + W_o/2)/N   (the passive's host)
+  (Q·W_a + W_o/2)/N                      (the active's host),
+half of the transport's processor time to each end (an approximation: each end encodes
+what it sends and decodes what it receives). Measure under GOMAXPROCS=N (this process's
+processor times are its). Without --host-cores (and without --shared-cores) each party's
+compute is bounded by its wall time only, which on hosts of one or two cores leaves out
+the transport's compression and TLS. --check does not use it: the check runs both
+parties in this process, and its predictions take them as sharing this machine's cores.
+
 Beside each prediction: the same option's predicted time on plain loopback (no round
 trip, no bandwidth limit, the same compute and overhead) and the ratio of the two. The
 plan ends with a recommendation: the most exact option whose ratio is at most
@@ -116,6 +131,7 @@ figures are its, not those of two dedicated hosts.`,
 	f.Float64Var(&o.PassiveMS, "passive-ms", 0, "the passive party's compute per step in ms, instead of this machine's (e.g. compute_ms of a run's passive log on its own host)")
 	f.Float64Var(&o.ActiveMS, "active-ms", 0, "the active party's compute per step in ms, instead of this machine's (e.g. compute_ms of a run's active log)")
 	f.Float64Var(&o.SharedCores, "shared-cores", 0, "plan both parties and the transport on one machine of this many free cores, fractional where other work takes part of them (0: each party on a host of its own); with --check, the cores the check's predictions take as shared instead of those found free before each run")
+	f.Float64Var(&o.HostCores, "host-cores", 0, "plan each party on a host of its own of this many cores, which its compute and its end of the transport share; measure under GOMAXPROCS of that many (0: each party's compute bounded by its wall time only); not used by --check")
 	f.Float64Var(&o.MaxLinkRatio, "max-link-ratio", 1.25, "recommend the most exact option whose predicted time over the link is at most this many times its predicted time on plain loopback (≥ 1)")
 	f.BoolVar(&o.Check, "check", false, "also run every planned option (encodings × --plan-staleness × --plan-local-steps) over an emulated link of these settings (a loopback proxy) and print the measured time beside the prediction")
 	return cmd
@@ -180,6 +196,15 @@ func runPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions) error
 	}
 	if o.SharedCores > 0 && (o.PassiveMS > 0 || o.ActiveMS > 0) {
 		return fmt.Errorf("plan-link: --shared-cores plans both parties on one machine with this machine's processor times; it does not go with --passive-ms or --active-ms")
+	}
+	if !(o.HostCores >= 0 && o.HostCores <= math.MaxFloat64) {
+		return fmt.Errorf("plan-link: --host-cores %g, want 0 (not modelled) or more", o.HostCores)
+	}
+	if o.HostCores > 0 && o.SharedCores > 0 {
+		return fmt.Errorf("plan-link: --host-cores plans each party on a host of its own, --shared-cores both on one machine; give one of them")
+	}
+	if o.HostCores > 0 && (o.PassiveMS > 0 || o.ActiveMS > 0) {
+		return fmt.Errorf("plan-link: --host-cores plans each party's host with this machine's processor times; it does not go with --passive-ms or --active-ms, which replace wall times only")
 	}
 	if o.Check && (o.PassiveMS > 0 || o.ActiveMS > 0) {
 		return fmt.Errorf("plan-link: --check measures this machine's compute; it does not go with --passive-ms or --active-ms")
@@ -250,9 +275,12 @@ func runPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions) error
 	}
 	for _, m := range measured {
 		c := m.Costs
-		c.SharedCores = o.SharedCores
+		c.SharedCores, c.HostCores = o.SharedCores, o.HostCores
 		if c.SharedCores > 0 && c.CPU == (linkplan.CPUTimes{}) {
 			return fmt.Errorf("plan-link: --shared-cores: this system gives no processor time to measure")
+		}
+		if c.HostCores > 0 && c.CPU == (linkplan.CPUTimes{}) {
+			return fmt.Errorf("plan-link: --host-cores: this system gives no processor time to measure")
 		}
 		costs = append(costs, costRow{m.Wire.Embedding.String(), ms(c.Passive), ms(c.Active), ms(c.Recompute), ms(c.Overhead), c.Forward, c.Backward,
 			ms(c.CPU.Passive), ms(c.CPU.Active), ms(c.CPU.Recompute), ms(c.CPU.Transport)})
@@ -282,7 +310,7 @@ func runPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions) error
 	if o.JSON {
 		return json.NewEncoder(out).Encode(map[string]any{
 			"rtt_ms": ms(o.RTT), "up_mbit": o.UpMbit, "down_mbit": o.DownMbit,
-			"model": cfg.Model, "batch": cfg.Batch, "wire_compression": run.Compression.String(), "cut_width": cfg.CutDim(), "shared_cores": o.SharedCores,
+			"model": cfg.Model, "batch": cfg.Batch, "wire_compression": run.Compression.String(), "cut_width": cfg.CutDim(), "shared_cores": o.SharedCores, "host_cores": o.HostCores,
 			"measured": costs, "predicted": rows, "check": checks,
 			"max_link_ratio": o.MaxLinkRatio, "recommended": rec,
 		})
@@ -367,7 +395,6 @@ func given(o planLinkOptions) string {
 	return ""
 }
 
-// hosts says where the plan puts the parties.
 // compressed says, in the measured table's heading, that the messages
 // were compressed.
 func compressed(c wire.Compression) string {
@@ -386,9 +413,13 @@ func compressionFlag(c wire.Compression) string {
 	return " --wire-compression " + c.String()
 }
 
+// hosts says where the plan puts the parties.
 func hosts(o planLinkOptions) string {
-	if o.SharedCores > 0 {
+	switch {
+	case o.SharedCores > 0:
 		return fmt.Sprintf("both parties and the transport on one machine of %g cores", o.SharedCores)
+	case o.HostCores > 0:
+		return fmt.Sprintf("each party on a host of its own of %g cores, shared by its compute and its end of the transport", o.HostCores)
 	}
 	return "each party on a host of its own"
 }

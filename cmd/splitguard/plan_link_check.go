@@ -18,7 +18,8 @@ import (
 // transport's overhead and processor time as measured through the proxy,
 // and the parties sharing --shared-cores cores, or when it is not given
 // those found free just before each run (step.LinkRun.FreeCores): the
-// check runs them all here.
+// check runs them all here, so --host-cores, which plans hosts of their
+// own, does not apply to it.
 func checkPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions, encs []wire.Encodings, measured []step.LinkCosts, link linkplan.Link) ([]checkRow, error) {
 	var scheds []linkplan.Schedule
 	for _, k := range o.Staleness {
@@ -36,6 +37,7 @@ func checkPlanLink(cmd *cobra.Command, cfg config.Config, o planLinkOptions, enc
 	for i, r := range runs {
 		c := measured[i/len(scheds)].Costs // runs are encoding-major
 		c.Overhead, c.CPU.Transport, c.SharedCores = r.Overhead, r.OverheadCPU, checkCores(o, r)
+		c.HostCores = 0 // one process, one machine: never hosts of their own
 		p, err := linkplan.Predict(link, c, r.Schedule)
 		if err != nil {
 			return nil, fmt.Errorf("plan-link: %w", err)
@@ -57,8 +59,19 @@ func checkCores(o planLinkOptions, r step.LinkRun) float64 {
 	return r.FreeCores
 }
 
-// sharedNote says how many cores the check's predictions take as shared.
+// sharedNote says how many cores the check's predictions take as shared
+// (and, with --host-cores, that the check does not plan hosts of their
+// own).
 func sharedNote(o planLinkOptions) string {
+	if o.HostCores > 0 {
+		return fmt.Sprintf("; --host-cores %g not used: both parties run in this process", o.HostCores) + sharedCoresNote(o)
+	}
+	return sharedCoresNote(o)
+}
+
+// sharedCoresNote says how many cores the check's predictions take as
+// shared.
+func sharedCoresNote(o planLinkOptions) string {
 	switch {
 	case o.SharedCores > 0:
 		return fmt.Sprintf("; the parties, the transport and the proxy share %g cores (--shared-cores)", o.SharedCores)

@@ -62,6 +62,18 @@
 //
 // and T is at least W/N (rounded up to the nanosecond), besides the
 // terms above, each a chain that no number of cores shortens.
+//
+// On hosts of their own of N cores each (Costs.HostCores), a party's
+// compute and its end of the transport share its host's cores. Each host
+// bounds T as the one machine does, with its own part of W:
+//
+//	T ≥ (Q·W_p + W_r (k > 0 only) + W_o/2)/N   (the passive's host)
+//	T ≥ (Q·W_a + W_o/2)/N                      (the active's host)
+//
+// (each rounded up to the nanosecond). Half of the transport's processor
+// time to each end is an approximation: each end encodes what it sends
+// and decodes what it receives, and the two directions' messages need
+// not cost the same.
 package linkplan
 
 import (
@@ -106,6 +118,12 @@ type Costs struct {
 	// on the machine takes part of them (0.7: the parties get 0.7 s of
 	// processor time per second). 0: each party on a host of its own.
 	SharedCores float64
+	// HostCores is how many cores each party's host has when the parties
+	// run on hosts of their own: a party's compute and its end of the
+	// transport (half of CPU.Transport) then share them. 0: not modelled,
+	// each party's compute bounded by its wall time only. Not together
+	// with SharedCores.
+	HostCores float64
 }
 
 // CPUTimes are the processor times of a step's parts, all the threads
@@ -153,6 +171,11 @@ const (
 	BoundDownlink Bound = "downlink bandwidth"
 	BoundRound    Bound = "round trip"
 	BoundShared   Bound = "shared processors"
+	// BoundPassiveHost and BoundActiveHost are the processor time of a
+	// party and its end of the transport on its own host's cores
+	// (Costs.HostCores).
+	BoundPassiveHost Bound = "passive processors"
+	BoundActiveHost  Bound = "active processors"
 )
 
 // Prediction is the predicted time of a schedule.
@@ -179,7 +202,9 @@ func Transfer(n int64, bytesPerSecond float64) time.Duration {
 // Predict returns the time per exchange and per update of schedule s
 // over link l for a step costing c (see the package documentation for
 // the model). Negative costs, a negative staleness, fewer than one local
-// step or a negative or non-finite bandwidth are errors.
+// step, a negative or non-finite bandwidth, a negative or non-finite
+// number of cores, cores without processor times, or both shared and
+// host cores are errors.
 func Predict(l Link, c Costs, s Schedule) (Prediction, error) {
 	switch {
 	case l.RTT < 0 || !(l.Up >= 0 && l.Up <= math.MaxFloat64) || !(l.Down >= 0 && l.Down <= math.MaxFloat64):
@@ -191,6 +216,12 @@ func Predict(l Link, c Costs, s Schedule) (Prediction, error) {
 		return Prediction{}, fmt.Errorf("linkplan: %g shared cores, want 0 (hosts of their own) or more, finite", c.SharedCores)
 	case c.SharedCores > 0 && c.CPU == CPUTimes{}:
 		return Prediction{}, fmt.Errorf("linkplan: %g shared cores but no processor times in the costs", c.SharedCores)
+	case !(c.HostCores >= 0 && c.HostCores <= math.MaxFloat64):
+		return Prediction{}, fmt.Errorf("linkplan: %g host cores, want 0 (not modelled) or more, finite", c.HostCores)
+	case c.HostCores > 0 && c.CPU == CPUTimes{}:
+		return Prediction{}, fmt.Errorf("linkplan: %g host cores but no processor times in the costs", c.HostCores)
+	case c.HostCores > 0 && c.SharedCores > 0:
+		return Prediction{}, fmt.Errorf("linkplan: %g shared cores and %g host cores: the parties share one machine or have hosts of their own, not both", c.SharedCores, c.HostCores)
 	case s.Staleness < 0:
 		return Prediction{}, fmt.Errorf("linkplan: staleness %d, want 0 or more", s.Staleness)
 	case s.LocalSteps < 1:
@@ -204,10 +235,11 @@ func Predict(l Link, c Costs, s Schedule) (Prediction, error) {
 	up, down := Transfer(c.Forward, l.Up), Transfer(c.Backward, l.Down)
 	round := pas + act + c.Overhead + l.RTT + up + down
 	p := Prediction{Round: round}
-	terms := []struct {
+	type term struct {
 		d time.Duration
 		b Bound
-	}{
+	}
+	terms := []term{
 		{(round + time.Duration(s.Staleness)) / time.Duration(s.Staleness+1), BoundRound}, // rounded up
 		{pas, BoundPassive},
 		{act, BoundActive},
@@ -215,10 +247,17 @@ func Predict(l Link, c Costs, s Schedule) (Prediction, error) {
 		{down, BoundDownlink},
 	}
 	if n := c.SharedCores; n > 0 {
-		terms = append(terms, struct {
-			d time.Duration
-			b Bound
-		}{time.Duration(math.Ceil(float64(c.CPU.sum(s)) / n)), BoundShared}) // rounded up
+		terms = append(terms, term{time.Duration(math.Ceil(float64(c.CPU.sum(s)) / n)), BoundShared}) // rounded up
+	}
+	if n := c.HostCores; n > 0 {
+		wp, wa := q*c.CPU.Passive, q*c.CPU.Active
+		if s.Staleness > 0 {
+			wp += c.CPU.Recompute
+		}
+		end := float64(c.CPU.Transport) / 2 // each end's half of the transport
+		terms = append(terms,
+			term{time.Duration(math.Ceil((float64(wp) + end) / n)), BoundPassiveHost}, // rounded up
+			term{time.Duration(math.Ceil((float64(wa) + end) / n)), BoundActiveHost})
 	}
 	for _, t := range terms {
 		if t.d > p.PerExchange {

@@ -12,8 +12,8 @@ import (
 // 2 ms, 1,000,000 bytes forward and 500,000 back over a 20 ms link of
 // 100 Mbit/s (12.5 MB/s) each way: transfers of 80 ms up and 40 ms down,
 // a synchronous round of 10+6+2+20+80+40 = 158 ms, and 162 ms with the
-// recompute; and, with the parties on one machine, of processor times
-// that the test states.
+// recompute; and, with the parties on one machine or on hosts of their
+// own of a few cores, of processor times that the test states.
 func TestPredictByHand(t *testing.T) {
 	ms := time.Millisecond
 	wan := Link{RTT: 20 * ms, Up: 12.5e6, Down: 12.5e6}
@@ -33,6 +33,20 @@ func TestPredictByHand(t *testing.T) {
 	}
 	odd := sharing(2)
 	odd.CPU.Transport += 1 // W = 35 ms + 1 ns
+	// The same processor times on hosts of their own of n cores each:
+	// the passive's host serves Q·14 (+ 5 when k > 0) + 7/2 ms per
+	// exchange, the active's Q·9 + 7/2.
+	hosts := func(n float64) Costs {
+		s := c
+		s.CPU, s.HostCores = cpu, n
+		return s
+	}
+	// An active of 30 ms of processor time per step (e.g. on cores
+	// that it gets only part of the time): its host serves 30 + 3.5 ms.
+	busy := hosts(1)
+	busy.CPU.Active = 30 * ms
+	oddHost := hosts(1)
+	oddHost.CPU.Transport += 1 // each end's half 3.5 ms + 0.5 ns
 	tests := []struct {
 		name     string
 		l        Link
@@ -92,6 +106,31 @@ func TestPredictByHand(t *testing.T) {
 		{"0.7 shared cores k1", Link{}, sharing(0.7), Schedule{1, 1}, 50 * ms, 50 * ms, BoundShared},
 		// W/N rounds up to a whole nanosecond: (35 ms + 1 ns)/2.
 		{"shared rounding", Link{}, odd, Schedule{1, 1}, 17500001, 17500001, BoundShared},
+		// Hosts of their own, on loopback at k = 1 (wall: passive 14 ms,
+		// active 6, round 11): one core on each host serves the passive
+		// 14+5+3.5 = 22.5 ms, the active 9+3.5 = 12.5; the passive's
+		// bounds.
+		{"1 host core k1", Link{}, hosts(1), Schedule{1, 1}, 22500 * time.Microsecond, 22500 * time.Microsecond, BoundPassiveHost},
+		// Two cores each: 11.25 and 6.25 ms, below the passive's own
+		// chain of 14 ms, which bounds (on one shared machine of two
+		// cores, 17.5 above).
+		{"2 host cores k1", Link{}, hosts(2), Schedule{1, 1}, 14 * ms, 14 * ms, BoundPassive},
+		// k = 0 has no recompute: (14+3.5)/0.8 = 21.875 ms on the
+		// passive's host (28.125 with the recompute), the active's
+		// (9+3.5)/0.8 = 15.625, the round 18.
+		{"0.8 host cores sync", Link{}, hosts(0.8), Schedule{0, 1}, 21875 * time.Microsecond, 21875 * time.Microsecond, BoundPassiveHost},
+		// Q = 2, k = 0: the hosts serve 28+3.5 = 31.5 and 18+3.5 =
+		// 21.5 ms, less than the round of 34 ms, which bounds.
+		{"1 host core Q2", Link{}, hosts(1), Schedule{0, 2}, 34 * ms, 17 * ms, BoundRound},
+		// The busy active at k = 4: its host 30+3.5 = 33.5 ms, the
+		// passive's 22.5, the walls 14 and 6, the round 22/5 = 4.4.
+		{"busy active host k4", Link{}, busy, Schedule{4, 1}, 33500 * time.Microsecond, 33500 * time.Microsecond, BoundActiveHost},
+		// Over the WAN at k = 4 the uplink's 80 ms is more than the
+		// hosts' 22.5 and 12.5.
+		{"1 host core k4", wan, hosts(1), Schedule{4, 1}, 80 * ms, 80 * ms, BoundUplink},
+		// The host's term rounds up to a whole nanosecond: 19 ms +
+		// 3.5 ms + 0.5 ns.
+		{"host rounding", Link{}, oddHost, Schedule{1, 1}, 22500001, 22500001, BoundPassiveHost},
 		// The round rounds up to a whole nanosecond: 158 ms / 3.
 		{"k2 rounding", Link{RTT: 158 * ms}, Costs{}, Schedule{2, 1}, 52666667, 52666667, BoundRound},
 	}
@@ -140,6 +179,11 @@ func TestPredictRefuses(t *testing.T) {
 		{Link{}, Costs{SharedCores: -1}, Schedule{0, 1}, "-1 shared cores"},
 		{Link{}, Costs{SharedCores: math.Inf(1), CPU: CPUTimes{Active: 1}}, Schedule{0, 1}, "+Inf shared cores"},
 		{Link{}, Costs{SharedCores: 2}, Schedule{0, 1}, "2 shared cores but no processor times"},
+		{Link{}, Costs{HostCores: -1, CPU: CPUTimes{Active: 1}}, Schedule{0, 1}, "-1 host cores"},
+		{Link{}, Costs{HostCores: math.Inf(1), CPU: CPUTimes{Active: 1}}, Schedule{0, 1}, "+Inf host cores"},
+		{Link{}, Costs{HostCores: math.NaN(), CPU: CPUTimes{Active: 1}}, Schedule{0, 1}, "NaN host cores"},
+		{Link{}, Costs{HostCores: 1}, Schedule{0, 1}, "1 host cores but no processor times"},
+		{Link{}, Costs{SharedCores: 2, HostCores: 1, CPU: CPUTimes{Active: 1}}, Schedule{0, 1}, "2 shared cores and 1 host cores"},
 	} {
 		if _, err := Predict(tc.l, tc.c, tc.s); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Predict(%+v, %+v, %+v) = %v, want an error containing %q", tc.l, tc.c, tc.s, err, tc.want)
