@@ -211,6 +211,12 @@ func TestEncodingRefusals(t *testing.T) {
 	if _, err := decodeForward(m, 1<<16, wire.BF16, wire.None); err == nil || !strings.Contains(err.Error(), "unknown encoding 7") {
 		t.Errorf("an unknown encoding: %v", err)
 	}
+	// −252 is 4 (int4) modulo 256: a negative number must not wrap onto
+	// an encoding the session agreed on.
+	m.Embedding.Encoding = -252
+	if _, err := decodeForward(m, 1<<16, wire.Int4, wire.None); err == nil || !strings.Contains(err.Error(), "unknown encoding -252") {
+		t.Errorf("a negative encoding: %v", err)
+	}
 }
 
 // TestHelloNamesWireKey checks that peers whose encodings differ are

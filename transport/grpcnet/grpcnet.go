@@ -130,7 +130,10 @@ func fingerprintFromPB(p *pb.ConfigFingerprint) Fingerprint {
 // encodingFromPB converts a wire encoding; an unknown number stays
 // unknown (not Valid), so that it differs from every encoding.
 func encodingFromPB(e pb.Encoding) wire.Encoding {
-	return wire.Encoding(min(e, math.MaxUint8))
+	if e < 0 || e > math.MaxUint8 {
+		return wire.Encoding(math.MaxUint8)
+	}
+	return wire.Encoding(e)
 }
 
 // compressionFromPB converts a compression; an unknown number, negative
