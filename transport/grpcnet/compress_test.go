@@ -244,34 +244,14 @@ func TestCompressConcurrently(t *testing.T) {
 func TestCompressedExchange(t *testing.T) {
 	p := newPKI(t)
 	enc := wire.Encodings{Embedding: wire.Int4, Gradient: wire.Int4, Compression: wire.Zstd}
-	local := fp
-	local.Wire = enc
-	s := startServer(t, ServerOptions{TLS: p.server(t), Local: Hello{Party: "active", Config: local}})
-	sent := make(chan *tensor.Matrix, 1)
-	go func() {
-		for {
-			f, err := s.Recv(context.Background())
-			if err != nil {
-				return
-			}
-			g := f.Embedding.Clone()
-			for i := range g.Data {
-				g.Data[i] = -g.Data[i] / 3
-			}
-			if err := enc.Gradient.Round(g); err != nil {
-				panic(err)
-			}
-			sent <- g.Clone()
-			if s.Reply(context.Background(), &transport.Backward{Step: f.Step, Batch: f.Batch, Grad: g}) != nil {
-				return
-			}
+	c, got, sent := echoSession(t, p, enc, func(f *transport.Forward) *tensor.Matrix {
+		g := f.Embedding.Clone()
+		for i := range g.Data {
+			g.Data[i] = -g.Data[i] / 3
 		}
-	}()
-	c := dial(t, s.Addr(), ClientOptions{TLS: p.client(t, pki.FilesIn(p.dir, "passive"))})
+		return g
+	})
 	ctx := context.Background()
-	if _, err := c.Hello(ctx, Hello{Party: "passive", Config: local}); err != nil {
-		t.Fatal(err)
-	}
 	before := c.Stats()
 	var fwd, bwd, rawFwd, rawBwd int64
 	for step := range int64(3) {
@@ -280,6 +260,9 @@ func TestCompressedExchange(t *testing.T) {
 		b, err := c.Exchange(ctx, f)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if e := <-got; !sameBits(e, f.Embedding) {
+			t.Errorf("step %d: the active received another embedding than the passive sent", step)
 		}
 		if g := <-sent; !sameBits(g, b.Grad) {
 			t.Errorf("step %d: the passive received another gradient than the active sent", step)

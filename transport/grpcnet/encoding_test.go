@@ -24,38 +24,16 @@ func TestEncodedExchange(t *testing.T) {
 	p := newPKI(t)
 	for _, enc := range []wire.Encodings{{Embedding: wire.F16, Gradient: wire.BF16}, {Embedding: wire.Int8, Gradient: wire.Int8}, {Embedding: wire.BF16, Gradient: wire.F32}, {Embedding: wire.Int4, Gradient: wire.Int4}} {
 		t.Run(enc.Embedding.String()+"-"+enc.Gradient.String(), func(t *testing.T) {
-			local := fp
-			local.Wire = enc
-			s := startServer(t, ServerOptions{TLS: p.server(t), Local: Hello{Party: "active", Config: local}})
-			got := make(chan *tensor.Matrix, 1)
-			sent := make(chan *tensor.Matrix, 1)
-			go func() {
-				for {
-					f, err := s.Recv(context.Background())
-					if err != nil {
-						return
-					}
-					got <- f.Embedding.Clone()
-					g := tensor.New(f.Embedding.Rows, f.Embedding.Cols)
-					for i, v := range f.Embedding.Data {
-						if f.Step != 2 || i%16 == 0 { // step 2: sparsified, mostly +0
-							g.Data[i] = -v/3 + 1e-3
-						}
-					}
-					if err := enc.Gradient.Round(g); err != nil {
-						panic(err)
-					}
-					sent <- g.Clone()
-					if s.Reply(context.Background(), &transport.Backward{Step: f.Step, Batch: f.Batch, Grad: g}) != nil {
-						return
+			c, got, sent := echoSession(t, p, enc, func(f *transport.Forward) *tensor.Matrix {
+				g := tensor.New(f.Embedding.Rows, f.Embedding.Cols)
+				for i, v := range f.Embedding.Data {
+					if f.Step != 2 || i%16 == 0 { // step 2: sparsified, mostly +0
+						g.Data[i] = -v/3 + 1e-3
 					}
 				}
-			}()
-			c := dial(t, s.Addr(), ClientOptions{TLS: p.client(t, pki.FilesIn(p.dir, "passive"))})
+				return g
+			})
 			ctx := context.Background()
-			if _, err := c.Hello(ctx, Hello{Party: "passive", Config: local}); err != nil {
-				t.Fatal(err)
-			}
 			before := c.Stats()
 			var fwd, bwd int64
 			for step := range int64(3) {
@@ -91,6 +69,41 @@ func TestEncodedExchange(t *testing.T) {
 			}
 		})
 	}
+}
+
+// echoSession starts an active server and a passive client in a session
+// of fp with the encodings enc, after Hello. The server answers each
+// Train exchange with grad of it, rounded in enc.Gradient; it passes the
+// embedding it received on got and the gradient it sent on sent (each
+// buffered one deep: read both once per exchange).
+func echoSession(t *testing.T, p testPKI, enc wire.Encodings, grad func(*transport.Forward) *tensor.Matrix) (c *Client, got, sent chan *tensor.Matrix) {
+	t.Helper()
+	local := fp
+	local.Wire = enc
+	s := startServer(t, ServerOptions{TLS: p.server(t), Local: Hello{Party: "active", Config: local}})
+	got, sent = make(chan *tensor.Matrix, 1), make(chan *tensor.Matrix, 1)
+	go func() {
+		for {
+			f, err := s.Recv(context.Background())
+			if err != nil {
+				return
+			}
+			got <- f.Embedding.Clone()
+			g := grad(f)
+			if err := enc.Gradient.Round(g); err != nil {
+				panic(err)
+			}
+			sent <- g.Clone()
+			if s.Reply(context.Background(), &transport.Backward{Step: f.Step, Batch: f.Batch, Grad: g}) != nil {
+				return
+			}
+		}
+	}()
+	c = dial(t, s.Addr(), ClientOptions{TLS: p.client(t, pki.FilesIn(p.dir, "passive"))})
+	if _, err := c.Hello(context.Background(), Hello{Party: "passive", Config: local}); err != nil {
+		t.Fatal(err)
+	}
+	return c, got, sent
 }
 
 func sameBits(a, b *tensor.Matrix) bool {

@@ -129,20 +129,19 @@ func fingerprintFromPB(p *pb.ConfigFingerprint) Fingerprint {
 
 // encodingFromPB converts a wire encoding; an unknown number stays
 // unknown (not Valid), so that it differs from every encoding.
-func encodingFromPB(e pb.Encoding) wire.Encoding {
-	if e < 0 || e > math.MaxUint8 {
-		return wire.Encoding(math.MaxUint8)
-	}
-	return wire.Encoding(e)
-}
+func encodingFromPB(e pb.Encoding) wire.Encoding { return enumFromPB[wire.Encoding](e) }
 
-// compressionFromPB converts a compression; an unknown number, negative
-// ones included, stays unknown (not Valid).
-func compressionFromPB(c pb.Compression) wire.Compression {
-	if c < 0 || c > math.MaxUint8 {
-		return wire.Compression(math.MaxUint8)
+// compressionFromPB converts a compression, as encodingFromPB does.
+func compressionFromPB(c pb.Compression) wire.Compression { return enumFromPB[wire.Compression](c) }
+
+// enumFromPB converts a proto enum number to package wire's byte-sized
+// enum: a number outside 0…255, negative ones included, becomes 255,
+// which no wire enum defines, rather than wrapping onto a defined one.
+func enumFromPB[W ~uint8, P ~int32](p P) W {
+	if p < 0 || p > math.MaxUint8 {
+		return W(math.MaxUint8)
 	}
-	return wire.Compression(c)
+	return W(p)
 }
 
 // Stats are a side's traffic counters since it started.

@@ -140,14 +140,18 @@ type CPUTimes struct {
 	Transport time.Duration
 }
 
-// sum is the processor time of one exchange of schedule s: Q steps of
-// each party, the recompute under staleness, and the transport.
-func (c CPUTimes) sum(s Schedule) time.Duration {
-	w := time.Duration(s.LocalSteps)*(c.Passive+c.Active) + c.Transport
+// ends is the processor time of one exchange of schedule s at each end,
+// in nanoseconds: the passive's Q steps and, under staleness, its
+// recompute; the active's Q steps; and half of the transport to each.
+// Their sum is the exchange's whole processor time.
+func (c CPUTimes) ends(s Schedule) (passive, active float64) {
+	q := time.Duration(s.LocalSteps)
+	p, a := q*c.Passive, q*c.Active
 	if s.Staleness > 0 {
-		w += c.Recompute
+		p += c.Recompute
 	}
-	return w
+	half := float64(c.Transport) / 2
+	return float64(p) + half, float64(a) + half
 }
 
 // Schedule is how the parties overlap their steps.
@@ -246,18 +250,14 @@ func Predict(l Link, c Costs, s Schedule) (Prediction, error) {
 		{up, BoundUplink},
 		{down, BoundDownlink},
 	}
+	wp, wa := c.CPU.ends(s)
 	if n := c.SharedCores; n > 0 {
-		terms = append(terms, term{time.Duration(math.Ceil(float64(c.CPU.sum(s)) / n)), BoundShared}) // rounded up
+		terms = append(terms, term{time.Duration(math.Ceil((wp + wa) / n)), BoundShared}) // rounded up
 	}
 	if n := c.HostCores; n > 0 {
-		wp, wa := q*c.CPU.Passive, q*c.CPU.Active
-		if s.Staleness > 0 {
-			wp += c.CPU.Recompute
-		}
-		end := float64(c.CPU.Transport) / 2 // each end's half of the transport
 		terms = append(terms,
-			term{time.Duration(math.Ceil((float64(wp) + end) / n)), BoundPassiveHost}, // rounded up
-			term{time.Duration(math.Ceil((float64(wa) + end) / n)), BoundActiveHost})
+			term{time.Duration(math.Ceil(wp / n)), BoundPassiveHost}, // rounded up
+			term{time.Duration(math.Ceil(wa / n)), BoundActiveHost})
 	}
 	for _, t := range terms {
 		if t.d > p.PerExchange {
