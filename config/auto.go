@@ -36,9 +36,16 @@ import (
 //     (AutoWideStart, widestart.go), and then the learning rate below
 //     AutoTinyRows is AutoSmallLR, not AutoTinyLR; else at random, the
 //     authors' model;
-//   - evaluation: every min(steps per epoch, 100) steps;
+//   - evaluation: every min(steps per epoch, 100) steps, and at most
+//     AutoEvalsPerEpoch an epoch (AutoEvalEvery): each evaluation reads
+//     the validation and test splits, about a quarter of an epoch's rows,
+//     so on a large table an evaluation every 100 steps would read more
+//     rows than the steps between them train on;
 //   - early stopping: after AutoEarlyStop evaluations without a better
-//     validation AUC, when there is a validation split;
+//     validation AUC, when there is a validation split; where evaluations
+//     are further apart than 100 steps, after as many as span about
+//     AutoPatienceSteps steps, at least AutoMinEarlyStop
+//     (AutoEarlyStopFor);
 //   - the selection's margin: a standard error of the kept validation AUC
 //     when the wide part starts at the baseline, else none
 //     (AutoSelectMargin, selectmargin.go).
@@ -60,6 +67,16 @@ const (
 	AutoSmallLR     = 1e-3
 	AutoLargeRows   = 1_000_000
 	AutoEarlyStop   = 10
+	// AutoEvalsPerEpoch is the most evaluations an epoch the rule plans
+	// on tables of more than 400 steps an epoch.
+	AutoEvalsPerEpoch = 4
+	// AutoPatienceSteps is the span of training steps the rule's early
+	// stop waits for a better validation AUC: AutoEarlyStop evaluations
+	// 100 steps apart.
+	AutoPatienceSteps = 1000
+	// AutoMinEarlyStop is the fewest evaluations the rule's early stop
+	// waits, however far apart they are.
+	AutoMinEarlyStop = 4
 	// DefaultValFrac is the share of the training rows held out for
 	// validation by default.
 	DefaultValFrac = 0.1
@@ -81,6 +98,24 @@ func AutoBatch(n int) int {
 func AutoEpochs(n, b int) int {
 	steps := max(1, (n+b-1)/b)
 	return min(AutoMaxEpochs, max(1, (AutoTargetSteps+steps-1)/steps))
+}
+
+// AutoEvalEvery is the rule's evaluation interval, in steps, for an
+// epoch of steps steps: min(steps, 100), or ⌈steps / AutoEvalsPerEpoch⌉
+// where that is longer.
+func AutoEvalEvery(steps int) int {
+	return min(steps, max(100, (steps+AutoEvalsPerEpoch-1)/AutoEvalsPerEpoch))
+}
+
+// AutoEarlyStopFor is the rule's early stop, in evaluations, for
+// evaluations every evalEvery steps: AutoEarlyStop up to 100 steps apart,
+// beyond that as many as span AutoPatienceSteps, at least
+// AutoMinEarlyStop.
+func AutoEarlyStopFor(evalEvery int) int {
+	if evalEvery <= 0 {
+		return 0
+	}
+	return min(AutoEarlyStop, max(AutoMinEarlyStop, (AutoPatienceSteps+evalEvery-1)/evalEvery))
 }
 
 // AutoLR is the rule's learning rate for n training rows.
@@ -128,11 +163,11 @@ func (c *Config) ResolveForData(nTrain int) {
 		})
 		set("wide_dense", c.WideDense == "", func() { c.WideDense = AutoWideDense(nTrain, lrFromData) })
 		steps := max(1, (nTrain+c.Batch-1)/c.Batch)
-		set("eval_every", c.EvalEvery < 0, func() { c.EvalEvery = min(steps, 100) })
+		set("eval_every", c.EvalEvery < 0, func() { c.EvalEvery = AutoEvalEvery(steps) })
 		set("early_stop", c.EarlyStop < 0, func() {
 			c.EarlyStop = 0
 			if c.ValFrac > 0 && c.EvalEvery > 0 {
-				c.EarlyStop = AutoEarlyStop
+				c.EarlyStop = AutoEarlyStopFor(c.EvalEvery)
 			}
 		})
 	}

@@ -29,8 +29,19 @@ func TestResolveForData(t *testing.T) {
 		{"ten thousand", 8000, nil, 128, 64, 63, 10, 1e-3, nil},
 		// 60000/50 = 1200 → 1024; 59 steps; ⌈4000/59⌉ = 68 epochs.
 		{"sixty thousand", 60000, nil, 1024, 68, 59, 10, 1e-3, nil},
-		// 4M rows: 3907 steps an epoch → 2 epochs (⌈4000/3907⌉); the authors' lr.
-		{"criteo scale", 4_000_000, nil, 1024, 2, 100, 10, 1e-4, nil},
+		// 4M rows: 3907 steps an epoch → 2 epochs (⌈4000/3907⌉); the authors' lr;
+		// four evaluations an epoch, ⌈3907/4⌉ = 977 steps apart; ⌈1000/977⌉ = 2
+		// evaluations of patience → the floor 4.
+		{"criteo scale", 4_000_000, nil, 1024, 2, 977, 4, 1e-4, nil},
+		// 810,000 rows: 792 steps an epoch; ⌈4000/792⌉ = 6 epochs; ⌈792/4⌉ = 198
+		// steps between evaluations; ⌈1000/198⌉ = 6 evaluations of patience.
+		{"a million rows", 810_000, nil, 1024, 6, 198, 6, 1e-3, nil},
+		// 409,600 rows: exactly 400 steps an epoch, 100 apart either way.
+		{"four hundred steps an epoch", 409_600, nil, 1024, 10, 100, 10, 1e-3, nil},
+		// 409,601 rows: 401 steps → ⌈401/4⌉ = 101; ⌈1000/101⌉ = 10.
+		{"just over four hundred steps", 409_601, nil, 1024, 10, 101, 10, 1e-3, nil},
+		// 500,000 rows: 489 steps → 123 apart; ⌈1000/123⌉ = 9.
+		{"half a million", 500_000, nil, 1024, 9, 123, 9, 1e-3, nil},
 		{"explicit values win", 500, func(c *Config) {
 			c.Batch, c.Epochs, c.LR, c.EvalEvery, c.EarlyStop, c.Select, c.WideDense, c.WideStart, c.SelectMargin = 64, 3, 0.01, 7, 2, SelectLast, WideDenseMinMax, WideStartRandom, SelectMarginOff
 		},

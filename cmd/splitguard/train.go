@@ -62,7 +62,7 @@ func trainFlags(fs *pflag.FlagSet, c *config.Config) {
 	fs.Float64Var(&c.ValFrac, "val-frac", c.ValFrac, "fraction of the training rows held out for validation, by a keyed hash of the ID (0: none)")
 	fs.StringVar(&c.Select, "select", c.Select, "model kept and reported: best (best validation AUC) or last (default: best with a validation split, else last)")
 	fs.StringVar(&c.SelectMargin, "select-margin", c.SelectMargin, "with --select best, a later evaluation replaces the kept model only when its validation AUC is higher by more than: se (the kept AUC's standard error) or off (default: se when the wide part starts at the baseline, else off)")
-	fs.IntVar(&c.EarlyStop, "early-stop", c.EarlyStop, "stop after N evaluations without a better validation AUC (0: never; -1: 10 with a validation split)")
+	fs.IntVar(&c.EarlyStop, "early-stop", c.EarlyStop, "stop after N evaluations without a better validation AUC (0: never; -1: chosen from the training rows with a validation split: 10, or as many as span about 1000 steps where evaluations are further apart, at least 4)")
 	fs.BoolVar(&c.Baseline, "baseline", c.Baseline, "also fit a logistic-regression baseline on the same columns (tables)")
 	fs.IntVar(&c.BaselineRows, "baseline-rows", c.BaselineRows, "training rows the baseline reads at most (0: 50000)")
 	fs.IntVar(&c.EvalBatch, "eval-batch", c.EvalBatch, "rows per evaluation message (0: 8192 wdl/mlp, --batch for cnn)")
