@@ -152,7 +152,7 @@ func (c *Conv2D) forwardImages(w, lo, hi int) {
 	for b0 := lo; b0 < hi; b0 += n {
 		nb := min(n, hi-b0)
 		s.col.Resize(nb*hw, kk)
-		c.im2col(c.x.Data[b0*c.In():(b0+nb)*c.In()], nb, s.col.Data)
+		c.im2colImages(c.x.Data[b0*c.In():(b0+nb)*c.In()], nb, s.col.Data)
 		// The chunk's output rows (nb·H·W)×Cout are the images' NHWC rows.
 		out := c.y.Data[b0*c.Out() : (b0+nb)*c.Out()]
 		s.view = tensor.Matrix{Rows: nb * hw, Cols: c.Cout, Data: out}
@@ -206,7 +206,7 @@ func (c *Conv2D) backwardImages(w, lo, hi int, dy *tensor.Matrix) {
 	for b0 := lo; b0 < hi; b0 += n {
 		nb := min(n, hi-b0)
 		s.col.Resize(nb*hw, kk)
-		c.im2col(c.x.Data[b0*c.In():(b0+nb)*c.In()], nb, s.col.Data)
+		c.im2colImages(c.x.Data[b0*c.In():(b0+nb)*c.In()], nb, s.col.Data)
 		s.view = tensor.Matrix{Rows: nb * hw, Cols: c.Cout, Data: dy.Data[b0*c.Out() : (b0+nb)*c.Out()]}
 		beta := float32(1)
 		if s.first {
@@ -215,7 +215,7 @@ func (c *Conv2D) backwardImages(w, lo, hi int, dy *tensor.Matrix) {
 		tensor.MatMul(dW, &s.col, true, &s.view, false, 1, beta)
 		if !c.SkipInputGrad {
 			tensor.MatMul(&s.dcol, &s.view, false, c.Weight, true, 1, 0)
-			c.col2im(s.dcol.Data, nb, c.dx.Data[b0*c.In():(b0+nb)*c.In()])
+			c.col2imImages(s.dcol.Data, nb, c.dx.Data[b0*c.In():(b0+nb)*c.In()])
 		}
 	}
 }
@@ -233,7 +233,7 @@ func (c *Conv2D) InputGrad(dy *tensor.Matrix) *tensor.Matrix {
 			nb := min(n, hi-b0)
 			s.view = tensor.Matrix{Rows: nb * hw, Cols: c.Cout, Data: dy.Data[b0*c.Out() : (b0+nb)*c.Out()]}
 			tensor.MatMul(&s.dcol, &s.view, false, c.Weight, true, 1, 0)
-			c.col2im(s.dcol.Data, nb, c.dxAud.Data[b0*c.In():(b0+nb)*c.In()])
+			c.col2imImages(s.dcol.Data, nb, c.dxAud.Data[b0*c.In():(b0+nb)*c.In()])
 		}
 	})
 	return &c.dxAud
@@ -247,6 +247,29 @@ func (c *Conv2D) checkDy(dy *tensor.Matrix) {
 		}
 		panic(fmt.Sprintf("nn: Conv2D %d×%d×%d→%d Backward given %d×%d gradient after a forward of %d rows (want %d columns)", c.H, c.W, c.Cin, c.Cout, dy.Rows, dy.Cols, rows, c.Out()))
 	}
+}
+
+// im2colImages is im2col of nb images, their ranges on the cores where
+// there are enough of them (spreadRows): each image's patches are its
+// own rows of col.
+func (c *Conv2D) im2colImages(x []float32, nb int, col []float32) {
+	img, rows := c.In(), c.H*c.W*c.K*c.K*c.Cin
+	if min(spreadParts(nb*rows), nb) < 2 {
+		c.im2col(x, nb, col)
+		return
+	}
+	spreadRows(nb, rows, func(b0, b1 int) { c.im2col(x[b0*img:b1*img], b1-b0, col[b0*rows:b1*rows]) })
+}
+
+// col2imImages is col2im of nb images, their ranges on the cores as in
+// im2colImages: each image's sums, in the same order, are its own.
+func (c *Conv2D) col2imImages(dcol []float32, nb int, dx []float32) {
+	img, rows := c.In(), c.H*c.W*c.K*c.K*c.Cin
+	if min(spreadParts(nb*rows), nb) < 2 {
+		c.col2im(dcol, nb, dx)
+		return
+	}
+	spreadRows(nb, rows, func(b0, b1 int) { c.col2im(dcol[b0*rows:b1*rows], b1-b0, dx[b0*img:b1*img]) })
 }
 
 // im2col writes the patches of nb images (x, NHWC rows) into col, one

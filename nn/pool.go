@@ -59,8 +59,20 @@ func (p *MaxPool2D) Forward(x *tensor.Matrix) *tensor.Matrix {
 	}
 	p.arg = p.arg[:B*out]
 	p.rows = B
-	W, C, oh, ow := p.W, p.C, p.OutH(), p.OutW()
-	for b := range B {
+	// Images on the cores in ranges (spreadRows): each image's windows
+	// are its own. The closure only where there are parts to spread.
+	if min(spreadParts(B*p.In()), B) < 2 {
+		p.forwardImages(x, 0, B)
+	} else {
+		spreadRows(B, p.In(), func(b0, b1 int) { p.forwardImages(x, b0, b1) })
+	}
+	return &p.y
+}
+
+// forwardImages pools images [b0, b1) of x into p.y and p.arg.
+func (p *MaxPool2D) forwardImages(x *tensor.Matrix, b0, b1 int) {
+	W, C, oh, ow, out := p.W, p.C, p.OutH(), p.OutW(), p.Out()
+	for b := b0; b < b1; b++ {
 		xi := x.Row(b)
 		yi := p.y.Row(b)
 		ai := p.arg[b*out : (b+1)*out]
@@ -71,7 +83,6 @@ func (p *MaxPool2D) Forward(x *tensor.Matrix) *tensor.Matrix {
 			vec.MaxPool2x2Row(yi[r*ow*C:(r+1)*ow*C], ai[r*ow*C:(r+1)*ow*C], xi, 2*r*W*C, W*C, C, ow)
 		}
 	}
-	return &p.y
 }
 
 // Backward implements Layer: each output's gradient goes to the input
@@ -91,12 +102,23 @@ func (p *MaxPool2D) route(dy, dx *tensor.Matrix) {
 	if p.rows == 0 || dy.Rows != p.rows || dy.Cols != p.Out() {
 		panic(fmt.Sprintf("nn: MaxPool2D Backward given %d×%d gradient after a forward of %d rows (want %d columns)", dy.Rows, dy.Cols, p.rows, p.Out()))
 	}
-	out := p.Out()
 	dx.Resize(dy.Rows, p.In())
-	dx.Zero()
-	for b := range dy.Rows {
+	// Images on the cores in ranges, each image's row cleared and then
+	// written by the part that routes it, while it is in that core's cache.
+	if min(spreadParts(dy.Rows*p.In()), dy.Rows) < 2 {
+		p.routeImages(dy, dx, 0, dy.Rows)
+		return
+	}
+	spreadRows(dy.Rows, p.In(), func(b0, b1 int) { p.routeImages(dy, dx, b0, b1) })
+}
+
+// routeImages routes images [b0, b1) of dy into dx.
+func (p *MaxPool2D) routeImages(dy, dx *tensor.Matrix, b0, b1 int) {
+	out := p.Out()
+	for b := b0; b < b1; b++ {
 		g := dy.Row(b)
 		d := dx.Row(b)
+		clear(d)
 		for o, at := range p.arg[b*out : (b+1)*out] {
 			d[at] = g[o] // windows do not overlap: one writer per element
 		}

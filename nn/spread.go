@@ -62,3 +62,21 @@ func cut(n, parts, p int) int {
 	}
 	return n * p / parts &^ 15
 }
+
+// spreadRows runs fn over the rows [0, rows) of a rows×width pass, cut
+// into contiguous row ranges the way spread cuts rows·width elements (at
+// most one part a row). A pass that treats each row on its own (an
+// image's pooling, its patches) gives the same result however the rows
+// are cut.
+func spreadRows(rows, width int, fn func(r0, r1 int)) {
+	parts := min(spreadParts(rows*width), rows)
+	if parts < 2 {
+		fn(0, rows)
+		return
+	}
+	par.Do(parts, func(p int) {
+		if r0, r1 := rows*p/parts, rows*(p+1)/parts; r0 < r1 {
+			fn(r0, r1)
+		}
+	})
+}

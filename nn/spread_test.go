@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/splitguard/splitguard/tensor"
@@ -204,6 +205,39 @@ func sameBits(t *testing.T, what string, got, ref [][]float32) {
 			if math.Float32bits(got[k][i]) != math.Float32bits(ref[k][i]) {
 				t.Fatalf("%s: output %d differs at %d: %v vs %v", what, k, i, got[k][i], ref[k][i])
 			}
+		}
+	}
+}
+
+// TestSpreadRowsCoversEachRowOnce checks spreadRows' cuts: every row of
+// [0, rows) in exactly one call, in ranges, on one core and on several,
+// for passes too small and large enough to be cut.
+func TestSpreadRowsCoversEachRowOnce(t *testing.T) {
+	for _, tc := range []struct{ rows, width, procs int }{
+		{0, 100, 4}, {1, 1 << 20, 4}, {3, 8, 4}, {7, 1 << 15, 2}, {128, 4608, 16}, {5, 1 << 18, 16}, {1000, 1 << 10, 3},
+	} {
+		old := runtime.GOMAXPROCS(tc.procs)
+		want := min(spreadParts(tc.rows*tc.width), tc.rows)
+		seen := make([]atomic.Int32, tc.rows)
+		calls := atomic.Int32{}
+		spreadRows(tc.rows, tc.width, func(r0, r1 int) {
+			calls.Add(1)
+			if r0 < 0 || r1 > tc.rows || r0 > r1 {
+				t.Errorf("%+v: call for rows [%d, %d)", tc, r0, r1)
+				return
+			}
+			for r := r0; r < r1; r++ {
+				seen[r].Add(1)
+			}
+		})
+		runtime.GOMAXPROCS(old)
+		for r := range seen {
+			if n := seen[r].Load(); n != 1 {
+				t.Errorf("%+v: row %d covered %d times", tc, r, n)
+			}
+		}
+		if want >= 2 && int(calls.Load()) != want {
+			t.Errorf("%+v: %d calls, want %d parts", tc, calls.Load(), want)
 		}
 	}
 }

@@ -1,7 +1,9 @@
 package step
 
 import (
+	"bytes"
 	"math"
+	"runtime"
 	"testing"
 
 	"github.com/splitguard/splitguard/model"
@@ -58,4 +60,52 @@ func BenchmarkCNNStep(b *testing.B) {
 	b.ReportMetric(float64(sb.Batch)*float64(b.N)/s, "examples/s")
 	b.ReportMetric(sb.FLOPs()*float64(b.N)/s/1e9, "GFLOP/s")
 	b.Logf("engine %s", tensor.Default.Name())
+}
+
+// TestCNNStepSameAtAnyCoreCount trains a CNN large enough that its
+// pooling, patches and products are cut into parts at GOMAXPROCS 1, 2, 8
+// and 16 and compares the losses and both parties' saved models bit for
+// bit.
+func TestCNNStepSameAtAnyCoreCount(t *testing.T) {
+	cfg := model.CNNConfig{Height: 24, Width: 24, Channels: 3, Blocks: 3, Filters: 8, Kernel: 3, Dense: 8, Cut: 2, LR: 1e-2, Seed: 5}
+	batch, steps := 32, 2
+	var refLoss []float64
+	var refModels []byte
+	for _, procs := range []int{1, 2, 8, 16} {
+		old := runtime.GOMAXPROCS(procs)
+		sb, err := NewCNN(cfg, batch)
+		if err != nil {
+			runtime.GOMAXPROCS(old)
+			t.Fatal(err)
+		}
+		var loss []float64
+		for range steps {
+			l, err := sb.Step()
+			if err != nil {
+				runtime.GOMAXPROCS(old)
+				t.Fatal(err)
+			}
+			loss = append(loss, l)
+		}
+		runtime.GOMAXPROCS(old)
+		var models bytes.Buffer
+		if err := sb.Bottom.Save(&models); err != nil {
+			t.Fatal(err)
+		}
+		if err := sb.Top.Save(&models); err != nil {
+			t.Fatal(err)
+		}
+		if refLoss == nil {
+			refLoss, refModels = loss, models.Bytes()
+			continue
+		}
+		for i := range loss {
+			if math.Float64bits(loss[i]) != math.Float64bits(refLoss[i]) {
+				t.Fatalf("GOMAXPROCS %d: loss of step %d is %v, at 1 core %v", procs, i, loss[i], refLoss[i])
+			}
+		}
+		if !bytes.Equal(models.Bytes(), refModels) {
+			t.Fatalf("GOMAXPROCS %d: the saved models differ from those trained on one core", procs)
+		}
+	}
 }
