@@ -249,27 +249,40 @@ func (c *Conv2D) checkDy(dy *tensor.Matrix) {
 	}
 }
 
-// im2colImages is im2col of nb images, their ranges on the cores where
-// there are enough of them (spreadRows): each image's patches are its
-// own rows of col.
+// im2colImages is im2col of nb images (x into col), their ranges on the
+// cores where there are enough of them (spreadRows): each image's patches
+// are its own rows of col.
 func (c *Conv2D) im2colImages(x []float32, nb int, col []float32) {
-	img, rows := c.In(), c.H*c.W*c.K*c.K*c.Cin
-	if min(spreadParts(nb*rows), nb) < 2 {
-		c.im2col(x, nb, col)
-		return
-	}
-	spreadRows(nb, rows, func(b0, b1 int) { c.im2col(x[b0*img:b1*img], b1-b0, col[b0*rows:b1*rows]) })
+	c.patchesByImages(true, x, nb, col)
 }
 
-// col2imImages is col2im of nb images, their ranges on the cores as in
-// im2colImages: each image's sums, in the same order, are its own.
+// col2imImages is col2im of nb images (dcol into dx), their ranges on the
+// cores as in im2colImages: each image's sums, in the same order, are its
+// own.
 func (c *Conv2D) col2imImages(dcol []float32, nb int, dx []float32) {
+	c.patchesByImages(false, dx, nb, dcol)
+}
+
+// patchesByImages runs im2col (toCol: images into col) or col2im (col
+// into images) over nb images, in ranges of images on the cores when
+// spreadRows would cut them; the closure only then.
+func (c *Conv2D) patchesByImages(toCol bool, images []float32, nb int, col []float32) {
 	img, rows := c.In(), c.H*c.W*c.K*c.K*c.Cin
 	if min(spreadParts(nb*rows), nb) < 2 {
-		c.col2im(dcol, nb, dx)
+		if toCol {
+			c.im2col(images, nb, col)
+		} else {
+			c.col2im(col, nb, images)
+		}
 		return
 	}
-	spreadRows(nb, rows, func(b0, b1 int) { c.col2im(dcol[b0*rows:b1*rows], b1-b0, dx[b0*img:b1*img]) })
+	spreadRows(nb, rows, func(b0, b1 int) {
+		if toCol {
+			c.im2col(images[b0*img:b1*img], b1-b0, col[b0*rows:b1*rows])
+		} else {
+			c.col2im(col[b0*rows:b1*rows], b1-b0, images[b0*img:b1*img])
+		}
+	})
 }
 
 // im2col writes the patches of nb images (x, NHWC rows) into col, one
