@@ -144,7 +144,7 @@ func (b convBlock) forward(x *tensor.Matrix) *tensor.Matrix {
 }
 
 func (b convBlock) backward(g *tensor.Matrix) *tensor.Matrix {
-	return b.conv.Backward(b.relu.Backward(b.pool.Backward(g)))
+	return b.conv.Backward(nn.MaxPool2DBackwardReLU(b.pool, b.relu, g))
 }
 
 func (b convBlock) inputGrad(g *tensor.Matrix) *tensor.Matrix {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -344,4 +345,59 @@ func BenchmarkConv2D64(b *testing.B) {
 	}
 	flop := 3 * 2 * float64(16*42*42) * float64(9*64) * 64
 	b.ReportMetric(flop*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+// TestMaxPool2DBackwardReLUMatchesTheTwoPasses compares the fused pass
+// with ReLU.Backward(MaxPool2D.Backward(dy)) bit for bit: inputs with
+// negatives, zeros and ties (so the ReLU's output has +0 maxima), routed
+// gradients of both signs and −0, odd image sides (inputs no window
+// reads), on one core and cut over four.
+func TestMaxPool2DBackwardReLUMatchesTheTwoPasses(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 2))
+	for _, tc := range []struct{ B, H, W, C, procs int }{
+		{3, 5, 7, 2, 1}, {2, 4, 4, 3, 4}, {40, 16, 16, 8, 1}, {40, 16, 16, 8, 4}, {9, 9, 11, 8, 4},
+	} {
+		old := runtime.GOMAXPROCS(tc.procs)
+		x := tensor.New(tc.B, tc.H*tc.W*tc.C)
+		for i := range x.Data {
+			x.Data[i] = float32(r.IntN(7) - 4) // many negatives, zeros and ties
+		}
+		ref, fused := &ReLU{}, &ReLU{}
+		pr, pf := NewMaxPool2D(tc.H, tc.W, tc.C), NewMaxPool2D(tc.H, tc.W, tc.C)
+		pr.Forward(ref.Forward(x))
+		pf.Forward(fused.Forward(x))
+		dy := tensor.New(tc.B, pr.Out())
+		for i := range dy.Data {
+			dy.Data[i] = float32(r.NormFloat64())
+			if i%5 == 0 {
+				dy.Data[i] = float32(math.Copysign(0, -1))
+			}
+		}
+		want := ref.Backward(pr.Backward(dy))
+		// Stale values in the fused output's storage must not survive.
+		fused.dx.Resize(tc.B, pf.In())
+		for i := range fused.dx.Data {
+			fused.dx.Data[i] = 7
+		}
+		got := MaxPool2DBackwardReLU(pf, fused, dy)
+		runtime.GOMAXPROCS(old)
+		if got != &fused.dx || got.Rows != want.Rows || got.Cols != want.Cols {
+			t.Fatalf("%+v: got a %d×%d matrix, want %d×%d in the ReLU's gradient", tc, got.Rows, got.Cols, want.Rows, want.Cols)
+		}
+		for i := range want.Data {
+			if math.Float32bits(got.Data[i]) != math.Float32bits(want.Data[i]) {
+				t.Fatalf("%+v: element %d is %v (bits %#x), the two passes give %v (%#x)", tc, i, got.Data[i], math.Float32bits(got.Data[i]), want.Data[i], math.Float32bits(want.Data[i]))
+			}
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("no panic for a pool whose input was not the ReLU's output")
+		}
+	}()
+	p, relu := NewMaxPool2D(4, 4, 1), &ReLU{}
+	x := tensor.New(1, 16)
+	relu.Forward(x)
+	p.Forward(x)
+	MaxPool2DBackwardReLU(p, relu, tensor.New(1, 4))
 }

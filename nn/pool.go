@@ -2,6 +2,7 @@ package nn
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/splitguard/splitguard/internal/vec"
 	"github.com/splitguard/splitguard/tensor"
@@ -18,6 +19,7 @@ type MaxPool2D struct {
 	H, W, C int
 
 	arg   []int32 // per output element: index of the maximum in its input row
+	in    *tensor.Matrix // the last Forward's input (MaxPool2DBackwardReLU checks it)
 	y     tensor.Matrix
 	dx    tensor.Matrix
 	dxAud tensor.Matrix
@@ -53,6 +55,7 @@ func (p *MaxPool2D) Forward(x *tensor.Matrix) *tensor.Matrix {
 		panic(fmt.Sprintf("nn: MaxPool2D on %d×%d×%d images given input with %d columns, want %d", p.H, p.W, p.C, x.Cols, p.In()))
 	}
 	B, out := x.Rows, p.Out()
+	p.in = x
 	p.y.Resize(B, out)
 	if cap(p.arg) < B*out {
 		p.arg = make([]int32, B*out)
@@ -98,10 +101,14 @@ func (p *MaxPool2D) InputGrad(dy *tensor.Matrix) *tensor.Matrix {
 	return &p.dxAud
 }
 
-func (p *MaxPool2D) route(dy, dx *tensor.Matrix) {
+func (p *MaxPool2D) checkDy(dy *tensor.Matrix) {
 	if p.rows == 0 || dy.Rows != p.rows || dy.Cols != p.Out() {
 		panic(fmt.Sprintf("nn: MaxPool2D Backward given %d×%d gradient after a forward of %d rows (want %d columns)", dy.Rows, dy.Cols, p.rows, p.Out()))
 	}
+}
+
+func (p *MaxPool2D) route(dy, dx *tensor.Matrix) {
+	p.checkDy(dy)
 	dx.Resize(dy.Rows, p.In())
 	// Images on the cores in ranges, each image's row cleared and then
 	// written by the part that routes it, while it is in that core's cache.
@@ -121,6 +128,45 @@ func (p *MaxPool2D) routeImages(dy, dx *tensor.Matrix, b0, b1 int) {
 		clear(d)
 		for o, at := range p.arg[b*out : (b+1)*out] {
 			d[at] = g[o] // windows do not overlap: one writer per element
+		}
+	}
+}
+
+// MaxPool2DBackwardReLU runs r.Backward(p.Backward(dy)), where p pooled
+// r's output (p.Forward was given r's output, as in a convolution block),
+// in one pass over each image instead of three (clearing, routing, the
+// ReLU's mask): the gradient p routes to an input element passes r's
+// backward there and then, and every other element gets +0, which r's
+// backward would leave +0. It returns r's input gradient, the same bit
+// for bit as the two calls; p's own input gradient is not kept.
+func MaxPool2DBackwardReLU(p *MaxPool2D, r *ReLU, dy *tensor.Matrix) *tensor.Matrix {
+	p.checkDy(dy)
+	if p.in != &r.y {
+		panic("nn: MaxPool2DBackwardReLU needs a MaxPool2D whose input was the ReLU's output")
+	}
+	r.dx.Resize(dy.Rows, p.In())
+	if min(spreadParts(dy.Rows*p.In()), dy.Rows) < 2 {
+		p.routeReLUImages(dy, r, 0, dy.Rows)
+	} else {
+		spreadRows(dy.Rows, p.In(), func(b0, b1 int) { p.routeReLUImages(dy, r, b0, b1) })
+	}
+	return &r.dx
+}
+
+// routeReLUImages is MaxPool2DBackwardReLU for images [b0, b1): each
+// routed gradient keeps its bits where the ReLU's output was positive (its
+// bits, read as an int32, positive) and becomes +0 elsewhere, as
+// vec.ReluGrad masks it.
+func (p *MaxPool2D) routeReLUImages(dy *tensor.Matrix, r *ReLU, b0, b1 int) {
+	out := p.Out()
+	for b := b0; b < b1; b++ {
+		g := dy.Row(b)
+		d := r.dx.Row(b)
+		y := r.y.Row(b)
+		clear(d)
+		for o, at := range p.arg[b*out : (b+1)*out] {
+			m := uint32(-int32(math.Float32bits(y[at])) >> 31)
+			d[at] = math.Float32frombits(math.Float32bits(g[o]) & m)
 		}
 	}
 }
