@@ -18,7 +18,7 @@ import (
 type MaxPool2D struct {
 	H, W, C int
 
-	arg   []int32 // per output element: index of the maximum in its input row
+	arg   []int32        // per output element: index of the maximum in its input row
 	in    *tensor.Matrix // the last Forward's input (MaxPool2DBackwardReLU checks it)
 	y     tensor.Matrix
 	dx    tensor.Matrix
