@@ -93,6 +93,10 @@ func (sc *Scratch) sortPairs() {
 
 // radixSortPairs is radixSort for pairs by sortKey of their scores: a
 // stable sort, which returns the buffer (p or tmp) holding the result.
+// It is a copy rather than one generic sort taking the key as a function:
+// Go calls such a function per key without inlining it, and the generic
+// version took 1.8 times as long (BenchmarkAUC/split 250 → 457 µs,
+// BenchmarkACE 258 → 419–447 µs, 2026-11-27).
 func radixSortPairs(p, tmp []scoredLabel) []scoredLabel {
 	n := len(p)
 	if n == 0 {

@@ -268,7 +268,7 @@ func (c *Conv2D) col2imImages(dcol []float32, nb int, dx []float32) {
 // spreadRows would cut them; the closure only then.
 func (c *Conv2D) patchesByImages(toCol bool, images []float32, nb int, col []float32) {
 	img, rows := c.In(), c.H*c.W*c.K*c.K*c.Cin
-	if min(spreadParts(nb*rows), nb) < 2 {
+	if spreadRowParts(nb, rows) < 2 {
 		if toCol {
 			c.im2col(images, nb, col)
 		} else {

@@ -64,7 +64,7 @@ func (p *MaxPool2D) Forward(x *tensor.Matrix) *tensor.Matrix {
 	p.rows = B
 	// Images on the cores in ranges (spreadRows): each image's windows
 	// are its own. The closure only where there are parts to spread.
-	if min(spreadParts(B*p.In()), B) < 2 {
+	if spreadRowParts(B, p.In()) < 2 {
 		p.forwardImages(x, 0, B)
 	} else {
 		spreadRows(B, p.In(), func(b0, b1 int) { p.forwardImages(x, b0, b1) })
@@ -112,7 +112,7 @@ func (p *MaxPool2D) route(dy, dx *tensor.Matrix) {
 	dx.Resize(dy.Rows, p.In())
 	// Images on the cores in ranges, each image's row cleared and then
 	// written by the part that routes it, while it is in that core's cache.
-	if min(spreadParts(dy.Rows*p.In()), dy.Rows) < 2 {
+	if spreadRowParts(dy.Rows, p.In()) < 2 {
 		p.routeImages(dy, dx, 0, dy.Rows)
 		return
 	}
@@ -145,7 +145,7 @@ func MaxPool2DBackwardReLU(p *MaxPool2D, r *ReLU, dy *tensor.Matrix) *tensor.Mat
 		panic("nn: MaxPool2DBackwardReLU needs a MaxPool2D whose input was the ReLU's output")
 	}
 	r.dx.Resize(dy.Rows, p.In())
-	if min(spreadParts(dy.Rows*p.In()), dy.Rows) < 2 {
+	if spreadRowParts(dy.Rows, p.In()) < 2 {
 		p.routeReLUImages(dy, r, 0, dy.Rows)
 	} else {
 		spreadRows(dy.Rows, p.In(), func(b0, b1 int) { p.routeReLUImages(dy, r, b0, b1) })
