@@ -127,6 +127,10 @@ func (a *LazyAdam) StepWith(e *Embedding, extraParts int, extra func(i int)) {
 	D := e.Dim
 	S := e.stride
 	b1, b2, eps := a.Beta1, a.Beta2, a.Eps
+	// The L2 term Backward left to this pass (Embedding, "L2
+	// regularisation") joins each row's gradient as the row is updated.
+	l2 := e.pendingL2
+	e.pendingL2 = 0
 	par.Do(extraParts+len(e.shards), func(i int) {
 		if i < extraParts {
 			extra(i)
@@ -136,7 +140,12 @@ func (a *LazyAdam) StepWith(e *Embedding, extraParts int, extra func(i int)) {
 		for c := 0; c < len(sh.touched); c += touchChunk {
 			rows := sh.touched[c:min(c+touchChunk, len(sh.touched))]
 			e.touch(sh, rows)
-			vec.AdamRows(e.store, S, rows, sh.grad[c*D:(c+len(rows))*D], D, b1, b2, eps, step, vScale)
+			g := sh.grad[c*D : (c+len(rows))*D]
+			if l2 != 0 {
+				vec.AdamRowsL2(e.store, S, rows, g, D, l2, b1, b2, eps, step, vScale)
+				continue
+			}
+			vec.AdamRows(e.store, S, rows, g, D, b1, b2, eps, step, vScale)
 		}
 	})
 }

@@ -49,9 +49,14 @@ import (
 //
 // # L2 regularisation
 //
-// With L2 = λ > 0, Backward adds the gradient of λ·Σ_r ‖w_r‖² over the
-// distinct rows r the batch touched (2λ·w_r, once per row however often
-// the id repeats). Keras' embeddings_regularizer penalises the whole
+// With L2 = λ > 0, the gradient of λ·Σ_r ‖w_r‖² over the distinct rows r
+// the batch touched (2λ·w_r, once per row however often the id repeats)
+// joins each touched row's gradient. LazyAdam adds it as it updates the
+// row, in the same pass (the weights do not change between Backward and
+// the update, so it is the same sum): reading every touched row of a
+// large batch once more for it alone would miss the cache on each. Grad
+// adds it to every touched row first, so that it always returns the whole
+// gradient. Keras' embeddings_regularizer penalises the whole
 // table every step instead, which decays every row — including the ones
 // no batch touched — and makes each step O(table size). Penalising the
 // touched rows keeps the step sparse, and is what lazy/sparse optimisers
@@ -70,6 +75,10 @@ type Embedding struct {
 	sinks   []lookupSink // Lookup's parts' touch sums
 	sorted  bool         // the shards' keys of the last Lookup are sorted by id
 	shards  []embShard
+	// pendingL2 is 2λ while the touched rows' gradients still lack the
+	// L2 term (from Backward until LazyAdam's update, Grad or
+	// ClearTouched), else 0.
+	pendingL2 float32
 }
 
 // embShard is the fields [lo, hi) handled by one goroutine, the sorted
@@ -216,6 +225,7 @@ func alignedFloats(n int) []float32 {
 // become unavailable). Load paths call it after overwriting Store; it
 // also resets every row's unused slot.
 func (e *Embedding) ClearTouched() {
+	e.pendingL2 = 0
 	for r := range e.offsets[len(e.cards)] {
 		e.store[r*e.stride+3*e.Dim] = unusedSlot
 	}
@@ -259,6 +269,7 @@ func (e *Embedding) Weight(f, k int) []float32 {
 // Grad returns the gradient of field f's id k from the last Backward, or
 // nil when the batch did not touch it. The slice is the layer's own.
 func (e *Embedding) Grad(f, k int) []float32 {
+	e.addPendingL2()
 	sh := &e.shards[e.shardOf(f)]
 	lo, hi := sh.start[f-sh.lo], sh.start[f-sh.lo+1]
 	s, ok := slices.BinarySearch(sh.touched[lo:hi], int32(e.offsets[f]+k))
@@ -498,10 +509,11 @@ func sortByID(keys, scratch []uint64, count []int32, idBits int) []int32 {
 
 // Backward reads ∂L/∂output from dy[:, col0 : col0+F·Dim] (dy must have
 // the rows of the last Lookup) and sets the gradient of every row that
-// Lookup touched, summing repeats in batch-row order and then adding the
-// L2 term.
+// Lookup touched, summing repeats in batch-row order. The L2 term follows
+// in LazyAdam's update, or in Grad, whichever reads the gradients first
+// (see "L2 regularisation" above).
 func (e *Embedding) Backward(dy *tensor.Matrix, col0 int) {
-	F, D, S := len(e.cards), e.Dim, e.stride
+	F, D := len(e.cards), e.Dim
 	if dy.Rows != e.rows || col0 < 0 || dy.Cols < col0+F*D {
 		panic(fmt.Sprintf("nn: embedding backward given %d×%d gradient at column %d after a lookup of %d rows × %d columns", dy.Rows, dy.Cols, col0, e.rows, F*D))
 	}
@@ -561,16 +573,30 @@ func (e *Embedding) Backward(dy *tensor.Matrix, col0 int) {
 		}
 		sh.touched, sh.grad = touched[:n], grad[:n*D]
 		sh.start[sh.hi-sh.lo] = n
-		if l2 != 0 {
-			for s, r := range sh.touched {
-				if s%touchChunk == 0 {
-					e.touch(sh, sh.touched[s:min(s+touchChunk, len(sh.touched))])
-				}
-				w := e.store[int(r)*S : int(r)*S+D]
-				dst := sh.grad[s*D : (s+1)*D]
-				for k := range dst {
-					dst[k] += l2 * w[k]
-				}
+	})
+	e.pendingL2 = l2
+}
+
+// addPendingL2 adds the L2 term that Backward left to LazyAdam to every
+// touched row's gradient, for a reader of the gradients other than
+// LazyAdam's update (Grad): 2λ·w_r, the product rounded to float32 and
+// then added, as AdamRowsL2 adds it.
+func (e *Embedding) addPendingL2() {
+	l2 := e.pendingL2
+	if l2 == 0 {
+		return
+	}
+	e.pendingL2 = 0
+	D, S := e.Dim, e.stride
+	e.parallel(func(sh *embShard) {
+		for s, r := range sh.touched {
+			if s%touchChunk == 0 {
+				e.touch(sh, sh.touched[s:min(s+touchChunk, len(sh.touched))])
+			}
+			w := e.store[int(r)*S : int(r)*S+D]
+			dst := sh.grad[s*D : (s+1)*D]
+			for k := range dst {
+				dst[k] += float32(l2 * w[k]) // rounded, so that no compiler fuses it
 			}
 		}
 	})

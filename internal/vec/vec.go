@@ -166,7 +166,7 @@ func Adam(w, g, m, v []float32, b1, b2, eps, step, vScale float32) {
 	c1, c2 := 1-b1, 1-b2
 	if accel && len(w) >= lanes {
 		n := len(w) &^ (lanes - 1)
-		adamAsm(&w[0], &g[0], &m[0], &v[0], n, &adamConsts{b1, c1, b2, c2, eps, step, vScale})
+		adamAsm(&w[0], &g[0], &m[0], &v[0], n, &adamConsts{b1, c1, b2, c2, eps, step, vScale, 0})
 		w, g, m, v = w[n:], g[n:], m[n:], v[n:]
 	}
 	for j, gj := range g {
@@ -182,6 +182,7 @@ func Adam(w, g, m, v []float32, b1, b2, eps, step, vScale float32) {
 // adamConsts are Adam's scalars as the assembly loop reads them.
 type adamConsts struct {
 	b1, c1, b2, c2, eps, step, vScale float32
+	l2                                float32 // AdamRowsL2's factor of the weights added to the gradient
 }
 
 // lanes is the floats in one AVX2 register; wideCols the columns one
@@ -210,12 +211,46 @@ func AdamRows(store []float32, stride int, rows []int32, grad []float32, d int, 
 		}
 	}
 	if accel {
-		adamRowsAsm(&store[0], stride, &rows[0], len(rows), &grad[0], d, &adamConsts{b1, 1 - b1, b2, 1 - b2, eps, step, vScale})
+		adamRowsAsm(&store[0], stride, &rows[0], len(rows), &grad[0], d, &adamConsts{b1, 1 - b1, b2, 1 - b2, eps, step, vScale, 0})
 		return
 	}
 	for s, r := range rows {
 		row := store[int(r)*stride : int(r)*stride+3*d]
 		Adam(row[:d], grad[s*d:(s+1)*d], row[d:2*d], row[2*d:], b1, b2, eps, step, vScale)
+	}
+}
+
+// AdamRowsL2 is AdamRows on the gradients grad + l2·w, w each listed
+// row's weights before the update: every gradient float first becomes
+// g + l2·w (the product rounded to float32, then the sum), which is
+// written back into grad, and then takes part in the update as in
+// AdamRows. It is the one pass over the rows that an L2 term's pass
+// (adding l2·w to the gradient) followed by AdamRows would make in two,
+// with the same results bit for bit.
+func AdamRowsL2(store []float32, stride int, rows []int32, grad []float32, d int, l2, b1, b2, eps, step, vScale float32) {
+	if len(rows) == 0 {
+		return
+	}
+	if d <= 0 || stride < 3*d || len(grad) < len(rows)*d {
+		panic("vec: AdamRowsL2 given a row width, stride or gradient that do not fit")
+	}
+	limit := (len(store)-3*d)/stride + 1 // rows whose moments end inside store
+	for _, r := range rows {
+		if r < 0 || int(r) >= limit {
+			panic("vec: AdamRowsL2 given a row outside the table")
+		}
+	}
+	if accel {
+		adamRowsL2Asm(&store[0], stride, &rows[0], len(rows), &grad[0], d, &adamConsts{b1, 1 - b1, b2, 1 - b2, eps, step, vScale, l2})
+		return
+	}
+	for s, r := range rows {
+		row := store[int(r)*stride : int(r)*stride+3*d]
+		g := grad[s*d : (s+1)*d]
+		for k, w := range row[:d] {
+			g[k] += float32(l2 * w) // rounded, so that no compiler fuses it
+		}
+		Adam(row[:d], g, row[d:2*d], row[2*d:], b1, b2, eps, step, vScale)
 	}
 }
 

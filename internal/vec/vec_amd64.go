@@ -33,6 +33,12 @@ func sumRows8Asm(dst, m *float32, rows, stride int)
 //go:noescape
 func adamRowsAsm(store *float32, stride int, rows *int32, n int, grad *float32, d int, c *adamConsts)
 
+// adamRowsL2Asm is AdamRowsL2 as adamRowsAsm runs AdamRows; c.l2 is the
+// weights' factor.
+//
+//go:noescape
+func adamRowsL2Asm(store *float32, stride int, rows *int32, n int, grad *float32, d int, c *adamConsts)
+
 //go:noescape
 func prefetchRowsAsm(store *float32, stride int, rows *int32, n int)
 

@@ -17,6 +17,10 @@ func adamRowsAsm(store *float32, stride int, rows *int32, n int, grad *float32, 
 	panic("vec: no assembly on this architecture")
 }
 
+func adamRowsL2Asm(store *float32, stride int, rows *int32, n int, grad *float32, d int, c *adamConsts) {
+	panic("vec: no assembly on this architecture")
+}
+
 func prefetchRowsAsm(store *float32, stride int, rows *int32, n int) {
 	panic("vec: no assembly on this architecture")
 }

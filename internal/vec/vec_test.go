@@ -314,6 +314,73 @@ func TestAdamRows(t *testing.T) {
 	}
 }
 
+// TestAdamRowsL2 checks the fused pass against its two passes done
+// separately, written out here: each listed row's gradient plus l2 times
+// its current weights (the product rounded to float32, then the sum), then
+// Adam on that row, in list order (a row listed twice sees its first
+// update). Both the store and the gradients left in grad must agree bit
+// for bit, with and without special values, at l2 of both signs; a NaN
+// may differ from the reference's NaN in its payload (where both of an
+// operation's operands are NaNs the one passed on is the operand order's,
+// which the compiler chooses; a run's gradients and weights are finite).
+func TestAdamRowsL2(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, tc := range []struct {
+		d, stride, rows, listed int
+		l2                      float32
+		specials                bool
+	}{
+		{4, 16, 50, 30, 2e-4, false}, {1, 4, 20, 9, 0.5, false}, {2, 8, 20, 9, -3, true}, {8, 32, 40, 40, 1e-6, true},
+		{12, 48, 10, 3, 2e-5, false}, {4, 13, 9, 20, 0.25, true}, {3, 9, 7, 7, 7, false}, {16, 52, 30, 25, 2e-5, true},
+	} {
+		store0 := fill(r, tc.rows*tc.stride, tc.specials)
+		for i := range store0 {
+			if i%tc.stride >= 2*tc.d && i%tc.stride < 3*tc.d {
+				store0[i] = float32(math.Abs(float64(store0[i]))) // second moments
+			}
+		}
+		rows := make([]int32, tc.listed)
+		for i := range rows {
+			rows[i] = int32(r.IntN(tc.rows))
+		}
+		grad0 := fill(r, tc.listed*tc.d, tc.specials)
+		want := append([]float32(nil), store0...)
+		wantGrad := append([]float32(nil), grad0...)
+		restore := SetAccel(false)
+		for s, row := range rows {
+			o := int(row) * tc.stride
+			g := wantGrad[s*tc.d : (s+1)*tc.d]
+			for k := range g {
+				p := float32(tc.l2 * want[o+k])
+				g[k] = g[k] + p
+			}
+			Adam(want[o:o+tc.d], g, want[o+tc.d:o+2*tc.d], want[o+2*tc.d:o+3*tc.d], 0.9, 0.999, 1e-8, 0.01, 3)
+		}
+		restore()
+		modes(t, func(t *testing.T) {
+			got := append([]float32(nil), store0...)
+			grad := append([]float32(nil), grad0...)
+			AdamRowsL2(got, tc.stride, rows, grad, tc.d, tc.l2, 0.9, 0.999, 1e-8, 0.01, 3)
+			if i := sameBitsOrNaNs(got, want); i >= 0 {
+				t.Fatalf("%+v: store[%d] (row %d, slot %d) = %v, want %v", tc, i, i/tc.stride, i%tc.stride, got[i], want[i])
+			}
+			if i := sameBitsOrNaNs(grad, wantGrad); i >= 0 {
+				t.Fatalf("%+v: grad[%d] = %v, want %v", tc, i, grad[i], wantGrad[i])
+			}
+		})
+	}
+}
+
+// sameBitsOrNaNs is sameBits with any two NaNs taken as the same.
+func sameBitsOrNaNs(a, b []float32) int {
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) && !(a[i] != a[i] && b[i] != b[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
 func TestAdamRowsRefusesRowOutsideTable(t *testing.T) {
 	defer func() {
 		if recover() == nil {
