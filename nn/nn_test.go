@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -262,6 +263,58 @@ func TestEmbeddingLookupAndSparseGrad(t *testing.T) {
 	e.Backward(tensor.New(1, 4), 0)
 	if e.Touched() != 2 || e.Grad(0, 2) != nil || e.Grad(0, 1) == nil {
 		t.Errorf("second batch: %d touched", e.Touched())
+	}
+}
+
+// TestLazyAdamL2InOnePassMatchesTwo trains two copies of an embedding
+// with L2 on the same batches (ids repeating within a batch and across
+// fields' tables of 1 to 300 rows, dims with and without a four-lane
+// loop): one reads a gradient after every Backward, which adds the L2 term
+// to every touched row on its own pass, before LazyAdam updates the rows
+// with AdamRows; the other leaves the term to LazyAdam's one pass
+// (AdamRowsL2). Every weight and moment must end the same, bit for bit, at
+// one and at several cores.
+func TestLazyAdamL2InOnePassMatchesTwo(t *testing.T) {
+	for _, dim := range []int{1, 4, 6} {
+		for _, procs := range []int{1, 4} {
+			t.Run(fmt.Sprintf("dim %d, GOMAXPROCS %d", dim, procs), func(t *testing.T) {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+				cards := []int{1, 7, 300, 40, 3}
+				var es [2]*Embedding
+				for i := range es {
+					e, err := NewEmbedding(cards, dim, 0.5, rand.New(rand.NewPCG(8, 9)))
+					if err != nil {
+						t.Fatal(err)
+					}
+					e.L2 = 0.03
+					es[i] = e
+				}
+				opts := [2]*LazyAdam{NewLazyAdam(0.05), NewLazyAdam(0.05)}
+				r := rand.New(rand.NewPCG(10, 11))
+				const rows = 64
+				for step := range 6 {
+					ids := make([]int32, rows*len(cards))
+					for k := range ids {
+						ids[k] = int32(r.IntN(cards[k%len(cards)]))
+					}
+					dy := tensor.New(rows, len(cards)*dim)
+					for k := range dy.Data {
+						dy.Data[k] = float32(r.NormFloat64())
+					}
+					for i, e := range es {
+						if err := e.Lookup(ids, rows, tensor.New(rows, len(cards)*dim), 0); err != nil {
+							t.Fatal(err)
+						}
+						e.Backward(dy, 0)
+						if i == 0 && e.Grad(2, int(ids[2])) == nil {
+							t.Fatalf("step %d: a looked-up row has no gradient", step)
+						}
+						opts[i].Step(e)
+					}
+					sameBits(t, fmt.Sprintf("step %d: the store after the two passes and after one", step), [][]float32{es[1].Store()}, [][]float32{es[0].Store()})
+				}
+			})
+		}
 	}
 }
 
