@@ -267,7 +267,10 @@ func (e *Embedding) Weight(f, k int) []float32 {
 }
 
 // Grad returns the gradient of field f's id k from the last Backward, or
-// nil when the batch did not touch it. The slice is the layer's own.
+// nil when the batch did not touch it. The slice is the layer's own. The
+// first Grad after a Backward adds the L2 term to every touched row's
+// gradient (which LazyAdam would otherwise add as it updates them), so it
+// writes to e: it must not run beside other calls on e.
 func (e *Embedding) Grad(f, k int) []float32 {
 	e.addPendingL2()
 	sh := &e.shards[e.shardOf(f)]
