@@ -198,26 +198,7 @@ const (
 // rows to update; grad holds their gradients, d floats per listed row in
 // the same order. Rows listed twice are updated twice.
 func AdamRows(store []float32, stride int, rows []int32, grad []float32, d int, b1, b2, eps, step, vScale float32) {
-	if len(rows) == 0 {
-		return
-	}
-	if d <= 0 || stride < 3*d || len(grad) < len(rows)*d {
-		panic("vec: AdamRows given a row width, stride or gradient that do not fit")
-	}
-	limit := (len(store)-3*d)/stride + 1 // rows whose moments end inside store
-	for _, r := range rows {
-		if r < 0 || int(r) >= limit {
-			panic("vec: AdamRows given a row outside the table")
-		}
-	}
-	if accel {
-		adamRowsAsm(&store[0], stride, &rows[0], len(rows), &grad[0], d, &adamConsts{b1, 1 - b1, b2, 1 - b2, eps, step, vScale, 0})
-		return
-	}
-	for s, r := range rows {
-		row := store[int(r)*stride : int(r)*stride+3*d]
-		Adam(row[:d], grad[s*d:(s+1)*d], row[d:2*d], row[2*d:], b1, b2, eps, step, vScale)
-	}
+	adamRows("AdamRows", store, stride, rows, grad, d, 0, false, &adamConsts{b1, 1 - b1, b2, 1 - b2, eps, step, vScale, 0})
 }
 
 // AdamRowsL2 is AdamRows on the gradients grad + l2·w, w each listed
@@ -228,29 +209,41 @@ func AdamRows(store []float32, stride int, rows []int32, grad []float32, d int, 
 // (adding l2·w to the gradient) followed by AdamRows would make in two,
 // with the same results bit for bit.
 func AdamRowsL2(store []float32, stride int, rows []int32, grad []float32, d int, l2, b1, b2, eps, step, vScale float32) {
+	adamRows("AdamRowsL2", store, stride, rows, grad, d, l2, true, &adamConsts{b1, 1 - b1, b2, 1 - b2, eps, step, vScale, l2})
+}
+
+// adamRows is AdamRows, with the L2 term first where withL2 (AdamRowsL2);
+// name is the caller's, for its panics.
+func adamRows(name string, store []float32, stride int, rows []int32, grad []float32, d int, l2 float32, withL2 bool, c *adamConsts) {
 	if len(rows) == 0 {
 		return
 	}
 	if d <= 0 || stride < 3*d || len(grad) < len(rows)*d {
-		panic("vec: AdamRowsL2 given a row width, stride or gradient that do not fit")
+		panic("vec: " + name + " given a row width, stride or gradient that do not fit")
 	}
 	limit := (len(store)-3*d)/stride + 1 // rows whose moments end inside store
 	for _, r := range rows {
 		if r < 0 || int(r) >= limit {
-			panic("vec: AdamRowsL2 given a row outside the table")
+			panic("vec: " + name + " given a row outside the table")
 		}
 	}
 	if accel {
-		adamRowsL2Asm(&store[0], stride, &rows[0], len(rows), &grad[0], d, &adamConsts{b1, 1 - b1, b2, 1 - b2, eps, step, vScale, l2})
+		on := 0
+		if withL2 {
+			on = 1
+		}
+		adamRowsAsm(&store[0], stride, &rows[0], len(rows), &grad[0], d, c, on)
 		return
 	}
 	for s, r := range rows {
 		row := store[int(r)*stride : int(r)*stride+3*d]
 		g := grad[s*d : (s+1)*d]
-		for k, w := range row[:d] {
-			g[k] += float32(l2 * w) // rounded, so that no compiler fuses it
+		if withL2 {
+			for k, w := range row[:d] {
+				g[k] += float32(l2 * w) // rounded, so that no compiler fuses it
+			}
 		}
-		Adam(row[:d], g, row[d:2*d], row[2*d:], b1, b2, eps, step, vScale)
+		Adam(row[:d], g, row[d:2*d], row[2*d:], c.b1, c.b2, c.eps, c.step, c.vScale)
 	}
 }
 

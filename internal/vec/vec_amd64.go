@@ -28,16 +28,11 @@ func sumRows64Asm(dst, m *float32, rows, stride int)
 func sumRows8Asm(dst, m *float32, rows, stride int)
 
 // adamRowsAsm is AdamRows, four lanes at a time and the last d mod 4
-// floats one by one.
+// floats one by one; with l2 ≠ 0 it is AdamRowsL2 (c.l2 the weights'
+// factor).
 //
 //go:noescape
-func adamRowsAsm(store *float32, stride int, rows *int32, n int, grad *float32, d int, c *adamConsts)
-
-// adamRowsL2Asm is AdamRowsL2 as adamRowsAsm runs AdamRows; c.l2 is the
-// weights' factor.
-//
-//go:noescape
-func adamRowsL2Asm(store *float32, stride int, rows *int32, n int, grad *float32, d int, c *adamConsts)
+func adamRowsAsm(store *float32, stride int, rows *int32, n int, grad *float32, d int, c *adamConsts, l2 int)
 
 //go:noescape
 func prefetchRowsAsm(store *float32, stride int, rows *int32, n int)

@@ -255,11 +255,14 @@ s8:
 	VZEROUPPER
 	RET
 
-// func adamRowsAsm(store *float32, stride int, rows *int32, n int, grad *float32, d int, c *adamConsts)
+// func adamRowsAsm(store *float32, stride int, rows *int32, n int, grad *float32, d int, c *adamConsts, l2 int)
 // The loop of adamAsm on 128-bit registers (and on single floats for the
-// last d mod 4), row by row: row r's weights
-// start at store + r·stride floats, its moments d and 2d floats later.
-TEXT ·adamRowsAsm(SB), NOSPLIT, $0-56
+// last d mod 4), row by row: row r's weights start at store + r·stride
+// floats, its moments d and 2d floats later. With l2 ≠ 0 each gradient
+// float is first replaced, in grad too, by g + c.l2·w (a VMULPS and a
+// VADDPS, as the Go loop rounds them), w the row's weight before the
+// update.
+TEXT ·adamRowsAsm(SB), NOSPLIT, $0-64
 	MOVQ store+0(FP), DI
 	MOVQ stride+8(FP), R10
 	SHLQ $2, R10
@@ -269,6 +272,7 @@ TEXT ·adamRowsAsm(SB), NOSPLIT, $0-56
 	MOVQ d+40(FP), BX
 	SHLQ $2, BX
 	MOVQ c+48(FP), AX
+	MOVQ l2+56(FP), R13
 	VBROADCASTSS 0(AX), X8   // b1
 	VBROADCASTSS 4(AX), X9   // c1
 	VBROADCASTSS 8(AX), X10  // b2
@@ -276,6 +280,7 @@ TEXT ·adamRowsAsm(SB), NOSPLIT, $0-56
 	VBROADCASTSS 16(AX), X12 // eps
 	VBROADCASTSS 20(AX), X13 // step
 	VBROADCASTSS 24(AX), X14 // vScale
+	VBROADCASTSS 28(AX), X15 // l2
 
 arow:
 	MOVLQSX (SI), R12
@@ -289,6 +294,14 @@ arow:
 
 achunk:
 	VMOVUPS (DX), X0
+	VMOVUPS (R12), X7
+	TESTQ   R13, R13
+	JZ      aupdate
+	VMULPS  X7, X15, X5
+	VADDPS  X5, X0, X0        // g + l2·w
+	VMOVUPS X0, (DX)
+
+aupdate:
 	VMULPS  (R8), X8, X1
 	VMULPS  X0, X9, X2
 	VADDPS  X2, X1, X1
@@ -303,7 +316,6 @@ achunk:
 	VADDPS  X12, X5, X5
 	VMULPS  X1, X13, X6
 	VDIVPS  X5, X6, X6
-	VMOVUPS (R12), X7
 	VSUBPS  X6, X7, X7
 	VMOVUPS X7, (R12)
 	ADDQ    $16, DX
@@ -320,6 +332,14 @@ ascalar:
 
 aone:
 	VMOVSS  (DX), X0
+	VMOVSS  (R12), X7
+	TESTQ   R13, R13
+	JZ      aoneupdate
+	VMULSS  X7, X15, X5
+	VADDSS  X5, X0, X0
+	VMOVSS  X0, (DX)
+
+aoneupdate:
 	VMULSS  (R8), X8, X1
 	VMULSS  X0, X9, X2
 	VADDSS  X2, X1, X1
@@ -334,7 +354,6 @@ aone:
 	VADDSS  X12, X5, X5
 	VMULSS  X1, X13, X6
 	VDIVSS  X5, X6, X6
-	VMOVSS  (R12), X7
 	VSUBSS  X6, X7, X7
 	VMOVSS  X7, (R12)
 	ADDQ    $4, DX
@@ -348,108 +367,6 @@ anext:
 	ADDQ    $4, SI
 	DECQ    CX
 	JNZ     arow
-	RET
-
-// func adamRowsL2Asm(store *float32, stride int, rows *int32, n int, grad *float32, d int, c *adamConsts)
-// adamRowsAsm with each gradient float first replaced, in grad too, by
-// g + l2·w (a VMULPS and a VADDPS, as the Go loop rounds them), w the
-// row's weight before the update.
-TEXT ·adamRowsL2Asm(SB), NOSPLIT, $0-56
-	MOVQ store+0(FP), DI
-	MOVQ stride+8(FP), R10
-	SHLQ $2, R10
-	MOVQ rows+16(FP), SI
-	MOVQ n+24(FP), CX
-	MOVQ grad+32(FP), DX
-	MOVQ d+40(FP), BX
-	SHLQ $2, BX
-	MOVQ c+48(FP), AX
-	VBROADCASTSS 0(AX), X8   // b1
-	VBROADCASTSS 4(AX), X9   // c1
-	VBROADCASTSS 8(AX), X10  // b2
-	VBROADCASTSS 12(AX), X11 // c2
-	VBROADCASTSS 16(AX), X12 // eps
-	VBROADCASTSS 20(AX), X13 // step
-	VBROADCASTSS 24(AX), X14 // vScale
-	VBROADCASTSS 28(AX), X15 // l2
-
-lrow:
-	MOVLQSX (SI), R12
-	IMULQ   R10, R12
-	ADDQ    DI, R12           // weights
-	LEAQ    (R12)(BX*1), R8   // first moments
-	LEAQ    (R8)(BX*1), R9    // second moments
-	MOVQ    BX, R11
-	ANDQ    $-16, R11         // bytes in whole groups of 4
-	JZ      lscalar
-
-lchunk:
-	VMOVUPS (R12), X7
-	VMULPS  X7, X15, X5
-	VMOVUPS (DX), X0
-	VADDPS  X5, X0, X0        // g + l2·w
-	VMOVUPS X0, (DX)
-	VMULPS  (R8), X8, X1
-	VMULPS  X0, X9, X2
-	VADDPS  X2, X1, X1
-	VMULPS  (R9), X10, X3
-	VMULPS  X0, X11, X4
-	VMULPS  X0, X4, X4
-	VADDPS  X4, X3, X3
-	VMOVUPS X1, (R8)
-	VMOVUPS X3, (R9)
-	VSQRTPS X3, X5
-	VMULPS  X14, X5, X5
-	VADDPS  X12, X5, X5
-	VMULPS  X1, X13, X6
-	VDIVPS  X5, X6, X6
-	VSUBPS  X6, X7, X7
-	VMOVUPS X7, (R12)
-	ADDQ    $16, DX
-	ADDQ    $16, R8
-	ADDQ    $16, R9
-	ADDQ    $16, R12
-	SUBQ    $16, R11
-	JNZ     lchunk
-
-lscalar:
-	MOVQ    BX, R11
-	ANDQ    $15, R11          // bytes of the last d mod 4 floats
-	JZ      lnext
-
-lone:
-	VMOVSS  (R12), X7
-	VMULSS  X7, X15, X5
-	VMOVSS  (DX), X0
-	VADDSS  X5, X0, X0
-	VMOVSS  X0, (DX)
-	VMULSS  (R8), X8, X1
-	VMULSS  X0, X9, X2
-	VADDSS  X2, X1, X1
-	VMULSS  (R9), X10, X3
-	VMULSS  X0, X11, X4
-	VMULSS  X0, X4, X4
-	VADDSS  X4, X3, X3
-	VMOVSS  X1, (R8)
-	VMOVSS  X3, (R9)
-	VSQRTSS X3, X3, X5
-	VMULSS  X14, X5, X5
-	VADDSS  X12, X5, X5
-	VMULSS  X1, X13, X6
-	VDIVSS  X5, X6, X6
-	VSUBSS  X6, X7, X7
-	VMOVSS  X7, (R12)
-	ADDQ    $4, DX
-	ADDQ    $4, R8
-	ADDQ    $4, R9
-	ADDQ    $4, R12
-	SUBQ    $4, R11
-	JNZ     lone
-
-lnext:
-	ADDQ    $4, SI
-	DECQ    CX
-	JNZ     lrow
 	RET
 
 // func prefetchRowsAsm(store *float32, stride int, rows *int32, n int)

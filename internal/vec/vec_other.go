@@ -13,11 +13,7 @@ func adamAsm(w, g, m, v *float32, n int, c *adamConsts) {
 func sumRows64Asm(dst, m *float32, rows, stride int) { panic("vec: no assembly on this architecture") }
 func sumRows8Asm(dst, m *float32, rows, stride int)  { panic("vec: no assembly on this architecture") }
 
-func adamRowsAsm(store *float32, stride int, rows *int32, n int, grad *float32, d int, c *adamConsts) {
-	panic("vec: no assembly on this architecture")
-}
-
-func adamRowsL2Asm(store *float32, stride int, rows *int32, n int, grad *float32, d int, c *adamConsts) {
+func adamRowsAsm(store *float32, stride int, rows *int32, n int, grad *float32, d int, c *adamConsts, l2 int) {
 	panic("vec: no assembly on this architecture")
 }
 

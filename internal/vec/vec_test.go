@@ -277,6 +277,24 @@ func BenchmarkLoops(b *testing.B) {
 	}
 }
 
+// adamTable returns a table of n rows (stride floats each: d weights, d
+// first moments, d second moments, which are non-negative, and padding),
+// listed rows drawn from it (repeats possible) and their gradients, d
+// floats each.
+func adamTable(r *rand.Rand, d, stride, n, listed int, specials bool) (store []float32, rows []int32, grad []float32) {
+	store = fill(r, n*stride, specials)
+	for i := range store {
+		if i%stride >= 2*d && i%stride < 3*d {
+			store[i] = float32(math.Abs(float64(store[i]))) // second moments
+		}
+	}
+	rows = make([]int32, listed)
+	for i := range rows {
+		rows[i] = int32(r.IntN(n))
+	}
+	return store, rows, fill(r, listed*d, specials)
+}
+
 // TestAdamRows checks the row-wise update against Adam applied row by row
 // to copies of the rows, on widths with and without a 4-lane loop, rows
 // listed out of order and twice, and leaves every float outside the listed
@@ -286,17 +304,7 @@ func TestAdamRows(t *testing.T) {
 	for _, tc := range []struct{ d, stride, rows, listed int }{
 		{4, 16, 50, 30}, {1, 4, 20, 9}, {2, 8, 20, 9}, {8, 32, 40, 40}, {12, 48, 10, 3}, {4, 13, 9, 20}, {3, 9, 7, 7},
 	} {
-		store0 := fill(r, tc.rows*tc.stride, false)
-		for i := range store0 {
-			if i%tc.stride >= 2*tc.d && i%tc.stride < 3*tc.d {
-				store0[i] = float32(math.Abs(float64(store0[i]))) // second moments
-			}
-		}
-		rows := make([]int32, tc.listed)
-		for i := range rows {
-			rows[i] = int32(r.IntN(tc.rows))
-		}
-		grad := fill(r, tc.listed*tc.d, false)
+		store0, rows, grad := adamTable(r, tc.d, tc.stride, tc.rows, tc.listed, false)
 		want := append([]float32(nil), store0...)
 		restore := SetAccel(false)
 		for s, row := range rows {
@@ -333,17 +341,7 @@ func TestAdamRowsL2(t *testing.T) {
 		{4, 16, 50, 30, 2e-4, false}, {1, 4, 20, 9, 0.5, false}, {2, 8, 20, 9, -3, true}, {8, 32, 40, 40, 1e-6, true},
 		{12, 48, 10, 3, 2e-5, false}, {4, 13, 9, 20, 0.25, true}, {3, 9, 7, 7, 7, false}, {16, 52, 30, 25, 2e-5, true},
 	} {
-		store0 := fill(r, tc.rows*tc.stride, tc.specials)
-		for i := range store0 {
-			if i%tc.stride >= 2*tc.d && i%tc.stride < 3*tc.d {
-				store0[i] = float32(math.Abs(float64(store0[i]))) // second moments
-			}
-		}
-		rows := make([]int32, tc.listed)
-		for i := range rows {
-			rows[i] = int32(r.IntN(tc.rows))
-		}
-		grad0 := fill(r, tc.listed*tc.d, tc.specials)
+		store0, rows, grad0 := adamTable(r, tc.d, tc.stride, tc.rows, tc.listed, tc.specials)
 		want := append([]float32(nil), store0...)
 		wantGrad := append([]float32(nil), grad0...)
 		restore := SetAccel(false)
