@@ -139,7 +139,11 @@ func (d *Dense) InputGrad(dy *tensor.Matrix) *tensor.Matrix {
 
 func (d *Dense) checkDy(dy *tensor.Matrix) {
 	if d.x == nil || dy.Rows != d.x.Rows || dy.Cols != d.W.Cols {
-		panic(fmt.Sprintf("nn: Dense %d×%d Backward given %d×%d gradient after a forward of %d rows", d.W.Rows, d.W.Cols, dy.Rows, dy.Cols, d.y.Rows))
+		rows := -1
+		if d.x != nil {
+			rows = d.x.Rows
+		}
+		panic(fmt.Sprintf("nn: Dense %d×%d Backward given %d×%d gradient after a forward of %d rows", d.W.Rows, d.W.Cols, dy.Rows, dy.Cols, rows))
 	}
 }
 
