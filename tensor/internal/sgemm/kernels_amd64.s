@@ -294,3 +294,47 @@ rloopstore:
 	VZEROUPPER
 	RET
 
+
+// func pack32(dst, src *float32, ldb, kc int)
+// kc rows of 32 floats (two 512-bit moves each), ldb floats apart, to dst
+// contiguously.
+TEXT ·pack32(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ ldb+16(FP), DX
+	SHLQ $2, DX
+	MOVQ kc+24(FP), CX
+
+p32loop:
+	VMOVUPS (SI), Z0
+	VMOVUPS 64(SI), Z1
+	VMOVUPS Z0, (DI)
+	VMOVUPS Z1, 64(DI)
+	ADDQ    DX, SI
+	ADDQ    $128, DI
+	DECQ    CX
+	JNZ     p32loop
+	VZEROUPPER
+	RET
+
+// func pack16(dst, src *float32, ldb, kc int)
+// kc rows of 16 floats (two 256-bit moves each), ldb floats apart, to dst
+// contiguously.
+TEXT ·pack16(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ ldb+16(FP), DX
+	SHLQ $2, DX
+	MOVQ kc+24(FP), CX
+
+p16loop:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ    DX, SI
+	ADDQ    $64, DI
+	DECQ    CX
+	JNZ     p16loop
+	VZEROUPPER
+	RET

@@ -37,6 +37,9 @@ type Kernel struct {
 	mr, nr int
 	// cols reads A(i, p) at a[p·as+i], rows at a[i·as+p].
 	cols, rows kernelFunc
+	// packRows copies kc rows of nr floats, ldb apart, contiguously
+	// (packB's whole slivers of an untransposed B); nil: copy row by row.
+	packRows func(dst, src *float32, ldb, kc int)
 }
 
 // Blocking of Sgemm: a panel of kc steps of B for nc columns is packed
@@ -377,7 +380,7 @@ func (e *Kernel) serial(transA, transB bool, m, n, k int, alpha float32, a []flo
 		}
 		for j0 := 0; j0 < n; j0 += blockN {
 			nc := min(blockN, n-j0)
-			packB(transB, b, ldb, p0, kc, j0, nc, nr, sc.b)
+			e.packB(transB, b, ldb, p0, kc, j0, nc, sc.b)
 			for i0 := 0; i0 < m; i0 += blockM {
 				mc := min(blockM, m-i0)
 				full := mc / mr * mr // rows in whole tiles
@@ -422,12 +425,21 @@ func (e *Kernel) serial(transA, transB bool, m, n, k int, alpha float32, a []flo
 
 // packB copies op(B)'s kc×nc block at (p0, j0) into dst as nr-wide
 // slivers, each kc rows of nr floats; a last partial sliver is zero-padded.
-func packB(transB bool, b []float32, ldb, p0, kc, j0, nc, nr int, dst []float32) {
+// A whole sliver of an untransposed B goes through the kernel's packRows,
+// one call a sliver rather than a copy (a memmove call) a row.
+func (e *Kernel) packB(transB bool, b []float32, ldb, p0, kc, j0, nc int, dst []float32) {
+	nr := e.nr
 	for s := 0; s < nc; s += nr {
 		w := min(nr, nc-s)
 		d := dst[s*kc : s*kc+kc*nr]
 		if w < nr {
 			clear(d)
+		}
+		if !transB && w == nr && e.packRows != nil {
+			off := p0*ldb + j0 + s
+			_ = b[off+(kc-1)*ldb+nr-1] // the last float read, in bounds
+			e.packRows(&d[0], &b[off], ldb, kc)
+			continue
 		}
 		if !transB {
 			for p := range kc {
