@@ -198,7 +198,7 @@ const (
 // rows to update; grad holds their gradients, d floats per listed row in
 // the same order. Rows listed twice are updated twice.
 func AdamRows(store []float32, stride int, rows []int32, grad []float32, d int, b1, b2, eps, step, vScale float32) {
-	adamRows("AdamRows", store, stride, rows, grad, d, 0, false, &adamConsts{b1, 1 - b1, b2, 1 - b2, eps, step, vScale, 0})
+	adamRows("AdamRows", store, stride, rows, grad, d, false, &adamConsts{b1, 1 - b1, b2, 1 - b2, eps, step, vScale, 0})
 }
 
 // AdamRowsL2 is AdamRows on the gradients grad + l2·w, w each listed
@@ -209,12 +209,12 @@ func AdamRows(store []float32, stride int, rows []int32, grad []float32, d int, 
 // (adding l2·w to the gradient) followed by AdamRows would make in two,
 // with the same results bit for bit.
 func AdamRowsL2(store []float32, stride int, rows []int32, grad []float32, d int, l2, b1, b2, eps, step, vScale float32) {
-	adamRows("AdamRowsL2", store, stride, rows, grad, d, l2, true, &adamConsts{b1, 1 - b1, b2, 1 - b2, eps, step, vScale, l2})
+	adamRows("AdamRowsL2", store, stride, rows, grad, d, true, &adamConsts{b1, 1 - b1, b2, 1 - b2, eps, step, vScale, l2})
 }
 
-// adamRows is AdamRows, with the L2 term first where withL2 (AdamRowsL2);
-// name is the caller's, for its panics.
-func adamRows(name string, store []float32, stride int, rows []int32, grad []float32, d int, l2 float32, withL2 bool, c *adamConsts) {
+// adamRows is AdamRows with c's scalars, with the L2 term (factor c.l2)
+// first where withL2 (AdamRowsL2); name is the caller's, for its panics.
+func adamRows(name string, store []float32, stride int, rows []int32, grad []float32, d int, withL2 bool, c *adamConsts) {
 	if len(rows) == 0 {
 		return
 	}
@@ -240,7 +240,7 @@ func adamRows(name string, store []float32, stride int, rows []int32, grad []flo
 		g := grad[s*d : (s+1)*d]
 		if withL2 {
 			for k, w := range row[:d] {
-				g[k] += float32(l2 * w) // rounded, so that no compiler fuses it
+				g[k] += float32(c.l2 * w) // rounded, so that no compiler fuses it
 			}
 		}
 		Adam(row[:d], g, row[d:2*d], row[2*d:], c.b1, c.b2, c.eps, c.step, c.vScale)
