@@ -140,7 +140,7 @@ func newBlock(c CNNConfig, i int) convBlock {
 }
 
 func (b convBlock) forward(x *tensor.Matrix) *tensor.Matrix {
-	return b.pool.Forward(b.relu.Forward(b.conv.Forward(x)))
+	return b.pool.Forward(nn.Conv2DReLU(b.conv, b.relu, x))
 }
 
 func (b convBlock) backward(g *tensor.Matrix) *tensor.Matrix {

@@ -208,6 +208,48 @@ func TestConv2DIsDeterministic(t *testing.T) {
 	}
 }
 
+// TestConv2DReLUMatchesTheTwoForwards runs a Conv2D and a ReLU forward as
+// two calls and as Conv2DReLU, on batches cut into several chunks (with a
+// last partial one) and into the two workers' halves, at GOMAXPROCS 1, 2
+// and 16: the ReLU's output, and after a backward through both the
+// weight, bias and input gradients, must be the same bit for bit.
+func TestConv2DReLUMatchesTheTwoForwards(t *testing.T) {
+	for _, cc := range []convCase{
+		{B: 7, H: 9, W: 9, Cin: 3, Cout: 5, K: 3, colFloats: 600},
+		{B: 12, H: 8, W: 6, Cin: 4, Cout: 16, K: 3, colFloats: 2000},
+		{B: 1, H: 5, W: 5, Cin: 2, Cout: 8, K: 1},
+	} {
+		var ref [][]float32
+		for run := range 6 {
+			procs, fused := []int{1, 1, 2, 2, 16, 16}[run], run%2 == 1
+			old := runtime.GOMAXPROCS(procs)
+			r := rand.New(rand.NewPCG(11, 2))
+			c, x := newCase(r, cc)
+			dy := tensor.New(cc.B, cc.H*cc.W*cc.Cout)
+			randFill(r, dy, 1)
+			var relu ReLU
+			var y *tensor.Matrix
+			if fused {
+				y = Conv2DReLU(c, &relu, x)
+			} else {
+				y = relu.Forward(c.Forward(x))
+			}
+			got := [][]float32{slices.Clone(y.Data)}
+			dx := c.Backward(relu.Backward(dy))
+			got = append(got, slices.Clone(dx.Data), slices.Clone(c.dW.Data), slices.Clone(c.dB.Data))
+			runtime.GOMAXPROCS(old)
+			if y != relu.Output() {
+				t.Fatalf("%+v: the fused forward returned another matrix than the ReLU's output", cc)
+			}
+			if ref == nil {
+				ref = got
+				continue
+			}
+			sameBits(t, fmt.Sprintf("%+v, GOMAXPROCS %d, fused %v", cc, procs, fused), got, ref)
+		}
+	}
+}
+
 func TestConv2DShapePanics(t *testing.T) {
 	c := NewConv2D(4, 4, 2, 3, 3, rand.New(rand.NewPCG(7, 1)))
 	for name, f := range map[string]func(){
