@@ -178,10 +178,7 @@ func (c *Conv2D) forwardImages(w, lo, hi int, y []float32, relu bool) {
 		// The chunk's output rows (nb·H·W)×Cout are the images' NHWC rows.
 		out := y[b0*c.Out() : (b0+nb)*c.Out()]
 		s.view = tensor.Matrix{Rows: nb * hw, Cols: c.Cout, Data: out}
-		for p := range nb * hw {
-			copy(out[p*c.Cout:(p+1)*c.Cout], c.Bias.Data)
-		}
-		tensor.MatMul(&s.view, &s.col, false, c.Weight, false, 1, 1)
+		tensor.MatMulBias(&s.view, &s.col, false, c.Weight, false, c.Bias.Data, nil)
 		if relu {
 			vec.Relu(out, out)
 		}

@@ -76,20 +76,7 @@ func (d *Dense) Forward(x *tensor.Matrix) *tensor.Matrix {
 		panic(fmt.Sprintf("nn: Dense %d×%d given input with %d columns", d.W.Rows, d.W.Cols, x.Cols))
 	}
 	d.x = x
-	d.y.Resize(x.Rows, d.W.Cols)
-	out := d.W.Cols
-	if spreadParts(x.Rows*out) < 2 {
-		for i := range x.Rows {
-			copy(d.y.Row(i), d.B.Data)
-		}
-	} else {
-		spread(x.Rows*out, func(lo, hi int) {
-			for i := lo / out; i*out < hi; i++ {
-				copy(d.y.Data[max(i*out, lo):min((i+1)*out, hi)], d.B.Data[max(lo-i*out, 0):])
-			}
-		})
-	}
-	tensor.MatMul(&d.y, x, false, d.W, false, 1, 1)
+	tensor.MatMulBias(&d.y, x, false, d.W, false, d.B.Data, nil)
 	return &d.y
 }
 

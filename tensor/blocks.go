@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"fmt"
 	"runtime"
 
 	"github.com/splitguard/splitguard/internal/par"
@@ -16,6 +17,45 @@ type BlockEngine interface {
 	// goroutine; every entry of C lies in exactly one block. Either may be
 	// nil.
 	SgemmBlocks(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, before, after func(i0, i1, j0, j1 int))
+}
+
+// BiasEngine is an Engine whose products can start from a bias row:
+// C = alpha·op(A)·op(B) + bias in every row, with an element-wise pass on
+// each block as BlockEngine's after (MatMulBias).
+type BiasEngine interface {
+	Engine
+	// SgemmBias sets C = alpha·op(A)·op(B) + bias (bias n long, added
+	// to every row) and runs after on each block of C once it is
+	// written, as SgemmBlocks does.
+	SgemmBias(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, bias, c []float32, ldc int, after func(i0, i1, j0, j1 int))
+}
+
+// MatMulBias sets c = op(a)·op(b) + bias, bias (c's width) added to every
+// row: a dense layer's forward pass. after(i0, i1, j0, j1), when not nil,
+// may read and rewrite rows [i0, i1) and columns [j0, j1) of c once the
+// product has written them (a ReLU), as MatMulBlocks' after. The result
+// is bit for bit that of MatMulBlocks with beta 1 and a before that copies
+// bias into each row of its block. With a BiasEngine (the default SIMD
+// engines) the bias is added as the tiles are stored, so c is written
+// once and never read first; other engines copy bias into c first. It
+// panics when bias is not c's width.
+func MatMulBias(c *Matrix, a *Matrix, transA bool, b *Matrix, transB bool, bias []float32, after func(i0, i1, j0, j1 int)) {
+	m, n, k := productShape(c, a, transA, b, transB, 0)
+	if len(bias) != n {
+		panic(fmt.Sprintf("tensor: MatMulBias given %d biases for a product %d wide", len(bias), n))
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	if be, ok := Default.(BiasEngine); ok && k > 0 {
+		be.SgemmBias(transA, transB, m, n, k, 1, a.Data, max(a.Cols, 1), b.Data, max(b.Cols, 1), bias, c.Data, max(n, 1), after)
+		return
+	}
+	MatMulBlocks(c, a, transA, b, transB, 1, 1, func(i0, i1, j0, j1 int) {
+		for i := i0; i < i1; i++ {
+			copy(c.Data[i*n+j0:i*n+j1], bias[j0:j1])
+		}
+	}, after)
 }
 
 // MatMulBlocks is MatMul with an element-wise pass on C before and after

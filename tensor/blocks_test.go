@@ -194,3 +194,90 @@ func allocsAtCores(runs int, f func()) float64 {
 	runtime.ReadMemStats(&after)
 	return float64(after.Mallocs-before.Mallocs) / float64(runs)
 }
+
+// TestMatMulBiasMatchesCopiedBias checks MatMulBias against its
+// definition in the old form: a before pass copying the bias into every
+// row of its block, then MatMulBlocks with beta 1. For every engine at 1,
+// 2 and 16 cores and on shapes that take each path of the SIMD engines —
+// whole tiles, partial tiles of rows and columns, k over one block of 256
+// (the second block adds to what the first stored), a grid, thin and tiny
+// products, transposed operands, k = 0 — the two must agree bit for bit,
+// and after must see each entry once, with its final value. A kernel that
+// read C instead of the bias, or skipped it, would differ in every entry
+// (C starts filled with NaN).
+func TestMatMulBiasMatchesCopiedBias(t *testing.T) {
+	defer func(e Engine) { Default = e }(Default)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	shapes := []struct {
+		name           string
+		m, n, k        int
+		transA, transB bool
+	}{
+		{"tall, whole tiles", 2048, 128, 117, false, false},
+		{"partial tiles both ways", 203, 77, 45, false, false},
+		{"k over one block", 300, 96, 600, false, false},
+		{"grid, transposed A", 128, 128, 2048, true, false},
+		{"transposed B", 515, 40, 70, false, true},
+		{"thin", 300, 2, 64, false, false},
+		{"thin, cut", 9000, 1, 128, false, false},
+		{"tiny", 3, 5, 7, false, false},
+		{"k zero", 40, 33, 0, false, false},
+	}
+	rng := rand.New(rand.NewPCG(17, 19))
+	for _, e := range testEngines() {
+		Default = e
+		for _, procs := range []int{1, 2, 16} {
+			runtime.GOMAXPROCS(procs)
+			for _, sh := range shapes {
+				ar, ac := sh.m, sh.k
+				if sh.transA {
+					ar, ac = sh.k, sh.m
+				}
+				br, bc := sh.k, sh.n
+				if sh.transB {
+					br, bc = sh.n, sh.k
+				}
+				a, b := randMatrix(rng, ar, ac), randMatrix(rng, br, bc)
+				bias := randSlice(rng, sh.n)
+				want := New(sh.m, sh.n)
+				MatMulBlocks(want, a, sh.transA, b, sh.transB, 1, 1, func(i0, i1, j0, j1 int) {
+					for i := i0; i < i1; i++ {
+						copy(want.Data[i*sh.n+j0:i*sh.n+j1], bias[j0:j1])
+					}
+				}, nil)
+				got := New(sh.m, sh.n)
+				for i := range got.Data {
+					got.Data[i] = float32(math.NaN())
+				}
+				seen := make([]atomic.Int32, sh.m*sh.n)
+				final := make([]float32, sh.m*sh.n)
+				MatMulBias(got, a, sh.transA, b, sh.transB, bias, func(i0, i1, j0, j1 int) {
+					for i := i0; i < i1; i++ {
+						for j := j0; j < j1; j++ {
+							seen[i*sh.n+j].Add(1)
+							final[i*sh.n+j] = got.Data[i*sh.n+j]
+						}
+					}
+				})
+				for i := range want.Data {
+					if math.Float32bits(got.Data[i]) != math.Float32bits(want.Data[i]) {
+						t.Fatalf("%s, %d cores, %s: entry (%d,%d) = %v, with the bias copied first %v", e.Name(), procs, sh.name, i/sh.n, i%sh.n, got.Data[i], want.Data[i])
+					}
+					if n := seen[i].Load(); n != 1 || math.Float32bits(final[i]) != math.Float32bits(got.Data[i]) {
+						t.Fatalf("%s, %d cores, %s: after saw entry (%d,%d) %d times, last as %v (want once, as %v)", e.Name(), procs, sh.name, i/sh.n, i%sh.n, n, final[i], got.Data[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestMatMulBiasWidthPanics: a bias of the wrong width is refused.
+func TestMatMulBiasWidthPanics(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("MatMulBias took 3 biases for a product 4 wide")
+		}
+	}()
+	MatMulBias(New(2, 4), New(2, 3), false, New(3, 4), false, make([]float32, 3), nil)
+}

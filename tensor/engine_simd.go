@@ -36,3 +36,8 @@ func simdEngines() []SIMDEngine {
 func (e SIMDEngine) SgemmBlocks(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, before, after func(i0, i1, j0, j1 int)) {
 	e.k.SgemmBlocks(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, before, after)
 }
+
+// SgemmBias implements BiasEngine.
+func (e SIMDEngine) SgemmBias(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, bias, c []float32, ldc int, after func(i0, i1, j0, j1 int)) {
+	e.k.SgemmBias(transA, transB, m, n, k, alpha, a, lda, b, ldb, bias, c, ldc, after)
+}

@@ -2,19 +2,21 @@ package sgemm
 
 import "golang.org/x/sys/cpu"
 
-// The micro-kernels of sgemm_amd64.s; see that file for what they compute.
+// The micro-kernels of kernels_amd64.s; see that file for what they
+// compute. src and lds give what load adds: C (src = c, lds = ldc) or a
+// row broadcast to every row of the tile (lds = 0).
 
 //go:noescape
-func kern512Cols(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, load int)
+func kern512Cols(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, load int, src *float32, lds int)
 
 //go:noescape
-func kern512Rows(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, load int)
+func kern512Rows(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, load int, src *float32, lds int)
 
 //go:noescape
-func kern256Cols(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, load int)
+func kern256Cols(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, load int, src *float32, lds int)
 
 //go:noescape
-func kern256Rows(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, load int)
+func kern256Rows(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, load int, src *float32, lds int)
 
 // pack32 copies kc rows of 32 floats, ldb floats apart from src on, into
 // dst one after another (a whole sliver of B for the AVX-512 kernels);

@@ -3,8 +3,12 @@
 // Every kernel computes one MR×NR tile of C:
 //
 //	acc[i][j] = Σ_p A(i, p) · B(p, j)   for p < k
-//	C[i][j]   = alpha·acc[i][j]           (load == 0: C is not read)
-//	C[i][j]   = alpha·acc[i][j] + beta·C[i][j]   (load != 0)
+//	C[i][j]   = alpha·acc[i][j]                  (load == 0: C is not read)
+//	C[i][j]   = alpha·acc[i][j] + beta·S[i][j]   (load != 0)
+//
+// where S[i][j] = src[i·lds + j]: C itself (src = c, lds = ldc), or one
+// row read for every row of the tile (lds = 0: a bias broadcast, so C
+// is written without being read first).
 //
 // B is a panel of k rows of NR consecutive floats, bs floats apart.
 // A is read in one of two layouts:
@@ -48,11 +52,12 @@
 	ADDQ R10, DX
 
 #define LDST512(acc0, acc1) \
-	VFMADD231PS (DX), Z27, acc0; \
-	VFMADD231PS 64(DX), Z27, acc1; \
+	VFMADD231PS (BX), Z27, acc0; \
+	VFMADD231PS 64(BX), Z27, acc1; \
 	VMOVUPS acc0, (DX); \
 	VMOVUPS acc1, 64(DX); \
-	ADDQ R10, DX
+	ADDQ R10, DX; \
+	ADDQ R9, BX
 
 // Epilogue shared by both AVX-512 kernels.
 #define LDSTALL512 \
@@ -82,11 +87,14 @@
 	MOVQ c+40(FP), DX; \
 	MOVQ ldc+48(FP), R10; \
 	SHLQ $2, R10; \
+	MOVQ src+72(FP), BX; \
+	MOVQ lds+80(FP), R9; \
+	SHLQ $2, R9; \
 	MOVQ load+64(FP), AX; \
 	TESTQ AX, AX
 
-// func kern512Cols(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, load int)
-TEXT ·kern512Cols(SB), NOSPLIT, $0-72
+// func kern512Cols(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, load int, src *float32, lds int)
+TEXT ·kern512Cols(SB), NOSPLIT, $0-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ as+16(FP), R8
@@ -121,8 +129,8 @@ loopstore:
 	VZEROUPPER
 	RET
 
-// func kern512Rows(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, load int)
-TEXT ·kern512Rows(SB), NOSPLIT, $0-72
+// func kern512Rows(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, load int, src *float32, lds int)
+TEXT ·kern512Rows(SB), NOSPLIT, $0-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ as+16(FP), R11
@@ -191,11 +199,12 @@ rloopstore:
 	ADDQ R10, DX
 
 #define LDST256(acc0, acc1) \
-	VFMADD231PS (DX), Y15, acc0; \
-	VFMADD231PS 32(DX), Y15, acc1; \
+	VFMADD231PS (BX), Y15, acc0; \
+	VFMADD231PS 32(BX), Y15, acc1; \
 	VMOVUPS acc0, (DX); \
 	VMOVUPS acc1, 32(DX); \
-	ADDQ R10, DX
+	ADDQ R10, DX; \
+	ADDQ R9, BX
 
 #define LDSTALL256 \
 	LDST256(Y0, Y1); \
@@ -220,11 +229,14 @@ rloopstore:
 	MOVQ c+40(FP), DX; \
 	MOVQ ldc+48(FP), R10; \
 	SHLQ $2, R10; \
+	MOVQ src+72(FP), BX; \
+	MOVQ lds+80(FP), R9; \
+	SHLQ $2, R9; \
 	MOVQ load+64(FP), AX; \
 	TESTQ AX, AX
 
-// func kern256Cols(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, load int)
-TEXT ·kern256Cols(SB), NOSPLIT, $0-72
+// func kern256Cols(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, load int, src *float32, lds int)
+TEXT ·kern256Cols(SB), NOSPLIT, $0-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ as+16(FP), R8
@@ -257,8 +269,8 @@ loopstore:
 	VZEROUPPER
 	RET
 
-// func kern256Rows(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, load int)
-TEXT ·kern256Rows(SB), NOSPLIT, $0-72
+// func kern256Rows(k int, a *float32, as int, b *float32, bs int, c *float32, ldc int, alpha, beta float32, load int, src *float32, lds int)
+TEXT ·kern256Rows(SB), NOSPLIT, $0-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ as+16(FP), R11

@@ -39,6 +39,7 @@ type manyRun struct {
 	ps            [maxMany]Product
 	pr, pc        [maxMany]int
 	n             int
+	bias          []float32 // a split SgemmBias's bias
 	extra         func(int)
 	before, after func(i0, i1, j0, j1 int)
 	part          func(q int)
@@ -65,7 +66,7 @@ func (r *manyRun) run(q int) {
 		if p.After != nil {
 			after = p.After
 		}
-		r.e.block(p.TransA, p.TransB, p.M, p.N, p.K, p.Alpha, p.A, p.Lda, p.B, p.Ldb, p.Beta, p.C, p.Ldc, r.pr[i], r.pc[i], q, r.before, after)
+		r.e.block(p.TransA, p.TransB, p.M, p.N, p.K, p.Alpha, p.A, p.Lda, p.B, p.Ldb, p.Beta, r.bias, p.C, p.Ldc, r.pr[i], r.pc[i], q, r.before, after)
 		return
 	}
 	r.extra(q)
