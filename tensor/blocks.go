@@ -51,11 +51,14 @@ func MatMulBias(c *Matrix, a *Matrix, transA bool, b *Matrix, transB bool, bias 
 		be.SgemmBias(transA, transB, m, n, k, 1, a.Data, max(a.Cols, 1), b.Data, max(b.Cols, 1), bias, c.Data, max(n, 1), after)
 		return
 	}
-	MatMulBlocks(c, a, transA, b, transB, 1, 1, func(i0, i1, j0, j1 int) {
-		for i := i0; i < i1; i++ {
-			copy(c.Data[i*n+j0:i*n+j1], bias[j0:j1])
-		}
-	}, after)
+	// Copied in a plain loop rather than a before pass: a closure over c
+	// and bias would be a heap allocation per call (a convolution makes
+	// one call per chunk of images).
+	for i := range m {
+		copy(c.Data[i*n:(i+1)*n], bias)
+	}
+	MatMul(c, a, transA, b, transB, 1, 1)
+	rowPasses(m, n, after)
 }
 
 // MatMulBlocks is MatMul with an element-wise pass on C before and after
