@@ -28,6 +28,10 @@ type wholeRunRound struct {
 	Bench    float64 // the bench child's examples per second
 	RunCPU   float64 // the train child's processor time, user and system, seconds
 	BenchCPU float64 // the bench child's processor time per step, ms (0: not given)
+	// Training is the train child's training phase (its summary's
+	// seconds: from the first step to the last, the evaluations and the
+	// audit inside it; 0: not given).
+	Training float64
 }
 
 // wholeRunRow is the table's row of one core count: medians over the
@@ -47,6 +51,16 @@ type wholeRunRow struct {
 	RunCPU   float64 `json:"train_cpu_us_per_example"`
 	BenchCPU float64 `json:"bench_cpu_us_per_example"`
 	CPURatio float64 `json:"cpu_ratio"`
+	// Where the run's wall time went, medians over the rounds of each
+	// round's own split, seconds: Outside the training phase (start-up,
+	// loading, set-up, waiting for the baseline, the end); AtBench, the
+	// run's examples at bench's rate; Extra, the rest of the training
+	// phase (evaluations, the audit, the baseline fitted beside the
+	// steps, any slowdown of the steps themselves). Zero where the run
+	// gave no training time.
+	Outside float64 `json:"outside_seconds"`
+	AtBench float64 `json:"steps_at_bench_seconds"`
+	Extra   float64 `json:"training_extra_seconds"`
 }
 
 // benchWholeRun prints how much of bench's rate a whole default run
@@ -75,7 +89,7 @@ func benchWholeRun(cmd *cobra.Command, o benchOptions) error {
 			var w wholeRunRound
 			steps := []func() error{
 				func() (err error) {
-					w.Seconds, w.RunCPU, w.Examples, w.Batch, err = wholeRunTrain(cmd.Context(), exe, tmp, o.WholeRun, c, o.childFlags)
+					w.Seconds, w.RunCPU, w.Examples, w.Training, w.Batch, err = wholeRunTrain(cmd.Context(), exe, tmp, o.WholeRun, c, o.childFlags)
 					return err
 				},
 				func() (err error) {
@@ -103,11 +117,11 @@ func benchWholeRun(cmd *cobra.Command, o benchOptions) error {
 // wholeRunTrain runs `train --synth-rows rows` (and the flags extra) as a
 // child with GOMAXPROCS=procs into a fresh directory under tmp and returns its wall
 // time, its processor time (user and system, seconds), the examples it
-// trained on and its batch.
-func wholeRunTrain(ctx context.Context, exe, tmp string, rows, procs int, extra []string) (secs, cpu, examples float64, batch int, err error) {
+// trained on, its training phase's seconds and its batch.
+func wholeRunTrain(ctx context.Context, exe, tmp string, rows, procs int, extra []string) (secs, cpu, examples, training float64, batch int, err error) {
 	out, err := os.MkdirTemp(tmp, "run-")
 	if err != nil {
-		return 0, 0, 0, 0, fmt.Errorf("bench: %w", err)
+		return 0, 0, 0, 0, 0, fmt.Errorf("bench: %w", err)
 	}
 	defer os.RemoveAll(out)
 	args := append([]string{"train", "--synth-rows", strconv.Itoa(rows), "--out", out, "--force"}, extra...)
@@ -117,21 +131,22 @@ func wholeRunTrain(ctx context.Context, exe, tmp string, rows, procs int, extra 
 	c.Stdout, c.Stderr = io.Discard, &stderr
 	t0 := time.Now()
 	if err := c.Run(); err != nil {
-		return 0, 0, 0, 0, fmt.Errorf("bench: child %s at GOMAXPROCS=%d: %w\n%s", strings.Join(args, " "), procs, err, stderr.String())
+		return 0, 0, 0, 0, 0, fmt.Errorf("bench: child %s at GOMAXPROCS=%d: %w\n%s", strings.Join(args, " "), procs, err, stderr.String())
 	}
 	secs = time.Since(t0).Seconds()
 	cpu = (c.ProcessState.UserTime() + c.ProcessState.SystemTime()).Seconds()
 	var sum struct {
 		Examples float64 `json:"examples"`
+		Seconds  float64 `json:"seconds"`
 	}
 	if err := decodeJSONFile(filepath.Join(out, rundir.SummaryFile), &sum); err != nil {
-		return 0, 0, 0, 0, fmt.Errorf("bench: the whole run's summary: %w", err)
+		return 0, 0, 0, 0, 0, fmt.Errorf("bench: the whole run's summary: %w", err)
 	}
 	cfg, err := config.LoadFile(filepath.Join(out, rundir.ConfigFile), config.Default())
 	if err != nil || cfg.Batch <= 0 || sum.Examples <= 0 {
-		return 0, 0, 0, 0, fmt.Errorf("bench: the whole run's batch (%d) or examples (%g) unreadable: %v", cfg.Batch, sum.Examples, err)
+		return 0, 0, 0, 0, 0, fmt.Errorf("bench: the whole run's batch (%d) or examples (%g) unreadable: %v", cfg.Batch, sum.Examples, err)
 	}
-	return secs, cpu, sum.Examples, cfg.Batch, nil
+	return secs, cpu, sum.Examples, sum.Seconds, cfg.Batch, nil
 }
 
 // decodeJSONFile decodes the JSON file path into v.
@@ -159,11 +174,15 @@ func wholeRunBench(ctx context.Context, exe string, o benchOptions, batch, procs
 func wholeRunRows(cores []int, rounds map[int][]wholeRunRound) []wholeRunRow {
 	var rows []wholeRunRow
 	for _, c := range cores {
-		var secs, run, bench, ratio, runCPU, benchCPU, cpuRatio []float64
+		var secs, run, bench, ratio, runCPU, benchCPU, cpuRatio, outside, atBench, extra []float64
 		for _, w := range rounds[c] {
 			rate := w.Examples / w.Seconds
 			secs, run, bench = append(secs, w.Seconds), append(run, rate), append(bench, w.Bench)
 			ratio = append(ratio, rate/w.Bench)
+			if w.Training > 0 {
+				at := w.Examples / w.Bench
+				outside, atBench, extra = append(outside, w.Seconds-w.Training), append(atBench, at), append(extra, w.Training-at)
+			}
 			if w.RunCPU > 0 && w.BenchCPU > 0 && w.Batch > 0 {
 				r, b := w.RunCPU*1e6/w.Examples, w.BenchCPU*1e3/float64(w.Batch)
 				runCPU, benchCPU, cpuRatio = append(runCPU, r), append(benchCPU, b), append(cpuRatio, b/r)
@@ -176,6 +195,9 @@ func wholeRunRows(cores []int, rounds map[int][]wholeRunRound) []wholeRunRow {
 		if len(cpuRatio) == len(rounds[c]) && len(cpuRatio) > 0 {
 			row.RunCPU, row.BenchCPU, row.CPURatio = median(runCPU), median(benchCPU), median(cpuRatio)
 		}
+		if len(outside) == len(rounds[c]) && len(outside) > 0 {
+			row.Outside, row.AtBench, row.Extra = median(outside), median(atBench), median(extra)
+		}
 		rows = append(rows, row)
 	}
 	return rows
@@ -187,13 +209,15 @@ func printWholeRun(w io.Writer, o benchOptions, rows []wholeRunRow) error {
 		return json.NewEncoder(w).Encode(map[string]any{"rounds": o.Rounds, "synth_rows": o.WholeRun, "rows": rows})
 	}
 	fmt.Fprintf(w, "whole default run (train --synth-rows %d) against bench of its batch; medians of %d interleaved rounds\n", o.WholeRun, o.Rounds)
-	fmt.Fprintf(w, "%6s %6s %10s %16s %16s %7s %13s %15s %9s\n", "cores", "batch", "run s", "run examples/s", "bench examples/s", "ratio",
-		"run CPU µs/ex", "bench CPU µs/ex", "CPU ratio")
+	fmt.Fprintf(w, "%6s %6s %10s %16s %16s %7s %13s %15s %9s %10s %13s %9s\n", "cores", "batch", "run s", "run examples/s", "bench examples/s", "ratio",
+		"run CPU µs/ex", "bench CPU µs/ex", "CPU ratio", "outside s", "at bench s", "extra s")
 	for _, r := range rows {
-		fmt.Fprintf(w, "%6d %6d %10.2f %16.0f %16.0f %7.2f %13.2f %15.2f %9.2f\n", r.Cores, r.Batch, r.Seconds, r.RunPerSecond, r.Bench, r.Ratio,
-			r.RunCPU, r.BenchCPU, r.CPURatio)
+		fmt.Fprintf(w, "%6d %6d %10.2f %16.0f %16.0f %7.2f %13.2f %15.2f %9.2f %10.2f %13.2f %9.2f\n", r.Cores, r.Batch, r.Seconds, r.RunPerSecond, r.Bench, r.Ratio,
+			r.RunCPU, r.BenchCPU, r.CPURatio, r.Outside, r.AtBench, r.Extra)
 	}
 	_, err := fmt.Fprintln(w, "run examples/s: the examples trained over the child's whole life (start to exit); ratio: median over the rounds of each round's run rate over its bench rate;\n"+
-		"CPU µs/ex: processor time per example (all threads, user and system) of the run's whole life and of bench's steps; CPU ratio: median of the rounds' bench over run")
+		"CPU µs/ex: processor time per example (all threads, user and system) of the run's whole life and of bench's steps; CPU ratio: median of the rounds' bench over run;\n"+
+		"where the run's time went (medians of the rounds' own splits): outside the training phase (start-up, loading, set-up, waiting for the baseline, the end),\n"+
+		"at bench: its examples at bench's rate, extra: the rest of the training phase (evaluations, the audit, the baseline fitted beside the steps, slower steps)")
 	return err
 }
