@@ -8,7 +8,7 @@ cd devbin && gunzip -kf sg.gz sg-old.gz sg-prepack.gz && chmod +x sg sg-old sg-p
 D=$PWD/devbin; O=${OUT:-/tmp/out}; mkdir -p $O
 exec > >(tee $O/run4.log) 2>&1
 T0=$(date +%s); t() { echo "--- t=$(( $(date +%s) - T0 ))s $*"; }
-if [ -n "$QUICK" ]; then C=1,2; S8=2; S1=5; P=2000; W=20000; CC=1,2; R=1; else C=1,2,4,8,16; S8=12; S1=60; P=20000; W=200000; CC=1,2,4,8,16; R=3; fi
+if [ -n "$QUICK" ]; then C=1,2; S8=2; S1=5; P=1000; W=20000; CC=1,2; R=1; else C=1,2,4,8,16; S8=12; S1=60; P=20000; W=200000; CC=1,2,4,8,16; R=3; fi
 j() { python3 -c "import json,sys; d=json.load(sys.stdin); print(round(d['ms_per_step'],2), round(d['cpu_ms_per_step'],2))"; }
 lscpu | egrep 'Model name|^CPU\(s\)|Thread|L2|L3|Flags' | cut -c1-200; nproc; uptime
 t "S1 step 8192, head, with independents (2 rounds)"; timeout 150 $D/sg bench --cores $C --rounds 2 --batch 8192 --steps $S8 --warmup 2
