@@ -357,11 +357,16 @@ func (c *Client) Checkpoint(ctx context.Context, step int64, holds ...int64) err
 }
 
 // Shutdown tells the active party that the run is over; a non-empty reason
-// marks an abort. Call it before Close.
+// marks an abort. Call it before Close. At a clean end (no reason) it
+// waits, like PSI and Checkpoint, for a connection that is down for a
+// moment to come back (until ctx or the call timeout ends) rather than
+// failing at once: a link cut during the last exchange would otherwise
+// fail a run whose training had ended. An abort is sent once: the link
+// or the peer is often why the run ends, and waiting would only delay it.
 func (c *Client) Shutdown(ctx context.Context, reason string) error {
 	ctx, cancel := c.callCtx(ctx)
 	defer cancel()
-	if _, err := c.rpc.Shutdown(c.withSession(ctx), &pb.ShutdownRequest{Reason: reason}); err != nil {
+	if _, err := c.rpc.Shutdown(c.withSession(ctx), &pb.ShutdownRequest{Reason: reason}, grpc.WaitForReady(reason == "")); err != nil {
 		return fmt.Errorf("grpcnet: shutdown: %w", err)
 	}
 	return nil

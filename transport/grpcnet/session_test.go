@@ -3,6 +3,7 @@ package grpcnet
 import (
 	"context"
 	"errors"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -168,5 +169,60 @@ func TestAbortKeepsReasonLocal(t *testing.T) {
 	}
 	if _, err := s.Recv(ctx); err == nil || !strings.Contains(err.Error(), secret) {
 		t.Fatalf("Recv after Abort: %v, want the reason locally", err)
+	}
+}
+
+// TestShutdownWaitsThroughALinkCut: the link goes down after the session
+// began (its connections closed, new ones refused) and comes back 300 ms
+// later; an abort sent while it is down fails at once, and a clean
+// Shutdown waits for the link and succeeds, as PSI and Checkpoint do. It used to fail at once with Unavailable, which
+// failed a two-party run whose training had ended when a cut fell on its
+// last exchange (netrun's TestOverlapLinkCutAndResume, on a loaded
+// machine).
+func TestShutdownWaitsThroughALinkCut(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		down  bool
+		conns []net.Conn
+	)
+	dialer := func(ctx context.Context, addr string) (net.Conn, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if down {
+			return nil, errors.New("link down")
+		}
+		c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		if err == nil {
+			conns = append(conns, c)
+		}
+		return c, err
+	}
+	p := newPKI(t)
+	s := startServer(t, ServerOptions{TLS: p.server(t)})
+	c := dial(t, s.Addr(), ClientOptions{TLS: p.client(t, pki.FilesIn(p.dir, "passive")), dialer: dialer})
+	ctx := context.Background()
+	if _, err := c.Hello(ctx, Hello{Party: "passive", Config: fp}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	down = true
+	for _, conn := range conns {
+		conn.Close()
+	}
+	mu.Unlock()
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		mu.Lock()
+		down = false
+		mu.Unlock()
+	}()
+	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	// An abort is sent once: with the link down it fails at once.
+	if err := c.Shutdown(sctx, "the run failed"); status.Code(errors.Unwrap(err)) != codes.Unavailable {
+		t.Fatalf("an abort with the link down: %v, want Unavailable at once", err)
+	}
+	if err := c.Shutdown(sctx, ""); err != nil {
+		t.Fatalf("Shutdown through a link down for 300 ms: %v", err)
 	}
 }
