@@ -120,7 +120,12 @@ func Score(ctx context.Context, cfg Config, so ScoreOptions, opt Options) (*Scor
 		abortSession(client, err)
 		return nil, err
 	}
-	if err := client.Shutdown(ctx, ""); err != nil {
+	// The end waits for a link down for a moment, not for a peer that is
+	// gone: as long as a training run's end (endShutdownTimeout).
+	sctx, cancel := context.WithTimeout(ctx, endShutdownTimeout)
+	err = client.Shutdown(sctx, "")
+	cancel()
+	if err != nil {
 		return nil, fmt.Errorf("passive score: %w", err)
 	}
 	res.Stats = client.Stats()

@@ -225,7 +225,7 @@ func (p *passiveRun) end(ctx context.Context, res *PassiveResult, log *slog.Logg
 		client.Close()
 		return nil, err
 	}
-	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	sctx, cancel := context.WithTimeout(ctx, endShutdownTimeout)
 	err := client.Shutdown(sctx, "")
 	cancel()
 	res.Stats = client.Stats()
@@ -234,6 +234,11 @@ func (p *passiveRun) end(ctx context.Context, res *PassiveResult, log *slog.Logg
 	}
 	return res, err
 }
+
+// endShutdownTimeout bounds the Shutdown that ends a session cleanly: it
+// waits for a link down for a moment (grpcnet.Client.Shutdown), not for a
+// peer that is gone.
+const endShutdownTimeout = 30 * time.Second
 
 // refusalConnectTimeout is how long a passive party that cannot take part
 // waits for the active party to answer, to tell it so.
