@@ -170,20 +170,20 @@ func (e *Kernel) block(transA, transB bool, m, n, k int, alpha float32, a []floa
 		if before != nil {
 			before(0, m, 0, n)
 		}
-		tiled := k != 0 && alpha != 0 && n > 2 && m*n*k >= 2048
-		if bias != nil && !tiled {
-			fillRows(c, ldc, 0, m, bias)
-			bias = nil
-		}
-		switch {
-		case k == 0 || alpha == 0:
-			scaleC(m, n, beta, c, ldc)
-		case n <= 2:
-			thin(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-		case m*n*k < 2048:
-			small(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-		default:
+		if k != 0 && alpha != 0 && n > 2 && m*n*k >= 2048 {
 			e.serial(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, bias, c, ldc)
+		} else {
+			if bias != nil {
+				fillRows(c, ldc, 0, m, bias)
+			}
+			switch {
+			case k == 0 || alpha == 0:
+				scaleC(m, n, beta, c, ldc)
+			case n <= 2:
+				thin(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+			default:
+				small(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+			}
 		}
 		if after != nil {
 			after(0, m, 0, n)
